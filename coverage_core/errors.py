@@ -1,0 +1,26 @@
+"""Exceptions the product shows to users.
+
+Every message is one plain sentence that says what happened and what to do.
+Callers (CLI, dashboard) print ``str(error)`` and never a traceback.
+"""
+
+
+class CoverageError(Exception):
+    """Base class for errors a user can act on."""
+
+
+class InputError(CoverageError):
+    """The input files or parameters cannot be used as given."""
+
+
+class ProviderError(CoverageError):
+    """An embedding or LLM provider refused or failed the request.
+
+    ``kind`` is one of ``"auth"``, ``"rate_limit"``, ``"timeout"``,
+    ``"connection"``, ``"bad_request"`` or ``"other"``, so a caller can decide
+    whether retrying later makes sense.
+    """
+
+    def __init__(self, message: str, kind: str = "other"):
+        super().__init__(message)
+        self.kind = kind
