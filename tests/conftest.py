@@ -1,0 +1,30 @@
+import os
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED_DATA = (PROJECT.parent / "shared" / "data").resolve()
+PDFS = SHARED_DATA / "pdfs"
+WIKI = SHARED_DATA / "wiki-qa"
+FIXTURES = PROJECT / "tests" / "fixtures"
+
+# The bundled model is loaded from site-packages; nothing may reach a hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty embedding cache for one test, also exported to the environment."""
+    directory = tmp_path / "embedding-cache"
+    monkeypatch.setenv("COVERAGE_CORE_CACHE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def fake_api():
+    from tests.fake_api import FakeAPIServer
+
+    with FakeAPIServer() as server:
+        yield server

@@ -1,0 +1,196 @@
+"""A small HTTP server on 127.0.0.1 that speaks enough of the OpenAI and
+Voyage APIs for the real client libraries to talk to it.
+
+Both providers use ``POST {base_url}/embeddings`` with the same response
+shape, and OpenAI chat uses ``POST {base_url}/chat/completions``. Tests script
+responses per path; every request is recorded so a test can check what the
+client sent (and that no API key leaked anywhere else).
+
+Usage::
+
+    with FakeAPIServer() as server:
+        server.script("/v1/embeddings", [Reply(429, {"error": {...}}), DEFAULT])
+        client = openai.OpenAI(api_key="k", base_url=server.url + "/v1")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP response. ``delay`` seconds are slept first (timeouts)."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+# Sentinel in a script: answer with the path's default behaviour.
+DEFAULT = Reply(status=-1)
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def fake_embedding(text: str, dimensions: int) -> list[float]:
+    """A deterministic unit vector derived from the text's hash."""
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dimensions)
+    return (vector / np.linalg.norm(vector)).tolist()
+
+
+def embeddings_reply(body: dict, default_dimensions: int = 16) -> Reply:
+    texts = body.get("input")
+    if isinstance(texts, str):
+        texts = [texts]
+    dimensions = body.get("dimensions") or body.get("output_dimension") or default_dimensions
+    data = [
+        {"object": "embedding", "index": i, "embedding": fake_embedding(t, int(dimensions))}
+        for i, t in enumerate(texts)
+    ]
+    tokens = sum(len(t.split()) for t in texts)
+    return Reply(
+        200,
+        {
+            "object": "list",
+            "data": data,
+            "model": body.get("model", "fake"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        },
+    )
+
+
+def chat_reply(content: str, model: str = "fake-chat") -> Reply:
+    """A chat.completions response whose single choice says ``content``."""
+    return Reply(
+        200,
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        },
+    )
+
+
+def error_reply(status: int, message: str, code: str | None = None, **headers: str) -> Reply:
+    kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
+    return Reply(
+        status,
+        {"error": {"message": message, "type": kind, "code": code, "param": None}, "detail": message},
+        headers=dict(headers),
+    )
+
+
+class FakeAPIServer:
+    """Threaded HTTP server; use as a context manager."""
+
+    def __init__(self, default_dimensions: int = 16):
+        self.default_dimensions = default_dimensions
+        self.requests: list[RecordedRequest] = []
+        self._scripts: dict[str, list[Reply]] = {}
+        self._handlers: dict[str, Callable[[dict], Reply]] = {}
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._make_handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def script(self, path: str, replies: list[Reply]) -> None:
+        """Answer the next requests to ``path`` with ``replies`` in order."""
+        with self._lock:
+            self._scripts.setdefault(path, []).extend(replies)
+
+    def handle(self, path: str, handler: Callable[[dict], Reply]) -> None:
+        """Answer every unscripted request to ``path`` with ``handler(body)``."""
+        self._handlers[path] = handler
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == path]
+
+    def _default(self, path: str, body: dict) -> Reply:
+        if path in self._handlers:
+            return self._handlers[path](body)
+        if path.endswith("/embeddings"):
+            return embeddings_reply(body, self.default_dimensions)
+        if path.endswith("/chat/completions"):
+            return chat_reply("{}")
+        return error_reply(404, f"no such path {path}")
+
+    def _next_reply(self, path: str, body: dict) -> Reply:
+        with self._lock:
+            queue = self._scripts.get(path)
+            reply = queue.pop(0) if queue else None
+        if reply is None or reply.status == -1:
+            reply = self._default(path, body)
+        return reply
+
+    def _make_handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {"_raw": raw.decode("utf-8", "replace")}
+                path = self.path.split("?")[0]
+                server.requests.append(RecordedRequest(path, dict(self.headers), body))
+                reply = server._next_reply(path, body)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body if isinstance(reply.body, (bytes, str)) else json.dumps(reply.body)
+                if isinstance(payload, str):
+                    payload = payload.encode("utf-8")
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout tests)
+
+        return Handler
+
+    def __enter__(self) -> "FakeAPIServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
