@@ -1,0 +1,152 @@
+"""Command line: ``python -m coverage_core analyze …`` for CI pipelines.
+
+Exit codes: 0 done; 1 the gated metric is below ``--fail-below``; 2 the input
+cannot be used (one plain sentence on stderr, never a traceback).
+API keys are read from the environment only, so they never land in shell
+history, logs or the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from coverage_core.chunking import ChunkingConfig
+from coverage_core.errors import CoverageError
+from coverage_core.gaps import GapConfig
+from coverage_core.report import METRIC_NAMES, build_report, summary_table, write_report
+
+EXIT_OK, EXIT_BELOW_THRESHOLD, EXIT_UNUSABLE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one sentence, no usage dump
+        self.exit(EXIT_UNUSABLE, f"coverage_core: {message} (see --help).\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m coverage_core", description="Semantic coverage of a RAG test set.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    analyze = commands.add_parser("analyze", help="measure how well questions cover documents")
+    analyze.add_argument("--docs", nargs="+", required=True, metavar="PATH", help="document files or folders (PDF, TXT, MD)")
+    analyze.add_argument("--questions", required=True, metavar="FILE", help="CSV/TSV of test questions")
+    analyze.add_argument("--out", required=True, metavar="REPORT.json", help="where to write the JSON report")
+    analyze.add_argument("--question-column", metavar="NAME", help="question column (default: detected)")
+    analyze.add_argument("--embedder", choices=["local", "openai", "voyage"], default="local",
+                         help="embedding provider; keys come from OPENAI_API_KEY / VOYAGE_API_KEY")
+    analyze.add_argument("--model", metavar="NAME", help="embedding model (default: the provider's default)")
+    analyze.add_argument("--dimensions", type=int, metavar="N", help="output dimensions (text-embedding-3, voyage-3.5)")
+    analyze.add_argument("--base-url", metavar="URL", help="OpenAI-compatible or Voyage endpoint")
+    analyze.add_argument("--chunk-size", type=int, default=ChunkingConfig.chunk_size, metavar="N")
+    analyze.add_argument("--chunk-overlap", type=int, default=ChunkingConfig.chunk_overlap, metavar="N")
+    analyze.add_argument("--clusters", type=int, metavar="K", help="number of topics (default: from corpus size)")
+    analyze.add_argument("--strictness", type=float, metavar="X", help="off-topic screening strictness")
+    analyze.add_argument("--gap-threshold", type=float, default=GapConfig.gap_threshold, metavar="X")
+    analyze.add_argument("--multi-threshold", type=float, default=0.5, metavar="X")
+    analyze.add_argument("--multi-n", type=int, default=2, metavar="N")
+    analyze.add_argument("--seed", type=int, default=0, help="random_state for clustering and screening")
+    analyze.add_argument("--cache-dir", metavar="DIR", help="embedding cache (default: $COVERAGE_CORE_CACHE_DIR or ~/.cache/coverage_core)")
+    analyze.add_argument("--pdf-password", metavar="P", help="password for encrypted PDFs")
+    analyze.add_argument("--llm-model", metavar="NAME", help="chat model for gap suggestions (default: offline drafts)")
+    analyze.add_argument("--llm-base-url", metavar="URL", help="OpenAI-compatible chat endpoint, e.g. a local Ollama")
+    analyze.add_argument("--fail-below", type=float, metavar="X", help="exit 1 when --metric is below X")
+    analyze.add_argument("--metric", choices=METRIC_NAMES, default="basic", help="metric gated by --fail-below")
+    analyze.add_argument("--quiet", action="store_true", help="no progress bars")
+    return parser
+
+
+def _progress_bars(enabled: bool):
+    """A pipeline progress callback drawing one tqdm bar per stage on stderr."""
+    from tqdm import tqdm
+
+    bars: dict[str, tqdm] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if not enabled:
+            return
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(total=total, desc=f"embedding {stage}", unit="text", file=sys.stderr)
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    from coverage_core.embeddings import EmbeddingCache
+    from coverage_core.ingest import read_documents, read_questions
+    from coverage_core.llm import ChatClient, LLMConfig
+    from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig, analyze
+
+    documents = read_documents(args.docs, pdf_password=args.pdf_password)
+    questions = read_questions(args.questions, question_column=args.question_column)
+    for warning in [*documents.warnings, *questions.warnings]:
+        print(f"warning: {warning}", file=sys.stderr)
+
+    config = AnalysisConfig(
+        embedding=EmbeddingConfig(args.embedder, args.model, args.dimensions, args.base_url),
+        chunking=ChunkingConfig(args.chunk_size, args.chunk_overlap),
+        n_clusters=args.clusters,
+        random_state=args.seed,
+        strictness=args.strictness,
+        multi_threshold=args.multi_threshold,
+        multi_n=args.multi_n,
+        gaps=GapConfig(gap_threshold=args.gap_threshold),
+    )
+    llm = None
+    if args.llm_model or args.llm_base_url:
+        llm = ChatClient(LLMConfig(model=args.llm_model or LLMConfig.model, base_url=args.llm_base_url))
+    cache = EmbeddingCache(args.cache_dir)
+    analysis = analyze(
+        config,
+        documents.documents,
+        questions,
+        cache=cache,
+        llm=llm,
+        progress=_progress_bars(not args.quiet),
+    )
+    analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
+    inputs = {
+        "documents": [document.name for document in documents.documents],
+        "questions_file": Path(args.questions).name,
+        "question_column": questions.question_column,
+        "llm_model": llm.config.model if llm else None,
+    }
+    write_report(build_report(analysis, inputs), args.out)
+    print(summary_table(analysis))
+    for warning in analysis.warnings[len(documents.warnings) + len(questions.warnings):]:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"\nReport written to {args.out}")
+
+    if args.fail_below is not None:
+        value = analysis.metrics[args.metric]
+        if value < args.fail_below:
+            print(f"{args.metric} coverage {value:.3f} is below the required {args.fail_below:.3f}.", file=sys.stderr)
+            return EXIT_BELOW_THRESHOLD
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exit_request:  # --help, or a usage error already reported
+        return int(exit_request.code or 0)
+    try:
+        if args.command == "analyze":
+            return _run_analyze(args)
+    except CoverageError as error:
+        print(f"coverage_core: {error}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except OSError as error:
+        print(f"coverage_core: could not read or write {error.filename or 'a file'}: {error.strerror}.", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except KeyboardInterrupt:
+        print("coverage_core: interrupted; embeddings computed so far are cached.", file=sys.stderr)
+        return 130
+    return EXIT_UNUSABLE

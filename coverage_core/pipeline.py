@@ -1,0 +1,431 @@
+"""The whole method as one call, and as the stages the dashboard reruns.
+
+``analyze(config, documents, questions)`` runs everything and returns an
+:class:`Analysis`; the CLI and the tests use it. The dashboard calls the
+stages one by one so that only what changed is recomputed:
+
+    chunk_corpus ──▶ embed_chunks ─┐          (slow, cached on disk by content)
+    questions ─────▶ embed_questions ─┤
+                                      ├─▶ cluster_chunks   (K changes: ~1 s at 20k chunks)
+                                      └─▶ measure           (thresholds, overrides: fast)
+                                            └─▶ find_gaps   (LLM optional)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from coverage_core import metrics
+from coverage_core.chunking import ChunkingConfig, chunk_documents
+from coverage_core.clustering import ChunkClusterer
+from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts, make_embedder
+from coverage_core.errors import InputError
+from coverage_core.gaps import Gap, GapConfig, analyse_gaps, representative_chunks
+from coverage_core.llm import ChatClient
+from coverage_core.screening import QuestionScreener, apply_overrides
+from coverage_core.types import Chunk, Document, Question, QuestionSet
+
+Progress = Callable[[str, int, int], None]
+"""progress(stage, done, total): stage is "chunks" or "questions"."""
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which model embeds chunks and questions. API keys are never part of it."""
+
+    provider: str = "local"
+    model: str | None = None
+    dimensions: int | None = None
+    base_url: str | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Every parameter of an analysis; the report records all of them.
+
+    ``n_clusters=None`` picks K with :func:`coverage_core.clustering.default_n_clusters`.
+    ``strictness`` is the screening strictness of :class:`QuestionScreener`.
+    ``redundancy_threshold`` is the cosine similarity above which two
+    questions count as near-duplicates.
+    """
+
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    n_clusters: int | None = None
+    random_state: int = 0
+    strictness: float | None = None
+    multi_threshold: float = 0.5
+    multi_n: int = 2
+    redundancy_threshold: float = 0.95
+    gaps: GapConfig = field(default_factory=GapConfig)
+
+    def __post_init__(self):
+        if self.n_clusters is not None and self.n_clusters < 1:
+            raise InputError(f"The number of clusters must be at least 1 (got {self.n_clusters}).")
+        if not 0.0 < self.multi_threshold <= 2.0:
+            raise InputError(
+                f"The multi-cluster threshold must be a cosine distance between 0 and 2 "
+                f"(got {self.multi_threshold}); values from 0.15 to 0.8 are sensible."
+            )
+        if self.multi_n < 1:
+            raise InputError(f"The multi-cluster N must be at least 1 (got {self.multi_n}).")
+        if not 0.0 < self.redundancy_threshold <= 1.0:
+            raise InputError(
+                f"The redundancy threshold must be a similarity in (0, 1] (got {self.redundancy_threshold})."
+            )
+
+    def screener(self) -> QuestionScreener:
+        if self.strictness is None:
+            return QuestionScreener(random_state=self.random_state)
+        return QuestionScreener(strictness=self.strictness, random_state=self.random_state)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class EmbeddedTexts:
+    """Vectors for a list of texts, with what the cache saved."""
+
+    vectors: np.ndarray
+    n_cached: int
+    n_embedded: int
+    n_over_limit: int
+
+
+@dataclass
+class Corpus:
+    """Chunks of the readable documents and their vectors."""
+
+    documents: list[Document]
+    chunks: list[Chunk]
+    embedded: EmbeddedTexts
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self.embedded.vectors
+
+    @property
+    def chunk_documents(self) -> list[str]:
+        return [chunk.document for chunk in self.chunks]
+
+
+@dataclass
+class Clustering:
+    labels: np.ndarray
+    centroids: np.ndarray
+    warnings: list[str]
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.centroids)
+
+
+@dataclass
+class Analysis:
+    """Everything an analysis found; ``coverage_core.report`` serialises it.
+
+    Question-level arrays (``outlier_score``, ``is_outlier`` …) are aligned
+    with ``questions.questions``; chunk-level arrays with ``corpus.chunks``.
+    """
+
+    config: AnalysisConfig
+    corpus: Corpus
+    questions: QuestionSet
+    question_vectors: np.ndarray
+    clustering: Clustering
+    screener: QuestionScreener
+    is_outlier: np.ndarray
+    min_distances: np.ndarray
+    nearest_question: np.ndarray
+    metrics: dict[str, float]
+    clusters: pd.DataFrame
+    documents: pd.DataFrame
+    question_table: pd.DataFrame
+    redundant_pairs: list[tuple[int, int, float]]
+    warnings: list[str]
+    question_embedding: EmbeddedTexts
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def inlier_vectors(self) -> np.ndarray:
+        return self.question_vectors[~self.is_outlier]
+
+
+def build_embedder(config: EmbeddingConfig, api_key: str | None = None) -> Embedder:
+    return make_embedder(
+        config.provider,
+        config.model,
+        dimensions=config.dimensions,
+        api_key=api_key,
+        base_url=config.base_url,
+    )
+
+
+def chunk_corpus(documents: Sequence[Document], chunking: ChunkingConfig) -> list[Chunk]:
+    chunks = chunk_documents(documents, chunking)
+    if not chunks:
+        raise InputError("The documents contain no text to chunk; add documents with text.")
+    return chunks
+
+
+def _embed(
+    texts: Sequence[str],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    stage: str,
+    progress: Progress | None,
+) -> EmbeddedTexts:
+    callback = (lambda done, total: progress(stage, done, total)) if progress else None
+    run = embed_texts(list(texts), embedder, cache, progress=callback)
+    return EmbeddedTexts(run.vectors, run.n_cached, run.n_embedded, run.n_over_limit)
+
+
+def embed_corpus(
+    documents: Sequence[Document],
+    chunking: ChunkingConfig,
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    progress: Progress | None = None,
+) -> Corpus:
+    chunks = chunk_corpus(documents, chunking)
+    embedded = _embed([chunk.text for chunk in chunks], embedder, cache, "chunks", progress)
+    return Corpus(list(documents), chunks, embedded)
+
+
+def embed_questions(
+    questions: QuestionSet,
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    progress: Progress | None = None,
+) -> EmbeddedTexts:
+    return _embed(questions.texts, embedder, cache, "questions", progress)
+
+
+def cluster_chunks(corpus: Corpus, n_clusters: int | None, random_state: int) -> Clustering:
+    clusterer = ChunkClusterer(n_clusters=n_clusters, random_state=random_state).fit(corpus.vectors)
+    return Clustering(clusterer.labels_, clusterer.cluster_centers_, list(clusterer.warnings_))
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def measure(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    questions: QuestionSet,
+    question_embedding: EmbeddedTexts,
+    clustering: Clustering,
+    *,
+    force_include: Sequence[int] = (),
+    force_exclude: Sequence[int] = (),
+    screener: QuestionScreener | None = None,
+) -> Analysis:
+    """Screen the questions and compute every coverage figure.
+
+    A fitted ``screener`` may be passed in to reuse its scores when only the
+    strictness or the overrides changed.
+    """
+    chunk_vectors = corpus.vectors
+    question_vectors = question_embedding.vectors
+    labels, centroids = clustering.labels, clustering.centroids
+    n_clusters = clustering.n_clusters
+    warnings = list(clustering.warnings)
+
+    if screener is None:
+        screener = config.screener().fit(question_vectors, chunk_vectors, labels)
+        decision = screener.is_outlier_
+    else:
+        decision = screener.decide(config.strictness) if config.strictness is not None else screener.is_outlier_
+    warnings.extend(screener.warnings_)
+    is_outlier = apply_overrides(decision, questions.rows, force_include, force_exclude)
+    inliers = question_vectors[~is_outlier]
+    if len(inliers) == 0:
+        warnings.append("Every question was screened out as off-topic, so all coverage is 0; include some questions or lower the strictness.")
+
+    min_distances, nearest_inlier = metrics.nearest_question_distances(chunk_vectors, inliers)
+    inlier_positions = np.flatnonzero(~is_outlier)
+    nearest_question = np.where(nearest_inlier >= 0, inlier_positions[np.maximum(nearest_inlier, 0)], -1)
+
+    per_cluster = metrics.cluster_coverages(min_distances, labels, n_clusters)
+    multi_threshold, per_cluster_threshold = metrics.multi_threshold_coverage(
+        chunk_vectors, inliers, labels, centroids, config.multi_threshold
+    )
+    multi_n, per_cluster_n = metrics.multi_n_coverage(chunk_vectors, inliers, labels, centroids, config.multi_n)
+    scores = {
+        "basic": metrics.basic_coverage(min_distances),
+        "weighted": metrics.weighted_coverage(min_distances, labels),
+        "balanced": metrics.balanced_coverage(min_distances, labels, n_clusters),
+        "multi_threshold": multi_threshold,
+        "multi_n": multi_n,
+    }
+
+    sizes = np.bincount(labels, minlength=n_clusters)
+    covering = metrics.questions_covering_clusters(inliers, centroids, config.multi_threshold)
+    texts = [chunk.text for chunk in corpus.chunks]
+    representatives = [
+        [_shorten(texts[i]) for i in representative_chunks(chunk_vectors, labels, centroids, k, 3)]
+        for k in range(n_clusters)
+    ]
+    cluster_table = pd.DataFrame(
+        {
+            "cluster": np.arange(n_clusters),
+            "size": sizes,
+            "share": sizes / len(labels),
+            "coverage": per_cluster,
+            "multi_threshold_coverage": per_cluster_threshold,
+            "multi_n_coverage": per_cluster_n,
+            "n_questions": covering,
+            "is_gap": per_cluster < config.gaps.gap_threshold,
+            "representative_chunks": representatives,
+        }
+    )
+
+    document_table = metrics.document_coverage(min_distances, corpus.chunk_documents)
+    for name in document_table.loc[document_table["is_low"], "document"]:
+        warnings.append(
+            f"{name} is covered far less than the other documents: it is untested or may not belong in this corpus."
+        )
+
+    max_similarity, nearest_chunk = metrics.question_support(question_vectors, chunk_vectors)
+    question_clusters = np.argmax(question_vectors @ centroids.T, axis=1) if len(question_vectors) else np.array([], int)
+    pairs = metrics.redundant_pairs(question_vectors, config.redundancy_threshold)
+    rows = np.asarray(questions.rows)
+    duplicate_of = {int(rows[j]): int(rows[i]) for i, j, _ in pairs}
+    duplicate_of.update(questions.duplicates)
+    question_table = pd.DataFrame(
+        {
+            "row": rows,
+            "text": questions.texts,
+            "max_similarity": max_similarity,
+            "nearest_chunk": nearest_chunk,
+            "nearest_document": [corpus.chunks[i].document for i in nearest_chunk],
+            "nearest_passage": [_shorten(corpus.chunks[i].text) for i in nearest_chunk],
+            "cluster": question_clusters,
+            "outlier_score": screener.outlier_score_,
+            "lof_score": screener.lof_score_,
+            "is_outlier": is_outlier,
+            "duplicate_of": [duplicate_of.get(int(r)) for r in rows],
+        }
+    )
+
+    return Analysis(
+        config=config,
+        corpus=corpus,
+        questions=questions,
+        question_vectors=question_vectors,
+        clustering=clustering,
+        screener=screener,
+        is_outlier=is_outlier,
+        min_distances=min_distances,
+        nearest_question=nearest_question,
+        metrics={name: float(value) for name, value in scores.items()},
+        clusters=cluster_table,
+        documents=document_table,
+        question_table=question_table,
+        redundant_pairs=pairs,
+        warnings=warnings,
+        question_embedding=question_embedding,
+    )
+
+
+def find_gaps(analysis: Analysis, llm: ChatClient | None = None) -> Analysis:
+    """Rank the least-covered clusters and suggest questions for them."""
+    corpus = analysis.corpus
+    gaps, gap_warnings = analyse_gaps(
+        [chunk.text for chunk in corpus.chunks],
+        corpus.chunk_documents,
+        corpus.vectors,
+        analysis.clustering.labels,
+        analysis.clustering.centroids,
+        analysis.min_distances,
+        analysis.clusters["coverage"].to_numpy(),
+        analysis.questions.texts,
+        analysis.config.gaps,
+        llm=llm,
+    )
+    analysis.gaps = gaps
+    analysis.warnings.extend(gap_warnings)
+    return analysis
+
+
+def analyze(
+    config: AnalysisConfig,
+    documents: Sequence[Document],
+    questions: QuestionSet,
+    *,
+    embedder: Embedder | None = None,
+    cache: EmbeddingCache | None = None,
+    api_key: str | None = None,
+    llm: ChatClient | None = None,
+    progress: Progress | None = None,
+) -> Analysis:
+    """Run the whole method: chunk, embed, cluster, screen, measure, find gaps."""
+    if not documents:
+        raise InputError("There are no readable documents; add PDF, TXT or Markdown files with text.")
+    if not questions.questions:
+        raise InputError("The question file has no questions; add at least one question.")
+    embedder = embedder or build_embedder(config.embedding, api_key)
+    corpus = embed_corpus(documents, config.chunking, embedder, cache, progress)
+    question_embedding = embed_questions(questions, embedder, cache, progress)
+    clustering = cluster_chunks(corpus, config.n_clusters, config.random_state)
+    analysis = measure(config, corpus, questions, question_embedding, clustering)
+    if corpus.embedded.n_over_limit:
+        analysis.warnings.append(
+            f"{corpus.embedded.n_over_limit} of {len(corpus.chunks)} chunks are longer than the model reads "
+            f"({embedder.max_tokens} tokens) and were truncated; use a smaller chunk size."
+        )
+    return find_gaps(analysis, llm)
+
+
+def add_questions(questions: QuestionSet, texts: Sequence[str], marker_column: str = "suggested") -> QuestionSet:
+    """The question set with ``texts`` appended as new rows.
+
+    Original rows and columns are untouched; new rows fill the question column,
+    leave the user's other columns empty, and are marked ``yes`` in
+    ``marker_column`` (added if the file had no such column).
+    """
+    new_texts = [" ".join(str(t).split()) for t in texts if str(t).strip()]
+    frame = questions.frame.copy()
+    if marker_column not in frame.columns:
+        frame[marker_column] = ""
+    start = len(frame)
+    additions = pd.DataFrame({column: [""] * len(new_texts) for column in frame.columns}, dtype=str)
+    additions[questions.question_column] = new_texts
+    additions[marker_column] = "yes"
+    frame = pd.concat([frame, additions], ignore_index=True)
+    added = [Question(start + i, text) for i, text in enumerate(new_texts)]
+    return dataclasses.replace(questions, frame=frame, questions=list(questions.questions) + added)
+
+
+def rescore(
+    analysis: Analysis,
+    questions: QuestionSet,
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    *,
+    force_include: Sequence[int] = (),
+    force_exclude: Sequence[int] = (),
+) -> Analysis:
+    """Score a changed question set on the same chunks and clusters.
+
+    Keeping the clustering fixed makes before/after comparable per cluster;
+    the cache means only new question texts are embedded.
+    """
+    question_embedding = embed_questions(questions, embedder, cache)
+    return measure(
+        analysis.config,
+        analysis.corpus,
+        questions,
+        question_embedding,
+        analysis.clustering,
+        force_include=force_include,
+        force_exclude=force_exclude,
+    )

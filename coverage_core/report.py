@@ -1,0 +1,191 @@
+"""Serialise an :class:`~coverage_core.pipeline.Analysis`: JSON report, CSV export, text summary.
+
+The JSON schema is versioned (``SCHEMA_VERSION``) and documented in the
+README. Nothing here ever writes an API key: configs carry none.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from coverage_core.pipeline import Analysis
+
+SCHEMA_VERSION = 1
+
+METRIC_NAMES = ("basic", "weighted", "balanced", "multi_threshold", "multi_n")
+
+# Spreadsheet programs evaluate cells starting with these as formulas
+# (OWASP "CSV injection"); tab and carriage return can hide such a prefix.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe Python scalars (numpy types, NaN → None)."""
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return None if math.isnan(value) else round(value, 6)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def build_report(analysis: Analysis, inputs: dict | None = None) -> dict:
+    """The report as a JSON-ready dict (schema version 1)."""
+    config = analysis.config.to_dict()
+    config["n_clusters_used"] = analysis.clustering.n_clusters
+    config["screening_threshold"] = _plain(getattr(analysis.screener, "threshold_", None))
+    if inputs:
+        config["inputs"] = inputs
+
+    gaps_by_cluster = {gap.cluster: gap for gap in analysis.gaps}
+    clusters = []
+    for row in analysis.clusters.itertuples(index=False):
+        gap = gaps_by_cluster.get(int(row.cluster))
+        clusters.append(
+            {
+                "id": int(row.cluster),
+                "size": int(row.size),
+                "share": _plain(row.share),
+                "coverage": _plain(row.coverage),
+                "multi_threshold_coverage": _plain(row.multi_threshold_coverage),
+                "multi_n_coverage": _plain(row.multi_n_coverage),
+                "n_questions": int(row.n_questions),
+                "is_gap": bool(row.is_gap),
+                "gap_rank": (analysis.gaps.index(gap) + 1) if gap else None,
+                "themes": list(gap.themes) if gap else [],
+                "suggested_questions": [
+                    {"text": s.text, "origin": s.origin, "document": s.document, "passage": s.passage}
+                    for s in (gap.suggestions if gap else ())
+                ],
+                "representative_chunks": list(row.representative_chunks),
+            }
+        )
+
+    documents = [
+        {
+            "name": row.document,
+            "n_chunks": int(row.n_chunks),
+            "coverage": _plain(row.coverage),
+            "is_low": bool(row.is_low),
+        }
+        for row in analysis.documents.itertuples(index=False)
+    ]
+
+    questions = [
+        {
+            "row": int(row.row),
+            "text": row.text,
+            "max_similarity": _plain(row.max_similarity),
+            "nearest_document": row.nearest_document,
+            "cluster": int(row.cluster),
+            "outlier_score": _plain(row.outlier_score),
+            "lof_score": _plain(row.lof_score),
+            "is_outlier": bool(row.is_outlier),
+            "duplicate_of": None if row.duplicate_of is None or pd.isna(row.duplicate_of) else int(row.duplicate_of),
+        }
+        for row in analysis.question_table.itertuples(index=False)
+    ]
+
+    corpus = analysis.corpus
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "config": _plain(config),
+        "metrics": {name: _plain(analysis.metrics[name]) for name in METRIC_NAMES},
+        "summary": {
+            "n_documents": len(corpus.documents),
+            "n_chunks": len(corpus.chunks),
+            "n_questions": len(analysis.questions.questions),
+            "n_outliers": int(analysis.is_outlier.sum()),
+            "n_blank_questions": analysis.questions.n_blank,
+            "n_chunks_over_token_limit": corpus.embedded.n_over_limit,
+            "embedded": corpus.embedded.n_embedded + analysis.question_embedding.n_embedded,
+            "from_cache": corpus.embedded.n_cached + analysis.question_embedding.n_cached,
+        },
+        "clusters": clusters,
+        "documents": documents,
+        "questions": questions,
+        "redundant_pairs": [
+            {
+                "rows": [int(analysis.questions.questions[i].row), int(analysis.questions.questions[j].row)],
+                "similarity": _plain(similarity),
+            }
+            for i, j, similarity in analysis.redundant_pairs
+        ],
+        "warnings": list(analysis.warnings),
+    }
+
+
+def write_report(report: dict, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def neutralise_formula(cell: Any) -> Any:
+    """Prefix a text cell that a spreadsheet would run as a formula with ``'``."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
+        return "'" + cell
+    return cell
+
+
+def to_safe_csv(frame: pd.DataFrame) -> bytes:
+    """CSV bytes (UTF-8 with BOM, so Excel reads accents) with formulas neutralised."""
+    safe = frame.copy()
+    safe.columns = [neutralise_formula(str(c)) for c in safe.columns]
+    for column in safe.columns:
+        safe[column] = safe[column].map(neutralise_formula)
+    buffer = io.StringIO()
+    safe.to_csv(buffer, index=False)
+    return buffer.getvalue().encode("utf-8-sig")
+
+
+def summary_table(analysis: Analysis) -> str:
+    """A plain-text summary for the terminal."""
+    lines = []
+    corpus = analysis.corpus
+    n_questions = len(analysis.questions.questions)
+    lines.append(
+        f"{len(corpus.documents)} documents, {len(corpus.chunks)} chunks, "
+        f"{analysis.clustering.n_clusters} clusters; {n_questions} questions, "
+        f"{int(analysis.is_outlier.sum())} screened out as off-topic."
+    )
+    lines.append("")
+    lines.append("Coverage (relative scores: compare test sets, do not read as a percentage of truth)")
+    for name in METRIC_NAMES:
+        note = "  (equals basic by construction)" if name == "weighted" else ""
+        lines.append(f"  {name:<16} {analysis.metrics[name]:.3f}{note}")
+    lines.append("")
+    lines.append(f"{'cluster':>7} {'size':>5} {'share':>6} {'coverage':>8} {'questions':>9}  gap")
+    for row in analysis.clusters.sort_values("coverage").itertuples(index=False):
+        lines.append(
+            f"{row.cluster:>7} {row.size:>5} {row.share:>6.1%} {row.coverage:>8.3f} {row.n_questions:>9}  "
+            f"{'GAP' if row.is_gap else ''}"
+        )
+    lines.append("")
+    lines.append(f"{'document':<40} {'chunks':>6} {'coverage':>8}")
+    for row in analysis.documents.sort_values("coverage").itertuples(index=False):
+        flag = "  untested or misaligned?" if row.is_low else ""
+        lines.append(f"{row.document[:40]:<40} {row.n_chunks:>6} {row.coverage:>8.3f}{flag}")
+    if analysis.gaps:
+        lines.append("")
+        lines.append("Largest gaps")
+        for rank, gap in enumerate(analysis.gaps[:5], start=1):
+            lines.append(f"  {rank}. cluster {gap.cluster} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
+    outliers = analysis.question_table[analysis.question_table["is_outlier"]]
+    if len(outliers):
+        lines.append("")
+        lines.append("Off-topic questions (highest scores first)")
+        for row in outliers.sort_values("outlier_score", ascending=False).head(10).itertuples(index=False):
+            lines.append(f"  row {row.row}: {row.text[:90]}")
+    return "\n".join(lines)

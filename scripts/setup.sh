@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Creates .venv and installs the pinned requirements. Usage: scripts/setup.sh [requirements file]
+# Re-running is cheap: pip skips what is already installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+requirements="${1:-requirements.txt}"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"

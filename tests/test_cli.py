@@ -1,0 +1,142 @@
+"""End-to-end: the real CLI, the real bundled model, the bundled wiki-qa slice.
+
+The slice's ground truth (see examples/wiki-qa/README.md): Koala.txt and
+Lobster.txt have no questions; Zebra and Berlin questions have no article.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from coverage_core.cli import main
+from tests.conftest import PDFS, PROJECT
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+UNTESTED = {"Koala.txt", "Lobster.txt"}
+
+
+def _off_topic_rows():
+    with open(EXAMPLE / "questions.csv", encoding="utf-8") as handle:
+        return {i for i, row in enumerate(csv.DictReader(handle)) if row["article"] in {"Zebra", "Berlin"}}
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """One cold CLI run and one fully cached re-run, as separate processes."""
+    work = tmp_path_factory.mktemp("cli")
+    env = dict(os.environ, COVERAGE_CORE_CACHE_DIR=str(work / "cache"), HF_HUB_OFFLINE="1")
+    command = [
+        sys.executable, "-m", "coverage_core", "analyze",
+        "--docs", str(EXAMPLE / "docs"),
+        "--questions", str(EXAMPLE / "questions.csv"),
+        "--quiet",
+    ]
+    runs = []
+    for name in ("cold", "cached"):
+        out = work / f"{name}.json"
+        result = subprocess.run(command + ["--out", str(out)], env=env, capture_output=True, text=True, cwd=PROJECT)
+        runs.append((result, json.loads(out.read_text()) if out.exists() else None))
+    return runs
+
+
+def test_cold_run_writes_a_complete_report(example_run):
+    (result, report), _ = example_run
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert report["schema_version"] == 1
+    assert set(report["metrics"]) == {"basic", "weighted", "balanced", "multi_threshold", "multi_n"}
+    for value in report["metrics"].values():
+        assert 0.0 < value < 1.0
+    # The method's weighted coverage is basic coverage by construction.
+    assert report["metrics"]["weighted"] == pytest.approx(report["metrics"]["basic"], abs=1e-6)
+    assert report["summary"]["n_documents"] == 10
+    assert report["summary"]["n_questions"] == 185
+    assert sum(c["size"] for c in report["clusters"]) == report["summary"]["n_chunks"]
+    assert sum(c["share"] for c in report["clusters"]) == pytest.approx(1.0, abs=1e-3)
+    config = report["config"]
+    assert config["chunking"] == {"chunk_size": 1000, "chunk_overlap": 200}
+    assert config["embedding"]["provider"] == "local"
+    # The summary table reaches stdout.
+    assert "basic" in result.stdout and "cluster" in result.stdout
+
+
+def test_untested_articles_come_out_least_covered(example_run):
+    (_, report), _ = example_run
+    by_coverage = sorted(report["documents"], key=lambda d: d["coverage"])
+    assert {d["name"] for d in by_coverage[:2]} == UNTESTED
+
+
+def test_gaps_point_at_the_untested_articles(example_run):
+    (_, report), _ = example_run
+    gaps = sorted((c for c in report["clusters"] if c["is_gap"]), key=lambda c: c["gap_rank"])
+    assert gaps, "the example has untested articles, so there must be gaps"
+    top = gaps[0]
+    assert 3 <= len(top["themes"]) <= 5
+    assert top["suggested_questions"], "each gap gets suggested questions"
+    assert {s["document"] for s in top["suggested_questions"]} & UNTESTED
+    existing = {q["text"].lower() for q in report["questions"]}
+    assert not {s["text"].lower() for s in top["suggested_questions"]} & existing
+
+
+def test_off_topic_questions_are_flagged(example_run):
+    (_, report), _ = example_run
+    off_topic = _off_topic_rows()
+    flagged = {q["row"] for q in report["questions"] if q["is_outlier"]}
+    on_topic_flagged = flagged - off_topic
+    assert len(flagged & off_topic) >= 0.75 * len(off_topic)
+    assert len(on_topic_flagged) <= 0.05 * (185 - len(off_topic))
+    for question in report["questions"]:
+        assert {"row", "text", "max_similarity", "nearest_document", "cluster", "outlier_score", "is_outlier", "duplicate_of"} <= set(question)
+
+
+def test_cached_rerun_embeds_nothing_and_agrees(example_run):
+    (_, cold), (result, cached) = example_run
+    assert result.returncode == 0, result.stderr
+    assert cold["summary"]["embedded"] > 0
+    assert cached["summary"]["embedded"] == 0
+    assert cached["metrics"] == cold["metrics"]
+
+
+def test_fail_below_exits_1(tmp_path, cache_dir, example_run, capsys):
+    # Reuses the module run's cache only through content keys: copy its dir.
+    args = [
+        "analyze", "--docs", str(EXAMPLE / "docs" / "Drum.txt"), str(EXAMPLE / "docs" / "Flute.txt"),
+        "--questions", str(EXAMPLE / "questions.csv"), "--out", str(tmp_path / "r.json"),
+        "--fail-below", "0.99", "--metric", "balanced", "--quiet", "--clusters", "3",
+    ]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert "balanced coverage" in captured.err and "below the required 0.990" in captured.err
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--docs", "missing-folder"], "could be read"),
+        (["--docs", str(PDFS / "imagemagick-images.pdf")], "imagemagick-images.pdf"),
+        (["--questions", str(EXAMPLE / "docs" / "Drum.txt")], "column"),
+    ],
+)
+def test_unusable_input_exits_2_with_one_sentence(tmp_path, cache_dir, capsys, args, expected):
+    base = {"--docs": [str(EXAMPLE / "docs" / "Drum.txt")], "--questions": [str(EXAMPLE / "questions.csv")]}
+    base[args[0]] = args[1:]
+    argv = ["analyze", "--out", str(tmp_path / "r.json"), "--quiet"]
+    for flag, values in base.items():
+        argv += [flag, *values]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) >= 1
+    assert err.strip().splitlines()[-1].startswith("coverage_core: ")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_bad_option_exits_2_without_usage_dump(capsys):
+    assert main(["analyze", "--docs", "x", "--questions", "y", "--out", "z", "--metric", "nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nonsense" in err
