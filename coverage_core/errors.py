@@ -17,7 +17,8 @@ class ProviderError(CoverageError):
     """An embedding or LLM provider refused or failed the request.
 
     ``kind`` is one of ``"auth"``, ``"rate_limit"``, ``"timeout"``,
-    ``"connection"``, ``"bad_request"`` or ``"other"``, so a caller can decide
+    ``"connection"``, ``"bad_request"``, ``"bad_response"`` (unparseable
+    output) or ``"other"``, so a caller can decide
     whether retrying later makes sense.
     """
 

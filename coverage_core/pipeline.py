@@ -250,21 +250,23 @@ def measure(
     if len(inliers) == 0:
         warnings.append("Every question was screened out as off-topic, so all coverage is 0; include some questions or lower the strictness.")
 
-    min_distances, nearest_inlier = metrics.nearest_question_distances(chunk_vectors, inliers)
-    inlier_positions = np.flatnonzero(~is_outlier)
-    nearest_question = np.where(nearest_inlier >= 0, inlier_positions[np.maximum(nearest_inlier, 0)], -1)
-
-    per_cluster = metrics.cluster_coverages(min_distances, labels, n_clusters)
-    multi_threshold, per_cluster_threshold = metrics.multi_threshold_coverage(
-        chunk_vectors, inliers, labels, centroids, config.multi_threshold
+    scan = metrics.scan_similarities(
+        chunk_vectors,
+        question_vectors,
+        labels,
+        centroids,
+        inliers=~is_outlier,
+        threshold=config.multi_threshold,
+        n_nearest=config.multi_n,
     )
-    multi_n, per_cluster_n = metrics.multi_n_coverage(chunk_vectors, inliers, labels, centroids, config.multi_n)
+    min_distances = scan.min_distances
+    per_cluster = metrics.cluster_coverages(min_distances, labels, n_clusters)
     scores = {
         "basic": metrics.basic_coverage(min_distances),
         "weighted": metrics.weighted_coverage(min_distances, labels),
         "balanced": metrics.balanced_coverage(min_distances, labels, n_clusters),
-        "multi_threshold": multi_threshold,
-        "multi_n": multi_n,
+        "multi_threshold": scan.multi_threshold_score,
+        "multi_n": scan.multi_n_score,
     }
 
     sizes = np.bincount(labels, minlength=n_clusters)
@@ -280,8 +282,8 @@ def measure(
             "size": sizes,
             "share": sizes / len(labels),
             "coverage": per_cluster,
-            "multi_threshold_coverage": per_cluster_threshold,
-            "multi_n_coverage": per_cluster_n,
+            "multi_threshold_coverage": scan.multi_threshold_per_cluster,
+            "multi_n_coverage": scan.multi_n_per_cluster,
             "n_questions": covering,
             "is_gap": per_cluster < config.gaps.gap_threshold,
             "representative_chunks": representatives,
@@ -294,7 +296,7 @@ def measure(
             f"{name} is covered far less than the other documents: it is untested or may not belong in this corpus."
         )
 
-    max_similarity, nearest_chunk = metrics.question_support(question_vectors, chunk_vectors)
+    max_similarity, nearest_chunk = scan.question_similarity, scan.nearest_chunk
     question_clusters = np.argmax(question_vectors @ centroids.T, axis=1) if len(question_vectors) else np.array([], int)
     pairs = metrics.redundant_pairs(question_vectors, config.redundancy_threshold)
     rows = np.asarray(questions.rows)
@@ -325,7 +327,7 @@ def measure(
         screener=screener,
         is_outlier=is_outlier,
         min_distances=min_distances,
-        nearest_question=nearest_question,
+        nearest_question=scan.nearest_question,
         metrics={name: float(value) for name, value in scores.items()},
         clusters=cluster_table,
         documents=document_table,

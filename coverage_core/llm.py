@@ -1,0 +1,293 @@
+"""Chat client for OpenAI or any OpenAI-compatible server (Ollama, vLLM, ...).
+
+Only one operation is needed: send a prompt, get JSON back. Compatible
+servers differ in what they support and local models often wrap JSON in
+prose or code fences, so the reply is parsed leniently and a malformed reply
+is retried once. Every failure becomes a :class:`ProviderError` with a
+one-sentence message that never contains the API key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+from coverage_core.errors import ProviderError
+
+__all__ = ["ChatClient", "LLMConfig", "parse_json_loose"]
+
+# Local servers (Ollama, vLLM) ignore the key, but the openai client insists
+# on having one.
+_PLACEHOLDER_KEY = "not-needed"
+
+_NUDGE = (
+    "Your previous reply was not valid JSON. Reply again with only the JSON value, "
+    "no explanation and no code fences."
+)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """How to reach the chat model.
+
+    ``base_url`` points at an OpenAI-compatible server (for Ollama:
+    ``http://localhost:11434/v1``); None means OpenAI itself. ``api_key``
+    falls back to the environment: ``OPENAI_API_KEY`` for OpenAI itself, but
+    ``LLM_API_KEY`` for any other ``base_url``, so an OpenAI key is never sent
+    to a third-party server by accident. The key is left out of ``repr`` and
+    of :meth:`public_dict`, so it never reaches logs or saved results.
+    """
+
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float = 0.2
+    timeout: float = 60
+    max_retries: int = 3
+
+    def public_dict(self) -> dict[str, Any]:
+        """The settings safe to save or show: everything except the key."""
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "temperature": self.temperature,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }
+
+
+def _host(base_url: str | None) -> str:
+    """Host (and port) of the server, for messages; never any credentials in the URL."""
+    if not base_url:
+        return "api.openai.com"
+    parts = urlsplit(base_url)
+    if not parts.hostname:
+        return base_url.split("@")[-1]
+    return parts.hostname + (f":{parts.port}" if parts.port else "")
+
+
+class ChatClient:
+    """Sends chat prompts and returns the model's JSON reply.
+
+    Uses the real ``openai.OpenAI`` client, which already retries rate
+    limits, timeouts and server errors ``max_retries`` times with backoff.
+    """
+
+    def __init__(self, config: LLMConfig | None = None):
+        self.config = config or LLMConfig()
+        self.host = _host(self.config.base_url)
+        key_variable = "LLM_API_KEY" if self.config.base_url else "OPENAI_API_KEY"
+        key = self.config.api_key or os.environ.get(key_variable)
+        if not key:
+            if not self.config.base_url:
+                raise ProviderError(
+                    "No OpenAI API key: set OPENAI_API_KEY, or give the base URL of a local "
+                    "OpenAI-compatible server such as Ollama.",
+                    kind="auth",
+                )
+            key = _PLACEHOLDER_KEY
+        self._secret = key  # only to scrub it from server messages
+        self._client = openai.OpenAI(
+            api_key=key,
+            base_url=self.config.base_url,
+            timeout=self.config.timeout,
+            max_retries=self.config.max_retries,
+        )
+        # JSON mode helps where supported; a server that rejects it gets
+        # plain requests from then on.
+        self._json_mode = True
+
+    def __repr__(self) -> str:
+        return f"ChatClient(model={self.config.model!r}, host={self.host!r})"
+
+    def complete_json(self, system: str, user: str) -> Any:
+        """Send one chat prompt and return the JSON value in the reply.
+
+        A reply without usable JSON is retried once with a reminder; a second
+        failure raises ``ProviderError(kind="bad_response")``.
+        """
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        reply = self._chat(messages)
+        try:
+            return parse_json_loose(reply)
+        except ValueError:
+            pass
+        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": _NUDGE}]
+        reply = self._chat(messages)
+        try:
+            return parse_json_loose(reply)
+        except ValueError:
+            raise ProviderError(
+                f"The model {self.config.model!r} at {self.host} did not return valid JSON twice in a row; "
+                "try again or use a stronger model.",
+                kind="bad_response",
+            ) from None
+
+    def _chat(self, messages: list[dict]) -> str:
+        request = {
+            "model": self.config.model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+        }
+        try:
+            if self._json_mode:
+                try:
+                    response = self._client.chat.completions.create(
+                        **request, response_format={"type": "json_object"}
+                    )
+                except openai.BadRequestError:
+                    # Many compatible servers (and some models) reject JSON
+                    # mode; the prompt asks for JSON anyway.
+                    self._json_mode = False
+                    response = self._client.chat.completions.create(**request)
+            else:
+                response = self._client.chat.completions.create(**request)
+        except openai.OpenAIError as error:
+            raise self._provider_error(error) from None
+        choices = getattr(response, "choices", None) or []
+        content = choices[0].message.content if choices and choices[0].message else None
+        return content or ""
+
+    def _provider_error(self, error: openai.OpenAIError) -> ProviderError:
+        """One plain sentence per failure; the key and raw server text about it stay out."""
+        host, model = self.host, self.config.model
+        if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            # The server's own message can echo part of the key: not shown.
+            return ProviderError(
+                f"The LLM server at {host} rejected the API key; check OPENAI_API_KEY (LLM_API_KEY for a custom base URL) or the key you gave.",
+                kind="auth",
+            )
+        if isinstance(error, openai.RateLimitError):
+            if "quota" in str(error).lower():
+                return ProviderError(
+                    f"The LLM account at {host} has no quota left; check its billing.", kind="rate_limit"
+                )
+            return ProviderError(
+                f"The LLM server at {host} is still rate-limiting after {self.config.max_retries} retries; "
+                "wait a minute and try again.",
+                kind="rate_limit",
+            )
+        if isinstance(error, openai.APITimeoutError):  # before APIConnectionError: it is a subclass
+            return ProviderError(
+                f"The LLM server at {host} did not answer within {self.config.timeout:g} seconds; "
+                "try again or raise the timeout.",
+                kind="timeout",
+            )
+        if isinstance(error, openai.APIConnectionError):
+            return ProviderError(
+                f"Could not connect to the LLM server at {host}; check that it is running and the base URL is right.",
+                kind="connection",
+            )
+        if isinstance(error, openai.NotFoundError):
+            return ProviderError(
+                f"The LLM server at {host} does not know the model {model!r} (or the base URL is wrong).",
+                kind="bad_request",
+            )
+        if isinstance(error, openai.BadRequestError):
+            return ProviderError(
+                f"The LLM server at {host} refused the request: {self._scrub(error)}", kind="bad_request"
+            )
+        if isinstance(error, openai.APIStatusError):
+            return ProviderError(
+                f"The LLM server at {host} failed with HTTP {error.status_code}: {self._scrub(error)}",
+                kind="other",
+            )
+        return ProviderError(f"The LLM request to {host} failed: {self._scrub(error)}", kind="other")
+
+    def _scrub(self, error: Exception) -> str:
+        """The server's message, shortened, with the key removed just in case."""
+        text = getattr(error, "message", None) or str(error)
+        text = " ".join(str(text).split())
+        if self._secret and self._secret != _PLACEHOLDER_KEY:
+            text = text.replace(self._secret, "***")
+        return text[:200].rstrip(".") + "."
+
+
+# --------------------------------------------------------------------------
+# lenient JSON parsing
+# --------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_DECODER = json.JSONDecoder()
+
+
+def _balanced_span(text: str, start: int) -> str | None:
+    """The text from the bracket at ``start`` to its matching close, minding strings."""
+    closing = {"{": "}", "[": "]"}
+    stack = []
+    in_string = escaped = False
+    for position in range(start, len(text)):
+        char = text[position]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in closing:
+            stack.append(closing[char])
+        elif char in "}]":
+            if not stack or stack.pop() != char:
+                return None
+            if not stack:
+                return text[start : position + 1]
+    return None
+
+
+def _first_json(text: str) -> Any:
+    """The first JSON object or array in ``text``, tolerating trailing commas."""
+    for match in re.finditer(r"[{\[]", text):
+        start = match.start()
+        try:
+            value, _ = _DECODER.raw_decode(text, start)
+            return value
+        except json.JSONDecodeError:
+            pass
+        span = _balanced_span(text, start)
+        if span is not None:
+            try:
+                return json.loads(_TRAILING_COMMA.sub(r"\1", span))
+            except json.JSONDecodeError:
+                pass
+    raise ValueError("no JSON object or array found")
+
+
+def parse_json_loose(text: str) -> Any:
+    """Parse the JSON object or array in a model's reply.
+
+    Accepts a bare JSON value, JSON inside ```` ``` ```` / ```` ```json ````
+    fences, JSON after or before prose, and trailing commas. Returns the
+    first JSON object or array found (fenced blocks first).
+
+    Raises
+    ------
+    ValueError
+        If there is none.
+    """
+    if not isinstance(text, str):
+        raise ValueError("the reply is not text")
+    stripped = text.strip().lstrip("\ufeff")
+    if not stripped:
+        raise ValueError("the reply is empty")
+    try:
+        value = json.loads(stripped)
+        if isinstance(value, (dict, list)):
+            return value
+    except json.JSONDecodeError:
+        pass
+    for fenced in _FENCE.findall(stripped):
+        try:
+            return _first_json(fenced)
+        except ValueError:
+            continue
+    return _first_json(stripped)

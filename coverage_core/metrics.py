@@ -1,0 +1,802 @@
+"""Coverage metrics: how close the knowledge base's chunks are to the test questions.
+
+All functions are pure and take plain arrays, in the style of
+``sklearn.metrics``. Vectors are compared by cosine distance::
+
+    dist(u, v) = 1 - u.v / (|u| |v|)
+
+Every function normalises its inputs itself, so rows need not be unit length.
+A zero row (an embedding that failed) has no direction; it is treated as
+unrelated to everything: similarity 0, distance 1.
+
+Notation used in the docstrings: ``n`` chunks, ``m`` questions, ``d``
+dimensions, clusters ``C_1..C_K`` given by ``labels`` in ``0..K-1``, and
+``mindist(d_i)`` the cosine distance from chunk ``i`` to its nearest inlier
+question (see :func:`nearest_question_distances`).
+
+Empty cases, decided once for the whole module:
+
+* **No questions** (``m == 0``): every ``mindist`` is 1.0 (as if every question
+  were unrelated to every chunk), so every coverage score is exactly 0.
+* **Empty cluster** (a label in ``0..K-1`` with no chunk): its per-cluster
+  coverage is NaN, it has weight 0 in weighted scores, and it is left out of
+  the balanced mean.
+
+Coverage ``1 - mindist`` lies in [-1, 1]; it is negative only when a chunk
+points away from every question, which text embeddings practically never do,
+so in practice scores lie in [0, 1].
+
+Large inputs are processed in row blocks, so 20,000 chunks x 2,000 questions
+never materialise the full similarity matrix. Each function makes its own
+pass over the chunk x question similarities; :func:`scan_similarities` makes
+one pass for all of them, which is what a pipeline should use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from coverage_core.errors import InputError
+
+__all__ = [
+    "balanced_coverage",
+    "basic_coverage",
+    "cluster_coverages",
+    "document_coverage",
+    "multi_n_coverage",
+    "multi_threshold_coverage",
+    "nearest_question_distances",
+    "question_support",
+    "questions_covering_clusters",
+    "redundant_pairs",
+    "scan_similarities",
+    "SimilarityScan",
+    "weighted_coverage",
+]
+
+# Similarities computed per block: 8M float32 values = 32 MB, small next to
+# the 2 GB budget yet large enough for BLAS to run at full speed.
+_BLOCK_ELEMENTS = 1 << 23
+
+# Rows per sub-block when tracking each question's best chunk (see _scan).
+_SUB_BLOCK_ROWS = 64
+
+# float32 dot products of a unit vector with itself land a few ulps below 1.
+_SIMILARITY_TOLERANCE = 1e-6
+
+
+# --------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------
+
+
+def _vectors(x, name: str, *, allow_empty: bool = False, dim: int | None = None) -> np.ndarray:
+    """``x`` as a finite 2-d float32 array, with a clear message otherwise."""
+    try:
+        array = np.asarray(x, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a 2-d array of numbers.") from None
+    if array.ndim == 1 and array.size == 0 and allow_empty:
+        array = array.reshape(0, dim or 0)
+    if array.ndim != 2:
+        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
+    if array.shape[0] == 0 and not allow_empty:
+        raise InputError(f"{name} is empty; at least one row is needed.")
+    if dim is not None and array.shape[0] and array.shape[1] != dim:
+        raise InputError(
+            f"{name} has {array.shape[1]} dimensions but the chunk vectors have {dim}; "
+            "embed everything with the same model."
+        )
+    if not np.isfinite(array).all():
+        raise InputError(f"{name} contains NaN or infinite values.")
+    return array
+
+
+def _unit_rows(array: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length; zero rows stay zero (similarity 0 to anything)."""
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms > 0, norms, 1.0).astype(np.float32)
+
+
+def _min_distances(min_distances) -> np.ndarray:
+    array = np.asarray(min_distances, dtype=np.float64)
+    if array.ndim != 1:
+        raise InputError(f"min_distances must be a 1-d array (one value per chunk); got shape {array.shape}.")
+    if array.size == 0:
+        raise InputError("min_distances is empty; at least one chunk is needed.")
+    if not np.isfinite(array).all():
+        raise InputError("min_distances contains NaN or infinite values.")
+    if array.min() < -1e-6 or array.max() > 2 + 1e-6:
+        raise InputError("min_distances must be cosine distances between 0 and 2.")
+    return array
+
+
+def _labels(labels, n: int, n_clusters: int | None = None) -> np.ndarray:
+    array = np.asarray(labels)
+    if array.ndim != 1 or array.shape[0] != n:
+        raise InputError(f"labels must hold one cluster label per chunk ({n}); got shape {array.shape}.")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        if not np.issubdtype(array.dtype, np.floating) or not np.all(array == np.round(array)):
+            raise InputError("labels must be integer cluster numbers.")
+    array = array.astype(np.intp)
+    if array.size and array.min() < 0:
+        raise InputError("labels must be cluster numbers 0..K-1; found a negative label.")
+    if n_clusters is not None:
+        if n_clusters < 1:
+            raise InputError(f"n_clusters must be at least 1; got {n_clusters}.")
+        if array.size and array.max() >= n_clusters:
+            raise InputError(
+                f"labels go up to {array.max()} but there are only {n_clusters} clusters (0..{n_clusters - 1})."
+            )
+    return array
+
+
+def _block_rows(n_columns: int, block_size: int | None) -> int:
+    if block_size is not None:
+        if int(block_size) < 1:
+            raise InputError(f"block_size must be at least 1; got {block_size}.")
+        return int(block_size)
+    return max(1, _BLOCK_ELEMENTS // max(n_columns, 1))
+
+
+def _scan(
+    chunks: np.ndarray,
+    questions: np.ndarray,
+    block_size: int | None,
+    *,
+    labels: np.ndarray | None = None,
+    covers: Sequence[np.ndarray] = (),
+    row_columns: np.ndarray | None = None,
+    want_questions: bool = False,
+) -> dict:
+    """One blockwise pass over the chunk x question similarities (unit rows, m >= 1).
+
+    Everything the metrics need comes out of the same similarity blocks, so the
+    expensive product (n x m x d flops) is paid once:
+
+    * ``row_sim``/``row_idx``: each chunk's best similarity to any question
+      (only the questions in the ``row_columns`` mask, when given; NaN and -1
+      if the mask is empty);
+    * ``col_sim``/``col_idx`` (``want_questions``): each question's best chunk;
+    * ``cover_sim[c]``: each chunk's best similarity to the questions that
+      cover its cluster under ``covers[c]`` (a (K, m) boolean), NaN when no
+      question covers the cluster. Needs ``labels``.
+    """
+    n, m = chunks.shape[0], questions.shape[0]
+    # Chunks sorted by cluster: each cluster is a run of rows, so its
+    # covering questions are one column mask per run, not one per row.
+    order = np.argsort(labels, kind="stable") if labels is not None else None
+    rows = chunks[order] if order is not None else chunks
+    sorted_labels = labels[order] if order is not None else None
+    # Questions sorted so the row questions come first: their maxima are
+    # then taken over a slice of each block, without masking.
+    row_set = np.ones(m, dtype=bool) if row_columns is None else np.asarray(row_columns, dtype=bool)
+    perm = np.argsort(~row_set, kind="stable")
+    n_row_questions = int(row_set.sum())
+    questions = questions[perm]
+    covers = [cover[:, perm] for cover in covers]
+    covering = [[np.flatnonzero(row) for row in cover] for cover in covers]
+    any_cover = [cover.any(axis=1) for cover in covers]
+    # A cluster covered by exactly the row questions reuses the row maxima.
+    same_as_rows = [(cover == row_set[perm]).all(axis=1) for cover in covers]
+
+    row_sim = np.full(n, np.nan)
+    row_idx = np.full(n, -1, dtype=np.intp)
+    cover_sim = [np.full(n, np.nan) for _ in covers]
+    col_sim = np.full(m, -np.inf)
+    col_start = np.zeros(m, dtype=np.intp)  # first row of the sub-block holding the best chunk
+    step = _block_rows(m, block_size)
+    sub = min(step, _SUB_BLOCK_ROWS)
+    questions_t = np.ascontiguousarray(questions.T)
+    sims_buffer = np.empty((min(step, n), m), dtype=np.float32)
+    for start in range(0, n, step):
+        stop = min(start + step, n)
+        sims = np.matmul(rows[start:stop], questions_t, out=sims_buffer[: stop - start])
+        if n_row_questions:
+            row_part = sims[:, :n_row_questions]
+            index = row_part.argmax(axis=1)
+            best = row_part[np.arange(stop - start), index]
+            row_idx[start:stop] = perm[index]
+            row_sim[start:stop] = best
+        if want_questions:
+            # argmax down the columns is slow; instead keep, per question, the
+            # best value and the small sub-block holding it, and find the row
+            # within that sub-block after the loop.
+            full = (stop - start) // sub * sub
+            parts = [sims[:full].reshape(-1, sub, m).max(axis=1)] if full else []
+            if full < stop - start:
+                parts.append(sims[full:].max(axis=0, keepdims=True))
+            part_max = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            best_part = part_max.argmax(axis=0)
+            block_max = part_max[best_part, np.arange(m)]
+            better = block_max > col_sim
+            col_sim[better] = block_max[better]
+            col_start[better] = start + best_part[better] * sub
+        if covers:
+            run_labels = sorted_labels[start:stop]
+            cuts = np.flatnonzero(np.diff(run_labels)) + 1
+            for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, stop - start]):
+                k = run_labels[lo]
+                for c in range(len(covers)):
+                    if not any_cover[c][k]:
+                        continue  # stays NaN: no question covers this cluster
+                    if same_as_rows[c][k]:
+                        cover_sim[c][start + lo : start + hi] = best[lo:hi]
+                    else:
+                        # Gathering the covering columns beats masking the
+                        # others at every coverage fraction measured.
+                        covered = np.take(sims[lo:hi], covering[c][k], axis=1)
+                        cover_sim[c][start + lo : start + hi] = covered.max(axis=1)
+
+    result = {"row_sim": np.clip(row_sim, -1.0, 1.0), "row_idx": row_idx, "cover_sim": cover_sim}
+    if want_questions:
+        col_idx = np.empty(m, dtype=np.intp)
+        starts, group = np.unique(col_start, return_inverse=True)
+        for g, first in enumerate(starts):
+            chosen = np.flatnonzero(group == g)
+            local = (questions[chosen] @ rows[first : first + sub].T).argmax(axis=1)
+            col_idx[chosen] = first + local
+        if order is not None:
+            col_idx = order[col_idx]
+        # Back from the row-questions-first order to the caller's.
+        result["col_sim"] = np.empty(m)
+        result["col_sim"][perm] = np.clip(col_sim, -1.0, 1.0)
+        result["col_idx"] = np.empty(m, dtype=np.intp)
+        result["col_idx"][perm] = col_idx
+    if order is not None:
+        # Back from cluster order to the caller's chunk order.
+        for key in ("row_sim", "row_idx"):
+            unsorted = np.empty_like(result[key])
+            unsorted[order] = result[key]
+            result[key] = unsorted
+        for c, values in enumerate(cover_sim):
+            unsorted = np.empty_like(values)
+            unsorted[order] = values
+            cover_sim[c] = unsorted
+    return result
+
+
+# --------------------------------------------------------------------------
+# distances
+# --------------------------------------------------------------------------
+
+
+def nearest_question_distances(
+    chunk_vectors, question_vectors, block_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine distance from every chunk to its nearest question.
+
+    ``mindist(d_i) = min_j dist(chunk_i, question_j)``, computed in blocks of
+    chunk rows so only ``block_size x m`` similarities exist at a time.
+
+    Parameters
+    ----------
+    chunk_vectors : array-like of shape (n, d)
+    question_vectors : array-like of shape (m, d)
+        The inlier questions only (off-topic questions should not count).
+        ``m`` may be 0.
+    block_size : int, optional
+        Chunk rows per block; by default about 32 MB of similarities.
+
+    Returns
+    -------
+    min_distances : ndarray of shape (n,), float64, in [0, 2]
+        All 1.0 when there are no questions, so every coverage score is 0.
+    nearest : ndarray of shape (n,), int
+        Index of the nearest question; -1 when there are no questions.
+    """
+    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
+    questions = _vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
+    n = chunks.shape[0]
+    if questions.shape[0] == 0:
+        return np.ones(n), np.full(n, -1, dtype=np.intp)
+    found = _scan(chunks, _unit_rows(questions), block_size)
+    return np.clip(1.0 - found["row_sim"], 0.0, 2.0), found["row_idx"]
+
+
+# --------------------------------------------------------------------------
+# scores from min_distances
+# --------------------------------------------------------------------------
+
+
+def basic_coverage(min_distances) -> float:
+    """Mean closeness of the chunks to their nearest question.
+
+    ``basic = 1 - (1/n) * sum_i mindist(d_i)``
+
+    Parameters
+    ----------
+    min_distances : array-like of shape (n,)
+        From :func:`nearest_question_distances`.
+
+    Returns
+    -------
+    float, 1.0 when every chunk coincides with a question, 0.0 with no questions.
+    """
+    distances = _min_distances(min_distances)
+    return float(1.0 - distances.mean())
+
+
+def weighted_coverage(min_distances, labels) -> float:
+    """Cluster-weighted coverage, as defined by the method's paper.
+
+    ``weighted = sum_k (|C_k|/n) * (1 - (1/|C_k|) * sum_{i in C_k} mindist(d_i))``
+
+    Note: when the clusters partition the chunks (every chunk has exactly one
+    label, as here) this is *identical* to :func:`basic_coverage`::
+
+        sum_k (|C_k|/n)(1 - clusterdist_k)
+          = sum_k |C_k|/n - (1/n) sum_k sum_{i in C_k} mindist(d_i)
+          = 1 - (1/n) sum_i mindist(d_i)  = basic
+
+    The paper presents it as a different view; we report it as defined, and
+    offer :func:`balanced_coverage` for the view where each topic counts the
+    same.
+
+    Parameters
+    ----------
+    min_distances : array-like of shape (n,)
+    labels : array-like of shape (n,), int in 0..K-1
+
+    Returns
+    -------
+    float
+    """
+    distances = _min_distances(min_distances)
+    labels = _labels(labels, distances.shape[0])
+    counts = np.bincount(labels)
+    sums = np.bincount(labels, weights=distances)
+    present = counts > 0
+    cluster_coverage = 1.0 - sums[present] / counts[present]
+    return float(np.sum(counts[present] / distances.shape[0] * cluster_coverage))
+
+
+def cluster_coverages(min_distances, labels, n_clusters: int) -> np.ndarray:
+    """Coverage of each cluster: ``1 - mean of mindist over the cluster's chunks``.
+
+    Parameters
+    ----------
+    min_distances : array-like of shape (n,)
+    labels : array-like of shape (n,), int in 0..n_clusters-1
+    n_clusters : int
+
+    Returns
+    -------
+    ndarray of shape (n_clusters,), NaN for a cluster with no chunks.
+    """
+    distances = _min_distances(min_distances)
+    labels = _labels(labels, distances.shape[0], n_clusters)
+    counts = np.bincount(labels, minlength=n_clusters)
+    sums = np.bincount(labels, weights=distances, minlength=n_clusters)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, 1.0 - sums / np.maximum(counts, 1), np.nan)
+
+
+def balanced_coverage(min_distances, labels, n_clusters: int) -> float:
+    """Unweighted mean of the per-cluster coverages (empty clusters left out).
+
+    ``balanced = (1/K') * sum_k coverage_k`` over the ``K'`` non-empty clusters.
+
+    Every topic weighs the same regardless of its size, so a small topic no
+    question touches pulls the score down, where basic/weighted coverage
+    would barely notice it.
+
+    Returns
+    -------
+    float
+    """
+    return float(np.nanmean(cluster_coverages(min_distances, labels, n_clusters)))
+
+
+# --------------------------------------------------------------------------
+# multi-topic coverage (questions cover clusters via centroids)
+# --------------------------------------------------------------------------
+
+
+def _multi_setup(chunk_vectors, question_vectors, labels, centroids):
+    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
+    dim = chunks.shape[1]
+    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+    # Centroids of unit vectors are shorter than 1; normalising them keeps
+    # 1 - q.c a true cosine distance, so thresholds mean the same everywhere.
+    centres = _unit_rows(_vectors(centroids, "centroids", dim=dim))
+    labels = _labels(labels, chunks.shape[0], centres.shape[0])
+    return chunks, questions, labels, centres
+
+
+def _centroid_distances(questions: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """(m, K) cosine distances of unit questions to unit centroids."""
+    return np.clip(1.0 - (questions @ centres.T).astype(np.float64), 0.0, 2.0)
+
+
+def _threshold(threshold: float) -> float:
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not np.isfinite(value) or not 0 < value <= 2:
+        raise InputError(
+            f"threshold is a cosine distance and must be in (0, 2] (sensible: 0.15-0.8); got {threshold}."
+        )
+    return value
+
+
+def _n_nearest(n_nearest: int) -> int:
+    if isinstance(n_nearest, bool) or not isinstance(n_nearest, (int, np.integer)) or n_nearest < 1:
+        raise InputError(f"n_nearest must be a whole number of clusters, at least 1; got {n_nearest}.")
+    return int(n_nearest)
+
+
+def _threshold_covers(questions, centres, threshold) -> np.ndarray:
+    """(K, m): question j covers cluster k iff dist(q_j, c_k) < threshold."""
+    return (_centroid_distances(questions, centres) < threshold).T
+
+
+def _n_nearest_covers(questions, centres, n_nearest) -> np.ndarray:
+    """(K, m): question j covers its n_nearest closest clusters."""
+    n_clusters = centres.shape[0]
+    n_nearest = min(n_nearest, n_clusters)
+    covers = np.zeros((questions.shape[0], n_clusters), dtype=bool)
+    if n_nearest == n_clusters:
+        covers[:] = True
+    elif questions.shape[0]:
+        distances = _centroid_distances(questions, centres)
+        nearest = np.argpartition(distances, n_nearest - 1, axis=1)[:, :n_nearest]
+        np.put_along_axis(covers, nearest, True, axis=1)
+    return covers.T
+
+
+def _covering_scores(cover_sim: np.ndarray, labels: np.ndarray, n_clusters: int) -> tuple[float, np.ndarray]:
+    """Score and per-cluster coverage from each chunk's similarity to its covering questions.
+
+    A chunk whose cluster has no covering question (NaN) gets distance 1, so
+    that cluster's coverage is exactly 0, as the multi-coverage rule says.
+    """
+    distances = np.where(np.isnan(cover_sim), 1.0, np.clip(1.0 - cover_sim, 0.0, 2.0))
+    per_cluster = cluster_coverages(distances, labels, n_clusters)
+    counts = np.bincount(labels, minlength=n_clusters)
+    return float(np.sum(counts / labels.shape[0] * np.nan_to_num(per_cluster))), per_cluster
+
+
+def multi_threshold_coverage(
+    chunk_vectors, question_vectors, labels, centroids, threshold: float, block_size: int | None = None
+) -> tuple[float, np.ndarray]:
+    """Coverage where a question only counts for the clusters it is about.
+
+    Question ``q`` covers cluster ``k`` if ``dist(q, c_k) < threshold``
+    (``c_k`` the cluster centroid, normalised to unit length first). For each
+    cluster::
+
+        coverage_k = 1 - (1/|C_k|) * sum_{i in C_k} min_{q covers k} dist(d_i, q)
+        score      = sum_k (|C_k|/n) * coverage_k
+
+    A cluster that no question covers has ``coverage_k = 0``.
+
+    Parameters
+    ----------
+    chunk_vectors : array-like of shape (n, d)
+    question_vectors : array-like of shape (m, d), inlier questions; m may be 0
+    labels : array-like of shape (n,), int in 0..K-1
+    centroids : array-like of shape (K, d), any length (normalised here)
+    threshold : float in (0, 2]
+        Cosine distance; sensible values are 0.15-0.8.
+    block_size : int, optional
+        Chunk rows per block.
+
+    Returns
+    -------
+    score : float
+    per_cluster : ndarray of shape (K,), NaN for a cluster with no chunks
+    """
+    threshold = _threshold(threshold)
+    scan = scan_similarities(
+        chunk_vectors, question_vectors, labels, centroids, threshold=threshold, block_size=block_size
+    )
+    return scan.multi_threshold_score, scan.multi_threshold_per_cluster
+
+
+def multi_n_coverage(
+    chunk_vectors, question_vectors, labels, centroids, n_nearest: int, block_size: int | None = None
+) -> tuple[float, np.ndarray]:
+    """Coverage where each question covers its ``n_nearest`` closest clusters.
+
+    Same per-cluster and total formulas as :func:`multi_threshold_coverage`,
+    but question ``q`` covers the ``N`` clusters whose unit centroids are
+    nearest to it (``N`` larger than ``K`` is clipped to ``K``, where every
+    question covers every cluster and the score equals basic coverage).
+
+    Parameters
+    ----------
+    chunk_vectors, question_vectors, labels, centroids : as in
+        :func:`multi_threshold_coverage`
+    n_nearest : int >= 1
+
+    Returns
+    -------
+    score : float
+    per_cluster : ndarray of shape (K,)
+    """
+    n_nearest = _n_nearest(n_nearest)
+    scan = scan_similarities(
+        chunk_vectors, question_vectors, labels, centroids, n_nearest=n_nearest, block_size=block_size
+    )
+    return scan.multi_n_score, scan.multi_n_per_cluster
+
+
+@dataclass(frozen=True)
+class SimilarityScan:
+    """Results of :func:`scan_similarities`; fields not asked for are None."""
+
+    min_distances: np.ndarray
+    nearest_question: np.ndarray
+    question_similarity: np.ndarray
+    nearest_chunk: np.ndarray
+    multi_threshold_score: float | None = None
+    multi_threshold_per_cluster: np.ndarray | None = None
+    multi_n_score: float | None = None
+    multi_n_per_cluster: np.ndarray | None = None
+
+
+def scan_similarities(
+    chunk_vectors,
+    question_vectors,
+    labels=None,
+    centroids=None,
+    *,
+    inliers=None,
+    threshold: float | None = None,
+    n_nearest: int | None = None,
+    block_size: int | None = None,
+) -> SimilarityScan:
+    """Every similarity-based metric from ONE blockwise pass (the fast path).
+
+    The chunk x question product dominates the cost (n x m x d flops), so a
+    pipeline computing several metrics should call this once instead of each
+    function separately. With ``Q`` the questions and ``I`` the inlier ones
+    (``Q[inliers]``), the fields equal:
+
+    * ``min_distances``, ``nearest_question``:
+      ``nearest_question_distances(chunks, I)``, except that
+      ``nearest_question`` indexes into ``Q`` (-1 when there is no inlier);
+    * ``question_similarity``, ``nearest_chunk``:
+      ``question_support(Q, chunks)``, for every question, inlier or not;
+    * ``multi_threshold_*`` (when ``threshold`` is given):
+      ``multi_threshold_coverage(chunks, I, labels, centroids, threshold)``;
+    * ``multi_n_*`` (when ``n_nearest`` is given):
+      ``multi_n_coverage(chunks, I, labels, centroids, n_nearest)``.
+
+    Parameters
+    ----------
+    chunk_vectors : array-like of shape (n, d)
+    question_vectors : array-like of shape (m, d); m may be 0
+    labels : array-like of shape (n,); needed for the multi metrics
+    centroids : array-like of shape (K, d); needed for the multi metrics
+    inliers : array-like of shape (m,), bool, optional
+        Questions that count for coverage (default: all).
+    threshold : float in (0, 2], optional
+    n_nearest : int >= 1, optional
+    block_size : int, optional
+
+    Returns
+    -------
+    SimilarityScan
+    """
+    if threshold is not None:
+        threshold = _threshold(threshold)
+    if n_nearest is not None:
+        n_nearest = _n_nearest(n_nearest)
+    if threshold is not None or n_nearest is not None:
+        if labels is None or centroids is None:
+            raise InputError("labels and centroids are needed for multi-threshold or multi-N coverage.")
+        chunks, questions, labels, centres = _multi_setup(chunk_vectors, question_vectors, labels, centroids)
+    else:
+        chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
+        dim = chunks.shape[1]
+        questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+    n, m = chunks.shape[0], questions.shape[0]
+    if inliers is None:
+        mask = np.ones(m, dtype=bool)
+    else:
+        mask = np.asarray(inliers)
+        if mask.shape != (m,) or mask.dtype != bool:
+            raise InputError(f"inliers must be a boolean mask with one entry per question ({m}).")
+
+    # Outlier questions cover nothing.
+    covers = []
+    if threshold is not None:
+        covers.append(_threshold_covers(questions, centres, threshold) & mask)
+    if n_nearest is not None:
+        covers.append(_n_nearest_covers(questions, centres, n_nearest) & mask)
+
+    if m == 0:
+        found = {
+            "row_sim": np.full(n, np.nan),
+            "row_idx": np.full(n, -1, dtype=np.intp),
+            "col_sim": np.zeros(0),
+            "col_idx": np.zeros(0, dtype=np.intp),
+            "cover_sim": [np.full(n, np.nan) for _ in covers],
+        }
+    else:
+        found = _scan(
+            chunks,
+            questions,
+            block_size,
+            labels=labels if covers else None,
+            covers=covers,
+            row_columns=None if mask.all() else mask,
+            want_questions=True,
+        )
+
+    fields = {
+        # No inlier question: distance 1, so coverage is 0 everywhere.
+        "min_distances": np.where(np.isnan(found["row_sim"]), 1.0, np.clip(1.0 - found["row_sim"], 0.0, 2.0)),
+        "nearest_question": found["row_idx"],
+        "question_similarity": found["col_sim"],
+        "nearest_chunk": found["col_idx"],
+    }
+    cover_sim = list(found["cover_sim"])
+    if threshold is not None:
+        fields["multi_threshold_score"], fields["multi_threshold_per_cluster"] = _covering_scores(
+            cover_sim.pop(0), labels, centres.shape[0]
+        )
+    if n_nearest is not None:
+        fields["multi_n_score"], fields["multi_n_per_cluster"] = _covering_scores(
+            cover_sim.pop(0), labels, centres.shape[0]
+        )
+    return SimilarityScan(**fields)
+
+
+def questions_covering_clusters(question_vectors, centroids, threshold: float) -> np.ndarray:
+    """How many questions cover each cluster under the multi-threshold rule.
+
+    Counts questions ``q`` with ``dist(q, c_k) < threshold`` (unit centroids),
+    the same rule as :func:`multi_threshold_coverage`.
+
+    Parameters
+    ----------
+    question_vectors : array-like of shape (m, d); m may be 0
+    centroids : array-like of shape (K, d)
+    threshold : float in (0, 2]
+
+    Returns
+    -------
+    ndarray of shape (K,), int
+    """
+    threshold = _threshold(threshold)
+    centres = _unit_rows(_vectors(centroids, "centroids"))
+    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=centres.shape[1]))
+    return _threshold_covers(questions, centres, threshold).sum(axis=1).astype(np.intp)
+
+
+# --------------------------------------------------------------------------
+# documents, questions
+# --------------------------------------------------------------------------
+
+
+def document_coverage(
+    min_distances, chunk_documents: Sequence[str], *, n_mads: float = 2.5, min_gap: float = 0.1
+) -> pd.DataFrame:
+    """Coverage of each source document, with documents far below the rest flagged.
+
+    ``coverage_doc = mean over the document's chunks of (1 - mindist(d_i))``
+
+    A document is flagged ``is_low`` when, with ``med`` and ``MAD`` the median
+    and median absolute deviation of the document coverages::
+
+        coverage_doc < med - max(n_mads * 1.4826 * MAD, min_gap)
+
+    (``1.4826 * MAD`` estimates a standard deviation robustly, so one badly
+    covered document cannot hide itself by inflating the spread; ``min_gap``
+    keeps a tight corpus from flagging noise). With fewer than 3 documents
+    nothing is flagged: there is no "rest" to compare with.
+
+    Parameters
+    ----------
+    min_distances : array-like of shape (n,)
+    chunk_documents : sequence of n str, the document of each chunk
+    n_mads, min_gap : float, see above
+
+    Returns
+    -------
+    DataFrame with columns ``document``, ``n_chunks``, ``coverage``,
+    ``is_low``; one row per document, lowest coverage first (ties keep the
+    order in which documents first appear).
+    """
+    distances = _min_distances(min_distances)
+    documents = list(chunk_documents)
+    if len(documents) != distances.shape[0]:
+        raise InputError(
+            f"chunk_documents has {len(documents)} entries but there are {distances.shape[0]} chunks."
+        )
+    frame = pd.DataFrame({"document": pd.Series(documents, dtype=object), "coverage": 1.0 - distances})
+    table = (
+        frame.groupby("document", sort=False)
+        .agg(n_chunks=("coverage", "size"), coverage=("coverage", "mean"))
+        .reset_index()
+    )
+    table["n_chunks"] = table["n_chunks"].astype(np.int64)
+    is_low = np.zeros(len(table), dtype=bool)
+    if len(table) >= 3:
+        values = table["coverage"].to_numpy()
+        median = np.median(values)
+        mad = np.median(np.abs(values - median))
+        is_low = values < median - max(n_mads * 1.4826 * mad, min_gap)
+    table["is_low"] = is_low
+    return table.sort_values("coverage", kind="stable").reset_index(drop=True)
+
+
+def question_support(
+    question_vectors, chunk_vectors, block_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """How well the knowledge base supports each question.
+
+    ``max_similarity_j = max_i (1 - dist(question_j, chunk_i))``, blockwise
+    over question rows. A low value means no chunk is about the question:
+    the knowledge base likely cannot answer it.
+
+    Parameters
+    ----------
+    question_vectors : array-like of shape (m, d); m may be 0
+    chunk_vectors : array-like of shape (n, d), n >= 1
+
+    Returns
+    -------
+    max_similarity : ndarray of shape (m,), float64 in [-1, 1]
+    nearest_chunk : ndarray of shape (m,), int
+    """
+    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
+    questions = _vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
+    if questions.shape[0] == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.intp)
+    found = _scan(chunks, _unit_rows(questions), block_size, want_questions=True)
+    return found["col_sim"], found["col_idx"]
+
+
+def redundant_pairs(
+    question_vectors, threshold: float = 0.95, block_size: int | None = None
+) -> list[tuple[int, int, float]]:
+    """Near-duplicate question pairs.
+
+    Pairs ``(i, j, s)`` with ``i < j`` and cosine similarity
+    ``s = 1 - dist(q_i, q_j) >= threshold`` (exact duplicates included; a
+    1e-6 tolerance absorbs float32 rounding). A redundant question adds no
+    coverage: its nearest chunks are already as close to its twin.
+
+    Parameters
+    ----------
+    question_vectors : array-like of shape (m, d); m may be 0
+    threshold : float in (0, 1], cosine similarity
+    block_size : int, optional
+        Question rows per block.
+
+    Returns
+    -------
+    list of (i, j, similarity), highest similarity first, then by (i, j).
+    """
+    if not np.isfinite(threshold) or not 0 < threshold <= 1:
+        raise InputError(f"threshold is a cosine similarity and must be in (0, 1]; got {threshold}.")
+    questions = _vectors(question_vectors, "question_vectors", allow_empty=True)
+    questions = _unit_rows(questions)
+    m = questions.shape[0]
+    found_i, found_j, found_s = [], [], []
+    step = _block_rows(m, block_size)
+    for start in range(0, m, step):
+        # Rows start..stop against columns start..m: only the upper triangle
+        # (j > i) is kept, so each pair is seen once.
+        sims = questions[start : start + step] @ questions[start:].T
+        rows, cols = np.nonzero(sims >= threshold - _SIMILARITY_TOLERANCE)
+        upper = cols > rows
+        rows, cols = rows[upper], cols[upper]
+        found_i.append(rows + start)
+        found_j.append(cols + start)
+        found_s.append(sims[rows, cols])
+    if not found_i:
+        return []
+    i, j = np.concatenate(found_i), np.concatenate(found_j)
+    s = np.minimum(np.concatenate(found_s).astype(np.float64), 1.0)
+    order = np.lexsort((j, i, -s))
+    return [(int(i[k]), int(j[k]), float(s[k])) for k in order]

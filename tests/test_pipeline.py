@@ -1,0 +1,131 @@
+"""The pipeline's stages on a small real corpus with the real local model."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coverage_core.chunking import ChunkingConfig
+from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.errors import InputError
+from coverage_core.ingest import read_documents, read_questions
+from coverage_core.pipeline import AnalysisConfig, add_questions, analyze, measure, rescore
+from coverage_core.report import build_report, to_safe_csv
+from tests.conftest import PROJECT
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory):
+    cache = EmbeddingCache(tmp_path_factory.mktemp("cache"))
+    embedder = make_embedder("local")
+    documents = read_documents([EXAMPLE / "docs" / name for name in DOCS]).documents
+    questions = read_questions(EXAMPLE / "questions.csv")
+    keep = questions.frame["article"].isin(["Drum", "Flute", "Zebra"])
+    frame = questions.frame[keep].reset_index(drop=True)
+    csv_bytes = frame.to_csv(index=False).encode("utf-8")
+    questions = read_questions(csv_bytes, name="subset.csv")
+    config = AnalysisConfig(chunking=ChunkingConfig(1000, 200), n_clusters=4)
+    analysis = analyze(config, documents, questions, embedder=embedder, cache=cache)
+    return analysis, embedder, cache
+
+
+def test_analysis_finds_the_untested_document(setting):
+    analysis, _, _ = setting
+    documents = analysis.documents.set_index("document")
+    assert documents["coverage"].idxmin() == "Koala.txt"
+    koala_chunks = np.array([c.document == "Koala.txt" for c in analysis.corpus.chunks])
+    koala_clusters = set(analysis.clustering.labels[koala_chunks])
+    assert analysis.gaps and analysis.gaps[0].cluster in koala_clusters
+
+
+def test_accepting_gap_suggestions_raises_that_clusters_coverage(setting):
+    analysis, embedder, cache = setting
+    gap = analysis.gaps[0]
+    before = analysis.clusters.loc[gap.cluster, "coverage"]
+    improved = add_questions(analysis.questions, [s.text for s in gap.suggestions])
+    after_analysis = rescore(analysis, improved, embedder, cache)
+    after = after_analysis.clusters.loc[gap.cluster, "coverage"]
+    assert after > before
+    assert after_analysis.metrics["basic"] > analysis.metrics["basic"]
+    # Only the new question texts were embedded; everything else came from cache.
+    assert after_analysis.question_embedding.n_embedded == len({s.text for s in gap.suggestions})
+    assert after_analysis.question_embedding.n_cached == len(analysis.questions.questions)
+    # Same clusters before and after, so per-cluster deltas are meaningful.
+    assert after_analysis.clustering is analysis.clustering
+
+
+def test_add_questions_keeps_the_users_schema(setting):
+    analysis, _, _ = setting
+    original = analysis.questions
+    improved = add_questions(original, ["What do koalas eat?", "  ", "=HYPERLINK(\"x\")"])
+    frame = improved.frame
+    assert list(frame.columns) == list(original.frame.columns) + ["suggested"]
+    pd.testing.assert_frame_equal(frame.iloc[: len(original.frame)][original.frame.columns], original.frame)
+    assert frame["suggested"].tolist()[-2:] == ["yes", "yes"]
+    assert frame[original.question_column].tolist()[-2:] == ["What do koalas eat?", "=HYPERLINK(\"x\")"]
+    assert [q.row for q in improved.questions[-2:]] == [len(original.frame), len(original.frame) + 1]
+    exported = to_safe_csv(frame).decode("utf-8-sig")
+    assert "'=HYPERLINK" in exported and "\n=HYPERLINK" not in exported
+
+
+def test_overrides_change_the_inliers_and_the_coverage(setting):
+    analysis, _, _ = setting
+    rows = analysis.questions.rows
+    outlier_rows = [r for r, o in zip(rows, analysis.is_outlier) if o]
+    assert outlier_rows, "the Zebra questions should be screened out"
+    included = measure(
+        analysis.config, analysis.corpus, analysis.questions, analysis.question_embedding,
+        analysis.clustering, force_include=outlier_rows, screener=analysis.screener,
+    )
+    assert not included.is_outlier.any()
+    excluded_row = next(r for r, o in zip(rows, analysis.is_outlier) if not o)
+    excluded = measure(
+        analysis.config, analysis.corpus, analysis.questions, analysis.question_embedding,
+        analysis.clustering, force_exclude=[excluded_row], screener=analysis.screener,
+    )
+    assert excluded.is_outlier[rows.index(excluded_row)]
+    assert excluded.metrics["basic"] <= analysis.metrics["basic"]
+
+
+def test_reusing_the_screener_matches_a_fresh_fit(setting):
+    analysis, _, _ = setting
+    strictness = analysis.screener.strictness
+    config = dataclasses.replace(analysis.config, strictness=strictness)
+    reused = measure(config, analysis.corpus, analysis.questions, analysis.question_embedding,
+                     analysis.clustering, screener=analysis.screener)
+    fresh = measure(config, analysis.corpus, analysis.questions, analysis.question_embedding, analysis.clustering)
+    assert np.array_equal(reused.is_outlier, fresh.is_outlier)
+    assert reused.metrics == pytest.approx(fresh.metrics)
+
+
+def test_no_inliers_gives_zero_coverage_and_says_why(setting):
+    analysis, _, _ = setting
+    result = measure(
+        analysis.config, analysis.corpus, analysis.questions, analysis.question_embedding,
+        analysis.clustering, force_exclude=analysis.questions.rows, screener=analysis.screener,
+    )
+    assert result.metrics == {name: 0.0 for name in result.metrics}
+    assert any("screened out" in w for w in result.warnings)
+
+
+def test_report_is_json_and_follows_the_schema(setting):
+    analysis, _, _ = setting
+    report = json.loads(json.dumps(build_report(analysis)))
+    assert report["schema_version"] == 1
+    assert {"config", "metrics", "clusters", "documents", "questions", "warnings"} <= set(report)
+    assert report["metrics"]["balanced"] == pytest.approx(float(np.mean(analysis.clusters["coverage"])), abs=1e-5)
+    cluster = report["clusters"][0]
+    assert {"id", "size", "share", "coverage", "n_questions", "is_gap", "themes", "suggested_questions"} <= set(cluster)
+    assert [d["name"] for d in report["documents"]] and all("n_chunks" in d for d in report["documents"])
+    assert len(report["questions"]) == len(analysis.questions.questions)
+
+
+def test_analyze_refuses_empty_inputs(setting):
+    analysis, embedder, cache = setting
+    with pytest.raises(InputError, match="no readable documents"):
+        analyze(analysis.config, [], analysis.questions, embedder=embedder, cache=cache)
