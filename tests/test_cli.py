@@ -116,7 +116,7 @@ def test_fail_below_exits_1(tmp_path, cache_dir, example_run, capsys):
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (["--docs", "missing-folder"], "could be read"),
+        (["--docs", "missing-folder"], "missing-folder does not exist"),
         (["--docs", str(PDFS / "imagemagick-images.pdf")], "imagemagick-images.pdf"),
         (["--questions", str(EXAMPLE / "docs" / "Drum.txt")], "column"),
     ],

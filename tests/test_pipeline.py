@@ -83,13 +83,15 @@ def test_overrides_change_the_inliers_and_the_coverage(setting):
         analysis.clustering, force_include=outlier_rows, screener=analysis.screener,
     )
     assert not included.is_outlier.any()
-    excluded_row = next(r for r, o in zip(rows, analysis.is_outlier) if not o)
+    # The question nearest to the most chunks: dropping it must lower coverage.
+    busiest = int(np.bincount(analysis.nearest_question[analysis.nearest_question >= 0]).argmax())
+    excluded_row = rows[busiest]
     excluded = measure(
         analysis.config, analysis.corpus, analysis.questions, analysis.question_embedding,
         analysis.clustering, force_exclude=[excluded_row], screener=analysis.screener,
     )
     assert excluded.is_outlier[rows.index(excluded_row)]
-    assert excluded.metrics["basic"] <= analysis.metrics["basic"]
+    assert excluded.metrics["basic"] < analysis.metrics["basic"] - 1e-4
 
 
 def test_reusing_the_screener_matches_a_fresh_fit(setting):
