@@ -1,0 +1,114 @@
+"""Text embeddings: local model, OpenAI and Voyage, plus a persistent cache.
+
+Typical use::
+
+    embedder = make_embedder("local")
+    run = embed_texts(chunk_texts, embedder, EmbeddingCache())
+    run.vectors  # (n, d) float32 unit rows
+
+Importing this package is cheap: torch, sentence-transformers and the
+provider clients are imported only when an embedder first needs them.
+"""
+
+from __future__ import annotations
+
+from coverage_core.embeddings.base import Backoff, Embedder, approximate_token_count, normalize_rows
+from coverage_core.embeddings.cache import (
+    CacheKey,
+    EmbeddingCache,
+    EmbeddingRun,
+    default_cache_dir,
+    embed_texts,
+    text_hash,
+)
+from coverage_core.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder, choose_precision
+from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS, OpenAIEmbedder
+from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS, VoyageEmbedder
+from coverage_core.errors import InputError
+
+PROVIDERS = ("local", "openai", "voyage")
+
+
+def make_embedder(
+    provider: str = "local",
+    model: str | None = None,
+    *,
+    dimensions: int | None = None,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    batch_size: int | None = None,
+    timeout: float | None = None,
+    max_retries: int = 5,
+    precision: str = "auto",
+) -> Embedder:
+    """An embedder for ``provider``; nothing is loaded or sent until first use.
+
+    Args:
+        provider: ``"local"``, ``"openai"`` or ``"voyage"``.
+        model: Model name; None = the provider's default
+            (all-MiniLM-L6-v2, text-embedding-3-small, voyage-3.5).
+        dimensions: Output size where the model supports it; None = native.
+        api_key: API key; None = ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY``.
+        base_url: Other endpoint for an API provider (compatible server, proxy).
+        batch_size: Texts per request (APIs) or per cache write (local).
+        timeout: Seconds per API request (default 60).
+        max_retries: Retries after rate limits, timeouts and connection errors.
+        precision: Local only: ``"auto"``, ``"fp32"`` or ``"bf16"``.
+
+    Raises:
+        InputError: unknown provider or model, unsupported ``dimensions``,
+            missing API key.
+    """
+    name = (provider or "").strip().lower()
+    if name not in PROVIDERS:
+        raise InputError(f"Unknown embedding provider {provider!r}; choose one of: {', '.join(PROVIDERS)}.")
+    if batch_size is not None and int(batch_size) < 1:
+        raise InputError(f"batch_size must be at least 1, not {batch_size}.")
+    if int(max_retries) < 0:
+        raise InputError(f"max_retries must be 0 or more, not {max_retries}.")
+
+    if name == "local":
+        if dimensions is not None:
+            raise InputError(
+                "The local model always returns its native size; dimensions applies to OpenAI "
+                "text-embedding-3 and Voyage models only."
+            )
+        options = {"batch_size": int(batch_size)} if batch_size else {}
+        return LocalEmbedder(model or DEFAULT_LOCAL_MODEL, precision=precision, **options)
+
+    options = {
+        "dimensions": dimensions,
+        "api_key": api_key,
+        "base_url": base_url,
+        "max_retries": int(max_retries),
+    }
+    if batch_size:
+        options["batch_size"] = int(batch_size)
+    if timeout is not None:
+        options["timeout"] = float(timeout)
+    if name == "openai":
+        return OpenAIEmbedder(model or OPENAI_DEFAULT_MODEL, **options)
+    return VoyageEmbedder(model or VOYAGE_DEFAULT_MODEL, **options)
+
+
+__all__ = [
+    "Backoff",
+    "CacheKey",
+    "DEFAULT_LOCAL_MODEL",
+    "Embedder",
+    "EmbeddingCache",
+    "EmbeddingRun",
+    "LocalEmbedder",
+    "OPENAI_MODELS",
+    "OpenAIEmbedder",
+    "PROVIDERS",
+    "VOYAGE_MODELS",
+    "VoyageEmbedder",
+    "approximate_token_count",
+    "choose_precision",
+    "default_cache_dir",
+    "embed_texts",
+    "make_embedder",
+    "normalize_rows",
+    "text_hash",
+]

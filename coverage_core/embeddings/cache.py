@@ -1,0 +1,280 @@
+"""Persistent embedding cache and the cache-aware ``embed_texts`` driver.
+
+Embedding a knowledge base costs minutes (local model) or money (APIs), and
+users re-run the same documents many times while tuning questions. The cache
+remembers every vector by (provider, model, dimensions, sha256(text)) in one
+SQLite file, together with the text's token count, so a fully cached run
+needs neither the model nor its tokenizer.
+
+SQLite in WAL mode gives atomic writes that several processes and threads
+can share (e.g. two dashboard sessions). A new connection is opened per
+operation: Streamlit reruns a script in different threads, and a SQLite
+connection must not cross threads. Only hashes are stored, never texts or
+API keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from coverage_core.embeddings.base import Embedder, batches, normalize_rows
+from coverage_core.errors import InputError
+
+CACHE_FILE_NAME = "embeddings.sqlite3"
+# SQLite's default limit on "?" parameters is 32766 in recent versions but
+# 999 in old builds; stay well under both.
+_LOOKUP_CHUNK = 500
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    provider   TEXT    NOT NULL,
+    model      TEXT    NOT NULL,
+    dimensions INTEGER NOT NULL,  -- 0 means the model's native size
+    text_hash  BLOB    NOT NULL,  -- sha256 of the UTF-8 text
+    tokens     INTEGER NOT NULL,
+    vector     BLOB    NOT NULL,  -- little-endian float32
+    PRIMARY KEY (provider, model, dimensions, text_hash)
+) WITHOUT ROWID
+"""
+
+
+def default_cache_dir() -> Path:
+    """Where the cache lives unless told otherwise.
+
+    ``$COVERAGE_CORE_CACHE_DIR``, else ``$XDG_CACHE_HOME/coverage_core``,
+    else ``~/.cache/coverage_core``.
+    """
+    explicit = os.environ.get("COVERAGE_CORE_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "coverage_core"
+
+
+def text_hash(text: str) -> bytes:
+    """sha256 digest of the text's UTF-8 bytes: the cache key's text part."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """The model part of a cache key."""
+
+    provider: str
+    model: str
+    dimensions: int  # 0 = native size
+
+    @classmethod
+    def of(cls, embedder: Embedder) -> "CacheKey":
+        return cls(embedder.provider, embedder.model, int(embedder.dimensions or 0))
+
+
+class EmbeddingCache:
+    """On-disk vectors and token counts keyed by model and text hash.
+
+    Args:
+        directory: Folder for the cache file; None means
+            :func:`default_cache_dir` at construction time. Created on first use.
+    """
+
+    def __init__(self, directory: str | Path | None = None):
+        self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        self.path = self.directory / CACHE_FILE_NAME
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache(directory={str(self.directory)!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        """A fresh connection (one per operation, so any thread may call us)."""
+        if not self._ready:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(
+                    f"Cannot create the embedding cache folder {self.directory} ({exc.strerror}); "
+                    "set COVERAGE_CORE_CACHE_DIR to a writable folder."
+                ) from exc
+        # timeout: wait for another writer instead of failing with "database is locked".
+        try:
+            connection = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+            if not self._ready:
+                with connection:
+                    # WAL lets readers proceed while another process writes; the mode
+                    # is stored in the file, so doing this once per instance is enough.
+                    connection.execute("PRAGMA journal_mode=WAL")
+                    connection.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise InputError(
+                f"Cannot use the embedding cache {self.path} ({exc}); delete the file "
+                "or set COVERAGE_CORE_CACHE_DIR to another folder."
+            ) from exc
+        self._ready = True
+        connection.execute("PRAGMA synchronous=NORMAL")
+        return connection
+
+    def get_many(self, key: CacheKey, hashes: Sequence[bytes]) -> dict[bytes, tuple[np.ndarray, int]]:
+        """Cached ``(vector, token_count)`` for each hash found; missing ones are absent."""
+        found: dict[bytes, tuple[np.ndarray, int]] = {}
+        if not hashes:
+            return found
+        with closing(self._connect()) as connection:
+            for part in batches(list(hashes), _LOOKUP_CHUNK):
+                marks = ",".join("?" * len(part))
+                rows = connection.execute(
+                    "SELECT text_hash, tokens, vector FROM embeddings "
+                    f"WHERE provider=? AND model=? AND dimensions=? AND text_hash IN ({marks})",
+                    (key.provider, key.model, key.dimensions, *part),
+                )
+                for digest, tokens, blob in rows:
+                    found[bytes(digest)] = (np.frombuffer(blob, dtype="<f4").copy(), int(tokens))
+        return found
+
+    def put_many(self, key: CacheKey, items: Iterable[tuple[bytes, np.ndarray, int]]) -> None:
+        """Store ``(hash, vector, token_count)`` items in one atomic transaction."""
+        rows = [
+            (key.provider, key.model, key.dimensions, digest, int(tokens), np.asarray(vector, dtype="<f4").tobytes())
+            for digest, vector, tokens in items
+        ]
+        if not rows:
+            return
+        with closing(self._connect()) as connection, connection:
+            connection.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def count(self, key: CacheKey | None = None) -> int:
+        """Number of stored vectors, for one model or in total."""
+        with closing(self._connect()) as connection:
+            if key is None:
+                return connection.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+            return connection.execute(
+                "SELECT COUNT(*) FROM embeddings WHERE provider=? AND model=? AND dimensions=?",
+                (key.provider, key.model, key.dimensions),
+            ).fetchone()[0]
+
+    def clear(self, key: CacheKey | None = None) -> None:
+        """Forget the vectors of one model, or everything."""
+        with closing(self._connect()) as connection, connection:
+            if key is None:
+                connection.execute("DELETE FROM embeddings")
+            else:
+                connection.execute(
+                    "DELETE FROM embeddings WHERE provider=? AND model=? AND dimensions=?",
+                    (key.provider, key.model, key.dimensions),
+                )
+
+
+@dataclass
+class EmbeddingRun:
+    """Result of :func:`embed_texts`.
+
+    Attributes:
+        vectors: (n, d) float32, unit rows, in input order.
+        token_counts: (n,) token count of each text (approximate for APIs).
+        n_cached: input texts whose vector came from the cache.
+        n_embedded: input texts whose vector was computed in this run
+            (``n_cached + n_embedded == n``; repeats of a text are sent once).
+        n_over_limit: input texts longer than the model's ``max_tokens``; the
+            model only saw their beginning.
+    """
+
+    vectors: np.ndarray
+    token_counts: np.ndarray
+    n_cached: int
+    n_embedded: int
+    n_over_limit: int
+
+
+def _plan_batches(indices: list[int], tokens: list[int], size: int, max_tokens: int | None) -> list[list[int]]:
+    """Consecutive batches of at most ``size`` texts and about ``max_tokens`` tokens."""
+    plan: list[list[int]] = []
+    current: list[int] = []
+    total = 0
+    for index in indices:
+        cost = tokens[index]
+        if current and (len(current) >= size or (max_tokens and total + cost > max_tokens)):
+            plan.append(current)
+            current, total = [], 0
+        current.append(index)
+        total += cost
+    if current:
+        plan.append(current)
+    return plan
+
+
+def embed_texts(
+    texts: Sequence[str],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EmbeddingRun:
+    """Vectors for ``texts``, taking what it can from ``cache``.
+
+    Each distinct text is embedded at most once. Missing texts go to the
+    embedder in batches (``embedder.batch_size`` texts, and at most
+    ``embedder.max_batch_tokens`` tokens when the embedder sets it), and each
+    batch is written to the cache as soon as it returns: if a later batch
+    fails with a :class:`ProviderError`, a re-run embeds only what is left.
+    If everything is cached the embedder is never called, so its model is
+    never loaded. ``progress(done, total)`` is called after the cache lookup
+    and after every batch, counting input texts.
+    """
+    texts = list(texts)
+    total = len(texts)
+    key = CacheKey.of(embedder)
+
+    digests = [text_hash(text) for text in texts]
+    unique: dict[bytes, int] = {}  # hash -> first input position
+    for position, digest in enumerate(digests):
+        unique.setdefault(digest, position)
+    positions_of: dict[bytes, int] = {}
+    for digest in digests:
+        positions_of[digest] = positions_of.get(digest, 0) + 1
+
+    known = cache.get_many(key, list(unique)) if cache is not None else {}
+    n_cached = sum(positions_of[digest] for digest in known)
+    done = n_cached
+    if progress is not None:
+        progress(done, total)
+
+    missing = [digest for digest in unique if digest not in known]
+    if missing:
+        missing_texts = [texts[unique[digest]] for digest in missing]
+        missing_tokens = [int(t) for t in embedder.count_tokens(missing_texts)]
+        size = int(getattr(embedder, "batch_size", None) or 64)
+        token_cap = getattr(embedder, "max_batch_tokens", None)
+        for batch in _plan_batches(list(range(len(missing))), missing_tokens, size, token_cap):
+            vectors = normalize_rows(embedder.embed([missing_texts[i] for i in batch]))
+            if len(vectors) != len(batch):
+                raise RuntimeError(f"{embedder.provider} returned {len(vectors)} vectors for {len(batch)} texts")
+            items = [(missing[i], vector, missing_tokens[i]) for i, vector in zip(batch, vectors)]
+            if cache is not None:
+                cache.put_many(key, items)
+            for digest, vector, tokens in items:
+                known[digest] = (vector, tokens)
+                done += positions_of[digest]
+            if progress is not None:
+                progress(done, total)
+
+    if total == 0:
+        vectors = np.zeros((0, 0), dtype=np.float32)
+    else:
+        sizes = {len(known[digest][0]) for digest in unique}
+        if len(sizes) != 1:
+            raise RuntimeError(f"cached vectors for {key.provider}/{key.model} have mixed sizes {sorted(sizes)}")
+        vectors = np.stack([known[digest][0] for digest in digests]).astype(np.float32, copy=False)
+    token_counts = np.array([known[digest][1] for digest in digests], dtype=np.int64)
+    return EmbeddingRun(
+        vectors=vectors,
+        token_counts=token_counts,
+        n_cached=n_cached,
+        n_embedded=total - n_cached,
+        n_over_limit=int((token_counts > int(embedder.max_tokens)).sum()),
+    )

@@ -1,0 +1,196 @@
+"""Voyage AI embeddings through the official ``voyageai`` client.
+
+As for OpenAI, the client's own retries are off (its backoff starts at 1 s
+and ignores ``Retry-After``); :func:`call_with_retries` does it instead.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from coverage_core.embeddings.base import (
+    Backoff,
+    Failure,
+    approximate_token_count,
+    batches,
+    call_with_retries,
+    normalize_rows,
+    parse_retry_after,
+    redact,
+)
+from coverage_core.errors import InputError, ProviderError
+
+
+@dataclass(frozen=True)
+class VoyageModel:
+    """What we need to know about one hosted Voyage model."""
+
+    native_dimensions: int
+    max_tokens: int
+    # Values accepted as ``output_dimension``; empty = fixed size.
+    dimensions: tuple[int, ...] = ()
+
+
+_FLEXIBLE = (256, 512, 1024, 2048)
+# From Voyage's model table (docs.voyageai.com/docs/embeddings); the client
+# library itself carries no list of hosted models.
+VOYAGE_MODELS: dict[str, VoyageModel] = {
+    "voyage-3.5": VoyageModel(1024, 32_000, _FLEXIBLE),
+    "voyage-3.5-lite": VoyageModel(1024, 32_000, _FLEXIBLE),
+    "voyage-3-large": VoyageModel(1024, 32_000, _FLEXIBLE),
+    "voyage-3": VoyageModel(1024, 32_000),
+    "voyage-3-lite": VoyageModel(512, 32_000),
+    "voyage-code-3": VoyageModel(1024, 32_000, _FLEXIBLE),
+    "voyage-4": VoyageModel(1024, 32_000, _FLEXIBLE),
+    "voyage-4-lite": VoyageModel(1024, 32_000, _FLEXIBLE),
+    "voyage-4-large": VoyageModel(1024, 32_000, _FLEXIBLE),
+}
+VOYAGE_DEFAULT_MODEL = "voyage-3.5"
+
+
+@dataclass(eq=False)
+class VoyageEmbedder:
+    """Embeds with Voyage AI's hosted models.
+
+    Args:
+        model: One of :data:`VOYAGE_MODELS`.
+        dimensions: ``output_dimension`` for models that support it (None = native).
+        api_key: The key; None reads ``VOYAGE_API_KEY``. Never shown in
+            ``repr``, messages or the cache.
+        base_url: Another endpoint (e.g. a proxy); None = Voyage's default.
+        batch_size: Texts per request (the API allows up to 1000).
+        timeout: Seconds to wait for one request.
+        max_retries: Retries after rate limits, timeouts and connection errors.
+        backoff: Wait policy between retries.
+        input_type: ``"document"`` (default; fine for chunks and questions
+            alike in a coverage comparison), ``"query"`` or None.
+    """
+
+    model: str = VOYAGE_DEFAULT_MODEL
+    dimensions: int | None = None
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    batch_size: int = 128
+    timeout: float = 60.0
+    max_retries: int = 5
+    backoff: Backoff = field(default_factory=Backoff)
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    input_type: str | None = "document"
+    provider: str = field(default="voyage", init=False)
+    max_tokens: int = field(default=32_000, init=False)
+    # Voyage caps a request at 120k-1M tokens depending on the model; our
+    # counts are approximate, so stay well below the smallest cap.
+    max_batch_tokens: int = field(default=60_000, init=False)
+    _client: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        spec = VOYAGE_MODELS.get(self.model)
+        if spec is None:
+            choices = ", ".join(VOYAGE_MODELS)
+            raise InputError(f"Unknown Voyage embedding model {self.model!r}; choose one of: {choices}.")
+        self.max_tokens = spec.max_tokens
+        if self.dimensions is not None:
+            if not spec.dimensions:
+                raise InputError(
+                    f"{self.model} always returns {spec.native_dimensions} dimensions; leave dimensions empty "
+                    "or choose a model such as voyage-3.5 that supports 256, 512, 1024 or 2048."
+                )
+            if int(self.dimensions) not in spec.dimensions:
+                allowed = ", ".join(map(str, spec.dimensions))
+                raise InputError(f"dimensions for {self.model} must be one of {allowed}, not {self.dimensions}.")
+            self.dimensions = int(self.dimensions)
+        key = self.api_key or os.environ.get("VOYAGE_API_KEY")
+        if not key:
+            raise InputError("No Voyage API key: set VOYAGE_API_KEY or enter a key.")
+        self.api_key = key
+
+    def _get_client(self):
+        if self._client is None:
+            import voyageai
+
+            self._client = voyageai.Client(
+                api_key=self.api_key,
+                base_url=self.base_url or None,
+                max_retries=0,  # we retry ourselves, see module docstring
+                timeout=self.timeout,
+            )
+        return self._client
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Approximate token counts (``ceil(chars / 4)``); Voyage's tokenizer needs a download."""
+        return [approximate_token_count(text) for text in texts]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit float32 vectors for ``texts``, in order, ``batch_size`` per request."""
+        texts = list(texts)
+        if not texts:
+            native = VOYAGE_MODELS[self.model].native_dimensions
+            return np.zeros((0, self.dimensions or native), dtype=np.float32)
+        parts = [self._embed_batch(part) for part in batches(texts, self.batch_size)]
+        return np.concatenate(parts, axis=0)
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        client = self._get_client()
+
+        def request():
+            return client.embed(
+                texts,
+                model=self.model,
+                input_type=self.input_type,
+                output_dimension=self.dimensions,
+            )
+
+        response = call_with_retries(
+            request, self._classify, max_retries=self.max_retries, backoff=self.backoff, sleep=self.sleep
+        )
+        if len(response.embeddings) != len(texts):
+            raise ProviderError(
+                f"Voyage returned {len(response.embeddings)} embeddings for {len(texts)} texts; try again.", "other"
+            )
+        return normalize_rows(np.array(response.embeddings, dtype=np.float32))
+
+    def _classify(self, exc: Exception) -> Failure | None:
+        """Translate a ``voyageai.error`` exception into a :class:`Failure`."""
+        from voyageai import error
+
+        if not isinstance(exc, error.VoyageError):
+            return None
+        status = exc.http_status
+        detail = redact(str(exc.user_message or type(exc).__name__).strip().rstrip("."), self.api_key)
+        if isinstance(exc, error.Timeout):
+            return Failure("timeout", f"Voyage did not answer within {self.timeout:g} s.", retryable=True)
+        if isinstance(exc, error.APIConnectionError):
+            where = self.base_url or "api.voyageai.com"
+            return Failure(
+                "connection", f"Could not connect to Voyage at {where}; check the network or base URL.", retryable=True
+            )
+        if isinstance(exc, error.AuthenticationError) or status in (401, 403):
+            code = f" ({status})" if status else ""
+            return Failure(
+                "auth",
+                f"Voyage rejected the API key{code}; check VOYAGE_API_KEY or the key you entered.",
+                retryable=False,
+            )
+        if isinstance(exc, error.RateLimitError) or status == 429:
+            headers = exc.headers or {}
+            retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
+            return Failure(
+                "rate_limit",
+                f"Voyage rate limit reached (429): {detail}. Wait a minute or lower the batch size.",
+                retryable=True,
+                retry_after=retry_after,
+            )
+        if isinstance(exc, (error.ServiceUnavailableError, error.ServerError)) or (status or 0) >= 500:
+            return Failure("other", f"Voyage server error ({status}): {detail}.", retryable=True)
+        if status is not None and 400 <= status < 500:
+            # Voyage's APIError for other 4xx appends the raw body and headers;
+            # keep just the message part.
+            if isinstance(exc, error.APIError) and isinstance(exc.json_body, dict):
+                detail = redact(str(exc.json_body.get("detail") or detail).strip().rstrip("."), self.api_key)
+            return Failure("bad_request", f"Voyage refused the request ({status}): {detail}.", retryable=False)
+        return Failure("other", f"Voyage request failed: {detail}.", retryable=False)

@@ -1,0 +1,251 @@
+"""The on-disk cache and the cache-aware embed_texts driver."""
+
+import hashlib
+import threading
+
+import numpy as np
+import pytest
+
+from coverage_core.embeddings import (
+    CacheKey,
+    EmbeddingCache,
+    Embedder,
+    default_cache_dir,
+    embed_texts,
+    make_embedder,
+    text_hash,
+)
+from coverage_core.embeddings.cache import CACHE_FILE_NAME
+from coverage_core.errors import ProviderError
+
+
+class CountingEmbedder:
+    """A fake Embedder that records every call; can fail on a given batch."""
+
+    def __init__(self, provider="fake", model="m", dimensions=None, d=8, batch_size=4, fail_on_batch=None):
+        self.provider, self.model, self.dimensions = provider, model, dimensions
+        self.max_tokens = 5
+        self.batch_size = batch_size
+        self.d = d
+        self.fail_on_batch = fail_on_batch
+        self.embed_calls: list[list[str]] = []
+        self.count_calls: list[list[str]] = []
+        self.lock = threading.Lock()
+
+    def embed(self, texts):
+        with self.lock:
+            self.embed_calls.append(list(texts))
+            if self.fail_on_batch is not None and len(self.embed_calls) == self.fail_on_batch:
+                raise ProviderError("scripted failure", "rate_limit")
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            rows.append(np.random.default_rng(seed).standard_normal(self.d) * 3)  # not unit on purpose
+        return np.array(rows, dtype=np.float64)
+
+    def count_tokens(self, texts):
+        with self.lock:
+            self.count_calls.append(list(texts))
+        return [len(text.split()) for text in texts]
+
+    @property
+    def n_embedded(self):
+        return sum(len(call) for call in self.embed_calls)
+
+
+TEXTS = [f"text number {i} " + "word " * (i % 7) for i in range(10)]
+
+
+def test_fake_follows_the_protocol():
+    assert isinstance(CountingEmbedder(), Embedder)
+    assert isinstance(make_embedder("local"), Embedder)
+
+
+def test_first_run_embeds_second_run_is_fully_cached(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    first_embedder = CountingEmbedder()
+    first = embed_texts(TEXTS, first_embedder, cache)
+    assert (first.n_cached, first.n_embedded) == (0, 10)
+    assert first_embedder.n_embedded == 10
+    assert first.vectors.shape == (10, 8) and first.vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(first.vectors, axis=1), 1.0, atol=1e-6)
+    assert list(first.token_counts) == [len(t.split()) for t in TEXTS]
+    assert first.n_over_limit == sum(len(t.split()) > 5 for t in TEXTS)
+
+    second_embedder = CountingEmbedder()
+    second = embed_texts(TEXTS, second_embedder, cache)
+    assert (second.n_cached, second.n_embedded) == (10, 0)
+    # The model (here: the fake) is never touched, not even for token counts.
+    assert second_embedder.embed_calls == [] and second_embedder.count_calls == []
+    np.testing.assert_array_equal(second.vectors, first.vectors)
+    np.testing.assert_array_equal(second.token_counts, first.token_counts)
+    assert second.n_over_limit == first.n_over_limit
+
+
+def test_fully_cached_run_never_loads_the_local_model(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    texts = ["Volta built the first battery.", "Ants are social insects."]
+    first = embed_texts(texts, make_embedder("local"), cache)
+    fresh = make_embedder("local")
+    again = embed_texts(texts, fresh, cache)
+    assert not fresh.is_loaded
+    assert again.n_cached == 2
+    np.testing.assert_array_equal(again.vectors, first.vectors)
+
+
+def test_partial_cache_embeds_only_missing_and_keeps_input_order(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    embed_texts(TEXTS[:6], CountingEmbedder(), cache)
+    embedder = CountingEmbedder()
+    run = embed_texts(list(reversed(TEXTS)), embedder, cache)
+    assert sorted(t for call in embedder.embed_calls for t in call) == sorted(TEXTS[6:])
+    assert (run.n_cached, run.n_embedded) == (6, 4)
+    reference = embed_texts(list(reversed(TEXTS)), CountingEmbedder(), None).vectors
+    np.testing.assert_allclose(run.vectors, reference, atol=1e-7)
+
+
+def test_duplicates_are_embedded_once(cache_dir):
+    embedder = CountingEmbedder()
+    texts = ["a b", "c", "a b", "c", "a b", "d"]
+    run = embed_texts(texts, embedder, None)
+    assert embedder.n_embedded == 3
+    assert (run.n_cached, run.n_embedded) == (0, 6)
+    np.testing.assert_array_equal(run.vectors[0], run.vectors[2])
+    np.testing.assert_array_equal(run.vectors[1], run.vectors[3])
+    assert not np.allclose(run.vectors[0], run.vectors[1])
+
+
+def test_progress_counts_cached_and_duplicate_texts(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    embed_texts(TEXTS[:3], CountingEmbedder(), cache)
+    calls = []
+    texts = TEXTS + TEXTS[:2]  # 12 inputs, 10 distinct, 3 distinct cached
+    embed_texts(texts, CountingEmbedder(batch_size=4), cache, progress=lambda done, total: calls.append((done, total)))
+    assert calls[0] == (5, 12)  # 3 cached texts, two of them twice
+    assert calls[-1] == (12, 12)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert len(calls) == 1 + 2  # lookup, then 7 missing texts in batches of 4
+
+
+def test_failure_half_way_keeps_finished_batches(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    failing = CountingEmbedder(batch_size=3, fail_on_batch=3)
+    with pytest.raises(ProviderError):
+        embed_texts(TEXTS, failing, cache)
+    assert cache.count(CacheKey.of(failing)) == 6  # batches 1 and 2 were written
+
+    retry = CountingEmbedder(batch_size=3)
+    run = embed_texts(TEXTS, retry, cache)
+    assert retry.n_embedded == 4
+    assert (run.n_cached, run.n_embedded) == (6, 4)
+    np.testing.assert_allclose(run.vectors, embed_texts(TEXTS, CountingEmbedder(), None).vectors, atol=1e-7)
+
+
+def test_keys_differ_by_provider_model_and_dimensions(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    base = CountingEmbedder()
+    embed_texts(TEXTS, base, cache)
+    for other in (
+        CountingEmbedder(provider="other"),
+        CountingEmbedder(model="m2"),
+        CountingEmbedder(dimensions=8),
+    ):
+        run = embed_texts(TEXTS, other, cache)
+        assert run.n_cached == 0, (other.provider, other.model, other.dimensions)
+        assert other.n_embedded == 10
+    assert cache.count() == 40
+    assert CacheKey.of(CountingEmbedder(dimensions=None)) == CacheKey("fake", "m", 0)
+
+
+def test_batches_respect_the_token_cap(cache_dir):
+    embedder = CountingEmbedder(batch_size=100)
+    embedder.max_batch_tokens = 10
+    texts = ["one two three four"] + [f"w{i} x y z" for i in range(5)]  # 4 tokens each
+    embed_texts(texts, embedder, None)
+    assert [len(call) for call in embedder.embed_calls] == [2, 2, 2]
+
+
+def test_concurrent_threads_share_one_cache(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    errors, results = [], {}
+    texts = [f"shared text {i}" for i in range(60)]
+
+    def worker(n):
+        try:
+            results[n] = embed_texts(texts[n % 3 :: 2], CountingEmbedder(batch_size=5), cache).vectors
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert cache.count() == 60
+    # A fresh cache object (as another process or session would have) sees everything.
+    again = CountingEmbedder()
+    run = embed_texts(texts, again, EmbeddingCache(cache_dir))
+    assert run.n_cached == 60 and again.embed_calls == []
+    np.testing.assert_array_equal(run.vectors[0::2], results[0])
+
+
+def test_database_holds_no_plaintext(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    secret_text = "Unique-Plaintext-Marker-4711 about the Antwerp diamond district"
+    embed_texts([secret_text], CountingEmbedder(), cache)
+    files = list(cache_dir.iterdir())
+    assert cache.path in files
+    blob = b"".join(path.read_bytes() for path in files)
+    assert b"Unique-Plaintext-Marker-4711" not in blob
+    assert text_hash(secret_text) in blob
+
+
+def test_default_directory_from_environment(cache_dir, monkeypatch, tmp_path):
+    assert default_cache_dir() == cache_dir
+    assert EmbeddingCache().path == cache_dir / CACHE_FILE_NAME
+    monkeypatch.delenv("COVERAGE_CORE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "coverage_core"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "coverage_core"
+
+
+def test_cache_is_created_lazily_and_can_be_cleared(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    assert not cache_dir.exists()
+    embed_texts(TEXTS, CountingEmbedder(), cache)
+    embed_texts(TEXTS, CountingEmbedder(model="m2"), cache)
+    cache.clear(CacheKey("fake", "m", 0))
+    assert cache.count() == 10
+    cache.clear()
+    assert cache.count() == 0
+
+
+def test_empty_input(cache_dir):
+    embedder = CountingEmbedder()
+    run = embed_texts([], embedder, EmbeddingCache(cache_dir))
+    assert run.vectors.shape[0] == 0 and run.token_counts.shape == (0,)
+    assert embedder.embed_calls == [] and embedder.count_calls == []
+
+
+def test_importing_the_package_loads_no_heavy_library():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, coverage_core.embeddings as e; e.make_embedder('local'); "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'openai', 'voyageai') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert result.stdout.strip() == "[]"
+
+
+def test_unusable_cache_file_is_a_clear_input_error(cache_dir):
+    from coverage_core.errors import InputError
+
+    cache_dir.mkdir(parents=True)
+    (cache_dir / CACHE_FILE_NAME).write_bytes(b"this is not a database" * 100)
+    with pytest.raises(InputError, match="delete the file"):
+        embed_texts(["x"], CountingEmbedder(), EmbeddingCache(cache_dir))
