@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import openai
-
 from coverage_core.errors import ProviderError
 
 __all__ = ["ChatClient", "LLMConfig", "parse_json_loose"]
@@ -93,6 +91,8 @@ class ChatClient:
                 )
             key = _PLACEHOLDER_KEY
         self._secret = key  # only to scrub it from server messages
+        import openai  # here, not at module level: it costs ~1 s and most runs use no LLM
+
         self._client = openai.OpenAI(
             api_key=key,
             base_url=self.config.base_url,
@@ -130,6 +130,8 @@ class ChatClient:
             ) from None
 
     def _chat(self, messages: list[dict]) -> str:
+        import openai
+
         request = {
             "model": self.config.model,
             "messages": messages,
@@ -154,8 +156,10 @@ class ChatClient:
         content = choices[0].message.content if choices and choices[0].message else None
         return content or ""
 
-    def _provider_error(self, error: openai.OpenAIError) -> ProviderError:
+    def _provider_error(self, error: "openai.OpenAIError") -> ProviderError:
         """One plain sentence per failure; the key and raw server text about it stay out."""
+        import openai
+
         host, model = self.host, self.config.model
         if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
             # The server's own message can echo part of the key: not shown.

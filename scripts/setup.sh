@@ -8,3 +8,5 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"
+# Editable, without dependencies (pinned above): benchmarks and tools import the package from anywhere.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
