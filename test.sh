@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Set up, then run every test.
+# Set up (Python packages, and Debian's Chromium for the browser test), then run every test.
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
 scripts/setup.sh requirements-dev.txt
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec .venv/bin/python -m pytest -q "$@"

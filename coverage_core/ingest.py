@@ -467,6 +467,31 @@ def _column_key(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", str(name)).lower()
 
 
+def read_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
+    """The question file's table, every column as text, exactly as
+    :func:`read_questions` reads it (so a user can pick the question column
+    when none was detected)."""
+    return _read_table(source, name)[0]
+
+
+def _read_table(source: str | Path | bytes, name: str | None) -> tuple[pd.DataFrame, str, str, str]:
+    """(frame, encoding, delimiter, name) of a question file; InputError if unusable."""
+    name, data = _question_bytes(source, name)
+    if not data.strip():
+        raise InputError(
+            f"The question file {name} is empty; add a header row such as 'question' "
+            "and one question per row."
+        )
+    if _looks_binary(data):
+        raise InputError(
+            f"The question file {name} is not a text table (it contains binary data, "
+            "as an Excel workbook does); save it as CSV and use that file."
+        )
+    text, encoding = _decode(data)
+    delimiter = _detect_delimiter(text)
+    return _parse_table(text, delimiter, name), encoding, delimiter, name
+
+
 def read_questions(
     source: str | Path | bytes,
     question_column: str | None = None,
@@ -481,20 +506,7 @@ def read_questions(
     ``frame``; blank question cells are skipped and counted, exact repeats are
     kept and listed in ``duplicates``.
     """
-    name, data = _question_bytes(source, name)
-    if not data.strip():
-        raise InputError(
-            f"The question file {name} is empty; add a header row such as 'question' "
-            "and one question per row."
-        )
-    if _looks_binary(data):
-        raise InputError(
-            f"The question file {name} is not a text table (it contains binary data, "
-            "as an Excel workbook does); save it as CSV and use that file."
-        )
-    text, encoding = _decode(data)
-    delimiter = _detect_delimiter(text)
-    frame = _parse_table(text, delimiter, name)
+    frame, encoding, delimiter, name = _read_table(source, name)
     column = _question_column(frame, question_column, name)
 
     questions: list[Question] = []

@@ -96,6 +96,7 @@ class EmbeddedTexts:
     n_cached: int
     n_embedded: int
     n_over_limit: int
+    token_limit: int | None = None
 
 
 @dataclass
@@ -183,7 +184,7 @@ def _embed(
 ) -> EmbeddedTexts:
     callback = (lambda done, total: progress(stage, done, total)) if progress else None
     run = embed_texts(list(texts), embedder, cache, progress=callback)
-    return EmbeddedTexts(run.vectors, run.n_cached, run.n_embedded, run.n_over_limit)
+    return EmbeddedTexts(run.vectors, run.n_cached, run.n_embedded, run.n_over_limit, embedder.max_tokens)
 
 
 def embed_corpus(
@@ -238,6 +239,11 @@ def measure(
     labels, centroids = clustering.labels, clustering.centroids
     n_clusters = clustering.n_clusters
     warnings = list(clustering.warnings)
+    if corpus.embedded.n_over_limit:
+        warnings.append(
+            f"{corpus.embedded.n_over_limit} of {len(corpus.chunks)} chunks are longer than the model reads "
+            f"({corpus.embedded.token_limit} tokens) and were truncated; use a smaller chunk size."
+        )
 
     if screener is None:
         screener = config.screener().fit(question_vectors, chunk_vectors, labels)
@@ -379,11 +385,6 @@ def analyze(
     question_embedding = embed_questions(questions, embedder, cache, progress)
     clustering = cluster_chunks(corpus, config.n_clusters, config.random_state)
     analysis = measure(config, corpus, questions, question_embedding, clustering)
-    if corpus.embedded.n_over_limit:
-        analysis.warnings.append(
-            f"{corpus.embedded.n_over_limit} of {len(corpus.chunks)} chunks are longer than the model reads "
-            f"({embedder.max_tokens} tokens) and were truncated; use a smaller chunk size."
-        )
     return find_gaps(analysis, llm)
 
 

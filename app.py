@@ -1,0 +1,23 @@
+"""Dashboard entry point: page navigation and the shared sidebar, nothing else.
+
+Run with ``streamlit run app.py`` (see ``run.sh``).
+"""
+
+import streamlit as st
+
+from ui import sidebar
+
+st.set_page_config(page_title="RAG test-set coverage", page_icon=":material/explore:", layout="wide")
+
+PAGES = [
+    st.Page("pages/1_upload.py", title="Upload", icon=":material/upload_file:", default=True),
+    st.Page("pages/2_configure.py", title="Configure", icon=":material/tune:"),
+    st.Page("pages/3_results.py", title="Results", icon=":material/monitoring:"),
+    st.Page("pages/4_gaps.py", title="Gap analysis", icon=":material/troubleshoot:"),
+    st.Page("pages/5_fitness.py", title="Knowledge-base fitness", icon=":material/target:"),
+    st.Page("pages/6_compare.py", title="Compare test sets", icon=":material/compare_arrows:"),
+]
+
+page = st.navigation(PAGES)
+sidebar.render()
+page.run()

@@ -1,0 +1,165 @@
+"""What a paid provider will charge, estimated offline before anything is sent.
+
+Exact tokenizers are not available offline (tiktoken and Voyage's tokenizer
+download their vocabularies on first use), so token counts here are an
+**approximation**: about four characters of English text per token, the rule
+of thumb OpenAI documents. Every figure this module returns says so in its
+label; callers must show that label next to the number.
+
+Prices change and contracts differ, so they live in an editable table
+(:func:`default_price_table`) that the user corrects before trusting an
+estimate. Nothing here sends a request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from coverage_core.errors import InputError
+
+__all__ = [
+    "APPROXIMATION_NOTE",
+    "CHARS_PER_TOKEN",
+    "PRICE_COLUMNS",
+    "CostEstimate",
+    "approximate_tokens",
+    "default_price_table",
+    "estimate_embedding_cost",
+    "estimate_llm_tokens",
+    "estimate_llm_cost",
+    "clean_price_table",
+]
+
+CHARS_PER_TOKEN = 4
+APPROXIMATION_NOTE = "approximate: about 4 characters per token, counted offline"
+
+PRICE_COLUMNS = ("provider", "model", "kind", "usd_per_1m_input", "usd_per_1m_output")
+
+# List prices in US dollars per million tokens when this table was written.
+# They are a starting point: the dashboard lets the user edit every row.
+_DEFAULT_PRICES = (
+    ("openai", "text-embedding-3-small", "embedding", 0.02, 0.0),
+    ("openai", "text-embedding-3-large", "embedding", 0.13, 0.0),
+    ("openai", "text-embedding-ada-002", "embedding", 0.10, 0.0),
+    ("voyage", "voyage-3", "embedding", 0.06, 0.0),
+    ("voyage", "voyage-3-lite", "embedding", 0.02, 0.0),
+    ("voyage", "voyage-3-large", "embedding", 0.18, 0.0),
+    ("voyage", "voyage-3.5", "embedding", 0.06, 0.0),
+    ("voyage", "voyage-3.5-lite", "embedding", 0.02, 0.0),
+    ("openai", "gpt-4o-mini", "llm", 0.15, 0.60),
+    ("openai", "gpt-4o", "llm", 2.50, 10.00),
+    ("openai", "gpt-4.1-mini", "llm", 0.40, 1.60),
+    ("local", "all-MiniLM-L6-v2", "embedding", 0.0, 0.0),
+)
+
+# What one gap-analysis request to an LLM sends and gets back, in characters,
+# besides the passages: the instructions, the topic words and up to 20
+# existing questions; the reply is a short JSON object.
+_LLM_PROMPT_OVERHEAD_CHARS = 2_500
+_LLM_REPLY_CHARS = 1_200
+
+
+def approximate_tokens(texts: Iterable[str]) -> int:
+    """Approximate total tokens of ``texts``: ``ceil(len / 4)`` each, at least 1 per text.
+
+    The same rule the API embedders use to size their requests, so an estimate
+    and a run agree on what "a token" is.
+    """
+    return sum(max(1, math.ceil(len(str(text)) / CHARS_PER_TOKEN)) for text in texts)
+
+
+def default_price_table() -> pd.DataFrame:
+    """The editable price table: one row per (provider, model, kind)."""
+    return pd.DataFrame(list(_DEFAULT_PRICES), columns=list(PRICE_COLUMNS))
+
+
+def clean_price_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The table as the user edited it, checked: prices are numbers, 0 or more.
+
+    Rows without a model name are dropped (a half-typed new row). Raises
+    ``InputError`` naming the first bad cell.
+    """
+    missing = [column for column in PRICE_COLUMNS if column not in table.columns]
+    if missing:
+        raise InputError(f"The price table needs the columns {', '.join(missing)}; add them back.")
+    frame = table.loc[:, list(PRICE_COLUMNS)].copy()
+    for column in ("provider", "model", "kind"):
+        frame[column] = frame[column].fillna("").astype(str).str.strip()
+    frame = frame[frame["model"] != ""].reset_index(drop=True)
+    for column in ("usd_per_1m_input", "usd_per_1m_output"):
+        raw = frame[column]
+        blank = raw.isna() | (raw.astype(str).str.strip() == "")
+        values = pd.to_numeric(raw.where(~blank, 0.0), errors="coerce")
+        bad = values.isna() | (values < 0)
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise InputError(
+                f"The price of {frame.loc[row, 'model']} ({column}) must be a number, 0 or more "
+                f"(got {raw.iloc[row]!r}); correct it in the price table."
+            )
+        frame[column] = values.astype(float)
+    return frame
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """Approximate tokens and dollars; ``usd`` is None when the table has no price."""
+
+    input_tokens: int
+    output_tokens: int
+    usd: float | None
+    model: str
+
+    @property
+    def label(self) -> str:
+        tokens = f"~{self.input_tokens:,} tokens"
+        if self.output_tokens:
+            tokens += f" in, ~{self.output_tokens:,} out"
+        if self.usd is None:
+            return f"{tokens} ({APPROXIMATION_NOTE}); no price for {self.model} in the table, add one to see a cost"
+        return f"{tokens}, about ${self.usd:,.4f} ({APPROXIMATION_NOTE})"
+
+
+def _price(table: pd.DataFrame, provider: str, model: str, kind: str) -> tuple[float, float] | None:
+    rows = table[
+        (table["provider"].str.lower() == provider.lower())
+        & (table["model"].str.lower() == model.lower())
+        & (table["kind"].str.lower() == kind)
+    ]
+    if rows.empty:
+        return None
+    row = rows.iloc[0]
+    return float(row["usd_per_1m_input"]), float(row["usd_per_1m_output"])
+
+
+def estimate_embedding_cost(n_tokens: int, provider: str, model: str, table: pd.DataFrame) -> CostEstimate:
+    """Cost of embedding ``n_tokens`` (approximate) with ``provider``/``model``."""
+    price = _price(clean_price_table(table), provider, model, "embedding")
+    usd = None if price is None else n_tokens * price[0] / 1_000_000
+    return CostEstimate(int(n_tokens), 0, usd, model)
+
+
+def estimate_llm_tokens(n_gaps: int, passage_chars: int) -> tuple[int, int]:
+    """Approximate (input, output) tokens of a gap analysis with an LLM.
+
+    One request per gap; ``passage_chars`` is the total length of the passages
+    sent across all gaps (the least-covered passages, each cut to 1,200
+    characters by the gap analysis).
+    """
+    if n_gaps <= 0:
+        return 0, 0
+    input_chars = passage_chars + n_gaps * _LLM_PROMPT_OVERHEAD_CHARS
+    return math.ceil(input_chars / CHARS_PER_TOKEN), math.ceil(n_gaps * _LLM_REPLY_CHARS / CHARS_PER_TOKEN)
+
+
+def estimate_llm_cost(
+    input_tokens: int, output_tokens: int, model: str, table: pd.DataFrame, provider: str = "openai"
+) -> CostEstimate:
+    """Cost of an LLM run from approximate token counts."""
+    price = _price(clean_price_table(table), provider, model, "llm")
+    usd = None if price is None else (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+    return CostEstimate(int(input_tokens), int(output_tokens), usd, model)

@@ -1,0 +1,444 @@
+"""Plotly figures of an analysis. Builders take data and return a ``go.Figure``.
+
+Nothing here displays anything: the dashboard passes the figures to
+``st.plotly_chart`` and the HTML report embeds them. The builders take plain
+tables (pandas) so they can be tested, and reused, without running an
+analysis; :func:`map_frames` turns an analysis and its 2-D projection into
+the tables :func:`coverage_map` draws.
+
+User text (questions, passages, file names) is shown only in hover labels and
+is HTML-escaped first: Plotly renders a subset of HTML in labels, and a
+question such as ``<a href=...>`` must show as text, not as a link.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+if TYPE_CHECKING:  # only for type hints: this module must import without the pipeline
+    from coverage_core.pipeline import Analysis
+    from coverage_core.projection import Projection
+
+__all__ = [
+    "CLUSTER_COLOURS",
+    "METRIC_LABELS",
+    "before_after_clusters",
+    "cluster_colour",
+    "cluster_coverage_bar",
+    "coverage_map",
+    "document_coverage_bar",
+    "hover_text",
+    "map_frames",
+    "metric_comparison_bar",
+    "similarity_polar",
+    "similarity_ranked",
+]
+
+# 24 + 26 distinct colours; more clusters than that cycle.
+CLUSTER_COLOURS = (
+    "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#222A2A", "#B68100", "#750D86",
+    "#EB663B", "#511CFB", "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE",
+    "#862A16", "#A777F1", "#620042", "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038",
+    "#AA0DFE", "#3283FE", "#85660D", "#782AB6", "#565656", "#1C8356", "#16FF32", "#F7E1A0",
+    "#E2E2E2", "#1CBE4F", "#C4451C", "#DEA0FD", "#FE00FA", "#325A9B", "#FEAF16", "#F8A19F",
+    "#90AD1C", "#F6222E", "#1CFFCE", "#2ED9FF", "#B10DA1", "#C075A6", "#FC1CBF", "#B00068",
+    "#FBE426", "#FA0087",
+)
+GAP_COLOUR = "#d62728"
+COVERED_COLOUR = "#1f77b4"
+LOW_COLOUR = "#d62728"
+QUESTION_COLOUR = "#111111"
+OUTLIER_COLOUR = "#ff7f0e"
+
+METRIC_LABELS = {
+    "basic": "Basic",
+    "weighted": "Weighted (= basic)",
+    "balanced": "Balanced",
+    "multi_threshold": "Multi-threshold",
+    "multi_n": "Multi-N",
+}
+
+HOVER_CHARS = 160
+
+
+def cluster_colour(cluster: int) -> str:
+    return CLUSTER_COLOURS[int(cluster) % len(CLUSTER_COLOURS)]
+
+
+def hover_text(text: object, limit: int = HOVER_CHARS) -> str:
+    """``text`` on one line, shortened to ``limit`` characters, HTML-escaped for a hover label."""
+    flat = " ".join(str(text).split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1].rstrip() + "…"
+    return html.escape(flat, quote=False)
+
+
+def _layout(fig: go.Figure, title: str, **extra) -> go.Figure:
+    fig.update_layout(
+        title={"text": html.escape(title, quote=False)},
+        margin={"l": 50, "r": 20, "t": 60, "b": 50},
+        hoverlabel={"align": "left"},
+        **extra,
+    )
+    return fig
+
+
+# --------------------------------------------------------------------------
+# clusters and documents
+# --------------------------------------------------------------------------
+
+
+def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = None) -> go.Figure:
+    """Coverage per cluster, gaps in red, with the gap threshold as a dashed line.
+
+    ``clusters`` has the columns of ``Analysis.clusters``: ``cluster``,
+    ``size``, ``share``, ``coverage``, ``n_questions`` (``is_gap`` optional).
+    Bars are sorted by coverage, lowest first, so the worst topics lead.
+    """
+    frame = clusters.sort_values(["coverage", "cluster"], na_position="first").reset_index(drop=True)
+    if "is_gap" in frame:
+        is_gap = frame["is_gap"].astype(bool).to_numpy()
+    elif gap_threshold is not None:
+        is_gap = (frame["coverage"] < gap_threshold).to_numpy()
+    else:
+        is_gap = np.zeros(len(frame), dtype=bool)
+    labels = [f"C{int(c)}" for c in frame["cluster"]]
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=frame["coverage"].fillna(0.0),
+            marker={"color": [GAP_COLOUR if g else COVERED_COLOUR for g in is_gap]},
+            customdata=np.column_stack(
+                [frame["size"], frame["share"] * 100, frame["n_questions"], np.where(is_gap, "gap", "")]
+            ),
+            hovertemplate=(
+                "cluster %{x}<br>coverage %{y:.3f}<br>%{customdata[0]} chunks (%{customdata[1]:.1f}%)"
+                "<br>%{customdata[2]} questions cover it<br>%{customdata[3]}<extra></extra>"
+            ),
+            name="coverage",
+        )
+    )
+    if gap_threshold is not None:
+        fig.add_hline(
+            y=gap_threshold,
+            line={"dash": "dash", "color": "#555"},
+            annotation_text=f"gap threshold {gap_threshold:.2f}",
+            annotation_position="top left",
+        )
+    fig.update_xaxes(title="cluster (lowest coverage first)", type="category")
+    fig.update_yaxes(title="coverage (relative)")
+    return _layout(fig, "Coverage per cluster (red: gap)", showlegend=False)
+
+
+def document_coverage_bar(documents: pd.DataFrame) -> go.Figure:
+    """Coverage per document; documents flagged ``is_low`` in red.
+
+    ``documents`` has the columns of ``Analysis.documents``: ``document``,
+    ``n_chunks``, ``coverage``, ``is_low``.
+    """
+    frame = documents.sort_values(["coverage", "document"]).reset_index(drop=True)
+    low = frame["is_low"].astype(bool).to_numpy()
+    names = [hover_text(name, 60) for name in frame["document"]]
+    fig = go.Figure(
+        go.Bar(
+            x=frame["coverage"],
+            y=names,
+            orientation="h",
+            marker={"color": [LOW_COLOUR if flag else COVERED_COLOUR for flag in low]},
+            customdata=np.column_stack(
+                [frame["n_chunks"], np.where(low, "untested or possibly misaligned", "")]
+            ),
+            hovertemplate="%{y}<br>coverage %{x:.3f}<br>%{customdata[0]} chunks<br>%{customdata[1]}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title="coverage (relative)")
+    fig.update_yaxes(title="", type="category", automargin=True)
+    return _layout(
+        fig, "Coverage per document (red: untested or possibly misaligned)",
+        showlegend=False, height=max(260, 28 * len(frame) + 120),
+    )
+
+
+def before_after_clusters(before: pd.DataFrame, after: pd.DataFrame, names: Sequence[str] = ("before", "after")) -> go.Figure:
+    """Grouped bars of per-cluster coverage of two question sets on the same clusters."""
+    merged = before[["cluster", "coverage"]].merge(
+        after[["cluster", "coverage"]], on="cluster", suffixes=("_a", "_b"), how="outer"
+    ).sort_values("coverage_a", na_position="first")
+    labels = [f"C{int(c)}" for c in merged["cluster"]]
+    delta = (merged["coverage_b"] - merged["coverage_a"]).to_numpy()
+    fig = go.Figure()
+    for column, name, colour in (("coverage_a", names[0], "#9ecae1"), ("coverage_b", names[1], "#08519c")):
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=merged[column],
+                name=html.escape(str(name), quote=False),
+                marker={"color": colour},
+                customdata=delta,
+                hovertemplate="cluster %{x}<br>coverage %{y:.3f}<br>change %{customdata:+.3f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_xaxes(title="cluster", type="category")
+    fig.update_yaxes(title="coverage (relative)")
+    return _layout(fig, f"Per-cluster coverage: {names[0]} vs {names[1]}", barmode="group")
+
+
+def metric_comparison_bar(sets: Mapping[str, Mapping[str, float]]) -> go.Figure:
+    """Grouped bars of the coverage metrics of several question sets (same corpus and clusters)."""
+    fig = go.Figure()
+    palette = ("#9ecae1", "#08519c", "#fd8d3c", "#31a354")
+    for position, (name, values) in enumerate(sets.items()):
+        keys = [key for key in METRIC_LABELS if key in values]
+        fig.add_trace(
+            go.Bar(
+                x=[METRIC_LABELS[key] for key in keys],
+                y=[values[key] for key in keys],
+                name=html.escape(str(name), quote=False),
+                marker={"color": palette[position % len(palette)]},
+                hovertemplate="%{x}: %{y:.3f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_yaxes(title="coverage (relative)")
+    return _layout(fig, "Coverage metrics", barmode="group")
+
+
+# --------------------------------------------------------------------------
+# the 2-D map
+# --------------------------------------------------------------------------
+
+
+def map_frames(analysis: "Analysis", projection: "Projection") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tables :func:`coverage_map` draws, from an analysis and its projection.
+
+    The projection may be older than the clustering (it is recomputed only
+    when the vectors change): chunk colours always use the current labels.
+    """
+    chunks = analysis.corpus.chunks
+    index = np.asarray(projection.chunk_index, dtype=int)
+    chunk_frame = pd.DataFrame(
+        {
+            "x": projection.chunk_xy[:, 0] if len(index) else [],
+            "y": projection.chunk_xy[:, 1] if len(index) else [],
+            "cluster": analysis.clustering.labels[index],
+            "text": [chunks[i].text for i in index],
+            "document": [chunks[i].document for i in index],
+        }
+    )
+    table = analysis.question_table
+    n = min(len(table), len(projection.question_xy))
+    question_frame = pd.DataFrame(
+        {
+            "x": projection.question_xy[:n, 0],
+            "y": projection.question_xy[:n, 1],
+            "text": table["text"].to_numpy()[:n],
+            "document": table["nearest_document"].to_numpy()[:n],
+            "cluster": table["cluster"].to_numpy()[:n],
+            "is_outlier": table["is_outlier"].to_numpy()[:n].astype(bool),
+        }
+    )
+    return chunk_frame, question_frame
+
+
+def coverage_map(
+    chunks: pd.DataFrame,
+    questions: pd.DataFrame,
+    metrics: Mapping[str, float] | None = None,
+    caption: str | None = None,
+) -> go.Figure:
+    """Chunks coloured by cluster, questions as large markers, off-topic ones apart.
+
+    ``chunks``: columns ``x``, ``y``, ``cluster``, ``text``, ``document``.
+    ``questions``: columns ``x``, ``y``, ``text``, ``document`` (nearest
+    document), ``cluster``, ``is_outlier``. Hover shows the shortened text,
+    its file and its cluster; ``metrics`` are written in a corner box.
+    """
+    fig = go.Figure()
+    for cluster in sorted(pd.unique(chunks["cluster"])) if len(chunks) else []:
+        part = chunks[chunks["cluster"] == cluster]
+        fig.add_trace(
+            go.Scattergl(
+                x=part["x"],
+                y=part["y"],
+                mode="markers",
+                name=f"cluster {int(cluster)}",
+                legendgroup="chunks",
+                legendgrouptitle={"text": "chunks"} if cluster == min(chunks["cluster"]) else None,
+                marker={"size": 6, "color": cluster_colour(cluster), "opacity": 0.55},
+                customdata=np.column_stack(
+                    [[hover_text(t) for t in part["text"]], [hover_text(d, 80) for d in part["document"]]]
+                ),
+                hovertemplate=(
+                    "<b>chunk</b> of %{customdata[1]}<br>cluster " + str(int(cluster))
+                    + "<br>%{customdata[0]}<extra></extra>"
+                ),
+            )
+        )
+    for flag, name, symbol, colour in (
+        (False, "questions", "diamond", QUESTION_COLOUR),
+        (True, "off-topic questions", "x", OUTLIER_COLOUR),
+    ):
+        part = questions[questions["is_outlier"].astype(bool) == flag]
+        if part.empty:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=part["x"],
+                y=part["y"],
+                mode="markers",
+                name=name,
+                legendgroup="questions",
+                marker={
+                    "size": 13,
+                    "symbol": symbol,
+                    "color": colour,
+                    "line": {"width": 1.5, "color": "white"},
+                },
+                customdata=np.column_stack(
+                    [
+                        [hover_text(t) for t in part["text"]],
+                        [hover_text(d, 80) for d in part["document"]],
+                        part["cluster"].astype(int),
+                    ]
+                ),
+                hovertemplate=(
+                    f"<b>{name[:-1]}</b><br>%{{customdata[0]}}<br>nearest file: %{{customdata[1]}}"
+                    "<br>cluster %{customdata[2]}<extra></extra>"
+                ),
+            )
+        )
+    if metrics:
+        lines = [f"{METRIC_LABELS.get(k, k)}: {v:.3f}" for k, v in metrics.items() if k in METRIC_LABELS]
+        fig.add_annotation(
+            text="<b>coverage</b> (relative)<br>" + "<br>".join(lines),
+            xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="top",
+            showarrow=False, align="left", bgcolor="rgba(255,255,255,0.85)", bordercolor="#999",
+            borderwidth=1,
+        )
+    if caption:
+        fig.add_annotation(
+            text=html.escape(caption, quote=False), xref="paper", yref="paper", x=0.0, y=-0.06,
+            xanchor="left", yanchor="top", showarrow=False, font={"size": 11, "color": "#555"},
+        )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
+    return _layout(fig, "Map of chunks and questions", height=640, legend={"itemsizing": "constant"})
+
+
+# --------------------------------------------------------------------------
+# knowledge-base fitness: how well the corpus supports each question
+# --------------------------------------------------------------------------
+
+
+def _fitness_frame(questions: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    frame = questions.sort_values(["max_similarity", "row"] if "row" in questions else ["max_similarity"],
+                                  ascending=[False, True] if "row" in questions else [False])
+    frame = frame.reset_index(drop=True)
+    frame["rank"] = np.arange(1, len(frame) + 1)
+    frame["unsupported"] = frame["max_similarity"] < threshold
+    return frame
+
+
+def similarity_ranked(questions: pd.DataFrame, threshold: float) -> go.Figure:
+    """Every question's best similarity to any chunk, in decreasing order.
+
+    ``questions`` has ``text``, ``max_similarity``, ``nearest_document`` (and
+    optionally ``row``). Questions below ``threshold`` are drawn in red: the
+    knowledge base may not answer them.
+    """
+    frame = _fitness_frame(questions, threshold)
+    fig = go.Figure()
+    for flag, name, colour in ((False, "supported", COVERED_COLOUR), (True, "the knowledge base may not answer this", GAP_COLOUR)):
+        part = frame[frame["unsupported"] == flag]
+        fig.add_trace(
+            go.Scatter(
+                x=part["rank"],
+                y=part["max_similarity"],
+                mode="markers",
+                name=name,
+                marker={"color": colour, "size": 7},
+                customdata=np.column_stack(
+                    [[hover_text(t) for t in part["text"]], [hover_text(d, 80) for d in part["nearest_document"]]]
+                ),
+                hovertemplate="#%{x}: similarity %{y:.3f}<br>%{customdata[0]}<br>nearest file: %{customdata[1]}<extra></extra>",
+            )
+        )
+    fig.add_hline(
+        y=threshold, line={"dash": "dash", "color": "#555"},
+        annotation_text=f"threshold {threshold:.2f}", annotation_position="bottom left",
+    )
+    fig.update_xaxes(title="questions, best supported first")
+    fig.update_yaxes(title="best similarity to any chunk")
+    return _layout(fig, "How well the knowledge base supports each question")
+
+
+def similarity_polar(questions: pd.DataFrame, threshold: float) -> go.Figure:
+    """Questions around a circle; distance from the centre is 1 − best similarity.
+
+    Well-supported questions sit near the centre. Angles group questions by
+    their cluster (one sector per cluster, questions spread within it), so a
+    topic whose questions all sit far out stands out. The dashed circle is
+    the threshold.
+    """
+    frame = questions.copy()
+    frame["r"] = 1.0 - frame["max_similarity"].astype(float)
+    clusters = sorted(pd.unique(frame["cluster"])) if "cluster" in frame and len(frame) else [0]
+    if "cluster" not in frame:
+        frame["cluster"] = 0
+    frame = frame.sort_values(["cluster", "r"]).reset_index(drop=True)
+    theta = np.zeros(len(frame))
+    sector = 360.0 / max(len(clusters), 1)
+    for position, cluster in enumerate(clusters):
+        members = np.flatnonzero(frame["cluster"].to_numpy() == cluster)
+        if members.size:
+            theta[members] = position * sector + (np.arange(members.size) + 0.5) * sector * 0.9 / members.size
+    frame["theta"] = theta
+    frame["unsupported"] = frame["max_similarity"] < threshold
+    fig = go.Figure()
+    for flag, name, colour in ((False, "supported", COVERED_COLOUR), (True, "the knowledge base may not answer this", GAP_COLOUR)):
+        part = frame[frame["unsupported"] == flag]
+        fig.add_trace(
+            go.Scatterpolar(
+                r=part["r"],
+                theta=part["theta"],
+                mode="markers",
+                name=name,
+                marker={"color": colour, "size": 8},
+                customdata=np.column_stack(
+                    [
+                        [hover_text(t) for t in part["text"]],
+                        [hover_text(d, 80) for d in part["nearest_document"]],
+                        part["max_similarity"],
+                        part["cluster"].astype(int),
+                    ]
+                ),
+                hovertemplate=(
+                    "%{customdata[0]}<br>similarity %{customdata[2]:.3f}<br>nearest file: %{customdata[1]}"
+                    "<br>cluster %{customdata[3]}<extra></extra>"
+                ),
+            )
+        )
+    circle = np.linspace(0, 360, 181)
+    fig.add_trace(
+        go.Scatterpolar(
+            r=np.full(circle.shape, 1.0 - threshold), theta=circle, mode="lines",
+            line={"dash": "dash", "color": "#555"}, name=f"threshold {threshold:.2f}", hoverinfo="skip",
+        )
+    )
+    outer = max(1.0 - threshold, float(frame["r"].max()) if len(frame) else 1.0) * 1.05
+    fig.update_layout(
+        polar={
+            "radialaxis": {"range": [0, outer], "angle": 90, "tickangle": 90},
+            "angularaxis": {
+                "tickmode": "array",
+                "tickvals": [(i + 0.45) * sector for i in range(len(clusters))],
+                "ticktext": [f"C{int(c)}" for c in clusters],
+            },
+        }
+    )
+    return _layout(fig, "Distance from the centre = 1 − best similarity (centre: well supported)", height=560)

@@ -1,0 +1,129 @@
+"""Upload: documents (PDF, TXT, Markdown) and one question CSV, or the bundled example."""
+
+import pandas as pd
+import streamlit as st
+
+from coverage_core.errors import CoverageError
+from ui import engine, flow, state
+
+st.title("Upload")
+st.write(
+    "Add the documents of your knowledge base and the CSV of test questions you evaluate your RAG "
+    "system with. The analysis tells you which parts of the knowledge base no question tests."
+)
+
+with st.container(border=True):
+    st.markdown("**New here?** Load the bundled example — ten Wikipedia articles and 185 test questions — "
+                "and see a full analysis with the local model (no key, nothing leaves this server).")
+    if st.button("Try the example", key=state.W_EXAMPLE, type="primary"):
+        try:
+            flow.load_example()
+        except CoverageError as error:
+            st.error(str(error))
+        else:
+            if flow.run_embedding() is not None:
+                st.switch_page(flow.RESULTS_PAGE)
+
+st.header("1. Documents")
+uploads = st.file_uploader(
+    "Documents (PDF, TXT or Markdown; several at once)",
+    type=["pdf", "txt", "md"],
+    accept_multiple_files=True,
+    key=state.W_DOC_UPLOADER,
+)
+password = st.text_input(
+    "PDF password (only if a PDF is encrypted)", type="password", key=state.W_PDF_PASSWORD,
+    help="Tried on every encrypted PDF. Kept only while this page is open; never stored or exported.",
+)
+if uploads:
+    files = [(upload.name, upload.getvalue()) for upload in uploads]
+    signature = engine.digest(*[item for pair in files for item in pair], password or "")
+    if state.get(state.DOCUMENT_UPLOAD) != signature:
+        try:
+            flow.load_uploaded_documents(files, password)
+        except CoverageError as error:
+            st.error(str(error))
+        state.put(state.DOCUMENT_UPLOAD, signature)
+
+documents = state.documents()
+if documents is not None:
+    settings = state.settings()
+    try:
+        counts = flow.chunk_counts()
+    except CoverageError as error:
+        st.error(str(error))
+        counts = {}
+    origin = "the bundled example" if documents.source == "example" else "your upload"
+    st.success(
+        f"{len(documents.documents)} readable document(s) from {origin}, "
+        f"{sum(counts.values()):,} chunks at {settings.chunk_size:,} characters with {settings.chunk_overlap:,} overlap."
+    )
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "document": [d.name for d in documents.documents],
+                "characters": [len(d.text) for d in documents.documents],
+                "pages": [len(d.pages) or None for d in documents.documents],
+                "chunks": [counts.get(d.name, 0) for d in documents.documents],
+            }
+        ),
+        hide_index=True,
+    )
+    if documents.warnings:
+        st.markdown(f"**{len(documents.warnings)} problem(s) while reading the documents** — the rest was used:")
+        flow.show_warnings(documents.warnings)
+
+st.header("2. Test questions")
+csv_upload = st.file_uploader(
+    "Question file (CSV or TSV; comma, semicolon or tab separated)",
+    type=["csv", "tsv", "txt"],
+    key=state.W_CSV_UPLOADER,
+)
+if csv_upload is not None:
+    data = csv_upload.getvalue()
+    known = state.question_file()
+    if known is None or known.data != data or known.name != csv_upload.name:
+        try:
+            flow.set_question_file(csv_upload.name, data)
+        except CoverageError as error:
+            st.error(str(error))
+
+question_file = state.question_file()
+if question_file is not None:
+    questions = state.questions()
+    try:
+        columns = list(questions.frame.columns) if questions is not None else flow.table_columns(question_file)
+    except CoverageError as error:
+        st.error(str(error))
+        columns = []
+    if columns:
+        current = questions.question_column if questions is not None else None
+        state.seed_widget(state.W_QUESTION_COLUMN, current)
+        st.selectbox(
+            "Column with the questions",
+            columns,
+            key=state.W_QUESTION_COLUMN,
+            on_change=flow.choose_question_column,
+            placeholder="Choose the column that holds the questions",
+            help="Detected from its name (question, query, prompt, …). Choose another if it is wrong.",
+        )
+        if state.get(state.COLUMN_ERROR):
+            st.error(state.get(state.COLUMN_ERROR))
+        questions = state.questions()
+    if questions is not None:
+        st.success(
+            f"{len(questions.questions):,} questions in column “{questions.question_column}” of "
+            f"{question_file.name} ({len(questions.frame):,} rows, {len(questions.frame.columns)} columns)."
+        )
+        st.dataframe(questions.frame.head(200), hide_index=True, column_config={
+            questions.question_column: st.column_config.TextColumn(f"{questions.question_column} (questions)", width="large")
+        })
+        if len(questions.frame) > 200:
+            st.caption(f"Showing the first 200 of {len(questions.frame):,} rows.")
+        flow.show_warnings([str(w) for w in questions.warnings])
+
+if documents is None or state.questions() is None:
+    st.info("Add documents and a question file (or try the example) to continue.")
+    st.stop()
+
+st.page_link(flow.CONFIGURE_PAGE, label="Next: configure and run the analysis", icon=":material/arrow_forward:")

@@ -1,0 +1,209 @@
+"""Configure: embedding model, chunking, clusters and thresholds, LLM; costs before anything is sent."""
+
+import os
+
+import streamlit as st
+
+from coverage_core import costs
+from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS
+from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS
+from coverage_core.errors import CoverageError
+from ui import engine, flow, state, widgets
+
+PROVIDERS = {
+    "local": "Local model (bundled all-MiniLM-L6-v2; free, nothing leaves this server)",
+    "openai": "OpenAI (or an OpenAI-compatible server)",
+    "voyage": "Voyage AI",
+}
+MODELS = {"openai": (list(OPENAI_MODELS), OPENAI_DEFAULT_MODEL), "voyage": (list(VOYAGE_MODELS), VOYAGE_DEFAULT_MODEL)}
+
+st.title("Configure")
+documents, questions = state.documents(), state.questions()
+if documents is None or questions is None:
+    st.info("Add documents and a question file on the Upload page first (or click **Try the example** there).")
+    st.stop()
+
+settings = state.settings()
+
+# ------------------------------------------------------------------ embedding
+st.header("Embedding model")
+state.seed_widget(state.W_PROVIDER, settings.provider)
+provider = st.selectbox(
+    "Provider", list(PROVIDERS), format_func=PROVIDERS.get, key=state.W_PROVIDER,
+    on_change=lambda: state.update_settings(
+        provider=st.session_state[state.W_PROVIDER], model="", dimensions=None, base_url=""
+    ),
+)
+settings = state.settings()
+if provider == "local":
+    model_key = f"{state.W_MODEL}_local"
+    state.seed_widget(model_key, settings.model)
+    st.text_input(
+        "Model (leave empty for the bundled all-MiniLM-L6-v2)", key=model_key,
+        help="Any sentence-transformers model name or folder already on this server.",
+        on_change=lambda: state.update_settings(model=st.session_state[model_key].strip()),
+    )
+else:
+    names, default = MODELS[provider]
+    model_key = f"{state.W_MODEL}_{provider}"
+    state.seed_widget(model_key, settings.model if settings.model in names else default)
+    if settings.model not in names:
+        state.update_settings(model=st.session_state[model_key])
+    left, right = st.columns(2)
+    left.selectbox(
+        "Model", names, key=model_key,
+        on_change=lambda: state.update_settings(model=st.session_state[model_key], dimensions=None),
+    )
+    state.seed_widget(state.W_DIMENSIONS, settings.dimensions or 0)
+    right.number_input(
+        "Dimensions (0 = the model's own size)", min_value=0, max_value=4096, step=64, key=state.W_DIMENSIONS,
+        on_change=lambda: state.update_settings(dimensions=int(st.session_state[state.W_DIMENSIONS]) or None),
+    )
+    if provider == "openai":
+        state.seed_widget(state.W_BASE_URL, settings.base_url)
+        st.text_input(
+            "Base URL of an OpenAI-compatible server (empty = OpenAI)", key=state.W_BASE_URL,
+            placeholder="http://localhost:8000/v1",
+            on_change=lambda: state.update_settings(base_url=st.session_state[state.W_BASE_URL].strip()),
+        )
+    variable = flow.KEY_VARIABLES[provider]
+    if flow.env_key_present(provider):
+        st.success(f"Using the API key from the server's {variable} environment variable.")
+    else:
+        if state.embed_api_key():
+            st.success("An API key is set for this session (kept in memory only, never saved or exported).")
+            if st.button("Forget the key"):
+                state.drop(state.EMBED_API_KEY)
+                st.rerun()
+        else:
+            key = st.text_input(
+                f"API key ({variable} is not set on the server)", type="password", key=state.W_EMBED_KEY,
+                help="Kept in this browser session's memory only: never written to disk, a report or a log.",
+            )
+            if key:
+                state.put(state.EMBED_API_KEY, key.strip())
+                state.drop(state.W_EMBED_KEY)
+                st.rerun()
+
+# ------------------------------------------------------------------ chunking
+st.header("Chunking")
+left, right = st.columns(2)
+state.seed_widget(state.W_CHUNK_SIZE, settings.chunk_size)
+left.number_input(
+    "Chunk size (characters)", min_value=100, max_value=20_000, step=100, key=state.W_CHUNK_SIZE,
+    help="About 1,000 characters suit the bundled model, which reads 256 tokens.",
+    on_change=lambda: state.update_settings(chunk_size=int(st.session_state[state.W_CHUNK_SIZE])),
+)
+state.seed_widget(state.W_CHUNK_OVERLAP, settings.chunk_overlap)
+right.number_input(
+    "Overlap (characters)", min_value=0, max_value=10_000, step=50, key=state.W_CHUNK_OVERLAP,
+    help="Must be smaller than the chunk size; 20 % is usual.",
+    on_change=lambda: state.update_settings(chunk_overlap=int(st.session_state[state.W_CHUNK_OVERLAP])),
+)
+
+n_chunks = None
+try:
+    n_chunks = sum(flow.chunk_counts().values())
+    st.caption(f"{len(documents.documents)} documents → {n_chunks:,} chunks; {len(questions.questions):,} questions.")
+except CoverageError as error:
+    st.error(str(error))
+
+# ------------------------------------------------------------------ tuning
+st.header("Clusters and thresholds")
+st.caption("These apply at once to the results (no re-embedding).")
+auto_k = None
+if n_chunks:
+    try:
+        auto_k = engine.default_k(n_chunks)
+    except CoverageError as error:
+        st.error(str(error))
+widgets.tuning_controls(n_chunks, auto_k)
+
+# ------------------------------------------------------------------ LLM
+st.header("LLM for gap suggestions")
+settings = state.settings()
+state.seed_widget(state.W_LLM_ON, settings.llm_enabled)
+llm_on = st.toggle(
+    "Write suggested questions with an LLM (off: offline drafts from the least-covered passages)",
+    key=state.W_LLM_ON, on_change=lambda: state.update_settings(llm_enabled=st.session_state[state.W_LLM_ON]),
+)
+if llm_on:
+    left, right = st.columns(2)
+    state.seed_widget(state.W_LLM_MODEL, settings.llm_model)
+    left.text_input(
+        "Model", key=state.W_LLM_MODEL,
+        on_change=lambda: state.update_settings(llm_model=st.session_state[state.W_LLM_MODEL].strip() or "gpt-4o-mini"),
+    )
+    state.seed_widget(state.W_LLM_BASE_URL, settings.llm_base_url)
+    right.text_input(
+        "Base URL (empty = OpenAI; e.g. http://localhost:11434/v1 for Ollama)", key=state.W_LLM_BASE_URL,
+        on_change=lambda: state.update_settings(llm_base_url=st.session_state[state.W_LLM_BASE_URL].strip()),
+    )
+    settings = state.settings()
+    variable = "LLM_API_KEY" if settings.llm_base_url else "OPENAI_API_KEY"
+    if os.environ.get(variable):
+        st.success(f"Using the LLM key from the server's {variable} environment variable.")
+    elif state.llm_api_key():
+        st.success("An LLM key is set for this session (memory only).")
+        if st.button("Forget the LLM key"):
+            state.drop(state.LLM_API_KEY)
+            st.rerun()
+    else:
+        key = st.text_input(
+            f"LLM API key ({variable} is not set; a local server may need none)", type="password",
+            key=state.W_LLM_KEY,
+        )
+        if key:
+            state.put(state.LLM_API_KEY, key.strip())
+            state.drop(state.W_LLM_KEY)
+            st.rerun()
+    st.caption("The LLM is called only when you ask for suggestions on the Gap analysis page.")
+
+# ------------------------------------------------------------------ costs
+settings = state.settings()
+paid = settings.provider != "local" or settings.llm_enabled
+if paid:
+    st.header("Cost before anything is sent")
+    st.caption(
+        "Token counts are approximate (about 4 characters per token, counted offline). "
+        "Prices are list prices when this table was written: correct them to your contract."
+    )
+    table = widgets.persistent_editor(
+        state.PRICE_TABLE, state.PRICE_TABLE + "_edited", state.W_PRICE_EDITOR,
+        costs.default_price_table, num_rows="dynamic", hide_index=True,
+    )
+    try:
+        if settings.provider != "local":
+            texts = flow.chunk_texts() + list(questions.texts)
+            uncached = flow.uncached_texts(texts)
+            model = settings.model or MODELS[settings.provider][1]
+            estimate = costs.estimate_embedding_cost(
+                costs.approximate_tokens(uncached), settings.provider, model, table
+            )
+            st.metric(
+                f"Embedding with {model}", estimate.label.split(" (")[0],
+                help=f"{len(uncached):,} of {len(texts):,} texts are not in the embedding cache and would be sent.",
+            )
+            st.caption(estimate.label)
+        if settings.llm_enabled:
+            # At most every cluster is a gap; each request sends up to 5 passages of 1,200 characters.
+            n_gaps = settings.n_clusters or auto_k or 10
+            tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
+            estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, table)
+            st.caption(f"Gap suggestions with {settings.llm_model}, for up to {n_gaps} gaps: {estimate.label}")
+    except CoverageError as error:
+        st.error(str(error))
+
+# ------------------------------------------------------------------ run
+st.header("Run")
+inputs = flow.stored_inputs()
+needs_run = inputs is None or flow.is_stale(inputs)
+if not needs_run:
+    st.success("The analysis is up to date with these inputs and settings.")
+    st.page_link(flow.RESULTS_PAGE, label="See the results", icon=":material/monitoring:")
+consent = True
+if settings.provider != "local":
+    consent = st.checkbox("I accept the estimated embedding cost", key=state.W_COST_OK)
+if st.button("Run analysis", key=state.W_RUN, type="primary", disabled=not consent or not needs_run):
+    if flow.run_embedding() is not None and flow.current_analysis(show_notes=False) is not None:
+        st.switch_page(flow.RESULTS_PAGE)

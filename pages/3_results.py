@@ -1,0 +1,187 @@
+"""Results: coverage metrics, clusters, documents, off-topic questions, near-duplicates, the 2-D map."""
+
+import streamlit as st
+
+from coverage_core import plots
+from coverage_core.errors import CoverageError
+from ui import engine, flow, state, widgets
+
+METRIC_HELP = {
+    "basic": (
+        "1 − the average distance from each chunk to its nearest test question. A relative score: "
+        "compare test sets on the same corpus and settings; it is not a percentage of the knowledge base."
+    ),
+    "balanced": (
+        "The average of the per-topic coverages, every topic weighted the same, so a small untested topic "
+        "pulls it down. Relative, not absolute."
+    ),
+    "multi_threshold": (
+        "Each topic is scored only by questions close to its centre (within the multi-cluster threshold); "
+        "a topic no question is close to scores 0. Relative, not absolute."
+    ),
+    "multi_n": (
+        "Each topic is scored only by questions that have it among their N nearest topics. "
+        "Relative, not absolute."
+    ),
+    "weighted": (
+        "The method's size-weighted per-topic coverage. It equals basic by construction (topics partition "
+        "the chunks); shown because the method defines it. Relative, not absolute."
+    ),
+}
+METRIC_ORDER = ("basic", "balanced", "multi_threshold", "multi_n", "weighted")
+TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"]
+
+st.title("Results")
+analysis = flow.require_analysis()
+n_chunks = len(analysis.corpus.chunks)
+
+with st.expander("Tune clusters and thresholds (applies at once)"):
+    try:
+        auto_k = engine.default_k(n_chunks)
+    except CoverageError:
+        auto_k = None
+    widgets.tuning_controls(n_chunks, auto_k)
+
+n_outliers = int(analysis.is_outlier.sum())
+st.caption(
+    f"{len(analysis.corpus.documents)} documents, {n_chunks:,} chunks in {analysis.clustering.n_clusters} clusters; "
+    f"{len(analysis.questions.questions):,} questions, {n_outliers} screened out as off-topic. "
+    "Scores are relative: compare test sets (or versions of one) on the same corpus and settings."
+)
+
+columns = st.columns(len(METRIC_ORDER))
+for column, name in zip(columns, METRIC_ORDER):
+    column.metric(plots.METRIC_LABELS[name], f"{analysis.metrics[name]:.3f}", help=METRIC_HELP[name], border=True)
+st.caption("Weighted coverage equals basic coverage by construction; balanced weights every topic equally.")
+
+for message in dict.fromkeys(analysis.warnings):
+    st.warning(message)
+
+clusters_tab, documents_tab, outliers_tab, duplicates_tab, map_tab = st.tabs(
+    TABS, key=state.W_RESULTS_TABS, on_change="rerun"
+)
+
+if clusters_tab.open:
+    with clusters_tab:
+        st.plotly_chart(
+            plots.cluster_coverage_bar(analysis.clusters, analysis.config.gaps.gap_threshold)
+        )
+        st.dataframe(
+            engine.cluster_table(analysis),
+            hide_index=True,
+            column_config={
+                "share": st.column_config.NumberColumn("share of corpus", format="percent"),
+                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format="%.3f"),
+                "multi_threshold_coverage": st.column_config.NumberColumn("multi-threshold", format="%.3f"),
+                "multi_n_coverage": st.column_config.NumberColumn("multi-N", format="%.3f"),
+                "n_questions": st.column_config.NumberColumn("questions near it"),
+                "is_gap": st.column_config.CheckboxColumn("gap"),
+                "example passage": st.column_config.TextColumn("most central passage", width="large"),
+            },
+        )
+
+if documents_tab.open:
+    with documents_tab:
+        documents = engine.document_table(analysis)
+        low = documents[documents["is_low"]]
+        if len(low):
+            st.warning(
+                f"{len(low)} document(s) are covered far less than the rest: untested or possibly misaligned "
+                "(they may not belong in this knowledge base)."
+            )
+        st.plotly_chart(plots.document_coverage_bar(analysis.documents))
+        st.dataframe(
+            documents.drop(columns=["is_low"]),
+            hide_index=True,
+            column_config={
+                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format="%.3f"),
+                "n_chunks": st.column_config.NumberColumn("chunks"),
+            },
+        )
+
+if outliers_tab.open:
+    with outliers_tab:
+        overrides = state.overrides()
+        table = engine.off_topic_table(analysis, overrides)
+        flagged = table[table["off-topic"]]
+        st.write(
+            f"{len(flagged)} of {len(table)} questions look off-topic (not about this knowledge base) and are "
+            "left out of coverage. Higher score = more off-topic. Override the decision below; coverage "
+            "updates at once."
+        )
+        show_all = st.toggle("Show every question, not only the off-topic ones", key=state.W_SHOW_ALL_QUESTIONS)
+        st.dataframe(
+            table if show_all else flagged,
+            hide_index=True,
+            column_config={
+                "outlier score": st.column_config.NumberColumn(format="%.3f"),
+                "question": st.column_config.TextColumn(width="large"),
+            },
+        )
+        texts = dict(zip(table["row"], table["question"]))
+        rows = sorted(texts)
+
+        def label(row: int) -> str:
+            text = " ".join(str(texts.get(row, "")).split())
+            return f"row {row}: {text[:90]}" + ("…" if len(text) > 90 else "")
+
+        def save_overrides() -> None:
+            state.set_overrides(
+                st.session_state.get(state.W_FORCE_INCLUDE, []), st.session_state.get(state.W_FORCE_EXCLUDE, [])
+            )
+
+        state.seed_widget(state.W_FORCE_INCLUDE, sorted(r for r in overrides.include if r in texts))
+        state.seed_widget(state.W_FORCE_EXCLUDE, sorted(r for r in overrides.exclude if r in texts))
+        left, right = st.columns(2)
+        left.multiselect(
+            "Count these questions anyway (include)", rows, format_func=label, key=state.W_FORCE_INCLUDE,
+            on_change=save_overrides, help="For questions wrongly screened out as off-topic.",
+        )
+        right.multiselect(
+            "Leave these questions out (exclude)", rows, format_func=label, key=state.W_FORCE_EXCLUDE,
+            on_change=save_overrides, help="For questions that should not count towards coverage.",
+        )
+        both = overrides.include & overrides.exclude
+        if both:
+            st.warning(f"Rows {', '.join(map(str, sorted(both)))} are both included and excluded; exclude wins.")
+
+if duplicates_tab.open:
+    with duplicates_tab:
+        pairs = engine.redundant_table(analysis)
+        if pairs.empty:
+            st.success(
+                f"No near-duplicate questions (similarity ≥ {analysis.config.redundancy_threshold:.2f})."
+            )
+        else:
+            st.write(
+                f"{len(pairs)} pair(s) of near-duplicate questions (similarity ≥ "
+                f"{analysis.config.redundancy_threshold:.2f}): the second of each adds no coverage."
+            )
+            st.dataframe(pairs, hide_index=True, column_config={
+                "similarity": st.column_config.NumberColumn(format="%.3f"),
+                "question A": st.column_config.TextColumn(width="large"),
+                "question B": st.column_config.TextColumn(width="large"),
+            })
+
+if map_tab.open:
+    with map_tab:
+        method = st.selectbox(
+            "Map method", ["tsne", "pca", "mds"], key=state.W_MAP_METHOD,
+            format_func={"tsne": "t-SNE (default)", "pca": "PCA (fastest)", "mds": "MDS (cosine)"}.get,
+            help="The map is computed once per data set and method; thresholds and K do not recompute it.",
+        )
+        try:
+            projection = flow.projection_for(analysis, method)
+        except CoverageError as error:
+            st.error(str(error))
+        else:
+            chunks, questions = plots.map_frames(analysis, projection)
+            st.plotly_chart(
+                plots.coverage_map(chunks, questions, analysis.metrics, projection.caption if projection.sampled else None),
+            )
+            if projection.sampled:
+                st.caption(projection.caption)
+            st.caption(
+                "Chunks are coloured by cluster; questions are black diamonds, off-topic questions orange crosses. "
+                "Distances on a 2-D map are approximate: the metrics use the full vectors."
+            )

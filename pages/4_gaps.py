@@ -1,0 +1,177 @@
+"""Gap analysis: ranked gaps, least-covered passages, editable suggestions, apply, exports."""
+
+from pathlib import PurePosixPath
+
+import streamlit as st
+
+from coverage_core import costs, plots
+from coverage_core.errors import CoverageError
+from ui import engine, flow, state, widgets
+
+st.title("Gap analysis")
+analysis = flow.require_analysis()
+settings = state.settings()
+
+# ------------------------------------------------------------------ gaps (+ optional LLM)
+use_llm = False
+if settings.llm_enabled:
+    with st.container(border=True):
+        n_gaps = int(analysis.clusters["is_gap"].sum())
+        tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
+        try:
+            table = state.get(state.PRICE_TABLE + "_edited")
+            estimate = costs.estimate_llm_cost(
+                tokens_in, tokens_out, settings.llm_model,
+                table if table is not None else costs.default_price_table(),
+            )
+            st.write(f"Ask {settings.llm_model} for suggestions for {n_gaps} gap(s): {estimate.label}.")
+        except CoverageError as error:
+            st.error(str(error))
+        use_llm = st.button(f"Write suggestions with {settings.llm_model}", key=state.W_LLM_GAPS, disabled=not n_gaps)
+
+try:
+    gapped = flow.gaps_for(analysis, use_llm=use_llm)
+except CoverageError as error:
+    st.error(str(error))
+    gapped = flow.gaps_for(analysis, use_llm=False)
+
+threshold = analysis.config.gaps.gap_threshold
+for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
+    st.warning(message)
+
+if not gapped.gaps:
+    st.success(
+        f"No cluster has coverage below the gap threshold ({threshold:.2f}). Raise the threshold on "
+        "Configure (or Results → Tune) to look for weaker spots."
+    )
+else:
+    origin = "written by the LLM" if any(s.origin == "llm" for g in gapped.gaps for s in g.suggestions) else (
+        "offline drafts from the least-covered passages — edit them before use"
+    )
+    st.write(
+        f"{len(gapped.gaps)} cluster(s) below the gap threshold ({threshold:.2f}), most urgent first "
+        f"(priority = 0.7 × (1 − coverage) + 0.3 × corpus share). Suggestions are {origin}."
+    )
+    st.dataframe(
+        engine.gap_table(gapped),
+        hide_index=True,
+        column_config={
+            "coverage": st.column_config.NumberColumn(format="%.3f"),
+            "corpus share": st.column_config.NumberColumn(format="percent"),
+            "themes": st.column_config.TextColumn(width="medium"),
+            "suggested questions": st.column_config.TextColumn(width="large"),
+        },
+    )
+    with st.expander("Least-covered passages of each gap"):
+        st.dataframe(
+            engine.least_covered_passages(gapped),
+            hide_index=True,
+            column_config={
+                "distance to nearest question": st.column_config.NumberColumn(format="%.3f"),
+                "passage": st.column_config.TextColumn(width="large"),
+            },
+        )
+
+# ------------------------------------------------------------------ suggestions editor
+st.header("Improve the test set")
+st.write(
+    "Tick **accept** on the questions to add, edit their text, or add your own rows. "
+    "**Apply** scores the test set with them on the same clusters. Your edits are kept while you use other pages."
+)
+source_key = flow.analysis_key(analysis), tuple((g.cluster, tuple(s.text for s in g.suggestions)) for g in gapped.gaps)
+if state.get(state.SUGGESTIONS_FOR) != source_key:
+    fresh = engine.suggestions_frame(gapped)
+    merged = engine.merge_suggestions(state.get(state.SUGGESTIONS_EDITED), fresh)
+    widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
+    state.put(state.SUGGESTIONS_FOR, source_key)
+
+edited = widgets.persistent_editor(
+    state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR,
+    lambda: engine.suggestions_frame(gapped),
+    normalise=engine.normalise_suggestions,
+    num_rows="dynamic",
+    hide_index=True,
+    disabled=["cluster", "origin", "document", "passage"],
+    column_config={
+        "accept": st.column_config.CheckboxColumn("accept", default=False, width="small"),
+        "question": st.column_config.TextColumn("question", width="large", required=True),
+        "cluster": st.column_config.NumberColumn("cluster", width="small"),
+        "origin": st.column_config.TextColumn("origin", width="small"),
+        "document": st.column_config.TextColumn("source document"),
+        "passage": st.column_config.TextColumn("source passage", width="large"),
+    },
+)
+accepted = engine.accepted_texts(edited)
+st.caption(f"{len(accepted)} accepted question(s).")
+
+if st.button("Apply", key=state.W_APPLY, type="primary"):
+    if not accepted:
+        st.warning("Tick **accept** on at least one suggestion (or add a row of your own) first.")
+    else:
+        inputs = flow.stored_inputs()
+        try:
+            with st.spinner(f"Embedding {len(accepted)} new question(s) and rescoring on the same clusters…"):
+                improvement = engine.improve(
+                    analysis, accepted, flow.embedder_for(inputs), flow.embedding_cache(), state.overrides()
+                )
+        except CoverageError as error:
+            st.error(str(error))
+        else:
+            state.put(state.IMPROVED, improvement)
+
+improvement = state.get(state.IMPROVED)
+if improvement is not None:
+    st.subheader("Before → after")
+    if improvement.before is not analysis:
+        st.info("Computed with earlier settings or suggestions; click Apply again to update.")
+    columns = st.columns(5)
+    for column, name in zip(columns, ("basic", "balanced", "multi_threshold", "multi_n", "weighted")):
+        before, after = improvement.before.metrics[name], improvement.after.metrics[name]
+        column.metric(
+            plots.METRIC_LABELS[name], f"{after:.3f}", delta=f"{after - before:+.3f}", border=True,
+            help=f"Before {before:.3f}, after {after:.3f} with {len(improvement.texts)} added question(s). Relative score.",
+        )
+    st.plotly_chart(plots.before_after_clusters(improvement.before.clusters, improvement.after.clusters))
+    st.dataframe(
+        engine.cluster_deltas(improvement.before, improvement.after),
+        hide_index=True,
+        column_config={
+            "before": st.column_config.NumberColumn(format="%.3f"),
+            "after": st.column_config.NumberColumn(format="%.3f"),
+            "change": st.column_config.NumberColumn(format="%+.3f"),
+        },
+    )
+
+# ------------------------------------------------------------------ exports
+st.header("Export")
+question_file = state.question_file()
+stem = PurePosixPath(question_file.name).stem if question_file is not None else "questions"
+inputs_record = engine.inputs_record(state.documents(), question_file)
+left, middle, right = st.columns(3)
+left.download_button(
+    f"Improved test set (CSV, +{len(accepted)} rows)",
+    data=engine.improved_csv(analysis.questions, accepted),
+    file_name=f"{stem}-improved.csv",
+    mime="text/csv",
+    key=state.W_DOWNLOAD_CSV,
+    on_click="ignore",  # no rerun: the other buttons keep their files
+    help="Your file with its columns and rows untouched, accepted questions appended and marked in the "
+    "'suggested' column. Cells that a spreadsheet would run as formulas are prefixed with '.",
+)
+middle.download_button(
+    "Report (JSON)",
+    data=engine.report_json(gapped, inputs_record),
+    file_name="coverage-report.json",
+    mime="application/json",
+    key=state.W_DOWNLOAD_JSON,
+    on_click="ignore",  # no rerun: the other buttons keep their files
+)
+right.download_button(
+    "Report with charts (HTML)",
+    data=flow.html_report_builder(gapped, inputs_record),
+    file_name="coverage-report.html",
+    mime="text/html",
+    key=state.W_DOWNLOAD_HTML,
+    on_click="ignore",  # no rerun: the other buttons keep their files
+    help="One self-contained file (charts included, works offline).",
+)

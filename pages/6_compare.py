@@ -1,0 +1,100 @@
+"""Compare: a second question set scored on the same chunks and clusters, side by side."""
+
+import streamlit as st
+
+from coverage_core import plots
+from coverage_core.errors import CoverageError
+from coverage_core.ingest import read_questions
+from ui import engine, flow, state
+
+SOURCES = {
+    "upload": "Upload a second question file",
+    "accepted": "The current test set plus the accepted suggestions (Gap analysis)",
+}
+
+st.title("Compare test sets")
+st.write(
+    "Coverage scores are relative, so they mean most side by side: both sets are scored on the same chunks "
+    "and the same clusters, and the per-cluster differences show what one set tests that the other does not."
+)
+analysis = flow.require_analysis()
+first_name = state.question_file().name if state.question_file() is not None else "current set"
+
+source = st.radio("Second set", list(SOURCES), format_func=SOURCES.get, key=state.W_COMPARE_SOURCE, horizontal=True)
+other = None
+other_name = None
+if source == "upload":
+    upload = st.file_uploader("Second question file (CSV)", type=["csv", "tsv", "txt"], key=state.W_COMPARE_UPLOADER)
+    if upload is None:
+        st.info("Upload a second question file to compare it with the current one.")
+    else:
+        column = st.session_state.get(state.W_COMPARE_COLUMN) or None
+        try:
+            other = read_questions(upload.getvalue(), question_column=column, name=upload.name)
+            other_name = upload.name
+        except CoverageError as error:
+            st.error(str(error))
+            try:
+                columns = flow.table_columns(state.QuestionFile(upload.name, upload.getvalue()))
+            except CoverageError:
+                columns = []
+            if columns:
+                st.selectbox("Column with the questions", columns, index=None, key=state.W_COMPARE_COLUMN)
+        if other is not None:
+            st.caption(f"{len(other.questions):,} questions in column “{other.question_column}” of {upload.name}.")
+            flow.show_warnings([str(w) for w in other.warnings])
+else:
+    texts = engine.accepted_texts(state.get(state.SUGGESTIONS_EDITED))
+    if not texts:
+        st.info("No accepted suggestions yet: tick **accept** on the Gap analysis page first.")
+    else:
+        other = engine.improved_questions(analysis.questions, texts)
+        other_name = f"{first_name} + {len(texts)} accepted"
+        st.caption(f"{len(texts)} accepted suggestion(s) added to the {len(analysis.questions.questions):,} questions.")
+
+if other is not None:
+    key = (flow.analysis_key(analysis), engine.questions_fingerprint(other), other_name)
+    if st.button("Compare", key=state.W_COMPARE_RUN, type="primary"):
+        inputs = flow.stored_inputs()
+        try:
+            with st.spinner(f"Embedding the new questions of {other_name} (cached ones are reused)…"):
+                result = engine.compare(
+                    analysis, other, flow.embedder_for(inputs), flow.embedding_cache(), (first_name, other_name)
+                )
+        except CoverageError as error:
+            st.error(str(error))
+        else:
+            state.put_stage(state.COMPARISON, key, result)
+
+stored = state.get(state.COMPARISON)
+if stored is None:
+    st.stop()
+comparison = stored.value
+if comparison.a is not analysis:
+    st.info("This comparison was made with earlier settings; click Compare again to update it.")
+
+st.subheader(f"{comparison.name_a} vs {comparison.name_b}")
+st.caption(
+    f"{len(comparison.a.questions.questions):,} vs {len(comparison.b.questions.questions):,} questions; "
+    f"{int(comparison.a.is_outlier.sum())} vs {int(comparison.b.is_outlier.sum())} screened out as off-topic."
+)
+columns = st.columns(5)
+for column, name in zip(columns, ("basic", "balanced", "multi_threshold", "multi_n", "weighted")):
+    a, b = comparison.a.metrics[name], comparison.b.metrics[name]
+    column.metric(
+        plots.METRIC_LABELS[name], f"{b:.3f}", delta=f"{b - a:+.3f}", border=True,
+        help=f"{comparison.name_b}: {b:.3f}; {comparison.name_a}: {a:.3f}. Relative scores: only the difference matters.",
+    )
+names = (comparison.name_a, comparison.name_b)
+st.dataframe(engine.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True)
+st.plotly_chart(plots.metric_comparison_bar(dict(zip(names, (comparison.a.metrics, comparison.b.metrics)))))
+st.plotly_chart(plots.before_after_clusters(comparison.a.clusters, comparison.b.clusters, names))
+st.dataframe(
+    engine.cluster_deltas(comparison.a, comparison.b, names),
+    hide_index=True,
+    column_config={
+        names[0]: st.column_config.NumberColumn(format="%.3f"),
+        names[1]: st.column_config.NumberColumn(format="%.3f"),
+        "change": st.column_config.NumberColumn(format="%+.3f"),
+    },
+)

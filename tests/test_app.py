@@ -1,0 +1,493 @@
+"""Every dashboard page through Streamlit's AppTest, with and without data.
+
+An analysis of a small slice (three articles, the Drum/Flute/Zebra questions)
+is embedded once per module with the real bundled model, into a temporary
+embedding cache, and seeded into each test's session state the way the pages
+store it. Tests assert what the pages show: metric values, table contents,
+error texts.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from coverage_core import pipeline
+from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.ingest import read_documents, read_questions
+from tests.conftest import PROJECT
+from ui import engine, state
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
+APP = str(PROJECT / "app.py")
+TIMEOUT = 300  # two cores shared with other jobs: be patient
+
+PAGES = {
+    "upload": "pages/1_upload.py",
+    "configure": "pages/2_configure.py",
+    "results": "pages/3_results.py",
+    "gaps": "pages/4_gaps.py",
+    "fitness": "pages/5_fitness.py",
+    "compare": "pages/6_compare.py",
+}
+
+
+def _question_csv() -> bytes:
+    frame = read_questions(EXAMPLE / "questions.csv").frame
+    keep = frame["article"].isin(["Drum", "Flute", "Zebra"])
+    return frame[keep].reset_index(drop=True).to_csv(index=False).encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("embedding-cache")
+    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
+    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
+    yield directory
+    if previous is None:
+        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
+    else:
+        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="module")
+def seeded(cache_dir):
+    """Session-state values of a finished run, computed once for the module."""
+    settings = state.Settings(n_clusters=4)
+    document_set = read_documents([EXAMPLE / "docs" / name for name in DOCS])
+    data = _question_csv()
+    questions = read_questions(data, name="subset.csv")
+    embedder = make_embedder("local")
+    cache = EmbeddingCache(cache_dir)
+    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
+    embedding = pipeline.embed_questions(questions, embedder, cache)
+    fingerprint = engine.documents_fingerprint(document_set.documents)
+    corpus_key = engine.corpus_key(fingerprint, settings)
+    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
+    values = {
+        state.SETTINGS: settings,
+        state.DOCUMENTS: state.LoadedDocuments(
+            fingerprint, tuple(DOCS), tuple(document_set.documents), tuple(str(w) for w in document_set.warnings)
+        ),
+        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
+        state.QUESTIONS: questions,
+        state.CORPUS: state.Stage(corpus_key, corpus),
+        state.QUESTION_VECTORS: state.Stage(question_key, (questions, embedding)),
+    }
+    inputs = engine.EmbeddedInputs(corpus, corpus_key, questions, embedding, question_key)
+    reference = engine.tune(inputs, settings, state.Overrides(), engine.TuningCache())
+    return values, reference, inputs
+
+
+def app(page: str | None = None, values: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in (values or {}).items():
+        at.session_state[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(PAGES[page])
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [element.value for element in elements]
+
+
+def metric(at: AppTest, label: str) -> str:
+    found = [m for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
+    return found[0].value
+
+
+# ---------------------------------------------------------------- without data
+
+
+@pytest.mark.parametrize("page", ["configure", "results", "gaps", "fitness", "compare"])
+def test_pages_without_data_say_what_to_do(page):
+    at = app(page)
+    info = " ".join(texts(at.info))
+    assert "Upload" in info
+    assert not at.error and not at.metric
+
+
+def test_upload_page_offers_the_example_and_both_uploaders():
+    at = app()
+    assert at.title[0].value == "Upload"
+    assert [b.label for b in at.button if b.key == state.W_EXAMPLE] == ["Try the example"]
+    uploaders = {u.key: u for u in at.file_uploader}
+    assert uploaders[state.W_DOC_UPLOADER].accept_multiple_files
+    assert set(uploaders[state.W_DOC_UPLOADER].allowed_type) == {".pdf", ".txt", ".md"}
+    assert not uploaders[state.W_CSV_UPLOADER].accept_multiple_files
+    assert "Add documents and a question file" in " ".join(texts(at.info))
+
+
+# ---------------------------------------------------------------- upload path
+
+
+def test_upload_documents_and_csv_shows_counts_preview_and_every_warning(cache_dir):
+    at = app()
+    drum = (EXAMPLE / "docs" / "Drum.txt").read_bytes()
+    flute = (EXAMPLE / "docs" / "Flute.txt").read_bytes()
+    at.file_uploader(key=state.W_DOC_UPLOADER).set_value(
+        [
+            ("Drum.txt", drum, "text/plain"),
+            ("Flute.txt", flute, "text/plain"),
+            ("empty.txt", b"   ", "text/plain"),
+            ("binary.md", b"\x00\x01\x02" * 50, "text/markdown"),
+        ]
+    )
+    at.run()
+    assert not at.exception
+    success = " ".join(texts(at.success))
+    assert "2 readable document(s)" in success
+    documents = at.dataframe[0].value
+    assert list(documents["document"]) == ["Drum.txt", "Flute.txt"]
+    assert documents["chunks"].sum() > 10
+    assert f"{documents['chunks'].sum():,} chunks" in success
+    warnings = " ".join(texts(at.warning))
+    assert "empty.txt" in warnings and "empty or contains only whitespace" in warnings
+    assert "binary.md" in warnings and "binary data" in warnings
+
+    csv = "question;notes\nWhat is a drum?;x\n;blank row\nHow is a flute played?;y\nWhat is a drum?;again\n"
+    at.file_uploader(key=state.W_CSV_UPLOADER).set_value(("mine.csv", csv.encode("cp1252"), "text/csv"))
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key=state.W_QUESTION_COLUMN).value == "question"
+    assert "3 questions in column “question” of mine.csv" in " ".join(texts(at.success))
+    preview = at.dataframe[1].value
+    assert list(preview.columns) == ["question", "notes"] and len(preview) == 4
+    warnings = " ".join(texts(at.warning))
+    assert "1 row(s) with an empty 'question' cell" in warnings
+    assert "repeat an earlier one exactly" in warnings
+    assert [link.value for link in at.get("page_link")]  # next step offered
+
+
+def test_question_column_can_be_chosen_when_not_detected():
+    at = app()
+    csv = b"id,utterance,expected\n1,What is a drum?,A percussion instrument\n2,Who plays the flute?,A flautist\n"
+    at.file_uploader(key=state.W_CSV_UPLOADER).set_value(("custom.csv", csv, "text/csv"))
+    at.run()
+    assert "No question column found in custom.csv" in " ".join(texts(at.error))
+    box = at.selectbox(key=state.W_QUESTION_COLUMN)
+    assert box.options == ["id", "utterance", "expected"] and box.value is None
+    box.select("utterance").run()
+    assert not at.exception and not at.error
+    assert "2 questions in column “utterance” of custom.csv" in " ".join(texts(at.success))
+    assert at.session_state[state.QUESTIONS].texts == ["What is a drum?", "Who plays the flute?"]
+    # A column with no questions at all is refused and the last good reading kept.
+    at.selectbox(key=state.W_QUESTION_COLUMN).select("id").run()
+    assert at.session_state[state.QUESTIONS].question_column == "id"  # ids are text too
+    assert not at.exception
+
+
+def test_unreadable_inputs_are_errors_not_tracebacks():
+    at = app()
+    at.file_uploader(key=state.W_DOC_UPLOADER).set_value([("empty.txt", b"", "text/plain")])
+    at.file_uploader(key=state.W_CSV_UPLOADER).set_value(("book.csv", b"PK\x03\x04\x00\x00binary", "text/csv"))
+    at.run()
+    assert not at.exception
+    errors = " ".join(texts(at.error))
+    assert "empty.txt is empty or contains only whitespace" in errors
+    assert "not a text table" in errors
+
+
+def test_example_button_runs_a_full_analysis(cache_dir):
+    at = app()
+    at.button(key=state.W_EXAMPLE).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Results"
+    for label in ("Basic", "Balanced", "Multi-threshold", "Multi-N", "Weighted (= basic)"):
+        assert 0.0 < float(metric(at, label)) < 1.0
+    assert metric(at, "Basic") == metric(at, "Weighted (= basic)")
+    caption = " ".join(texts(at.caption))
+    assert "10 documents" in caption and "185 questions" in caption
+    warnings = " ".join(texts(at.warning))
+    assert "Koala.txt is covered far less" in warnings and "Lobster.txt is covered far less" in warnings
+
+
+# ---------------------------------------------------------------- configure
+
+
+def test_configure_shows_auto_k_and_runs_when_inputs_changed(seeded):
+    values, reference, inputs = seeded
+    values = dict(values)
+    values[state.SETTINGS] = values[state.SETTINGS].replace(n_clusters=None)
+    at = app("configure", values)
+    n_chunks = len(inputs.corpus.chunks)
+    assert f"Automatic picks K = {engine.default_k(n_chunks)} for {n_chunks:,} chunks." in texts(at.caption)
+    assert "up to date" in " ".join(texts(at.success))
+    # A new chunk size makes the stored embedding stale: the page says so and offers the run.
+    at.number_input(key=state.W_CHUNK_SIZE).set_value(800).run()
+    assert at.session_state[state.SETTINGS].chunk_size == 800
+    assert not at.button(key=state.W_RUN).disabled
+    at.number_input(key=state.W_CHUNK_OVERLAP).set_value(900).run()
+    assert "chunk_overlap must be smaller than chunk_size" in " ".join(texts(at.error))
+    assert not at.exception
+
+
+def test_paid_provider_shows_tokens_and_cost_before_sending(seeded, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    values, _, _ = seeded
+    at = app("configure", values)
+    at.selectbox(key=state.W_PROVIDER).select("openai").run()
+    assert not at.exception
+    assert at.session_state[state.SETTINGS].provider == "openai"
+    assert at.text_input(key=state.W_EMBED_KEY).proto.type == at.text_input(key=state.W_EMBED_KEY).proto.PASSWORD
+    cost = [m for m in at.metric if m.label.startswith("Embedding with text-embedding-3-small")]
+    assert cost and cost[0].value.startswith("~") and "tokens" in cost[0].value
+    assert any("approximate" in c for c in texts(at.caption))
+    prices = at.data_editor(key=state.W_PRICE_EDITOR) if hasattr(at, "data_editor") else None
+    assert prices is None or "text-embedding-3-small" in list(prices.value["model"])
+    run = at.button(key=state.W_RUN)
+    assert run.disabled  # cost not accepted yet
+    at.checkbox(key=state.W_COST_OK).check().run()
+    at.button(key=state.W_RUN).click().run()
+    assert not at.exception
+    assert "No OpenAI API key" in " ".join(texts(at.error))
+    # The typed key is kept for the session only and never shown again.
+    at.text_input(key=state.W_EMBED_KEY).input("sk-test-secret").run()
+    assert at.session_state[state.EMBED_API_KEY] == "sk-test-secret"
+    shown = " ".join(texts(at.markdown) + texts(at.success) + texts(at.caption) + texts(at.error))
+    assert "sk-test-secret" not in shown
+
+
+# ---------------------------------------------------------------- results
+
+
+def test_results_show_the_metrics_with_help_and_tables(seeded):
+    values, reference, _ = seeded
+    at = app("results", values)
+    expected = {
+        "Basic": "basic", "Balanced": "balanced", "Multi-threshold": "multi_threshold",
+        "Multi-N": "multi_n", "Weighted (= basic)": "weighted",
+    }
+    for label, name in expected.items():
+        assert metric(at, label) == f"{reference.metrics[name]:.3f}"
+    helps = {m.label: m.help for m in at.metric}
+    assert all("elative" in text for text in helps.values())
+    assert "equals basic by construction" in helps["Weighted (= basic)"]
+    clusters = at.dataframe[0].value
+    assert len(clusters) == 4 and list(clusters["cluster"]) == [0, 1, 2, 3]
+    np.testing.assert_allclose(clusters["coverage"], reference.clusters["coverage"], atol=1e-9)
+    assert "Koala.txt is covered far less" in " ".join(texts(at.warning))
+
+
+def test_tuning_k_and_thresholds_recompute_without_reembedding(seeded):
+    values, reference, inputs = seeded
+    at = app("results", values)
+    at.slider(key=state.W_K).set_value(3).run()
+    assert not at.exception
+    assert "in 3 clusters" in " ".join(texts(at.caption))
+    assert len(at.dataframe[0].value) == 3
+    at.slider(key=state.W_GAP_THRESHOLD).set_value(0.05).run()
+    assert not at.dataframe[0].value["is_gap"].any()
+    at.toggle(key=state.W_AUTO_STRICTNESS).set_value(False).run()
+    at.slider(key=state.W_STRICTNESS).set_value(0.0).run()
+    assert at.session_state[state.SETTINGS].strictness == 0.0
+    # Nothing was embedded again: the stored corpus is the very same object.
+    assert at.session_state[state.CORPUS].value is inputs.corpus
+
+
+def test_override_recomputes_coverage_at_once(seeded):
+    values, reference, inputs = seeded
+    at = app("results", values)
+    at.session_state[state.W_RESULTS_TABS] = "Off-topic questions"
+    at.run()
+    outlier_rows = [r for r, o in zip(inputs.questions.rows, reference.is_outlier) if o]
+    assert outlier_rows, "the Zebra questions should be screened out"
+    flagged = at.dataframe[0].value
+    assert set(flagged["row"]) == set(outlier_rows)
+    at.multiselect(key=state.W_FORCE_INCLUDE).set_value(outlier_rows).run()
+    assert not at.exception
+    expected = pipeline.measure(
+        reference.config, inputs.corpus, inputs.questions, inputs.question_embedding, reference.clustering,
+        force_include=outlier_rows, screener=reference.screener,
+    )
+    assert metric(at, "Basic") == f"{expected.metrics['basic']:.3f}"
+    assert metric(at, "Basic") != f"{reference.metrics['basic']:.3f}"
+
+
+def test_near_duplicates_and_map_tabs(seeded):
+    values, reference, inputs = seeded
+    at = app("results", values)
+    at.session_state[state.W_RESULTS_TABS] = "Near-duplicates"
+    at.run()
+    assert not at.exception
+    shown = " ".join(texts(at.success) + texts(at.markdown))
+    assert "near-duplicate" in shown
+    at.session_state[state.W_RESULTS_TABS] = "Map"
+    at.session_state[state.W_MAP_METHOD] = "pca"
+    at.run()
+    assert not at.exception
+    assert "Map shows" in " ".join(texts(at.caption)) or at.get("plotly_chart")
+    projection = at.session_state[state.PROJECTION]
+    # Moving a threshold does not recompute the map.
+    at.slider(key=state.W_GAP_THRESHOLD).set_value(0.5).run()
+    assert at.session_state[state.PROJECTION] is projection
+
+
+# ---------------------------------------------------------------- gaps
+
+
+def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
+    values, reference, _ = seeded
+    at = app("gaps", values)
+    gap_rows = at.dataframe[0].value
+    assert list(gap_rows.columns) == ["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"]
+    assert len(gap_rows) == int(reference.clusters["is_gap"].sum()) > 0
+    editor = [d for d in at.dataframe if d.key == state.W_SUGGESTIONS_EDITOR][0]
+    assert editor.editing_mode == "dynamic"
+    suggestions = editor.value
+    assert not suggestions["accept"].any() and len(suggestions) >= 1
+    labels = [b.label for b in at.download_button]
+    assert labels == ["Improved test set (CSV, +0 rows)", "Report (JSON)", "Report with charts (HTML)"]
+
+    at.session_state[state.W_SUGGESTIONS_EDITOR] = {
+        "edited_rows": {0: {"accept": True}},
+        "added_rows": [{"accept": True, "question": "=HYPERLINK(\"http://x\")"}],
+        "deleted_rows": [],
+    }
+    at.run()
+    assert "2 accepted question(s)." in texts(at.caption)
+    at.button(key=state.W_APPLY).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    improvement = at.session_state[state.IMPROVED]
+    assert improvement.texts == (suggestions.loc[0, "question"], '=HYPERLINK("http://x")')
+    after = metric(at, "Basic")
+    assert after == f"{improvement.after.metrics['basic']:.3f}"
+    assert improvement.after.metrics["basic"] > reference.metrics["basic"]
+    assert [b.label for b in at.download_button][0] == "Improved test set (CSV, +2 rows)"
+
+    # The export is the user's own table with the new rows appended and formulas neutralised.
+    exported = engine.improved_csv(values[state.QUESTIONS], improvement.texts).decode("utf-8-sig")
+    frame = pd.read_csv(pd.io.common.StringIO(exported), dtype=str, keep_default_na=False)
+    original = values[state.QUESTIONS].frame
+    assert list(frame.columns) == list(original.columns) + ["suggested"]
+    assert len(frame) == len(original) + 2
+    assert frame["question"].iloc[-1] == "'=HYPERLINK(\"http://x\")"
+    assert list(frame["suggested"].iloc[-2:]) == ["yes", "yes"]
+
+    # Edits survive a visit to another page.
+    at.switch_page(PAGES["results"]).run()
+    at.switch_page(PAGES["gaps"]).run()
+    assert not at.exception
+    editor = [d for d in at.dataframe if d.key == state.W_SUGGESTIONS_EDITOR][0]
+    kept = engine.normalise_suggestions(editor.value)
+    assert kept["accept"].sum() == 2 and '=HYPERLINK("http://x")' in list(kept["question"])
+
+
+def test_gap_page_with_a_failing_llm_shows_an_error(seeded, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    values, _, _ = seeded
+    values = dict(values)
+    values[state.SETTINGS] = values[state.SETTINGS].replace(llm_enabled=True)
+    at = app("gaps", values)
+    assert any("Ask gpt-4o-mini for suggestions" in m for m in texts(at.markdown))
+    at.button(key=state.W_LLM_GAPS).click().run()
+    assert not at.exception
+    assert "No OpenAI API key" in " ".join(texts(at.error))
+    assert len(at.dataframe[0].value) > 0  # offline drafts still shown
+
+
+# ---------------------------------------------------------------- fitness
+
+
+def test_fitness_page_ranks_questions_and_marks_unsupported_ones(seeded):
+    values, reference, _ = seeded
+    at = app("fitness", values)
+    table = at.dataframe[0].value
+    assert list(table["best similarity"]) == sorted(table["best similarity"], reverse=True)
+    assert {"nearest document", "nearest passage", "verdict"} <= set(table.columns)
+    at.slider(key=state.W_FITNESS_THRESHOLD).set_value(0.5).run()
+    weak = int((reference.question_table["max_similarity"] < 0.5).sum())
+    assert metric(at, "May not be answerable") == f"{weak:,}"
+    table = at.dataframe[0].value
+    assert (table["verdict"] == "the knowledge base may not answer this").sum() == weak
+    assert len(at.get("plotly_chart")) == 2
+
+
+# ---------------------------------------------------------------- compare
+
+
+def test_compare_page_scores_a_second_set_on_the_same_clusters(seeded):
+    values, reference, _ = seeded
+    at = app("compare", values)
+    assert "Upload a second question file" in " ".join(texts(at.info))
+    csv = b"question\nWhat is a koala?\nWhere do koalas live?\nWhat do koalas eat?\n"
+    at.file_uploader(key=state.W_COMPARE_UPLOADER).set_value(("koala.csv", csv, "text/csv"))
+    at.run()
+    at.button(key=state.W_COMPARE_RUN).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    comparison = at.session_state[state.COMPARISON].value
+    assert comparison.b.clustering is comparison.a.clustering
+    deltas = at.dataframe[1].value
+    assert len(deltas) == 4 and {"subset.csv", "koala.csv", "change"} <= set(deltas.columns)
+    koala = {int(c) for c in reference.clusters.sort_values("coverage")["cluster"][:1]}
+    assert deltas.set_index("cluster").loc[list(koala), "change"].iloc[0] > 0
+    assert metric(at, "Basic") == f"{comparison.b.metrics['basic']:.3f}"
+
+
+def test_compare_with_accepted_suggestions(seeded):
+    values, _, _ = seeded
+    values = dict(values)
+    values[state.SUGGESTIONS_EDITED] = engine.normalise_suggestions(
+        pd.DataFrame({"accept": [True], "question": ["How do koalas sleep?"]})
+    )
+    at = app("compare", values)
+    at.radio(key=state.W_COMPARE_SOURCE).set_value("accepted").run()
+    assert "1 accepted suggestion(s)" in " ".join(texts(at.caption))
+    at.button(key=state.W_COMPARE_RUN).click().run()
+    assert not at.exception
+    comparison = at.session_state[state.COMPARISON].value
+    assert len(comparison.b.questions.questions) == len(comparison.a.questions.questions) + 1
+
+
+# ---------------------------------------------------------------- engine helpers (no Streamlit)
+
+
+def test_suggestion_merging_keeps_the_users_work():
+    previous = engine.normalise_suggestions(
+        pd.DataFrame(
+            {
+                "accept": [True, False, None],
+                "question": ["kept draft", "dropped draft", "my own question"],
+                "cluster": [1, 2, None],
+                "origin": ["draft", "draft", None],
+            }
+        )
+    )
+    assert list(previous["origin"]) == ["draft", "draft", engine.USER_ORIGIN]
+    fresh = engine.normalise_suggestions(
+        pd.DataFrame({"accept": [False, False], "question": ["new draft", "kept draft"], "cluster": [3, 1], "origin": ["draft", "draft"]})
+    )
+    merged = engine.merge_suggestions(previous, fresh)
+    assert list(merged["question"]) == ["kept draft", "my own question", "new draft"]
+    assert list(merged["accept"]) == [True, False, False]
+    assert engine.accepted_texts(merged) == ["kept draft"]
+    assert engine.accepted_texts(
+        pd.DataFrame({"accept": [True, True, True], "question": ["  a  b ", "a b", ""]})
+    ) == ["a b"]
+
+
+def test_gap_threshold_change_relabels_without_recomputing(seeded):
+    values, reference, inputs = seeded
+    cache = engine.TuningCache()
+    settings = values[state.SETTINGS]
+    first = engine.tune(inputs, settings, state.Overrides(), cache)
+    moved = engine.tune(inputs, settings.replace(gap_threshold=0.2), state.Overrides(), cache)
+    assert moved.min_distances is first.min_distances  # nothing recomputed
+    assert list(moved.clusters["is_gap"]) == list(first.clusters["coverage"] < 0.2)
+    assert moved.config.gaps.gap_threshold == 0.2
+    again = engine.tune(inputs, settings.replace(gap_threshold=0.2, strictness=0.9), state.Overrides(), cache)
+    assert again.is_outlier.sum() >= first.is_outlier.sum()  # stricter screening, same screener
+    assert len(cache.screeners) == 1 and len(cache.clusterings) == 1
+    # Default strictness after an explicit one means the screener's default again.
+    back = engine.tune(inputs, settings, state.Overrides(), cache)
+    np.testing.assert_array_equal(back.is_outlier, first.is_outlier)

@@ -1,0 +1,293 @@
+"""End to end in a real browser: Debian's Chromium driven by Playwright against `streamlit run app.py`.
+
+Uploads two documents and a question CSV (with a formula-looking question),
+runs the analysis, checks the metric cards, edits and accepts a suggested
+question, applies it and checks coverage rose, then downloads the improved
+CSV and checks its rows and formula neutralisation. Screenshots of failures
+go to test-artifacts/.
+
+Needs /usr/bin/chromium (``apt-get install -y chromium``); Playwright never
+downloads a browser here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+ARTIFACTS = PROJECT / "test-artifacts"
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+FORMULA = '=HYPERLINK("http://example.com","click me")'
+NEW_QUESTION = "How long do koalas sleep each day?"
+SLOW = 240_000  # ms: two cores, a model to load, other jobs running
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`streamlit run app.py` on a free local port, with an empty embedding cache."""
+    port = _free_port()
+    env = dict(os.environ)
+    env.update(
+        COVERAGE_CORE_CACHE_DIR=str(tmp_path_factory.mktemp("browser-cache")),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
+    log = (tmp_path_factory.mktemp("server") / "streamlit.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", f"--server.port={port}",
+         "--server.address=127.0.0.1", "--server.headless=true", "--browser.gatherUsageStats=false",
+         # Other work may edit the tree meanwhile; a reload would replace the app's modules mid-test.
+         "--server.fileWatcherType=none"],
+        cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"streamlit did not start; see {log.name}")
+        time.sleep(0.5)
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: apt-get update && apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(SLOW)
+    failed_before = request.session.testsfailed
+    yield page
+    if request.session.testsfailed > failed_before:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+def _question_csv() -> bytes:
+    with (EXAMPLE / "questions.csv").open(encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["article"] == "Drum"][:12]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["question", "owner"])
+    for row in rows:
+        writer.writerow([row["question"], "qa-team"])
+    writer.writerow([FORMULA, "=1+1"])
+    return out.getvalue().encode("utf-8")
+
+
+def _goto(page, name: str, heading: str) -> None:
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=name).click()
+    page.get_by_role("heading", name=heading, exact=True).wait_for()
+
+
+def _screenshot_on_error(page, name: str):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_upload_analyse_improve_and_export(server, page):
+    try:
+        _run_the_whole_flow(server, page)
+    except Exception:
+        _screenshot_on_error(page, "test_upload_analyse_improve_and_export-step")
+        raise
+
+
+def _run_the_whole_flow(server: str, page) -> None:
+    page.goto(server)
+    page.get_by_role("heading", name="Upload", exact=True).wait_for()
+
+    # ---- upload two documents and the CSV
+    inputs = page.get_by_test_id("stFileUploaderDropzoneInput")
+    inputs.nth(0).set_input_files(
+        [
+            {"name": "Drum.txt", "mimeType": "text/plain", "buffer": (EXAMPLE / "docs" / "Drum.txt").read_bytes()},
+            {"name": "Koala.txt", "mimeType": "text/plain", "buffer": (EXAMPLE / "docs" / "Koala.txt").read_bytes()},
+        ]
+    )
+    page.get_by_text("2 readable document(s) from your upload").wait_for()
+    inputs.nth(1).set_input_files({"name": "drum-questions.csv", "mimeType": "text/csv", "buffer": _question_csv()})
+    page.get_by_text("13 questions in column “question” of drum-questions.csv").wait_for()
+
+    # ---- configure and run
+    _goto(page, "Configure", "Configure")
+    page.get_by_role("button", name="Run analysis").click()
+    page.get_by_role("heading", name="Results", exact=True).wait_for()
+    cards = page.get_by_test_id("stMetric")
+    cards.nth(4).wait_for()
+    labels = [t.strip() for t in page.get_by_test_id("stMetricLabel").all_inner_texts()]
+    assert labels[:5] == ["Basic", "Balanced", "Multi-threshold", "Multi-N", "Weighted (= basic)"]
+    numbers = [float(t) for t in page.get_by_test_id("stMetricValue").all_inner_texts()[:5]]
+    assert all(0 < n < 1 for n in numbers) and numbers[0] == numbers[4]
+
+    # ---- edit and accept a suggestion, apply
+    _goto(page, "Gap analysis", "Gap analysis")
+    page.get_by_role("heading", name="Improve the test set").wait_for()
+    editor = page.get_by_test_id("stDataFrame").filter(has=page.locator("#glide-cell-2-0")).last
+    editor.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    grid = _Grid(page, editor)
+    grid.select(2, 0)
+    page.wait_for_timeout(300)
+    page.keyboard.press("Enter")  # opens the cell editor: a textarea over the grid
+    overlay = page.locator("textarea").last
+    overlay.wait_for(state="visible", timeout=10_000)
+    overlay.fill(NEW_QUESTION)
+    overlay.press("Enter")
+    _wait_for(lambda: grid.text(2, 0) == NEW_QUESTION, "the edited question")
+    for _ in range(3):  # one click on the checkbox toggles it; retry if a rerun swallowed it
+        grid.click(1, 0)
+        try:
+            _wait_for(lambda: grid.text(1, 0) == "true", "the accept tick", seconds=5)
+            break
+        except AssertionError:
+            continue
+    page.get_by_text("1 accepted question(s).").wait_for()
+
+    # ---- the edit survives a visit to another page
+    _goto(page, "Results", "Results")
+    _goto(page, "Gap analysis", "Gap analysis")
+    page.get_by_text("1 accepted question(s).").wait_for()
+    editor = page.get_by_test_id("stDataFrame").filter(has=page.locator("#glide-cell-2-0")).last
+    accepted = _Grid(page, editor)
+    _wait_for(lambda: accepted.text(2, 0) == NEW_QUESTION and accepted.text(1, 0) == "true", "the kept edit")
+    page.get_by_role("button", name="Apply").click()
+    page.get_by_role("heading", name="Before → after").wait_for()
+    deltas = page.get_by_test_id("stMetricDelta").all_inner_texts()
+    basic_delta = float(re.sub(r"[^0-9.+-]", "", deltas[0]))
+    assert basic_delta > 0, deltas
+
+    # ---- download the improved CSV
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name=re.compile(r"Improved test set \(CSV, \+1 rows\)")).click()
+    download = download_info.value
+    assert download.suggested_filename == "drum-questions-improved.csv"
+    exported = Path(download.path()).read_bytes().decode("utf-8-sig")
+    rows = list(csv.reader(io.StringIO(exported)))
+    assert rows[0] == ["question", "owner", "suggested"]
+    assert len(rows) == 1 + 13 + 1
+    assert rows[-1] == [NEW_QUESTION, "", "yes"]
+    original = list(csv.reader(io.StringIO(_question_csv().decode("utf-8"))))
+    assert [r[:2] for r in rows[1:13]] == original[1:13]
+    assert rows[13][:2] == ["'" + FORMULA, "'=1+1"]  # neutralised, not a live formula
+
+    # ---- the JSON and the standalone HTML reports
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Report (JSON)").click()
+    report = json.loads(Path(download_info.value.path()).read_text(encoding="utf-8"))
+    assert report["schema_version"] == 1 and report["summary"]["n_documents"] == 2
+    assert report["config"]["inputs"] == {"documents": ["Drum.txt", "Koala.txt"], "questions": "drum-questions.csv"}
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Report with charts (HTML)").click()
+    html = Path(download_info.value.path()).read_text(encoding="utf-8")
+    assert "<h2>Gaps</h2>" in html and html.count("Plotly.newPlot(") >= 4
+    assert "<h2>Improved test set</h2>" in html
+    assert not re.search(r"<script[^>]+src=", html)  # plotly.js inline: opens offline
+
+
+class _Grid:
+    """Cells of a Streamlit data editor (a canvas grid), found through its accessibility table."""
+
+    HEADER, ROW = 36, 35
+
+    def __init__(self, page, editor):
+        self.page, self.editor = page, editor
+
+    def cell(self, column: int, row: int):
+        return self.editor.locator(f"#glide-cell-{column}-{row}")
+
+    def text(self, column: int, row: int) -> str:
+        return self.cell(column, row).inner_text()
+
+    def selected(self) -> tuple[int, int] | None:
+        found = self.editor.locator("td[id^=glide-cell-][aria-selected=true]")
+        if found.count() == 0:
+            return None
+        _, _, column, row = found.first.get_attribute("id").split("-")
+        return int(column), int(row)
+
+    def point(self, column: int, row: int) -> tuple[float, float]:
+        """Screen position of a cell: columns from the editor's column widths, rows from its row height."""
+        box = self.editor.bounding_box()
+        widths = {1: 75}  # "small" accept column; the row-marker column before it is about 40 px
+        x = box["x"] + 40 + sum(widths.get(c, 0) for c in range(1, column)) + (37 if column == 1 else 80)
+        return x, box["y"] + self.HEADER + self.ROW * row + self.ROW / 2
+
+    def click(self, column: int, row: int) -> None:
+        self.page.mouse.click(*self.point(column, row))
+
+    def select(self, column: int, row: int) -> None:
+        """Select a cell: click near it, then walk there with the arrow keys."""
+        self.click(column, row)
+        _wait_for(lambda: self.selected() is not None, "a selected cell", seconds=10)
+        current = self.selected()
+        for _ in range(20):
+            if current == (column, row):
+                return
+            key = (
+                "ArrowDown" if current[1] < row else "ArrowUp" if current[1] > row
+                else "ArrowRight" if current[0] < column else "ArrowLeft"
+            )
+            self.page.keyboard.press(key)
+            current = self.selected()
+        raise AssertionError(f"could not select cell {column},{row} (at {current})")
+
+
+def _wait_for(condition, what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except Exception:  # the grid re-renders while Streamlit reruns
+            pass
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")

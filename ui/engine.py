@@ -1,0 +1,480 @@
+"""The dashboard's calls into coverage_core, without Streamlit.
+
+Pages and ``benchmarks/bench_dashboard.py`` call the same functions, so the
+benchmark measures what a user waits for. Nothing here touches session state:
+callers pass in what was computed before (a :class:`TuningCache`, the stored
+corpus) and store what comes back.
+
+Cost model (why the stages are split this way):
+
+* embedding — minutes; done once per (text, model), cached on disk by the
+  core and kept in the session;
+* clustering — about a second at 20,000 chunks; redone only when K changes
+  (the last few clusterings are kept, so toggling K back is free);
+* screening fit — redone only when the clustering or the questions change;
+  strictness and overrides reuse the fitted screener;
+* measure — fast; redone on every threshold, strictness or override change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from coverage_core import pipeline
+from coverage_core.chunking import ChunkingConfig
+from coverage_core.gaps import GapConfig
+from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
+from coverage_core.report import build_report, to_safe_csv
+from coverage_core.types import QuestionSet
+
+SUGGESTION_COLUMNS = ("accept", "question", "cluster", "origin", "document", "passage")
+USER_ORIGIN = "you"
+MARKER_COLUMN = "suggested"
+# Clusterings kept per session: the user moving K back and forth is instant.
+KEEP_CLUSTERINGS = 4
+
+
+# ---------------------------------------------------------------- keys
+def digest(*parts: Any) -> str:
+    """A short content hash of strings, bytes and simple values."""
+    hasher = hashlib.sha256()
+    for part in parts:
+        data = part if isinstance(part, bytes) else repr(part).encode("utf-8", "surrogatepass")
+        hasher.update(len(data).to_bytes(8, "little"))
+        hasher.update(data)
+    return hasher.hexdigest()[:32]
+
+
+def documents_fingerprint(documents: Sequence) -> str:
+    return digest(*[(d.name, d.text) for d in documents])
+
+
+def questions_fingerprint(questions: QuestionSet) -> str:
+    return digest(questions.question_column, tuple(questions.rows), tuple(questions.texts))
+
+
+def embedding_config(settings) -> EmbeddingConfig:
+    return EmbeddingConfig(
+        provider=settings.provider,
+        model=settings.model or None,
+        dimensions=settings.dimensions,
+        base_url=settings.base_url or None,
+    )
+
+
+def chunking_config(settings) -> ChunkingConfig:
+    return ChunkingConfig(int(settings.chunk_size), int(settings.chunk_overlap))
+
+
+def analysis_config(
+    settings, embedding: EmbeddingConfig | None = None, chunking: ChunkingConfig | None = None
+) -> AnalysisConfig:
+    """The core's config from the user's settings (validated by the core: may raise InputError)."""
+    return AnalysisConfig(
+        embedding=embedding or embedding_config(settings),
+        chunking=chunking or chunking_config(settings),
+        n_clusters=settings.n_clusters,
+        random_state=settings.seed,
+        strictness=settings.strictness,
+        multi_threshold=float(settings.multi_threshold),
+        multi_n=int(settings.multi_n),
+        gaps=GapConfig(gap_threshold=float(settings.gap_threshold)),
+    )
+
+
+def corpus_key(documents_fp: str, settings) -> tuple:
+    return (documents_fp, chunking_config(settings), embedding_config(settings))
+
+
+def question_key(questions_fp: str, settings) -> tuple:
+    return (questions_fp, embedding_config(settings))
+
+
+# ---------------------------------------------------------------- tuning
+@dataclass
+class TuningCache:
+    """What the cheap stages reuse between reruns of one session.
+
+    ``clusterings`` maps (corpus key, K, seed) to a clustering and
+    ``screeners`` the same keys plus the questions to a fitted screener (the
+    last few of each, so moving K back is instant); ``analysis`` is the last
+    measured analysis with its full key.
+    """
+
+    clusterings: OrderedDict = field(default_factory=OrderedDict)
+    screeners: OrderedDict = field(default_factory=OrderedDict)
+    analysis: tuple[Any, Any] | None = None
+
+
+@dataclass(frozen=True)
+class EmbeddedInputs:
+    """The expensive part of an analysis, as stored in the session."""
+
+    corpus: pipeline.Corpus
+    corpus_key: tuple
+    questions: QuestionSet
+    question_embedding: pipeline.EmbeddedTexts
+    question_key: tuple
+
+    @property
+    def embedding(self) -> EmbeddingConfig:
+        return self.corpus_key[2]
+
+    @property
+    def chunking(self) -> ChunkingConfig:
+        return self.corpus_key[1]
+
+
+def _remember(store: OrderedDict, key, value) -> None:
+    store[key] = value
+    store.move_to_end(key)
+    while len(store) > KEEP_CLUSTERINGS:
+        store.popitem(last=False)
+
+
+def clustering_for(inputs: EmbeddedInputs, n_clusters: int | None, seed: int, cache: TuningCache) -> pipeline.Clustering:
+    key = (inputs.corpus_key, n_clusters, seed)
+    found = cache.clusterings.get(key)
+    if found is None:
+        found = pipeline.cluster_chunks(inputs.corpus, n_clusters, seed)
+    _remember(cache.clusterings, key, found)
+    return found
+
+
+def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pipeline.Analysis:
+    """The analysis for the current K, thresholds, strictness and overrides.
+
+    Reuses the clustering (same K), the fitted screener (same clustering and
+    questions) and the whole analysis (nothing changed) from ``cache``.
+    Raises InputError for settings the core rejects.
+    """
+    config = analysis_config(settings, inputs.embedding, inputs.chunking)
+    include = tuple(sorted(overrides.include))
+    exclude = tuple(sorted(overrides.exclude))
+    full_key = (inputs.corpus_key, inputs.question_key, config, include, exclude)
+    if cache.analysis is not None and cache.analysis[0] == full_key:
+        return cache.analysis[1]
+    if cache.analysis is not None and _same_but_gap_threshold(cache.analysis[0], full_key):
+        # The gap threshold only labels clusters: no similarity needs recomputing.
+        analysis = regap(cache.analysis[1], config)
+        cache.analysis = (full_key, analysis)
+        return analysis
+    clustering = clustering_for(inputs, config.n_clusters, config.random_state, cache)
+    screener_key = (inputs.corpus_key, inputs.question_key, config.n_clusters, config.random_state)
+    screener = cache.screeners.get(screener_key)
+    if screener is None:
+        # Fitted at the default strictness, so that "default" always means the
+        # screener's own default; other strictness values re-decide from its scores.
+        screener = dataclasses.replace(config, strictness=None).screener().fit(
+            inputs.question_embedding.vectors, inputs.corpus.vectors, clustering.labels
+        )
+    analysis = pipeline.measure(
+        config,
+        inputs.corpus,
+        inputs.questions,
+        inputs.question_embedding,
+        clustering,
+        force_include=include,
+        force_exclude=exclude,
+        screener=screener,
+    )
+    _remember(cache.screeners, screener_key, analysis.screener)
+    if inputs.corpus.embedded.n_over_limit:
+        analysis.warnings.append(
+            f"{inputs.corpus.embedded.n_over_limit} of {len(inputs.corpus.chunks)} chunks are longer than "
+            "the embedding model reads and were cut off; choose a smaller chunk size on Configure."
+        )
+    cache.analysis = (full_key, analysis)
+    return analysis
+
+
+def _same_but_gap_threshold(old_key: tuple, new_key: tuple) -> bool:
+    old_config, new_config = old_key[2], new_key[2]
+    return (
+        old_key[:2] == new_key[:2]
+        and old_key[3:] == new_key[3:]
+        and dataclasses.replace(old_config, gaps=new_config.gaps) == new_config
+    )
+
+
+def regap(analysis: pipeline.Analysis, config: AnalysisConfig) -> pipeline.Analysis:
+    """``analysis`` with another gap threshold: clusters relabelled, nothing recomputed."""
+    clusters = analysis.clusters.copy()
+    clusters["is_gap"] = clusters["coverage"] < config.gaps.gap_threshold
+    return dataclasses.replace(analysis, config=config, clusters=clusters, warnings=list(analysis.warnings), gaps=[])
+
+
+def with_gaps(analysis: pipeline.Analysis, llm=None) -> pipeline.Analysis:
+    """A copy of ``analysis`` with its gaps found (the original is left as it is)."""
+    copy = dataclasses.replace(analysis, warnings=list(analysis.warnings), gaps=[])
+    return pipeline.find_gaps(copy, llm)
+
+
+def default_k(n_chunks: int) -> int:
+    from coverage_core.clustering import default_n_clusters
+
+    return int(default_n_clusters(n_chunks))
+
+
+# ---------------------------------------------------------------- tables
+def metric_table(metrics: dict[str, float]) -> pd.DataFrame:
+    return pd.DataFrame({"metric": list(metrics), "value": [float(v) for v in metrics.values()]})
+
+
+def cluster_table(analysis: pipeline.Analysis) -> pd.DataFrame:
+    frame = analysis.clusters.drop(columns=["representative_chunks"]).copy()
+    frame["example passage"] = [chunks[0] if len(chunks) else "" for chunks in analysis.clusters["representative_chunks"]]
+    return frame
+
+
+def document_table(analysis: pipeline.Analysis) -> pd.DataFrame:
+    frame = analysis.documents.copy()
+    frame["flag"] = np.where(frame["is_low"], "untested or possibly misaligned", "")
+    return frame.sort_values(["coverage", "document"]).reset_index(drop=True)
+
+
+def off_topic_table(analysis: pipeline.Analysis, overrides) -> pd.DataFrame:
+    """Every question with its off-topic score, decision and any override, highest score first."""
+    table = analysis.question_table
+    frame = pd.DataFrame(
+        {
+            "row": table["row"].astype(int),
+            "question": table["text"],
+            "outlier score": table["outlier_score"].astype(float),
+            "off-topic": table["is_outlier"].astype(bool),
+            "override": [
+                "included by you" if int(r) in overrides.include else "excluded by you" if int(r) in overrides.exclude else ""
+                for r in table["row"]
+            ],
+            "nearest document": table["nearest_document"],
+        }
+    )
+    return frame.sort_values(["outlier score", "row"], ascending=[False, True]).reset_index(drop=True)
+
+
+def redundant_table(analysis: pipeline.Analysis) -> pd.DataFrame:
+    questions = analysis.questions.questions
+    rows = [
+        {
+            "row A": questions[i].row,
+            "question A": questions[i].text,
+            "row B": questions[j].row,
+            "question B": questions[j].text,
+            "similarity": float(similarity),
+        }
+        for i, j, similarity in analysis.redundant_pairs
+    ]
+    columns = ["row A", "question A", "row B", "question B", "similarity"]
+    return pd.DataFrame(rows, columns=columns).sort_values("similarity", ascending=False).reset_index(drop=True)
+
+
+def fitness_table(analysis: pipeline.Analysis, threshold: float) -> pd.DataFrame:
+    """Per question: best similarity to any chunk, nearest document and passage, ranked."""
+    table = analysis.question_table
+    frame = pd.DataFrame(
+        {
+            "row": table["row"].astype(int),
+            "question": table["text"],
+            "best similarity": table["max_similarity"].astype(float),
+            "nearest document": table["nearest_document"],
+            "nearest passage": table["nearest_passage"],
+            "cluster": table["cluster"].astype(int),
+        }
+    )
+    frame["verdict"] = np.where(
+        frame["best similarity"] < threshold, "the knowledge base may not answer this", ""
+    )
+    return frame.sort_values(["best similarity", "row"], ascending=[False, True]).reset_index(drop=True)
+
+
+def gap_table(analysis: pipeline.Analysis) -> pd.DataFrame:
+    """The method's gap table: one row per gap, most urgent first."""
+    rows = []
+    for rank, gap in enumerate(analysis.gaps, start=1):
+        rows.append(
+            {
+                "rank": rank,
+                "cluster": gap.cluster,
+                "coverage": gap.coverage,
+                "size": gap.size,
+                "corpus share": gap.share,
+                "themes": ", ".join(gap.themes),
+                "suggested questions": "\n".join(s.text for s in gap.suggestions),
+            }
+        )
+    columns = ["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def least_covered_passages(analysis: pipeline.Analysis) -> pd.DataFrame:
+    chunks = analysis.corpus.chunks
+    rows = []
+    for gap in analysis.gaps:
+        for index in gap.passages:
+            chunk = chunks[index]
+            rows.append(
+                {
+                    "cluster": gap.cluster,
+                    "document": chunk.document,
+                    "page": chunk.page,
+                    "distance to nearest question": float(analysis.min_distances[index]),
+                    "passage": " ".join(chunk.text.split()),
+                }
+            )
+    columns = ["cluster", "document", "page", "distance to nearest question", "passage"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# ---------------------------------------------------------------- suggestions
+def suggestions_frame(analysis: pipeline.Analysis) -> pd.DataFrame:
+    rows = [
+        {
+            "accept": False,
+            "question": s.text,
+            "cluster": int(gap.cluster),
+            "origin": s.origin,
+            "document": s.document,
+            "passage": s.passage,
+        }
+        for gap in analysis.gaps
+        for s in gap.suggestions
+    ]
+    return normalise_suggestions(pd.DataFrame(rows, columns=list(SUGGESTION_COLUMNS)))
+
+
+def normalise_suggestions(frame: pd.DataFrame) -> pd.DataFrame:
+    """Column types the editor needs; rows the user added get origin "you"."""
+    frame = frame.reindex(columns=list(SUGGESTION_COLUMNS)).copy()
+    frame["accept"] = frame["accept"].map(lambda v: bool(v) if v is not None and not pd.isna(v) else False).astype(bool)
+    frame["question"] = frame["question"].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+    frame["cluster"] = pd.to_numeric(frame["cluster"], errors="coerce").astype("Int64")
+    for column in ("origin", "document", "passage"):
+        frame[column] = frame[column].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+    frame.loc[frame["origin"] == "", "origin"] = USER_ORIGIN
+    return frame.reset_index(drop=True)
+
+
+def merge_suggestions(previous: pd.DataFrame | None, fresh: pd.DataFrame) -> pd.DataFrame:
+    """New suggestions, keeping every row the user accepted or wrote before.
+
+    Used when the gaps change (a threshold moved): rows the user accepted or
+    added are kept first; the other suggestions are replaced by the new ones.
+    """
+    if previous is None or previous.empty:
+        return normalise_suggestions(fresh)
+    previous = normalise_suggestions(previous)
+    fresh = normalise_suggestions(fresh)
+    keep = previous[previous["accept"] | (previous["origin"] == USER_ORIGIN)]
+    extra = fresh[~fresh["question"].isin(set(keep["question"]))]
+    return normalise_suggestions(pd.concat([keep, extra], ignore_index=True))
+
+
+def accepted_texts(frame: pd.DataFrame | None) -> list[str]:
+    """The accepted, non-blank question texts, in table order, without repeats."""
+    if frame is None or frame.empty:
+        return []
+    frame = normalise_suggestions(frame)
+    texts: list[str] = []
+    for text in frame.loc[frame["accept"], "question"]:
+        text = " ".join(str(text).split())
+        if text and text not in texts:
+            texts.append(text)
+    return texts
+
+
+@dataclass(frozen=True)
+class Improvement:
+    """The test set with accepted suggestions, scored on the same clusters."""
+
+    texts: tuple[str, ...]
+    questions: QuestionSet
+    before: pipeline.Analysis
+    after: pipeline.Analysis
+
+
+def improve(analysis: pipeline.Analysis, texts: Sequence[str], embedder, cache, overrides) -> Improvement:
+    """Add ``texts`` to the questions and rescore (same clusters; only new texts are embedded)."""
+    improved = pipeline.add_questions(analysis.questions, list(texts), marker_column=MARKER_COLUMN)
+    after = pipeline.rescore(
+        analysis, improved, embedder, cache,
+        force_include=sorted(overrides.include), force_exclude=sorted(overrides.exclude),
+    )
+    return Improvement(tuple(texts), improved, analysis, after)
+
+
+def improved_questions(questions: QuestionSet, texts: Sequence[str]) -> QuestionSet:
+    return pipeline.add_questions(questions, list(texts), marker_column=MARKER_COLUMN)
+
+
+def metric_deltas(before: dict[str, float], after: dict[str, float], names=("before", "after")) -> pd.DataFrame:
+    keys = [k for k in before if k in after]
+    return pd.DataFrame(
+        {
+            "metric": keys,
+            names[0]: [float(before[k]) for k in keys],
+            names[1]: [float(after[k]) for k in keys],
+            "change": [float(after[k]) - float(before[k]) for k in keys],
+        }
+    )
+
+
+def cluster_deltas(before: pipeline.Analysis, after: pipeline.Analysis, names=("before", "after")) -> pd.DataFrame:
+    """Per cluster: coverage under both question sets, the change, and questions near it; biggest gain first."""
+    a = before.clusters[["cluster", "size", "coverage", "n_questions"]]
+    b = after.clusters[["cluster", "coverage", "n_questions"]]
+    merged = a.merge(b, on="cluster", suffixes=("_a", "_b"))
+    frame = pd.DataFrame(
+        {
+            "cluster": merged["cluster"],
+            "size": merged["size"],
+            names[0]: merged["coverage_a"],
+            names[1]: merged["coverage_b"],
+            "change": merged["coverage_b"] - merged["coverage_a"],
+            f"questions near it ({names[0]})": merged["n_questions_a"],
+            f"questions near it ({names[1]})": merged["n_questions_b"],
+        }
+    )
+    return frame.sort_values(["change", "cluster"], ascending=[False, True]).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name_a: str
+    name_b: str
+    a: pipeline.Analysis
+    b: pipeline.Analysis
+
+
+def compare(analysis: pipeline.Analysis, other: QuestionSet, embedder, cache, names: tuple[str, str]) -> Comparison:
+    """Score a second question set on the same chunks and clusters as ``analysis``."""
+    other_analysis = pipeline.rescore(analysis, other, embedder, cache)
+    return Comparison(names[0], names[1], analysis, other_analysis)
+
+
+# ---------------------------------------------------------------- exports
+def inputs_record(documents, question_file) -> dict:
+    """File names for the report's config (never contents, never a key)."""
+    record: dict[str, Any] = {}
+    if documents is not None:
+        record["documents"] = list(documents.names)
+    if question_file is not None:
+        record["questions"] = question_file.name
+    return record
+
+
+def report_json(analysis: pipeline.Analysis, inputs: dict | None = None) -> bytes:
+    return json.dumps(build_report(analysis, inputs), indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:
+    """The user's own table with accepted suggestions appended and marked, formula-safe."""
+    return to_safe_csv(improved_questions(questions, texts).frame)

@@ -1,0 +1,284 @@
+"""Every session-state key of the dashboard, and typed accessors for them.
+
+Pages never spell a session-state key: they use the constants and functions
+here, so what a session keeps is listed in one place.
+
+What lives in a session (one browser tab; nothing is shared between sessions,
+and nothing here is ever written to disk, exported or logged):
+
+========================  =====================================================
+key                       value
+========================  =====================================================
+``DOCUMENTS``             :class:`LoadedDocuments` — readable documents + warnings
+``QUESTION_FILE``         :class:`QuestionFile` — the uploaded CSV's name and bytes
+``QUESTION_COLUMN``       the question column the user chose (None: detected)
+``QUESTIONS``             :class:`~coverage_core.types.QuestionSet` read with it
+``SETTINGS``              :class:`Settings` — every analysis parameter
+``EMBED_API_KEY``         embedding provider key typed in this session (secret)
+``LLM_API_KEY``           LLM key typed in this session (secret)
+``PRICE_TABLE``           the user's edited price table (pandas)
+``CORPUS``                :class:`Stage` of the embedded corpus
+``QUESTION_VECTORS``      :class:`Stage` of the embedded questions
+``TUNING``                :class:`~ui.engine.TuningCache` — clusterings, screener,
+                          last measured analysis
+``OVERRIDES``             :class:`Overrides` — questions forced in or out
+``GAPS``                  :class:`Stage` of the analysis with its gaps
+``PROJECTION``            :class:`Stage` of the 2-D map (keyed by the vectors only)
+``SUGGESTIONS_BASE``      suggestions table given to the editor
+``SUGGESTIONS_EDITED``    the editor's latest output (survives page changes)
+``SUGGESTIONS_FOR``       key of the gaps the suggestions were made from
+``IMPROVED``              :class:`~ui.engine.Improvement` — last "Apply" result
+``COMPARISON``            :class:`~ui.engine.Comparison` — last comparison
+``FITNESS_THRESHOLD``     similarity below which a question looks unanswerable
+``DOCUMENT_UPLOAD``       signature of the uploaded files last read
+``COLUMN_ERROR``          why the chosen question column could not be used
+``CHUNK_COUNTS``          :class:`Stage` of chunks per document (current chunking)
+========================  =====================================================
+
+The two secrets are kept apart from :class:`Settings` on purpose: settings
+go into reports, secrets never do.
+
+Widget keys (``W_*``) are the keys of widgets whose value must be read or
+seeded from code. Streamlit deletes a widget's state when a page without it
+runs, so values that must outlive a page change are copied into the keys
+above.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+# ---------------------------------------------------------------- data keys
+DOCUMENTS = "documents"
+QUESTION_FILE = "question_file"
+QUESTION_COLUMN = "question_column"
+QUESTIONS = "questions"
+SETTINGS = "settings"
+EMBED_API_KEY = "embed_api_key"
+LLM_API_KEY = "llm_api_key"
+PRICE_TABLE = "price_table"
+CORPUS = "corpus"
+QUESTION_VECTORS = "question_vectors"
+TUNING = "tuning"
+OVERRIDES = "overrides"
+GAPS = "gaps"
+PROJECTION = "projection"
+SUGGESTIONS_BASE = "suggestions_base"
+SUGGESTIONS_EDITED = "suggestions_edited"
+SUGGESTIONS_FOR = "suggestions_for"  # key of the gaps the suggestions table was made from
+IMPROVED = "improved"
+COMPARISON = "comparison"
+FITNESS_THRESHOLD = "fitness_threshold"
+LAST_ERROR = "last_error"
+DOCUMENT_UPLOAD = "document_upload"  # signature of the uploads last read
+COLUMN_ERROR = "column_error"  # why the chosen question column could not be used
+CHUNK_COUNTS = "chunk_counts"  # Stage: chunks per document at the current chunk settings
+
+# ------------------------------------------------------------- widget keys
+W_DOC_UPLOADER = "w_doc_uploader"
+W_CSV_UPLOADER = "w_csv_uploader"
+W_PDF_PASSWORD = "w_pdf_password"
+W_QUESTION_COLUMN = "w_question_column"
+W_EXAMPLE = "w_example"
+W_PROVIDER = "w_provider"
+W_MODEL = "w_model"
+W_DIMENSIONS = "w_dimensions"
+W_BASE_URL = "w_base_url"
+W_EMBED_KEY = "w_embed_key"
+W_CHUNK_SIZE = "w_chunk_size"
+W_CHUNK_OVERLAP = "w_chunk_overlap"
+W_AUTO_K = "w_auto_k"
+W_K = "w_k"
+W_AUTO_STRICTNESS = "w_auto_strictness"
+W_STRICTNESS = "w_strictness"
+W_MULTI_THRESHOLD = "w_multi_threshold"
+W_MULTI_N = "w_multi_n"
+W_GAP_THRESHOLD = "w_gap_threshold"
+W_LLM_ON = "w_llm_on"
+W_LLM_MODEL = "w_llm_model"
+W_LLM_BASE_URL = "w_llm_base_url"
+W_LLM_KEY = "w_llm_key"
+W_PRICE_EDITOR = "w_price_editor"
+W_COST_OK = "w_cost_ok"
+W_RUN = "w_run"
+W_FORCE_INCLUDE = "w_force_include"
+W_FORCE_EXCLUDE = "w_force_exclude"
+W_SUGGESTIONS_EDITOR = "w_suggestions_editor"
+W_APPLY = "w_apply"
+W_LLM_GAPS = "w_llm_gaps"
+W_FITNESS_THRESHOLD = "w_fitness_threshold"
+W_FITNESS_ONLY_WEAK = "w_fitness_only_weak"
+W_COMPARE_SOURCE = "w_compare_source"
+W_COMPARE_UPLOADER = "w_compare_uploader"
+W_COMPARE_RUN = "w_compare_run"
+W_COMPARE_COLUMN = "w_compare_column"
+W_MAP_METHOD = "w_map_method"
+W_RESULTS_TABS = "w_results_tabs"
+W_SHOW_ALL_QUESTIONS = "w_show_all_questions"
+W_GAP_TABS = "w_gap_tabs"
+W_RESET = "w_reset"
+W_DOWNLOAD_CSV = "w_download_csv"
+W_DOWNLOAD_JSON = "w_download_json"
+W_DOWNLOAD_HTML = "w_download_html"
+
+# Keys a new upload or a reset makes stale (everything computed from inputs).
+DERIVED = (
+    CORPUS, QUESTION_VECTORS, TUNING, OVERRIDES, GAPS, PROJECTION,
+    SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON, LAST_ERROR,
+)
+# Keys that refer to question rows: a different question set makes them stale.
+QUESTION_DERIVED = (
+    OVERRIDES, GAPS, SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
+    W_FORCE_INCLUDE, W_FORCE_EXCLUDE, W_SUGGESTIONS_EDITOR,
+)
+
+
+# ------------------------------------------------------------------ values
+@dataclass(frozen=True)
+class Settings:
+    """Every parameter the user sets. Never holds an API key."""
+
+    provider: str = "local"
+    model: str = ""  # "" = the provider's default model
+    dimensions: int | None = None
+    base_url: str = ""
+    chunk_size: int = 1000
+    chunk_overlap: int = 200
+    n_clusters: int | None = None  # None = automatic
+    strictness: float | None = None  # None = the screener's default
+    multi_threshold: float = 0.5
+    multi_n: int = 2
+    gap_threshold: float = 0.7
+    llm_enabled: bool = False
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str = ""
+    seed: int = 0
+
+    def replace(self, **changes: Any) -> "Settings":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def paid_embeddings(self) -> bool:
+        return self.provider in ("openai", "voyage") and not self.base_url
+
+
+@dataclass(frozen=True)
+class LoadedDocuments:
+    """The readable documents, the warnings about the rest, and what was read."""
+
+    fingerprint: str
+    names: tuple[str, ...]
+    documents: tuple = ()
+    warnings: tuple[str, ...] = ()
+    source: str = "upload"  # "upload" or "example"
+
+
+@dataclass(frozen=True)
+class QuestionFile:
+    name: str
+    data: bytes = field(repr=False)
+    source: str = "upload"
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Question rows the user forced in (include) or out (exclude) of the inliers."""
+
+    include: frozenset[int] = frozenset()
+    exclude: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A computed value and the key of the inputs it was computed from."""
+
+    key: Any
+    value: Any
+
+
+# --------------------------------------------------------------- accessors
+def get(key: str, default: Any = None) -> Any:
+    return st.session_state.get(key, default)
+
+
+def put(key: str, value: Any) -> None:
+    st.session_state[key] = value
+
+
+def drop(*keys: str) -> None:
+    for key in keys:
+        st.session_state.pop(key, None)
+
+
+def stage(key: str, wanted_key: Any) -> Any:
+    """The value stored under ``key`` if it was computed from ``wanted_key``, else None."""
+    stored = st.session_state.get(key)
+    if isinstance(stored, Stage) and stored.key == wanted_key:
+        return stored.value
+    return None
+
+
+def put_stage(key: str, inputs_key: Any, value: Any) -> Any:
+    st.session_state[key] = Stage(inputs_key, value)
+    return value
+
+
+def settings() -> Settings:
+    value = st.session_state.get(SETTINGS)
+    if not isinstance(value, Settings):
+        value = Settings()
+        st.session_state[SETTINGS] = value
+    return value
+
+
+def update_settings(**changes: Any) -> Settings:
+    value = settings().replace(**changes)
+    st.session_state[SETTINGS] = value
+    return value
+
+
+def documents() -> LoadedDocuments | None:
+    return st.session_state.get(DOCUMENTS)
+
+
+def question_file() -> QuestionFile | None:
+    return st.session_state.get(QUESTION_FILE)
+
+
+def questions():
+    """The current :class:`~coverage_core.types.QuestionSet`, or None."""
+    return st.session_state.get(QUESTIONS)
+
+
+def overrides() -> Overrides:
+    value = st.session_state.get(OVERRIDES)
+    return value if isinstance(value, Overrides) else Overrides()
+
+
+def set_overrides(include, exclude) -> Overrides:
+    value = Overrides(frozenset(int(r) for r in include), frozenset(int(r) for r in exclude))
+    st.session_state[OVERRIDES] = value
+    return value
+
+
+def embed_api_key() -> str | None:
+    return st.session_state.get(EMBED_API_KEY) or None
+
+
+def llm_api_key() -> str | None:
+    return st.session_state.get(LLM_API_KEY) or None
+
+
+def clear_derived() -> None:
+    """Forget everything computed from the inputs (new upload, reset)."""
+    drop(*DERIVED)
+
+
+def seed_widget(widget_key: str, value: Any) -> None:
+    """Give a widget its remembered value when it is (re)created on a page."""
+    if widget_key not in st.session_state:
+        st.session_state[widget_key] = value

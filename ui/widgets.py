@@ -1,0 +1,141 @@
+"""Widgets shared by several pages: tuning sliders, persistent table editors, progress.
+
+Values that must outlive a page change live in :class:`ui.state.Settings`;
+widgets are seeded from it and write back through ``on_change`` callbacks,
+which run before the rerun, so the page computes with the new value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+from ui import state
+
+HELP_K = (
+    "How many topics (K-means clusters) the chunks are grouped into. Automatic picks K from the number "
+    "of chunks. Changing K re-clusters from the stored vectors: nothing is embedded again."
+)
+HELP_STRICTNESS = (
+    "How readily a question is called off-topic (not about this knowledge base). Higher screens out "
+    "more questions. Off-topic questions do not count towards coverage."
+)
+HELP_MULTI_THRESHOLD = (
+    "Multi-cluster coverage: a question covers every topic whose centre is within this cosine distance."
+)
+HELP_MULTI_N = "Multi-N coverage: each question covers its N nearest topics."
+HELP_GAP = "A topic with coverage below this is a gap; gaps are ranked and get suggested questions."
+
+
+def _sync(widget_key: str, field: str, convert: Callable = lambda v: v) -> None:
+    state.update_settings(**{field: convert(st.session_state[widget_key])})
+
+
+def _synced(widget, widget_key: str, field: str, initial, convert: Callable = lambda v: v, **kwargs):
+    state.seed_widget(widget_key, initial)
+    return widget(key=widget_key, on_change=_sync, args=(widget_key, field, convert), **kwargs)
+
+
+def _sync_auto(auto_key: str, field: str, value_key: str) -> None:
+    if st.session_state[auto_key]:
+        state.update_settings(**{field: None})
+    else:
+        state.update_settings(**{field: st.session_state.get(value_key)})
+
+
+def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
+    """K, strictness, multi-cluster threshold and N, gap threshold. Changes apply immediately."""
+    settings = state.settings()
+    left, right = st.columns(2)
+    with left:
+        k_max = max(2, min(200, n_chunks or 200))
+        k_value = min(settings.n_clusters or auto_k or 10, k_max)
+        state.seed_widget(state.W_K, k_value)
+        if st.session_state[state.W_K] > k_max:
+            st.session_state[state.W_K] = k_max
+        auto = _auto_toggle(state.W_AUTO_K, "Automatic number of clusters", settings.n_clusters is None,
+                            "n_clusters", state.W_K)
+        if auto_k is not None:
+            st.caption(
+                f"Automatic picks K = {auto_k}" + (f" for {n_chunks:,} chunks." if n_chunks else ".")
+            )
+        st.slider(
+            "Number of clusters (K)", min_value=1, max_value=k_max, step=1, key=state.W_K,
+            disabled=auto, help=HELP_K,
+            on_change=_sync, args=(state.W_K, "n_clusters", int),
+        )
+        _auto_toggle(state.W_AUTO_STRICTNESS, "Default screening strictness", settings.strictness is None,
+                     "strictness", state.W_STRICTNESS)
+        state.seed_widget(state.W_STRICTNESS, settings.strictness if settings.strictness is not None else DEFAULT_STRICTNESS)
+        st.slider(
+            "Screening strictness", min_value=STRICTNESS_RANGE[0], max_value=STRICTNESS_RANGE[1],
+            step=STRICTNESS_STEP, key=state.W_STRICTNESS, help=HELP_STRICTNESS,
+            disabled=st.session_state[state.W_AUTO_STRICTNESS],
+            on_change=_sync, args=(state.W_STRICTNESS, "strictness", float),
+        )
+    with right:
+        _synced(st.slider, state.W_MULTI_THRESHOLD, "multi_threshold", float(settings.multi_threshold), float,
+                label="Multi-cluster threshold (cosine distance)", min_value=0.05, max_value=1.0, step=0.01,
+                help=HELP_MULTI_THRESHOLD)
+        _synced(st.slider, state.W_MULTI_N, "multi_n", int(settings.multi_n), int,
+                label="Multi-cluster N (nearest topics per question)", min_value=1, max_value=10, step=1,
+                help=HELP_MULTI_N)
+        _synced(st.slider, state.W_GAP_THRESHOLD, "gap_threshold", float(settings.gap_threshold), float,
+                label="Gap threshold (coverage)", min_value=0.0, max_value=1.0, step=0.01, help=HELP_GAP)
+
+
+def _auto_toggle(key: str, label: str, is_auto: bool, field: str, value_key: str) -> bool:
+    state.seed_widget(key, is_auto)
+    return st.toggle(label, key=key, on_change=_sync_auto, args=(key, field, value_key))
+
+
+# Strictness is the screener's knob; these bounds follow QuestionScreener.
+DEFAULT_STRICTNESS = 0.5
+STRICTNESS_RANGE = (0.0, 1.0)
+STRICTNESS_STEP = 0.05
+
+
+def persistent_editor(
+    base_key: str,
+    edited_key: str,
+    widget_key: str,
+    initial: Callable[[], pd.DataFrame],
+    normalise: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f,
+    **editor_kwargs,
+) -> pd.DataFrame:
+    """``st.data_editor`` whose edits survive reruns and page changes.
+
+    The editor shows ``base`` and keeps the user's edits in its widget state;
+    its output is stored under ``edited_key`` on every run. When the widget
+    state is gone (the user visited another page), the last output becomes
+    the new base, so nothing typed is lost.
+    """
+    base = state.get(base_key)
+    if base is None:
+        base = normalise(initial())
+        state.put(base_key, base)
+    elif widget_key not in st.session_state and state.get(edited_key) is not None:
+        base = normalise(state.get(edited_key))
+        state.put(base_key, base)
+    edited = st.data_editor(base, key=widget_key, **editor_kwargs)
+    edited = normalise(pd.DataFrame(edited))
+    state.put(edited_key, edited)
+    return edited
+
+
+def reset_editor(base_key: str, edited_key: str, widget_key: str, frame: pd.DataFrame | None) -> None:
+    """Replace an editor's table (e.g. new suggestions); its pending edits go with the old table."""
+    state.drop(widget_key, edited_key)
+    if frame is None:
+        state.drop(base_key)
+    else:
+        state.put(base_key, frame)
+
+
+def progress_callback(bar) -> Callable[[str, int, int], None]:
+    def report(stage: str, done: int, total: int) -> None:
+        bar.progress(done / total if total else 1.0, text=f"Embedded {done:,} of {total:,} {stage}")
+
+    return report
