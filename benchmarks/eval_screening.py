@@ -17,12 +17,17 @@ likely off-topic) of:
 
 then precision / recall / F1 of the default ``is_outlier_`` decision, the F1
 at the best possible threshold, and the averages over all splits. Chunks are
-clustered with ``ChunkClusterer`` first, as in the product. Two checks
-follow: no article removed (how many questions get flagged when nearly all
-are on-topic), and isolated off-topic questions (one per removed article).
+clustered with ``ChunkClusterer`` first, as in the product. The screener gets the
+question and chunk texts as well as the vectors (its lexical evidence);
+``F1 emb`` is the default decision of the embedding-only screener (no texts)
+for comparison. Two checks follow: no article removed (only the Zebra
+questions are off-topic; how many on-topic questions get flagged), and
+isolated off-topic questions (one per removed article).
 
 ``--timing`` instead times K-means and screening on 20,000 chunks x 2,000
-questions built from the wiki-qa vectors. Speed is not asserted here.
+questions built from the wiki-qa vectors and texts (chunk texts padded to
+about 1,000 characters), with and without the texts. Speed is not asserted
+here.
 
 Splits (fixed, so figures are comparable between runs):
 
@@ -180,7 +185,7 @@ def timing(n_chunks: int = 20_000, n_questions: int = 2_000, repeats: int = 3) -
     keeps their topic structure.
     """
     from coverage_core.clustering import ChunkClusterer
-    from coverage_core.screening import QuestionScreener
+    from coverage_core.screening import QuestionScreener, lexical_coverage
 
     data = load_wiki_qa()
     rng = np.random.default_rng(0)
@@ -195,25 +200,47 @@ def timing(n_chunks: int = 20_000, n_questions: int = 2_000, repeats: int = 3) -
 
     chunks = grow(embed_cached(data.chunk_texts), n_chunks)
     questions = grow(embed_cached(data.question_texts), n_questions)
-    print(f"timing: {n_chunks} chunks x {n_questions} questions x {chunks.shape[1]} dims "
+    # Texts to go with them: each chunk text followed by the start of the
+    # next one, about 1,000 characters like the product's chunks.
+    nc, nq = len(data.chunk_texts), len(data.question_texts)
+    chunk_texts = [
+        (data.chunk_texts[i % nc] + " " + data.chunk_texts[(i + 1) % nc])[:1000]
+        for i in range(n_chunks)
+    ]
+    question_texts = [data.question_texts[i % nq] for i in range(n_questions)]
+    print(f"timing: {n_chunks} chunks (mean {np.mean([len(t) for t in chunk_texts]):.0f} "
+          f"characters) x {n_questions} questions x {chunks.shape[1]} dims "
           f"(best of {repeats})")
-    t_cluster, t_screen, t_decide = [], [], []
+    t_cluster, t_screen, t_text, t_lex, t_decide = [], [], [], [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
         clusterer = ChunkClusterer().fit(chunks)
         t1 = time.perf_counter()
-        screener = QuestionScreener().fit(questions, chunks, clusterer.labels_)
+        QuestionScreener().fit(questions, chunks, clusterer.labels_)
         t2 = time.perf_counter()
-        screener.decide(0.8)
+        screener = QuestionScreener().fit(
+            questions, chunks, clusterer.labels_,
+            question_texts=question_texts, chunk_texts=chunk_texts,
+        )
         t3 = time.perf_counter()
+        screener.decide(0.8)
+        t4 = time.perf_counter()
+        lexical_coverage(question_texts, chunk_texts)
+        t5 = time.perf_counter()
         t_cluster.append(t1 - t0)
         t_screen.append(t2 - t1)
-        t_decide.append(t3 - t2)
-    print(f"  K-means (K={clusterer.n_clusters_}): {min(t_cluster):.2f} s "
-          f"(all runs: {', '.join(f'{t:.2f}' for t in t_cluster)})")
-    print(f"  screening fit:    {min(t_screen):.2f} s "
-          f"(all runs: {', '.join(f'{t:.2f}' for t in t_screen)})")
-    print(f"  decide():         {1000 * min(t_decide):.1f} ms")
+        t_text.append(t3 - t2)
+        t_decide.append(t4 - t3)
+        t_lex.append(t5 - t4)
+
+    def runs(ts):
+        return f"{min(ts):.2f} s (all runs: {', '.join(f'{t:.2f}' for t in ts)})"
+
+    print(f"  K-means (K={clusterer.n_clusters_}):          {runs(t_cluster)}")
+    print(f"  screening fit, vectors only:    {runs(t_screen)}")
+    print(f"  screening fit, with texts:      {runs(t_text)}")
+    print(f"  lexical part alone:             {runs(t_lex)}")
+    print(f"  decide():                       {1000 * min(t_decide):.1f} ms")
 
 
 def main() -> int:
@@ -236,15 +263,28 @@ def main() -> int:
         f"(loaded/embedded in {time.perf_counter() - t0:.1f} s)\n"
     )
 
-    def screen(questions: np.ndarray, chunks: np.ndarray) -> QuestionScreener:
+    def screen(q_idx: np.ndarray, c_idx: np.ndarray, texts: bool = True) -> QuestionScreener:
         # As in the product: cluster the chunks, then screen against them.
+        chunks = chunk_vectors[c_idx]
         labels = ChunkClusterer().fit(chunks).labels_
-        return QuestionScreener().fit(questions, chunks, labels)
+        if not texts:
+            return QuestionScreener().fit(question_vectors[q_idx], chunks, labels)
+        return QuestionScreener().fit(
+            question_vectors[q_idx], chunks, labels,
+            question_texts=[data.question_texts[i] for i in np.flatnonzero(q_idx)],
+            chunk_texts=[data.chunk_texts[i] for i in np.flatnonzero(c_idx)],
+        )
+
+    def f1_of(y, flagged) -> float:
+        return precision_recall_fscore_support(
+            y, flagged, average="binary", zero_division=0
+        )[2]
 
     lof_q = lof_on_questions(question_vectors)
+    all_q = np.ones(len(data.question_texts), dtype=bool)
     header = (
         f"{'split':<15} {'off/total':>9}  {'AUROC ours':>10} {'LOF-q':>6} "
-        f"{'1-maxsim':>8}  {'prec':>5} {'rec':>5} {'F1':>5} {'bestF1':>6}  removed"
+        f"{'1-maxsim':>8}  {'prec':>5} {'rec':>5} {'F1':>5} {'bestF1':>6} {'F1 emb':>6}  removed"
     )
     print("Groups: every question kept; questions on removed articles are off-topic.")
     print(header)
@@ -254,7 +294,7 @@ def main() -> int:
     for i, (name, removed) in enumerate(splits(data.articles)):
         keep = ~np.isin(data.chunk_article, removed)
         y = np.isin(data.question_article, removed + ALWAYS_OFF_TOPIC)
-        screener = screen(question_vectors, chunk_vectors[keep])
+        screener = screen(all_q, keep)
         auc_ours = roc_auc_score(y, screener.outlier_score_)
         auc_lof = roc_auc_score(y, lof_q)
         auc_max = roc_auc_score(y, 1.0 - screener.max_similarity_)
@@ -262,10 +302,12 @@ def main() -> int:
             y, screener.is_outlier_, average="binary", zero_division=0
         )
         bf = best_f1(y, screener.outlier_score_)
-        rows.append((auc_ours, auc_lof, auc_max, p, r, f, bf))
+        f_emb = f1_of(y, screen(all_q, keep, texts=False).is_outlier_)
+        rows.append((auc_ours, auc_lof, auc_max, p, r, f, bf, f_emb))
         print(
             f"{name:<15} {int(y.sum()):>4}/{len(y):<4}  {auc_ours:>10.3f} {auc_lof:>6.3f} "
-            f"{auc_max:>8.3f}  {p:>5.2f} {r:>5.2f} {f:>5.2f} {bf:>6.2f}  {', '.join(removed)}"
+            f"{auc_max:>8.3f}  {p:>5.2f} {r:>5.2f} {f:>5.2f} {bf:>6.2f} {f_emb:>6.2f}  "
+            f"{', '.join(removed)}"
         )
 
         # Robustness check: keep only ONE question per off-topic article, so
@@ -274,7 +316,7 @@ def main() -> int:
         keep_q = ~y
         for title in removed + ALWAYS_OFF_TOPIC:
             keep_q[rng.choice(np.flatnonzero(data.question_article == title))] = True
-        lone = screen(question_vectors[keep_q], chunk_vectors[keep])
+        lone = screen(keep_q, keep)
         singles.append((
             roc_auc_score(y[keep_q], lone.outlier_score_),
             roc_auc_score(y[keep_q], 1.0 - lone.max_similarity_),
@@ -285,16 +327,31 @@ def main() -> int:
     for label, v in (("mean", mean), ("worst", worst)):
         print(
             f"{label:<15} {'':>9}  {v[0]:>10.3f} {v[1]:>6.3f} {v[2]:>8.3f}  "
-            f"{v[3]:>5.2f} {v[4]:>5.2f} {v[5]:>5.2f} {v[6]:>6.2f}"
+            f"{v[3]:>5.2f} {v[4]:>5.2f} {v[5]:>5.2f} {v[6]:>6.2f} {v[7]:>6.2f}"
         )
-    print("bestF1 = F1 at the best possible threshold for our score (upper bound).\n")
 
-    y_all = np.isin(data.question_article, ALWAYS_OFF_TOPIC)
-    full = screen(question_vectors, chunk_vectors)
-    n_flag = int(full.is_outlier_.sum())
+    # Nothing removed: only the Zebra questions are off-topic.
+    y = np.isin(data.question_article, ALWAYS_OFF_TOPIC)
+    all_c = np.ones(len(data.chunk_texts), dtype=bool)
+    full = screen(all_q, all_c)
+    p, r, f, _ = precision_recall_fscore_support(
+        y, full.is_outlier_, average="binary", zero_division=0
+    )
+    f_emb = f1_of(y, screen(all_q, all_c, texts=False).is_outlier_)
     print(
-        f"No article removed (only {int(y_all.sum())} Zebra questions off-topic): "
-        f"{n_flag} of {len(y_all)} flagged, {int((full.is_outlier_ & y_all).sum())} of them Zebra."
+        f"{'none removed':<15} {int(y.sum()):>4}/{len(y):<4}  "
+        f"{roc_auc_score(y, full.outlier_score_):>10.3f} {roc_auc_score(y, lof_q):>6.3f} "
+        f"{roc_auc_score(y, 1.0 - full.max_similarity_):>8.3f}  {p:>5.2f} {r:>5.2f} {f:>5.2f} "
+        f"{best_f1(y, full.outlier_score_):>6.2f} {f_emb:>6.2f}  (Zebra only)"
+    )
+    print("bestF1 = F1 at the best possible threshold for our score (upper bound);")
+    print("F1 emb = default decision of the embedding-only screener (no texts).\n")
+    n_on = int((~y).sum())
+    false_flags = int((full.is_outlier_ & ~y).sum())
+    print(
+        f"No article removed: {int(full.is_outlier_.sum())} of {len(y)} flagged, "
+        f"{int((full.is_outlier_ & y).sum())} of the {int(y.sum())} Zebra questions and "
+        f"{false_flags} of {n_on} on-topic questions ({100 * false_flags / n_on:.1f}%)."
     )
     singles = np.array(singles)
     print(

@@ -181,7 +181,30 @@ def _distinct_phrases(ranked: list[tuple[str, float]], n: int) -> list[str]:
     return [phrase for phrase, _, _ in chosen]
 
 
-def extract_themes(chunk_texts: Sequence[str], labels, n_clusters: int, n_themes: int = 5) -> list[list[str]]:
+# Chunks per cluster counted for themes. A topic's top phrases are stable long
+# before this many passages, and counting words is the costly part of theme
+# extraction on a large corpus (20,000 chunks: ~1.5 s for all, ~0.6 s capped).
+MAX_THEME_CHUNKS_PER_CLUSTER = 300
+
+
+def _evenly_per_cluster(labels: np.ndarray, cap: int) -> np.ndarray:
+    """Indices keeping at most ``cap`` evenly spaced chunks of each cluster, in order."""
+    keep = []
+    for cluster in np.unique(labels):
+        members = np.flatnonzero(labels == cluster)
+        if len(members) > cap:
+            members = members[np.linspace(0, len(members) - 1, cap).round().astype(np.intp)]
+        keep.append(members)
+    return np.sort(np.concatenate(keep)) if keep else np.array([], dtype=np.intp)
+
+
+def extract_themes(
+    chunk_texts: Sequence[str],
+    labels,
+    n_clusters: int,
+    n_themes: int = 5,
+    max_chunks_per_cluster: int | None = MAX_THEME_CHUNKS_PER_CLUSTER,
+) -> list[list[str]]:
     """Keyphrases that set each cluster apart from the others (c-TF-IDF).
 
     Words and adjacent word pairs are counted per chunk (scikit-learn
@@ -203,6 +226,9 @@ def extract_themes(chunk_texts: Sequence[str], labels, n_clusters: int, n_themes
     labels : array-like of shape (n,), int in 0..n_clusters-1
     n_clusters : int
     n_themes : int, phrases per cluster
+    max_chunks_per_cluster : int or None
+        Larger clusters are represented by this many evenly spaced chunks
+        (None: all).
 
     Returns
     -------
@@ -219,6 +245,9 @@ def extract_themes(chunk_texts: Sequence[str], labels, n_clusters: int, n_themes
     themes: list[list[str]] = [[] for _ in range(n_clusters)]
     if not texts:
         return themes
+    if max_chunks_per_cluster is not None:
+        keep = _evenly_per_cluster(labels, max_chunks_per_cluster)
+        texts, labels = [texts[i] for i in keep], labels[keep]
     counts, terms = _count_terms(texts)
     if counts is None:
         return themes

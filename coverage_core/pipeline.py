@@ -218,6 +218,28 @@ def _shorten(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def fit_screener(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    questions: QuestionSet,
+    question_embedding: EmbeddedTexts,
+    clustering: Clustering,
+) -> QuestionScreener:
+    """The off-topic screener fitted on these questions against this corpus.
+
+    Texts go in with the vectors: the screener's lexical evidence (question
+    words no passage contains) is what catches off-topic questions whose
+    embeddings sit close to a related topic.
+    """
+    return config.screener().fit(
+        question_embedding.vectors,
+        corpus.vectors,
+        clustering.labels,
+        question_texts=questions.texts,
+        chunk_texts=[chunk.text for chunk in corpus.chunks],
+    )
+
+
 def measure(
     config: AnalysisConfig,
     corpus: Corpus,
@@ -246,7 +268,7 @@ def measure(
         )
 
     if screener is None:
-        screener = config.screener().fit(question_vectors, chunk_vectors, labels)
+        screener = fit_screener(config, corpus, questions, question_embedding, clustering)
         decision = screener.is_outlier_
     else:
         decision = screener.decide(config.strictness) if config.strictness is not None else screener.is_outlier_
@@ -432,3 +454,33 @@ def rescore(
         force_include=force_include,
         force_exclude=force_exclude,
     )
+
+
+def accept_questions(
+    analysis: Analysis,
+    texts: Sequence[str],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    *,
+    marker_column: str = "suggested",
+    force_include: Sequence[int] = (),
+    force_exclude: Sequence[int] = (),
+) -> tuple[QuestionSet, Analysis]:
+    """Append accepted questions to the test set and rescore on the same clusters.
+
+    Accepted questions count as inliers: the user vetted each one, and the
+    suggestions are drawn from the corpus. Screening them would let a lone
+    new topic (which the screener's question-neighbour smoothing ties to
+    whatever questions lie nearest) undo the user's decision.
+    """
+    improved = add_questions(analysis.questions, texts, marker_column)
+    new_rows = [question.row for question in improved.questions[len(analysis.questions.questions):]]
+    after = rescore(
+        analysis,
+        improved,
+        embedder,
+        cache,
+        force_include=[*force_include, *new_rows],
+        force_exclude=force_exclude,
+    )
+    return improved, after

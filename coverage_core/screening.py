@@ -9,17 +9,23 @@ a dense cluster of their own and look perfectly normal to LOF. On the
 wiki-qa data with four articles removed, LOF-on-questions ranks the
 orphaned questions at chance (AUROC about 0.5; see
 ``benchmarks/eval_screening.py``). So the score here is built from the
-question-to-chunk similarities; the LOF score is still reported as
-``lof_score_`` for users who know the method, but no decision rests on it.
+question-to-chunk similarities and, when the texts are available, on
+whether the question's distinctive words occur together in some chunk; the
+LOF score is still reported as ``lof_score_`` for users who know the method,
+but no decision rests on it.
 """
 
 from __future__ import annotations
 
+import html
+import re
+import string
 import warnings
 from typing import Sequence
 
 import numpy as np
 from scipy import sparse
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.neighbors import LocalOutlierFactor
 from threadpoolctl import threadpool_limits
 
@@ -46,6 +52,184 @@ STRICTNESS_RANGE = (0.0, 1.0)
 # Score spreads below this are float rounding (scores are cosine differences
 # of order 0.1), i.e. the scores are all the same.
 TIED_SCALE = 1e-6
+
+# Lexical evidence (used when question and chunk texts are given).
+# Words shorter than this are ignored (initials, typing noise, "of", "24").
+MIN_WORD_LENGTH = 3
+# Words that say what kind of question it is, not what it is about; they are
+# left out with scikit-learn's English stop words. "happen(ed)" is here
+# because "What happened in 1887?" asks about the year, and encyclopaedic
+# text hardly ever uses the verb. The second line is how questions refer to
+# the source itself ("According to the text, what does the knowledge base
+# say about …?"): no passage needs those words to answer them.
+QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how whether did does do done was "
+    "were is are be been many much happen happened".split()
+    + "according knowledge base say says said tell describe explain mention mentioned "
+    "text document documents passage article source see".split()
+)
+# One suffix is stripped, the first that matches, if at least 3 letters remain
+# (and never from words ending in "ss"): a crude stemmer that folds plurals
+# and the usual inflections (retire, retired, retires -> "retir"; ant, ants).
+# A second pass (retirement -> retire -> retir) merged too many distinct
+# words: F1 0.84 vs 0.85, worst split 0.76 vs 0.80.
+SUFFIXES = ("ments", "ment", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", "y")
+# Weight of the lexical component in the combined score (the embedding
+# component has 1 - LEXICAL_WEIGHT).
+LEXICAL_WEIGHT = 0.5
+
+# ASCII punctuation and control characters separate words.
+_SEPARATORS_ASCII = string.punctuation.encode("ascii") + bytes(range(32)) + b"\x7f"
+_TO_SPACE = bytes.maketrans(_SEPARATORS_ASCII, b" " * len(_SEPARATORS_ASCII))
+# So do U+0080..U+00BF (control characters, no-break space, quotes, symbols)
+# and U+2000..U+203F (spaces, dashes, quotes, bullets, ellipsis), UTF-8 encoded.
+_SEPARATORS_UTF8 = re.compile(rb"\xc2[\x80-\xbf]|\xe2\x80[\x80-\xbf]")
+_STOP = frozenset(
+    w.encode("ascii") for w in (set(ENGLISH_STOP_WORDS) | QUESTION_WORDS)
+)
+
+
+def _words(text: str) -> list[bytes]:
+    """Lower-cased words of ``text``, split at whitespace and punctuation.
+
+    Works on UTF-8 bytes: ``bytes.translate`` and ``split`` run at C speed,
+    about twice as fast as a regular expression on 20,000 chunks.
+    (Lower-casing the bytes instead of the text would save another 0.08 s
+    there, but would leave non-ASCII capitals such as "É" unfolded.)
+    """
+    if "&" in text:
+        text = html.unescape(text)  # "&#39853;", "&amp;"
+    raw = text.lower().encode("utf-8", "replace")
+    if b"\xc2" in raw or b"\xe2\x80" in raw:
+        raw = _SEPARATORS_UTF8.sub(b" ", raw)
+    return raw.translate(_TO_SPACE).split()
+
+
+def normalise_word(word: bytes) -> bytes:
+    """Stem of a lower-cased word: the first matching suffix of ``SUFFIXES``
+    is stripped if at least 3 characters remain (not from words in "ss")."""
+    if word.endswith(b"ss"):
+        return word
+    for suffix in _SUFFIXES_B:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+_SUFFIXES_B = tuple(s.encode("ascii") for s in SUFFIXES)
+
+
+def _question_terms(text: str) -> list[bytes]:
+    """Distinct stems of the content words of a question, in order."""
+    stems = (
+        normalise_word(w)
+        for w in _words(text)
+        if len(w) >= MIN_WORD_LENGTH and w not in _STOP
+    )
+    return list(dict.fromkeys(stems))
+
+
+def lexical_coverage(
+    question_texts: Sequence[str], chunk_texts: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
+    """How well the best chunk covers each question's distinctive words.
+
+    Each content word of a question (not a stop or question word, at least
+    ``MIN_WORD_LENGTH`` characters, stemmed by :func:`normalise_word`) is
+    weighted by its inverse document frequency over the chunks,
+    ``idf = ln((1 + n_chunks) / (1 + df)) + 1`` (scikit-learn's smoothed
+    idf): a word found in no chunk gets the largest weight. A question's
+    coverage is the largest, over chunks, idf-weighted share of its words
+    that the chunk contains.
+
+    Only the question words are looked up, so a chunk costs one lower-case,
+    translate, split and set intersection (C speed); the word forms that
+    stem to a question word are generated from the stem (stripping is the
+    only normalisation, so every form is the stem plus one suffix).
+
+    Returns
+    -------
+    coverage : ndarray of shape (n_questions,)
+        In [0, 1]; NaN for a question without content words.
+    best_chunk : ndarray of shape (n_questions,), int
+        Chunk reaching that coverage (-1 when NaN or no word was found).
+    absent_words : list of list of str
+        Each question's content words that occur in no chunk.
+    """
+    terms = [_question_terms(t) for t in question_texts]
+    n = len(terms)
+    if n == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64), []
+    stem_id: dict[bytes, int] = {}
+    for ts in terms:
+        for t in ts:
+            stem_id.setdefault(t, len(stem_id))
+    # Every surface form whose stem is a question stem.
+    form_id: dict[bytes, int] = {}
+    for stem, j in stem_id.items():
+        for form in (stem,) + tuple(stem + suffix for suffix in _SUFFIXES_B):
+            if normalise_word(form) == stem:
+                form_id[form] = j
+    forms = frozenset(form_id)
+    lookup = form_id.__getitem__
+    n_chunks = len(chunk_texts)
+    indptr = [0]
+    indices: list[int] = []
+    for text in chunk_texts:
+        indices.extend(map(lookup, forms.intersection(_words(text))))
+        indptr.append(len(indices))
+    # Chunk x stem presence; two forms of one stem in a chunk count once.
+    present = sparse.csr_matrix(
+        (np.ones(len(indices), dtype=np.float32), np.asarray(indices, dtype=np.int64),
+         np.asarray(indptr, dtype=np.int64)),
+        shape=(n_chunks, len(stem_id)),
+    )
+    present.sum_duplicates()
+    present.data[:] = 1.0
+    df = np.bincount(present.indices, minlength=len(stem_id))
+    idf = (np.log((1.0 + n_chunks) / (1.0 + df)) + 1.0).astype(np.float32)
+
+    rows = np.repeat(np.arange(n), [len(ts) for ts in terms])
+    cols = np.fromiter((stem_id[t] for ts in terms for t in ts), dtype=np.int64, count=len(rows))
+    total = np.bincount(rows, weights=idf[cols], minlength=n)
+    weights = sparse.csr_matrix(
+        (idf[cols] / total[rows], (rows, cols)), shape=(n, len(stem_id)), dtype=np.float32
+    )
+    coverage = np.zeros(n, dtype=np.float32)
+    best_chunk = np.full(n, -1, dtype=np.int64)
+    weights_t = weights.T.tocsr()  # (n_stems, n_questions), small
+    rows_per_block = max(1, (1 << 22) // max(n, 1))  # dense block of ~4M values
+    for start in range(0, n_chunks, rows_per_block):
+        # Share of each question's weight found in each chunk of the block.
+        shares = (present[start : start + rows_per_block] @ weights_t).toarray(order="F")
+        top = shares.argmax(axis=0)
+        value = shares[top, np.arange(n)]
+        better = value > coverage
+        coverage[better] = value[better]
+        best_chunk[better] = start + top[better]
+    coverage = coverage.astype(np.float64)
+    empty = total == 0
+    best_chunk[empty] = -1
+    coverage[empty] = np.nan
+    coverage = np.minimum(coverage, 1.0)  # float rounding
+    absent_words = [
+        [t.decode("utf-8", "replace") for t in ts if df[stem_id[t]] == 0] for ts in terms
+    ]
+    return coverage, best_chunk, absent_words
+
+
+def _robust_center_scale(x: np.ndarray) -> tuple[float, float]:
+    """Median and robust spread (1.4826 * MAD; 1.2533 * mean absolute
+    deviation when more than half the values tie). Spread 0 = all equal."""
+    if not len(x):
+        return 0.0, 0.0
+    center = float(np.median(x))
+    scale = 1.4826 * float(np.median(np.abs(x - center)))
+    if scale < TIED_SCALE:
+        scale = 1.2533 * float(np.mean(np.abs(x - center)))
+    if scale < TIED_SCALE:
+        scale = 0.0
+    return center, scale
 
 
 def strictness_to_z(strictness: float) -> float:
@@ -241,51 +425,97 @@ class QuestionScreener:
 
     Method (each step measured on the eight wiki-qa splits of
     ``benchmarks/eval_screening.py``, four articles removed per split; the
-    figures are mean AUROC over the splits):
+    figures are mean AUROC over the splits, and F1 of the default decision):
 
-    1. **Support from the documents.** ``support(q) = max_c [cos(q, c) -
-       density_weight * density(c)]``, where ``density(c)`` is the mean
-       cosine of chunk ``c`` to its 20 nearest chunks (searched within its
-       cluster). Plain best cosine (``density_weight=0``) already beats
-       LOF-on-questions by far (0.90 vs 0.52). Subtracting the density asks
-       more of a match where the documents crowd together: in a region with
-       many similar chunks (several instrument or language articles) being
-       somewhat close to one of them is weak evidence, while a chunk with no
-       close siblings is matched only by questions about it (0.90 -> 0.92).
-    2. **Smoothing over neighbouring questions.** Being off-topic is a
+    1. **Support from the documents (embeddings).** ``support(q) = max_c
+       [cos(q, c) - density_weight * density(c)]``, where ``density(c)`` is
+       the mean cosine of chunk ``c`` to its 20 nearest chunks (searched
+       within its cluster). Plain best cosine (``density_weight=0``) already
+       beats LOF-on-questions by far (0.90 vs 0.52). Subtracting the density
+       asks more of a match where the documents crowd together: in a region
+       with many similar chunks (several instrument or language articles)
+       being somewhat close to one of them is weak evidence, while a chunk
+       with no close siblings is matched only by questions about it
+       (0.90 -> 0.92). The embedding score is ``-support(q)``.
+    2. **Lexical evidence (when the texts are given).** Embeddings judge a
+       question by its gist, so they fail in two ways: a missing topic with
+       a close cousin present looks covered (Finnish questions are as close
+       to the Swedish chunks as Swedish questions are), and a question
+       without context ("What happened in 1887?") matches no chunk well
+       although a chunk mentions the year. Both are settled by the words: is
+       there a chunk that contains the question's *distinctive* words
+       together? Each content word (not a stop or question word, at least 3
+       characters, crudely stemmed so that "retire", "retired" and "retires"
+       match) is weighted by its idf over the chunks (a word in no chunk,
+       like "zebra" or "Finnish" once its article is gone, weighs most); the
+       *coverage* of a question is the largest idf-weighted share of its
+       words found in one chunk (:func:`lexical_coverage`). The lexical
+       score ``1 - coverage`` and the embedding score are each turned into a
+       robust z-score (median and 1.4826 * MAD, or 1.2533 * mean absolute
+       deviation when more than half the values tie, as for the coverage,
+       where most questions are fully covered) and averaged with equal
+       weights; a component with no spread is left out. Alone (before step
+       3) the lexical score does better than the embedding score (AUROC 0.93
+       vs 0.91, best F1 0.69 vs 0.52), and the two err on different
+       questions: combined and smoothed, AUROC 0.95 -> 0.98 and F1 0.62 ->
+       0.86. Tried and dropped: the best TF-IDF cosine to any chunk (F1
+       0.70), the share of words absent from the whole corpus (most
+       off-topic words occur somewhere: "Melbourne" in two chunks of other
+       articles), coverage by the embedding's best 1 or 5 chunks only
+       (lower), truncation stemming (unstable with the length), weights 1/3
+       or 2/3 for the lexical part (no better), and clipping both z-scores
+       at 3 (fewer on-topic questions flagged with nothing removed, but in
+       small question sets the off-topic questions no longer reached the
+       cut).
+    3. **Smoothing over neighbouring questions.** Being off-topic is a
        property of a topic, and questions about one topic come in groups, so
-       each question's own score ``-support(q)`` is averaged with that of its
-       10 most similar questions: ``score = (1 - w) * own + w * mean of
-       neighbours``, ``w = neighbor_weight`` (scaled down when there are
+       each question's own score is averaged with that of its 10 most
+       similar questions (by embedding): ``score = (1 - w) * own + w * mean
+       of neighbours``, ``w = neighbor_weight`` (scaled down when there are
        fewer than 10 other questions). This removes much per-question noise
-       (0.92 -> 0.95, worst split 0.93). The price: a lone off-topic question
-       among on-topic neighbours is pulled towards them (isolated off-topic
-       questions: 0.89 vs 0.92 for plain best cosine); set
-       ``neighbor_weight=0`` if off-topic questions are expected to be
-       isolated.
-    3. **Data-adaptive decision.** Scores are compared with the bulk of the
+       (embeddings only: 0.92 -> 0.95, worst split 0.93). With the lexical
+       evidence the neighbours' *median* replaces their mean: a missing word
+       gives a large z, and a mean would pass part of it on to every on-topic
+       question that has an off-topic one among its neighbours (Swedish
+       questions next to a group of Finnish ones; wiki-qa F1 0.86 vs 0.85). The price: a lone
+       off-topic question among on-topic neighbours is pulled towards them
+       (isolated off-topic questions, embeddings only: 0.89 vs 0.92 for plain
+       best cosine; with the texts 0.96); set ``neighbor_weight=0`` if
+       off-topic questions are expected to be isolated.
+    4. **Data-adaptive decision.** Scores are compared with the bulk of the
        questions by a robust z-score, ``z = (score - median) / (1.4826 *
        MAD)``, so the cut adapts to the corpus and the embedding model
        without assuming how many questions are off-topic. A question is
        flagged when ``z > 3.5 - 2.5 * strictness``; the default (z > 2.25)
-       had the best mean F1 of the cuts tried. A two-component Gaussian
-       mixture on the scores did worse (F1 0.49 vs 0.62).
+       had the best mean F1 of the cuts tried for the embeddings alone; with
+       the texts it gives 0.86, z > 2.5 (strictness 0.4) 0.87. A two-component
+       Gaussian mixture on the scores did worse (F1 0.49 vs 0.62).
 
-    Tried and dropped: mean of the top-k chunk similarities (worse than the
-    best one alone), LOF fitted on the chunks with ``novelty=True`` (0.89,
-    and slow on 20,000 chunks), normalising the support per cluster, the
-    margin between the best and second-best cluster, similarity to cluster
-    centroids, centring the embeddings, mutual-neighbour smoothing, and
-    adding the question-side density (better F1 for groups, much worse for
-    isolated off-topic questions).
+    With the texts, on wiki-qa: AUROC 0.98 (worst split 0.97), F1 of the
+    default decision 0.86 (worst 0.81); with no article removed (only the 9
+    Zebra questions off-topic) all 9 are flagged and 3.2% of the on-topic
+    questions (2.3% at strictness 0.4). Embeddings only: AUROC 0.95 (worst
+    0.93), F1 0.62, and 6% of the on-topic questions flagged with nothing
+    removed.
 
-    Known limits (embeddings only): questions without context ("What
-    happened in 1887?") find no specific chunk and are often flagged
-    although a document mentions the year; a missing topic whose close
-    cousin is present (Finnish or Swedish questions against the other
-    language articles) is well supported and mostly missed. On wiki-qa the
-    default decision reaches F1 0.62 on average, and no threshold on this
-    score does better than 0.66.
+    Also tried and dropped (embeddings): mean of the top-k chunk
+    similarities (worse than the best one alone), LOF fitted on the chunks
+    with ``novelty=True`` (0.89, and slow on 20,000 chunks), normalising the
+    support per cluster, the margin between the best and second-best
+    cluster, similarity to cluster centroids, centring the embeddings,
+    mutual-neighbour smoothing, and adding the question-side density
+    (better F1 for groups, much worse for isolated off-topic questions).
+
+    LocalOutlierFactor on the question embeddings, the method's literal
+    recipe, is computed for information only (``lof_score_``): it measures
+    whether a question is unusual among the questions, and a group of
+    questions about one missing topic looks normal to it (AUROC 0.52).
+
+    Known limits: questions whose distinctive words are typos or spellings
+    the documents do not use ("borvn", "dipthongs") lose lexical support;
+    a few generic questions ("Regarding this topic, what did X do?") are
+    still flagged; a missing topic whose words all occur together in a
+    cousin's chunks is still missed.
 
     Parameters
     ----------
@@ -301,17 +531,30 @@ class QuestionScreener:
     density_weight : float, default=0.5
         Weight of the chunk-side density in step 1 (0 = plain best cosine).
     neighbor_weight : float, default=0.5
-        Weight ``w`` of the neighbouring questions in step 2, in ``[0, 1)``.
+        Weight ``w`` of the neighbouring questions in step 3, in ``[0, 1)``.
 
     Attributes
     ----------
     outlier_score_ : ndarray of shape (n_questions,)
-        Higher = more likely off-topic.
+        Higher = more likely off-topic. Embeddings only: ``-support``
+        smoothed (step 3). With texts: the averaged z-scores, smoothed.
     is_outlier_ : ndarray of shape (n_questions,), bool
         Decision at ``strictness``.
     threshold_ : float
         Score above which a question is flagged (``inf`` when no decision is
         possible).
+    embedding_score_ : ndarray of shape (n_questions,)
+        ``-support(q)`` of step 1, before combining and smoothing.
+    lexical_coverage_ : ndarray of shape (n_questions,)
+        Step 2's coverage in [0, 1] (1 = one chunk holds all the question's
+        distinctive words); NaN without texts or for a question without
+        content words (such questions get the median lexical score).
+    lexical_chunk_ : ndarray of shape (n_questions,), int
+        Chunk reaching that coverage; -1 when none (no texts, no content
+        words, or no word found).
+    absent_words_ : list of list of str
+        Each question's content words (stemmed) found in no chunk; empty
+        lists without texts. Useful to explain a flag.
     lof_score_ : ndarray of shape (n_questions,)
         LocalOutlierFactor on question embeddings alone (about 1 = inlier,
         larger = more outlying); NaN with fewer than 2 questions.
@@ -340,7 +583,15 @@ class QuestionScreener:
         self.density_weight = density_weight
         self.neighbor_weight = neighbor_weight
 
-    def fit(self, question_vectors, chunk_vectors, chunk_labels=None) -> "QuestionScreener":
+    def fit(
+        self,
+        question_vectors,
+        chunk_vectors,
+        chunk_labels=None,
+        *,
+        question_texts: Sequence[str] | None = None,
+        chunk_texts: Sequence[str] | None = None,
+    ) -> "QuestionScreener":
         """Score and screen the questions.
 
         Parameters
@@ -352,6 +603,15 @@ class QuestionScreener:
             Topic cluster of each chunk (``ChunkClusterer.labels_``). Only
             used to make the density estimate fast; None is fine for small
             corpora.
+        question_texts : sequence of str, length n_questions, optional
+        chunk_texts : sequence of str, length n_chunks, optional
+            The texts behind the vectors. Pass both whenever available: they
+            add the lexical evidence of step 2 of the method, which catches
+            missing topics with a close cousin in the documents and spares
+            context-free questions, and on wiki-qa raises the F1 of the
+            default decision from 0.62 to about 0.86. Without them the
+            screening uses the embeddings alone. Entries that are not
+            strings count as empty texts.
 
         Returns
         -------
@@ -390,6 +650,22 @@ class QuestionScreener:
                     f"chunk_labels must have one label per chunk ({C.shape[0]}), "
                     f"got shape {chunk_labels.shape}."
                 )
+        if (question_texts is None) != (chunk_texts is None):
+            raise ValueError(
+                "Pass both question_texts and chunk_texts (for the lexical evidence) "
+                "or neither (embeddings only); got only "
+                f"{'question_texts' if chunk_texts is None else 'chunk_texts'}."
+            )
+        if question_texts is not None:
+            question_texts = [t if isinstance(t, str) else "" for t in question_texts]
+            chunk_texts = [t if isinstance(t, str) else "" for t in chunk_texts]
+            if len(question_texts) != Q.shape[0] or len(chunk_texts) != C.shape[0]:
+                raise ValueError(
+                    "question_texts and chunk_texts must have one text per vector: got "
+                    f"{len(question_texts)} question texts for {Q.shape[0]} question "
+                    f"vectors and {len(chunk_texts)} chunk texts for {C.shape[0]} chunk "
+                    "vectors."
+                )
         notes: list[str] = []
         n = Q.shape[0]
 
@@ -416,8 +692,22 @@ class QuestionScreener:
             else:
                 support[start : start + BLOCK_ROWS] = max_sim[start : start + BLOCK_ROWS]
         own = -support.astype(np.float64)
+        self.embedding_score_ = own
 
-        # Step 2: average with the most similar questions.
+        # Step 2: lexical evidence, combined with the embedding evidence.
+        n_chunks = C.shape[0]
+        self.lexical_coverage_ = np.full(n, np.nan)
+        self.lexical_chunk_ = np.full(n, -1, dtype=np.int64)
+        self.absent_words_ = [[] for _ in range(n)]
+        lexical_used = False
+        if question_texts is not None and n:
+            coverage, best_chunk, absent = lexical_coverage(question_texts, chunk_texts)
+            self.lexical_coverage_ = coverage
+            self.lexical_chunk_ = best_chunk
+            self.absent_words_ = absent
+            own, lexical_used = self._combine(own, 1.0 - coverage, notes)
+
+        # Step 3: average with the most similar questions.
         if n >= 2:
             k_lof = self.n_neighbors
             if k_lof >= n:
@@ -433,7 +723,12 @@ class QuestionScreener:
             # With fewer neighbours than usual their average is trusted less
             # (two questions would otherwise end up with the same score).
             weight = self.neighbor_weight * k / QUESTION_NEIGHBORS
-            score = (1 - weight) * own + weight * own[neighbours[:, :k]].mean(axis=1)
+            # With the lexical evidence the neighbours' median: a missing
+            # word gives a large z, and a mean would pass part of it on to
+            # every on-topic question that has the off-topic one among its
+            # neighbours.
+            smooth = np.median if lexical_used else np.mean
+            score = (1 - weight) * own + weight * smooth(own[neighbours[:, :k]], axis=1)
             self.lof_score_ = _lof_scores(neighbours, similarity, k_lof, notes)
         else:
             score = own
@@ -442,14 +737,8 @@ class QuestionScreener:
                 f"LOF needs at least 2 questions, got {n}; lof_score_ is NaN."
             )
 
-        # Step 3: robust z-score against the bulk of the questions.
-        self.center_ = float(np.median(score)) if n else 0.0
-        scale = 1.4826 * float(np.median(np.abs(score - self.center_))) if n else 0.0
-        if scale < TIED_SCALE and n:
-            # More than half the scores tie; fall back to the mean deviation.
-            scale = 1.2533 * float(np.mean(np.abs(score - self.center_)))
-        if scale < TIED_SCALE:
-            scale = 0.0  # float rounding only: all scores are the same
+        # Step 4: robust z-score against the bulk of the questions.
+        self.center_, scale = _robust_center_scale(score)
         self.scale_ = scale
         if n < MIN_QUESTIONS_FOR_DECISION:
             notes.append(
@@ -467,6 +756,34 @@ class QuestionScreener:
         self.is_outlier_ = self.decide(self.strictness)
         self.threshold_ = self._threshold(self.strictness)
         return self
+
+    @staticmethod
+    def _combine(
+        embedding: np.ndarray, lexical: np.ndarray, notes: list[str]
+    ) -> tuple[np.ndarray, bool]:
+        """Average of the two components' robust z-scores (weights
+        ``1 - LEXICAL_WEIGHT`` and ``LEXICAL_WEIGHT``), and whether the
+        lexical component was used.
+
+        Questions without content words (NaN) take the lexical median (z 0).
+        A component that does not vary carries no information and is left out.
+        """
+        known = np.isfinite(lexical)
+        if not known.any():
+            notes.append(
+                "No question has a content word (all are stop or question words), so "
+                "the lexical evidence is not used."
+            )
+            return embedding, False
+        e_center, e_scale = _robust_center_scale(embedding)
+        l_center, l_scale = _robust_center_scale(lexical[known])
+        if l_scale == 0.0:
+            return embedding, False
+        z_lex = np.where(known, (np.where(known, lexical, l_center) - l_center) / l_scale, 0.0)
+        if e_scale == 0.0:
+            return z_lex, True
+        z_emb = (embedding - e_center) / e_scale
+        return (1.0 - LEXICAL_WEIGHT) * z_emb + LEXICAL_WEIGHT * z_lex, True
 
     def _threshold(self, strictness: float) -> float:
         if self.n_questions_ < MIN_QUESTIONS_FOR_DECISION or self.scale_ == 0.0:

@@ -291,3 +291,17 @@ def test_llm_auth_failure_stops_asking_and_falls_back(fake_api):
     assert all(s.origin == "draft" for g in gaps for s in g.suggestions)
     assert len(warnings) == 1 and "unavailable" in warnings[0] and "sk-x" not in warnings[0]
     assert len(fake_api.requests_to(CHAT)) == 1
+
+
+def test_themes_of_large_clusters_come_from_an_even_sample():
+    from coverage_core.gaps import _evenly_per_cluster
+
+    labels = np.array([0] * 10 + [1] * 2)
+    assert _evenly_per_cluster(labels, 3).tolist() == [0, 4, 9, 10, 11]
+    texts = [f"The violin bow and violin strings, note {i}." for i in range(10)] + [
+        "Jakarta harbour traffic.", "Jakarta city districts."
+    ]
+    capped = extract_themes(texts, labels, 2, n_themes=3, max_chunks_per_cluster=3)
+    full = extract_themes(texts, labels, 2, n_themes=3, max_chunks_per_cluster=None)
+    assert "violin" in " ".join(capped[0]) and "jakarta" in " ".join(capped[1])
+    assert capped[1] == full[1]

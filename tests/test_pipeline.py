@@ -11,7 +11,7 @@ from coverage_core.chunking import ChunkingConfig
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.errors import InputError
 from coverage_core.ingest import read_documents, read_questions
-from coverage_core.pipeline import AnalysisConfig, add_questions, analyze, measure, rescore
+from coverage_core.pipeline import AnalysisConfig, accept_questions, add_questions, analyze, measure
 from coverage_core.report import build_report, to_safe_csv
 from tests.conftest import PROJECT
 
@@ -47,8 +47,8 @@ def test_accepting_gap_suggestions_raises_that_clusters_coverage(setting):
     analysis, embedder, cache = setting
     gap = analysis.gaps[0]
     before = analysis.clusters.loc[gap.cluster, "coverage"]
-    improved = add_questions(analysis.questions, [s.text for s in gap.suggestions])
-    after_analysis = rescore(analysis, improved, embedder, cache)
+    improved, after_analysis = accept_questions(analysis, [s.text for s in gap.suggestions], embedder, cache)
+    assert not after_analysis.is_outlier[len(analysis.questions.questions):].any()
     after = after_analysis.clusters.loc[gap.cluster, "coverage"]
     assert after > before
     assert after_analysis.metrics["basic"] > analysis.metrics["basic"]

@@ -5,6 +5,8 @@ from coverage_core.screening import (
     QuestionScreener,
     apply_overrides,
     chunk_density,
+    lexical_coverage,
+    normalise_word,
     strictness_to_z,
 )
 
@@ -237,11 +239,12 @@ def test_real_model_flags_questions_the_documents_do_not_cover():
     ]
     C = model.encode(chunks, normalize_embeddings=True)
     Q = model.encode(on_topic + off_topic, normalize_embeddings=True)
-    s = QuestionScreener().fit(Q, C)
     y = np.r_[np.zeros(len(on_topic), bool), np.ones(len(off_topic), bool)]
-    assert s.outlier_score_[y].min() > s.outlier_score_[~y].max()
-    assert s.is_outlier_[y].all()
-    assert not s.is_outlier_[~y].any()
+    for texts in ({}, {"question_texts": on_topic + off_topic, "chunk_texts": chunks}):
+        s = QuestionScreener().fit(Q, C, **texts)
+        assert s.outlier_score_[y].min() > s.outlier_score_[~y].max()
+        assert s.is_outlier_[y].all()
+        assert not s.is_outlier_[~y].any()
 
 
 def test_lof_score_is_scikit_learn_lof_on_questions(corpus):
@@ -251,3 +254,149 @@ def test_lof_score_is_scikit_learn_lof_on_questions(corpus):
     s = QuestionScreener(n_neighbors=15).fit(Q, C, labels)
     expected = -LocalOutlierFactor(n_neighbors=15).fit(Q).negative_outlier_factor_
     np.testing.assert_allclose(s.lof_score_, expected, rtol=1e-5)
+
+
+# --- Lexical evidence -------------------------------------------------------
+
+TOPIC_WORDS = [
+    "swedish sweden vowels dialects grammar stockholm nouns runes".split(),
+    "violin bow strings luthier cremona varnish maple bridge".split(),
+    "melbourne victoria yarra tram suburbs port laneways docklands".split(),
+    "ant colony queen workers pheromone nest larvae formicidae".split(),
+]
+FILLER = "the history of its early modern period and many people in".split()
+
+
+def make_texts(chunks_per=30, questions_per=20, seed=0):
+    """Chunk and question texts for the four topics of ``make_corpus``: each
+    chunk holds six of its topic's eight words, each question two."""
+    rng = np.random.default_rng(seed)
+    chunk_texts, question_texts = [], []
+    for words in TOPIC_WORDS:
+        for _ in range(chunks_per):
+            picked = list(rng.choice(words, size=6, replace=False))
+            picked += list(rng.choice(FILLER, size=6))
+            rng.shuffle(picked)
+            chunk_texts.append(" ".join(picked).capitalize() + ".")
+    for words in TOPIC_WORDS:
+        for _ in range(questions_per):
+            a, b = rng.choice(words, size=2, replace=False)
+            question_texts.append(f"What is the {a} of the {b}?")
+    return chunk_texts, question_texts
+
+
+def test_lexical_path_flags_question_whose_key_name_is_absent():
+    """Finnish questions whose embeddings sit next to the Swedish chunks (a
+    close cousin, as with a real embedding model): the embeddings alone see
+    nothing wrong, but "Finnish" and "Finland" occur in no chunk, so the
+    lexical evidence flags them."""
+    Q, C, labels, y = make_corpus(seed=3)
+    on = Q[~y]  # 20 questions per topic; the first 20 are about topic 0
+    rng = np.random.default_rng(7)
+    # A small group of their own, well inside the Swedish region.
+    finnish = unit(C[:30].mean(axis=0) + 0.1 * rng.normal(size=D))
+    finnish_vectors = unit(finnish + 0.05 * rng.normal(size=(4, D)))
+    chunk_texts, question_texts = make_texts()
+    finnish_texts = [
+        "Is Finnish spoken in Finland?",
+        "How many Finnish dialects are there?",
+        "When did Finland adopt Finnish as an official language?",
+        "Are Finnish vowels long?",
+    ]
+    questions = np.vstack([on, finnish_vectors])
+    texts = question_texts + finnish_texts
+    off = np.r_[np.zeros(len(on), bool), np.ones(4, bool)]
+
+    emb_only = QuestionScreener().fit(questions, C, labels)
+    assert not emb_only.is_outlier_[off].any()
+    # The cousins are as well supported as the Swedish questions.
+    assert emb_only.max_similarity_[off].min() > np.median(emb_only.max_similarity_[:20]) - 0.1
+
+    s = QuestionScreener().fit(
+        questions, C, labels, question_texts=texts, chunk_texts=chunk_texts
+    )
+    assert s.is_outlier_[off].all()
+    # No new false alarms: the on-topic questions flagged are the tail the
+    # embeddings flag anyway (the Finnish group does not spill over onto the
+    # Swedish questions next to it).
+    assert not (s.is_outlier_[~off] & ~emb_only.is_outlier_[~off]).any()
+    assert s.outlier_score_[off].min() > s.outlier_score_[~off].max()
+    assert all("finnish" in words for words in np.array(s.absent_words_, dtype=object)[off])
+    np.testing.assert_allclose(s.lexical_coverage_[~off], 1.0)
+    assert (s.lexical_coverage_[off] < 0.6).all()
+    # The embedding part is unchanged; only the score combines both.
+    np.testing.assert_allclose(s.max_similarity_, emb_only.max_similarity_)
+    np.testing.assert_array_equal(s.nearest_chunk_, emb_only.nearest_chunk_)
+
+
+def test_without_texts_lexical_attributes_are_empty(corpus):
+    Q, C, labels, _ = corpus
+    s = QuestionScreener().fit(Q, C, labels)
+    assert np.isnan(s.lexical_coverage_).all()
+    assert (s.lexical_chunk_ == -1).all()
+    assert all(words == [] for words in s.absent_words_)
+    np.testing.assert_allclose(s.embedding_score_, -s.max_similarity_, atol=0.5)
+
+
+def test_lexical_coverage_words_stems_and_weights():
+    chunks = [
+        "Volta retired in 1819 and died in Como.",
+        "The voltaic pile was invented in 1800.",
+        "Napoleon made him a count; Volta's pile impressed him.",
+    ]
+    questions = [
+        "When did Volta retire?",  # "retire" matches "retired"
+        "What happened in 1800?",  # only the year is a content word
+        "Did zebras invent the pile?",  # "zebra" occurs nowhere
+        "What is it?",  # no content word at all
+    ]
+    coverage, best, absent = lexical_coverage(questions, chunks)
+    assert coverage[0] == pytest.approx(1.0)
+    assert best[0] == 0
+    assert coverage[1] == pytest.approx(1.0)
+    assert best[1] == 1
+    assert absent[2] == ["zebra"]
+    # "zebra" is in no chunk, so it weighs more than "invent" or "pile".
+    assert 0 < coverage[2] < 0.67
+    assert np.isnan(coverage[3]) and best[3] == -1 and absent[3] == []
+
+
+def test_normalise_word_folds_plurals_and_inflections():
+    stem = lambda w: normalise_word(w.encode()).decode()  # noqa: E731
+    assert stem("retire") == stem("retired") == stem("retires") == stem("retiring")
+    assert stem("ants") == stem("ant")
+    assert stem("colonies") == stem("colony")
+    assert stem("class") == "class"  # no stripping from "ss"
+    assert stem("is") == "is" and stem("bus") == "bus"  # at least 3 letters remain
+
+
+def test_questions_without_content_words_and_lexical_evidence_without_spread():
+    Q, C, labels, y = make_corpus(seed=4)
+    chunk_texts, question_texts = make_texts(seed=4)
+    on = Q[~y]
+    texts = list(question_texts)
+    texts[5] = "What is it?"
+    texts[6] = None  # not a string: counts as empty
+    s = QuestionScreener().fit(on, C, labels, question_texts=texts, chunk_texts=chunk_texts)
+    assert np.isnan(s.lexical_coverage_[[5, 6]]).all()
+    assert np.isfinite(s.outlier_score_).all()
+    # Every other question is fully covered: the lexical evidence does not
+    # vary, so it is left out and the embeddings decide alone.
+    np.testing.assert_allclose(np.delete(s.lexical_coverage_, [5, 6]), 1.0)
+    emb_only = QuestionScreener().fit(on, C, labels)
+    np.testing.assert_allclose(s.outlier_score_, emb_only.outlier_score_)
+    np.testing.assert_array_equal(s.is_outlier_, emb_only.is_outlier_)
+
+
+def test_texts_validation(corpus):
+    Q, C, labels, _ = corpus
+    chunk_texts, question_texts = make_texts()
+    qt = question_texts + ["Off topic?"] * (len(Q) - len(question_texts))
+    with pytest.raises(ValueError, match="both question_texts and chunk_texts"):
+        QuestionScreener().fit(Q, C, labels, question_texts=qt)
+    with pytest.raises(ValueError, match="both question_texts and chunk_texts"):
+        QuestionScreener().fit(Q, C, labels, chunk_texts=chunk_texts)
+    with pytest.raises(ValueError, match="one text per vector"):
+        QuestionScreener().fit(Q, C, labels, question_texts=qt[:-1], chunk_texts=chunk_texts)
+    with pytest.raises(ValueError, match="one text per vector"):
+        QuestionScreener().fit(Q, C, labels, question_texts=qt, chunk_texts=chunk_texts[:-1])

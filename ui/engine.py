@@ -174,8 +174,12 @@ def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pip
     if screener is None:
         # Fitted at the default strictness, so that "default" always means the
         # screener's own default; other strictness values re-decide from its scores.
-        screener = dataclasses.replace(config, strictness=None).screener().fit(
-            inputs.question_embedding.vectors, inputs.corpus.vectors, clustering.labels
+        screener = pipeline.fit_screener(
+            dataclasses.replace(config, strictness=None),
+            inputs.corpus,
+            inputs.questions,
+            inputs.question_embedding,
+            clustering,
         )
     analysis = pipeline.measure(
         config,
@@ -188,11 +192,6 @@ def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pip
         screener=screener,
     )
     _remember(cache.screeners, screener_key, analysis.screener)
-    if inputs.corpus.embedded.n_over_limit:
-        analysis.warnings.append(
-            f"{inputs.corpus.embedded.n_over_limit} of {len(inputs.corpus.chunks)} chunks are longer than "
-            "the embedding model reads and were cut off; choose a smaller chunk size on Configure."
-        )
     cache.analysis = (full_key, analysis)
     return analysis
 
@@ -403,9 +402,8 @@ class Improvement:
 
 def improve(analysis: pipeline.Analysis, texts: Sequence[str], embedder, cache, overrides) -> Improvement:
     """Add ``texts`` to the questions and rescore (same clusters; only new texts are embedded)."""
-    improved = pipeline.add_questions(analysis.questions, list(texts), marker_column=MARKER_COLUMN)
-    after = pipeline.rescore(
-        analysis, improved, embedder, cache,
+    improved, after = pipeline.accept_questions(
+        analysis, list(texts), embedder, cache, marker_column=MARKER_COLUMN,
         force_include=sorted(overrides.include), force_exclude=sorted(overrides.exclude),
     )
     return Improvement(tuple(texts), improved, analysis, after)
