@@ -27,12 +27,6 @@ from coverage_core.pipeline import (
 )
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 
-WORDS = np.array(
-    "river mountain violin engine language protein galaxy market poem harbour neuron glacier "
-    "tariff opera enzyme comet senate pigment orbit reef dialect turbine fresco monsoon".split()
-)
-
-
 def synthetic(n_chunks: int, n_questions: int, dims: int, seed: int = 0):
     """Topic-structured unit vectors and matching word-salad texts."""
     rng = np.random.default_rng(seed)
@@ -45,8 +39,16 @@ def synthetic(n_chunks: int, n_questions: int, dims: int, seed: int = 0):
     questions = centres[question_topic] + 1.4 * rng.standard_normal((n_questions, dims)).astype(np.float32)
     chunks /= np.linalg.norm(chunks, axis=1, keepdims=True)
     questions /= np.linalg.norm(questions, axis=1, keepdims=True)
-    topic_words = [rng.choice(WORDS, 4, replace=False) for _ in range(n_topics)]
-    texts = [" ".join(rng.choice(topic_words[t], 40)) + "." for t in chunk_topic]
+    # Texts like real 1,000-character chunks: ~150 words, half from the
+    # topic's own vocabulary, half from words common to every topic.
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    vocabulary = np.array(["".join(rng.choice(letters, rng.integers(3, 11))) for _ in range(5000)])
+    common = vocabulary[:500]
+    topic_words = [rng.choice(vocabulary[500:], 80, replace=False) for _ in range(n_topics)]
+    texts = [
+        " ".join(np.concatenate([rng.choice(topic_words[t], 75), rng.choice(common, 75)])) + "."
+        for t in chunk_topic
+    ]
     return chunks, questions, texts
 
 

@@ -31,26 +31,13 @@ from coverage_core import plots  # noqa: E402
 from coverage_core.pipeline import Corpus, EmbeddedTexts  # noqa: E402
 from coverage_core.types import Chunk, Document, Question, QuestionSet  # noqa: E402
 from ui import engine  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_analysis import synthetic  # noqa: E402  (the same data as the analysis benchmark)
 from ui.state import Overrides, Settings  # noqa: E402
 
-WORDS = np.array(
-    "river mountain violin engine language protein galaxy market poem harbour neuron glacier "
-    "tariff opera enzyme comet senate pigment orbit reef dialect turbine fresco monsoon".split()
-)
-
-
 def synthetic_inputs(n_chunks: int, n_questions: int, dims: int, seed: int = 0) -> engine.EmbeddedInputs:
-    rng = np.random.default_rng(seed)
-    n_topics = 60
-    centres = rng.standard_normal((n_topics, dims)).astype(np.float32)
-    chunk_topic = rng.integers(0, n_topics, n_chunks)
-    chunks = centres[chunk_topic] + 1.2 * rng.standard_normal((n_chunks, dims)).astype(np.float32)
-    question_topic = rng.integers(0, 2 * n_topics // 3, n_questions)
-    questions = centres[question_topic] + 1.4 * rng.standard_normal((n_questions, dims)).astype(np.float32)
-    chunks /= np.linalg.norm(chunks, axis=1, keepdims=True)
-    questions /= np.linalg.norm(questions, axis=1, keepdims=True)
-    topic_words = [rng.choice(WORDS, 4, replace=False) for _ in range(n_topics)]
-    texts = [" ".join(rng.choice(topic_words[t], 40)) + "." for t in chunk_topic]
+    chunks, questions, texts = synthetic(n_chunks, n_questions, dims, seed)
     names = [f"doc{i // 200:03d}.txt" for i in range(n_chunks)]
     corpus = Corpus(
         documents=[Document(name, "") for name in dict.fromkeys(names)],
