@@ -39,14 +39,20 @@ def synthetic(n_chunks: int, n_questions: int, dims: int, seed: int = 0):
     questions = centres[question_topic] + 1.4 * rng.standard_normal((n_questions, dims)).astype(np.float32)
     chunks /= np.linalg.norm(chunks, axis=1, keepdims=True)
     questions /= np.linalg.norm(questions, axis=1, keepdims=True)
-    # Texts like real 1,000-character chunks: ~150 words, half from the
-    # topic's own vocabulary, half from words common to every topic.
+    # Texts like real 1,000-character chunks: ~150 words whose frequencies
+    # follow Zipf's law, as natural language does (a uniform word salad
+    # would make nearly every word pair unique, which no real corpus does);
+    # half the words come from the topic's own vocabulary.
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    vocabulary = np.array(["".join(rng.choice(letters, rng.integers(3, 11))) for _ in range(5000)])
-    common = vocabulary[:500]
-    topic_words = [rng.choice(vocabulary[500:], 80, replace=False) for _ in range(n_topics)]
+    vocabulary = np.array(["".join(rng.choice(letters, rng.integers(3, 11))) for _ in range(20000)])
+    common, specific = vocabulary[:2000], vocabulary[2000:]
+    topic_words = [rng.choice(specific, 600, replace=False) for _ in range(n_topics)]
+
+    def zipf_pick(words: np.ndarray, n: int) -> np.ndarray:
+        return words[np.minimum(rng.zipf(1.3, n), len(words)) - 1]
+
     texts = [
-        " ".join(np.concatenate([rng.choice(topic_words[t], 75), rng.choice(common, 75)])) + "."
+        " ".join(np.concatenate([zipf_pick(topic_words[t], 75), zipf_pick(common, 75)])) + "."
         for t in chunk_topic
     ]
     return chunks, questions, texts

@@ -183,8 +183,10 @@ def _distinct_phrases(ranked: list[tuple[str, float]], n: int) -> list[str]:
 
 # Chunks per cluster counted for themes. A topic's top phrases are stable long
 # before this many passages, and counting words is the costly part of theme
-# extraction on a large corpus (20,000 chunks: ~1.5 s for all, ~0.6 s capped).
-MAX_THEME_CHUNKS_PER_CLUSTER = 300
+# extraction on a large corpus (20,000 chunks of ~1,000 characters: 14 s with
+# 300 per cluster on uniform word salad; with Zipfian text ~3 s at 100 and
+# ~1.5 s at 50, where a topic still has ~8,000 words; benchmarks/bench_analysis.py).
+MAX_THEME_CHUNKS_PER_CLUSTER = 50
 
 
 def _evenly_per_cluster(labels: np.ndarray, cap: int) -> np.ndarray:
