@@ -88,6 +88,34 @@ def redact(text: str, secret: str | None) -> str:
     return text
 
 
+class RemoteEmbedder:
+    """What the API providers share: approximate token counts and batching.
+
+    A provider sets ``batch_size`` and implements ``_embed_batch(texts)`` (one
+    request, with retries) and ``_output_dimensions()``.
+    """
+
+    batch_size: int
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Approximate token counts (``ceil(chars / 4)``): exact tokenizers need a download."""
+        return [approximate_token_count(text) for text in texts]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit float32 vectors for ``texts``, in order, ``batch_size`` per request."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self._output_dimensions()), dtype=np.float32)
+        parts = [self._embed_batch(part) for part in batches(texts, self.batch_size)]
+        return np.concatenate(parts, axis=0)
+
+    def _output_dimensions(self) -> int:
+        raise NotImplementedError
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
 class Backoff:
     """Exponential backoff between retries.

@@ -15,10 +15,9 @@ from typing import Any, Callable
 import numpy as np
 
 from coverage_core.embeddings.base import (
+    RemoteEmbedder,
     Backoff,
     Failure,
-    approximate_token_count,
-    batches,
     call_with_retries,
     normalize_rows,
     parse_retry_after,
@@ -42,7 +41,7 @@ def _supports_dimensions(model: str) -> bool:
 
 
 @dataclass(eq=False)
-class OpenAIEmbedder:
+class OpenAIEmbedder(RemoteEmbedder):
     """Embeds with an OpenAI (or OpenAI-compatible) embeddings endpoint.
 
     Args:
@@ -107,17 +106,8 @@ class OpenAIEmbedder:
             )
         return self._client
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        """Approximate token counts (``ceil(chars / 4)``); tiktoken needs a download."""
-        return [approximate_token_count(text) for text in texts]
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit float32 vectors for ``texts``, in order, ``batch_size`` per request."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dimensions or OPENAI_MODELS.get(self.model, 0)), dtype=np.float32)
-        parts = [self._embed_batch(part) for part in batches(texts, self.batch_size)]
-        return np.concatenate(parts, axis=0)
+    def _output_dimensions(self) -> int:
+        return self.dimensions or OPENAI_MODELS.get(self.model, 0)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         client = self._get_client()

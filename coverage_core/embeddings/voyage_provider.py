@@ -14,10 +14,9 @@ from typing import Any, Callable
 import numpy as np
 
 from coverage_core.embeddings.base import (
+    RemoteEmbedder,
     Backoff,
     Failure,
-    approximate_token_count,
-    batches,
     call_with_retries,
     normalize_rows,
     parse_retry_after,
@@ -54,7 +53,7 @@ VOYAGE_DEFAULT_MODEL = "voyage-3.5"
 
 
 @dataclass(eq=False)
-class VoyageEmbedder:
+class VoyageEmbedder(RemoteEmbedder):
     """Embeds with Voyage AI's hosted models.
 
     Args:
@@ -121,18 +120,8 @@ class VoyageEmbedder:
             )
         return self._client
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        """Approximate token counts (``ceil(chars / 4)``); Voyage's tokenizer needs a download."""
-        return [approximate_token_count(text) for text in texts]
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit float32 vectors for ``texts``, in order, ``batch_size`` per request."""
-        texts = list(texts)
-        if not texts:
-            native = VOYAGE_MODELS[self.model].native_dimensions
-            return np.zeros((0, self.dimensions or native), dtype=np.float32)
-        parts = [self._embed_batch(part) for part in batches(texts, self.batch_size)]
-        return np.concatenate(parts, axis=0)
+    def _output_dimensions(self) -> int:
+        return self.dimensions or VOYAGE_MODELS[self.model].native_dimensions
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         client = self._get_client()
