@@ -201,6 +201,8 @@ def _run_the_whole_flow(server: str, page) -> None:
     _wait_for(lambda: accepted.text(2, 0) == NEW_QUESTION and accepted.text(1, 0) == "true", "the kept edit")
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("heading", name="Before → after").wait_for()
+    # The heading renders before the metric cards below it.
+    page.get_by_test_id("stMetricDelta").first.wait_for()
     deltas = page.get_by_test_id("stMetricDelta").all_inner_texts()
     basic_delta = float(re.sub(r"[^0-9.+-]", "", deltas[0]))
     assert basic_delta > 0, deltas
