@@ -50,6 +50,8 @@ __all__ = [
     "multi_n_coverage",
     "multi_threshold_coverage",
     "nearest_question_distances",
+    "nearest_questions",
+    "NearestQuestions",
     "question_support",
     "questions_covering_clusters",
     "redundant_pairs",
@@ -152,6 +154,7 @@ def _scan(
     covers: Sequence[np.ndarray] = (),
     row_columns: np.ndarray | None = None,
     want_questions: bool = False,
+    depth: int = 0,
 ) -> dict:
     """One blockwise pass over the chunk x question similarities (unit rows, m >= 1).
 
@@ -164,7 +167,9 @@ def _scan(
     * ``col_sim``/``col_idx`` (``want_questions``): each question's best chunk;
     * ``cover_sim[c]``: each chunk's best similarity to the questions that
       cover its cluster under ``covers[c]`` (a (K, m) boolean), NaN when no
-      question covers the cluster. Needs ``labels``.
+      question covers the cluster. Needs ``labels``;
+    * ``top_idx``/``top_sim`` (``depth`` > 0): each chunk's ``depth`` most
+      similar questions, most similar first, ties by question index.
     """
     n, m = chunks.shape[0], questions.shape[0]
     # Chunks sorted by cluster: each cluster is a run of rows, so its
@@ -189,6 +194,9 @@ def _scan(
     cover_sim = [np.full(n, np.nan) for _ in covers]
     col_sim = np.full(m, -np.inf)
     col_start = np.zeros(m, dtype=np.intp)  # first row of the sub-block holding the best chunk
+    depth = min(depth, m)
+    top_idx = np.empty((n, depth), dtype=np.intp)
+    top_sim = np.empty((n, depth), dtype=np.float32)
     step = _block_rows(m, block_size)
     sub = min(step, _SUB_BLOCK_ROWS)
     questions_t = np.ascontiguousarray(questions.T)
@@ -202,6 +210,18 @@ def _scan(
             best = row_part[np.arange(stop - start), index]
             row_idx[start:stop] = perm[index]
             row_sim[start:stop] = best
+        if depth:
+            if depth < m:
+                part = np.argpartition(sims, m - depth, axis=1)[:, m - depth :]
+                # Ascending question index first, so the stable sort below
+                # breaks ties the way argmax does.
+                part.sort(axis=1)
+            else:
+                part = np.broadcast_to(np.arange(m), (stop - start, m))
+            values = np.take_along_axis(sims, part, axis=1)
+            ranked = np.argsort(-values, axis=1, kind="stable")
+            top_idx[start:stop] = perm[np.take_along_axis(part, ranked, axis=1)]
+            top_sim[start:stop] = np.take_along_axis(values, ranked, axis=1)
         if want_questions:
             # argmax down the columns is slow; instead keep, per question, the
             # best value and the small sub-block holding it, and find the row
@@ -233,6 +253,8 @@ def _scan(
                         cover_sim[c][start + lo : start + hi] = covered.max(axis=1)
 
     result = {"row_sim": np.clip(row_sim, -1.0, 1.0), "row_idx": row_idx, "cover_sim": cover_sim}
+    if depth:
+        result["top_idx"], result["top_sim"] = top_idx, top_sim
     if want_questions:
         col_idx = np.empty(m, dtype=np.intp)
         starts, group = np.unique(col_start, return_inverse=True)
@@ -249,7 +271,9 @@ def _scan(
         result["col_idx"][perm] = col_idx
     if order is not None:
         # Back from cluster order to the caller's chunk order.
-        for key in ("row_sim", "row_idx"):
+        for key in ("row_sim", "row_idx", "top_idx", "top_sim"):
+            if key not in result:
+                continue
             unsorted = np.empty_like(result[key])
             unsorted[order] = result[key]
             result[key] = unsorted
@@ -541,6 +565,135 @@ class SimilarityScan:
     multi_n_per_cluster: np.ndarray | None = None
 
 
+# Questions kept per chunk by :func:`nearest_questions`: the best inlier, and
+# the best question covering the chunk's cluster, are almost always among a
+# chunk's 64 nearest, and 64 keeps the index at ~12 bytes x 64 per chunk.
+DEFAULT_INDEX_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class NearestQuestions:
+    """Each chunk's most similar questions, kept to re-score without the n x m product.
+
+    Built once per (chunks, questions) by :func:`nearest_questions`; passed to
+    :func:`scan_similarities` when only the inlier mask, the clustering or
+    the multi-coverage settings change.
+
+    Attributes
+    ----------
+    indices : ndarray of shape (n, depth), int
+        Question indices, most similar first (ties: lower index first).
+    similarities : ndarray of shape (n, depth), float32
+    question_similarity, nearest_chunk : ndarray of shape (m,)
+        Each question's best chunk, as in :func:`question_support`.
+    """
+
+    indices: np.ndarray
+    similarities: np.ndarray
+    question_similarity: np.ndarray
+    nearest_chunk: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n chunks, m questions) the index was built for."""
+        return self.indices.shape[0], self.question_similarity.shape[0]
+
+    @property
+    def complete(self) -> bool:
+        """Whether every question is kept for every chunk (depth >= m)."""
+        return self.indices.shape[1] >= self.question_similarity.shape[0]
+
+
+def nearest_questions(
+    chunk_vectors, question_vectors, depth: int = DEFAULT_INDEX_DEPTH, block_size: int | None = None
+) -> NearestQuestions:
+    """Index each chunk's ``depth`` most similar questions (one pass, n x m x d flops).
+
+    Parameters
+    ----------
+    chunk_vectors : array-like of shape (n, d)
+    question_vectors : array-like of shape (m, d), m >= 1
+    depth : int >= 1
+        Questions kept per chunk (clipped to m).
+    block_size : int, optional
+
+    Returns
+    -------
+    NearestQuestions
+    """
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        raise InputError(f"depth must be a whole number of questions, at least 1; got {depth}.")
+    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
+    questions = _unit_rows(_vectors(question_vectors, "question_vectors", dim=chunks.shape[1]))
+    found = _scan(chunks, questions, block_size, want_questions=True, depth=int(depth))
+    return NearestQuestions(found["top_idx"], found["top_sim"], found["col_sim"], found["col_idx"])
+
+
+def _best_of(chunks: np.ndarray, rows: np.ndarray, questions: np.ndarray, columns: np.ndarray):
+    """Best similarity (and question index) of chunks ``rows`` among questions ``columns``."""
+    sims = np.empty(rows.size)
+    idx = np.empty(rows.size, dtype=np.intp)
+    step = _block_rows(columns.size, None)
+    candidates_t = np.ascontiguousarray(questions[columns].T)
+    for start in range(0, rows.size, step):
+        block = chunks[rows[start : start + step]] @ candidates_t
+        best = block.argmax(axis=1)
+        sims[start : start + step] = block[np.arange(best.size), best]
+        idx[start : start + step] = columns[best]
+    return sims, idx
+
+
+def _scan_from_index(
+    index: NearestQuestions,
+    chunks: np.ndarray,
+    questions: np.ndarray,
+    labels: np.ndarray | None,
+    covers: Sequence[np.ndarray],
+    mask: np.ndarray,
+) -> dict:
+    """What :func:`_scan` returns, read from the index.
+
+    A chunk's best allowed question is the first allowed one in its list;
+    only chunks with none in the list (rare: it takes ``depth`` excluded
+    questions in a row) are computed directly, against the allowed
+    questions alone.
+    """
+    n = chunks.shape[0]
+    rows = np.arange(n)
+
+    def first_allowed(allowed: np.ndarray):
+        hit = allowed.any(axis=1)
+        first = allowed.argmax(axis=1)
+        sim = np.where(hit, index.similarities[rows, first], np.nan)
+        idx = np.where(hit, index.indices[rows, first], -1)
+        return sim, idx, hit
+
+    row_sim, row_idx, hit = first_allowed(mask[index.indices])
+    columns = np.flatnonzero(mask)
+    if not index.complete and columns.size and not hit.all():
+        missed = np.flatnonzero(~hit)
+        row_sim[missed], row_idx[missed] = _best_of(chunks, missed, questions, columns)
+
+    cover_sim = []
+    for cover in covers:
+        sim, _, hit = first_allowed(cover[labels[:, None], index.indices])
+        if not index.complete and not hit.all():
+            missed = np.flatnonzero(~hit)
+            for k in np.unique(labels[missed]):
+                covering = np.flatnonzero(cover[k])
+                if covering.size:
+                    in_cluster = missed[labels[missed] == k]
+                    sim[in_cluster] = _best_of(chunks, in_cluster, questions, covering)[0]
+        cover_sim.append(sim)
+    return {
+        "row_sim": np.clip(row_sim, -1.0, 1.0),
+        "row_idx": row_idx,
+        "cover_sim": cover_sim,
+        "col_sim": index.question_similarity,
+        "col_idx": index.nearest_chunk,
+    }
+
+
 def scan_similarities(
     chunk_vectors,
     question_vectors,
@@ -551,6 +704,7 @@ def scan_similarities(
     threshold: float | None = None,
     n_nearest: int | None = None,
     block_size: int | None = None,
+    index: NearestQuestions | None = None,
 ) -> SimilarityScan:
     """Every similarity-based metric from ONE blockwise pass (the fast path).
 
@@ -580,6 +734,11 @@ def scan_similarities(
     threshold : float in (0, 2], optional
     n_nearest : int >= 1, optional
     block_size : int, optional
+    index : NearestQuestions, optional
+        :func:`nearest_questions` of these same vectors. With it, the
+        n x m product is skipped and a change of inliers, clustering,
+        threshold or N costs little (same results, up to the order of exact
+        ties).
 
     Returns
     -------
@@ -620,6 +779,13 @@ def scan_similarities(
             "col_idx": np.zeros(0, dtype=np.intp),
             "cover_sim": [np.full(n, np.nan) for _ in covers],
         }
+    elif index is not None:
+        if index.shape != (n, m):
+            raise InputError(
+                f"The similarity index was built for {index.shape[0]} chunks x {index.shape[1]} questions, "
+                f"not {n} x {m}; rebuild it with nearest_questions() for these vectors."
+            )
+        found = _scan_from_index(index, chunks, questions, labels if covers else None, covers, mask)
     else:
         found = _scan(
             chunks,

@@ -224,12 +224,16 @@ def fit_screener(
     questions: QuestionSet,
     question_embedding: EmbeddedTexts,
     clustering: Clustering,
+    *,
+    lexical: tuple | None = None,
 ) -> QuestionScreener:
     """The off-topic screener fitted on these questions against this corpus.
 
     Texts go in with the vectors: the screener's lexical evidence (question
     words no passage contains) is what catches off-topic questions whose
-    embeddings sit close to a related topic.
+    embeddings sit close to a related topic. ``lexical`` is that evidence
+    from an earlier fit on the same texts (``screening.lexical_coverage``),
+    reused when only the clustering changed.
     """
     return config.screener().fit(
         question_embedding.vectors,
@@ -237,6 +241,7 @@ def fit_screener(
         clustering.labels,
         question_texts=questions.texts,
         chunk_texts=[chunk.text for chunk in corpus.chunks],
+        lexical=lexical,
     )
 
 
@@ -250,11 +255,14 @@ def measure(
     force_include: Sequence[int] = (),
     force_exclude: Sequence[int] = (),
     screener: QuestionScreener | None = None,
+    index: metrics.NearestQuestions | None = None,
 ) -> Analysis:
     """Screen the questions and compute every coverage figure.
 
     A fitted ``screener`` may be passed in to reuse its scores when only the
-    strictness or the overrides changed.
+    strictness or the overrides changed, and ``index`` (``metrics.nearest_questions``
+    of these chunk and question vectors) to skip the chunk x question product
+    when measuring again.
     """
     chunk_vectors = corpus.vectors
     question_vectors = question_embedding.vectors
@@ -286,6 +294,7 @@ def measure(
         inliers=~is_outlier,
         threshold=config.multi_threshold,
         n_nearest=config.multi_n,
+        index=index,
     )
     min_distances = scan.min_distances
     per_cluster = metrics.cluster_coverages(min_distances, labels, n_clusters)

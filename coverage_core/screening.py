@@ -591,6 +591,7 @@ class QuestionScreener:
         *,
         question_texts: Sequence[str] | None = None,
         chunk_texts: Sequence[str] | None = None,
+        lexical: tuple[np.ndarray, np.ndarray, list[list[str]]] | None = None,
     ) -> "QuestionScreener":
         """Score and screen the questions.
 
@@ -612,6 +613,10 @@ class QuestionScreener:
             default decision from 0.62 to about 0.86. Without them the
             screening uses the embeddings alone. Entries that are not
             strings count as empty texts.
+        lexical : tuple, optional
+            ``lexical_coverage(question_texts, chunk_texts)`` computed before
+            for these same texts. It does not depend on the clustering, so
+            a refit after re-clustering can skip its cost (most of the fit).
 
         Returns
         -------
@@ -701,7 +706,14 @@ class QuestionScreener:
         self.absent_words_ = [[] for _ in range(n)]
         lexical_used = False
         if question_texts is not None and n:
-            coverage, best_chunk, absent = lexical_coverage(question_texts, chunk_texts)
+            if lexical is None:
+                lexical = lexical_coverage(question_texts, chunk_texts)
+            elif len(lexical[0]) != n:
+                raise ValueError(
+                    f"lexical holds evidence for {len(lexical[0])} questions, not {n}; "
+                    "compute it with lexical_coverage() for these question texts."
+                )
+            coverage, best_chunk, absent = lexical
             self.lexical_coverage_ = coverage
             self.lexical_chunk_ = best_chunk
             self.absent_words_ = absent

@@ -491,3 +491,33 @@ def test_gap_threshold_change_relabels_without_recomputing(seeded):
     # Default strictness after an explicit one means the screener's default again.
     back = engine.tune(inputs, settings, state.Overrides(), cache)
     np.testing.assert_array_equal(back.is_outlier, first.is_outlier)
+
+
+def test_tuning_reuses_the_index_and_lexical_evidence_and_matches_a_fresh_analysis(seeded):
+    values, reference, inputs = seeded
+    cache = engine.TuningCache()
+    settings = values[state.SETTINGS]
+    overrides = state.Overrides(exclude=frozenset({int(inputs.questions.rows[0])}))
+    engine.tune(inputs, settings, state.Overrides(), cache)
+    index = cache.indexes[(inputs.corpus_key, inputs.question_key)]
+    changed = settings.replace(n_clusters=3, multi_threshold=0.4, strictness=0.8)
+    tuned = engine.tune(inputs, changed, overrides, cache)
+    assert cache.indexes[(inputs.corpus_key, inputs.question_key)] is index and len(cache.indexes) == 1
+    assert len(cache.screeners) == 2  # refitted for the new K ...
+    first_screener, new_screener = cache.screeners.values()
+    assert new_screener.absent_words_ is first_screener.absent_words_  # ... reusing the lexical evidence
+    # The same figures as computing everything from scratch.
+    fresh = engine.tune(inputs, changed, overrides, engine.TuningCache())
+    np.testing.assert_allclose(tuned.min_distances, fresh.min_distances, atol=1e-6)
+    np.testing.assert_array_equal(tuned.is_outlier, fresh.is_outlier)
+    assert tuned.metrics == pytest.approx(fresh.metrics, abs=1e-6)
+    plain = pipeline.measure(
+        engine.analysis_config(changed, inputs.embedding, inputs.chunking),
+        inputs.corpus,
+        inputs.questions,
+        inputs.question_embedding,
+        tuned.clustering,
+        force_exclude=sorted(overrides.exclude),
+    )
+    assert tuned.metrics == pytest.approx(plain.metrics, abs=1e-6)
+    np.testing.assert_array_equal(tuned.is_outlier, plain.is_outlier)

@@ -283,6 +283,53 @@ def test_scan_similarities_with_outlier_questions(block_size):
         M.scan_similarities(chunks, questions, inliers=[1, 0])
 
 
+@pytest.mark.parametrize("depth", [1, 3, 64])
+@pytest.mark.parametrize("inlier_share", [1.0, 0.6, 0.08, 0.0])
+def test_scan_from_the_nearest_questions_index_matches_the_full_scan(depth, inlier_share):
+    # depth 1 and 3 with few inliers force the direct fallback for most
+    # chunks; depth 64 > m keeps every question (no fallback).
+    chunks, questions, labels, centroids = _random_problem(5, n=400, m=50)
+    inliers = np.random.default_rng(1).random(50) < inlier_share
+    index = M.nearest_questions(chunks, questions, depth=depth, block_size=23)
+    for kwargs in ({}, {"threshold": 0.6, "n_nearest": 2}, {"threshold": 0.2, "n_nearest": 1}):
+        args = (chunks, questions, labels, centroids) if kwargs else (chunks, questions)
+        full = M.scan_similarities(*args, inliers=inliers, **kwargs)
+        fast = M.scan_similarities(*args, inliers=inliers, index=index, **kwargs)
+        assert np.allclose(fast.min_distances, full.min_distances, atol=ATOL)
+        assert fast.nearest_question.tolist() == full.nearest_question.tolist()
+        assert np.allclose(fast.question_similarity, full.question_similarity, atol=ATOL)
+        assert fast.nearest_chunk.tolist() == full.nearest_chunk.tolist()
+        for name in ("multi_threshold_score", "multi_n_score"):
+            assert (getattr(fast, name) is None) == (getattr(full, name) is None)
+            if getattr(full, name) is not None:
+                assert np.isclose(getattr(fast, name), getattr(full, name), atol=ATOL)
+        if kwargs:
+            assert close(fast.multi_threshold_per_cluster, full.multi_threshold_per_cluster)
+            assert close(fast.multi_n_per_cluster, full.multi_n_per_cluster)
+
+
+def test_nearest_questions_lists_each_chunks_best_questions_in_order():
+    chunks, questions, *_ = _random_problem(6, n=120, m=30)
+    from sklearn.metrics.pairwise import cosine_distances
+
+    index = M.nearest_questions(chunks, questions, depth=4, block_size=7)
+    sims = 1 - cosine_distances(chunks, questions)
+    expected = np.argsort(-sims, axis=1, kind="stable")[:, :4]
+    assert index.indices.tolist() == expected.tolist()
+    assert np.allclose(index.similarities, np.take_along_axis(sims, expected, axis=1), atol=ATOL)
+    assert index.shape == (120, 30) and not index.complete
+    assert M.nearest_questions(chunks, questions, depth=500).complete
+
+
+def test_nearest_questions_index_rejects_bad_depth_and_other_vectors():
+    chunks, questions, labels, centroids = _random_problem(7, n=50, m=10)
+    with pytest.raises(InputError, match="depth"):
+        M.nearest_questions(chunks, questions, depth=0)
+    index = M.nearest_questions(chunks, questions)
+    with pytest.raises(InputError, match="rebuild it"):
+        M.scan_similarities(chunks, questions[:5], index=index)
+
+
 # --------------------------------------------------------------------------
 # zero questions, documents, support, redundancy
 # --------------------------------------------------------------------------

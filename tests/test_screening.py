@@ -400,3 +400,22 @@ def test_texts_validation(corpus):
         QuestionScreener().fit(Q, C, labels, question_texts=qt[:-1], chunk_texts=chunk_texts)
     with pytest.raises(ValueError, match="one text per vector"):
         QuestionScreener().fit(Q, C, labels, question_texts=qt, chunk_texts=chunk_texts[:-1])
+
+
+def test_precomputed_lexical_evidence_gives_the_same_fit(corpus):
+    Q, C, labels, _ = corpus
+    chunk_texts, question_texts = make_texts()
+    qt = question_texts + ["Where do penguins nest in winter?"] * (len(Q) - len(question_texts))
+    fresh = QuestionScreener().fit(Q, C, labels, question_texts=qt, chunk_texts=chunk_texts)
+    evidence = lexical_coverage(qt, chunk_texts)
+    other_labels = (labels + 1) % labels.max()  # a different clustering, the same texts
+    reused = QuestionScreener().fit(Q, C, other_labels, question_texts=qt, chunk_texts=chunk_texts, lexical=evidence)
+    refit = QuestionScreener().fit(Q, C, other_labels, question_texts=qt, chunk_texts=chunk_texts)
+    np.testing.assert_allclose(reused.outlier_score_, refit.outlier_score_)
+    np.testing.assert_array_equal(reused.is_outlier_, refit.is_outlier_)
+    np.testing.assert_allclose(reused.lexical_coverage_, fresh.lexical_coverage_)
+    with pytest.raises(ValueError, match="lexical holds evidence for"):
+        QuestionScreener().fit(
+            Q, C, labels, question_texts=qt, chunk_texts=chunk_texts,
+            lexical=tuple(part[:-1] for part in evidence),
+        )

@@ -12,8 +12,12 @@ Cost model (why the stages are split this way):
 * clustering — about a second at 20,000 chunks; redone only when K changes
   (the last few clusterings are kept, so toggling K back is free);
 * screening fit — redone only when the clustering or the questions change;
-  strictness and overrides reuse the fitted screener;
-* measure — fast; redone on every threshold, strictness or override change.
+  strictness and overrides reuse the fitted screener, and a refit after a
+  new K reuses the lexical evidence (it does not depend on the clustering);
+* chunk x question similarities — one pass per data set builds each chunk's
+  nearest questions (``metrics.nearest_questions``);
+* measure — fast, read from that index; redone on every threshold,
+  strictness or override change.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coverage_core import pipeline
+from coverage_core import metrics, pipeline
 from coverage_core.chunking import ChunkingConfig
 from coverage_core.gaps import GapConfig
 from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
@@ -106,12 +110,14 @@ class TuningCache:
 
     ``clusterings`` maps (corpus key, K, seed) to a clustering and
     ``screeners`` the same keys plus the questions to a fitted screener (the
-    last few of each, so moving K back is instant); ``analysis`` is the last
-    measured analysis with its full key.
+    last few of each, so moving K back is instant); ``indexes`` maps (corpus
+    key, questions key) to the chunks' nearest questions; ``analysis`` is the
+    last measured analysis with its full key.
     """
 
     clusterings: OrderedDict = field(default_factory=OrderedDict)
     screeners: OrderedDict = field(default_factory=OrderedDict)
+    indexes: OrderedDict = field(default_factory=OrderedDict)
     analysis: tuple[Any, Any] | None = None
 
 
@@ -180,6 +186,7 @@ def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pip
             inputs.questions,
             inputs.question_embedding,
             clustering,
+            lexical=_lexical_evidence(inputs, cache),
         )
     analysis = pipeline.measure(
         config,
@@ -190,10 +197,31 @@ def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pip
         force_include=include,
         force_exclude=exclude,
         screener=screener,
+        index=similarity_index(inputs, cache),
     )
     _remember(cache.screeners, screener_key, analysis.screener)
     cache.analysis = (full_key, analysis)
     return analysis
+
+
+def similarity_index(inputs: EmbeddedInputs, cache: TuningCache):
+    """Each chunk's nearest questions for these inputs, built once and kept in ``cache``."""
+    if len(inputs.questions.questions) == 0:
+        return None
+    key = (inputs.corpus_key, inputs.question_key)
+    index = cache.indexes.get(key)
+    if index is None:
+        index = metrics.nearest_questions(inputs.corpus.vectors, inputs.question_embedding.vectors)
+    _remember(cache.indexes, key, index)
+    return index
+
+
+def _lexical_evidence(inputs: EmbeddedInputs, cache: TuningCache) -> tuple | None:
+    """The lexical evidence of a screener already fitted on these texts (any K), if there is one."""
+    for (corpus, questions, _, _), screener in cache.screeners.items():
+        if (corpus, questions) == (inputs.corpus_key, inputs.question_key):
+            return screener.lexical_coverage_, screener.lexical_chunk_, screener.absent_words_
+    return None
 
 
 def _same_but_gap_threshold(old_key: tuple, new_key: tuple) -> bool:
