@@ -1,7 +1,12 @@
-"""Command line: ``python -m coverage_core analyze …`` for CI pipelines.
+"""Command line for CI pipelines.
 
-Exit codes: 0 done; 1 the gated metric is below ``--fail-below``; 2 the input
-cannot be used (one plain sentence on stderr, never a traceback).
+``python -m coverage_core analyze …`` measures coverage and writes the JSON
+report (and, with ``--junit``, JUnit XML); ``python -m coverage_core diff
+OLD.json NEW.json`` compares two reports.
+
+Exit codes: 0 done; 1 the gated metric is below ``--fail-below`` (analyze) or
+fell by more than ``--fail-on-drop`` (diff); 2 the input cannot be used (one
+plain sentence on stderr, never a traceback).
 API keys are read from the environment only, so they never land in shell
 history, logs or the report.
 """
@@ -9,13 +14,14 @@ history, logs or the report.
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+from coverage_core import ci
 from coverage_core.chunking import ChunkingConfig
-from coverage_core.errors import CoverageError
+from coverage_core.errors import CoverageError, InputError
 from coverage_core.gaps import GapConfig
 from coverage_core.report import METRIC_NAMES, build_report, summary_table, write_report
 
@@ -54,7 +60,16 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--llm-base-url", metavar="URL", help="OpenAI-compatible chat endpoint, e.g. a local Ollama")
     analyze.add_argument("--fail-below", type=float, metavar="X", help="exit 1 when --metric is below X")
     analyze.add_argument("--metric", choices=METRIC_NAMES, default="basic", help="metric gated by --fail-below")
+    analyze.add_argument("--junit", metavar="FILE",
+                         help="also write JUnit XML: the gated metric, every cluster and document (below --gap-threshold fail)")
     analyze.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    diff = commands.add_parser("diff", help="compare two JSON reports (metrics, documents, questions)")
+    diff.add_argument("old", metavar="OLD.json", help="the earlier report")
+    diff.add_argument("new", metavar="NEW.json", help="the later report")
+    diff.add_argument("--metric", choices=METRIC_NAMES, default="basic", help="metric gated by --fail-on-drop")
+    diff.add_argument("--fail-on-drop", type=float, metavar="X", help="exit 1 when --metric fell by more than X")
+    diff.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
     return parser
 
 
@@ -118,17 +133,53 @@ def _run_analyze(args: argparse.Namespace) -> int:
         "question_column": questions.question_column,
         "llm_model": llm.config.model if llm else None,
     }
-    write_report(build_report(analysis, inputs), args.out)
+    report = build_report(analysis, inputs)
+    write_report(report, args.out)
+    if args.junit:
+        xml = ci.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
+        ci.write_junit(xml, args.junit)
     print(summary_table(analysis))
     for warning in analysis.warnings[len(documents.warnings) + len(questions.warnings):]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"\nReport written to {args.out}")
+    if args.junit:
+        print(f"JUnit XML written to {args.junit}")
 
-    if args.fail_below is not None:
-        value = analysis.metrics[args.metric]
-        if value < args.fail_below:
-            print(f"{args.metric} coverage {value:.3f} is below the required {args.fail_below:.3f}.", file=sys.stderr)
-            return EXIT_BELOW_THRESHOLD
+    # The gate reads the report's value, so the exit code and the JUnit file agree.
+    value = report["metrics"][args.metric]
+    if ci.gate_failed(value, args.fail_below):
+        if value is None:
+            message = f"{args.metric} coverage is not defined, so it cannot meet the required {args.fail_below:.3f}."
+        else:
+            message = f"{args.metric} coverage {value:.3f} is below the required {args.fail_below:.3f}."
+        print(message, file=sys.stderr)
+        return EXIT_BELOW_THRESHOLD
+    return EXIT_OK
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    if args.fail_on_drop is not None and not args.fail_on_drop >= 0:
+        raise InputError(f"--fail-on-drop must be 0 or more (got {args.fail_on_drop}).")
+    old, new = ci.load_report(args.old), ci.load_report(args.new)
+    diff = ci.diff_reports(old, new)
+    print(ci.format_diff(diff, args.old, args.new))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"old": args.old, "new": args.new, **diff.to_dict()}, indent=2, ensure_ascii=False),
+            encoding="utf-8",
+        )
+        print(f"\nComparison written to {args.json}")
+    if args.fail_on_drop is None:
+        return EXIT_OK
+    drop = ci.metric_drop(diff, args.metric)
+    if drop is None:
+        raise InputError(f"{args.metric} coverage is not defined in both reports, so its drop cannot be checked.")
+    if drop > args.fail_on_drop:
+        print(
+            f"{args.metric} coverage fell by {drop:.3f}, more than the allowed {args.fail_on_drop:.3f}.",
+            file=sys.stderr,
+        )
+        return EXIT_BELOW_THRESHOLD
     return EXIT_OK
 
 
@@ -140,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "analyze":
             return _run_analyze(args)
+        if args.command == "diff":
+            return _run_diff(args)
     except CoverageError as error:
         print(f"coverage_core: {error}", file=sys.stderr)
         return EXIT_UNUSABLE

@@ -97,6 +97,7 @@ class EmbeddedTexts:
     n_embedded: int
     n_over_limit: int
     token_limit: int | None = None
+    new_tokens: int = 0
 
 
 @dataclass
@@ -184,7 +185,9 @@ def _embed(
 ) -> EmbeddedTexts:
     callback = (lambda done, total: progress(stage, done, total)) if progress else None
     run = embed_texts(list(texts), embedder, cache, progress=callback)
-    return EmbeddedTexts(run.vectors, run.n_cached, run.n_embedded, run.n_over_limit, embedder.max_tokens)
+    return EmbeddedTexts(
+        run.vectors, run.n_cached, run.n_embedded, run.n_over_limit, embedder.max_tokens, run.new_tokens
+    )
 
 
 def embed_corpus(

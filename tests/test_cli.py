@@ -140,3 +140,35 @@ def test_bad_option_exits_2_without_usage_dump(capsys):
     assert main(["analyze", "--docs", "x", "--questions", "y", "--out", "z", "--metric", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nonsense" in err
+
+
+def test_junit_and_diff_on_the_example(tmp_path, tmp_path_factory, example_run, capsys):
+    """analyze --junit (gate failing) on the example, from the module run's cache; then diff."""
+    (_, cold), _ = example_run
+    work = next(d for d in tmp_path_factory.getbasetemp().glob("cli*") if (d / "cold.json").exists())
+    junit, out = tmp_path / "coverage.xml", tmp_path / "r.json"
+    args = [
+        "analyze", "--docs", str(EXAMPLE / "docs"), "--questions", str(EXAMPLE / "questions.csv"),
+        "--out", str(out), "--junit", str(junit), "--cache-dir", str(work / "cache"),
+        "--fail-below", "0.99", "--metric", "balanced", "--quiet",
+    ]
+    assert main(args) == 1  # the gate fails, and the JUnit file is still written
+    assert f"JUnit XML written to {junit}" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["summary"]["embedded"] == 0
+
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(junit).getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == 1 + len(report["clusters"]) + 10
+    failed = {case.get("name") for case in cases if case.find("failure") is not None}
+    gaps = {f"cluster {c['id']}" for c in report["clusters"] if c["is_gap"]}
+    low = {d["name"] for d in report["documents"] if d["coverage"] < 0.7}
+    assert failed == {"balanced"} | gaps | low
+    assert gaps and UNTESTED <= low
+    assert int(root.get("failures")) == len(failed)
+
+    assert main(["diff", str(work / "cold.json"), str(out), "--fail-on-drop", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "No questions added or removed." in text and "+0.000" in text and "Koala.txt" in text

@@ -75,6 +75,7 @@ def test_first_run_embeds_second_run_is_fully_cached(cache_dir):
     second_embedder = CountingEmbedder()
     second = embed_texts(TEXTS, second_embedder, cache)
     assert (second.n_cached, second.n_embedded) == (10, 0)
+    assert first.new_tokens == sum(first.token_counts) and second.new_tokens == 0
     # The model (here: the fake) is never touched, not even for token counts.
     assert second_embedder.embed_calls == [] and second_embedder.count_calls == []
     np.testing.assert_array_equal(second.vectors, first.vectors)
@@ -100,6 +101,7 @@ def test_partial_cache_embeds_only_missing_and_keeps_input_order(cache_dir):
     run = embed_texts(list(reversed(TEXTS)), embedder, cache)
     assert sorted(t for call in embedder.embed_calls for t in call) == sorted(TEXTS[6:])
     assert (run.n_cached, run.n_embedded) == (6, 4)
+    assert run.new_tokens == sum(len(t.split()) for t in TEXTS[6:])  # what a paid provider bills
     reference = embed_texts(list(reversed(TEXTS)), CountingEmbedder(), None).vectors
     np.testing.assert_allclose(run.vectors, reference, atol=1e-7)
 
@@ -110,6 +112,7 @@ def test_duplicates_are_embedded_once(cache_dir):
     run = embed_texts(texts, embedder, None)
     assert embedder.n_embedded == 3
     assert (run.n_cached, run.n_embedded) == (0, 6)
+    assert run.new_tokens == 2 + 1 + 1  # each distinct text billed once
     np.testing.assert_array_equal(run.vectors[0], run.vectors[2])
     np.testing.assert_array_equal(run.vectors[1], run.vectors[3])
     assert not np.allclose(run.vectors[0], run.vectors[1])
@@ -249,3 +252,17 @@ def test_unusable_cache_file_is_a_clear_input_error(cache_dir):
     (cache_dir / CACHE_FILE_NAME).write_bytes(b"this is not a database" * 100)
     with pytest.raises(InputError, match="delete the file"):
         embed_texts(["x"], CountingEmbedder(), EmbeddingCache(cache_dir))
+
+
+def test_uncached_texts_names_what_a_run_would_send(cache_dir):
+    from coverage_core.embeddings.cache import uncached_texts
+
+    cache = EmbeddingCache(cache_dir)
+    embedder = CountingEmbedder()
+    assert uncached_texts(TEXTS[:3] + TEXTS[:1], embedder, None) == TEXTS[:3]
+    embed_texts(TEXTS[:4], embedder, cache)
+    wanted = TEXTS[2:8] + [TEXTS[6]]
+    assert uncached_texts(wanted, embedder, cache) == TEXTS[4:8]
+    assert uncached_texts(wanted, CountingEmbedder(model="other"), cache) == TEXTS[2:8]
+    run = embed_texts(wanted, CountingEmbedder(), cache)
+    assert run.n_embedded == 5 and len(uncached_texts(wanted, embedder, cache)) == 0

@@ -138,6 +138,22 @@ class EmbeddingCache:
                     found[bytes(digest)] = (np.frombuffer(blob, dtype="<f4").copy(), int(tokens))
         return found
 
+    def has_many(self, key: CacheKey, hashes: Sequence[bytes]) -> set[bytes]:
+        """The hashes among ``hashes`` that have a stored vector (vectors are not read)."""
+        found: set[bytes] = set()
+        if not hashes:
+            return found
+        with closing(self._connect()) as connection:
+            for part in batches(list(hashes), _LOOKUP_CHUNK):
+                marks = ",".join("?" * len(part))
+                rows = connection.execute(
+                    "SELECT text_hash FROM embeddings "
+                    f"WHERE provider=? AND model=? AND dimensions=? AND text_hash IN ({marks})",
+                    (key.provider, key.model, key.dimensions, *part),
+                )
+                found.update(bytes(digest) for (digest,) in rows)
+        return found
+
     def put_many(self, key: CacheKey, items: Iterable[tuple[bytes, np.ndarray, int]]) -> None:
         """Store ``(hash, vector, token_count)`` items in one atomic transaction."""
         rows = [
@@ -183,6 +199,8 @@ class EmbeddingRun:
             (``n_cached + n_embedded == n``; repeats of a text are sent once).
         n_over_limit: input texts longer than the model's ``max_tokens``; the
             model only saw their beginning.
+        new_tokens: tokens sent to the embedder in this run (what a paid
+            provider bills; 0 when everything was cached).
     """
 
     vectors: np.ndarray
@@ -190,6 +208,17 @@ class EmbeddingRun:
     n_cached: int
     n_embedded: int
     n_over_limit: int
+    new_tokens: int = 0
+
+
+def uncached_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache | None) -> list[str]:
+    """The distinct texts :func:`embed_texts` would send to ``embedder`` (in first-seen order)."""
+    unique = list(dict.fromkeys(texts))
+    if cache is None:
+        return unique
+    digests = [text_hash(text) for text in unique]
+    known = cache.has_many(CacheKey.of(embedder), digests)
+    return [text for text, digest in zip(unique, digests) if digest not in known]
 
 
 def _plan_batches(indices: list[int], tokens: list[int], size: int, max_tokens: int | None) -> list[list[int]]:
@@ -245,6 +274,7 @@ def embed_texts(
         progress(done, total)
 
     missing = [digest for digest in unique if digest not in known]
+    new_tokens = 0
     if missing:
         missing_texts = [texts[unique[digest]] for digest in missing]
         missing_tokens = [int(t) for t in embedder.count_tokens(missing_texts)]
@@ -260,6 +290,7 @@ def embed_texts(
             for digest, vector, tokens in items:
                 known[digest] = (vector, tokens)
                 done += positions_of[digest]
+                new_tokens += tokens
             if progress is not None:
                 progress(done, total)
 
@@ -277,4 +308,5 @@ def embed_texts(
         n_cached=n_cached,
         n_embedded=total - n_cached,
         n_over_limit=int((token_counts > int(embedder.max_tokens)).sum()),
+        new_tokens=new_tokens,
     )

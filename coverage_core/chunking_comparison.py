@@ -1,0 +1,269 @@
+"""Chunking comparison: the same questions against the corpus chunked several ways.
+
+Chunk size and overlap change what a retriever can find and how the
+coverage scores read, so teams compare a few configurations before settling
+on one. :func:`compare_chunkings` runs, for each :class:`ChunkingConfig` of a
+grid, the chunking, the (cached) embedding, the clustering with the default
+K rule, the coverage measures and, when the questions name their relevant
+sources, the retrieval check, and returns one row per configuration.
+
+Embeddings are looked up in the content-keyed cache first, so a
+configuration whose chunks repeat texts already embedded (an overlap that
+produces identical chunks, or a second run of the comparison) costs nothing;
+each row says how many texts were newly embedded and, for paid providers,
+what that cost. :func:`plan_chunkings` gives the same counts *before*
+anything is sent, so the cost can be shown first.
+
+The question screening (which questions are off-topic) is decided once by
+the caller and held fixed across configurations, so the coverage
+differences come from the chunking alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from coverage_core import retrieval
+from coverage_core.chunking import ChunkingConfig
+from coverage_core.costs import estimate_embedding_cost
+from coverage_core.embeddings import EmbeddingCache, Embedder
+from coverage_core.embeddings.cache import uncached_texts
+from coverage_core.errors import InputError, ProviderError
+from coverage_core.pipeline import AnalysisConfig, EmbeddedTexts, chunk_corpus, cluster_chunks, embed_corpus, measure
+from coverage_core.types import Document, QuestionSet
+
+DEFAULT_GRID: tuple[ChunkingConfig, ...] = (
+    ChunkingConfig(500, 0),
+    ChunkingConfig(1000, 0),
+    ChunkingConfig(1000, 200),
+    ChunkingConfig(2000, 200),
+)
+"""About four configurations around the default 1,000/200, from fine to coarse."""
+
+GRID_COLUMNS = ("chunk_size", "chunk_overlap")
+
+RESULT_COLUMNS = (
+    "chunk_size",
+    "chunk_overlap",
+    "n_chunks",
+    "n_clusters",
+    "basic",
+    "balanced",
+    "precision_at_k",
+    "recall_at_k",
+    "hit_at_k",
+    "mrr",
+    "newly_embedded",
+    "new_tokens",
+    "cost_usd",
+    "error",
+)
+
+ComparisonProgress = Callable[[int, int, ChunkingConfig, str], None]
+"""progress(done, total, config, step): step is "embedding" before a configuration, "done" after."""
+
+
+def grid_from_frame(frame: pd.DataFrame) -> list[ChunkingConfig]:
+    """The configurations of an edited grid table (columns ``chunk_size``, ``chunk_overlap``).
+
+    Blank rows are skipped and repeated configurations kept once; a row
+    that is not a valid configuration raises InputError naming the row.
+    """
+    missing = [c for c in GRID_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"The chunking grid needs the columns {', '.join(GRID_COLUMNS)}; {', '.join(missing)} is missing.")
+    configs: list[ChunkingConfig] = []
+    for position, (size, overlap) in enumerate(zip(frame["chunk_size"], frame["chunk_overlap"]), start=1):
+        if pd.isna(size) and pd.isna(overlap):
+            continue
+        try:
+            size_value = float(size)
+            overlap_value = 0.0 if pd.isna(overlap) else float(overlap)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"Row {position} of the chunking grid must hold whole numbers (got {size!r}, {overlap!r})."
+            ) from None
+        if not (np.isfinite(size_value) and size_value == int(size_value) and overlap_value == int(overlap_value)):
+            raise InputError(f"Row {position} of the chunking grid must hold whole numbers (got {size!r}, {overlap!r}).")
+        try:
+            config = ChunkingConfig(int(size_value), int(overlap_value))
+        except (InputError, ValueError) as exc:
+            raise InputError(f"Row {position} of the chunking grid: {exc}") from None
+        if config not in configs:
+            configs.append(config)
+    if not configs:
+        raise InputError("The chunking grid is empty; add at least one chunk size.")
+    return configs
+
+
+def grid_frame(grid: Sequence[ChunkingConfig] = DEFAULT_GRID) -> pd.DataFrame:
+    """The grid as an editable table."""
+    return pd.DataFrame(
+        {"chunk_size": [c.chunk_size for c in grid], "chunk_overlap": [c.chunk_overlap for c in grid]}
+    )
+
+
+@dataclass(frozen=True)
+class ChunkingPlan:
+    """What running one configuration will embed, known before anything is sent."""
+
+    config: ChunkingConfig
+    n_chunks: int
+    n_to_embed: int
+    approx_tokens: int
+
+
+def plan_chunkings(
+    documents: Sequence[Document],
+    grid: Sequence[ChunkingConfig],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+) -> list[ChunkingPlan]:
+    """Chunk counts and the texts each configuration would newly embed.
+
+    Texts are counted once across the whole grid (a chunk two
+    configurations share is embedded by the first only), and tokens are
+    approximated offline (:func:`coverage_core.embeddings.base.approximate_token_count`).
+    """
+    from coverage_core.embeddings.base import approximate_token_count
+
+    seen: set[str] = set()
+    plans = []
+    for config in grid:
+        texts = [chunk.text for chunk in chunk_corpus(documents, config)]
+        fresh = [t for t in uncached_texts(texts, embedder, cache) if t not in seen]
+        seen.update(fresh)
+        plans.append(ChunkingPlan(config, len(texts), len(fresh), sum(approximate_token_count(t) for t in fresh)))
+    return plans
+
+
+def compare_chunkings(
+    documents: Sequence[Document],
+    questions: QuestionSet,
+    question_embedding: EmbeddedTexts,
+    grid: Sequence[ChunkingConfig],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    *,
+    config: AnalysisConfig | None = None,
+    is_outlier: np.ndarray | None = None,
+    relevant: Sequence[Sequence[retrieval.SourceRef] | None] | None = None,
+    k: int = retrieval.DEFAULT_K,
+    price_table: pd.DataFrame | None = None,
+    progress: ComparisonProgress | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Coverage and retrieval for each chunking configuration of ``grid``.
+
+    Parameters
+    ----------
+    documents : sequence of Document
+    questions : QuestionSet
+    question_embedding : EmbeddedTexts
+        The questions' vectors from ``embedder`` (shape (m, d)).
+    grid : sequence of ChunkingConfig
+    embedder, cache
+        The embedding model and its cache; cached texts are never re-sent.
+    config : AnalysisConfig, optional
+        Clustering seed, multi-coverage settings; its ``chunking`` and
+        ``n_clusters`` are ignored (each configuration gets the default K
+        for its chunk count, since a fixed K would mean different things at
+        500 and 2,000 characters).
+    is_outlier : ndarray of shape (m,), bool, optional
+        Questions held out of coverage in every configuration (default: none).
+    relevant : sequence of length m, optional
+        Each question's relevant sources (``retrieval.relevant_from_questions``);
+        None leaves the retrieval columns empty.
+    k : int
+        Chunks retrieved per question.
+    price_table : DataFrame, optional
+        ``coverage_core.costs`` price table; gives ``cost_usd`` for paid
+        providers (None for the local model or a model without a price).
+    progress : callable, optional
+
+    Returns
+    -------
+    table : DataFrame with columns ``RESULT_COLUMNS``, one row per configuration
+    warnings : list of str
+        Plain sentences: a configuration that failed (its row keeps the
+        error), or the provider error that stopped the comparison (the rows
+        finished before it are kept, and their embeddings are in the cache).
+    """
+    if not grid:
+        raise InputError("The chunking grid is empty; add at least one chunk size.")
+    config = config or AnalysisConfig()
+    n_questions = len(questions.questions)
+    if is_outlier is None:
+        is_outlier = np.zeros(n_questions, dtype=bool)
+    is_outlier = np.asarray(is_outlier, dtype=bool)
+    if is_outlier.shape != (n_questions,):
+        raise InputError(f"is_outlier must hold one flag per question ({n_questions}); got shape {is_outlier.shape}.")
+    rows_of = np.asarray(questions.rows)
+    fixed = {"force_include": rows_of[~is_outlier].tolist(), "force_exclude": rows_of[is_outlier].tolist()}
+    paid = embedder.provider != "local"
+
+    records: list[dict] = []
+    warnings: list[str] = []
+    for position, chunking in enumerate(grid):
+        record = {"chunk_size": chunking.chunk_size, "chunk_overlap": chunking.chunk_overlap}
+        if progress is not None:
+            progress(position, len(grid), chunking, "embedding")
+        try:
+            corpus = embed_corpus(documents, chunking, embedder, cache)
+            clustering = cluster_chunks(corpus, None, config.random_state)
+            analysis = measure(
+                config, corpus, questions, question_embedding, clustering, **fixed
+            )
+        except ProviderError as exc:
+            warnings.append(
+                f"The comparison stopped at {_label(chunking)}: {exc} "
+                f"The {len(records)} configuration(s) before it are shown, and their embeddings are cached."
+            )
+            break
+        except InputError as exc:
+            records.append({**record, "error": str(exc)})
+            warnings.append(f"{_label(chunking)} was skipped: {exc}")
+            continue
+        embedded = corpus.embedded
+        cost = None
+        if paid and price_table is not None:
+            cost = estimate_embedding_cost(embedded.new_tokens, embedder.provider, embedder.model, price_table).usd
+        record.update(
+            n_chunks=len(corpus.chunks),
+            n_clusters=clustering.n_clusters,
+            basic=analysis.metrics["basic"],
+            balanced=analysis.metrics["balanced"],
+            newly_embedded=embedded.n_embedded,
+            new_tokens=embedded.new_tokens,
+            cost_usd=cost if paid else 0.0,
+        )
+        if relevant is not None and n_questions:
+            result = retrieval.evaluate_retrieval(
+                question_embedding.vectors,
+                corpus.vectors,
+                corpus.chunks,
+                relevant,
+                k,
+                rows=questions.rows,
+                question_texts=questions.texts,
+                documents=corpus.documents,
+            )
+            if result.n_labelled:
+                record.update(
+                    precision_at_k=result.precision_at_k,
+                    recall_at_k=result.recall_at_k,
+                    hit_at_k=result.hit_at_k,
+                    mrr=result.mrr,
+                )
+        records.append(record)
+        if progress is not None:
+            progress(position + 1, len(grid), chunking, "done")
+    table = pd.DataFrame.from_records(records, columns=list(RESULT_COLUMNS))
+    return table, warnings
+
+
+def _label(chunking: ChunkingConfig) -> str:
+    return f"chunk size {chunking.chunk_size} with overlap {chunking.chunk_overlap}"

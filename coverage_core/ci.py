@@ -1,0 +1,523 @@
+"""CI outputs that work from a saved JSON report (schema version 1).
+
+* :func:`junit_xml` turns a report into JUnit XML, so a CI system lists what
+  lost coverage: one test case for the gated metric, one per cluster and one
+  per document. Clusters and documents at or above the gap threshold are
+  included as *passing* test cases, so a CI system can track each of them
+  over time and the number of tests stays stable between runs; the ones below
+  it are failures.
+* :func:`diff_reports` compares two reports: metric deltas, per-document
+  coverage deltas (documents are matched by name, because cluster ids are not
+  stable between runs), documents and questions added or removed.
+
+Everything here reads plain dicts, never an :class:`~coverage_core.pipeline.Analysis`,
+so it runs from reports saved by earlier runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from coverage_core.errors import InputError
+
+__all__ = [
+    "DocumentDelta",
+    "DocumentEntry",
+    "MetricDelta",
+    "ReportDiff",
+    "check_report",
+    "diff_reports",
+    "format_diff",
+    "gate_failed",
+    "junit_xml",
+    "load_report",
+    "metric_drop",
+    "write_junit",
+    "xml_safe",
+]
+
+SUPPORTED_SCHEMA_VERSION = 1
+DEFAULT_GAP_THRESHOLD = 0.7
+# Order in which known metrics are shown; unknown ones follow alphabetically.
+_METRIC_ORDER = ("basic", "weighted", "balanced", "multi_threshold", "multi_n")
+# Characters XML 1.0 does not allow anywhere (PDF text often carries them).
+_ILLEGAL_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_SHORT_TEXT = 160
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def xml_safe(text: Any) -> str:
+    """``text`` as a string with the characters XML 1.0 forbids removed.
+
+    Control characters (other than tab, newline, carriage return), lone
+    surrogates and U+FFFE/U+FFFF are dropped; escaping ``<``, ``&`` … is left
+    to ElementTree.
+    """
+    return _ILLEGAL_XML.sub("", "" if text is None else str(text))
+
+
+def _shorten(text: Any, limit: int = _SHORT_TEXT) -> str:
+    text = " ".join(xml_safe(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, or None for null / NaN / anything that is not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def gate_failed(value: Any, threshold: float | None) -> bool:
+    """Whether a metric ``value`` fails the gate ``threshold``.
+
+    No threshold never fails. An undefined value (null/NaN) fails a set
+    threshold: a CI gate must not pass on a number it could not compute.
+    """
+    if threshold is None:
+        return False
+    number = _number(value)
+    return number is None or number < threshold
+
+
+def _gap_threshold(report: Mapping, gap_threshold: float | None) -> float:
+    if gap_threshold is not None:
+        return float(gap_threshold)
+    configured = (report.get("config") or {}).get("gaps", {})
+    value = _number(configured.get("gap_threshold")) if isinstance(configured, Mapping) else None
+    return DEFAULT_GAP_THRESHOLD if value is None else value
+
+
+# --------------------------------------------------------------------------- reading reports
+
+
+def check_report(report: Any, label: str = "the report") -> dict:
+    """``report`` if it looks like a schema-1 report; else :class:`InputError` (one sentence)."""
+    if not isinstance(report, dict) or "schema_version" not in report:
+        raise InputError(f"{label} is not a coverage report (it has no schema_version).")
+    version = report["schema_version"]
+    if version != SUPPORTED_SCHEMA_VERSION:
+        raise InputError(
+            f"{label} has report schema version {version!r}, but this coverage_core reads "
+            f"version {SUPPORTED_SCHEMA_VERSION}; re-run analyze to make a new report."
+        )
+    if not isinstance(report.get("metrics"), dict):
+        raise InputError(f"{label} is not a complete coverage report (its metrics are missing).")
+    for section, key in (("documents", "name"), ("questions", "text"), ("clusters", "id")):
+        items = report.get(section)
+        if not isinstance(items, list) or not all(isinstance(item, dict) and key in item for item in items):
+            raise InputError(f"{label} is not a complete coverage report (its {section} list is missing or malformed).")
+    return report
+
+
+def load_report(path: str | Path) -> dict:
+    """Read and check a JSON report; unusable files raise :class:`InputError`.
+
+    A missing or unreadable file raises :class:`OSError` as usual.
+    """
+    name = Path(path).name
+    data = Path(path).read_bytes()
+    try:
+        report = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise InputError(f"{name} is not a coverage report (it is not UTF-8 text).") from None
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{name} is not a coverage report (not valid JSON: {error.msg} at line {error.lineno}, column {error.colno})."
+        ) from None
+    return check_report(report, name)
+
+
+# --------------------------------------------------------------------------- JUnit XML
+
+
+def _testcase(parent: ET.Element, classname: str, name: str) -> ET.Element:
+    return ET.SubElement(parent, "testcase", classname=classname, name=xml_safe(name), time="0")
+
+
+def _fail(case: ET.Element, message: str, text: str, kind: str) -> None:
+    failure = ET.SubElement(case, "failure", message=xml_safe(message), type=kind)
+    failure.text = xml_safe(text)
+
+
+def _system_out(case: ET.Element, text: str) -> None:
+    ET.SubElement(case, "system-out").text = xml_safe(text)
+
+
+def _suite(root: ET.Element, name: str) -> ET.Element:
+    return ET.SubElement(root, "testsuite", name=name)
+
+
+def _count(suite: ET.Element) -> tuple[int, int, int]:
+    cases = suite.findall("testcase")
+    failures = sum(1 for case in cases if case.find("failure") is not None)
+    skipped = sum(1 for case in cases if case.find("skipped") is not None)
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+    suite.set("time", "0")
+    return len(cases), failures, skipped
+
+
+def _metric_suite(root: ET.Element, report: Mapping, metric: str, threshold: float | None) -> None:
+    suite = _suite(root, "coverage.metric")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in report["metrics"].items():
+        ET.SubElement(properties, "property", name=xml_safe(name), value=_fmt(_number(value), ".6f"))
+    if threshold is not None:
+        ET.SubElement(properties, "property", name="fail_below", value=f"{threshold:.6f}")
+    value = _number(report["metrics"].get(metric))
+    case = _testcase(suite, "coverage.metric", metric)
+    if threshold is None:
+        detail = f"{metric} coverage {_fmt(value)}; no threshold set (--fail-below)."
+    elif gate_failed(value, threshold):
+        detail = (
+            f"{metric} coverage is not defined; required {threshold:.3f}."
+            if value is None
+            else f"{metric} coverage {value:.3f} is below the required {threshold:.3f}."
+        )
+        _fail(case, detail, f"{detail}\nAll metrics: " + ", ".join(
+            f"{name} {_fmt(_number(v))}" for name, v in report["metrics"].items()
+        ), "coverage.below_threshold")
+    else:
+        detail = f"{metric} coverage {value:.3f} meets the required {threshold:.3f}."
+    _system_out(case, f"{detail}\nvalue={_fmt(value, '.6f')} threshold={_fmt(threshold, '.6f')}")
+
+
+def _cluster_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> None:
+    suite = _suite(root, "coverage.clusters")
+    def order(cluster: Mapping) -> tuple:
+        rank, ident = cluster.get("gap_rank"), cluster["id"]
+        return (rank is None, rank or 0, not isinstance(ident, int), ident if isinstance(ident, int) else 0, str(ident))
+
+    for cluster in sorted(report["clusters"], key=order):
+        coverage = _number(cluster.get("coverage"))
+        size = cluster.get("size")
+        share = _number(cluster.get("share"))
+        case = _testcase(suite, "coverage.clusters", f"cluster {cluster['id']}")
+        facts = (
+            f"coverage {_fmt(coverage)}, {size} chunks"
+            + (f" ({share:.1%} of the corpus)" if share is not None else "")
+            + f", {cluster.get('n_questions', 'n/a')} questions covering it"
+        )
+        themes = [_shorten(t, 60) for t in cluster.get("themes") or []]
+        lines = [f"cluster {cluster['id']}: {facts}"]
+        if themes:
+            lines.append("themes: " + ", ".join(themes))
+        for passage in (cluster.get("representative_chunks") or [])[:3]:
+            lines.append(f"passage: {_shorten(passage)}")
+        suggestions = cluster.get("suggested_questions") or []
+        for suggestion in suggestions[:3]:
+            text = suggestion.get("text") if isinstance(suggestion, Mapping) else suggestion
+            lines.append(f"suggested question: {_shorten(text)}")
+        if coverage is None:
+            ET.SubElement(case, "skipped", message="empty cluster: coverage is not defined")
+        elif coverage < gap_threshold:
+            about = f" ({', '.join(themes[:3])})" if themes else ""
+            message = f"cluster {cluster['id']}{about}: coverage {coverage:.3f} is below the gap threshold {gap_threshold:.3f}"
+            _fail(case, message, "\n".join(lines), "coverage.gap")
+            continue
+        _system_out(case, "\n".join(lines))
+
+
+def _document_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> None:
+    suite = _suite(root, "coverage.documents")
+    asking = Counter(
+        q.get("nearest_document") for q in report["questions"] if not q.get("is_outlier")
+    )
+    for document in report["documents"]:
+        name = str(document["name"])
+        coverage = _number(document.get("coverage"))
+        case = _testcase(suite, "coverage.documents", name)
+        lines = [
+            f"{name}: coverage {_fmt(coverage)}, {document.get('n_chunks', 'n/a')} chunks, "
+            f"the nearest document of {asking.get(name, 0)} on-topic questions"
+        ]
+        if document.get("is_low"):
+            lines.append("flagged: covered far less than the other documents (untested or possibly misaligned)")
+        if coverage is None:
+            ET.SubElement(case, "skipped", message="coverage is not defined")
+        elif coverage < gap_threshold:
+            message = f"{name}: coverage {coverage:.3f} is below the gap threshold {gap_threshold:.3f}"
+            _fail(case, message, "\n".join(lines), "coverage.gap")
+            continue
+        _system_out(case, "\n".join(lines))
+
+
+def junit_xml(
+    report: Mapping,
+    gate_metric: str = "basic",
+    gate_threshold: float | None = None,
+    gap_threshold: float | None = None,
+) -> str:
+    """JUnit XML (a UTF-8 document as ``str``) for a schema-1 report dict.
+
+    Three test suites:
+
+    * ``coverage.metric``: one test case named after ``gate_metric``; it fails
+      when the metric is below ``gate_threshold`` (as ``analyze --fail-below``
+      does) and passes otherwise, or always when no threshold is set. Every
+      metric is also listed as a ``<property>``.
+    * ``coverage.clusters``: one test case per cluster, failing when its
+      coverage is below ``gap_threshold``; message and text give coverage,
+      size, themes, representative passages and suggested questions.
+      Clusters are named ``cluster <id>``; ids are not stable between runs.
+    * ``coverage.documents``: one test case per document (named after it),
+      failing below ``gap_threshold``.
+
+    Clusters and documents at or above the threshold are passing test cases
+    (with their coverage in ``<system-out>``), so CI can track them over time.
+    An undefined coverage (an empty cluster) is a skipped test case.
+    ``gap_threshold=None`` uses the report's configured gap threshold.
+    """
+    check_report(report)
+    threshold = _gap_threshold(report, gap_threshold)
+    root = ET.Element("testsuites", name="coverage_core")
+    _metric_suite(root, report, gate_metric, gate_threshold)
+    _cluster_suite(root, report, threshold)
+    _document_suite(root, report, threshold)
+    totals = [0, 0, 0]
+    for suite in root.findall("testsuite"):
+        for i, n in enumerate(_count(suite)):
+            totals[i] += n
+    root.set("tests", str(totals[0]))
+    root.set("failures", str(totals[1]))
+    root.set("errors", "0")
+    root.set("skipped", str(totals[2]))
+    root.set("time", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(xml: str, path: str | Path) -> None:
+    Path(path).write_text(xml, encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- diff
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    name: str
+    old: float | None
+    new: float | None
+    delta: float | None  # new - old; None when either is undefined
+
+
+@dataclass(frozen=True)
+class DocumentDelta:
+    name: str
+    old_coverage: float | None
+    new_coverage: float | None
+    delta: float | None
+    old_chunks: int | None
+    new_chunks: int | None
+
+
+@dataclass(frozen=True)
+class DocumentEntry:
+    name: str
+    coverage: float | None
+    n_chunks: int | None
+
+
+@dataclass(frozen=True)
+class ReportDiff:
+    """What changed from ``old`` to ``new``; every delta is new − old."""
+
+    metrics: tuple[MetricDelta, ...]
+    counts: tuple[tuple[str, int | None, int | None], ...]
+    documents: tuple[DocumentDelta, ...]  # in both reports, biggest drop first
+    documents_added: tuple[DocumentEntry, ...]
+    documents_removed: tuple[DocumentEntry, ...]
+    questions_added: tuple[str, ...]
+    questions_removed: tuple[str, ...]
+    config_changes: tuple[tuple[str, Any, Any], ...]  # (dotted key, old, new); settings that change scores
+
+    def metric(self, name: str) -> MetricDelta | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _delta(old: float | None, new: float | None) -> float | None:
+    return None if old is None or new is None else round(new - old, 6)
+
+
+def _metric_names(old: Mapping, new: Mapping) -> list[str]:
+    common = set(old) & set(new)
+    known = [name for name in _METRIC_ORDER if name in common]
+    return known + sorted(common - set(known))
+
+
+def _flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(config, Mapping):
+        return {prefix: config}
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+# Config entries that do not change the metrics: inputs, outcomes (the
+# screening threshold follows from the questions), and settings applied after
+# scoring (gap threshold and ranking, near-duplicate threshold).
+_NOT_SETTINGS = ("inputs", "screening_threshold", "gaps", "redundancy_threshold")
+
+
+def _config_changes(old: Any, new: Any) -> tuple[tuple[str, Any, Any], ...]:
+    def settings(config: Any) -> dict[str, Any]:
+        flat = _flatten(config if isinstance(config, Mapping) else {})
+        return {k: v for k, v in flat.items() if k.split(".")[0] not in _NOT_SETTINGS}
+
+    before, after = settings(old), settings(new)
+    return tuple(
+        (key, before.get(key), after.get(key))
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key)
+    )
+
+
+def _normalise(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def _question_changes(old: list, new: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Questions only in new / only in old, matched by whitespace-normalised text.
+
+    Matching counts repeats: a question asked twice before and once now is
+    one removal.
+    """
+    old_texts = [_normalise(q["text"]) for q in old]
+    new_texts = [_normalise(q["text"]) for q in new]
+    old_counts, new_counts = Counter(old_texts), Counter(new_texts)
+
+    def only(texts: list[str], mine: Counter, theirs: Counter) -> tuple[str, ...]:
+        surplus = mine - theirs
+        out = []
+        for text in texts:
+            if surplus[text] > 0:
+                surplus[text] -= 1
+                out.append(text)
+        return tuple(out)
+
+    return only(new_texts, new_counts, old_counts), only(old_texts, old_counts, new_counts)
+
+
+def diff_reports(old: Mapping, new: Mapping) -> ReportDiff:
+    """Compare two schema-1 reports (dicts); see :class:`ReportDiff`."""
+    check_report(old, "the old report")
+    check_report(new, "the new report")
+    metrics = tuple(
+        MetricDelta(name, a, b, _delta(a, b))
+        for name in _metric_names(old["metrics"], new["metrics"])
+        for a, b in [(_number(old["metrics"][name]), _number(new["metrics"][name]))]
+    )
+    old_summary, new_summary = old.get("summary") or {}, new.get("summary") or {}
+    counts = tuple(
+        (key, old_summary.get(key), new_summary.get(key))
+        for key in ("n_documents", "n_chunks", "n_questions", "n_outliers")
+        if key in old_summary or key in new_summary
+    )
+    old_docs = {str(d["name"]): d for d in old["documents"]}
+    new_docs = {str(d["name"]): d for d in new["documents"]}
+    both = []
+    for name in old_docs.keys() & new_docs.keys():
+        a, b = old_docs[name], new_docs[name]
+        before, after = _number(a.get("coverage")), _number(b.get("coverage"))
+        both.append(DocumentDelta(name, before, after, _delta(before, after), a.get("n_chunks"), b.get("n_chunks")))
+    both.sort(key=lambda d: (d.delta is None, d.delta if d.delta is not None else 0.0, d.name))
+
+    def entries(docs: dict, names: set) -> tuple[DocumentEntry, ...]:
+        return tuple(
+            DocumentEntry(name, _number(docs[name].get("coverage")), docs[name].get("n_chunks")) for name in sorted(names)
+        )
+
+    added, removed = _question_changes(old["questions"], new["questions"])
+    return ReportDiff(
+        metrics=metrics,
+        counts=counts,
+        documents=tuple(both),
+        documents_added=entries(new_docs, new_docs.keys() - old_docs.keys()),
+        documents_removed=entries(old_docs, old_docs.keys() - new_docs.keys()),
+        questions_added=added,
+        questions_removed=removed,
+        config_changes=_config_changes(old.get("config"), new.get("config")),
+    )
+
+
+def metric_drop(diff: ReportDiff, metric: str) -> float | None:
+    """How far ``metric`` fell (old − new; negative when it rose), or None if not comparable."""
+    delta = diff.metric(metric)
+    return None if delta is None or delta.delta is None else -delta.delta
+
+
+def _listing(title: str, items: list[str], sign: str, limit: int) -> list[str]:
+    lines = ["", f"{title} ({len(items)})"]
+    lines += [f"  {sign} {item}" for item in items[:limit]]
+    if len(items) > limit:
+        lines.append(f"  … and {len(items) - limit} more (write them all with --json)")
+    return lines
+
+
+def format_diff(diff: ReportDiff, old_label: str = "old", new_label: str = "new", limit: int = 50) -> str:
+    """A plain-text comparison for the terminal (at most ``limit`` lines per list)."""
+    lines = [f"Comparing {old_label} → {new_label}"]
+    if diff.config_changes:
+        lines.append("")
+        lines.append("Settings differ, so scores may not be comparable (they are relative to model and chunking):")
+        for key, a, b in diff.config_changes:
+            lines.append(f"  {key}: {a!r} → {b!r}")
+    lines.append("")
+    lines.append(f"{'metric':<16} {'old':>8} {'new':>8} {'delta':>8}")
+    for m in diff.metrics:
+        lines.append(f"{m.name:<16} {_fmt(m.old):>8} {_fmt(m.new):>8} {_signed(m.delta):>8}")
+    if diff.counts:
+        lines.append("")
+        lines.append(
+            "; ".join(f"{key[2:]} {'n/a' if a is None else a} → {'n/a' if b is None else b}" for key, a, b in diff.counts)
+        )
+    if diff.documents:
+        lines.append("")
+        lines.append(f"{'document':<40} {'old':>8} {'new':>8} {'delta':>8} {'chunks':>11}")
+        for d in diff.documents:
+            chunks = f"{d.old_chunks}→{d.new_chunks}" if d.old_chunks != d.new_chunks else f"{d.new_chunks}"
+            lines.append(
+                f"{d.name[:40]:<40} {_fmt(d.old_coverage):>8} {_fmt(d.new_coverage):>8} {_signed(d.delta):>8} {chunks:>11}"
+            )
+    if diff.documents_added:
+        lines += _listing(
+            "Documents added", [f"{d.name} (coverage {_fmt(d.coverage)}, {d.n_chunks} chunks)" for d in diff.documents_added], "+", limit
+        )
+    if diff.documents_removed:
+        lines += _listing(
+            "Documents removed", [f"{d.name} (coverage {_fmt(d.coverage)}, {d.n_chunks} chunks)" for d in diff.documents_removed], "-", limit
+        )
+    if diff.questions_added or diff.questions_removed:
+        if diff.questions_added:
+            lines += _listing("Questions added", [_shorten(q, 110) for q in diff.questions_added], "+", limit)
+        if diff.questions_removed:
+            lines += _listing("Questions removed", [_shorten(q, 110) for q in diff.questions_removed], "-", limit)
+    else:
+        lines += ["", "No questions added or removed."]
+    return "\n".join(lines)

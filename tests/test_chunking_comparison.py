@@ -1,0 +1,173 @@
+import hashlib
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coverage_core import costs, retrieval
+from coverage_core.chunking import ChunkingConfig
+from coverage_core.chunking_comparison import (
+    DEFAULT_GRID,
+    RESULT_COLUMNS,
+    compare_chunkings,
+    grid_frame,
+    grid_from_frame,
+    plan_chunkings,
+)
+from coverage_core.embeddings import EmbeddingCache
+from coverage_core.errors import InputError, ProviderError
+from coverage_core.ingest import read_documents, read_questions
+from coverage_core.pipeline import chunk_corpus, embed_questions
+from tests.conftest import PROJECT
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+DOCS = ["Alessandro_Volta.txt", "Octopus.txt", "Trumpet.txt"]
+
+
+class WordEmbedder:
+    """Hashed bag of words: similarity follows shared words, so retrieval means something."""
+
+    def __init__(self, provider="fake", model="bag-of-words", fail_after=None):
+        self.provider, self.model, self.dimensions = provider, model, None
+        self.max_tokens = 10_000
+        self.batch_size = 32
+        self.calls = 0
+        self.sent: list[str] = []
+        self.fail_after = fail_after
+
+    def embed(self, texts):
+        self.calls += 1
+        if self.fail_after is not None and len(self.sent) >= self.fail_after:
+            raise ProviderError("The provider rate-limited the requests; wait a minute and run again.", "rate_limit")
+        self.sent.extend(texts)
+        rows = np.zeros((len(texts), 256))
+        for row, text in zip(rows, texts):
+            for word in re.findall(r"[a-z]{4,}", text.lower()):
+                row[int.from_bytes(hashlib.sha256(word.encode()).digest()[:2], "little") % 256] += 1
+        return rows + 1e-3
+
+    def count_tokens(self, texts):
+        return [len(t.split()) for t in texts]
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    documents = read_documents([EXAMPLE / "docs" / name for name in DOCS]).documents
+    frame = pd.read_csv(EXAMPLE / "questions.csv")
+    frame = frame[frame["source"].isin(DOCS)].head(40)
+    questions = read_questions(frame.to_csv(index=False).encode(), name="q.csv")
+    return documents, questions
+
+
+def test_each_configuration_gets_a_row_and_cached_texts_cost_nothing(inputs, cache_dir):
+    documents, questions = inputs
+    cache = EmbeddingCache(cache_dir)
+    embedder = WordEmbedder()
+    question_embedding = embed_questions(questions, embedder, cache)
+    relevant = retrieval.relevant_from_questions(questions, "source")
+    grid = [ChunkingConfig(500, 0), ChunkingConfig(1000, 200)]
+    seen = []
+    table, warnings = compare_chunkings(
+        documents, questions, question_embedding, grid, embedder, cache,
+        relevant=relevant, k=3, progress=lambda done, total, config, step: seen.append((done, total, step)),
+    )
+    assert warnings == []
+    assert list(table.columns) == list(RESULT_COLUMNS)
+    assert table[["chunk_size", "chunk_overlap"]].values.tolist() == [[500, 0], [1000, 200]]
+    assert table.loc[0, "n_chunks"] > table.loc[1, "n_chunks"]  # smaller chunks, more of them
+    # Only texts not embedded before are sent: a chunk both configurations
+    # produce (a short paragraph) is embedded by the first one only.
+    first_texts = {c.text for c in chunk_corpus(documents, grid[0])}
+    second_texts = [c.text for c in chunk_corpus(documents, grid[1])]
+    assert table.loc[0, "newly_embedded"] == table.loc[0, "n_chunks"]
+    assert table.loc[1, "newly_embedded"] == sum(t not in first_texts for t in second_texts) < table.loc[1, "n_chunks"]
+    assert seen == [(0, 2, "embedding"), (1, 2, "done"), (1, 2, "embedding"), (2, 2, "done")]
+    # Word overlap retrieves each question's own article far above chance (1/3).
+    assert (table["hit_at_k"] > 0.7).all() and (table["mrr"] > 0.6).all()
+    assert table["basic"].between(0, 1).all() and table["balanced"].between(0, 1).all()
+    assert table["cost_usd"].isna().all()  # a paid-looking provider without a price table
+
+    # Again with one new configuration: the repeated one costs nothing.
+    sent_before = len(embedder.sent)
+    again, _ = compare_chunkings(
+        documents, questions, question_embedding, grid + [ChunkingConfig(2000, 200)], embedder, cache,
+        relevant=relevant, k=3,
+    )
+    assert again["newly_embedded"].tolist()[:2] == [0, 0]
+    assert again.loc[2, "newly_embedded"] == len(embedder.sent) - sent_before > 0
+    same = ["n_chunks", "n_clusters", "basic", "balanced", "precision_at_k", "recall_at_k", "mrr"]
+    pd.testing.assert_frame_equal(again.loc[:1, same], table[same], check_dtype=False)  # cached = same vectors
+
+
+def test_plan_counts_what_would_be_sent_before_anything_is(inputs, cache_dir):
+    documents, questions = inputs
+    cache = EmbeddingCache(cache_dir)
+    embedder = WordEmbedder()
+    grid = [ChunkingConfig(1000, 0), ChunkingConfig(1000, 200)]
+    plans = plan_chunkings(documents, grid, embedder, cache)
+    assert embedder.calls == 0
+    assert plans[0].n_to_embed == plans[0].n_chunks
+    shared = {c.text for c in chunk_corpus(documents, grid[0])}
+    assert plans[1].n_to_embed == len({c.text for c in chunk_corpus(documents, grid[1])} - shared)
+    assert all(p.approx_tokens > 0 for p in plans)
+    question_embedding = embed_questions(questions, embedder, cache)
+    table, _ = compare_chunkings(documents, questions, question_embedding, grid[:1], embedder, cache)
+    after = plan_chunkings(documents, grid, embedder, cache)
+    assert after[0].n_to_embed == 0 and after[1].n_to_embed == plans[1].n_to_embed
+    assert table["precision_at_k"].isna().all()  # no relevant sources given: no retrieval figures
+
+
+def test_paid_provider_rows_carry_the_cost_of_new_tokens_only(inputs, cache_dir):
+    documents, questions = inputs
+    cache = EmbeddingCache(cache_dir)
+    embedder = WordEmbedder(provider="openai", model="text-embedding-3-small")
+    question_embedding = embed_questions(questions, embedder, cache)
+    prices = costs.default_price_table()
+    grid = [ChunkingConfig(1000, 200)]
+    first, _ = compare_chunkings(documents, questions, question_embedding, grid, embedder, cache, price_table=prices)
+    expected = costs.estimate_embedding_cost(int(first.loc[0, "new_tokens"]), "openai", "text-embedding-3-small", prices)
+    assert first.loc[0, "new_tokens"] > 0 and first.loc[0, "cost_usd"] == pytest.approx(expected.usd)
+    second, _ = compare_chunkings(documents, questions, question_embedding, grid, embedder, cache, price_table=prices)
+    assert second.loc[0, "new_tokens"] == 0 and second.loc[0, "cost_usd"] == 0.0
+
+
+def test_a_provider_error_keeps_finished_rows_and_their_embeddings(inputs, cache_dir):
+    documents, questions = inputs
+    cache = EmbeddingCache(cache_dir)
+    question_embedding = embed_questions(questions, WordEmbedder(), cache)
+    failing = WordEmbedder(fail_after=0)
+    grid = [ChunkingConfig(1000, 200), ChunkingConfig(500, 0)]
+    first, _ = compare_chunkings(documents, questions, question_embedding, grid[:1], WordEmbedder(), cache)
+    table, warnings = compare_chunkings(documents, questions, question_embedding, grid, failing, cache)
+    assert len(table) == 1 and table.loc[0, "chunk_size"] == 1000  # the cached one still ran
+    assert len(warnings) == 1 and "stopped at chunk size 500" in warnings[0] and "rate-limited" in warnings[0]
+
+
+def test_the_screening_decision_is_held_fixed_across_configurations(inputs, cache_dir):
+    documents, questions = inputs
+    cache = EmbeddingCache(cache_dir)
+    embedder = WordEmbedder()
+    question_embedding = embed_questions(questions, embedder, cache)
+    n = len(questions.questions)
+    everyone_out = np.ones(n, dtype=bool)
+    table, _ = compare_chunkings(
+        documents, questions, question_embedding, DEFAULT_GRID[:2], embedder, cache, is_outlier=everyone_out
+    )
+    assert (table["basic"] == 0).all()  # no inlier question: no coverage, in every configuration
+    with pytest.raises(InputError, match="one flag per question"):
+        compare_chunkings(documents, questions, question_embedding, DEFAULT_GRID, embedder, cache, is_outlier=[True])
+
+
+def test_grid_table_round_trip_and_validation():
+    assert grid_from_frame(grid_frame()) == list(DEFAULT_GRID)
+    edited = pd.DataFrame({"chunk_size": [800, None, 800, 300.0], "chunk_overlap": [100, None, 100, None]})
+    assert grid_from_frame(edited) == [ChunkingConfig(800, 100), ChunkingConfig(300, 0)]
+    with pytest.raises(InputError, match="Row 1 .*smaller than chunk_size"):
+        grid_from_frame(pd.DataFrame({"chunk_size": [100], "chunk_overlap": [100]}))
+    with pytest.raises(InputError, match="Row 2 .*whole numbers"):
+        grid_from_frame(pd.DataFrame({"chunk_size": [100, "big"], "chunk_overlap": [0, 0]}))
+    with pytest.raises(InputError, match="empty"):
+        grid_from_frame(pd.DataFrame({"chunk_size": [None], "chunk_overlap": [None]}))
+    with pytest.raises(InputError, match="chunk_overlap is missing"):
+        grid_from_frame(pd.DataFrame({"chunk_size": [100]}))

@@ -1,0 +1,366 @@
+"""CI outputs from hand-made schema-1 report dicts: JUnit XML and report diffs."""
+
+import copy
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from coverage_core import ci
+from coverage_core.cli import main
+from coverage_core.errors import InputError
+
+METRICS = {"basic": 0.72, "weighted": 0.72, "balanced": 0.65, "multi_threshold": 0.5, "multi_n": 0.55}
+
+
+def _question(row, text, document="Drum.txt", outlier=False):
+    return {
+        "row": row, "text": text, "max_similarity": 0.6, "nearest_document": document, "cluster": 0,
+        "outlier_score": 0.1, "lof_score": 1.0, "is_outlier": outlier, "duplicate_of": None,
+    }
+
+
+def _cluster(ident, coverage, size=10, gap_rank=None, themes=(), passages=("A passage.",), suggestions=()):
+    return {
+        "id": ident, "size": size, "share": size / 40, "coverage": coverage,
+        "multi_threshold_coverage": coverage, "multi_n_coverage": coverage, "n_questions": 3,
+        "is_gap": gap_rank is not None, "gap_rank": gap_rank, "themes": list(themes),
+        "suggested_questions": [{"text": s, "origin": "draft", "document": "Koala.txt", "passage": "p"} for s in suggestions],
+        "representative_chunks": list(passages),
+    }
+
+
+def make_report(**changes):
+    """A minimal valid schema-1 report: 3 clusters (1 gap), 3 documents (1 below 0.7), 3 questions."""
+    report = {
+        "schema_version": 1,
+        "config": {
+            "embedding": {"provider": "local", "model": None, "dimensions": None, "base_url": None},
+            "chunking": {"chunk_size": 1000, "chunk_overlap": 200},
+            "n_clusters": None, "random_state": 0, "strictness": None, "multi_threshold": 0.5, "multi_n": 2,
+            "redundancy_threshold": 0.95, "gaps": {"gap_threshold": 0.7, "size_weight": 0.3},
+            "n_clusters_used": 3, "screening_threshold": 1.2,
+            "inputs": {"documents": ["Drum.txt", "Flute.txt", "Koala.txt"], "questions_file": "q.csv"},
+        },
+        "metrics": dict(METRICS),
+        "summary": {"n_documents": 3, "n_chunks": 40, "n_questions": 3, "n_outliers": 1,
+                    "n_blank_questions": 0, "n_chunks_over_token_limit": 0, "embedded": 0, "from_cache": 43},
+        "clusters": [
+            _cluster(0, 0.81, size=15),
+            _cluster(1, 0.42, size=10, gap_rank=1, themes=("koala", "eucalyptus", "marsupial"),
+                     passages=("The koala is an arboreal herbivorous marsupial.",),
+                     suggestions=("What do koalas eat?",)),
+            _cluster(2, 0.77, size=15),
+        ],
+        "documents": [
+            {"name": "Koala.txt", "n_chunks": 10, "coverage": 0.41, "is_low": True},
+            {"name": "Drum.txt", "n_chunks": 15, "coverage": 0.8, "is_low": False},
+            {"name": "Flute.txt", "n_chunks": 15, "coverage": 0.78, "is_low": False},
+        ],
+        "questions": [
+            _question(0, "What is a drum?"),
+            _question(1, "How is a flute  played?", "Flute.txt"),
+            _question(2, "Where do zebras live?", outlier=True),
+        ],
+        "redundant_pairs": [],
+        "warnings": [],
+    }
+    report.update(changes)
+    return report
+
+
+def _parse(xml):
+    root = ET.fromstring(xml.encode("utf-8"))
+    cases = root.findall("./testsuite/testcase")
+    return root, {(c.get("classname"), c.get("name")): c for c in cases}
+
+
+# --------------------------------------------------------------------------- JUnit
+
+
+def test_junit_counts_every_cluster_and_document_and_fails_the_gaps():
+    root, cases = _parse(ci.junit_xml(make_report(), "basic", None))
+    assert root.tag == "testsuites"
+    assert [s.get("name") for s in root.findall("testsuite")] == ["coverage.metric", "coverage.clusters", "coverage.documents"]
+    # 1 metric + 3 clusters + 3 documents; below 0.7: cluster 1 and Koala.txt.
+    assert root.get("tests") == "7" and root.get("failures") == "2" and root.get("errors") == "0"
+    for suite in root.findall("testsuite"):
+        assert int(suite.get("tests")) == len(suite.findall("testcase"))
+        assert int(suite.get("failures")) == len(suite.findall("testcase/failure"))
+    failed = {key for key, case in cases.items() if case.find("failure") is not None}
+    assert failed == {("coverage.clusters", "cluster 1"), ("coverage.documents", "Koala.txt")}
+    for case in cases.values():
+        assert case.get("time") == "0"
+    gap = cases[("coverage.clusters", "cluster 1")].find("failure")
+    assert gap.get("type") == "coverage.gap"
+    assert "0.420" in gap.get("message") and "0.700" in gap.get("message") and "koala" in gap.get("message")
+    assert "10 chunks" in gap.text and "eucalyptus" in gap.text and "arboreal" in gap.text
+    assert "What do koalas eat?" in gap.text
+    koala = cases[("coverage.documents", "Koala.txt")].find("failure")
+    assert "0.410" in koala.get("message") and "untested or possibly misaligned" in koala.text
+    # Passing clusters and documents carry their coverage so CI can track them.
+    assert "0.800" in cases[("coverage.documents", "Drum.txt")].find("system-out").text
+
+
+def test_junit_gate_fails_below_the_threshold_and_passes_otherwise():
+    report = make_report()
+    _, cases = _parse(ci.junit_xml(report, "balanced", 0.7))
+    gate = cases[("coverage.metric", "balanced")]
+    failure = gate.find("failure")
+    assert failure is not None and failure.get("type") == "coverage.below_threshold"
+    assert "0.650" in failure.get("message") and "0.700" in failure.get("message")
+    assert "value=0.650000 threshold=0.700000" in gate.find("system-out").text
+
+    root, cases = _parse(ci.junit_xml(report, "basic", 0.7))
+    gate = cases[("coverage.metric", "basic")]
+    assert gate.find("failure") is None
+    assert "value=0.720000 threshold=0.700000" in gate.find("system-out").text
+    assert root.get("failures") == "2"  # only the gaps
+
+    _, cases = _parse(ci.junit_xml(report, "basic", None))
+    assert "no threshold" in cases[("coverage.metric", "basic")].find("system-out").text
+    properties = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert properties["balanced"] == "0.650000" and properties["fail_below"] == "0.700000"
+
+
+def test_junit_gap_threshold_comes_from_the_report_or_the_argument():
+    report = make_report()
+    report["config"]["gaps"]["gap_threshold"] = 0.79
+    root, _ = _parse(ci.junit_xml(report))
+    # cluster 1 (0.42), cluster 2 (0.77), Koala (0.41), Flute (0.78)
+    assert root.get("failures") == "4"
+    root, _ = _parse(ci.junit_xml(report, gap_threshold=0.3))
+    assert root.get("failures") == "0"
+
+
+def test_junit_undefined_values():
+    report = make_report()
+    report["clusters"].append(_cluster(3, None, size=0))
+    report["metrics"]["basic"] = None
+    root, cases = _parse(ci.junit_xml(report, "basic", 0.5))
+    assert cases[("coverage.clusters", "cluster 3")].find("skipped") is not None
+    assert root.get("skipped") == "1"
+    assert "not defined" in cases[("coverage.metric", "basic")].find("failure").get("message")
+    assert ci.gate_failed(None, 0.5) and not ci.gate_failed(None, None) and not ci.gate_failed(0.5, 0.5)
+
+
+def test_junit_strips_control_characters_and_escapes_markup():
+    dirty = "Tom & Jerry <b>\x00bold\x0c</b>\x1b[0m \ud800 end\ufffe"
+    report = make_report()
+    report["documents"][0]["name"] = "Koala & <friends>\x07.pdf"
+    report["clusters"][1]["themes"] = ["<script>", "a&b", "form\x0bfeed"]
+    report["clusters"][1]["representative_chunks"] = [dirty]
+    xml = ci.junit_xml(report, "basic", 0.9)
+    assert "&amp;" in xml and "&lt;script&gt;" in xml and "<script>" not in xml
+    for bad in "\x00\x07\x0b\x0c\x1b\ud800\ufffe":
+        assert bad not in xml
+    xml.encode("utf-8")  # no lone surrogates left
+    _, cases = _parse(xml)
+    koala = cases[("coverage.documents", "Koala & <friends>.pdf")]
+    assert koala.find("failure") is not None
+    gap = cases[("coverage.clusters", "cluster 1")].find("failure")
+    assert "<script>, a&b, formfeed" in gap.get("message")
+    assert "Tom & Jerry <b>bold</b>[0m end" in gap.text
+    assert ci.xml_safe("a\tb\nc\rd") == "a\tb\nc\rd"
+
+
+def test_junit_shortens_long_passages():
+    report = make_report()
+    report["clusters"][1]["representative_chunks"] = ["word " * 400]
+    gap = _parse(ci.junit_xml(report))[1][("coverage.clusters", "cluster 1")].find("failure")
+    passage = next(line for line in gap.text.splitlines() if line.startswith("passage: "))
+    assert len(passage) <= len("passage: ") + 160 and passage.endswith("…")
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def _renamed_clusters(report):
+    for cluster in report["clusters"]:
+        cluster["id"] += 10
+    report["clusters"].reverse()
+    return report
+
+
+def test_diff_metric_deltas_and_documents_matched_by_name():
+    old = make_report()
+    new = _renamed_clusters(copy.deepcopy(old))
+    new["metrics"].update(basic=0.75, balanced=0.6)
+    new["documents"] = [
+        {"name": "Flute.txt", "n_chunks": 16, "coverage": 0.7, "is_low": False},
+        {"name": "Drum.txt", "n_chunks": 15, "coverage": 0.85, "is_low": False},
+        {"name": "Lobster.txt", "n_chunks": 5, "coverage": 0.3, "is_low": True},
+    ]
+    diff = ci.diff_reports(old, new)
+    assert [m.name for m in diff.metrics] == list(METRICS)
+    assert diff.metric("basic").old == 0.72 and diff.metric("basic").new == 0.75
+    assert diff.metric("basic").delta == pytest.approx(0.03)
+    assert diff.metric("balanced").delta == pytest.approx(-0.05)
+    assert diff.metric("weighted").delta == 0
+    assert ci.metric_drop(diff, "balanced") == pytest.approx(0.05)
+    # Biggest drop first; Koala is gone and Lobster is new.
+    assert [(d.name, d.delta) for d in diff.documents] == [("Flute.txt", pytest.approx(-0.08)), ("Drum.txt", pytest.approx(0.05))]
+    assert diff.documents[0].old_chunks == 15 and diff.documents[0].new_chunks == 16
+    assert [d.name for d in diff.documents_added] == ["Lobster.txt"]
+    assert [d.name for d in diff.documents_removed] == ["Koala.txt"]
+    assert diff.questions_added == diff.questions_removed == ()
+    assert diff.config_changes == ()  # renamed clusters and other inputs are not settings
+
+    text = ci.format_diff(diff, "old.json", "new.json")
+    assert "old.json → new.json" in text
+    assert "basic" in text and "0.720" in text and "0.750" in text and "+0.030" in text and "-0.050" in text
+    assert text.index("Flute.txt") < text.index("Drum.txt")
+    assert "+ Lobster.txt" in text and "- Koala.txt" in text
+    assert "No questions added or removed." in text
+
+
+def test_diff_questions_matched_by_whitespace_normalised_text():
+    old = make_report()
+    new = make_report(questions=[
+        _question(0, "  What is a   drum?\n"),  # same question, other whitespace
+        _question(1, "What do koalas eat?", "Koala.txt"),
+        _question(2, "What do koalas eat?", "Koala.txt"),
+        _question(3, "Where do zebras live?", outlier=True),
+    ])
+    diff = ci.diff_reports(old, new)
+    assert diff.questions_added == ("What do koalas eat?", "What do koalas eat?")
+    assert diff.questions_removed == ("How is a flute played?",)
+    text = ci.format_diff(diff)
+    assert "Questions added (2)" in text and "+ What do koalas eat?" in text
+    assert "Questions removed (1)" in text and "- How is a flute played?" in text
+    assert "questions 3 → 3" in text
+
+
+def test_diff_notes_changed_settings():
+    new = make_report()
+    new["config"]["chunking"]["chunk_size"] = 500
+    new["config"]["screening_threshold"] = 9.9  # an outcome, not a setting
+    new["config"]["gaps"]["gap_threshold"] = 0.5  # applied after scoring
+    diff = ci.diff_reports(make_report(), new)
+    assert diff.config_changes == (("chunking.chunk_size", 1000, 500),)
+    assert "Settings differ" in ci.format_diff(diff)
+
+
+def test_diff_lists_are_capped_in_text_but_complete_in_json():
+    new = make_report(questions=[_question(i, f"Question number {i}?") for i in range(60)])
+    diff = ci.diff_reports(make_report(), new)
+    assert len(diff.questions_added) == 60
+    text = ci.format_diff(diff, limit=50)
+    assert "… and 10 more" in text and "Question number 49?" in text and "Question number 50?" not in text
+    assert len(json.loads(json.dumps(diff.to_dict()))["questions_added"]) == 60
+
+
+@pytest.mark.parametrize(
+    "report, expected",
+    [
+        ([1, 2], "no schema_version"),
+        ({"metrics": {}}, "no schema_version"),
+        (make_report(schema_version=2), "schema version 2"),
+        (make_report(metrics=None), "metrics"),
+        (make_report(documents=[{"coverage": 0.5}]), "documents"),
+        (make_report(questions="nope"), "questions"),
+    ],
+)
+def test_check_report_rejects_non_reports(report, expected):
+    with pytest.raises(InputError, match=expected):
+        ci.check_report(report, "x.json")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture
+def reports(tmp_path):
+    old, new = make_report(), _renamed_clusters(make_report())
+    new["metrics"]["basic"] = 0.69  # fell by 0.03
+    new["questions"].append(_question(3, "What do koalas eat?", "Koala.txt"))
+    paths = tmp_path / "old.json", tmp_path / "new.json"
+    for path, report in zip(paths, (old, new)):
+        path.write_text(json.dumps(report), encoding="utf-8")
+    return tuple(str(p) for p in paths)
+
+
+def test_cli_diff_prints_the_table_and_writes_json(reports, tmp_path, capsys):
+    out = tmp_path / "diff.json"
+    assert main(["diff", *reports, "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "basic" in captured.out and "-0.030" in captured.out and "+ What do koalas eat?" in captured.out
+    assert captured.err == ""
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["old"] == reports[0] and written["new"] == reports[1]
+    assert written["questions_added"] == ["What do koalas eat?"]
+    assert {m["name"]: m["delta"] for m in written["metrics"]}["basic"] == pytest.approx(-0.03)
+
+
+@pytest.mark.parametrize(
+    "options, code",
+    [
+        (["--fail-on-drop", "0.05"], 0),
+        (["--fail-on-drop", "0.02"], 1),
+        (["--fail-on-drop", "0.02", "--metric", "balanced"], 0),  # balanced did not change
+        (["--fail-on-drop", "0"], 1),
+    ],
+)
+def test_cli_diff_fail_on_drop(reports, capsys, options, code):
+    assert main(["diff", *reports, *options]) == code
+    err = capsys.readouterr().err
+    if code == 1:
+        assert err.strip() == f"basic coverage fell by 0.030, more than the allowed {float(options[1]):.3f}."
+    else:
+        assert err == ""
+
+
+def test_cli_diff_a_rise_never_fails(reports, capsys):
+    assert main(["diff", reports[1], reports[0], "--fail-on-drop", "0"]) == 0
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("{not json", "new.json is not a coverage report (not valid JSON"),
+        (b"\xff\xfe\x00garbage", "new.json is not a coverage report (it is not UTF-8 text)."),
+        ('{"a": 1}', "new.json is not a coverage report (it has no schema_version)."),
+        ("[]", "new.json is not a coverage report (it has no schema_version)."),
+        (json.dumps(make_report(schema_version=2)), "new.json has report schema version 2"),
+        (None, "could not read or write"),
+    ],
+)
+def test_cli_diff_bad_input_exits_2_with_one_sentence(reports, tmp_path, capsys, content, expected):
+    bad = tmp_path / "bad" / "new.json"
+    bad.parent.mkdir()
+    if isinstance(content, bytes):
+        bad.write_bytes(content)
+    elif content is not None:
+        bad.write_text(content, encoding="utf-8")
+    assert main(["diff", reports[0], str(bad), "--fail-on-drop", "0.1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "Traceback" not in captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("coverage_core: ") and expected in lines[0]
+    assert lines[0].endswith(".")
+
+
+def test_cli_diff_undefined_metric_or_negative_drop_exits_2(reports, tmp_path, capsys):
+    report = make_report()
+    report["metrics"]["basic"] = None
+    path = tmp_path / "undefined.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    assert main(["diff", reports[0], str(path), "--fail-on-drop", "0.1"]) == 2
+    assert "not defined in both reports" in capsys.readouterr().err
+    assert main(["diff", *reports, "--fail-on-drop", "-1"]) == 2
+    assert "must be 0 or more" in capsys.readouterr().err
+
+
+def test_cli_diff_usage_errors_exit_2(reports, capsys):
+    assert main(["diff", reports[0]]) == 2
+    assert main(["diff", *reports, "--metric", "nonsense"]) == 2
+    assert main(["diff", *reports, "--fail-on-drop", "lots"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_ci_reads_the_schema_the_report_writes():
+    from coverage_core import ci as ci_module
+    from coverage_core.report import SCHEMA_VERSION
+
+    assert ci_module.SUPPORTED_SCHEMA_VERSION == SCHEMA_VERSION
