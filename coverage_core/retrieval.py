@@ -1,0 +1,878 @@
+"""Retrieval check: do the test questions retrieve the sources they were written from?
+
+Many test sets name, for each question, the document (and sometimes the page)
+that answers it. With the same embeddings the coverage analysis uses, each
+question retrieves its ``k`` most similar chunks by cosine similarity, and the
+retrieved chunks' sources are compared with the named ones. This checks the
+retrieval step of the RAG system in isolation, and finds test questions whose
+"relevant source" label is wrong or which the chunking makes unretrievable.
+
+All functions are pure and take plain arrays and lists, in the style of
+``sklearn.metrics`` and :mod:`coverage_core.metrics`:
+
+* :func:`find_relevant_column` finds the column of a question table that
+  names the relevant sources (``RELEVANT_COLUMN_NAMES``);
+* :func:`parse_relevant` reads one cell of it into :class:`SourceRef` labels,
+  and :func:`relevant_from_questions` does it for every question of a
+  :class:`~coverage_core.types.QuestionSet`;
+* :func:`top_k_chunks` is the retriever (blockwise, exact, reusable, e.g. to
+  compare chunkings);
+* :func:`evaluate_retrieval` computes precision@k, recall@k, hit@k and MRR
+  (formulas in its docstring) and lists the failures;
+* :func:`retrieval_section` turns the result into a JSON-ready report section.
+
+Relevance labels
+----------------
+A cell names one or more sources separated by ``|`` or ``;`` (a comma is
+*not* a separator: file names contain commas). Each source is a file name,
+optionally with a page, in one of these forms (case-insensitive, spaces
+around the page allowed)::
+
+    report.pdf                     file level
+    report.pdf#page=3   report.pdf#3   report.pdf#p3
+    report.pdf:3
+    report.pdf p3   report.pdf p.3   report.pdf page 3   report.pdf pg 3
+    report.pdf, page 3   report.pdf, p. 3
+
+Pages count from 1. Surrounding quotes and whitespace are ignored.
+
+A label matches a document when, ignoring case and any directories in either
+name, it equals the document's file name, or that name without its extension
+(``Alessandro_Volta`` matches ``Alessandro_Volta.txt``; ``docs/Report.PDF``
+matches ``report.pdf``). A label that matches several documents (``report``
+with ``report.pdf`` and ``report.txt``) is found by a chunk of any of them.
+
+* A **file-level** label is matched by every chunk of a matching document.
+* A **page-level** label ``(file, p)`` is matched by a chunk of a matching
+  document whose page span contains ``p``. A chunk's page span runs from the
+  page its first character is on to the page its last character is on (pass
+  the documents to :func:`evaluate_retrieval`; without them only the chunk's
+  start page, ``Chunk.page``, is known). Chunks of text files have no pages,
+  so they never match a page-level label.
+
+A label that no chunk of the corpus matches (its file is not in the knowledge
+base, or the file has no such page) is an *unknown source*: it is listed, and
+it still counts as relevant, so it lowers recall; it can never be retrieved.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from coverage_core.errors import InputError
+from coverage_core.ingest import find_column
+from coverage_core.types import Chunk, Document, QuestionSet
+
+__all__ = [
+    "DEFAULT_K",
+    "RELEVANT_COLUMN_NAMES",
+    "RetrievalResult",
+    "SourceRef",
+    "evaluate_retrieval",
+    "find_relevant_column",
+    "parse_relevant",
+    "relevant_from_questions",
+    "retrieval_section",
+    "top_k_chunks",
+]
+
+DEFAULT_K = 5
+
+# Names of the relevant-source column in common test-set exports, in order of
+# preference. Matching ignores case, spaces, underscores and hyphens (see
+# ingest.find_column), so "Relevant Sources" and "relevant-sources" match too.
+RELEVANT_COLUMN_NAMES = (
+    "relevant_sources",
+    "relevant_source",
+    "relevant_documents",
+    "relevant_document",
+    "relevant_docs",
+    "relevant_doc",
+    "relevant_files",
+    "relevant_file",
+    "source",
+    "sources",
+    "source_file",
+    "source_files",
+    "source_document",
+    "source_documents",
+    "document",
+    "documents",
+    "document_name",
+    "doc",
+    "docs",
+    "doc_name",
+    "file",
+    "files",
+    "filename",
+    "filenames",
+)
+
+# Similarities per block of questions, as in coverage_core.metrics: 32 MB in
+# all. Each element of a block costs 4 bytes (float32 similarity), 8 bytes
+# (argpartition's index) and 1 byte (the tie mask).
+_BLOCK_BYTES = 32 * 1024 * 1024
+_BYTES_PER_ELEMENT = 4 + np.dtype(np.intp).itemsize + 1
+
+# Characters of a retrieved passage shown in the failures table.
+PASSAGE_CHARS = 200
+
+_SEPARATORS = re.compile(r"[|;]")
+_PAGE_FORMS = re.compile(
+    r"""^(?P<name>.*?\S)\s*(?:
+          \#\s*(?:(?:page|p)\.?\s*=?\s*)?(?P<hash>\d+)        # name#page=3  name#3  name#p3
+        | :\s*(?P<colon>\d+)                                 # name:3
+        | (?:,\s*|\s+)(?:page|pg|p)\.?\s*(?P<word>\d+)        # name p3  name p.3  name page 3  name, page 3
+    )\s*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_QUOTES = "\"'\u201c\u201d\u2018\u2019"
+
+
+# --------------------------------------------------------------------------
+# labels
+# --------------------------------------------------------------------------
+
+
+def _name_key(name: str) -> str:
+    """File name without directories, Unicode-normalised and case-folded."""
+    base = re.split(r"[\\/]", unicodedata.normalize("NFC", str(name)).strip())[-1]
+    return base.strip().casefold()
+
+
+def _stem_key(key: str) -> str | None:
+    """``key`` without its extension, or None if it has none (``.bashrc`` has none)."""
+    stem, dot, suffix = key.rpartition(".")
+    return stem if dot and stem and suffix else None
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """One relevant source of a question: a file name and, optionally, a 1-based page.
+
+    ``name`` is kept as written; matching uses :attr:`key` (no directories,
+    case-folded). ``str(ref)`` is ``name`` or ``name#page=P``, a form
+    :func:`parse_relevant` reads back.
+    """
+
+    name: str
+    page: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _name_key(self.name):
+            raise InputError(f"A relevant source needs a file name; got {self.name!r}.")
+        if self.page is not None:
+            if isinstance(self.page, bool) or not isinstance(self.page, (int, np.integer)):
+                raise InputError(f"The page of {self.name} must be a whole number; got {self.page!r}.")
+            if self.page < 1:
+                raise InputError(f"Pages count from 1, but {self.name} names page {self.page}.")
+            object.__setattr__(self, "page", int(self.page))
+
+    @property
+    def key(self) -> str:
+        return _name_key(self.name)
+
+    def __str__(self) -> str:
+        return self.name if self.page is None else f"{self.name}#page={self.page}"
+
+
+def _is_blank(cell) -> bool:
+    if cell is None or cell is pd.NA or cell is pd.NaT:
+        return True
+    if isinstance(cell, (float, np.floating)) and math.isnan(cell):
+        return True
+    return isinstance(cell, str) and not cell.strip()
+
+
+def parse_relevant(cell) -> tuple[SourceRef, ...]:
+    """The relevant sources named in one cell, in order, without repeats.
+
+    Sources are separated by ``|`` or ``;``; each is a file name with an
+    optional page in one of the forms listed in the module docstring
+    (``report.pdf#page=3``, ``report.pdf#3``, ``report.pdf:3``,
+    ``report.pdf p.3``, ``report.pdf page 3``, ``report.pdf, page 3`` …).
+    Whitespace and surrounding quotes are ignored; empty parts are skipped; a
+    source repeated (same file key and page) is kept once.
+
+    Parameters
+    ----------
+    cell : str, None or NaN
+        A blank cell (None, NaN, empty or whitespace) gives ``()``.
+
+    Returns
+    -------
+    tuple of SourceRef
+
+    Raises
+    ------
+    InputError
+        A page number 0 (pages count from 1).
+    """
+    if _is_blank(cell):
+        return ()
+    refs: list[SourceRef] = []
+    seen: set[tuple[str, int | None]] = set()
+    for part in _SEPARATORS.split(str(cell)):
+        text = part.strip().strip(_QUOTES).strip()
+        if not text:
+            continue
+        found = _PAGE_FORMS.match(text)
+        if found:
+            name = found["name"].strip().strip(_QUOTES).strip()
+            page_text = found["hash"] or found["colon"] or found["word"]
+            ref = SourceRef(name, int(page_text))
+        else:
+            ref = SourceRef(text)
+        if (ref.key, ref.page) not in seen:
+            seen.add((ref.key, ref.page))
+            refs.append(ref)
+    return tuple(refs)
+
+
+def _listed(columns: Sequence[str]) -> str:
+    shown = ", ".join(f"'{column}'" for column in columns[:20])
+    if len(columns) > 20:
+        shown += f" and {len(columns) - 20} more"
+    return shown
+
+
+def find_relevant_column(columns: Sequence[str], explicit: str | None = None) -> str | None:
+    """The column naming each question's relevant source(s), as spelled in the file.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The question table's column names.
+    explicit : str, optional
+        The column the user chose; matched exactly first, then ignoring case,
+        spaces, ``_`` and ``-``.
+
+    Returns
+    -------
+    str or None
+        The chosen column; else the first column matching a name in
+        ``RELEVANT_COLUMN_NAMES`` (earlier names preferred); None if none does.
+
+    Raises
+    ------
+    InputError
+        ``explicit`` is given and no column matches it; the message lists the
+        columns.
+    """
+    columns = [str(column) for column in columns]
+    if explicit is not None:
+        column = explicit if explicit in columns else find_column(columns, [explicit])
+        if column is None:
+            raise InputError(
+                f"The question file has no column '{explicit}' naming the relevant sources; "
+                f"the columns are {_listed(columns)}."
+            )
+        return column
+    return find_column(columns, RELEVANT_COLUMN_NAMES)
+
+
+def relevant_from_questions(
+    question_set: QuestionSet, column: str | None = None
+) -> list[tuple[SourceRef, ...] | None]:
+    """The relevant sources of every question, read from the user's table.
+
+    Parameters
+    ----------
+    question_set : QuestionSet
+    column : str, optional
+        The relevant-source column; found with :func:`find_relevant_column`
+        when not given.
+
+    Returns
+    -------
+    list, one entry per ``question_set.questions`` (same order)
+        A tuple of :class:`SourceRef`, or None when the question's cell is
+        blank (an unlabelled question).
+
+    Raises
+    ------
+    InputError
+        No such column, none detected, or a cell names page 0.
+    """
+    frame = question_set.frame
+    columns = [str(c) for c in frame.columns]
+    found = find_relevant_column(columns, column)
+    if found is None:
+        raise InputError(
+            "No column naming the relevant sources was found (columns: "
+            f"{_listed(columns)}); name it, for example 'source', or choose one explicitly."
+        )
+    cells = frame[found]
+    relevant: list[tuple[SourceRef, ...] | None] = []
+    for question in question_set.questions:
+        try:
+            refs = parse_relevant(cells.iloc[question.row])
+        except InputError as error:
+            raise InputError(
+                f"Row {question.row + 1} of '{found}' (counting rows below the header from 1): {error}"
+            ) from None
+        relevant.append(refs or None)
+    return relevant
+
+
+# --------------------------------------------------------------------------
+# retrieval
+# --------------------------------------------------------------------------
+
+
+def _vectors(x, name: str, *, allow_empty: bool = False, dim: int | None = None) -> np.ndarray:
+    """``x`` as a finite 2-d float32 array, with a clear message otherwise."""
+    try:
+        array = np.asarray(x, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a 2-d array of numbers.") from None
+    if array.ndim == 1 and array.size == 0 and allow_empty:
+        array = array.reshape(0, dim or 0)
+    if array.ndim != 2:
+        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
+    if array.shape[0] == 0 and not allow_empty:
+        raise InputError(f"{name} is empty; at least one row is needed.")
+    if dim is not None and array.shape[0] and array.shape[1] != dim:
+        raise InputError(
+            f"{name} has {array.shape[1]} dimensions but the chunk vectors have {dim}; "
+            "embed questions and chunks with the same model."
+        )
+    if not np.isfinite(array).all():
+        raise InputError(f"{name} contains NaN or infinite values.")
+    return array
+
+
+def _unit_rows(array: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length; zero rows stay zero (similarity 0 to anything)."""
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms > 0, norms, 1.0).astype(np.float32)
+
+
+def _check_k(k) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(
+            "k is the number of chunks retrieved per question and must be a whole number, "
+            f"at least 1; got {k!r}."
+        )
+    return int(k)
+
+
+def _block_top_k(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``block``, the k largest values and their columns, largest first.
+
+    Equal values are ordered by column, lowest first, also across the cut-off:
+    the result equals ``argsort(-block, kind="stable")[:, :k]``.
+    """
+    rows, n = block.shape
+    if k == n:
+        part = np.broadcast_to(np.arange(n), (rows, n)).copy()
+        values = block.copy()
+    else:
+        part = np.argpartition(block, n - k, axis=1)[:, n - k :]
+        values = np.take_along_axis(block, part, axis=1)
+        # argpartition picks arbitrarily among values equal to the k-th
+        # largest; where some were left out, pick the lowest columns instead.
+        kth = values.min(axis=1)
+        n_tied = np.count_nonzero(block == kth[:, None], axis=1)
+        n_tied_kept = np.count_nonzero(values == kth[:, None], axis=1)
+        for r in np.flatnonzero(n_tied > n_tied_kept):
+            row = block[r]
+            above = np.flatnonzero(row > kth[r])
+            tied = np.flatnonzero(row == kth[r])[: k - above.size]
+            part[r] = np.concatenate([above, tied])
+            values[r] = row[part[r]]
+    order = np.lexsort((part, -values), axis=1)
+    return np.take_along_axis(part, order, axis=1), np.take_along_axis(values, order, axis=1)
+
+
+def top_k_chunks(
+    question_vectors, chunk_vectors, k: int, *, block_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` chunks most similar to each question, by cosine similarity.
+
+    ``sim(q, c) = q.c / (|q| |c|)``; a zero row has similarity 0 to
+    everything. Questions are processed in blocks so that at most about 32 MB
+    of similarities (and their partition indices) exist at a time, and the
+    chunk vectors are not copied (float32 input); within a block the top
+    ``k`` are found with ``argpartition`` and only those are sorted. The
+    result is exact and deterministic: equal similarities are ranked by chunk
+    index, lowest first, as ``argsort(-sims, kind="stable")`` would rank them.
+
+    Parameters
+    ----------
+    question_vectors : array-like of shape (m, d); m may be 0
+    chunk_vectors : array-like of shape (n, d), n >= 1
+    k : int >= 1
+        Chunks per question; more than ``n`` is clipped to ``n``.
+    block_size : int, optional
+        Questions per block; by default as many as fit in 32 MB.
+
+    Returns
+    -------
+    indices : ndarray of shape (m, min(k, n)), int
+        Chunk indices in rank order (most similar first).
+    similarities : ndarray of shape (m, min(k, n)), float64 in [-1, 1]
+        Their cosine similarities, non-increasing along each row.
+    """
+    k = _check_k(k)
+    chunks = _vectors(chunk_vectors, "chunk_vectors")
+    n, dim = chunks.shape
+    # Chunk lengths are divided out of each block rather than normalising a
+    # copy of the chunk vectors (as large as the blocks at 20,000 x 384).
+    lengths = np.sqrt(np.einsum("ij,ij->i", chunks, chunks))
+    inverse_lengths = np.divide(1.0, lengths, out=np.zeros_like(lengths), where=lengths > 0)
+    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+    m = questions.shape[0]
+    k = min(k, n)
+    if block_size is not None:
+        if isinstance(block_size, bool) or int(block_size) < 1:
+            raise InputError(f"block_size must be at least 1; got {block_size}.")
+        step = int(block_size)
+    else:
+        step = max(1, _BLOCK_BYTES // (_BYTES_PER_ELEMENT * n))
+    indices = np.empty((m, k), dtype=np.intp)
+    similarities = np.empty((m, k), dtype=np.float64)
+    if m == 0:
+        return indices, similarities
+    chunks_t = chunks.T  # a view: BLAS reads it transposed, no copy
+    buffer = np.empty((min(step, m), n), dtype=np.float32)
+    for start in range(0, m, step):
+        stop = min(start + step, m)
+        block = np.matmul(questions[start:stop], chunks_t, out=buffer[: stop - start])
+        block *= inverse_lengths
+        indices[start:stop], similarities[start:stop] = _block_top_k(block, k)
+    return indices, np.clip(similarities, -1.0, 1.0)
+
+
+# --------------------------------------------------------------------------
+# evaluation
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """Outcome of :func:`evaluate_retrieval`.
+
+    Attributes
+    ----------
+    k : int
+        Chunks retrieved per question (after clipping to the number of chunks).
+    precision_at_k, recall_at_k, hit_at_k, mrr : float
+        Means over the labelled questions; NaN when there is none.
+    per_question : DataFrame, one row per labelled question
+        ``row``, ``question`` (text or None), ``relevant`` (list of label
+        strings), ``retrieved`` (source names in rank order),
+        ``retrieved_pages`` (page of each retrieved chunk or None),
+        ``retrieved_chunks`` (chunk indices), ``similarities``,
+        ``precision_at_k``, ``recall_at_k``, ``hit_at_k`` (0 or 1),
+        ``reciprocal_rank``, ``first_relevant_rank`` (1-based, NA if none).
+    failures : DataFrame, one row per retrieved chunk of each failed question
+        A question fails when none of its relevant sources is retrieved
+        (``hit_at_k == 0``). Columns ``row``, ``question``, ``expected``
+        (labels joined by ``" | "``), ``rank`` (1-based), ``source``,
+        ``page``, ``similarity``, ``passage`` (shortened chunk text),
+        ``chunk`` (index); sorted by row, then rank.
+    n_labelled, n_unlabelled : int
+        Questions with and without relevant sources; unlabelled ones are left
+        out of every metric.
+    unknown_sources : tuple of str
+        Labels (as ``str(SourceRef)``, first spelling seen) that no chunk of
+        the corpus matches, in order of first appearance.
+    relevant_column : str or None
+        Where the labels came from, for the report.
+    notes : tuple of str
+        One sentence each: k clipped, unlabelled questions, unknown sources,
+        zero question vectors.
+    k_requested : int
+        The k asked for.
+    """
+
+    k: int
+    precision_at_k: float
+    recall_at_k: float
+    hit_at_k: float
+    mrr: float
+    per_question: pd.DataFrame
+    failures: pd.DataFrame
+    n_labelled: int
+    n_unlabelled: int
+    unknown_sources: tuple[str, ...] = ()
+    relevant_column: str | None = None
+    notes: tuple[str, ...] = ()
+    k_requested: int = DEFAULT_K
+
+
+_PER_QUESTION_COLUMNS = [
+    "row", "question", "relevant", "retrieved", "retrieved_pages", "retrieved_chunks", "similarities",
+    "precision_at_k", "recall_at_k", "hit_at_k", "reciprocal_rank", "first_relevant_rank",
+]
+_FAILURE_COLUMNS = ["row", "question", "expected", "rank", "source", "page", "similarity", "passage", "chunk"]
+
+
+@dataclass
+class _CorpusIndex:
+    """Which document each chunk is from and which pages it spans."""
+
+    chunk_doc: np.ndarray  # (n,) document id
+    first_page: np.ndarray  # (n,) 1-based, 0 when the chunk has no page
+    last_page: np.ndarray  # (n,)
+    doc_ids_by_key: dict[str, set[int]] = field(default_factory=dict)
+    doc_pages: list[set[int]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, chunks: Sequence[Chunk], documents: Sequence[Document] | None) -> _CorpusIndex:
+        by_name = {document.name: document for document in documents or ()}
+        ids: dict[str, int] = {}
+        n = len(chunks)
+        chunk_doc = np.empty(n, dtype=np.intp)
+        first = np.zeros(n, dtype=np.int64)
+        last = np.zeros(n, dtype=np.int64)
+        for i, chunk in enumerate(chunks):
+            chunk_doc[i] = ids.setdefault(chunk.document, len(ids))
+            document = by_name.get(chunk.document)
+            start_page = chunk.page
+            end_page = chunk.page
+            if document is not None and document.pages:
+                start_page = document.page_at(chunk.start)
+                end_page = document.page_at(max(chunk.end - 1, chunk.start))
+            if start_page is not None:
+                first[i] = start_page
+                last[i] = max(end_page or start_page, start_page)
+        index = cls(chunk_doc, first, last)
+        index.doc_pages = [set() for _ in ids]
+        for name, doc_id in ids.items():
+            key = _name_key(name)
+            index.doc_ids_by_key.setdefault(key, set()).add(doc_id)
+            if (stem := _stem_key(key)) is not None:
+                index.doc_ids_by_key.setdefault(stem, set()).add(doc_id)
+        for i in np.flatnonzero(first > 0):
+            index.doc_pages[chunk_doc[i]].update(range(int(first[i]), int(last[i]) + 1))
+        return index
+
+    def documents_of(self, ref: SourceRef) -> set[int]:
+        return self.doc_ids_by_key.get(ref.key, set())
+
+    def matches(self, chunk: int, ref: SourceRef, docs: set[int]) -> bool:
+        if self.chunk_doc[chunk] not in docs:
+            return False
+        return ref.page is None or self.first_page[chunk] <= ref.page <= self.last_page[chunk]
+
+    def is_known(self, ref: SourceRef) -> bool:
+        docs = self.documents_of(ref)
+        return bool(docs) and (ref.page is None or any(ref.page in self.doc_pages[d] for d in docs))
+
+
+def _as_refs(entry, position: int) -> tuple[SourceRef, ...]:
+    """One entry of ``relevant`` as labels without repeats; () when unlabelled."""
+    if entry is None or isinstance(entry, str) or _is_blank(entry):
+        return parse_relevant(entry)
+    if isinstance(entry, SourceRef):
+        entry = (entry,)
+    if not isinstance(entry, Sequence):
+        raise InputError(
+            f"relevant[{position}] must be None, a cell string or a sequence of SourceRef; "
+            f"got {type(entry).__name__}."
+        )
+    refs: list[SourceRef] = []
+    for item in entry:
+        if isinstance(item, str):
+            refs.extend(parse_relevant(item))
+        elif isinstance(item, SourceRef):
+            refs.append(item)
+        else:
+            raise InputError(
+                f"relevant[{position}] must hold SourceRef labels or strings; got {type(item).__name__}."
+            )
+    unique: dict[tuple[str, int | None], SourceRef] = {}
+    for ref in refs:
+        unique.setdefault((ref.key, ref.page), ref)
+    return tuple(unique.values())
+
+
+def _shorten(text: str, limit: int = PASSAGE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _aligned(values, count: int, name: str, per: str = "question") -> list:
+    values = list(values)
+    if len(values) != count:
+        raise InputError(f"{name} must have one entry per {per} ({count}); got {len(values)}.")
+    return values
+
+
+def evaluate_retrieval(
+    question_vectors,
+    chunk_vectors,
+    chunks: Sequence[Chunk],
+    relevant: Sequence[Sequence[SourceRef] | str | None],
+    k: int = DEFAULT_K,
+    *,
+    rows: Sequence[int] | None = None,
+    question_texts: Sequence[str] | None = None,
+    relevant_column: str | None = None,
+    documents: Sequence[Document] | None = None,
+    block_size: int | None = None,
+) -> RetrievalResult:
+    """How well each labelled question retrieves its relevant sources in the top ``k``.
+
+    Each question retrieves the ``k`` chunks most similar to it
+    (:func:`top_k_chunks`, cosine similarity). For a labelled question, let
+    ``R`` be its relevant labels (distinct file-level and page-level
+    :class:`SourceRef`, see the module docstring for when a chunk *matches* a
+    label) and ``c_1..c_k`` the retrieved chunks in rank order. A chunk is
+    *relevant* if it matches at least one label in ``R``. Then::
+
+        precision@k = |{ i : c_i is relevant }| / k
+        recall@k    = |{ r in R : some c_i matches r }| / |R|
+        hit@k       = 1 if some c_i is relevant else 0
+        RR          = 1 / min{ i : c_i is relevant }, or 0 if none is
+
+    so a retrieved source name may repeat (two chunks of one relevant file
+    both count for precision, but the file counts once for recall). With
+    page-level labels the relevant items of recall are the (file, page)
+    pairs; a file-level label is one item however many pages it has. A label
+    no chunk matches (an unknown source) stays in ``R``: recall cannot reach
+    1 and a question whose labels are all unknown scores 0. The reported
+    figures are the means over the labelled questions (``MRR`` = mean RR).
+
+    A question whose vector is zero (its embedding failed) has similarity 0 to
+    every chunk; it is scored as retrieving nothing relevant (all four
+    metrics 0) and noted.
+
+    Parameters
+    ----------
+    question_vectors : array-like of shape (m, d)
+    chunk_vectors : array-like of shape (n, d)
+        Embedded with the same model; rows need not be unit length.
+    chunks : sequence of n Chunk
+        The chunks the rows of ``chunk_vectors`` belong to.
+    relevant : sequence of m entries
+        Each a sequence of :class:`SourceRef` (or of label strings), a raw
+        cell string (parsed with :func:`parse_relevant`), or None / empty for
+        an unlabelled question, which is left out of every metric and counted.
+    k : int >= 1, default 5
+        Chunks retrieved per question; more than ``n`` is clipped to ``n``
+        with a note.
+    rows : sequence of m int, optional
+        Each question's row in the user's file (default ``0..m-1``).
+    question_texts : sequence of m str, optional
+        Shown in the per-question and failures tables.
+    relevant_column : str, optional
+        Where the labels came from; recorded in the result and the notes.
+    documents : sequence of Document, optional
+        The chunks' documents; with them a chunk's page span runs to the page
+        of its last character (otherwise only its start page is known).
+    block_size : int, optional
+        Questions per block in :func:`top_k_chunks`.
+
+    Returns
+    -------
+    RetrievalResult
+    """
+    k_requested = _check_k(k)
+    chunk_array = _vectors(chunk_vectors, "chunk_vectors")
+    n = chunk_array.shape[0]
+    questions = _vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunk_array.shape[1])
+    m = questions.shape[0]
+    chunks = _aligned(chunks, n, "chunks", per="chunk vector")
+    relevant = _aligned(relevant, m, "relevant")
+    rows = list(range(m)) if rows is None else [int(row) for row in _aligned(rows, m, "rows")]
+    texts = [None] * m if question_texts is None else _aligned(question_texts, m, "question_texts")
+    k = min(k_requested, n)
+
+    labels = [_as_refs(entry, i) for i, entry in enumerate(relevant)]
+    labelled = [i for i in range(m) if labels[i]]
+    n_unlabelled = m - len(labelled)
+    index = _CorpusIndex.build(chunks, documents)
+
+    unknown: dict[tuple[str, int | None], str] = {}
+    for i in labelled:
+        for ref in labels[i]:
+            if (ref.key, ref.page) not in unknown and not index.is_known(ref):
+                unknown[(ref.key, ref.page)] = str(ref)
+
+    top, sims = top_k_chunks(questions[labelled], chunk_array, k, block_size=block_size)
+    zero = np.linalg.norm(questions[labelled], axis=1) == 0 if labelled else np.zeros(0, dtype=bool)
+
+    records: list[dict] = []
+    failures: list[dict] = []
+    for position, i in enumerate(labelled):
+        refs = labels[i]
+        docs = [index.documents_of(ref) for ref in refs]
+        chunk_relevant = np.zeros(k, dtype=bool)
+        ref_found = np.zeros(len(refs), dtype=bool)
+        if not zero[position]:
+            for rank, chunk in enumerate(top[position]):
+                for r, ref in enumerate(refs):
+                    if index.matches(chunk, ref, docs[r]):
+                        chunk_relevant[rank] = True
+                        ref_found[r] = True
+        hits = np.flatnonzero(chunk_relevant)
+        first_rank = int(hits[0]) + 1 if hits.size else None
+        retrieved_chunks = [int(c) for c in top[position]]
+        records.append(
+            {
+                "row": rows[i],
+                "question": texts[i],
+                "relevant": [str(ref) for ref in refs],
+                "retrieved": [chunks[c].document for c in retrieved_chunks],
+                "retrieved_pages": [_page_of(index, c) for c in retrieved_chunks],
+                "retrieved_chunks": retrieved_chunks,
+                "similarities": [float(s) for s in sims[position]],
+                "precision_at_k": float(chunk_relevant.sum()) / k,
+                "recall_at_k": float(ref_found.sum()) / len(refs),
+                "hit_at_k": int(hits.size > 0),
+                "reciprocal_rank": 1.0 / first_rank if first_rank else 0.0,
+                "first_relevant_rank": first_rank,
+            }
+        )
+        if not hits.size:
+            expected = " | ".join(str(ref) for ref in refs)
+            for rank, chunk in enumerate(retrieved_chunks, start=1):
+                failures.append(
+                    {
+                        "row": rows[i],
+                        "question": texts[i],
+                        "expected": expected,
+                        "rank": rank,
+                        "source": chunks[chunk].document,
+                        "page": _page_of(index, chunk),
+                        "similarity": float(sims[position, rank - 1]),
+                        "passage": _shorten(chunks[chunk].text),
+                        "chunk": chunk,
+                    }
+                )
+
+    per_question = pd.DataFrame.from_records(records, columns=_PER_QUESTION_COLUMNS)
+    per_question["first_relevant_rank"] = per_question["first_relevant_rank"].astype("Int64")
+    failure_frame = pd.DataFrame.from_records(failures, columns=_FAILURE_COLUMNS)
+    if not failure_frame.empty:
+        failure_frame = failure_frame.sort_values(["row", "rank"], kind="stable").reset_index(drop=True)
+
+    def mean(column: str) -> float:
+        return float(per_question[column].mean()) if len(per_question) else float("nan")
+
+    notes = _notes(
+        k_requested, k, n, n_unlabelled, m, relevant_column, list(unknown.values()), int(zero.sum())
+    )
+    return RetrievalResult(
+        k=k,
+        precision_at_k=mean("precision_at_k"),
+        recall_at_k=mean("recall_at_k"),
+        hit_at_k=mean("hit_at_k"),
+        mrr=mean("reciprocal_rank"),
+        per_question=per_question,
+        failures=failure_frame,
+        n_labelled=len(labelled),
+        n_unlabelled=n_unlabelled,
+        unknown_sources=tuple(unknown.values()),
+        relevant_column=relevant_column,
+        notes=tuple(notes),
+        k_requested=k_requested,
+    )
+
+
+def _page_of(index: _CorpusIndex, chunk: int) -> int | None:
+    page = int(index.first_page[chunk])
+    return page if page > 0 else None
+
+
+def _notes(
+    k_requested: int,
+    k: int,
+    n: int,
+    n_unlabelled: int,
+    m: int,
+    column: str | None,
+    unknown: list[str],
+    n_zero: int,
+) -> list[str]:
+    notes: list[str] = []
+    if k < k_requested:
+        notes.append(f"k = {k_requested} is more than the {n} chunks, so k = {k} was used.")
+    where = f"'{column}'" if column else "the relevant-source column"
+    if m and n_unlabelled == m:
+        notes.append(
+            f"No question names a relevant source in {where}, so retrieval could not be checked; "
+            "fill in the source file of each question."
+        )
+    elif n_unlabelled:
+        notes.append(
+            f"{n_unlabelled} of {m} question(s) have no relevant source in {where} and were left "
+            "out of the retrieval metrics."
+        )
+    if unknown:
+        shown = ", ".join(f"'{name}'" for name in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        notes.append(
+            f"{len(unknown)} relevant source(s) match no document or page of the knowledge base "
+            f"({shown}{more}); they count as relevant but cannot be retrieved, which lowers recall. "
+            "Check the spelling or add the documents."
+        )
+    if n_zero:
+        notes.append(
+            f"{n_zero} labelled question(s) have an all-zero vector (their embedding failed) and "
+            "were scored as retrieving nothing relevant."
+        )
+    return notes
+
+
+# --------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------
+
+
+def _number(value) -> float | None:
+    """A JSON-safe float rounded like the report (6 decimals); NaN gives None."""
+    if value is None or value is pd.NA:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else round(value, 6)
+
+
+def retrieval_section(result: RetrievalResult) -> dict:
+    """The retrieval check as a JSON-ready report section (plain Python types only).
+
+    Schema::
+
+        {"k", "precision_at_k", "recall_at_k", "hit_at_k", "mrr",
+         "n_labelled", "n_unlabelled", "relevant_column", "unknown_sources",
+         "questions": [{"row", "relevant": [...], "retrieved": [...],
+                        "precision_at_k", "recall_at_k", "hit_at_k",
+                        "reciprocal_rank"}]}
+
+    Averages are None when no question is labelled; floats are rounded to 6
+    decimals, as in the rest of the report; ``hit_at_k`` per question is 0 or 1.
+    """
+    questions = [
+        {
+            "row": int(record.row),
+            "relevant": [str(label) for label in record.relevant],
+            "retrieved": [str(name) for name in record.retrieved],
+            "precision_at_k": _number(record.precision_at_k),
+            "recall_at_k": _number(record.recall_at_k),
+            "hit_at_k": int(record.hit_at_k),
+            "reciprocal_rank": _number(record.reciprocal_rank),
+        }
+        for record in result.per_question.itertuples(index=False)
+    ]
+    return {
+        "k": int(result.k),
+        "precision_at_k": _number(result.precision_at_k),
+        "recall_at_k": _number(result.recall_at_k),
+        "hit_at_k": _number(result.hit_at_k),
+        "mrr": _number(result.mrr),
+        "n_labelled": int(result.n_labelled),
+        "n_unlabelled": int(result.n_unlabelled),
+        "relevant_column": None if result.relevant_column is None else str(result.relevant_column),
+        "unknown_sources": [str(name) for name in result.unknown_sources],
+        "questions": questions,
+    }
