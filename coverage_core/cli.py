@@ -62,6 +62,14 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--metric", choices=METRIC_NAMES, default="basic", help="metric gated by --fail-below")
     analyze.add_argument("--junit", metavar="FILE",
                          help="also write JUnit XML: the gated metric, every cluster and document (below --gap-threshold fail)")
+    analyze.add_argument("--relevant-column", metavar="NAME",
+                         help="column naming each question's relevant source file(s) for the retrieval check "
+                              "(default: detected, e.g. source, relevant_sources, document)")
+    analyze.add_argument("--k", type=int, default=5, metavar="N", help="chunks retrieved per question (default 5)")
+    analyze.add_argument("--label-column", metavar="NAME",
+                         help="column saying whether each question is answerable (default: detected, e.g. answerable)")
+    analyze.add_argument("--subquestions", type=int, metavar="N",
+                         help="break the first N questions into sub-questions with --llm-model and score them")
     analyze.add_argument("--quiet", action="store_true", help="no progress bars")
 
     diff = commands.add_parser("diff", help="compare two JSON reports (metrics, documents, questions)")
@@ -97,10 +105,22 @@ def _run_analyze(args: argparse.Namespace) -> int:
     from coverage_core.embeddings import EmbeddingCache
     from coverage_core.ingest import read_documents, read_questions
     from coverage_core.llm import ChatClient, LLMConfig
-    from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig, analyze
+    from coverage_core.pipeline import (
+        AnalysisConfig,
+        EmbeddingConfig,
+        analyze,
+        build_embedder,
+        check_answerability,
+        check_retrieval,
+    )
 
+    if args.k < 1:
+        raise InputError(f"--k must be at least 1 (got {args.k}).")
+    if args.subquestions is not None and args.subquestions < 1:
+        raise InputError(f"--subquestions must be at least 1 (got {args.subquestions}).")
     documents = read_documents(args.docs, pdf_password=args.pdf_password)
     questions = read_questions(args.questions, question_column=args.question_column)
+    _check_columns(questions, args.relevant_column, args.label_column)
     for warning in [*documents.warnings, *questions.warnings]:
         print(f"warning: {warning}", file=sys.stderr)
 
@@ -117,15 +137,30 @@ def _run_analyze(args: argparse.Namespace) -> int:
     llm = None
     if args.llm_model or args.llm_base_url:
         llm = ChatClient(LLMConfig(model=args.llm_model or LLMConfig.model, base_url=args.llm_base_url))
+    if args.subquestions and llm is None:
+        from coverage_core.subquestions import UNAVAILABLE_REASON
+
+        raise InputError(UNAVAILABLE_REASON)
     cache = EmbeddingCache(args.cache_dir)
+    embedder = build_embedder(config.embedding)
     analysis = analyze(
         config,
         documents.documents,
         questions,
+        embedder=embedder,
         cache=cache,
         llm=llm,
         progress=_progress_bars(not args.quiet),
     )
+    retrieval = check_retrieval(analysis, args.relevant_column, args.k)
+    labels, answerability = check_answerability(analysis, args.label_column)
+    analysis.warnings.extend([*(retrieval.notes if retrieval else ()), *labels.notes])
+    if answerability is not None and answerability.note:
+        analysis.warnings.append(answerability.note)
+    subquestions = None
+    if args.subquestions:
+        subquestions = _subquestions(analysis, args.subquestions, args.k, embedder, cache, llm)
+        analysis.warnings.extend(subquestions.warnings)
     analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
     inputs = {
         "documents": [document.name for document in documents.documents],
@@ -133,12 +168,14 @@ def _run_analyze(args: argparse.Namespace) -> int:
         "question_column": questions.question_column,
         "llm_model": llm.config.model if llm else None,
     }
-    report = build_report(analysis, inputs)
+    report = build_report(
+        analysis, inputs, retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions
+    )
     write_report(report, args.out)
     if args.junit:
         xml = ci.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
         ci.write_junit(xml, args.junit)
-    print(summary_table(analysis))
+    print(summary_table(analysis, retrieval, answerability))
     for warning in analysis.warnings[len(documents.warnings) + len(questions.warnings):]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"\nReport written to {args.out}")
@@ -155,6 +192,34 @@ def _run_analyze(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr)
         return EXIT_BELOW_THRESHOLD
     return EXIT_OK
+
+
+def _check_columns(questions, relevant_column: str | None, label_column: str | None) -> None:
+    """Fail before embedding when a column the user named is not in the file."""
+    from coverage_core.answerability import find_label_column
+    from coverage_core.retrieval import find_relevant_column
+
+    columns = [str(c) for c in questions.frame.columns]
+    if relevant_column:
+        find_relevant_column(columns, relevant_column)
+    if label_column:
+        find_label_column(columns, label_column)
+
+
+def _subquestions(analysis, n: int, k: int, embedder, cache, llm):
+    """Sub-question coverage of the first ``n`` questions (one LLM request each)."""
+    from coverage_core.embeddings import embed_texts
+    from coverage_core.subquestions import SubQuestionConfig, analyse_subquestions
+
+    chosen = analysis.questions.questions[:n]
+    return analyse_subquestions(
+        chosen,
+        analysis.question_vectors[: len(chosen)],
+        analysis.corpus.vectors,
+        lambda texts: embed_texts(texts, embedder, cache).vectors,
+        llm,
+        SubQuestionConfig(top_k=k),
+    )
 
 
 def _run_diff(args: argparse.Namespace) -> int:

@@ -422,6 +422,51 @@ def analyze(
     return find_gaps(analysis, llm)
 
 
+def check_retrieval(
+    analysis: Analysis, relevant_column: str | None = None, k: int = 5
+) -> "retrieval.RetrievalResult | None":
+    """Retrieval metrics for the questions that name their relevant sources.
+
+    The column is ``relevant_column`` or one detected by name
+    (``retrieval.RELEVANT_COLUMN_NAMES``); None when the questions name no
+    sources. Every labelled question counts, off-topic or not: a question
+    labelled with a source is a retrieval test whatever its topic.
+    """
+    from coverage_core import retrieval
+
+    questions = analysis.questions
+    column = retrieval.find_relevant_column([str(c) for c in questions.frame.columns], relevant_column)
+    if column is None or column == questions.question_column:
+        return None
+    return retrieval.evaluate_retrieval(
+        analysis.question_vectors,
+        analysis.corpus.vectors,
+        analysis.corpus.chunks,
+        retrieval.relevant_from_questions(questions, column),
+        k,
+        rows=questions.rows,
+        question_texts=questions.texts,
+        relevant_column=column,
+        documents=analysis.corpus.documents,
+    )
+
+
+def check_answerability(analysis: Analysis, label_column: str | None = None):
+    """Answerability labels of the questions and how well the best similarity predicts them.
+
+    Returns ``(labels, result)``: ``answerability.QuestionLabels`` (column
+    None when the questions carry no labels) and the
+    ``answerability.AnswerabilityResult``, or None without labels.
+    """
+    from coverage_core import answerability
+
+    labels = answerability.question_labels(analysis.questions, label_column)
+    if labels.column is None:
+        return labels, None
+    similarity = analysis.question_table["max_similarity"].to_numpy(dtype=float)
+    return labels, answerability.answerability(similarity, labels.labels)
+
+
 def add_questions(questions: QuestionSet, texts: Sequence[str], marker_column: str = "suggested") -> QuestionSet:
     """The question set with ``texts`` appended as new rows.
 

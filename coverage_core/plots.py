@@ -442,3 +442,185 @@ def similarity_polar(questions: pd.DataFrame, threshold: float) -> go.Figure:
         }
     )
     return _layout(fig, "Distance from the centre = 1 − best similarity (centre: well supported)", height=560)
+
+
+# --------------------------------------------------------------------------
+# answerability: labelled questions, dimension sweep, MDS map
+# --------------------------------------------------------------------------
+
+__all__ += ["answerability_box", "dimension_sweep_chart", "mds_map"]
+
+ANSWERABLE_COLOUR = COVERED_COLOUR
+UNANSWERABLE_COLOUR = GAP_COLOUR
+UNLABELLED_COLOUR = "#7f7f7f"
+CHUNK_COLOUR = "#9ecae1"
+
+
+def _answerable_floats(labels, n: int) -> np.ndarray:
+    """Labels as 1.0 / 0.0 / NaN (strings parsed as ``answerability.parse_answerable`` does)."""
+    from coverage_core.answerability import _labels
+
+    return _labels(labels, n)
+
+
+def _caption(fig: go.Figure, caption: str | None, below_px: int) -> go.Figure:
+    """``caption`` as grey text ``below_px`` pixels under the plot area, wrapped, with room made for it."""
+    if caption:
+        import textwrap
+
+        lines = textwrap.wrap(" ".join(str(caption).split()), 130) or [""]
+        fig.add_annotation(
+            text="<br>".join(html.escape(line, quote=False) for line in lines),
+            xref="paper", yref="paper", x=0.0, y=0.0, yshift=-below_px, xanchor="left", yanchor="top",
+            showarrow=False, align="left", font={"size": 11, "color": "#555"},
+        )
+        fig.update_layout(margin={"b": below_px + 16 * len(lines) + 16})
+    return fig
+
+
+def answerability_box(similarities, labels, threshold: float | None = None, texts: Sequence[str] | None = None) -> go.Figure:
+    """Best similarity to any chunk of the answerable and the not-answerable questions.
+
+    One box per label (``"answerable"``, ``"not answerable"``; unlabelled
+    questions are left out and counted in the axis title), every question
+    drawn as a point, and ``threshold`` (e.g. the Youden threshold of
+    ``answerability.answerability``) as a dashed line. ``texts``, when given,
+    label the points' hover (shortened, HTML-escaped).
+    """
+    scores = np.asarray(similarities, dtype=np.float64)
+    y = _answerable_floats(labels, scores.shape[0])
+    words = [hover_text(t) for t in texts] if texts is not None else [""] * scores.shape[0]
+    if len(words) != scores.shape[0]:
+        raise ValueError(f"texts must hold one text per question ({scores.shape[0]}); got {len(words)}.")
+    fig = go.Figure()
+    for value, name, colour in ((1.0, "answerable", ANSWERABLE_COLOUR), (0.0, "not answerable", UNANSWERABLE_COLOUR)):
+        members = np.flatnonzero(y == value)
+        fig.add_trace(
+            go.Box(
+                y=scores[members],
+                name=name,
+                x=[f"{name} (n={members.size})"] * members.size,
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                marker={"color": colour, "size": 5, "opacity": 0.6},
+                line={"color": colour},
+                customdata=np.array([words[i] for i in members], dtype=object),
+                hovertemplate="similarity %{y:.3f}<br>%{customdata}<extra>%{fullData.name}</extra>",
+            )
+        )
+    if threshold is not None and np.isfinite(threshold):
+        fig.add_hline(
+            y=float(threshold), line={"dash": "dash", "color": "#555"},
+            annotation_text=f"threshold {float(threshold):.2f}", annotation_position="top left",
+        )
+    n_unlabelled = int(np.isnan(y).sum())
+    fig.update_xaxes(title=f"{n_unlabelled} unlabelled question(s) not shown" if n_unlabelled else "")
+    fig.update_yaxes(title="best similarity to any chunk")
+    return _layout(fig, "Best similarity of answerable and not-answerable questions", showlegend=False)
+
+
+def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go.Figure:
+    """Rank agreement (and, with labels, AUROC and point-biserial r) against the dimensions used.
+
+    ``frame`` is the table of ``answerability.dimension_sweep``: ``d``,
+    ``method``, ``spearman`` and optionally ``auroc`` and
+    ``point_biserial_r``. Dimensions are drawn as evenly spaced categories,
+    smallest first. ``caption`` (e.g. ``answerability.truncation_note``) is
+    written under the chart.
+    """
+    table = frame.sort_values("d").reset_index(drop=True)
+    ds = [str(int(d)) for d in table["d"]]
+    methods = table["method"].astype(str).to_numpy() if "method" in table else np.full(len(table), "")
+    fig = go.Figure()
+    series = (
+        ("spearman", "rank agreement with the full size (Spearman)", "#08519c", "circle"),
+        ("auroc", "AUROC (answerable vs not)", "#31a354", "diamond"),
+        ("point_biserial_r", "point-biserial r", "#fd8d3c", "square"),
+    )
+    for column, name, colour, symbol in series:
+        if column not in table:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=ds,
+                y=table[column].astype(float),
+                mode="lines+markers",
+                name=name,
+                line={"color": colour},
+                marker={"color": colour, "symbol": symbol, "size": 9},
+                customdata=methods,
+                hovertemplate="%{x} dimensions (%{customdata}): %{y:.3f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_xaxes(title="dimensions used", type="category")
+    fig.update_yaxes(title="value")
+    _layout(
+        fig, "How the per-question similarities change with fewer dimensions",
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.0},
+    )
+    fig.update_layout(margin={"t": 90})
+    return _caption(fig, caption, below_px=50)
+
+
+def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None = None) -> go.Figure:
+    """Questions and chunks placed by MDS on 1 − cosine, questions split by label.
+
+    ``chunks``: columns ``x``, ``y``, ``text`` (``document`` optional).
+    ``questions``: ``x``, ``y``, ``text``, optionally ``answerable``
+    (1 / 0 / NaN) and ``max_similarity`` (see
+    ``answerability.mds_frames``). Hover shows shortened, HTML-escaped text.
+    ``caption`` says what was sampled (``MdsPoints.caption``).
+    """
+    fig = go.Figure()
+    documents = chunks["document"] if "document" in chunks else pd.Series([""] * len(chunks))
+    fig.add_trace(
+        go.Scattergl(
+            x=chunks["x"],
+            y=chunks["y"],
+            mode="markers",
+            name="chunks",
+            marker={"size": 6, "color": CHUNK_COLOUR, "opacity": 0.6},
+            customdata=np.column_stack(
+                [[hover_text(t) for t in chunks["text"]], [hover_text(d, 80) for d in documents]]
+            ).reshape(len(chunks), 2),
+            hovertemplate="<b>chunk</b> of %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
+        )
+    )
+    if "answerable" in questions:
+        flags = _answerable_floats(questions["answerable"].to_numpy(), len(questions))
+        groups = (
+            (flags == 1.0, "answerable questions", "diamond", ANSWERABLE_COLOUR),
+            (flags == 0.0, "not-answerable questions", "x", UNANSWERABLE_COLOUR),
+            (np.isnan(flags), "unlabelled questions", "diamond-open", UNLABELLED_COLOUR),
+        )
+    else:
+        groups = ((np.ones(len(questions), dtype=bool), "questions", "diamond", QUESTION_COLOUR),)
+    similarity = (
+        questions["max_similarity"].astype(float).to_numpy()
+        if "max_similarity" in questions else np.full(len(questions), np.nan)
+    )
+    for mask, name, symbol, colour in groups:
+        if not mask.any():
+            continue
+        part = questions[mask]
+        fig.add_trace(
+            go.Scatter(
+                x=part["x"],
+                y=part["y"],
+                mode="markers",
+                name=name,
+                marker={"size": 11, "symbol": symbol, "color": colour, "line": {"width": 1, "color": "white"}},
+                customdata=np.column_stack(
+                    [[hover_text(t) for t in part["text"]],
+                     [f"{s:.3f}" if np.isfinite(s) else "n/a" for s in similarity[mask]]]
+                ),
+                hovertemplate=(
+                    f"<b>{name[:-1]}</b><br>%{{customdata[0]}}<br>best similarity %{{customdata[1]}}<extra></extra>"
+                ),
+            )
+        )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
+    _layout(fig, "MDS map of questions and chunks (1 − cosine)", height=640, legend={"itemsizing": "constant"})
+    return _caption(fig, caption, below_px=8)

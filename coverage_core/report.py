@@ -42,8 +42,23 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def build_report(analysis: Analysis, inputs: dict | None = None) -> dict:
-    """The report as a JSON-ready dict (schema version 1)."""
+def build_report(
+    analysis: Analysis,
+    inputs: dict | None = None,
+    *,
+    retrieval=None,
+    answerability=None,
+    labels=None,
+    subquestions=None,
+) -> dict:
+    """The report as a JSON-ready dict (schema version 1).
+
+    Optional sections, present only when computed: ``retrieval`` (a
+    ``retrieval.RetrievalResult``), ``answerability`` (an
+    ``answerability.AnswerabilityResult``, with the ``labels`` it was
+    computed from: each labelled question then carries its ``label``, 1 =
+    answerable) and ``subquestions`` (a ``subquestions.SubQuestionResult``).
+    """
     config = analysis.config.to_dict()
     config["n_clusters_used"] = analysis.clustering.n_clusters
     config["screening_threshold"] = _plain(getattr(analysis.screener, "threshold_", None))
@@ -98,8 +113,25 @@ def build_report(analysis: Analysis, inputs: dict | None = None) -> dict:
         }
         for row in analysis.question_table.itertuples(index=False)
     ]
+    if labels is not None and labels.column is not None:
+        for entry, label in zip(questions, labels.labels):
+            if np.isfinite(label):
+                entry["label"] = int(label)
 
     corpus = analysis.corpus
+    sections = {}
+    if retrieval is not None:
+        from coverage_core.retrieval import retrieval_section
+
+        sections["retrieval"] = retrieval_section(retrieval)
+    if answerability is not None:
+        from coverage_core.answerability import answerability_section
+
+        sections["answerability"] = answerability_section(answerability, labels.column if labels else None)
+    if subquestions is not None:
+        from coverage_core.subquestions import subquestion_section
+
+        sections["subquestions"] = subquestion_section(subquestions)
     return {
         "schema_version": SCHEMA_VERSION,
         "config": _plain(config),
@@ -124,6 +156,7 @@ def build_report(analysis: Analysis, inputs: dict | None = None) -> dict:
             }
             for i, j, similarity in analysis.redundant_pairs
         ],
+        **sections,
         "warnings": list(analysis.warnings),
     }
 
@@ -150,7 +183,7 @@ def to_safe_csv(frame: pd.DataFrame) -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
-def summary_table(analysis: Analysis) -> str:
+def summary_table(analysis: Analysis, retrieval=None, answerability=None) -> str:
     """A plain-text summary for the terminal."""
     lines = []
     corpus = analysis.corpus
@@ -182,6 +215,26 @@ def summary_table(analysis: Analysis) -> str:
         lines.append("Largest gaps")
         for rank, gap in enumerate(analysis.gaps[:5], start=1):
             lines.append(f"  {rank}. cluster {gap.cluster} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
+    if retrieval is not None:
+        lines.append("")
+        lines.append(
+            f"Retrieval at k={retrieval.k} ({retrieval.n_labelled} questions name their source in "
+            f"{retrieval.relevant_column!r}, {retrieval.n_unlabelled} do not)"
+        )
+        for name in ("precision_at_k", "recall_at_k", "hit_at_k", "mrr"):
+            lines.append(f"  {name:<16} {getattr(retrieval, name):.3f}")
+        n_failed = int((retrieval.per_question["hit_at_k"] == 0).sum())
+        if n_failed:
+            lines.append(f"  {n_failed} questions did not retrieve any of their sources; the report lists them.")
+    if answerability is not None:
+        lines.append("")
+        lines.append(f"Answerability labels ({answerability.n_labelled} questions)")
+        lines.append(
+            f"  point-biserial r {answerability.point_biserial_r:.3f} (p = {answerability.p_value:.2g}), "
+            f"AUROC {answerability.auroc:.3f}, best threshold {answerability.threshold:.3f}"
+        )
+        if answerability.note:
+            lines.append(f"  {answerability.note}")
     outliers = analysis.question_table[analysis.question_table["is_outlier"]]
     if len(outliers):
         lines.append("")

@@ -43,6 +43,13 @@ def example_run(tmp_path_factory):
     return runs
 
 
+@pytest.fixture(scope="module")
+def example_cache(example_run):
+    """The embedding cache the module's CLI runs filled (the example, fully embedded)."""
+    (result, _), _ = example_run
+    return result.args[result.args.index("--out") + 1].rsplit("/", 1)[0] + "/cache"
+
+
 def test_cold_run_writes_a_complete_report(example_run):
     (result, report), _ = example_run
     assert result.returncode == 0, result.stderr
@@ -172,3 +179,66 @@ def test_junit_and_diff_on_the_example(tmp_path, tmp_path_factory, example_run, 
     assert main(["diff", str(work / "cold.json"), str(out), "--fail-on-drop", "0"]) == 0
     text = capsys.readouterr().out
     assert "No questions added or removed." in text and "+0.000" in text and "Koala.txt" in text
+
+
+def test_report_carries_retrieval_and_answerability_from_the_example_columns(example_run):
+    (result, report), _ = example_run
+    # The example names each question's article file in "source" (empty for
+    # Zebra/Berlin) and says in "answerable" whether the corpus has its article.
+    retrieval = report["retrieval"]
+    assert retrieval["relevant_column"] == "source" and retrieval["k"] == 5
+    assert retrieval["n_unlabelled"] == 14 and retrieval["n_labelled"] == 171
+    assert retrieval["hit_at_k"] > 0.9 and retrieval["mrr"] > 0.8
+    assert retrieval["precision_at_k"] <= retrieval["recall_at_k"] + 1e-9  # one relevant file per question
+    assert len(retrieval["questions"]) == 171
+    first = retrieval["questions"][0]
+    assert first["relevant"] == ["Alessandro_Volta.txt"] and len(first["retrieved"]) == 5
+    answerability = report["answerability"]
+    assert answerability["label_column"] == "answerable" and answerability["n_labelled"] == 185
+    assert answerability["auroc"] > 0.9 and answerability["point_biserial_r"] > 0.3
+    assert answerability["p_value"] < 1e-6
+    off_topic = _off_topic_rows()
+    labels = {q["row"]: q["label"] for q in report["questions"]}
+    assert {row for row, label in labels.items() if label == 0} == off_topic
+    assert "Retrieval at k=5" in result.stdout and "Answerability labels" in result.stdout
+
+
+def test_named_columns_that_do_not_exist_fail_before_embedding(tmp_path, capsys):
+    args = ["analyze", "--docs", str(EXAMPLE / "docs"), "--questions", str(EXAMPLE / "questions.csv"),
+            "--out", str(tmp_path / "r.json"), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    assert main(args + ["--relevant-column", "gold"]) == 2
+    error = capsys.readouterr().err
+    assert "no column 'gold'" in error and "'source'" in error and "Traceback" not in error
+    assert main(args + ["--label-column", "is_ok"]) == 2
+    assert "'is_ok' is not in the question file" in capsys.readouterr().err
+    assert main(args + ["--subquestions", "2"]) == 2  # no LLM configured
+    assert "needs an LLM" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "r.json").exists()
+
+
+def test_subquestions_through_a_local_openai_compatible_server(tmp_path, example_cache, fake_api, capsys):
+    from tests.fake_api import chat_reply
+
+    reply = json.dumps({"sub_questions": [
+        {"text": "Who was Alessandro Volta?", "type": "core"},
+        {"text": "What is the price of tea in Lisbon?", "type": "follow-up"},
+    ]})
+    fake_api.handle("/v1/chat/completions", lambda body: chat_reply(reply))
+    out = tmp_path / "r.json"
+    code = main([
+        "analyze", "--docs", str(EXAMPLE / "docs"), "--questions", str(EXAMPLE / "questions.csv"),
+        "--out", str(out), "--cache-dir", example_cache, "--quiet", "--k", "3",
+        "--subquestions", "2", "--llm-model", "fake-chat", "--llm-base-url", f"{fake_api.url}/v1",
+    ])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["retrieval"]["k"] == 3
+    section = report["subquestions"]
+    assert [q["row"] for q in section["questions"]] == [0, 1]
+    sent = [r.body["messages"][-1]["content"] for r in fake_api.requests_to("/v1/chat/completions")]
+    assert any("Was Alessandro Volta a professor of chemistry?" in m for m in sent)
+    subs = section["questions"][0]["sub_questions"]
+    assert [s["type"] for s in subs] == ["core", "follow-up"]
+    # The corpus is about Volta, not tea prices.
+    assert subs[0]["best_similarity"] > subs[1]["best_similarity"]
+    assert subs[0]["supported"] and not subs[1]["supported"]

@@ -179,3 +179,97 @@ def test_hover_text_shortens_flattens_and_escapes():
     assert plots.hover_text("a\n\n  b") == "a b"
     assert plots.hover_text("x" * 500, 20) == "x" * 19 + "…"
     assert plots.hover_text("<a href='javascript:1'>") == "&lt;a href='javascript:1'&gt;"
+
+
+# --------------------------------------------------------------------------
+# answerability figures
+# --------------------------------------------------------------------------
+
+
+def test_answerability_box_splits_by_label_and_draws_the_threshold():
+    similarities = [0.2, 0.8, 0.3, 0.9, 0.5, 0.7]
+    labels = ["no", "yes", "not covered", "Covered", "", "1"]
+    texts = ["a", "<b>bold</b>", "c", "d", "e", "f"]
+    data = plots.answerability_box(similarities, labels, threshold=0.45, texts=texts).to_dict()
+    answerable, unanswerable = data["data"]
+    assert (answerable["type"], answerable["name"], unanswerable["name"]) == ("box", "answerable", "not answerable")
+    assert values(answerable["y"]) == pytest.approx([0.8, 0.9, 0.7])
+    assert values(unanswerable["y"]) == pytest.approx([0.2, 0.3])
+    assert answerable["x"][0] == "answerable (n=3)" and unanswerable["x"][0] == "not answerable (n=2)"
+    assert answerable["boxpoints"] == "all"
+    assert values(answerable["customdata"])[0] == "&lt;b&gt;bold&lt;/b&gt;"
+    shape = data["layout"]["shapes"][0]
+    assert shape["y0"] == shape["y1"] == 0.45
+    assert any("threshold 0.45" in a["text"] for a in data["layout"]["annotations"])
+    assert "1 unlabelled" in data["layout"]["xaxis"]["title"]["text"]
+
+
+def test_answerability_box_without_threshold_has_no_line():
+    data = plots.answerability_box(np.array([0.1, 0.9]), np.array([0.0, 1.0]), threshold=float("nan")).to_dict()
+    assert not data["layout"].get("shapes")
+    assert [values(t["y"]) for t in data["data"]] == [[0.9], [0.1]]
+
+
+def test_dimension_sweep_chart_draws_each_measure_against_sorted_dimensions():
+    frame = pd.DataFrame(
+        {
+            "d": [384, 32, 128],
+            "method": ["full", "truncated", "truncated"],
+            "spearman": [1.0, 0.78, 0.93],
+            "mean_similarity": [0.6, 0.7, 0.63],
+            "point_biserial_r": [0.66, 0.48, 0.61],
+            "auroc": [0.99, 0.94, 0.98],
+        }
+    )
+    data = plots.dimension_sweep_chart(frame, caption="MiniLM <was> not trained for truncation.").to_dict()
+    names = [t["name"] for t in data["data"]]
+    assert names == ["rank agreement with the full size (Spearman)", "AUROC (answerable vs not)", "point-biserial r"]
+    spearman, auroc, r = data["data"]
+    assert spearman["x"] == ["32", "128", "384"]
+    assert values(spearman["y"]) == pytest.approx([0.78, 0.93, 1.0])
+    assert values(auroc["y"]) == pytest.approx([0.94, 0.98, 0.99])
+    assert values(r["y"]) == pytest.approx([0.48, 0.61, 0.66])
+    assert values(spearman["customdata"]) == ["truncated", "truncated", "full"]
+    assert data["layout"]["xaxis"]["type"] == "category"
+    assert any("MiniLM &lt;was&gt; not trained" in a["text"] for a in data["layout"]["annotations"])
+    unlabelled = plots.dimension_sweep_chart(frame[["d", "method", "spearman"]]).to_dict()
+    assert [t["name"] for t in unlabelled["data"]] == ["rank agreement with the full size (Spearman)"]
+    assert not unlabelled["layout"].get("annotations")
+
+
+def test_mds_map_separates_chunks_and_labelled_questions_and_escapes_text():
+    chunks = pd.DataFrame(
+        {"x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 0.5], "text": ["alpha " * 100, "beta", "<i>x</i>"],
+         "document": ["a.txt", "b.txt", "<c>.txt"]}
+    )
+    questions = pd.DataFrame(
+        {
+            "x": [0.5, 1.5, 2.5, 3.0],
+            "y": [0.5, 0.2, 0.1, 0.0],
+            "text": ["What is alpha?", "<script>alert(1)</script>", "Zebra?", "unknown"],
+            "answerable": [1.0, 1.0, 0.0, np.nan],
+            "max_similarity": [0.71, 0.6, 0.2, np.nan],
+        }
+    )
+    data = plots.mds_map(chunks, questions, caption="3 of 30 chunks shown <sampled>.").to_dict()
+    names = [t["name"] for t in data["data"]]
+    assert names == ["chunks", "answerable questions", "not-answerable questions", "unlabelled questions"]
+    chunk_trace, answerable, unanswerable, unlabelled = data["data"]
+    assert values(chunk_trace["x"]) == [0.0, 1.0, 2.0]
+    hover = values(chunk_trace["customdata"])
+    assert hover[0][0].endswith("…") and len(hover[0][0]) <= plots.HOVER_CHARS
+    assert hover[2] == ["&lt;i&gt;x&lt;/i&gt;", "&lt;c&gt;.txt"]
+    assert values(answerable["x"]) == [0.5, 1.5] and values(unanswerable["x"]) == [2.5]
+    assert values(answerable["customdata"])[1] == ["&lt;script&gt;alert(1)&lt;/script&gt;", "0.600"]
+    assert values(unlabelled["customdata"])[0][1] == "n/a"
+    symbols = {t["name"]: t["marker"]["symbol"] for t in data["data"][1:]}
+    assert len(set(symbols.values())) == 3 and chunk_trace["marker"]["size"] < answerable["marker"]["size"]
+    assert any("&lt;sampled&gt;" in a["text"] for a in data["layout"]["annotations"])
+
+
+def test_mds_map_without_labels_draws_one_question_trace():
+    chunks = pd.DataFrame({"x": [0.0], "y": [0.0], "text": ["c"]})
+    questions = pd.DataFrame({"x": [1.0, 2.0], "y": [1.0, 0.0], "text": ["q1", "q2"]})
+    data = plots.mds_map(chunks, questions).to_dict()
+    assert [t["name"] for t in data["data"]] == ["chunks", "questions"]
+    assert values(data["data"][1]["customdata"]) == [["q1", "n/a"], ["q2", "n/a"]]
