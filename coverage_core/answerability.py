@@ -40,6 +40,7 @@ import pandas as pd
 
 from coverage_core import metrics
 from coverage_core.errors import InputError
+from coverage_core.metrics import _vectors  # one validation for every vector input
 from coverage_core.ingest import find_column
 
 __all__ = [
@@ -293,21 +294,6 @@ def _labels(labels, m: int) -> np.ndarray:
             )
         return values
     return parse_answerable(array)
-
-
-def _matrix(x, name: str) -> np.ndarray:
-    """``x`` as a finite, non-empty 2-d float32 array, with a clear message otherwise."""
-    try:
-        array = np.asarray(x, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a 2-d array of numbers.") from None
-    if array.ndim != 2:
-        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise InputError(f"{name} is empty; at least one row of at least one dimension is needed.")
-    if not np.isfinite(array).all():
-        raise InputError(f"{name} contains NaN or infinite values.")
-    return array
 
 
 def _similarities(similarities) -> np.ndarray:
@@ -628,13 +614,8 @@ def dimension_sweep(
     * with ``labels``: ``point_biserial_r`` and ``auroc`` at ``d``, as in
       :func:`answerability`.
     """
-    questions = _matrix(question_vectors, "question_vectors")
-    chunks = _matrix(chunk_vectors, "chunk_vectors")
-    if questions.shape[1] != chunks.shape[1]:
-        raise InputError(
-            f"question_vectors have {questions.shape[1]} dimensions but chunk_vectors have {chunks.shape[1]}; "
-            "embed both with the same model."
-        )
+    chunks = _vectors(chunk_vectors, "chunk_vectors")
+    questions = _vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
     m, full = questions.shape[0], questions.shape[1]
     y = _labels(labels, m) if labels is not None else None
     reference = _best_similarity(questions, chunks, block_size)
@@ -648,8 +629,8 @@ def dimension_sweep(
             if not isinstance(returned, (tuple, list)) or len(returned) != 2:
                 raise InputError(f"embed_at({d}) must return (question_vectors, chunk_vectors).")
             q_d, c_d = returned
-            q_d = _matrix(q_d, f"question vectors at {d} dimensions")
-            c_d = _matrix(c_d, f"chunk vectors at {d} dimensions")
+            c_d = _vectors(c_d, f"chunk vectors at {d} dimensions")
+            q_d = _vectors(q_d, f"question vectors at {d} dimensions", dim=c_d.shape[1])
             if q_d.shape[0] != m or c_d.shape[0] != chunks.shape[0] or q_d.shape[1] != c_d.shape[1]:
                 raise InputError(
                     f"embed_at({d}) returned {q_d.shape} question and {c_d.shape} chunk vectors; expected "
@@ -759,13 +740,8 @@ def mds_points(
     """
     from coverage_core.projection import project_2d, sample_evenly
 
-    questions = _matrix(question_vectors, "question_vectors")
-    chunks = _matrix(chunk_vectors, "chunk_vectors")
-    if questions.shape[1] != chunks.shape[1]:
-        raise InputError(
-            f"question_vectors have {questions.shape[1]} dimensions but chunk_vectors have {chunks.shape[1]}; "
-            "embed both with the same model."
-        )
+    chunks = _vectors(chunk_vectors, "chunk_vectors")
+    questions = _vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
     if int(max_points) < 4:
         raise InputError(f"max_points must be at least 4; got {max_points}.")
     max_points = int(max_points)

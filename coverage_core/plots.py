@@ -624,3 +624,61 @@ def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None =
     fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
     _layout(fig, "MDS map of questions and chunks (1 − cosine)", height=640, legend={"itemsizing": "constant"})
     return _caption(fig, caption, below_px=8)
+
+
+# --------------------------------------------------------------------------
+# chunking comparison
+# --------------------------------------------------------------------------
+
+__all__ += ["chunking_comparison_chart"]
+
+CHUNKING_METRICS = (
+    ("basic", "basic coverage", "#9ecae1"),
+    ("balanced", "balanced coverage", "#08519c"),
+    ("precision_at_k", "precision@k", "#fdae6b"),
+    ("recall_at_k", "recall@k", "#e6550d"),
+    ("mrr", "MRR", "#31a354"),
+)
+
+
+def chunking_comparison_chart(table: pd.DataFrame, k: int | None = None) -> go.Figure:
+    """Grouped bars of coverage and retrieval metrics, one group per chunk configuration.
+
+    ``table`` is the table of ``chunking_comparison.compare_chunkings``:
+    ``chunk_size``, ``chunk_overlap``, ``n_chunks`` and the metric columns
+    ``basic``, ``balanced``, ``precision_at_k``, ``recall_at_k``, ``mrr``.
+    Configurations keep the table's order and are labelled ``size/overlap``;
+    a metric with no value in any row (no relevant-source column) gets no
+    trace, and a row without values (it failed) keeps its empty group. ``k``
+    names the cut-off in the legend.
+    """
+    labels = [f"{int(size)}/{int(overlap)}" for size, overlap in zip(table["chunk_size"], table["chunk_overlap"])]
+    chunks = (
+        [f"{int(n):,}" if pd.notna(n) else "n/a" for n in table["n_chunks"]]
+        if "n_chunks" in table else ["n/a"] * len(table)
+    )
+    fig = go.Figure()
+    for column, name, colour in CHUNKING_METRICS:
+        if column not in table:
+            continue
+        y = pd.to_numeric(table[column], errors="coerce").astype(float)
+        if y.isna().all():
+            continue
+        if k is not None:
+            name = name.replace("@k", f"@{int(k)}")
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=y,
+                name=name,
+                marker={"color": colour},
+                customdata=chunks,
+                hovertemplate="%{x} (%{customdata} chunks): %{y:.3f}<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_xaxes(title="chunk size / overlap (characters)", type="category")
+    fig.update_yaxes(title="value", range=[0, 1])
+    return _layout(
+        fig, "Coverage and retrieval per chunk configuration", barmode="group",
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.0},
+    )

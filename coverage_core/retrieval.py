@@ -68,6 +68,7 @@ import pandas as pd
 
 from coverage_core.errors import InputError
 from coverage_core.ingest import find_column
+from coverage_core.metrics import _unit_rows, _vectors  # one validation for every vector input
 from coverage_core.types import Chunk, Document, QuestionSet
 
 __all__ = [
@@ -325,34 +326,6 @@ def relevant_from_questions(
 # --------------------------------------------------------------------------
 # retrieval
 # --------------------------------------------------------------------------
-
-
-def _vectors(x, name: str, *, allow_empty: bool = False, dim: int | None = None) -> np.ndarray:
-    """``x`` as a finite 2-d float32 array, with a clear message otherwise."""
-    try:
-        array = np.asarray(x, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a 2-d array of numbers.") from None
-    if array.ndim == 1 and array.size == 0 and allow_empty:
-        array = array.reshape(0, dim or 0)
-    if array.ndim != 2:
-        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
-    if array.shape[0] == 0 and not allow_empty:
-        raise InputError(f"{name} is empty; at least one row is needed.")
-    if dim is not None and array.shape[0] and array.shape[1] != dim:
-        raise InputError(
-            f"{name} has {array.shape[1]} dimensions but the chunk vectors have {dim}; "
-            "embed questions and chunks with the same model."
-        )
-    if not np.isfinite(array).all():
-        raise InputError(f"{name} contains NaN or infinite values.")
-    return array
-
-
-def _unit_rows(array: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; zero rows stay zero (similarity 0 to anything)."""
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms > 0, norms, 1.0).astype(np.float32)
 
 
 def _check_k(k) -> int:

@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.costs import CostEstimate, approximate_tokens, default_price_table, estimate_llm_cost
+from coverage_core.metrics import _unit_rows, _vectors  # one validation for every vector input
 from coverage_core.errors import InputError, ProviderError
 from coverage_core.llm import ChatClient, parse_json_loose
 from coverage_core.types import Question
@@ -738,28 +739,6 @@ def _decompose_one(question: Question, llm: ChatClient, config: SubQuestionConfi
 # --------------------------------------------------------------------------
 
 
-def _matrix(values, name: str, dim: int | None = None) -> np.ndarray:
-    try:
-        array = np.asarray(values, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a numeric array of shape (rows, dimensions).") from None
-    if array.ndim != 2:
-        raise InputError(f"{name} must be a 2-d array of shape (rows, dimensions); got shape {array.shape}.")
-    if dim is not None and array.shape[1] != dim:
-        raise InputError(
-            f"{name} have {array.shape[1]} dimensions but the chunk embeddings have {dim}; "
-            "embed everything with the same model."
-        )
-    if not np.isfinite(array).all():
-        raise InputError(f"{name} contain NaN or infinite values; embed the texts again.")
-    return array
-
-
-def _unit(rows: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / np.where(norms > 0, norms, 1.0)
-
-
 def score_subquestions(
     decompositions: Sequence[Decomposition],
     question_vectors,
@@ -808,17 +787,17 @@ def score_subquestions(
     """
     config = config or SubQuestionConfig()
     decompositions = list(decompositions)
-    chunks = _matrix(chunk_vectors, "The chunk embeddings")
+    chunks = _vectors(chunk_vectors, "The chunk embedding matrix", allow_empty=True)
     if chunks.shape[0] == 0:
         raise InputError("There are no chunk embeddings to score against; add documents first.")
     dim = chunks.shape[1]
-    questions = _matrix(question_vectors, "The question embeddings", dim)
+    questions = _vectors(question_vectors, "The question embedding matrix", dim=dim)
     if questions.shape[0] != len(decompositions):
         raise InputError(
             f"Give one question embedding per decomposed question ({len(decompositions)}); "
             f"got {questions.shape[0]}."
         )
-    chunks, questions = _unit(chunks), _unit(questions)
+    chunks, questions = _unit_rows(chunks), _unit_rows(questions)
 
     owners = [j for j, d in enumerate(decompositions) if d.status == "ok" for _ in d.sub_questions]
     texts = [s.text for d in decompositions if d.status == "ok" for s in d.sub_questions]
@@ -826,13 +805,13 @@ def score_subquestions(
     best_chunk = np.zeros(0, dtype=np.intp)
     retrieved = np.zeros(0)
     if texts:
-        subs = _matrix(embed(list(texts)), "The sub-question embeddings", dim)
+        subs = _vectors(embed(list(texts)), "The sub-question embedding matrix", dim=dim)
         if subs.shape[0] != len(texts):
             raise InputError(
                 f"The embedder returned {subs.shape[0]} vectors for {len(texts)} sub-questions; "
                 "it must return one per text."
             )
-        subs = _unit(subs)
+        subs = _unit_rows(subs)
         best, best_chunk = _best_match(subs, chunks)
         top = _top_k(questions, chunks, min(config.top_k, chunks.shape[0]))  # (m, k)
         owner_top = top[np.asarray(owners, dtype=np.intp)]  # (s, k)
@@ -1015,10 +994,10 @@ def analyse_subquestions(
     if not items:
         raise InputError("Select at least one question to break into sub-questions.")
     # Check the arrays before paying for the LLM.
-    chunks = _matrix(chunk_vectors, "The chunk embeddings")
+    chunks = _vectors(chunk_vectors, "The chunk embedding matrix", allow_empty=True)
     if chunks.shape[0] == 0:
         raise InputError("There are no chunk embeddings to score against; add documents first.")
-    vectors = _matrix(question_vectors, "The question embeddings", chunks.shape[1])
+    vectors = _vectors(question_vectors, "The question embedding matrix", dim=chunks.shape[1])
     if vectors.shape[0] != len(items):
         raise InputError(
             f"Give one question embedding per selected question ({len(items)}); got {vectors.shape[0]}."

@@ -289,7 +289,7 @@ def test_bad_input_is_rejected_before_anything_is_sent(fake_api):
         analyse_subquestions([], np.zeros((0, 5)), CHUNKS, Embed(), llm)
     with pytest.raises(InputError, match="one question embedding per selected question"):
         analyse_subquestions(QUESTIONS, Q_VECTORS[:2], CHUNKS, Embed(), llm)
-    with pytest.raises(InputError, match="4 dimensions but the chunk embeddings have 5"):
+    with pytest.raises(InputError, match="4 dimensions but the chunk vectors have 5"):
         analyse_subquestions(QUESTIONS, Q_VECTORS[:, :4], CHUNKS, Embed(), llm)
     with pytest.raises(InputError, match="no chunk embeddings"):
         analyse_subquestions(QUESTIONS, Q_VECTORS, np.zeros((0, 5)), Embed(), llm)
@@ -431,7 +431,7 @@ def test_mismatched_arrays_are_input_errors():
     with pytest.raises(InputError, match="one question embedding per"):
         score_subquestions(decompositions, Q_VECTORS, CHUNKS, Embed(), CONFIG)
     narrow = {t: v[:3] for t, v in SUB_VECTORS.items()}
-    with pytest.raises(InputError, match="3 dimensions but the chunk embeddings have 5"):
+    with pytest.raises(InputError, match="3 dimensions but the chunk vectors have 5"):
         score_subquestions(decompositions, Q_VECTORS[:1], CHUNKS, Embed(narrow), CONFIG)
     with pytest.raises(InputError, match="returned 1 vectors for 5 sub-questions"):
         score_subquestions(decompositions, Q_VECTORS[:1], CHUNKS, lambda texts: E[:1], CONFIG)

@@ -21,7 +21,7 @@ import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -121,38 +121,27 @@ class EmbeddingCache:
         connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
-    def get_many(self, key: CacheKey, hashes: Sequence[bytes]) -> dict[bytes, tuple[np.ndarray, int]]:
-        """Cached ``(vector, token_count)`` for each hash found; missing ones are absent."""
-        found: dict[bytes, tuple[np.ndarray, int]] = {}
-        if not hashes:
-            return found
+    def _select(self, columns: str, key: CacheKey, hashes: Sequence[bytes]) -> Iterator[tuple]:
+        """Rows of ``columns`` for the stored ``hashes`` of one model, looked up in slices."""
         with closing(self._connect()) as connection:
             for part in batches(list(hashes), _LOOKUP_CHUNK):
                 marks = ",".join("?" * len(part))
-                rows = connection.execute(
-                    "SELECT text_hash, tokens, vector FROM embeddings "
+                yield from connection.execute(
+                    f"SELECT {columns} FROM embeddings "
                     f"WHERE provider=? AND model=? AND dimensions=? AND text_hash IN ({marks})",
                     (key.provider, key.model, key.dimensions, *part),
                 )
-                for digest, tokens, blob in rows:
-                    found[bytes(digest)] = (np.frombuffer(blob, dtype="<f4").copy(), int(tokens))
-        return found
+
+    def get_many(self, key: CacheKey, hashes: Sequence[bytes]) -> dict[bytes, tuple[np.ndarray, int]]:
+        """Cached ``(vector, token_count)`` for each hash found; missing ones are absent."""
+        return {
+            bytes(digest): (np.frombuffer(blob, dtype="<f4").copy(), int(tokens))
+            for digest, tokens, blob in self._select("text_hash, tokens, vector", key, hashes)
+        }
 
     def has_many(self, key: CacheKey, hashes: Sequence[bytes]) -> set[bytes]:
         """The hashes among ``hashes`` that have a stored vector (vectors are not read)."""
-        found: set[bytes] = set()
-        if not hashes:
-            return found
-        with closing(self._connect()) as connection:
-            for part in batches(list(hashes), _LOOKUP_CHUNK):
-                marks = ",".join("?" * len(part))
-                rows = connection.execute(
-                    "SELECT text_hash FROM embeddings "
-                    f"WHERE provider=? AND model=? AND dimensions=? AND text_hash IN ({marks})",
-                    (key.provider, key.model, key.dimensions, *part),
-                )
-                found.update(bytes(digest) for (digest,) in rows)
-        return found
+        return {bytes(digest) for (digest,) in self._select("text_hash", key, hashes)}
 
     def put_many(self, key: CacheKey, items: Iterable[tuple[bytes, np.ndarray, int]]) -> None:
         """Store ``(hash, vector, token_count)`` items in one atomic transaction."""
