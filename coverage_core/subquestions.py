@@ -58,9 +58,10 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.costs import CostEstimate, approximate_tokens, default_price_table, estimate_llm_cost
-from coverage_core.metrics import _unit_rows, _vectors  # one validation for every vector input
+from coverage_core.metrics import _unit_rows, _vectors, question_support  # one validation for every vector input
 from coverage_core.errors import InputError, ProviderError
 from coverage_core.llm import ChatClient, parse_json_loose
+from coverage_core.retrieval import top_k_chunks
 from coverage_core.types import Question
 
 __all__ = [
@@ -114,8 +115,6 @@ SUB_QUESTION_CHARS = 300
 # ({"text": "...", "type": "background"}) is ~120 characters, ~30 tokens.
 REPLY_TOKENS_PER_SUB_QUESTION = 30
 REPLY_TOKENS_OVERHEAD = 10
-# Rows per block when comparing sub-questions or questions with all chunks.
-_BLOCK_ROWS = 256
 
 
 # --------------------------------------------------------------------------
@@ -812,8 +811,8 @@ def score_subquestions(
                 "it must return one per text."
             )
         subs = _unit_rows(subs)
-        best, best_chunk = _best_match(subs, chunks)
-        top = _top_k(questions, chunks, min(config.top_k, chunks.shape[0]))  # (m, k)
+        best, best_chunk = question_support(subs, chunks)
+        top, _ = top_k_chunks(questions, chunks, min(config.top_k, chunks.shape[0]))  # (m, k)
         owner_top = top[np.asarray(owners, dtype=np.intp)]  # (s, k)
         retrieved = np.einsum("sd,skd->sk", subs, chunks[owner_top]).max(axis=1).astype(np.float64)
 
@@ -836,26 +835,6 @@ def score_subquestions(
                 position += 1
         scored.append((decomposition, rows))
     return _summarise(scored, config, model, tuple(warnings))
-
-
-def _best_match(subs: np.ndarray, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Largest cosine similarity of each row of ``subs`` to any chunk, and that chunk, blockwise."""
-    best = np.empty(subs.shape[0], dtype=np.float64)
-    index = np.empty(subs.shape[0], dtype=np.intp)
-    for start in range(0, subs.shape[0], _BLOCK_ROWS):
-        similarity = subs[start : start + _BLOCK_ROWS] @ chunks.T
-        index[start : start + _BLOCK_ROWS] = similarity.argmax(axis=1)
-        best[start : start + _BLOCK_ROWS] = similarity.max(axis=1)
-    return best, index
-
-
-def _top_k(questions: np.ndarray, chunks: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` chunks most similar to each question, best first (ties: lower index)."""
-    top = np.empty((questions.shape[0], k), dtype=np.intp)
-    for start in range(0, questions.shape[0], _BLOCK_ROWS):
-        similarity = questions[start : start + _BLOCK_ROWS] @ chunks.T
-        top[start : start + _BLOCK_ROWS] = np.argsort(-similarity, axis=1, kind="stable")[:, :k]
-    return top
 
 
 def _support_summary(
