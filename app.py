@@ -16,6 +16,8 @@ PAGES = [
     st.Page("pages/4_gaps.py", title="Gap analysis", icon=":material/troubleshoot:"),
     st.Page("pages/5_fitness.py", title="Knowledge-base fitness", icon=":material/target:"),
     st.Page("pages/6_compare.py", title="Compare test sets", icon=":material/compare_arrows:"),
+    st.Page("pages/7_retrieval.py", title="Retrieval and chunking", icon=":material/manage_search:"),
+    st.Page("pages/8_subquestions.py", title="Sub-questions", icon=":material/account_tree:"),
 ]
 
 page = st.navigation(PAGES)

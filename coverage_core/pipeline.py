@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,9 @@ from coverage_core.gaps import Gap, GapConfig, analyse_gaps, representative_chun
 from coverage_core.llm import ChatClient
 from coverage_core.screening import QuestionScreener, apply_overrides
 from coverage_core.types import Chunk, Document, Question, QuestionSet
+
+if TYPE_CHECKING:  # imported where used: most runs need neither
+    from coverage_core import retrieval
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "chunks" or "questions"."""

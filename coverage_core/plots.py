@@ -678,7 +678,9 @@ def chunking_comparison_chart(table: pd.DataFrame, k: int | None = None) -> go.F
         )
     fig.update_xaxes(title="chunk size / overlap (characters)", type="category")
     fig.update_yaxes(title="value", range=[0, 1])
-    return _layout(
+    _layout(
         fig, "Coverage and retrieval per chunk configuration", barmode="group",
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.0},
     )
+    fig.update_layout(margin={"t": 90})
+    return fig

@@ -700,7 +700,6 @@ class QuestionScreener:
         self.embedding_score_ = own
 
         # Step 2: lexical evidence, combined with the embedding evidence.
-        n_chunks = C.shape[0]
         self.lexical_coverage_ = np.full(n, np.nan)
         self.lexical_chunk_ = np.full(n, -1, dtype=np.int64)
         self.absent_words_ = [[] for _ in range(n)]

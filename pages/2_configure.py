@@ -120,11 +120,11 @@ if n_chunks:
 widgets.tuning_controls(n_chunks, auto_k)
 
 # ------------------------------------------------------------------ LLM
-st.header("LLM for gap suggestions")
+st.header("LLM for gap suggestions and sub-questions")
 settings = state.settings()
 state.seed_widget(state.W_LLM_ON, settings.llm_enabled)
 llm_on = st.toggle(
-    "Write suggested questions with an LLM (off: offline drafts from the least-covered passages)",
+    "Use an LLM (off: offline drafts from the least-covered passages; sub-questions need it)",
     key=state.W_LLM_ON, on_change=lambda: state.update_settings(llm_enabled=st.session_state[state.W_LLM_ON]),
 )
 if llm_on:
@@ -157,7 +157,10 @@ if llm_on:
             state.put(state.LLM_API_KEY, key.strip())
             state.drop(state.W_LLM_KEY)
             st.rerun()
-    st.caption("The LLM is called only when you ask for suggestions on the Gap analysis page.")
+    st.caption(
+        "The LLM is called only when you ask for it: suggestions on the Gap analysis page, "
+        "sub-questions on the Sub-questions page (each shows its cost first)."
+    )
 
 # ------------------------------------------------------------------ costs
 settings = state.settings()
@@ -169,7 +172,7 @@ if paid:
         "Prices are list prices when this table was written: correct them to your contract."
     )
     table = widgets.persistent_editor(
-        state.PRICE_TABLE, state.PRICE_TABLE + "_edited", state.W_PRICE_EDITOR,
+        state.PRICE_TABLE, state.PRICE_TABLE_EDITED, state.W_PRICE_EDITOR,
         costs.default_price_table, num_rows="dynamic", hide_index=True,
     )
     try:
@@ -184,13 +187,13 @@ if paid:
                 f"Embedding with {model}", estimate.label.split(" (")[0],
                 help=f"{len(uncached):,} of {len(texts):,} texts are not in the embedding cache and would be sent.",
             )
-            st.caption(estimate.label)
+            st.caption(estimate.label.replace("$", "\\$"))  # a plain dollar, not LaTeX
         if settings.llm_enabled:
             # At most every cluster is a gap; each request sends up to 5 passages of 1,200 characters.
             n_gaps = settings.n_clusters or auto_k or 10
             tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
             estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, table)
-            st.caption(f"Gap suggestions with {settings.llm_model}, for up to {n_gaps} gaps: {estimate.label}")
+            st.text(f"Gap suggestions with {settings.llm_model}, for up to {n_gaps} gaps: {estimate.label}")
     except CoverageError as error:
         st.error(str(error))
 

@@ -19,11 +19,7 @@ if settings.llm_enabled:
         n_gaps = int(analysis.clusters["is_gap"].sum())
         tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
         try:
-            table = state.get(state.PRICE_TABLE + "_edited")
-            estimate = costs.estimate_llm_cost(
-                tokens_in, tokens_out, settings.llm_model,
-                table if table is not None else costs.default_price_table(),
-            )
+            estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, flow.price_table())
             st.write(f"Ask {settings.llm_model} for suggestions for {n_gaps} gap(s): {estimate.label}.")
         except CoverageError as error:
             st.error(str(error))
@@ -160,7 +156,7 @@ left.download_button(
 )
 middle.download_button(
     "Report (JSON)",
-    data=engine.report_json(gapped, inputs_record),
+    data=engine.report_json(gapped, inputs_record, flow.checks_for(flow.analysis_base(gapped))),
     file_name="coverage-report.json",
     mime="application/json",
     key=state.W_DOWNLOAD_JSON,

@@ -410,7 +410,8 @@ def test_fitness_page_ranks_questions_and_marks_unsupported_ones(seeded):
     assert metric(at, "May not be answerable") == f"{weak:,}"
     table = at.dataframe[0].value
     assert (table["verdict"] == "the knowledge base may not answer this").sum() == weak
-    assert len(at.get("plotly_chart")) == 2
+    # Ranked and polar views, and the box plot of the example's answerability labels.
+    assert len(at.get("plotly_chart")) == 3
 
 
 # ---------------------------------------------------------------- compare

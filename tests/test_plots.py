@@ -273,3 +273,38 @@ def test_mds_map_without_labels_draws_one_question_trace():
     data = plots.mds_map(chunks, questions).to_dict()
     assert [t["name"] for t in data["data"]] == ["chunks", "questions"]
     assert values(data["data"][1]["customdata"]) == [["q1", "n/a"], ["q2", "n/a"]]
+
+
+def test_chunking_comparison_chart_groups_metrics_by_configuration():
+    table = pd.DataFrame(
+        {
+            "chunk_size": [500, 1000, 2000],
+            "chunk_overlap": [0, 200, 200],
+            "n_chunks": [40, 22, np.nan],
+            "basic": [0.61, 0.58, np.nan],
+            "balanced": [0.55, 0.52, np.nan],
+            "precision_at_k": [0.4, 0.5, np.nan],
+            "recall_at_k": [0.8, 0.9, np.nan],
+            "mrr": [0.7, 0.75, np.nan],
+            "error": [None, None, "chunk_overlap must be smaller than chunk_size"],
+        }
+    )
+    data = plots.chunking_comparison_chart(table, k=5).to_dict()
+    names = [trace["name"] for trace in data["data"]]
+    assert names == ["basic coverage", "balanced coverage", "precision@5", "recall@5", "MRR"]
+    assert data["layout"]["barmode"] == "group"
+    first = data["data"][0]
+    assert list(first["x"]) == ["500/0", "1000/200", "2000/200"]  # the failed row keeps its (empty) group
+    assert values(first["y"])[:2] == pytest.approx([0.61, 0.58]) and np.isnan(values(first["y"])[2])
+    assert list(values(first["customdata"])) == ["40", "22", "n/a"]
+
+
+def test_chunking_comparison_chart_without_retrieval_draws_coverage_only():
+    table = pd.DataFrame(
+        {
+            "chunk_size": [500], "chunk_overlap": [0], "n_chunks": [3], "basic": [0.5], "balanced": [0.4],
+            "precision_at_k": [np.nan], "recall_at_k": [np.nan], "mrr": [np.nan],
+        }
+    )
+    data = plots.chunking_comparison_chart(table).to_dict()
+    assert [trace["name"] for trace in data["data"]] == ["basic coverage", "balanced coverage"]

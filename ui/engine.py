@@ -35,6 +35,7 @@ import pandas as pd
 
 from coverage_core import metrics, pipeline
 from coverage_core.chunking import ChunkingConfig
+from coverage_core.errors import CoverageError
 from coverage_core.gaps import GapConfig
 from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
 from coverage_core.report import build_report, to_safe_csv
@@ -497,8 +498,45 @@ def inputs_record(documents, question_file) -> dict:
     return record
 
 
-def report_json(analysis: pipeline.Analysis, inputs: dict | None = None) -> bytes:
-    return json.dumps(build_report(analysis, inputs), indent=2, ensure_ascii=False).encode("utf-8")
+@dataclass(frozen=True)
+class Checks:
+    """The label-driven checks of an analysis: retrieval and answerability (None when the CSV has no such column)."""
+
+    retrieval: Any = None
+    labels: Any = None
+    answerability: Any = None
+    subquestions: Any = None
+    retrieval_error: str | None = None
+    answerability_error: str | None = None
+
+
+def checks(analysis: pipeline.Analysis, settings) -> Checks:
+    """Retrieval and answerability for the user's columns and k (fast: one top-k pass).
+
+    A check whose column is unusable is None, with the reason in its
+    ``*_error``; the other check is still computed.
+    """
+    found = Checks()
+    try:
+        retrieval = pipeline.check_retrieval(analysis, settings.relevant_column or None, int(settings.retrieval_k))
+        found = dataclasses.replace(found, retrieval=retrieval)
+    except CoverageError as error:
+        found = dataclasses.replace(found, retrieval_error=str(error))
+    try:
+        labels, answerability = pipeline.check_answerability(analysis, settings.label_column or None)
+        found = dataclasses.replace(found, labels=labels, answerability=answerability)
+    except CoverageError as error:
+        found = dataclasses.replace(found, answerability_error=str(error))
+    return found
+
+
+def report_json(analysis: pipeline.Analysis, inputs: dict | None = None, found: Checks | None = None) -> bytes:
+    found = found or Checks()
+    report = build_report(
+        analysis, inputs, retrieval=found.retrieval, answerability=found.answerability, labels=found.labels,
+        subquestions=found.subquestions,
+    )
+    return json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8")
 
 
 def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:

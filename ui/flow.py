@@ -8,6 +8,7 @@ Pages stay thin: they read widgets and call these helpers, which call
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,16 +123,13 @@ def chunk_texts() -> list[str]:
 
 def uncached_texts(texts: Sequence[str]) -> list[str]:
     """The distinct texts the current embedder would really send (not in the disk cache)."""
-    from coverage_core.embeddings.cache import CacheKey, text_hash
+    from coverage_core.embeddings.cache import uncached_texts as not_in_cache
 
-    unique = list(dict.fromkeys(texts))
     try:
-        key = CacheKey.of(embedder())
+        model = embedder()
     except CoverageError:
-        return unique  # no key yet: assume nothing is cached
-    hashes = [text_hash(text) for text in unique]
-    known = embedding_cache().get_many(key, hashes)
-    return [text for text, digest in zip(unique, hashes) if digest not in known]
+        return list(dict.fromkeys(texts))  # no key yet: assume nothing is cached
+    return not_in_cache(texts, model, embedding_cache())
 
 
 def choose_question_column() -> None:
@@ -368,6 +366,46 @@ def projection_for(analysis, method: str = "tsne"):
 
 
 DEFAULT_FITNESS_THRESHOLD = 0.4
+
+
+def price_table():
+    """The price table as last edited on Configure (the default table before any edit)."""
+    from coverage_core.costs import default_price_table
+
+    for key in (state.PRICE_TABLE_EDITED, state.PRICE_TABLE):
+        table = state.get(key)
+        if table is not None:
+            return table
+    return default_price_table()
+
+
+def checks_for(analysis) -> engine.Checks:
+    """Retrieval and answerability of the current analysis, plus any sub-question result computed for it.
+
+    Each check is computed once per analysis and its settings (k, the
+    columns). A check whose column the user named is unusable is left out
+    with its reason (``retrieval_error``, ``answerability_error``), for the
+    page that owns the setting to show; the other check still runs.
+    """
+    settings = state.settings()
+    key = (analysis_key(analysis), settings.retrieval_k, settings.relevant_column, settings.label_column)
+    found = state.stage(state.RETRIEVAL, key)
+    if found is None:
+        found = engine.checks(analysis, settings)
+        state.put_stage(state.RETRIEVAL, key, found)
+    return dataclasses.replace(found, subquestions=subquestions_for_inputs())
+
+
+def subquestions_for_inputs():
+    """The last sub-question result, if it was computed on the current embedded inputs.
+
+    The ``SUBQUESTIONS`` stage is keyed ``(corpus key, questions key, ...)``.
+    """
+    inputs = stored_inputs()
+    stored = state.get(state.SUBQUESTIONS)
+    if inputs is None or not isinstance(stored, state.Stage):
+        return None
+    return stored.value if stored.key[:2] == (inputs.corpus_key, inputs.question_key) else None
 
 
 def html_report_builder(analysis, inputs_record: dict):

@@ -16,7 +16,8 @@ key                       value
 ``SETTINGS``              :class:`Settings` — every analysis parameter
 ``EMBED_API_KEY``         embedding provider key typed in this session (secret)
 ``LLM_API_KEY``           LLM key typed in this session (secret)
-``PRICE_TABLE``           the user's edited price table (pandas)
+``PRICE_TABLE``           the price table the editor starts from (pandas)
+``PRICE_TABLE_EDITED``    the user's edited price table (pandas)
 ``CORPUS``                :class:`Stage` of the embedded corpus
 ``QUESTION_VECTORS``      :class:`Stage` of the embedded questions
 ``TUNING``                :class:`~ui.engine.TuningCache` — clusterings, screener,
@@ -33,6 +34,13 @@ key                       value
 ``DOCUMENT_UPLOAD``       signature of the uploaded files last read
 ``COLUMN_ERROR``          why the chosen question column could not be used
 ``CHUNK_COUNTS``          :class:`Stage` of chunks per document (current chunking)
+``RETRIEVAL``             :class:`Stage` of the retrieval check (k, column)
+``CHUNKING_GRID``         the chunking grid the editor starts from (pandas)
+``CHUNKING_GRID_EDITED``  the user's edited chunking grid (pandas)
+``CHUNKING_COMPARISON``   :class:`Stage` of the chunking comparison table
+``DIMENSION_SWEEP``       :class:`Stage` of the dimension sweep table
+``MDS``                   :class:`Stage` of the MDS map points
+``SUBQUESTIONS``          :class:`Stage` of the sub-question coverage result
 ========================  =====================================================
 
 The two secrets are kept apart from :class:`Settings` on purpose: settings
@@ -61,6 +69,7 @@ SETTINGS = "settings"
 EMBED_API_KEY = "embed_api_key"
 LLM_API_KEY = "llm_api_key"
 PRICE_TABLE = "price_table"
+PRICE_TABLE_EDITED = "price_table_edited"  # the price editor's latest output (PRICE_TABLE is its base)
 CORPUS = "corpus"
 QUESTION_VECTORS = "question_vectors"
 TUNING = "tuning"
@@ -77,6 +86,13 @@ LAST_ERROR = "last_error"
 DOCUMENT_UPLOAD = "document_upload"  # signature of the uploads last read
 COLUMN_ERROR = "column_error"  # why the chosen question column could not be used
 CHUNK_COUNTS = "chunk_counts"  # Stage: chunks per document at the current chunk settings
+RETRIEVAL = "retrieval"
+CHUNKING_GRID = "chunking_grid"
+CHUNKING_GRID_EDITED = "chunking_grid_edited"  # the grid editor's latest output (CHUNKING_GRID is its base)
+CHUNKING_COMPARISON = "chunking_comparison"
+DIMENSION_SWEEP = "dimension_sweep"
+MDS = "mds"
+SUBQUESTIONS = "subquestions"
 
 # ------------------------------------------------------------- widget keys
 W_DOC_UPLOADER = "w_doc_uploader"
@@ -124,16 +140,37 @@ W_RESET = "w_reset"
 W_DOWNLOAD_CSV = "w_download_csv"
 W_DOWNLOAD_JSON = "w_download_json"
 W_DOWNLOAD_HTML = "w_download_html"
+# Retrieval page
+W_RETRIEVAL_K = "w_retrieval_k"
+W_RELEVANT_COLUMN = "w_relevant_column"
+W_GRID_EDITOR = "w_grid_editor"
+W_COMPARE_CHUNKINGS = "w_compare_chunkings"
+W_CHUNKING_COST_OK = "w_chunking_cost_ok"
+# Knowledge-base fitness page
+W_LABEL_COLUMN = "w_label_column"
+W_USE_BEST_THRESHOLD = "w_use_best_threshold"
+W_FITNESS_VIEW = "w_fitness_view"
+W_RUN_SWEEP = "w_run_sweep"
+W_SWEEP_API = "w_sweep_api"  # consent to re-embed the sweep sizes through the OpenAI API
+# Sub-questions page
+W_SUB_SELECTION = "w_sub_selection"
+W_SUB_RUN = "w_sub_run"
+W_SUB_CORE_WEIGHT = "w_sub_core_weight"
+W_SUB_BACKGROUND_WEIGHT = "w_sub_background_weight"
+W_SUB_FOLLOW_UP_WEIGHT = "w_sub_follow_up_weight"
+W_SUB_THRESHOLD = "w_sub_threshold"
 
 # Keys a new upload or a reset makes stale (everything computed from inputs).
 DERIVED = (
     CORPUS, QUESTION_VECTORS, TUNING, OVERRIDES, GAPS, PROJECTION,
     SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON, LAST_ERROR,
+    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS,
 )
 # Keys that refer to question rows: a different question set makes them stale.
 QUESTION_DERIVED = (
     OVERRIDES, GAPS, SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
-    W_FORCE_INCLUDE, W_FORCE_EXCLUDE, W_SUGGESTIONS_EDITOR,
+    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS,
+    W_FORCE_INCLUDE, W_FORCE_EXCLUDE, W_SUGGESTIONS_EDITOR, W_RELEVANT_COLUMN, W_LABEL_COLUMN, W_SUB_SELECTION,
 )
 
 
@@ -157,6 +194,9 @@ class Settings:
     llm_model: str = "gpt-4o-mini"
     llm_base_url: str = ""
     seed: int = 0
+    retrieval_k: int = 5
+    relevant_column: str = ""  # "" = detected from the column names
+    label_column: str = ""  # "" = detected from the column names
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)

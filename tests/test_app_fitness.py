@@ -1,0 +1,287 @@
+"""The Knowledge-base fitness page through AppTest: answerability labels, views, dimension sweep.
+
+A slice of the bundled example (two articles; the Drum, Flute and Zebra
+questions, the Zebra ones labelled ``no`` in the ``answerable`` column) is
+embedded once per module with the real bundled model into a temporary cache
+and seeded into each test's session state the way the pages store it. The
+page's numbers are checked against the core's functions on the same data.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from coverage_core import answerability, pipeline
+from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.ingest import read_documents, read_questions
+from tests.conftest import PROJECT
+from ui import engine, state
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+DOCS = ["Drum.txt", "Flute.txt"]
+APP = str(PROJECT / "app.py")
+PAGE = "pages/5_fitness.py"
+TIMEOUT = 300  # two cores shared with other jobs: be patient
+
+
+def _question_csv(drop: tuple[str, ...] = ()) -> bytes:
+    frame = read_questions(EXAMPLE / "questions.csv").frame
+    keep = frame["article"].isin(["Drum", "Flute", "Zebra"])
+    return frame[keep].drop(columns=list(drop)).reset_index(drop=True).to_csv(index=False).encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def module_cache_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("embedding-cache")
+    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
+    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
+    yield directory
+    if previous is None:
+        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
+    else:
+        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous
+
+
+def _seed(settings, embedder, cache, data: bytes) -> tuple[dict, pipeline.Analysis]:
+    """Session-state values of a finished run on the slice, and the analysis they give."""
+    document_set = read_documents([EXAMPLE / "docs" / name for name in DOCS])
+    questions = read_questions(data, name="subset.csv")
+    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
+    embedding = pipeline.embed_questions(questions, embedder, cache)
+    fingerprint = engine.documents_fingerprint(document_set.documents)
+    corpus_key = engine.corpus_key(fingerprint, settings)
+    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
+    values = {
+        state.SETTINGS: settings,
+        state.DOCUMENTS: state.LoadedDocuments(
+            fingerprint, tuple(DOCS), tuple(document_set.documents), tuple(str(w) for w in document_set.warnings)
+        ),
+        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
+        state.QUESTIONS: questions,
+        state.CORPUS: state.Stage(corpus_key, corpus),
+        state.QUESTION_VECTORS: state.Stage(question_key, (questions, embedding)),
+    }
+    inputs = engine.EmbeddedInputs(corpus, corpus_key, questions, embedding, question_key)
+    return values, engine.tune(inputs, settings, state.Overrides(), engine.TuningCache())
+
+
+@pytest.fixture(scope="module")
+def seeded(module_cache_dir):
+    settings = state.Settings(n_clusters=3)
+    return _seed(settings, make_embedder("local"), EmbeddingCache(module_cache_dir), _question_csv())
+
+
+@pytest.fixture(scope="module")
+def unlabelled(module_cache_dir):
+    """The same slice without the ``answerable`` column (the vectors come from the cache)."""
+    settings = state.Settings(n_clusters=3)
+    return _seed(settings, make_embedder("local"), EmbeddingCache(module_cache_dir), _question_csv(("answerable",)))
+
+
+def app(values: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in (values or {}).items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [element.value for element in elements]
+
+
+def metric(at: AppTest, label: str) -> str:
+    found = [m for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
+    return found[0].value
+
+
+def expected(analysis) -> answerability.AnswerabilityResult:
+    labels = answerability.question_labels(analysis.questions).labels
+    return answerability.answerability(analysis.question_table["max_similarity"].to_numpy(dtype=float), labels)
+
+
+def charts(at: AppTest) -> list[dict]:
+    import json
+
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+# ---------------------------------------------------------------- without data
+
+
+def test_without_an_analysis_the_page_says_what_to_do():
+    at = app()
+    assert "Upload" in " ".join(texts(at.info))
+    assert not at.error and not at.metric and not at.button
+
+
+# ---------------------------------------------------------------- labels
+
+
+def test_label_statistics_are_the_cores_with_a_box_plot(seeded):
+    values, reference = seeded
+    found = expected(reference)
+    assert found.n_unanswerable > 0 and found.n_answerable > 0 and np.isfinite(found.threshold)
+    at = app(values)
+    assert at.selectbox(key=state.W_LABEL_COLUMN).value == ""
+    assert "Detected: answerable" in at.selectbox(key=state.W_LABEL_COLUMN).options
+    assert metric(at, "Point-biserial r") == f"{found.point_biserial_r:.3f}"
+    assert metric(at, "p-value") == f"{found.p_value:.2g}"
+    assert metric(at, "AUROC") == f"{found.auroc:.3f}"
+    assert metric(at, "Best threshold (Youden)") == f"{found.threshold:.3f}"
+    assert f"{found.n_labelled:,} labelled questions" in " ".join(texts(at.caption))
+    # The box plot comes with the label figures, before the ranked and polar views.
+    figures = charts(at)
+    assert len(figures) == 3
+    box = figures[0]
+    assert [trace["type"] for trace in box["data"]] == ["box", "box"]
+    assert sorted(len(trace["x"]) for trace in box["data"]) == sorted([found.n_unanswerable, found.n_answerable])
+    # The table says which questions carry which label.
+    table = at.dataframe[0].value
+    assert (table["label"] == "not answerable").sum() == found.n_unanswerable
+
+
+def test_use_the_best_threshold_moves_the_slider_and_the_weak_count(seeded):
+    values, reference = seeded
+    found = expected(reference)
+    at = app(values)
+    assert at.slider(key=state.W_FITNESS_THRESHOLD).value == pytest.approx(0.4)
+    button = at.button(key=state.W_USE_BEST_THRESHOLD)
+    assert button.label == f"Use {found.threshold:.3f} as the threshold"
+    button.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.slider(key=state.W_FITNESS_THRESHOLD).value == pytest.approx(found.threshold)
+    assert at.session_state[state.FITNESS_THRESHOLD] == pytest.approx(found.threshold)
+    weak = int((reference.question_table["max_similarity"] < found.threshold).sum())
+    assert metric(at, "May not be answerable") == f"{weak:,}"
+    assert at.button(key=state.W_USE_BEST_THRESHOLD).disabled
+
+
+def test_without_a_label_column_a_caption_says_what_to_add(unlabelled):
+    values, _ = unlabelled
+    at = app(values)
+    assert any("add a column named `answerable`" in text.lower() for text in texts(at.caption))
+    assert "Detected: none" in at.selectbox(key=state.W_LABEL_COLUMN).options
+    assert not at.error
+    assert state.W_USE_BEST_THRESHOLD not in [b.key for b in at.button]
+    assert "AUROC" not in [m.label for m in at.metric]
+
+
+def test_a_guessed_column_that_holds_no_labels_is_noted_and_left_out(unlabelled):
+    values, _ = unlabelled
+    values = dict(values)
+    frame = read_questions(_question_csv(("answerable",)), name="subset.csv").frame
+    frame["label"] = frame["article"]  # topic names in a column named like a label column
+    questions = read_questions(frame.to_csv(index=False).encode("utf-8"), name="subset.csv")
+    stored = values[state.QUESTION_VECTORS]
+    assert engine.questions_fingerprint(questions) == engine.questions_fingerprint(stored.value[0])
+    values[state.QUESTIONS] = questions
+    values[state.QUESTION_VECTORS] = state.Stage(stored.key, (questions, stored.value[1]))
+    at = app(values)
+    assert not at.error
+    notes = " ".join(texts(at.info))
+    assert "Column 'label' was not used as answerability labels" in notes
+    assert any("add a column named `answerable`" in text.lower() for text in texts(at.caption))
+    assert "AUROC" not in [m.label for m in at.metric]
+
+
+def test_a_chosen_column_holding_junk_is_an_error_not_a_crash(seeded):
+    values, _ = seeded
+    at = app(values)
+    at.selectbox(key=state.W_LABEL_COLUMN).set_value("difficulty").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[state.SETTINGS].label_column == "difficulty"
+    error = " ".join(texts(at.error))
+    assert "'difficulty'" in error and "not answerable labels" in error
+    assert "AUROC" not in [m.label for m in at.metric]
+    # The rest of the page still works.
+    assert metric(at, "Questions") and len(at.dataframe[0].value) > 0
+    at.selectbox(key=state.W_LABEL_COLUMN).set_value("").run()
+    assert not at.error and "AUROC" in [m.label for m in at.metric]
+
+
+# ---------------------------------------------------------------- MDS view
+
+
+def test_mds_view_is_computed_once_and_explained(seeded):
+    values, reference = seeded
+    at = app(values)
+    assert state.MDS not in at.session_state
+    at.segmented_control(key=state.W_FITNESS_VIEW).set_value("MDS map").run()
+    assert not at.exception, [e.value for e in at.exception]
+    figures = charts(at)
+    assert len(figures) == 2  # the labels' box plot, then the map in place of the ranked and polar views
+    names = {trace.get("name") for trace in figures[1]["data"]}
+    assert {"chunks", "answerable questions", "not-answerable questions"} <= names
+    captions = " ".join(texts(at.caption))
+    n_chunks, n_questions = len(reference.corpus.chunks), len(reference.questions.questions)
+    assert f"All {n_chunks:,} chunks and {n_questions:,} questions shown." in captions
+    assert "less useful than the ranked and polar views" in captions
+    assert "collapse toward the centre" in captions
+    stored = at.session_state[state.MDS]
+    assert isinstance(stored, state.Stage)
+    at.slider(key=state.W_FITNESS_THRESHOLD).set_value(0.6).run()
+    assert not at.exception
+    assert at.session_state[state.MDS] is stored  # a threshold move does not recompute the map
+    assert len(charts(at)) == 2
+
+
+# ---------------------------------------------------------------- dimension sweep
+
+
+def test_dimension_sweep_has_one_row_per_size_and_the_truncation_note(seeded):
+    values, reference = seeded
+    at = app(values)
+    note = " ".join(texts(at.info))
+    assert "all-MiniLM-L6-v2 was not trained for truncation" in note
+    assert state.W_SWEEP_API not in [c.key for c in at.checkbox]  # no API option for the local model
+    at.button(key=state.W_RUN_SWEEP).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    sweep = at.dataframe[1].value
+    assert list(sweep["dimensions"]) == [32, 64, 128, 256, 384]
+    assert set(sweep["vectors"]) == {"truncated", "full"}
+    assert sweep["rank agreement with full size (Spearman)"].iloc[-1] == 1.0
+    labels = answerability.question_labels(reference.questions).labels
+    core = answerability.dimension_sweep(reference.question_vectors, reference.corpus.vectors, labels=labels)
+    assert np.allclose(sweep["AUROC"], core["auroc"])
+    assert np.allclose(sweep["point-biserial r"], core["point_biserial_r"])
+    assert sweep["AUROC"].iloc[-1] == pytest.approx(expected(reference).auroc)
+    assert any(chart["data"][0]["name"].startswith("rank agreement") for chart in charts(at))
+    stored = at.session_state[state.DIMENSION_SWEEP]
+    at.run()
+    assert at.session_state[state.DIMENSION_SWEEP] is stored
+    assert len(at.dataframe[1].value) == 5 and not [b for b in at.button if b.key == state.W_RUN_SWEEP]
+
+
+def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp_path, monkeypatch):
+    monkeypatch.setenv("COVERAGE_CORE_CACHE_DIR", str(tmp_path / "cache"))
+    base_url = fake_api.url + "/v1"
+    settings = state.Settings(
+        provider="openai", model="text-embedding-3-small", dimensions=64, base_url=base_url, n_clusters=3
+    )
+    embedder = make_embedder("openai", "text-embedding-3-small", dimensions=64, api_key="test-key", base_url=base_url)
+    values, reference = _seed(settings, embedder, EmbeddingCache(tmp_path / "cache"), _question_csv())
+    values[state.EMBED_API_KEY] = "test-key"
+    at = app(values)
+    assert not [t for t in texts(at.info) if "trained for truncation" in t]
+    consent = at.checkbox(key=state.W_SWEEP_API)
+    assert "32 dimensions through the API" in consent.label and "tokens, about \\$" in consent.label
+    sent_before = len(fake_api.requests)
+    consent.check().run()
+    assert len(fake_api.requests) == sent_before  # ticking alone sends nothing
+    at.button(key=state.W_RUN_SWEEP).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, texts(at.error)
+    sweep = at.dataframe[1].value
+    assert list(sweep["dimensions"]) == [32, 64]
+    assert list(sweep["vectors"]) == ["embedded", "full"]
+    asked = {request.body.get("dimensions") for request in fake_api.requests[sent_before:]}
+    assert asked == {32}

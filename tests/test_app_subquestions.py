@@ -1,0 +1,285 @@
+"""The Sub-questions page through Streamlit's AppTest, against the local fake OpenAI-compatible server.
+
+The same small analysis as tests/test_app.py (three articles, the Drum/Flute/Zebra questions) is embedded
+once per module with the real bundled model into a temporary cache. The fake server answers each question
+with scripted sub-questions, chosen by the question text in the prompt, and records every request, so the
+tests can check what the page shows against the core and that rescoring never asks the LLM again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from coverage_core import pipeline
+from coverage_core.costs import default_price_table
+from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
+from coverage_core.ingest import read_documents, read_questions
+from coverage_core.llm import ChatClient, LLMConfig
+from coverage_core.subquestions import (
+    UNAVAILABLE_REASON,
+    SubQuestionConfig,
+    analyse_subquestions,
+    estimate_decomposition_cost,
+    rescore_subquestions,
+)
+from tests.conftest import PROJECT
+from tests.fake_api import FakeAPIServer, chat_reply, error_reply
+from ui import engine, state
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
+APP = str(PROJECT / "app.py")
+PAGE = "pages/8_subquestions.py"
+TIMEOUT = 300  # two cores shared with other jobs: be patient
+CHAT = "/v1/chat/completions"
+
+DRUM, FLUTE, SNARES = 0, 27, 7  # positions in the subset's questions
+UNRELATED = "How many penguins live in Antarctica?"
+SUB_QUESTIONS = {
+    "Is the drum a member of the percussion group?": [
+        ("Which instrument family does the drum belong to?", "core"),
+        (UNRELATED, "core"),
+        ("What is a percussion instrument?", "background"),
+        ("What other percussion instruments exist?", "follow-up"),
+    ],
+    "Where was the oldest flute ever discovered found?": [
+        ("In which country was the oldest flute found?", "core"),
+        ("What is a flute?", "background"),
+        ("How old is the oldest flute?", "follow-up"),
+    ],
+}
+
+
+def _question_csv() -> bytes:
+    frame = read_questions(EXAMPLE / "questions.csv").frame
+    keep = frame["article"].isin(["Drum", "Flute", "Zebra"])
+    return frame[keep].reset_index(drop=True).to_csv(index=False).encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("embedding-cache")
+    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
+    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
+    yield directory
+    if previous is None:
+        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
+    else:
+        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="module")
+def seeded(cache_dir):
+    """Session-state values of a finished run, computed once for the module."""
+    settings = state.Settings(n_clusters=4)
+    document_set = read_documents([EXAMPLE / "docs" / name for name in DOCS])
+    data = _question_csv()
+    questions = read_questions(data, name="subset.csv")
+    embedder = make_embedder("local")
+    cache = EmbeddingCache(cache_dir)
+    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
+    embedding = pipeline.embed_questions(questions, embedder, cache)
+    fingerprint = engine.documents_fingerprint(document_set.documents)
+    corpus_key = engine.corpus_key(fingerprint, settings)
+    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
+    values = {
+        state.SETTINGS: settings,
+        state.DOCUMENTS: state.LoadedDocuments(
+            fingerprint, tuple(DOCS), tuple(document_set.documents), tuple(str(w) for w in document_set.warnings)
+        ),
+        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
+        state.QUESTIONS: questions,
+        state.CORPUS: state.Stage(corpus_key, corpus),
+        state.QUESTION_VECTORS: state.Stage(question_key, (questions, embedding)),
+    }
+    inputs = engine.EmbeddedInputs(corpus, corpus_key, questions, embedding, question_key)
+    reference = engine.tune(inputs, settings, state.Overrides(), engine.TuningCache())
+    return values, reference, embedder, cache
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """The fake server answering each question with its scripted sub-questions (chosen from the prompt)."""
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeAPIServer() as fake:
+        fake.handle(CHAT, lambda body: chat_reply(_reply_for(body)))
+        yield fake
+
+
+def _reply_for(body: dict) -> str:
+    prompt = body["messages"][1]["content"]
+    for question, subs in SUB_QUESTIONS.items():
+        if f"Question: {question}\n" in prompt:
+            return json.dumps({"sub_questions": [{"text": text, "type": kind} for text, kind in subs]})
+    return "Sorry, I cannot help with that {"  # not JSON, not even after the reminder
+
+
+def _with_llm(values: dict, server: FakeAPIServer) -> dict:
+    values = dict(values)
+    values[state.SETTINGS] = values[state.SETTINGS].replace(
+        llm_enabled=True, llm_model="fake-chat", llm_base_url=f"{server.url}/v1"
+    )
+    return values
+
+
+def app(values: dict) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in values.items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [element.value for element in elements]
+
+
+def table(at: AppTest, column: str):
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert found, f"no table with a {column!r} column"
+    return found[0]
+
+
+def expected(reference, server, positions, config=None):
+    """What the core computes for these questions (asks the fake server again)."""
+    questions = [reference.questions.questions[i] for i in positions]
+    client = ChatClient(LLMConfig(model="fake-chat", base_url=f"{server.url}/v1"))
+    embedder = make_embedder("local")
+    return analyse_subquestions(
+        questions, reference.question_vectors[positions], reference.corpus.vectors,
+        lambda texts: embed_texts(texts, embedder, EmbeddingCache()).vectors, client,
+        config or SubQuestionConfig(top_k=5),
+    )
+
+
+def by_row(frame, column: str) -> dict[int, float]:
+    return {int(row): float(value) for row, value in zip(frame["row"], frame[column])}
+
+
+def same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, abs_tol=1e-9)
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_without_an_llm_the_page_says_why_and_links_to_configure(seeded):
+    values, _, _, _ = seeded
+    at = app(values)
+    assert UNAVAILABLE_REASON in texts(at.info)
+    assert any("Configure" in str(link.proto.label) for link in at.get("page_link"))
+    assert not at.error
+    assert state.W_SUB_RUN not in [b.key for b in at.button]
+
+
+def test_llm_on_without_a_key_is_a_plain_error(seeded, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    values, _, _, _ = seeded
+    values = dict(values)
+    values[state.SETTINGS] = values[state.SETTINGS].replace(llm_enabled=True, llm_base_url="")
+    at = app(values)
+    assert "No OpenAI API key" in " ".join(texts(at.error))
+
+
+def test_select_estimate_run_and_rescore_without_asking_again(seeded, server):
+    values, reference, _, _ = seeded
+    at = app(_with_llm(values, server))
+    questions = reference.questions.questions
+
+    # Quick pick: the ten questions with the lowest best similarity.
+    at.button[[b.label for b in at.button].index("The 10 least-supported questions")].click().run()
+    lowest = list(reference.question_table["max_similarity"].to_numpy().argsort(kind="stable")[:10])
+    assert at.multiselect(key=state.W_SUB_SELECTION).value == lowest
+
+    at.multiselect(key=state.W_SUB_SELECTION).set_value([DRUM, FLUTE]).run()
+    assert not at.exception
+    cost = estimate_decomposition_cost(
+        [questions[DRUM], questions[FLUTE]], "fake-chat", default_price_table(), "openai", SubQuestionConfig()
+    )
+    assert cost.label in texts(at.caption)  # the cost is shown before anything is sent
+    assert server.requests_to(CHAT) == []
+
+    at.button(key=state.W_SUB_RUN).click().run()
+    assert not at.exception and not at.error
+    assert len(server.requests_to(CHAT)) == 2
+
+    shown = table(at, "weighted score")
+    assert list(shown["row"]) == [questions[DRUM].row, questions[FLUTE].row]
+    assert list(shown["status"]) == ["ok", "ok"]
+    truth = expected(reference, server, [DRUM, FLUTE])
+    for q in truth.questions:
+        assert same(by_row(shown, "core supported")[q.row], q.core_supported_share)
+        assert same(by_row(shown, "weighted score")[q.row], q.weighted_score)
+    drum = truth.questions[0]
+    assert drum.core_supported_share == 0.5 and drum.unsupported_core == (UNRELATED,)
+
+    gaps = table(at, "unsupported core sub-question")
+    assert list(gaps["unsupported core sub-question"]) == [UNRELATED]
+    assert list(gaps["row"]) == [questions[DRUM].row]
+    assert "Unsupported core sub-questions (1)" in texts(at.header)
+    flat = table(at, "sub-question")
+    assert len(flat) == 7 and set(flat["type"]) == {"core", "background", "follow-up"}
+
+    # A new core weight rescores at once; the LLM is not asked again.
+    requests = len(server.requests_to(CHAT))
+    before = by_row(shown, "weighted score")[questions[DRUM].row]
+    at.number_input(key=state.W_SUB_CORE_WEIGHT).set_value(2.0).run()
+    assert not at.exception
+    assert len(server.requests_to(CHAT)) == requests
+    after = by_row(table(at, "weighted score"), "weighted score")[questions[DRUM].row]
+    rescored = rescore_subquestions(truth, SubQuestionConfig(core_weight=2.0, top_k=5))
+    assert after != before and same(after, rescored.questions[0].weighted_score)
+    stored = at.session_state[state.SUBQUESTIONS]
+    assert stored.key[:2] == (values[state.CORPUS].key, values[state.QUESTION_VECTORS].key)
+    assert stored.value.config.core_weight == 2.0  # the report gets the user's weights
+
+    # The same selection is not sent again.
+    assert at.button(key=state.W_SUB_RUN).disabled
+
+
+def test_malformed_reply_fails_that_question_and_scores_the_others(seeded, server):
+    values, reference, _, _ = seeded
+    questions = reference.questions.questions
+    at = app(_with_llm(values, server))
+    at.multiselect(key=state.W_SUB_SELECTION).set_value([DRUM, SNARES, FLUTE]).run()
+    at.button(key=state.W_SUB_RUN).click().run()
+    assert not at.exception and not at.error
+    shown = table(at, "weighted score")
+    status = dict(zip(shown["row"], shown["status"]))
+    assert status == {questions[DRUM].row: "ok", questions[SNARES].row: "failed", questions[FLUTE].row: "ok"}
+    failed = table(at, "reason")
+    assert list(failed["row"]) == [questions[SNARES].row]
+    assert "did not return valid JSON" in failed["reason"][0]
+    assert not math.isnan(by_row(shown, "weighted score")[questions[FLUTE].row])
+    assert "could not be broken down" in " ".join(texts(at.warning))
+    assert len(server.requests_to(CHAT)) == 4  # one each, plus one reminder for the malformed reply
+    # Only the failed question is sent again.
+    assert not at.button(key=state.W_SUB_RUN).disabled
+
+
+def test_rejected_key_is_a_plain_error_and_nothing_else_is_sent(seeded, server):
+    values, reference, _, _ = seeded
+    questions = reference.questions.questions
+    server.script(CHAT, [error_reply(401, "Incorrect API key provided: sk-secret-123")])
+    at = app(_with_llm(values, server))
+    at.multiselect(key=state.W_SUB_SELECTION).set_value([DRUM, FLUTE]).run()
+    at.button(key=state.W_SUB_RUN).click().run()
+    assert not at.exception
+    errors = " ".join(texts(at.error))
+    assert "rejected the API key" in errors and "sk-secret-123" not in errors
+    assert len(server.requests_to(CHAT)) == 1
+    shown = table(at, "weighted score")
+    assert dict(zip(shown["row"], shown["status"])) == {
+        questions[DRUM].row: "failed", questions[FLUTE].row: "not sent",
+    }
+    reasons = list(table(at, "reason")["reason"])
+    assert "rejected the API key" in reasons[0] and reasons[1].startswith("Not sent because the LLM stopped answering")
