@@ -21,6 +21,7 @@ differences come from the chunking alone.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -98,6 +99,44 @@ def grid_from_frame(frame: pd.DataFrame) -> list[ChunkingConfig]:
     if not configs:
         raise InputError("The chunking grid is empty; add at least one chunk size.")
     return configs
+
+
+def parse_grid(text: str) -> list[ChunkingConfig]:
+    """A grid written as ``SIZE/OVERLAP`` pairs separated by commas, e.g. ``"500/0,1000/200"``.
+
+    An overlap may be left out (``"800"`` means 800/0). Raises InputError
+    naming the part that is not a configuration.
+    """
+    sizes, overlaps = [], []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        size, _, overlap = part.partition("/")
+        if not re.fullmatch(r"\d+", size.strip()) or (overlap and not re.fullmatch(r"\d+", overlap.strip())):
+            raise InputError(
+                f"{part!r} is not a chunk configuration; write SIZE/OVERLAP in characters, e.g. 1000/200."
+            )
+        sizes.append(int(size))
+        overlaps.append(int(overlap) if overlap else 0)
+    return grid_from_frame(pd.DataFrame({"chunk_size": sizes, "chunk_overlap": overlaps}, dtype=object))
+
+
+def comparison_section(table: pd.DataFrame) -> list[dict]:
+    """The comparison table as JSON-ready rows (NaN → None, numbers rounded to 6 decimals)."""
+    rows = []
+    for record in table.to_dict(orient="records"):
+        row = {}
+        for name, value in record.items():
+            if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+                row[name] = None
+            elif isinstance(value, (float, np.floating)):
+                row[name] = round(float(value), 6)
+            elif isinstance(value, (int, np.integer)):
+                row[name] = int(value)
+            else:
+                row[name] = value
+        rows.append(row)
+    return rows
 
 
 def grid_frame(grid: Sequence[ChunkingConfig] = DEFAULT_GRID) -> pd.DataFrame:

@@ -70,6 +70,9 @@ def _build_parser() -> argparse.ArgumentParser:
                          help="column saying whether each question is answerable (default: detected, e.g. answerable)")
     analyze.add_argument("--subquestions", type=int, metavar="N",
                          help="break the first N questions into sub-questions with --llm-model and score them")
+    analyze.add_argument("--compare-chunking", nargs="?", const="500/0,1000/0,1000/200,2000/200", metavar="GRID",
+                         help="also score other chunkings, SIZE/OVERLAP pairs separated by commas "
+                              "(default grid: 500/0,1000/0,1000/200,2000/200)")
     analyze.add_argument("--quiet", action="store_true", help="no progress bars")
 
     diff = commands.add_parser("diff", help="compare two JSON reports (metrics, documents, questions)")
@@ -118,6 +121,11 @@ def _run_analyze(args: argparse.Namespace) -> int:
         raise InputError(f"--k must be at least 1 (got {args.k}).")
     if args.subquestions is not None and args.subquestions < 1:
         raise InputError(f"--subquestions must be at least 1 (got {args.subquestions}).")
+    grid = None
+    if args.compare_chunking is not None:
+        from coverage_core.chunking_comparison import parse_grid
+
+        grid = parse_grid(args.compare_chunking)
     documents = read_documents(args.docs, pdf_password=args.pdf_password)
     questions = read_questions(args.questions, question_column=args.question_column)
     _check_columns(questions, args.relevant_column, args.label_column)
@@ -157,6 +165,9 @@ def _run_analyze(args: argparse.Namespace) -> int:
     analysis.warnings.extend([*(retrieval.notes if retrieval else ()), *labels.notes])
     if answerability is not None and answerability.note:
         analysis.warnings.append(answerability.note)
+    chunking = None
+    if grid is not None:
+        chunking = _compare_chunkings(analysis, grid, retrieval, args.k, embedder, cache, not args.quiet)
     subquestions = None
     if args.subquestions:
         subquestions = _subquestions(analysis, args.subquestions, args.k, embedder, cache, llm)
@@ -169,13 +180,14 @@ def _run_analyze(args: argparse.Namespace) -> int:
         "llm_model": llm.config.model if llm else None,
     }
     report = build_report(
-        analysis, inputs, retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions
+        analysis, inputs, retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions,
+        chunking=chunking,
     )
     write_report(report, args.out)
     if args.junit:
         xml = ci.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
         ci.write_junit(xml, args.junit)
-    print(summary_table(analysis, retrieval, answerability))
+    print(summary_table(analysis, retrieval, answerability, chunking))
     for warning in analysis.warnings[len(documents.warnings) + len(questions.warnings):]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"\nReport written to {args.out}")
@@ -204,6 +216,32 @@ def _check_columns(questions, relevant_column: str | None, label_column: str | N
         find_relevant_column(columns, relevant_column)
     if label_column:
         find_label_column(columns, label_column)
+
+
+def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_progress: bool):
+    """The chunking comparison table; the screening decision of ``analysis`` is held fixed."""
+    from coverage_core.chunking_comparison import compare_chunkings
+    from coverage_core.retrieval import relevant_from_questions
+
+    def progress(done, total, config, step):
+        if show_progress and step == "embedding":
+            print(f"chunking {done + 1} of {total}: {config.chunk_size}/{config.chunk_overlap}", file=sys.stderr)
+
+    table, warnings = compare_chunkings(
+        analysis.corpus.documents,
+        analysis.questions,
+        analysis.question_embedding,
+        grid,
+        embedder,
+        cache,
+        config=analysis.config,
+        is_outlier=analysis.is_outlier,
+        relevant=relevant_from_questions(analysis.questions, retrieval.relevant_column) if retrieval else None,
+        k=k,
+        progress=progress,
+    )
+    analysis.warnings.extend(warnings)
+    return table
 
 
 def _subquestions(analysis, n: int, k: int, embedder, cache, llm):

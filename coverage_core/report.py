@@ -50,6 +50,7 @@ def build_report(
     answerability=None,
     labels=None,
     subquestions=None,
+    chunking=None,
 ) -> dict:
     """The report as a JSON-ready dict (schema version 1).
 
@@ -57,7 +58,9 @@ def build_report(
     ``retrieval.RetrievalResult``), ``answerability`` (an
     ``answerability.AnswerabilityResult``, with the ``labels`` it was
     computed from: each labelled question then carries its ``label``, 1 =
-    answerable) and ``subquestions`` (a ``subquestions.SubQuestionResult``).
+    answerable), ``subquestions`` (a ``subquestions.SubQuestionResult``)
+    and ``chunking_comparison`` (the table of
+    ``chunking_comparison.compare_chunkings``).
     """
     config = analysis.config.to_dict()
     config["n_clusters_used"] = analysis.clustering.n_clusters
@@ -132,6 +135,10 @@ def build_report(
         from coverage_core.subquestions import subquestion_section
 
         sections["subquestions"] = subquestion_section(subquestions)
+    if chunking is not None:
+        from coverage_core.chunking_comparison import comparison_section
+
+        sections["chunking_comparison"] = comparison_section(chunking)
     return {
         "schema_version": SCHEMA_VERSION,
         "config": _plain(config),
@@ -183,7 +190,7 @@ def to_safe_csv(frame: pd.DataFrame) -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
-def summary_table(analysis: Analysis, retrieval=None, answerability=None) -> str:
+def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunking=None) -> str:
     """A plain-text summary for the terminal."""
     lines = []
     corpus = analysis.corpus
@@ -235,6 +242,13 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None) -> str
         )
         if answerability.note:
             lines.append(f"  {answerability.note}")
+    if chunking is not None and len(chunking):
+        lines.append("")
+        lines.append("Chunking comparison (same questions, screening held fixed)")
+        columns = ["chunk_size", "chunk_overlap", "n_chunks", "basic", "balanced", "precision_at_k", "recall_at_k",
+                   "mrr", "newly_embedded"]
+        lines.append("  " + chunking[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-")
+                     .replace("\n", "\n  "))
     outliers = analysis.question_table[analysis.question_table["is_outlier"]]
     if len(outliers):
         lines.append("")

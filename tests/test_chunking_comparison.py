@@ -171,3 +171,19 @@ def test_grid_table_round_trip_and_validation():
         grid_from_frame(pd.DataFrame({"chunk_size": [None], "chunk_overlap": [None]}))
     with pytest.raises(InputError, match="chunk_overlap is missing"):
         grid_from_frame(pd.DataFrame({"chunk_size": [100]}))
+
+
+def test_grid_from_text_and_the_report_rows():
+    from coverage_core.chunking_comparison import comparison_section, parse_grid
+
+    assert parse_grid("500/0, 1000/200,800") == [ChunkingConfig(500, 0), ChunkingConfig(1000, 200), ChunkingConfig(800, 0)]
+    for bad, message in (("big", "not a chunk configuration"), ("100/100", "smaller than chunk_size"), (" , ", "empty")):
+        with pytest.raises(InputError, match=message):
+            parse_grid(bad)
+    table = pd.DataFrame({"chunk_size": [500], "n_chunks": [np.int64(3)], "basic": [np.float32(0.1234567)],
+                          "mrr": [np.nan], "error": [None]})
+    import json
+
+    rows = comparison_section(table)
+    assert rows == [{"chunk_size": 500, "n_chunks": 3, "basic": 0.123457, "mrr": None, "error": None}]
+    json.dumps(rows, allow_nan=False)

@@ -242,3 +242,21 @@ def test_subquestions_through_a_local_openai_compatible_server(tmp_path, example
     # The corpus is about Volta, not tea prices.
     assert subs[0]["best_similarity"] > subs[1]["best_similarity"]
     assert subs[0]["supported"] and not subs[1]["supported"]
+
+
+def test_compare_chunking_adds_a_row_per_configuration(tmp_path, example_cache, capsys):
+    out = tmp_path / "r.json"
+    base = ["analyze", "--docs", str(EXAMPLE / "docs"), "--questions", str(EXAMPLE / "questions.csv"),
+            "--out", str(out), "--cache-dir", example_cache, "--quiet"]
+    assert main(base + ["--compare-chunking", "1000/200,1000/0"]) == 0
+    report = json.loads(out.read_text())
+    rows = report["chunking_comparison"]
+    assert [(r["chunk_size"], r["chunk_overlap"]) for r in rows] == [(1000, 200), (1000, 0)]
+    same = rows[0]  # the analysed configuration: everything cached, the same figures as the report's
+    assert same["newly_embedded"] == 0 and same["n_chunks"] == report["summary"]["n_chunks"]
+    assert same["basic"] == pytest.approx(report["metrics"]["basic"], abs=1e-6)
+    assert same["mrr"] == pytest.approx(report["retrieval"]["mrr"], abs=1e-6)
+    assert 0 < rows[1]["newly_embedded"] < rows[1]["n_chunks"]  # chunks both chunkings share are cached
+    assert "Chunking comparison" in capsys.readouterr().out
+    assert main(base + ["--compare-chunking", "1000/abc"]) == 2
+    assert "'1000/abc' is not a chunk configuration" in capsys.readouterr().err
