@@ -522,3 +522,24 @@ def test_tuning_reuses_the_index_and_lexical_evidence_and_matches_a_fresh_analys
     )
     assert tuned.metrics == pytest.approx(plain.metrics, abs=1e-6)
     np.testing.assert_array_equal(tuned.is_outlier, plain.is_outlier)
+
+
+def test_the_json_export_carries_the_checks_the_columns_allow(seeded):
+    import json
+
+    values, reference, _ = seeded
+    settings = values[state.SETTINGS]
+    found = engine.checks(reference, settings)
+    assert found.retrieval_error is None and found.answerability_error is None
+    report = json.loads(engine.report_json(reference, {"questions": "subset.csv"}, found))
+    assert report["retrieval"]["relevant_column"] == "source" and report["retrieval"]["k"] == settings.retrieval_k
+    assert report["answerability"]["label_column"] == "answerable"
+    labelled = {q["row"]: q["label"] for q in report["questions"]}
+    articles = reference.questions.frame["article"]
+    assert {row for row, label in labelled.items() if label == 0} == set(articles.index[articles == "Zebra"])
+    # A column the user named that cannot be used leaves that check out, and only that one.
+    broken = engine.checks(reference, settings.replace(relevant_column="gold_source"))
+    assert broken.retrieval is None and "gold_source" in broken.retrieval_error
+    assert broken.answerability is not None
+    report = json.loads(engine.report_json(reference, None, broken))
+    assert "retrieval" not in report and "answerability" in report
