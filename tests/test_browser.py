@@ -235,6 +235,38 @@ def _run_the_whole_flow(server: str, page) -> None:
     assert not re.search(r"<script[^>]+src=", html)  # plotly.js inline: opens offline
 
 
+def test_example_retrieval_and_answerability_checks(server, page):
+    """One click on the example, then the two label-driven checks, read from the rendered cards."""
+    try:
+        page.goto(server)
+        page.get_by_role("button", name="Try the example").click()
+        page.get_by_role("heading", name="Results", exact=True).wait_for()
+        page.get_by_test_id("stMetric").nth(4).wait_for()
+
+        _goto(page, "Retrieval and chunking", "Retrieval and chunking")
+        page.get_by_text("Precision@5").first.wait_for()
+        cards = dict(zip(
+            [t.strip() for t in page.get_by_test_id("stMetricLabel").all_inner_texts()],
+            page.get_by_test_id("stMetricValue").all_inner_texts(),
+        ))
+        assert float(cards["Hit@5"]) > 0.9 and float(cards["MRR"]) > 0.8, cards
+        page.get_by_role("heading", name="Failures").wait_for()
+
+        _goto(page, "Knowledge-base fitness", "Knowledge-base fitness")
+        page.get_by_text("AUROC").first.wait_for()
+        cards = dict(zip(
+            [t.strip() for t in page.get_by_test_id("stMetricLabel").all_inner_texts()],
+            page.get_by_test_id("stMetricValue").all_inner_texts(),
+        ))
+        assert float(cards["AUROC"]) > 0.9, cards
+        threshold = cards["Best threshold (Youden)"]
+        page.get_by_role("button", name=f"Use {threshold} as the threshold").click()
+        page.get_by_test_id("stSliderThumbValue").filter(has_text=threshold).wait_for()
+    except Exception:
+        _screenshot_on_error(page, "test_example_retrieval_and_answerability_checks-step")
+        raise
+
+
 class _Grid:
     """Cells of a Streamlit data editor (a canvas grid), found through its accessibility table."""
 
