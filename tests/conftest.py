@@ -28,3 +28,16 @@ def fake_api():
 
     with FakeAPIServer() as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def module_cache_dir(tmp_path_factory):
+    """An embedding cache for one test module, exported to the environment while it runs."""
+    directory = tmp_path_factory.mktemp("embedding-cache")
+    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
+    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
+    yield directory
+    if previous is None:
+        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
+    else:
+        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous

@@ -9,8 +9,6 @@ error texts.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,14 +16,18 @@ from streamlit.testing.v1 import AppTest
 
 from coverage_core import pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.ingest import read_documents, read_questions
-from tests.conftest import PROJECT
+from coverage_core.ingest import read_documents
+from tests.app_support import (
+    DOCS,
+    EXAMPLE,
+    analysis_of,
+    metric,
+    run_page,
+    seed_session,
+    subset_csv,
+    texts,
+)
 from ui import engine, state
-
-EXAMPLE = PROJECT / "examples" / "wiki-qa"
-DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
-APP = str(PROJECT / "app.py")
-TIMEOUT = 300  # two cores shared with other jobs: be patient
 
 PAGES = {
     "upload": "pages/1_upload.py",
@@ -37,73 +39,24 @@ PAGES = {
 }
 
 
-def _question_csv() -> bytes:
-    frame = read_questions(EXAMPLE / "questions.csv").frame
-    keep = frame["article"].isin(["Drum", "Flute", "Zebra"])
-    return frame[keep].reset_index(drop=True).to_csv(index=False).encode("utf-8")
-
-
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("embedding-cache")
-    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
-    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
-    yield directory
-    if previous is None:
-        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
-    else:
-        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous
+def cache_dir(module_cache_dir):
+    return module_cache_dir
 
 
 @pytest.fixture(scope="module")
 def seeded(cache_dir):
     """Session-state values of a finished run, computed once for the module."""
     settings = state.Settings(n_clusters=4)
-    document_set = read_documents([EXAMPLE / "docs" / name for name in DOCS])
-    data = _question_csv()
-    questions = read_questions(data, name="subset.csv")
-    embedder = make_embedder("local")
-    cache = EmbeddingCache(cache_dir)
-    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
-    embedding = pipeline.embed_questions(questions, embedder, cache)
-    fingerprint = engine.documents_fingerprint(document_set.documents)
-    corpus_key = engine.corpus_key(fingerprint, settings)
-    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
-    values = {
-        state.SETTINGS: settings,
-        state.DOCUMENTS: state.LoadedDocuments(
-            fingerprint, tuple(DOCS), tuple(document_set.documents), tuple(str(w) for w in document_set.warnings)
-        ),
-        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
-        state.QUESTIONS: questions,
-        state.CORPUS: state.Stage(corpus_key, corpus),
-        state.QUESTION_VECTORS: state.Stage(question_key, (questions, embedding)),
-    }
-    inputs = engine.EmbeddedInputs(corpus, corpus_key, questions, embedding, question_key)
-    reference = engine.tune(inputs, settings, state.Overrides(), engine.TuningCache())
-    return values, reference, inputs
+    values, inputs = seed_session(
+        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings,
+        make_embedder("local"), EmbeddingCache(cache_dir),
+    )
+    return values, analysis_of(values, inputs), inputs
 
 
 def app(page: str | None = None, values: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for key, value in (values or {}).items():
-        at.session_state[key] = value
-    at.run()
-    if page is not None:
-        at.switch_page(PAGES[page])
-        at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def texts(elements) -> list[str]:
-    return [element.value for element in elements]
-
-
-def metric(at: AppTest, label: str) -> str:
-    found = [m for m in at.metric if m.label == label]
-    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
-    return found[0].value
+    return run_page(PAGES[page] if page is not None else None, values)
 
 
 # ---------------------------------------------------------------- without data

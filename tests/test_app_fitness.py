@@ -9,7 +9,6 @@ page's numbers are checked against the core's functions on the same data.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -18,89 +17,35 @@ from streamlit.testing.v1 import AppTest
 from coverage_core import answerability, pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.ingest import read_documents, read_questions
-from tests.conftest import PROJECT
+from tests.app_support import EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
 from ui import engine, state
 
-EXAMPLE = PROJECT / "examples" / "wiki-qa"
 DOCS = ["Drum.txt", "Flute.txt"]
-APP = str(PROJECT / "app.py")
 PAGE = "pages/5_fitness.py"
-TIMEOUT = 300  # two cores shared with other jobs: be patient
-
-
-def _question_csv(drop: tuple[str, ...] = ()) -> bytes:
-    frame = read_questions(EXAMPLE / "questions.csv").frame
-    keep = frame["article"].isin(["Drum", "Flute", "Zebra"])
-    return frame[keep].drop(columns=list(drop)).reset_index(drop=True).to_csv(index=False).encode("utf-8")
-
-
-@pytest.fixture(scope="module")
-def module_cache_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("embedding-cache")
-    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
-    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
-    yield directory
-    if previous is None:
-        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
-    else:
-        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous
 
 
 def _seed(settings, embedder, cache, data: bytes) -> tuple[dict, pipeline.Analysis]:
     """Session-state values of a finished run on the slice, and the analysis they give."""
-    document_set = read_documents([EXAMPLE / "docs" / name for name in DOCS])
-    questions = read_questions(data, name="subset.csv")
-    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
-    embedding = pipeline.embed_questions(questions, embedder, cache)
-    fingerprint = engine.documents_fingerprint(document_set.documents)
-    corpus_key = engine.corpus_key(fingerprint, settings)
-    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
-    values = {
-        state.SETTINGS: settings,
-        state.DOCUMENTS: state.LoadedDocuments(
-            fingerprint, tuple(DOCS), tuple(document_set.documents), tuple(str(w) for w in document_set.warnings)
-        ),
-        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
-        state.QUESTIONS: questions,
-        state.CORPUS: state.Stage(corpus_key, corpus),
-        state.QUESTION_VECTORS: state.Stage(question_key, (questions, embedding)),
-    }
-    inputs = engine.EmbeddedInputs(corpus, corpus_key, questions, embedding, question_key)
-    return values, engine.tune(inputs, settings, state.Overrides(), engine.TuningCache())
+    values, inputs = seed_session(read_documents([EXAMPLE / "docs" / name for name in DOCS]), data, settings,
+                                  embedder, cache, DOCS)
+    return values, analysis_of(values, inputs)
 
 
 @pytest.fixture(scope="module")
 def seeded(module_cache_dir):
     settings = state.Settings(n_clusters=3)
-    return _seed(settings, make_embedder("local"), EmbeddingCache(module_cache_dir), _question_csv())
+    return _seed(settings, make_embedder("local"), EmbeddingCache(module_cache_dir), subset_csv())
 
 
 @pytest.fixture(scope="module")
 def unlabelled(module_cache_dir):
     """The same slice without the ``answerable`` column (the vectors come from the cache)."""
     settings = state.Settings(n_clusters=3)
-    return _seed(settings, make_embedder("local"), EmbeddingCache(module_cache_dir), _question_csv(("answerable",)))
+    return _seed(settings, make_embedder("local"), EmbeddingCache(module_cache_dir), subset_csv(drop=("answerable",)))
 
 
 def app(values: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for key, value in (values or {}).items():
-        at.session_state[key] = value
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def texts(elements) -> list[str]:
-    return [element.value for element in elements]
-
-
-def metric(at: AppTest, label: str) -> str:
-    found = [m for m in at.metric if m.label == label]
-    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
-    return found[0].value
+    return run_page(PAGE, values)
 
 
 def expected(analysis) -> answerability.AnswerabilityResult:
@@ -178,7 +123,7 @@ def test_without_a_label_column_a_caption_says_what_to_add(unlabelled):
 def test_a_guessed_column_that_holds_no_labels_is_noted_and_left_out(unlabelled):
     values, _ = unlabelled
     values = dict(values)
-    frame = read_questions(_question_csv(("answerable",)), name="subset.csv").frame
+    frame = read_questions(subset_csv(drop=("answerable",)), name="subset.csv").frame
     frame["label"] = frame["article"]  # topic names in a column named like a label column
     questions = read_questions(frame.to_csv(index=False).encode("utf-8"), name="subset.csv")
     stored = values[state.QUESTION_VECTORS]
@@ -268,7 +213,7 @@ def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp
         provider="openai", model="text-embedding-3-small", dimensions=64, base_url=base_url, n_clusters=3
     )
     embedder = make_embedder("openai", "text-embedding-3-small", dimensions=64, api_key="test-key", base_url=base_url)
-    values, reference = _seed(settings, embedder, EmbeddingCache(tmp_path / "cache"), _question_csv())
+    values, reference = _seed(settings, embedder, EmbeddingCache(tmp_path / "cache"), subset_csv())
     values[state.EMBED_API_KEY] = "test-key"
     at = app(values)
     assert not [t for t in texts(at.info) if "trained for truncation" in t]

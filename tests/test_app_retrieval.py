@@ -10,26 +10,21 @@ same vectors.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import pipeline, retrieval
+from coverage_core import retrieval
 from coverage_core.chunking import ChunkingConfig
 from coverage_core.chunking_comparison import grid_frame
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.ingest import read_documents, read_questions
-from tests.conftest import PROJECT
-from ui import engine, state
+from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, texts
+from ui import state
 
-EXAMPLE = PROJECT / "examples" / "wiki-qa"
-DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
-APP = str(PROJECT / "app.py")
 PAGE = "pages/7_retrieval.py"
-TIMEOUT = 300  # two cores shared with other jobs: be patient
 METRICS = {"Precision@": "precision_at_k", "Recall@": "recall_at_k", "Hit@": "hit_at_k", "MRR": "mrr"}
 
 
@@ -42,34 +37,21 @@ def _frame(with_source: bool = True) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("embedding-cache")
-    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
-    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
-    yield directory
-    if previous is None:
-        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
-    else:
-        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous
+def cache_dir(module_cache_dir):
+    return module_cache_dir
 
 
 def _seed(documents, frame: pd.DataFrame, settings: state.Settings, embedder, cache) -> dict:
     """Session-state values of a finished run of ``documents`` and the questions of ``frame``."""
     data = frame.to_csv(index=False).encode("utf-8")
-    questions = read_questions(data, name="subset.csv")
-    corpus = pipeline.embed_corpus(documents, engine.chunking_config(settings), embedder, cache)
-    embedding = pipeline.embed_questions(questions, embedder, cache)
-    fingerprint = engine.documents_fingerprint(documents)
-    return {
-        state.SETTINGS: settings,
-        state.DOCUMENTS: state.LoadedDocuments(fingerprint, tuple(DOCS), tuple(documents)),
-        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
-        state.QUESTIONS: questions,
-        state.CORPUS: state.Stage(engine.corpus_key(fingerprint, settings), corpus),
-        state.QUESTION_VECTORS: state.Stage(
-            engine.question_key(engine.questions_fingerprint(questions), settings), (questions, embedding)
-        ),
-    }
+    return seed_session(_DocumentSet(documents), data, settings, embedder, cache)[0]
+
+
+class _DocumentSet:
+    """The part of ``ingest.DocumentSet`` the seeding reads."""
+
+    def __init__(self, documents):
+        self.documents, self.warnings = list(documents), []
 
 
 @pytest.fixture(scope="module")
@@ -90,18 +72,7 @@ def seeded(cache_dir, documents):
 
 
 def app(values: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for key, value in (values or {}).items():
-        at.session_state[key] = value
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def texts(elements) -> list[str]:
-    return [element.value for element in elements]
+    return run_page(PAGE, values)
 
 
 def cards(at: AppTest) -> dict[str, str]:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import pipeline
 from coverage_core.costs import default_price_table
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-from coverage_core.ingest import read_documents, read_questions
+from coverage_core.ingest import read_documents
 from coverage_core.llm import ChatClient, LLMConfig
 from coverage_core.subquestions import (
     UNAVAILABLE_REASON,
@@ -27,15 +25,11 @@ from coverage_core.subquestions import (
     estimate_decomposition_cost,
     rescore_subquestions,
 )
-from tests.conftest import PROJECT
+from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, subset_csv, texts
 from tests.fake_api import FakeAPIServer, chat_reply, error_reply
-from ui import engine, state
+from ui import state
 
-EXAMPLE = PROJECT / "examples" / "wiki-qa"
-DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
-APP = str(PROJECT / "app.py")
 PAGE = "pages/8_subquestions.py"
-TIMEOUT = 300  # two cores shared with other jobs: be patient
 CHAT = "/v1/chat/completions"
 
 DRUM, FLUTE, SNARES = 0, 27, 7  # positions in the subset's questions
@@ -55,51 +49,15 @@ SUB_QUESTIONS = {
 }
 
 
-def _question_csv() -> bytes:
-    frame = read_questions(EXAMPLE / "questions.csv").frame
-    keep = frame["article"].isin(["Drum", "Flute", "Zebra"])
-    return frame[keep].reset_index(drop=True).to_csv(index=False).encode("utf-8")
-
-
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("embedding-cache")
-    previous = os.environ.get("COVERAGE_CORE_CACHE_DIR")
-    os.environ["COVERAGE_CORE_CACHE_DIR"] = str(directory)
-    yield directory
-    if previous is None:
-        os.environ.pop("COVERAGE_CORE_CACHE_DIR", None)
-    else:
-        os.environ["COVERAGE_CORE_CACHE_DIR"] = previous
-
-
-@pytest.fixture(scope="module")
-def seeded(cache_dir):
+def seeded(module_cache_dir):
     """Session-state values of a finished run, computed once for the module."""
     settings = state.Settings(n_clusters=4)
-    document_set = read_documents([EXAMPLE / "docs" / name for name in DOCS])
-    data = _question_csv()
-    questions = read_questions(data, name="subset.csv")
-    embedder = make_embedder("local")
-    cache = EmbeddingCache(cache_dir)
-    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
-    embedding = pipeline.embed_questions(questions, embedder, cache)
-    fingerprint = engine.documents_fingerprint(document_set.documents)
-    corpus_key = engine.corpus_key(fingerprint, settings)
-    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
-    values = {
-        state.SETTINGS: settings,
-        state.DOCUMENTS: state.LoadedDocuments(
-            fingerprint, tuple(DOCS), tuple(document_set.documents), tuple(str(w) for w in document_set.warnings)
-        ),
-        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
-        state.QUESTIONS: questions,
-        state.CORPUS: state.Stage(corpus_key, corpus),
-        state.QUESTION_VECTORS: state.Stage(question_key, (questions, embedding)),
-    }
-    inputs = engine.EmbeddedInputs(corpus, corpus_key, questions, embedding, question_key)
-    reference = engine.tune(inputs, settings, state.Overrides(), engine.TuningCache())
-    return values, reference, embedder, cache
+    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
+    values, inputs = seed_session(
+        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings, embedder, cache
+    )
+    return values, analysis_of(values, inputs), embedder, cache
 
 
 @pytest.fixture
@@ -129,18 +87,7 @@ def _with_llm(values: dict, server: FakeAPIServer) -> dict:
 
 
 def app(values: dict) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for key, value in values.items():
-        at.session_state[key] = value
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def texts(elements) -> list[str]:
-    return [element.value for element in elements]
+    return run_page(PAGE, values)
 
 
 def table(at: AppTest, column: str):

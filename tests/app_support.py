@@ -1,0 +1,83 @@
+"""What the dashboard tests share: a seeded session of a small real slice, and running a page.
+
+Each test module embeds the slice once, with the real bundled model, into
+its own temporary cache (``module_cache_dir`` in conftest.py), so one
+module's embeddings never change what another module sees as cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from streamlit.testing.v1 import AppTest
+
+from coverage_core import pipeline
+from coverage_core.ingest import read_questions
+from tests.conftest import PROJECT
+from ui import engine, state
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
+APP = str(PROJECT / "app.py")
+TIMEOUT = 300  # two cores shared with other jobs: be patient
+
+
+def subset_csv(articles: Sequence[str] = ("Drum", "Flute", "Zebra"), drop: Sequence[str] = ()) -> bytes:
+    """The example's questions about ``articles``, as CSV, without the columns in ``drop``."""
+    frame = read_questions(EXAMPLE / "questions.csv").frame
+    frame = frame[frame["article"].isin(list(articles))].drop(columns=list(drop))
+    return frame.reset_index(drop=True).to_csv(index=False).encode("utf-8")
+
+
+def seed_session(document_set, data: bytes, settings: state.Settings, embedder, cache, names=DOCS):
+    """Session-state values of a finished run, and the embedded inputs they hold.
+
+    Returns ``(values, inputs)``: ``values`` maps session keys to what the
+    pages store after a run; ``engine.tune(inputs, settings, ...)`` gives its
+    analysis.
+    """
+    questions = read_questions(data, name="subset.csv")
+    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
+    embedding = pipeline.embed_questions(questions, embedder, cache)
+    fingerprint = engine.documents_fingerprint(document_set.documents)
+    corpus_key = engine.corpus_key(fingerprint, settings)
+    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
+    values = {
+        state.SETTINGS: settings,
+        state.DOCUMENTS: state.LoadedDocuments(
+            fingerprint, tuple(names), tuple(document_set.documents), tuple(str(w) for w in document_set.warnings)
+        ),
+        state.QUESTION_FILE: state.QuestionFile("subset.csv", data),
+        state.QUESTIONS: questions,
+        state.CORPUS: state.Stage(corpus_key, corpus),
+        state.QUESTION_VECTORS: state.Stage(question_key, (questions, embedding)),
+    }
+    return values, engine.EmbeddedInputs(corpus, corpus_key, questions, embedding, question_key)
+
+
+def analysis_of(values: dict, inputs: engine.EmbeddedInputs):
+    """The analysis the seeded session shows (default overrides, a fresh tuning cache)."""
+    return engine.tune(inputs, values[state.SETTINGS], state.Overrides(), engine.TuningCache())
+
+
+def run_page(page: str | None, values: dict | None = None) -> AppTest:
+    """The app with ``values`` in session state, switched to ``page``; fails on any exception."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in (values or {}).items():
+        at.session_state[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [element.value for element in elements]
+
+
+def metric(at: AppTest, label: str) -> str:
+    found = [m for m in at.metric if m.label == label]
+    assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
+    return found[0].value
