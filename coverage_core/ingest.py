@@ -338,10 +338,10 @@ def _unlock(reader: PdfReader, password: str | None) -> None:
     if password:
         raise _Unreadable(
             "is encrypted and the given password does not open it",
-            "check the password given with --pdf-password",
+            "check the password (the PDF password field, or --pdf-password on the command line)",
         )
     raise _Unreadable(
-        "is encrypted", "give its password, for example with --pdf-password"
+        "is encrypted", "give its password in the PDF password field (or --pdf-password on the command line)"
     )
 
 
