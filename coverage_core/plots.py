@@ -335,6 +335,13 @@ def coverage_map(
 # --------------------------------------------------------------------------
 
 
+# The two groups both fitness views draw: (is below the threshold, legend name, colour).
+_SUPPORT_GROUPS = (
+    (False, "supported", COVERED_COLOUR),
+    (True, "the knowledge base may not answer this", GAP_COLOUR),
+)
+
+
 def _fitness_frame(questions: pd.DataFrame, threshold: float) -> pd.DataFrame:
     frame = questions.sort_values(["max_similarity", "row"] if "row" in questions else ["max_similarity"],
                                   ascending=[False, True] if "row" in questions else [False])
@@ -353,7 +360,7 @@ def similarity_ranked(questions: pd.DataFrame, threshold: float) -> go.Figure:
     """
     frame = _fitness_frame(questions, threshold)
     fig = go.Figure()
-    for flag, name, colour in ((False, "supported", COVERED_COLOUR), (True, "the knowledge base may not answer this", GAP_COLOUR)):
+    for flag, name, colour in _SUPPORT_GROUPS:
         part = frame[frame["unsupported"] == flag]
         fig.add_trace(
             go.Scatter(
@@ -400,7 +407,7 @@ def similarity_polar(questions: pd.DataFrame, threshold: float) -> go.Figure:
     frame["theta"] = theta
     frame["unsupported"] = frame["max_similarity"] < threshold
     fig = go.Figure()
-    for flag, name, colour in ((False, "supported", COVERED_COLOUR), (True, "the knowledge base may not answer this", GAP_COLOUR)):
+    for flag, name, colour in _SUPPORT_GROUPS:
         part = frame[frame["unsupported"] == flag]
         fig.add_trace(
             go.Scatterpolar(
