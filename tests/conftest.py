@@ -4,10 +4,11 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
-SHARED_DATA = (PROJECT.parent / "shared" / "data").resolve()
-PDFS = SHARED_DATA / "pdfs"
-WIKI = SHARED_DATA / "wiki-qa"
 FIXTURES = PROJECT / "tests" / "fixtures"
+# Copies of real files from the shared data (see tests/fixtures/README.md), so a
+# plain clone with nothing beside it runs every test.
+PDFS = FIXTURES / "pdfs"
+WIKI = FIXTURES / "wiki-qa"
 
 # The bundled model is loaded from site-packages; nothing may reach a hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
