@@ -26,13 +26,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-ARTICLES = PROJECT.parent / "shared" / "data" / "wiki-qa" / "articles"
+from shared_data import WIKI_QA, require  # noqa: E402
+
+ARTICLES = WIKI_QA / "articles"
 
 
 def wiki_chunks(n: int, size: int = 1000) -> list[str]:
     """Up to ``n`` chunks of about ``size`` characters from the wiki-qa articles."""
     chunks: list[str] = []
-    for path in sorted(ARTICLES.glob("*.txt")):
+    for path in sorted(require(ARTICLES).glob("*.txt")):
         text = " ".join(path.read_text(encoding="utf-8").split())
         start = 0
         while start < len(text) and len(chunks) < n:

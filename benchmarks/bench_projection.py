@@ -18,9 +18,10 @@ import numpy as np
 
 from coverage_core.clustering import ChunkClusterer
 from coverage_core.projection import project_2d
+from shared_data import WIKI_QA, require
 
 PROJECT = Path(__file__).resolve().parents[1]
-WIKI = PROJECT.parent / "shared" / "data" / "wiki-qa"
+WIKI = WIKI_QA
 
 
 def wiki_vectors() -> tuple[np.ndarray, np.ndarray]:
@@ -28,7 +29,7 @@ def wiki_vectors() -> tuple[np.ndarray, np.ndarray]:
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
     from coverage_core.ingest import read_documents, read_questions
 
-    documents = read_documents([WIKI / "articles"]).documents
+    documents = read_documents([require(WIKI) / "articles"]).documents
     chunks = chunk_documents(documents, ChunkingConfig())
     questions = read_questions(WIKI / "question_answer_pairs.txt")
     embedder, cache = make_embedder("local"), EmbeddingCache()

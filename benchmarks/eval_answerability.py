@@ -42,7 +42,8 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-DATA = PROJECT.parent / "shared" / "data" / "wiki-qa"
+from shared_data import WIKI_QA as DATA, require  # noqa: E402
+
 # Questions whose topic has no article at all: not covered in every split.
 NO_ARTICLE = ("Zebra",)
 
@@ -53,7 +54,7 @@ def load_questions(data_dir: Path = DATA) -> tuple[list[str], np.ndarray]:
 
     # TAB-separated, Latin-1; quotes inside questions are literal characters.
     frame = pd.read_csv(
-        data_dir / "question_answer_pairs.txt", sep="\t", encoding="latin-1",
+        require(data_dir) / "question_answer_pairs.txt", sep="\t", encoding="latin-1",
         quoting=csv.QUOTE_NONE, dtype=str, keep_default_na=False,
     )
     frame["Question"] = frame["Question"].str.strip()
@@ -83,7 +84,7 @@ def main() -> int:
     from coverage_core.pipeline import chunk_corpus
 
     started = time.perf_counter()
-    documents = read_documents([DATA / "articles"]).documents
+    documents = read_documents([require(DATA) / "articles"]).documents
     chunks = chunk_corpus(documents, ChunkingConfig())
     chunk_article = np.array([Path(chunk.document).stem for chunk in chunks])
     articles = sorted({Path(document.name).stem for document in documents})

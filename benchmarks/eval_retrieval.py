@@ -43,6 +43,7 @@ from coverage_core.chunking import ChunkingConfig  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, make_embedder  # noqa: E402
 from coverage_core.ingest import read_documents, read_questions  # noqa: E402
 from coverage_core.pipeline import embed_corpus, embed_questions  # noqa: E402
+from shared_data import WIKI_QA, require  # noqa: E402
 from coverage_core.retrieval import (  # noqa: E402
     evaluate_retrieval,
     find_relevant_column,
@@ -50,7 +51,7 @@ from coverage_core.retrieval import (  # noqa: E402
     top_k_chunks,
 )
 
-DATA = PROJECT.parent / "shared" / "data" / "wiki-qa"
+DATA = WIKI_QA
 
 
 def best_of(function, repeats: int = 3) -> float:
@@ -75,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    documents = read_documents([args.data / "articles"]).documents
+    documents = read_documents([require(args.data) / "articles"]).documents
     question_set = read_questions(args.data / "question_answer_pairs.txt")
     column = find_relevant_column(question_set.frame.columns, "ArticleTitle")
     relevant_all = relevant_from_questions(question_set, column)

@@ -58,7 +58,8 @@ import numpy as np
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-DATA = PROJECT.parent / "shared" / "data" / "wiki-qa"
+from shared_data import WIKI_QA as DATA, require  # noqa: E402
+
 CACHE = Path(os.environ.get("EVAL_SCREENING_CACHE", "/tmp/eval_screening_cache"))
 
 # Hand-picked splits where a missing topic has close cousins in the corpus.
@@ -89,7 +90,7 @@ def load_wiki_qa(data_dir: Path = DATA) -> WikiQA:
     splitter = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200)
     chunk_texts: list[str] = []
     chunk_article: list[str] = []
-    articles = sorted(p.stem for p in (data_dir / "articles").glob("*.txt"))
+    articles = sorted(p.stem for p in (require(data_dir) / "articles").glob("*.txt"))
     for title in articles:
         text = (data_dir / "articles" / f"{title}.txt").read_text(encoding="utf-8")
         for chunk in splitter.split_text(text):

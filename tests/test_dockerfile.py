@@ -106,3 +106,48 @@ def test_docker_runs_the_same_command_as_run_sh():
         "Dockerfile CMD and run.sh must start the dashboard the same way "
         f"(Dockerfile: {shlex.join(command)}; run.sh: {shlex.join(run_script_command())})"
     )
+
+
+def _docker_ignored(path: str, patterns: list[str]) -> bool:
+    """Whether Docker leaves ``path`` (relative to the context) out, by .dockerignore rules.
+
+    The last matching line wins; ``!`` re-includes; a pattern that matches a
+    folder matches everything under it; ``*`` stays within one path segment
+    and ``**`` crosses segments (Go's filepath.Match, as Docker uses it).
+    """
+    parts = path.split("/")
+    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    ignored = False
+    for line in patterns:
+        negate = line.startswith("!")
+        pattern = line[1:] if negate else line
+        pattern = pattern.strip("/")
+        regex = "".join(
+            ".*" if token == "**" else "[^/]*" if token == "*" else "[^/]" if token == "?" else re.escape(token)
+            for token in re.split(r"(\*\*|\*|\?)", pattern)
+        )
+        if any(re.fullmatch(regex, candidate) for candidate in candidates):
+            ignored = not negate
+    return ignored
+
+
+def test_dockerignore_sends_what_the_image_copies_and_nothing_heavy():
+    lines = (PROJECT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    copied = [
+        source
+        for word, rest in _instructions()
+        if word == "COPY"
+        for source in [arg for arg in shlex.split(rest) if not arg.startswith("--")][:-1]
+    ]
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    for source in copied:
+        files = [f for f in tracked if f == source or f.startswith(source.rstrip("/") + "/")]
+        assert files, f"COPY {source}: nothing tracked there"
+        for file in files:
+            assert not _docker_ignored(file, patterns), f"{file} is copied by the Dockerfile but .dockerignore drops it"
+    for heavy in (".venv/lib/python3.11/site-packages/torch/__init__.py", ".git/HEAD", "tests/test_cli.py",
+                  "coverage_core/__pycache__/cli.cpython-311.pyc", "benchmarks/bench_analysis.py", "report.json"):
+        assert _docker_ignored(heavy, patterns), f"{heavy} would be sent to docker build"

@@ -1,0 +1,33 @@
+"""The README's commands stay true: what a new user copies must work as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+
+from tests.conftest import PROJECT
+
+README = (PROJECT / "README.md").read_text(encoding="utf-8")
+
+
+def _code_blocks() -> list[str]:
+    return re.findall(r"```[a-z]*\n(.*?)```", README, flags=re.S)
+
+
+def test_the_two_commands_are_the_scripts_and_ci_runs_the_test_command():
+    blocks = [block.strip() for block in _code_blocks()]
+    assert "./run.sh" in blocks and "./test.sh" in blocks
+    ci = (PROJECT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^bash test\.sh\b", ci, flags=re.M), ".ci/run must run the README's test command"
+
+
+def test_the_example_command_leaves_the_checkout_clean():
+    commands = [block for block in _code_blocks() if "coverage_core analyze" in block and "examples/wiki-qa" in block]
+    assert commands, "the README shows the example on the command line"
+    argv = shlex.split(commands[0].replace("\\\n", " "))
+    written = [argv[i + 1] for i, arg in enumerate(argv) if arg in ("--out", "--junit")]
+    assert written
+    for path in written:
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=PROJECT)
+        assert ignored.returncode == 0, f"the README example writes {path}, which git would show as untracked"
