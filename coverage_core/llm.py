@@ -14,11 +14,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
+from coverage_core.embeddings.base import is_provider_endpoint, redact, redact_url
 from coverage_core.errors import ProviderError
 
-__all__ = ["ChatClient", "LLMConfig", "parse_json_loose"]
+__all__ = ["ChatClient", "LLMConfig", "llm_key_variable", "parse_json_loose"]
 
 # Local servers (Ollama, vLLM) ignore the key, but the openai client insists
 # on having one.
@@ -36,10 +36,12 @@ class LLMConfig:
 
     ``base_url`` points at an OpenAI-compatible server (for Ollama:
     ``http://localhost:11434/v1``); None means OpenAI itself. ``api_key``
-    falls back to the environment: ``OPENAI_API_KEY`` for OpenAI itself, but
-    ``LLM_API_KEY`` for any other ``base_url``, so an OpenAI key is never sent
-    to a third-party server by accident. The key is left out of ``repr`` and
-    of :meth:`public_dict`, so it never reaches logs or saved results.
+    falls back to the environment: ``OPENAI_API_KEY`` for OpenAI itself (no
+    base URL, or https on api.openai.com), but ``LLM_API_KEY`` for any other
+    ``base_url``, so an OpenAI key is never sent to a third-party server by
+    accident. The key is left out of ``repr`` and of :meth:`public_dict`
+    (which also drops credentials written into the base URL), so it never
+    reaches logs or saved results.
     """
 
     model: str = "gpt-4o-mini"
@@ -53,21 +55,23 @@ class LLMConfig:
         """The settings safe to save or show: everything except the key."""
         return {
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact_url(self.base_url),
             "temperature": self.temperature,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
         }
 
+    def __repr__(self) -> str:  # a repr can end up in a traceback or a log
+        return "LLMConfig(" + ", ".join(f"{name}={value!r}" for name, value in self.public_dict().items()) + ")"
 
-def _host(base_url: str | None) -> str:
-    """Host (and port) of the server, for messages; never any credentials in the URL."""
-    if not base_url:
-        return "api.openai.com"
-    parts = urlsplit(base_url)
-    if not parts.hostname:
-        return base_url.split("@")[-1]
-    return parts.hostname + (f":{parts.port}" if parts.port else "")
+
+def llm_key_variable(base_url: str | None) -> str:
+    """The environment variable whose key may be sent to the chat server at ``base_url``.
+
+    ``OPENAI_API_KEY`` only for OpenAI itself (the rule embedders follow,
+    :func:`~coverage_core.embeddings.base.is_provider_endpoint`), ``LLM_API_KEY`` for any other server.
+    """
+    return "OPENAI_API_KEY" if is_provider_endpoint("openai", base_url) else "LLM_API_KEY"
 
 
 class ChatClient:
@@ -79,11 +83,13 @@ class ChatClient:
 
     def __init__(self, config: LLMConfig | None = None):
         self.config = config or LLMConfig()
-        self.host = _host(self.config.base_url)
-        key_variable = "LLM_API_KEY" if self.config.base_url else "OPENAI_API_KEY"
-        key = self.config.api_key or os.environ.get(key_variable)
+        base_url = (self.config.base_url or "").strip() or None
+        # For messages and repr: the server without any credentials written into its URL.
+        self.host = redact_url(base_url) or "api.openai.com"
+        self._key_variable = llm_key_variable(base_url)
+        key = (self.config.api_key or "").strip() or os.environ.get(self._key_variable, "").strip()
         if not key:
-            if not self.config.base_url:
+            if self._key_variable == "OPENAI_API_KEY":
                 raise ProviderError(
                     "No OpenAI API key: set OPENAI_API_KEY, or give the base URL of a local "
                     "OpenAI-compatible server such as Ollama.",
@@ -95,7 +101,7 @@ class ChatClient:
 
         self._client = openai.OpenAI(
             api_key=key,
-            base_url=self.config.base_url,
+            base_url=base_url,
             timeout=self.config.timeout,
             max_retries=self.config.max_retries,
         )
@@ -164,7 +170,7 @@ class ChatClient:
         if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
             # The server's own message can echo part of the key: not shown.
             return ProviderError(
-                f"The LLM server at {host} rejected the API key; check OPENAI_API_KEY (LLM_API_KEY for a custom base URL) or the key you gave.",
+                f"The LLM server at {host} rejected the API key; check {self._key_variable} or the key you gave.",
                 kind="auth",
             )
         if isinstance(error, openai.RateLimitError):
@@ -205,11 +211,10 @@ class ChatClient:
         return ProviderError(f"The LLM request to {host} failed: {self._scrub(error)}", kind="other")
 
     def _scrub(self, error: Exception) -> str:
-        """The server's message, shortened, with the key removed just in case."""
+        """The server's message, shortened, without the key or URL credentials, just in case."""
         text = getattr(error, "message", None) or str(error)
         text = " ".join(str(text).split())
-        if self._secret and self._secret != _PLACEHOLDER_KEY:
-            text = text.replace(self._secret, "***")
+        text = redact(text, self._secret if self._secret != _PLACEHOLDER_KEY else None)
         return text[:200].rstrip(".") + "."
 
 

@@ -5,9 +5,11 @@ import os
 import streamlit as st
 
 from coverage_core import costs
+from coverage_core.embeddings import API_PROVIDERS, CUSTOM_KEY_VARIABLE
 from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS
 from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS
 from coverage_core.errors import CoverageError
+from coverage_core.llm import llm_key_variable
 from ui import engine, flow, state, widgets
 
 PROVIDERS = {
@@ -25,14 +27,29 @@ if documents is None or questions is None:
 
 settings = state.settings()
 
+
+# A key typed for one provider or server is never sent to another: changing
+# either forgets it.
+def choose_provider() -> None:
+    state.update_settings(provider=st.session_state[state.W_PROVIDER], model="", dimensions=None, base_url="")
+    state.drop(state.EMBED_API_KEY)
+
+
+def choose_base_url() -> None:
+    state.update_settings(base_url=st.session_state[state.W_BASE_URL].strip())
+    state.drop(state.EMBED_API_KEY)
+
+
+def choose_llm_base_url() -> None:
+    state.update_settings(llm_base_url=st.session_state[state.W_LLM_BASE_URL].strip())
+    state.drop(state.LLM_API_KEY)
+
+
 # ------------------------------------------------------------------ embedding
 st.header("Embedding model")
 state.seed_widget(state.W_PROVIDER, settings.provider)
 provider = st.selectbox(
-    "Provider", list(PROVIDERS), format_func=PROVIDERS.get, key=state.W_PROVIDER,
-    on_change=lambda: state.update_settings(
-        provider=st.session_state[state.W_PROVIDER], model="", dimensions=None, base_url=""
-    ),
+    "Provider", list(PROVIDERS), format_func=PROVIDERS.get, key=state.W_PROVIDER, on_change=choose_provider,
 )
 settings = state.settings()
 if provider == "local":
@@ -63,27 +80,36 @@ else:
         state.seed_widget(state.W_BASE_URL, settings.base_url)
         st.text_input(
             "Base URL of an OpenAI-compatible server (empty = OpenAI)", key=state.W_BASE_URL,
-            placeholder="http://localhost:8000/v1",
-            on_change=lambda: state.update_settings(base_url=st.session_state[state.W_BASE_URL].strip()),
+            placeholder="http://localhost:8000/v1", on_change=choose_base_url,
         )
-    variable = flow.KEY_VARIABLES[provider]
-    if flow.env_key_present(provider):
-        st.success(f"Using the API key from the server's {variable} environment variable.")
+    settings = state.settings()
+    # The same rule the embedder applies, so this says which key will really be sent.
+    variable = flow.embed_key_variable(settings)
+    own = API_PROVIDERS[provider]
+    custom_server = variable == CUSTOM_KEY_VARIABLE
+    if state.embed_api_key():  # a typed key comes first, wherever the server has one
+        st.success("An API key is set for this session (kept in memory only, never saved or exported).")
+        if st.button("Forget the key"):
+            state.drop(state.EMBED_API_KEY)
+            st.rerun()
+    elif flow.env_key_present(settings):
+        where = " for this base URL" if custom_server else ""
+        st.success(f"Using the API key from the server's {variable} environment variable{where}.")
     else:
-        if state.embed_api_key():
-            st.success("An API key is set for this session (kept in memory only, never saved or exported).")
-            if st.button("Forget the key"):
-                state.drop(state.EMBED_API_KEY)
-                st.rerun()
-        else:
-            key = st.text_input(
-                f"API key ({variable} is not set on the server)", type="password", key=state.W_EMBED_KEY,
-                help="Kept in this browser session's memory only: never written to disk, a report or a log.",
+        if custom_server:
+            st.caption(
+                f"The server's {own.key_variable} is sent only to {own.name} itself, never to another base URL; "
+                f"enter the key for this server, or set {variable} on the server."
             )
-            if key:
-                state.put(state.EMBED_API_KEY, key.strip())
-                state.drop(state.W_EMBED_KEY)
-                st.rerun()
+        key = st.text_input(
+            f"API key{' for this base URL' if custom_server else ''} ({variable} is not set on the server)",
+            type="password", key=state.W_EMBED_KEY,
+            help="Kept in this browser session's memory only: never written to disk, a report or a log.",
+        )
+        if key:
+            state.put(state.EMBED_API_KEY, key.strip())
+            state.drop(state.W_EMBED_KEY)
+            st.rerun()
 
 # ------------------------------------------------------------------ chunking
 st.header("Chunking")
@@ -137,17 +163,17 @@ if llm_on:
     state.seed_widget(state.W_LLM_BASE_URL, settings.llm_base_url)
     right.text_input(
         "Base URL (empty = OpenAI; e.g. http://localhost:11434/v1 for Ollama)", key=state.W_LLM_BASE_URL,
-        on_change=lambda: state.update_settings(llm_base_url=st.session_state[state.W_LLM_BASE_URL].strip()),
+        on_change=choose_llm_base_url,
     )
     settings = state.settings()
-    variable = "LLM_API_KEY" if settings.llm_base_url else "OPENAI_API_KEY"
-    if os.environ.get(variable):
-        st.success(f"Using the LLM key from the server's {variable} environment variable.")
-    elif state.llm_api_key():
+    variable = llm_key_variable(settings.llm_base_url or None)
+    if state.llm_api_key():  # a typed key comes first, as in the client
         st.success("An LLM key is set for this session (memory only).")
         if st.button("Forget the LLM key"):
             state.drop(state.LLM_API_KEY)
             st.rerun()
+    elif os.environ.get(variable, "").strip():
+        st.success(f"Using the LLM key from the server's {variable} environment variable.")
     else:
         key = st.text_input(
             f"LLM API key ({variable} is not set; a local server may need none)", type="password",

@@ -45,6 +45,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    target: str = ""  # the path as sent, with any query string
 
 
 def fake_embedding(text: str, dimensions: int) -> list[float]:
@@ -136,6 +137,21 @@ class FakeAPIServer:
     def requests_to(self, path: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path == path]
 
+    def received(self, secret: str) -> bool:
+        """Whether ``secret`` reached the server anywhere: a path, a header or a body."""
+        return any(
+            secret in text
+            for request in self.requests
+            for text in (request.target, json.dumps(request.headers), json.dumps(request.body))
+        )
+
+    def authorizations(self) -> list[str]:
+        """The ``Authorization`` header of every request, in order ("" when absent)."""
+        return [
+            next((value for key, value in r.headers.items() if key.lower() == "authorization"), "")
+            for r in self.requests
+        ]
+
     def _default(self, path: str, body: dict) -> Reply:
         if path in self._handlers:
             return self._handlers[path](body)
@@ -168,7 +184,7 @@ class FakeAPIServer:
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
                 path = self.path.split("?")[0]
-                server.requests.append(RecordedRequest(path, dict(self.headers), body))
+                server.requests.append(RecordedRequest(path, dict(self.headers), body, self.path))
                 reply = server._next_reply(path, body)
                 if reply.delay:
                     time.sleep(reply.delay)

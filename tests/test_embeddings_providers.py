@@ -84,7 +84,7 @@ def test_bad_key_fails_at_once_without_the_key(provider, fake_api):
     assert caught.value.kind == "auth"
     message = str(caught.value)
     assert KEY not in message and "API key" in message
-    assert ("OPENAI_API_KEY" if provider == "openai" else "VOYAGE_API_KEY") in message
+    assert "EMBEDDING_API_KEY" in message  # a custom base URL never takes OPENAI_API_KEY / VOYAGE_API_KEY
     assert caught.value.__cause__ is None  # provider exceptions hold the request headers
     assert len(fake_api.requests_to(PATH)) == 1  # no retry storm
 
@@ -196,7 +196,7 @@ def test_dimension_limits():
 @pytest.mark.parametrize(("provider", "variable"), [("openai", "OPENAI_API_KEY"), ("voyage", "VOYAGE_API_KEY")])
 def test_missing_key(provider, variable, monkeypatch):
     monkeypatch.delenv(variable, raising=False)
-    with pytest.raises(InputError, match=f"set {variable} or enter a key"):
+    with pytest.raises(InputError, match=f"set {variable} \\(or enter a key on the Configure page\\)"):
         make_embedder(provider)
     monkeypatch.setenv(variable, KEY)
     embedder = make_embedder(provider)
@@ -230,3 +230,18 @@ def test_defaults_and_limits():
         "voyage-3.5",
         32000,
     )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_text_far_over_the_input_limit_is_cut_before_it_is_sent(provider, fake_api, cache_dir):
+    huge = "word " * 200_000  # a 1 MB question cell
+    embedder = make(provider, fake_api)
+    run = embed_texts(["short question", huge], embedder, EmbeddingCache(cache_dir))
+    sent = [text for request in fake_api.requests_to(PATH) for text in request.body["input"]]
+    assert sent[0] == "short question"
+    assert huge.startswith(sent[1]) and 0 < len(sent[1]) <= embedder.max_tokens * 4 < len(huge)
+    assert run.n_over_limit == 1  # so the pipeline warns that it was truncated
+    n_requests = len(fake_api.requests_to(PATH))
+    again = embed_texts([huge], embedder, EmbeddingCache(cache_dir))  # cached under the full text
+    assert again.n_cached == 1 and len(fake_api.requests_to(PATH)) == n_requests
+    np.testing.assert_allclose(again.vectors[0], run.vectors[1])

@@ -9,21 +9,18 @@ Pages stay thin: they read widgets and call these helpers, which call
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import streamlit as st
 
-from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.embeddings import EmbeddingCache, environment_key, key_variable, make_embedder
 from coverage_core.errors import CoverageError
 from coverage_core.ingest import read_documents, read_questions, read_uploaded_documents
 from ui import engine, state
 
 PROJECT = Path(__file__).resolve().parents[1]
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
-
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "voyage": "VOYAGE_API_KEY"}
 
 CONFIGURE_PAGE = "pages/2_configure.py"
 RESULTS_PAGE = "pages/3_results.py"
@@ -64,9 +61,19 @@ def embedding_cache() -> EmbeddingCache:
     return EmbeddingCache()
 
 
-def env_key_present(provider: str) -> bool:
-    variable = KEY_VARIABLES.get(provider)
-    return bool(variable and os.environ.get(variable))
+def embed_key_variable(settings: state.Settings) -> str:
+    """The server environment variable an API embedder with these settings may take its key from.
+
+    The core decides (:func:`coverage_core.embeddings.key_variable`): the
+    provider's own variable for its own endpoint, EMBEDDING_API_KEY for a
+    custom base URL, so the page and the embedder always agree.
+    """
+    return key_variable(settings.provider, settings.base_url or None)
+
+
+def env_key_present(settings: state.Settings) -> bool:
+    """Whether the server's environment holds the key these settings would use."""
+    return environment_key(settings.provider, settings.base_url or None) is not None
 
 
 # ---------------------------------------------------------------- inputs

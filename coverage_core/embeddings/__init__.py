@@ -12,7 +12,17 @@ provider clients are imported only when an embedder first needs them.
 
 from __future__ import annotations
 
-from coverage_core.embeddings.base import Backoff, Embedder, approximate_token_count, normalize_rows
+from coverage_core.embeddings.base import (
+    API_PROVIDERS,
+    CUSTOM_KEY_VARIABLE,
+    Backoff,
+    Embedder,
+    approximate_token_count,
+    environment_key,
+    key_variable,
+    normalize_rows,
+    redact_url,
+)
 from coverage_core.embeddings.cache import (
     CacheKey,
     EmbeddingCache,
@@ -48,7 +58,9 @@ def make_embedder(
         model: Model name; None = the provider's default
             (all-MiniLM-L6-v2, text-embedding-3-small, voyage-3.5).
         dimensions: Output size where the model supports it; None = native.
-        api_key: API key; None = ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY``.
+        api_key: API key; None = the environment's key for this endpoint:
+            ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` for the provider itself,
+            ``EMBEDDING_API_KEY`` for any other ``base_url`` (:func:`key_variable`).
         base_url: Other endpoint for an API provider (compatible server, proxy).
         batch_size: Texts per request (APIs) or per cache write (local).
         timeout: Seconds per API request (default 60).
@@ -92,7 +104,9 @@ def make_embedder(
 
 
 __all__ = [
+    "API_PROVIDERS",
     "Backoff",
+    "CUSTOM_KEY_VARIABLE",
     "CacheKey",
     "DEFAULT_LOCAL_MODEL",
     "Embedder",
@@ -108,7 +122,10 @@ __all__ = [
     "choose_precision",
     "default_cache_dir",
     "embed_texts",
+    "environment_key",
+    "key_variable",
     "make_embedder",
     "normalize_rows",
+    "redact_url",
     "text_hash",
 ]

@@ -11,14 +11,17 @@ cached run never pays for a model or a network round trip.
 from __future__ import annotations
 
 import math
+import os
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, TypeVar, runtime_checkable
+from urllib.parse import urlsplit
 
 import numpy as np
 
-from coverage_core.errors import ProviderError
+from coverage_core.errors import InputError, ProviderError
 
 T = TypeVar("T")
 
@@ -77,15 +80,125 @@ def batches(items: list[T], size: int) -> list[list[T]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` with any credentials in it replaced by ``***``; None and "" are returned as they are.
+
+    Covers ``user:password@``, a bare ``token@`` and a query string (where
+    some servers take ``?key=``). Everything up to the *last* ``@`` is treated
+    as credentials, so a password holding ``/``, ``?`` or ``#`` cannot leak
+    half-parsed; a URL that merely has ``@`` in its path loses more than it
+    needs to, which is the safe way to be wrong.
+    """
+    if not url:
+        return url
+    text = str(url).strip()
+    scheme = _SCHEME.match(text)
+    head, rest = (text[: scheme.end()], text[scheme.end() :]) if scheme else ("", text)
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    rest = re.sub(r"[?#].*", "?***", rest, count=1, flags=re.DOTALL)
+    return head + rest
+
+
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``.
+    """``text`` without ``secret`` (replaced by ``***``) and without credentials in any URL in it.
 
     Provider error bodies sometimes echo the key (or a compatible server may
-    echo it whole); nothing we show a user may contain it.
+    echo it whole), and HTTP libraries quote the URL they failed to reach;
+    nothing we show a user may contain either.
     """
     if secret and len(secret) >= 4:
         text = text.replace(secret, "***")
-    return text
+    return _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
+
+
+# --------------------------------------------------------------------------
+# which key may go where
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApiProvider:
+    """An API provider's own endpoints and the environment variable holding its key."""
+
+    name: str
+    key_variable: str
+    hosts: tuple[str, ...]
+
+
+API_PROVIDERS: dict[str, ApiProvider] = {
+    "openai": ApiProvider("OpenAI", "OPENAI_API_KEY", ("api.openai.com",)),
+    # With no base URL the voyageai client itself sends MongoDB-issued keys
+    # ("al-…") to ai.mongodb.com; nobody needs to type that host.
+    "voyage": ApiProvider("Voyage", "VOYAGE_API_KEY", ("api.voyageai.com",)),
+}
+CUSTOM_KEY_VARIABLE = "EMBEDDING_API_KEY"
+"""Where the key for any other embeddings server (a custom base URL) comes from."""
+
+
+def is_provider_endpoint(provider: str, base_url: str | None) -> bool:
+    """Whether ``base_url`` is ``provider``'s own API: no URL, or https on one of its hosts.
+
+    The whole authority must equal the host (``:443`` allowed): comparing
+    the parsed host name alone would accept ``https://x@api.openai.com`` or
+    backslash forms that HTTP clients and ``urlsplit`` read differently.
+    """
+    if not (base_url or "").strip():
+        return True
+    spec = API_PROVIDERS.get(provider)
+    if spec is None:
+        return False
+    try:
+        parts = urlsplit(base_url.strip())
+    except ValueError:
+        return False
+    allowed = {form for host in spec.hosts for form in (host, f"{host}:443")}
+    return parts.scheme.lower() == "https" and parts.netloc.lower() in allowed
+
+
+def key_variable(provider: str, base_url: str | None) -> str:
+    """The environment variable whose key may be sent to ``base_url`` for ``provider``.
+
+    The provider's own variable (``OPENAI_API_KEY``, ``VOYAGE_API_KEY``) only
+    for the provider's own endpoint; :data:`CUSTOM_KEY_VARIABLE` for any other
+    server, so an operator's key never reaches a URL a user typed.
+    """
+    if provider in API_PROVIDERS and is_provider_endpoint(provider, base_url):
+        return API_PROVIDERS[provider].key_variable
+    return CUSTOM_KEY_VARIABLE
+
+
+def environment_key(provider: str, base_url: str | None) -> str | None:
+    """The key the environment holds for ``provider`` at ``base_url`` under :func:`key_variable`, or None."""
+    return os.environ.get(key_variable(provider, base_url), "").strip() or None
+
+
+def resolve_api_key(provider: str, api_key: str | None, base_url: str | None) -> str:
+    """``api_key`` if given, else the environment's key for this endpoint.
+
+    Raises:
+        InputError: neither exists; the message names the variable to set.
+    """
+    key = (api_key or "").strip() or environment_key(provider, base_url)
+    if key:
+        return key
+    spec = API_PROVIDERS[provider]
+    if key_variable(provider, base_url) == CUSTOM_KEY_VARIABLE:
+        raise InputError(
+            f"No API key for the server at {redact_url(base_url)}: {spec.key_variable} is sent only to "
+            f"{spec.name} itself, so set {CUSTOM_KEY_VARIABLE} (or enter a key on the Configure page)."
+        )
+    raise InputError(f"No {spec.name} API key: set {spec.key_variable} (or enter a key on the Configure page).")
+
+
+# Characters kept per token of a model's input when a text is cut to fit it.
+# English runs about 4 characters per token, German and code about 3: cutting
+# at 3 keeps nearly all a model can read while staying under its limit.
+INPUT_CHARS_PER_TOKEN = 3
 
 
 class RemoteEmbedder:
@@ -97,13 +210,30 @@ class RemoteEmbedder:
 
     batch_size: int
 
+    def __repr__(self) -> str:
+        # Written here, not generated by dataclass: the key stays out and the
+        # base URL is shown without credentials.
+        return (
+            f"{type(self).__name__}(model={self.model!r}, dimensions={self.dimensions!r}, "
+            f"base_url={redact_url(self.base_url)!r}, batch_size={self.batch_size!r})"
+        )
+
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Approximate token counts (``ceil(chars / 4)``): exact tokenizers need a download."""
         return [approximate_token_count(text) for text in texts]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit float32 vectors for ``texts``, in order, ``batch_size`` per request."""
-        texts = list(texts)
+        """Unit float32 vectors for ``texts``, in order, ``batch_size`` per request.
+
+        A text far over the model's input is cut to its first
+        ``max_tokens * INPUT_CHARS_PER_TOKEN`` characters before it is sent:
+        OpenAI refuses (400) a whole batch when one input is over its limit,
+        where the local model and Voyage simply read the beginning. The cut
+        is deterministic, so the cache (keyed by the full text) stays right,
+        and callers already warn about texts over ``max_tokens``.
+        """
+        limit = int(self.max_tokens) * INPUT_CHARS_PER_TOKEN
+        texts = [text if len(text) <= limit else text[:limit] for text in texts]
         if not texts:
             return np.zeros((0, self._output_dimensions()), dtype=np.float32)
         parts = [self._embed_batch(part) for part in batches(texts, self.batch_size)]

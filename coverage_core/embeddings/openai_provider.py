@@ -7,7 +7,6 @@ backoff is injectable (fast tests), and a wrong key fails after one request.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,9 +18,12 @@ from coverage_core.embeddings.base import (
     Backoff,
     Failure,
     call_with_retries,
+    key_variable,
     normalize_rows,
     parse_retry_after,
     redact,
+    redact_url,
+    resolve_api_key,
 )
 from coverage_core.errors import InputError, ProviderError
 
@@ -40,7 +42,7 @@ def _supports_dimensions(model: str) -> bool:
     return model != "text-embedding-ada-002"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
 class OpenAIEmbedder(RemoteEmbedder):
     """Embeds with an OpenAI (or OpenAI-compatible) embeddings endpoint.
 
@@ -48,9 +50,12 @@ class OpenAIEmbedder(RemoteEmbedder):
         model: One of :data:`OPENAI_MODELS`; with ``base_url`` set (a
             compatible server) any name the server knows is accepted.
         dimensions: Output size for text-embedding-3 models (None = native).
-        api_key: The key; None reads ``OPENAI_API_KEY``. Never shown in
-            ``repr``, messages or the cache.
-        base_url: A compatible server's URL, e.g. ``http://host:8000/v1``.
+        api_key: The key; None reads ``OPENAI_API_KEY`` for OpenAI itself and
+            ``EMBEDDING_API_KEY`` for any other ``base_url`` (see
+            :func:`~coverage_core.embeddings.base.key_variable`). Never shown
+            in ``repr``, messages or the cache.
+        base_url: A compatible server's URL, e.g. ``http://host:8000/v1``;
+            None (or ``https://api.openai.com/v1``) is OpenAI itself.
         batch_size: Texts per request.
         timeout: Seconds to wait for one request.
         max_retries: Retries after rate limits, timeouts and connection errors.
@@ -74,6 +79,7 @@ class OpenAIEmbedder(RemoteEmbedder):
     _client: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.base_url = (self.base_url or "").strip() or None
         if self.model not in OPENAI_MODELS and not self.base_url:
             choices = ", ".join(OPENAI_MODELS)
             raise InputError(f"Unknown OpenAI embedding model {self.model!r}; choose one of: {choices}.")
@@ -88,11 +94,8 @@ class OpenAIEmbedder(RemoteEmbedder):
                 raise InputError(f"dimensions for {self.model} must be between 1 and {native}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
         # Resolve the key now (cheap, no network) so a missing key is reported
-        # before any work starts; store it privately.
-        key = self.api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise InputError("No OpenAI API key: set OPENAI_API_KEY or enter a key.")
-        self.api_key = key
+        # before any work starts.
+        self.api_key = resolve_api_key(self.provider, self.api_key, self.base_url)
 
     def _get_client(self):
         if self._client is None:
@@ -136,14 +139,15 @@ class OpenAIEmbedder(RemoteEmbedder):
         if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
             return Failure("timeout", f"OpenAI did not answer within {self.timeout:g} s.", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
-            where = self.base_url or "api.openai.com"
+            where = redact_url(self.base_url) or "api.openai.com"
             return Failure(
                 "connection", f"Could not connect to OpenAI at {where}; check the network or base URL.", retryable=True
             )
         if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
             return Failure(
                 "auth",
-                f"OpenAI rejected the API key ({exc.status_code}); check OPENAI_API_KEY or the key you entered.",
+                f"OpenAI rejected the API key ({exc.status_code}); check "
+                f"{key_variable(self.provider, self.base_url)} or the key you entered.",
                 retryable=False,
             )
         if isinstance(exc, openai.RateLimitError):

@@ -6,7 +6,6 @@ and ignores ``Retry-After``); :func:`call_with_retries` does it instead.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,9 +17,12 @@ from coverage_core.embeddings.base import (
     Backoff,
     Failure,
     call_with_retries,
+    key_variable,
     normalize_rows,
     parse_retry_after,
     redact,
+    redact_url,
+    resolve_api_key,
 )
 from coverage_core.errors import InputError, ProviderError
 
@@ -52,15 +54,17 @@ VOYAGE_MODELS: dict[str, VoyageModel] = {
 VOYAGE_DEFAULT_MODEL = "voyage-3.5"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
 class VoyageEmbedder(RemoteEmbedder):
     """Embeds with Voyage AI's hosted models.
 
     Args:
         model: One of :data:`VOYAGE_MODELS`.
         dimensions: ``output_dimension`` for models that support it (None = native).
-        api_key: The key; None reads ``VOYAGE_API_KEY``. Never shown in
-            ``repr``, messages or the cache.
+        api_key: The key; None reads ``VOYAGE_API_KEY`` for Voyage itself and
+            ``EMBEDDING_API_KEY`` for any other ``base_url`` (see
+            :func:`~coverage_core.embeddings.base.key_variable`). Never shown
+            in ``repr``, messages or the cache.
         base_url: Another endpoint (e.g. a proxy); None = Voyage's default.
         batch_size: Texts per request (the API allows up to 1000).
         timeout: Seconds to wait for one request.
@@ -88,6 +92,7 @@ class VoyageEmbedder(RemoteEmbedder):
     _client: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.base_url = (self.base_url or "").strip() or None
         spec = VOYAGE_MODELS.get(self.model)
         if spec is None:
             choices = ", ".join(VOYAGE_MODELS)
@@ -103,10 +108,7 @@ class VoyageEmbedder(RemoteEmbedder):
                 allowed = ", ".join(map(str, spec.dimensions))
                 raise InputError(f"dimensions for {self.model} must be one of {allowed}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
-        key = self.api_key or os.environ.get("VOYAGE_API_KEY")
-        if not key:
-            raise InputError("No Voyage API key: set VOYAGE_API_KEY or enter a key.")
-        self.api_key = key
+        self.api_key = resolve_api_key(self.provider, self.api_key, self.base_url)
 
     def _get_client(self):
         if self._client is None:
@@ -154,7 +156,7 @@ class VoyageEmbedder(RemoteEmbedder):
         if isinstance(exc, error.Timeout):
             return Failure("timeout", f"Voyage did not answer within {self.timeout:g} s.", retryable=True)
         if isinstance(exc, error.APIConnectionError):
-            where = self.base_url or "api.voyageai.com"
+            where = redact_url(self.base_url) or "api.voyageai.com"
             return Failure(
                 "connection", f"Could not connect to Voyage at {where}; check the network or base URL.", retryable=True
             )
@@ -162,7 +164,8 @@ class VoyageEmbedder(RemoteEmbedder):
             code = f" ({status})" if status else ""
             return Failure(
                 "auth",
-                f"Voyage rejected the API key{code}; check VOYAGE_API_KEY or the key you entered.",
+                f"Voyage rejected the API key{code}; check {key_variable(self.provider, self.base_url)} "
+                "or the key you entered.",
                 retryable=False,
             )
         if isinstance(exc, error.RateLimitError) or status == 429:
