@@ -33,22 +33,31 @@ class ChunkingConfig:
     chunk_overlap: int = 200
 
     def __post_init__(self) -> None:
-        for field_name in ("chunk_size", "chunk_overlap"):
-            value = getattr(self, field_name)
-            # bool is an int subclass; True as a size is surely a mistake.
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InputError(
-                    f"{field_name} must be a whole number of characters (got {value!r})."
-                )
-        if self.chunk_size < 1:
-            raise InputError(f"chunk_size must be at least 1 character (got {self.chunk_size}).")
-        if self.chunk_overlap < 0:
-            raise InputError(f"chunk_overlap must be 0 or more (got {self.chunk_overlap}).")
-        if self.chunk_overlap >= self.chunk_size:
-            raise InputError(
-                "chunk_overlap must be smaller than chunk_size "
-                f"(got {self.chunk_overlap} >= {self.chunk_size})."
-            )
+        check_chunking(self.chunk_size, self.chunk_overlap)
+
+
+def check_chunking(
+    chunk_size, chunk_overlap, size_name: str = "chunk_size", overlap_name: str = "chunk_overlap"
+) -> None:
+    """Raise InputError unless ``chunk_size``/``chunk_overlap`` make a :class:`ChunkingConfig`.
+
+    The one place the limits live. ``size_name`` and ``overlap_name`` are
+    what the message calls the two values, so a caller can name them as its
+    user wrote them (the CLI passes ``--chunk-size`` and ``--chunk-overlap``).
+    """
+    for name, value in ((size_name, chunk_size), (overlap_name, chunk_overlap)):
+        # bool is an int subclass; True as a size is surely a mistake.
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputError(f"{name} must be a whole number of characters (got {value!r}).")
+    if chunk_size < 1:
+        raise InputError(f"{size_name} must be at least 1 character (got {chunk_size}).")
+    if chunk_overlap < 0:
+        raise InputError(f"{overlap_name} must be 0 or more (got {chunk_overlap}).")
+    if chunk_overlap >= chunk_size:
+        raise InputError(
+            f"{overlap_name} must be smaller than {size_name} (got {chunk_overlap} >= {chunk_size}); "
+            f"lower {overlap_name} or raise {size_name}."
+        )
 
 
 def chunk_documents(

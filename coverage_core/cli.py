@@ -1,12 +1,14 @@
 """Command line for CI pipelines.
 
-``python -m coverage_core analyze …`` measures coverage and writes the JSON
-report (and, with ``--junit``, JUnit XML); ``python -m coverage_core diff
-OLD.json NEW.json`` compares two reports.
+``coverage-core analyze …`` (or ``python -m coverage_core analyze …``)
+measures coverage and writes the JSON report (and, with ``--junit``, JUnit
+XML); ``coverage-core diff OLD.json NEW.json`` compares two reports.
 
 Exit codes: 0 done; 1 the gated metric is below ``--fail-below`` (analyze) or
 fell by more than ``--fail-on-drop`` (diff); 2 the input cannot be used (one
-plain sentence on stderr, never a traceback).
+plain sentence on stderr, never a traceback). Every flag is checked against
+the core's own limits before any file is read or any text embedded, and the
+message names the flag as typed (prefix abbreviations are off).
 API keys are read from the environment only, so they never land in shell
 history, logs or the report.
 """
@@ -14,124 +16,221 @@ history, logs or the report.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from coverage_core import ci
-from coverage_core.chunking import ChunkingConfig
+from coverage_core.chunking import ChunkingConfig, check_chunking
+from coverage_core.chunking_comparison import DEFAULT_GRID
+from coverage_core.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
 from coverage_core.errors import CoverageError, InputError
-from coverage_core.gaps import GapConfig
+from coverage_core.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
+from coverage_core.pipeline import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig, EmbeddingConfig
 from coverage_core.report import METRIC_NAMES, build_report, summary_table, write_report
+from coverage_core.retrieval import DEFAULT_K
+from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener
 
 EXIT_OK, EXIT_BELOW_THRESHOLD, EXIT_UNUSABLE = 0, 1, 2
 
+# Defaults shown in --help and used when a flag is left out: all read from the core.
+DEFAULT_STRICTNESS = inspect.signature(QuestionScreener).parameters["strictness"].default
+DEFAULT_GRID_TEXT = ",".join(f"{c.chunk_size}/{c.chunk_overlap}" for c in DEFAULT_GRID)
+DEFAULT_METRIC = "basic"  # the metric the gates of analyze and diff read unless told otherwise
+
+
+def _prog(argv0: str | None = None) -> str:
+    """The command as the user ran it: the console script, or ``python -m coverage_core``."""
+    name = Path(sys.argv[0] if argv0 is None and sys.argv else argv0 or "").name
+    return "coverage-core" if name in ("coverage-core", "coverage-core.exe") else "python -m coverage_core"
+
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # No prefix abbreviations: every message names a flag exactly as typed.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one sentence, no usage dump
         self.exit(EXIT_UNUSABLE, f"coverage_core: {message} (see --help).\n")
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m coverage_core", description="Semantic coverage of a RAG test set.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    analyze = commands.add_parser("analyze", help="measure how well questions cover documents")
-    analyze.add_argument("--docs", nargs="+", required=True, metavar="PATH", help="document files or folders (PDF, TXT, MD)")
-    analyze.add_argument("--questions", required=True, metavar="FILE", help="CSV/TSV of test questions")
-    analyze.add_argument("--out", required=True, metavar="REPORT.json", help="where to write the JSON report")
-    analyze.add_argument("--question-column", metavar="NAME", help="question column (default: detected)")
-    analyze.add_argument("--embedder", choices=["local", "openai", "voyage"], default="local",
-                         help="embedding provider; keys come from OPENAI_API_KEY / VOYAGE_API_KEY")
-    analyze.add_argument("--model", metavar="NAME", help="embedding model (default: the provider's default)")
-    analyze.add_argument("--dimensions", type=int, metavar="N", help="output dimensions (text-embedding-3, voyage-3.5)")
-    analyze.add_argument("--base-url", metavar="URL", help="OpenAI-compatible or Voyage endpoint")
-    analyze.add_argument("--chunk-size", type=int, default=ChunkingConfig.chunk_size, metavar="N")
-    analyze.add_argument("--chunk-overlap", type=int, default=ChunkingConfig.chunk_overlap, metavar="N")
-    analyze.add_argument("--clusters", type=int, metavar="K", help="number of topics (default: from corpus size)")
-    analyze.add_argument("--strictness", type=float, metavar="X", help="off-topic screening strictness")
-    analyze.add_argument("--gap-threshold", type=float, default=GapConfig.gap_threshold, metavar="X")
-    analyze.add_argument("--multi-threshold", type=float, default=0.5, metavar="X")
-    analyze.add_argument("--multi-n", type=int, default=2, metavar="N")
-    analyze.add_argument("--seed", type=int, default=0, help="random_state for clustering and screening")
-    analyze.add_argument("--cache-dir", metavar="DIR", help="embedding cache (default: $COVERAGE_CORE_CACHE_DIR or ~/.cache/coverage_core)")
-    analyze.add_argument("--pdf-password", metavar="P", help="password for encrypted PDFs")
-    analyze.add_argument("--llm-model", metavar="NAME", help="chat model for gap suggestions (default: offline drafts)")
-    analyze.add_argument("--llm-base-url", metavar="URL", help="OpenAI-compatible chat endpoint, e.g. a local Ollama")
-    analyze.add_argument("--fail-below", type=float, metavar="X", help="exit 1 when --metric is below X")
-    analyze.add_argument("--metric", choices=METRIC_NAMES, default="basic", help="metric gated by --fail-below")
-    analyze.add_argument("--junit", metavar="FILE",
-                         help="also write JUnit XML: the gated metric, every cluster and document (below --gap-threshold fail)")
-    analyze.add_argument("--relevant-column", metavar="NAME",
-                         help="column naming each question's relevant source file(s) for the retrieval check "
-                              "(default: detected, e.g. source, relevant_sources, document)")
-    analyze.add_argument("--k", type=int, default=5, metavar="N", help="chunks retrieved per question (default 5)")
-    analyze.add_argument("--label-column", metavar="NAME",
-                         help="column saying whether each question is answerable (default: detected, e.g. answerable)")
-    analyze.add_argument("--subquestions", type=int, metavar="N",
-                         help="break the first N questions into sub-questions with --llm-model and score them")
-    analyze.add_argument("--compare-chunking", nargs="?", const="500/0,1000/0,1000/200,2000/200", metavar="GRID",
-                         help="also score other chunkings, SIZE/OVERLAP pairs separated by commas "
-                              "(default grid: 500/0,1000/0,1000/200,2000/200)")
-    analyze.add_argument("--quiet", action="store_true", help="no progress bars")
+def _default(text: str, default) -> str:
+    """A help text ending in its default (``%`` escaped for argparse)."""
+    return f"{text} (default: {default})".replace("%", "%%")
 
-    diff = commands.add_parser("diff", help="compare two JSON reports (metrics, documents, questions)")
+
+def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    prog = prog or _prog()
+    parser = _Parser(
+        prog=prog,
+        description="Semantic coverage of a RAG test set. Run as coverage-core or python -m coverage_core.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    analyze = commands.add_parser(
+        "analyze", help="measure how well questions cover documents",
+        description="Measure how well the test questions cover the documents; write the JSON report.",
+    )
+    add = analyze.add_argument
+    add("--docs", nargs="+", required=True, metavar="PATH", help="document files or folders: PDF, TXT, MD (required)")
+    add("--questions", required=True, metavar="FILE", help="CSV/TSV of test questions (required)")
+    add("--out", required=True, metavar="REPORT.json", help="where to write the JSON report (required)")
+    add("--question-column", metavar="NAME", help=_default("question column", "detected by name, e.g. question"))
+    add("--embedder", choices=["local", "openai", "voyage"], default=AnalysisConfig().embedding.provider,
+        help=_default("embedding provider; keys come from OPENAI_API_KEY / VOYAGE_API_KEY",
+                      AnalysisConfig().embedding.provider))
+    add("--model", metavar="NAME", help=_default("embedding model", "the provider's default"))
+    add("--dimensions", type=int, metavar="N",
+        help=_default("output dimensions (text-embedding-3, voyage-3.5 and similar)", "the model's native size"))
+    add("--base-url", metavar="URL",
+        help=_default("OpenAI-compatible or Voyage endpoint; its key comes from EMBEDDING_API_KEY",
+                      "the provider's own endpoint"))
+    add("--chunk-size", type=int, default=ChunkingConfig.chunk_size, metavar="N",
+        help=_default("chunk size in characters", ChunkingConfig.chunk_size))
+    add("--chunk-overlap", type=int, default=ChunkingConfig.chunk_overlap, metavar="N",
+        help=_default("overlap of consecutive chunks in characters, smaller than --chunk-size",
+                      ChunkingConfig.chunk_overlap))
+    add("--clusters", type=int, default=AnalysisConfig.n_clusters, metavar="K",
+        help=_default("number of topics, at least 1",
+                      f"round(sqrt(chunks / 2)) within [{MIN_DEFAULT_CLUSTERS}, {MAX_DEFAULT_CLUSTERS}]"))
+    add("--strictness", type=float, default=AnalysisConfig.strictness, metavar="X",
+        help=_default(f"off-topic screening strictness, {STRICTNESS_RANGE[0]:g} (flag only extreme questions) "
+                      f"to {STRICTNESS_RANGE[1]:g} (flag many)", f"{DEFAULT_STRICTNESS:g}"))
+    add("--gap-threshold", type=float, default=GapConfig.gap_threshold, metavar="X",
+        help=_default(f"clusters and documents covered below X are gaps, "
+                      f"{COVERAGE_THRESHOLD_RANGE[0]:g} < X <= {COVERAGE_THRESHOLD_RANGE[1]:g}",
+                      GapConfig.gap_threshold))
+    add("--multi-threshold", type=float, default=AnalysisConfig.multi_threshold, metavar="X",
+        help=_default(f"cosine distance within which a question covers a cluster (multi_threshold metric), "
+                      f"{MULTI_THRESHOLD_RANGE[0]:g} < X <= {MULTI_THRESHOLD_RANGE[1]:g}",
+                      AnalysisConfig.multi_threshold))
+    add("--multi-n", type=int, default=AnalysisConfig.multi_n, metavar="N",
+        help=_default("clusters each question covers in the multi_n metric, at least 1", AnalysisConfig.multi_n))
+    add("--seed", type=int, default=AnalysisConfig.random_state, metavar="N",
+        help=_default(f"random seed for clustering and screening, {SEED_RANGE[0]} to {SEED_RANGE[1]}",
+                      AnalysisConfig.random_state))
+    add("--cache-dir", metavar="DIR",
+        help=_default("embedding cache folder", "$COVERAGE_CORE_CACHE_DIR or ~/.cache/coverage_core"))
+    add("--pdf-password", metavar="P", help=_default("password for encrypted PDFs", "none"))
+    add("--llm-model", metavar="NAME",
+        help=_default("chat model for gap suggestions and --subquestions", "none, offline drafts"))
+    add("--llm-base-url", metavar="URL",
+        help=_default("OpenAI-compatible chat endpoint, e.g. a local Ollama", "OpenAI with --llm-model"))
+    add("--fail-below", type=float, metavar="X",
+        help=_default(f"exit 1 when --metric is below X, {COVERAGE_THRESHOLD_RANGE[0]:g} < X <= "
+                      f"{COVERAGE_THRESHOLD_RANGE[1]:g}", "no gate"))
+    add("--metric", choices=METRIC_NAMES, default=DEFAULT_METRIC,
+        help=_default("metric gated by --fail-below", DEFAULT_METRIC))
+    add("--junit", metavar="FILE",
+        help=_default("also write JUnit XML: the gated metric, every cluster and document "
+                      "(below --gap-threshold fail)", "none"))
+    add("--relevant-column", metavar="NAME",
+        help=_default("column naming each question's relevant source file(s) for the retrieval check",
+                      "detected, e.g. source, relevant_sources, document"))
+    add("--k", type=int, default=DEFAULT_K, metavar="N", help=_default("chunks retrieved per question, at least 1", DEFAULT_K))
+    add("--label-column", metavar="NAME",
+        help=_default("column saying whether each question is answerable", "detected, e.g. answerable"))
+    add("--subquestions", type=int, metavar="N",
+        help=_default("break the first N questions into sub-questions with the LLM and score them", "off"))
+    add("--compare-chunking", nargs="?", const=DEFAULT_GRID_TEXT, metavar="GRID",
+        help=_default(f"also score other chunkings, SIZE/OVERLAP pairs separated by commas; "
+                      f"the flag alone uses {DEFAULT_GRID_TEXT}", "off"))
+    add("--quiet", action="store_true", help=_default("no progress bars", "bars on stderr"))
+
+    diff = commands.add_parser(
+        "diff", help="compare two JSON reports (metrics, documents, questions)",
+        description="Compare two JSON reports: metric deltas, per-document coverage, questions added and removed.",
+    )
     diff.add_argument("old", metavar="OLD.json", help="the earlier report")
     diff.add_argument("new", metavar="NEW.json", help="the later report")
-    diff.add_argument("--metric", choices=METRIC_NAMES, default="basic", help="metric gated by --fail-on-drop")
-    diff.add_argument("--fail-on-drop", type=float, metavar="X", help="exit 1 when --metric fell by more than X")
-    diff.add_argument("--json", metavar="FILE", help="also write the comparison as JSON")
+    diff.add_argument("--metric", choices=METRIC_NAMES, default=DEFAULT_METRIC,
+                      help=_default("metric gated by --fail-on-drop", DEFAULT_METRIC))
+    diff.add_argument("--fail-on-drop", type=float, metavar="X",
+                      help=_default("exit 1 when --metric fell by more than X, X >= 0", "no gate"))
+    diff.add_argument("--json", metavar="FILE", help=_default("also write the comparison as JSON", "none"))
     return parser
 
 
-def _progress_bars(enabled: bool):
-    """A pipeline progress callback drawing one tqdm bar per stage on stderr."""
-    from tqdm import tqdm
+class _ProgressBars:
+    """A pipeline progress callback drawing one tqdm bar per stage on stderr.
 
-    bars: dict[str, tqdm] = {}
+    :meth:`close` ends every bar still drawn (with a newline), so a message
+    printed after a failure starts on its own line instead of on the bar's.
+    """
 
-    def update(stage: str, done: int, total: int) -> None:
-        if not enabled:
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.bars: dict = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
             return
-        bar = bars.get(stage)
+        from tqdm import tqdm
+
+        bar = self.bars.get(stage)
         if bar is None:
-            bar = bars[stage] = tqdm(total=total, desc=f"embedding {stage}", unit="text", file=sys.stderr)
+            bar = self.bars[stage] = tqdm(total=total, desc=f"embedding {stage}", unit="text", file=sys.stderr)
         bar.n = done
         bar.refresh()
         if done >= total:
             bar.close()
 
-    return update
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()  # a second close does nothing
 
 
-def _run_analyze(args: argparse.Namespace) -> int:
-    from coverage_core.embeddings import EmbeddingCache
-    from coverage_core.ingest import read_documents, read_questions
-    from coverage_core.llm import ChatClient, LLMConfig
-    from coverage_core.pipeline import (
-        AnalysisConfig,
-        EmbeddingConfig,
-        analyze,
-        build_embedder,
-        check_answerability,
-        check_retrieval,
-    )
+def _shown(value) -> str:
+    """A flag's value as the user would write it (2 for 2.0, nan, inf)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
-    if args.k < 1:
-        raise InputError(f"--k must be at least 1 (got {args.k}).")
-    if args.subquestions is not None and args.subquestions < 1:
-        raise InputError(f"--subquestions must be at least 1 (got {args.subquestions}).")
-    grid = None
-    if args.compare_chunking is not None:
-        from coverage_core.chunking_comparison import parse_grid
 
-        grid = parse_grid(args.compare_chunking)
-    documents = read_documents(args.docs, pdf_password=args.pdf_password)
-    questions = read_questions(args.questions, question_column=args.question_column)
-    _check_columns(questions, args.relevant_column, args.label_column)
-    for warning in [*documents.warnings, *questions.warnings]:
-        print(f"warning: {warning}", file=sys.stderr)
+def _check_range(flag: str, value, low, high, *, open_low: bool = False) -> None:
+    """Refuse ``value`` (NaN and infinities included) outside [low, high], or (low, high] with ``open_low``."""
+    if value is None:
+        return
+    inside = (low < value if open_low else low <= value) and value <= high  # False for NaN
+    if not inside:
+        bounds = f"greater than {low:g} and at most {high:g}" if open_low else f"between {_shown(low)} and {_shown(high)}"
+        raise InputError(f"{flag} must be {bounds} (got {_shown(value)}).")
 
+
+def _check_at_least(flag: str, value, low) -> None:
+    """Refuse ``value`` below ``low``, NaN or infinite."""
+    if value is None:
+        return
+    if not (value >= low and (not isinstance(value, float) or math.isfinite(value))):
+        raise InputError(f"{flag} must be {_shown(low)} or more and finite (got {_shown(value)})."
+                         if isinstance(value, float) else f"{flag} must be at least {low} (got {value}).")
+
+
+def _analysis_settings(args: argparse.Namespace):
+    """The AnalysisConfig and chunking grid the flags ask for; InputError naming the flag if one is unusable.
+
+    Runs before any file is read or any text embedded. The limits are the
+    core's own (ChunkingConfig, AnalysisConfig, GapConfig, the screener);
+    building the AnalysisConfig at the end checks everything once more.
+    """
+    check_chunking(args.chunk_size, args.chunk_overlap, "--chunk-size", "--chunk-overlap")
+    _check_at_least("--clusters", args.clusters, 1)
+    _check_range("--strictness", args.strictness, *STRICTNESS_RANGE)
+    _check_range("--gap-threshold", args.gap_threshold, *COVERAGE_THRESHOLD_RANGE, open_low=True)
+    _check_range("--multi-threshold", args.multi_threshold, *MULTI_THRESHOLD_RANGE, open_low=True)
+    _check_at_least("--multi-n", args.multi_n, 1)
+    _check_range("--seed", args.seed, *SEED_RANGE)
+    _check_range("--fail-below", args.fail_below, *COVERAGE_THRESHOLD_RANGE, open_low=True)
+    _check_at_least("--k", args.k, 1)
+    _check_at_least("--subquestions", args.subquestions, 1)
+    if args.subquestions and not (args.llm_model or args.llm_base_url):
+        raise InputError(
+            "--subquestions needs an LLM to break questions into sub-questions; add --llm-model "
+            "(with OPENAI_API_KEY) or --llm-base-url (an OpenAI-compatible server such as a local Ollama)."
+        )
+    grid = _chunking_grid(args.compare_chunking) if args.compare_chunking is not None else None
     config = AnalysisConfig(
         embedding=EmbeddingConfig(args.embedder, args.model, args.dimensions, args.base_url),
         chunking=ChunkingConfig(args.chunk_size, args.chunk_overlap),
@@ -142,24 +241,93 @@ def _run_analyze(args: argparse.Namespace) -> int:
         multi_n=args.multi_n,
         gaps=GapConfig(gap_threshold=args.gap_threshold),
     )
+    return config, grid
+
+
+def _chunking_grid(text: str):
+    """The configurations of ``--compare-chunking``; InputError naming the flag and the bad pair."""
+    from coverage_core.chunking_comparison import parse_grid
+
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            parse_grid(part)
+        except InputError as error:
+            numbers = re.fullmatch(r"(\d+)\s*(?:/\s*(\d+))?", part)
+            if numbers:  # written right, but not a configuration: say why in the flag's own terms
+                try:
+                    check_chunking(int(numbers[1]), int(numbers[2] or 0), "SIZE", "OVERLAP")
+                except InputError as named:
+                    raise InputError(f"--compare-chunking {part}: {named}") from None
+            raise InputError(f"--compare-chunking: {_clause(error)}") from None
+    try:
+        return parse_grid(text)
+    except InputError as error:  # nothing left, e.g. only commas
+        raise InputError(f"--compare-chunking: {_clause(error)}") from None
+
+
+def _clause(error: Exception) -> str:
+    """A core message continuing a sentence the CLI started ("The grid …" -> "the grid …")."""
+    text = str(error)
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
+def _embedder(config, args: argparse.Namespace):
+    """The embedder (nothing is loaded or sent yet); a --dimensions the model cannot give is named as such."""
+    import dataclasses
+
+    from coverage_core.pipeline import build_embedder  # looked up now, so tests can stand in a fake
+
+    try:
+        return build_embedder(config.embedding)
+    except InputError as error:
+        if args.dimensions is None:
+            raise
+        try:
+            build_embedder(dataclasses.replace(config.embedding, dimensions=None))
+            without = None
+        except InputError as other:
+            without = str(other)
+        if without == str(error):  # not about the dimensions (e.g. an unknown model)
+            raise
+        raise InputError(f"--dimensions {args.dimensions} cannot be used: {_clause(error)}") from None
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    from coverage_core.embeddings import EmbeddingCache
+    from coverage_core.ingest import read_documents, read_questions
+    from coverage_core.llm import ChatClient, LLMConfig
+    from coverage_core.pipeline import analyze, check_answerability, check_retrieval
+
+    # Every flag is checked, and the embedder and LLM client set up (no
+    # model loaded, nothing sent), before any file is read.
+    config, grid = _analysis_settings(args)
+    embedder = _embedder(config, args)
     llm = None
     if args.llm_model or args.llm_base_url:
         llm = ChatClient(LLMConfig(model=args.llm_model or LLMConfig.model, base_url=args.llm_base_url))
-    if args.subquestions and llm is None:
-        from coverage_core.subquestions import UNAVAILABLE_REASON
 
-        raise InputError(UNAVAILABLE_REASON)
+    documents = read_documents(args.docs, pdf_password=args.pdf_password)
+    questions = read_questions(args.questions, question_column=args.question_column)
+    _check_columns(questions, args.relevant_column, args.label_column)
+    for warning in [*documents.warnings, *questions.warnings]:
+        print(f"warning: {warning}", file=sys.stderr)
+
     cache = EmbeddingCache(args.cache_dir)
-    embedder = build_embedder(config.embedding)
-    analysis = analyze(
-        config,
-        documents.documents,
-        questions,
-        embedder=embedder,
-        cache=cache,
-        llm=llm,
-        progress=_progress_bars(not args.quiet),
-    )
+    progress = _ProgressBars(not args.quiet)
+    try:
+        analysis = analyze(
+            config,
+            documents.documents,
+            questions,
+            embedder=embedder,
+            cache=cache,
+            llm=llm,
+            progress=progress,
+        )
+    finally:
+        progress.close()
     retrieval = check_retrieval(analysis, args.relevant_column, args.k)
     labels, answerability = check_answerability(analysis, args.label_column)
     analysis.warnings.extend([*(retrieval.notes if retrieval else ()), *labels.notes])
@@ -261,8 +429,7 @@ def _subquestions(analysis, n: int, k: int, embedder, cache, llm):
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    if args.fail_on_drop is not None and not args.fail_on_drop >= 0:
-        raise InputError(f"--fail-on-drop must be 0 or more (got {args.fail_on_drop}).")
+    _check_at_least("--fail-on-drop", args.fail_on_drop, 0.0)
     old, new = ci.load_report(args.old), ci.load_report(args.new)
     diff = ci.diff_reports(old, new)
     print(ci.format_diff(diff, args.old, args.new))

@@ -46,6 +46,9 @@ SUGGESTION_PASSAGE_CHARS = 300
 N_EXISTING_IN_PROMPT = 20
 # LLM failures after which asking again for the next gap is pointless.
 _FATAL_KINDS = {"auth", "connection", "timeout", "rate_limit"}
+# A threshold on a coverage score (1 - a cosine distance in [0, 2]): above
+# the lowest coverage, -1, and at most the highest, 1. The CLI reads it too.
+COVERAGE_THRESHOLD_RANGE = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,11 @@ class GapConfig:
     n_passages: int = 3
 
     def __post_init__(self):
-        if not -1 < self.gap_threshold <= 1:
-            raise InputError(f"gap_threshold is a coverage and must be in (-1, 1]; got {self.gap_threshold}.")
+        low, high = COVERAGE_THRESHOLD_RANGE
+        if not low < self.gap_threshold <= high:
+            raise InputError(
+                f"gap_threshold is a coverage and must be in ({low:g}, {high:g}]; got {self.gap_threshold}."
+            )
         if not 0 <= self.size_weight <= 1:
             raise InputError(f"size_weight must be between 0 and 1; got {self.size_weight}.")
         for name in ("n_themes", "n_suggestions", "n_passages"):

@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import codecs
 import csv
+import errno
 import io
 import logging
+import os
 import re
+import stat
 import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pandas as pd
-from pypdf import PasswordType, PdfReader
-from pypdf.errors import DependencyError, PyPdfError
+from pypdf import PageObject, PasswordType, PdfReader, apply_configuration
+from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
+from pypdf.generic import ContentStream, StreamObject
 
 from coverage_core.errors import InputError
 from coverage_core.types import (
@@ -40,9 +45,10 @@ DOCUMENT_SUFFIXES = (".pdf", ".txt", ".md")
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 PAGE_SEPARATOR = "\n\n"
 
-# A PDF with images and fewer visible characters than this per page on
-# average is treated as scanned: such files often carry a stray label or page
-# number but no real text layer.
+# A page that draws images and has fewer visible characters than this has no
+# real text layer: scans often carry a stray label or page number. A PDF with
+# such pages and fewer characters than this per page on average is treated as
+# scanned as a whole.
 MIN_CHARS_PER_PAGE = 10
 
 # Names of the question column in common tools (RAGAS uses "user_input",
@@ -72,7 +78,8 @@ _NO_DELIMITER = "\x1f"
 _SNIFF_CHARS = 32_000
 
 # pypdf reports malformed files not only through its own PyPdfError but also
-# through builtin errors raised deep in its parser.
+# through builtin errors raised deep in its parser (an assert, for one, when
+# an inline image in page content is malformed).
 _PDF_ERRORS = (
     PyPdfError,
     ValueError,
@@ -80,9 +87,26 @@ _PDF_ERRORS = (
     IndexError,
     TypeError,
     AttributeError,
+    AssertionError,
     RecursionError,
     zlib.error,
 )
+
+# pypdf stops at fixed safety limits (LimitReachedError) so that a small file
+# cannot make it use gigabytes, as a decompression bomb would. Of the limits met
+# while extracting text, one grows with honest content: the parsing budget of
+# 2,000,000 tokens (operators and operands) per page content stream. The others
+# (75 MB per decompressed stream and per declared stream length, 2,000,000
+# cross-reference entries, 100,000 elements per array, page-tree size) stay:
+# valid files under DEFAULT_MAX_BYTES rarely come near them, and they are what
+# stops bombs. Measured on pypdf 7.1, a token costs 100 to 140 bytes
+# of memory and 2 to 4 µs, and dense content (text placed glyph by glyph,
+# detailed charts) has 200,000 to 500,000 tokens per MB: the default refuses
+# pages of only 4 to 10 MB. 5,000,000 tokens lets a page hold 10 to 25 MB (up
+# to half the largest file we accept) for at most about 0.7 GB of memory and
+# 20 s while that page, read one at a time, is parsed. Applied with
+# apply_configuration, so pypdf's settings for the rest of the process stay.
+_PDF_LIMITS = {"stream_parsing_work_maximum_count": 5_000_000}
 
 
 # ---------------------------------------------------------------------------
@@ -130,20 +154,25 @@ def read_documents(
     found in a folder by its path relative to that folder, so two
     ``intro.md`` in different subfolders stay apart. ``pdf_password`` is tried
     on every encrypted PDF. Raises ``InputError`` if no document is readable.
+
+    Links are followed, to files and to folders, and every file is read once
+    however many paths lead to it (the first name in sorted order wins, a
+    path without links before one through a link). A link that points to
+    nothing (broken) or to itself (a loop), and a link inside a folder that
+    leads back to a folder containing it, are skipped with a warning naming
+    the link; the walk never follows a loop.
     """
     sources: list[_Source] = []
-    seen: set[Path] = set()
+    seen: set[tuple[int, int]] = set()
     for raw in paths:
         path = Path(raw)
+        problem = _path_problem(path)
+        if problem is not None:
+            sources.append(_problem(str(raw), *problem))
+            continue
         if path.is_dir():
-            found = sorted(
-                (file.relative_to(path).as_posix(), file)
-                for file in path.rglob("*")
-                if file.suffix.lower() in DOCUMENT_SUFFIXES
-                and not any(part.startswith(".") for part in file.relative_to(path).parts)
-                and file.is_file()
-            )
-            if not found:
+            found = _folder_entries(path)
+            if not any(file is not None for _, file, _ in found):
                 sources.append(
                     _problem(
                         str(raw),
@@ -151,18 +180,130 @@ def read_documents(
                         "add documents to the folder or check the path",
                     )
                 )
-            files = found
         elif path.is_file():
-            files = [(path.name, path)]
+            found = [(path.name, path, None)]
         else:
-            sources.append(_problem(str(raw), "does not exist", "check the path"))
+            sources.append(_problem(str(raw), "is not a file or a folder", "give document files or folders"))
             continue
-        for name, file in files:
-            if file.resolve() in seen:  # the same file named twice, e.g. file and its folder
+        for name, file, problem in found:
+            if problem is not None:
+                sources.append(_problem(name, *problem))
                 continue
-            seen.add(file.resolve())
+            identity = _file_identity(file)
+            if identity in seen:  # the same file named twice, e.g. file and its folder, or through a link
+                continue
+            seen.add(identity)
             sources.append(_path_source(name, file))
     return _read_sources(sources, pdf_password, max_bytes)
+
+
+def _path_problem(path: Path) -> tuple[str, str] | None:
+    """Why ``path`` leads nowhere, as (reason, advice); None if it leads to something."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "is a link loop (it leads back to itself)", "point the link at a real file or folder"
+        if os.path.islink(path):
+            return (
+                f"is a broken link (it points to {os.readlink(path)}, which does not exist)",
+                "fix the link or remove it",
+            )
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "does not exist", "check the path"
+        return f"could not be opened ({error.strerror or error})", "check that it is readable"
+    return None
+
+
+def _file_identity(path: Path) -> tuple[int, int]:
+    """(device, inode) of what ``path`` leads to: equal for every path to one file."""
+    try:
+        info = path.stat()
+    except OSError:  # reading it will fail and say why; keep it apart
+        return (-1, id(path))
+    return (info.st_dev, info.st_ino)
+
+
+_LOOP = (
+    "is a link back to a folder that contains it (a link loop)",
+    "the folder it leads to is read once already, so nothing is missing",
+)
+
+
+def _folder_entries(folder: Path) -> list[tuple[str, Path | None, tuple[str, str] | None]]:
+    """The document files under ``folder`` and the links skipped there, sorted by relative name.
+
+    Each entry is ``(name relative to folder, file, None)`` or ``(name, None,
+    (reason, advice))``. Hidden files and folders are left out. Folders are
+    walked without links first, then the folders links lead to, each folder
+    once: a link to a folder already walked adds nothing, a link to a folder
+    that contains it is a loop and is reported.
+    """
+    entries: list[tuple[str, Path | None, tuple[str, str] | None]] = []
+    files: list[tuple[bool, str, Path, tuple[int, int]]] = []  # (through a link, name, path, identity)
+    walked: set[tuple[int, int]] = set()
+    links: list[tuple[str, Path, frozenset]] = []  # (name, path, identities of the folders holding it)
+
+    def walk(prefix: str, directory: Path, chain: frozenset, through_link: bool) -> None:
+        try:
+            with os.scandir(directory) as listing:
+                children = sorted(listing, key=lambda entry: entry.name)
+        except OSError as error:
+            entries.append(
+                (prefix.rstrip("/") or str(directory), None,
+                 (f"could not be listed ({error.strerror or error})", "check that the folder is readable"))
+            )
+            return
+        for child in children:
+            if child.name.startswith("."):
+                continue
+            name, path = prefix + child.name, Path(child.path)
+            is_link = child.is_symlink()
+            problem = _path_problem(path) if is_link else None
+            if problem is not None:
+                entries.append((name, None, problem))
+                continue
+            try:
+                info = path.stat()
+            except OSError as error:
+                entries.append((name, None, (f"could not be opened ({error.strerror or error})", "check that it is readable")))
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if is_link:
+                    links.append((name, path, chain))
+                    continue
+                identity = (info.st_dev, info.st_ino)
+                if identity in chain:  # a bind mount of an enclosing folder
+                    entries.append((name, None, _LOOP))
+                elif identity not in walked:
+                    walked.add(identity)
+                    walk(name + "/", path, chain | {identity}, through_link)
+            elif stat.S_ISREG(info.st_mode) and PurePosixPath(child.name).suffix.lower() in DOCUMENT_SUFFIXES:
+                files.append((through_link or is_link, name, path, (info.st_dev, info.st_ino)))
+
+    top = folder.stat()
+    walked.add((top.st_dev, top.st_ino))
+    walk("", folder, frozenset({(top.st_dev, top.st_ino)}), False)
+    while links:  # folders reached through links, after every folder reached without one
+        name, path, chain = links.pop(0)
+        try:
+            info = path.stat()
+        except OSError as error:  # changed since it was listed
+            entries.append((name, None, (f"could not be opened ({error.strerror or error})", "check that it is readable")))
+            continue
+        identity = (info.st_dev, info.st_ino)
+        if identity in chain:
+            entries.append((name, None, _LOOP))
+        elif identity not in walked:
+            walked.add(identity)
+            walk(name + "/", path, chain | {identity}, True)
+    # One entry per file: the name reached without a link wins, else the first name.
+    kept: set[tuple[int, int]] = set()
+    for _, name, path, identity in sorted(files, key=lambda file: file[:2]):
+        if identity not in kept:
+            kept.add(identity)
+            entries.append((name, path, None))
+    return sorted(entries, key=lambda entry: entry[0])
 
 
 def read_uploaded_documents(
@@ -272,48 +413,72 @@ def _read_text(name: str, data: bytes) -> Document:
 def _read_pdf(
     name: str, data: bytes, password: str | None, warnings_: list[IngestWarning]
 ) -> Document:
-    """Extract the text of each page; pages are joined with ``PAGE_SEPARATOR``."""
-    with _quiet_pypdf():
+    """Extract the text of each page; pages are joined with ``PAGE_SEPARATOR``.
+
+    A page that cannot be read, or that has only images, is left out with a
+    warning naming it; the rest of the file is still used.
+    """
+    with _quiet_pypdf(), apply_configuration(**_PDF_LIMITS):
         try:
             reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted:
                 _unlock(reader, password)
-            page_texts: list[str] = []
-            failed_pages: list[int] = []
-            for number, page in enumerate(reader.pages, start=1):
-                try:
-                    page_texts.append(page.extract_text() or "")
-                except _PDF_ERRORS:
-                    page_texts.append("")
-                    failed_pages.append(number)
-            if page_texts and len(failed_pages) == len(page_texts):
-                raise _damaged()
-            visible = sum(len("".join(text.split())) for text in page_texts)
-            scanned = visible == 0 or (
-                visible < MIN_CHARS_PER_PAGE * len(page_texts)
-                and any(len(page.images) for page in reader.pages)
-            )
+            pages = list(reader.pages)
         except DependencyError as error:
             raise _Unreadable(
                 "is encrypted with AES, which needs the 'cryptography' package",
                 "install it with 'pip install cryptography'",
             ) from error
         except _PDF_ERRORS as error:
-            raise _damaged() from error
+            raise _unreadable_pdf(isinstance(error, LimitReachedError)) from error
+        page_texts: list[str] = []
+        unreadable: list[int] = []
+        too_large: list[int] = []
+        for number, page in enumerate(pages, start=1):
+            try:
+                page_texts.append(page.extract_text() or "")
+            except _PDF_ERRORS as error:
+                page_texts.append("")
+                (too_large if isinstance(error, LimitReachedError) else unreadable).append(number)
+        if pages and len(unreadable) + len(too_large) == len(pages):
+            raise _unreadable_pdf(bool(too_large))
+        visible = [len("".join(text.split())) for text in page_texts]
+        failed = set(unreadable + too_large)
+        read = [
+            (number, page, count)
+            for number, (page, count) in enumerate(zip(pages, visible), start=1)
+            if number not in failed
+        ]
+        scanned = sum(visible) == 0 or (
+            sum(visible) < MIN_CHARS_PER_PAGE * len(pages)
+            and any(_draws_image(page) for _, page, _ in read)
+        )
+        image_only = [
+            number
+            for number, page, count in read
+            if not scanned and count < MIN_CHARS_PER_PAGE and _draws_image(page)
+        ]
     if scanned:
         raise _Unreadable(
             "has no extractable text (it looks scanned or image-only)",
             "run OCR on it first (for example with ocrmypdf) and add the result",
         )
-    if failed_pages:
-        listed = ", ".join(str(number) for number in failed_pages)
-        warnings_.append(
-            IngestWarning(
-                name,
-                f"Page(s) {listed} could not be read and were left out; "
-                "the rest of the PDF was used.",
-            )
-        )
+    for numbers, what in (
+        (unreadable, "could not be read and were left out; the rest of the PDF was used"),
+        (
+            too_large,
+            "are too large for the reader's safety limit, so their text was left out; "
+            "split the PDF or print it to a new PDF to include them",
+        ),
+        (
+            image_only,
+            "have only images and no text, so their content was left out; "
+            "run OCR on the PDF (for example with ocrmypdf) to include them",
+        ),
+    ):
+        if numbers:
+            listed = ", ".join(str(number) for number in numbers)
+            warnings_.append(IngestWarning(name, f"Page(s) {listed} {what}."))
     spans: list[PageSpan] = []
     start = 0
     for number, text in enumerate(page_texts, start=1):
@@ -322,11 +487,64 @@ def _read_pdf(
     return Document(name=name, text=PAGE_SEPARATOR.join(page_texts), pages=tuple(spans))
 
 
-def _damaged() -> _Unreadable:
+def _unreadable_pdf(too_large: bool) -> _Unreadable:
+    if too_large:
+        # A safety limit means the file asks for more than the reader allows,
+        # not that it is damaged: downloading it again would change nothing.
+        return _Unreadable(
+            "is too large for the reader's safety limit",
+            "split it into smaller PDFs or print it to a new PDF",
+        )
     return _Unreadable(
         "could not be read as a PDF (it looks damaged or truncated)",
         "open and save it again, or export or download it again",
     )
+
+
+def _draws_image(page: PageObject) -> bool:
+    """Whether the page draws an image: inline, or an image XObject, also inside forms.
+
+    Judged from the page's operators and resources without decoding any image;
+    ``page.images`` decodes every inline image only to count it.
+    """
+    try:
+        return _content_draws_image(
+            page.get_contents(), _resolved(page.get("/Resources")), page.pdf, set()
+        )
+    except _PDF_ERRORS:
+        # Content that cannot be parsed draws nothing we could use; whether the
+        # page has text was already decided by the text extraction.
+        return False
+
+
+def _content_draws_image(
+    content: ContentStream | None, resources: Any, pdf: Any, seen: set[int]
+) -> bool:
+    if content is None:
+        return False
+    xobjects = _resolved(resources.get("/XObject")) if isinstance(resources, dict) else None
+    for operands, operator in content.operations:
+        if operator == b"INLINE IMAGE":
+            return True
+        if operator != b"Do" or not operands or not isinstance(xobjects, dict):
+            continue
+        xobject = _resolved(xobjects.get(operands[0]))
+        if not isinstance(xobject, StreamObject) or id(xobject) in seen:
+            continue
+        seen.add(id(xobject))  # forms may draw each other in a loop
+        if xobject.get("/Subtype") == "/Image":
+            return True
+        # A form without resources of its own uses those of what draws it.
+        if xobject.get("/Subtype") == "/Form" and _content_draws_image(
+            ContentStream(xobject, pdf), _resolved(xobject.get("/Resources")) or resources, pdf, seen
+        ):
+            return True
+    return False
+
+
+def _resolved(value: Any) -> Any:
+    """The object behind a PDF reference (or the value itself, or None)."""
+    return value.get_object() if value is not None else None
 
 
 def _unlock(reader: PdfReader, password: str | None) -> None:

@@ -266,3 +266,104 @@ def test_uncached_texts_names_what_a_run_would_send(cache_dir):
     assert uncached_texts(wanted, CountingEmbedder(model="other"), cache) == TEXTS[2:8]
     run = embed_texts(wanted, CountingEmbedder(), cache)
     assert run.n_embedded == 5 and len(uncached_texts(wanted, embedder, cache)) == 0
+
+
+def _filled_cache(cache_dir, n=300):
+    """A cache holding ``n`` vectors (several SQLite pages), all connections closed."""
+    cache = EmbeddingCache(cache_dir)
+    key = CacheKey("fake", "m", 0)
+    rng = np.random.default_rng(0)
+    items = [(text_hash(f"text {i}"), rng.standard_normal(8), 3) for i in range(n)]
+    cache.put_many(key, items)
+    return key, [digest for digest, _, _ in items]
+
+
+def test_damaged_pages_make_every_cache_operation_a_clear_input_error(cache_dir):
+    """Garbage over the middle of the file (as `dd` would write it): one sentence, from every operation."""
+    from coverage_core.errors import InputError
+
+    key, digests = _filled_cache(cache_dir)
+    path = cache_dir / CACHE_FILE_NAME
+    data = bytearray(path.read_bytes())
+    assert len(data) > 12288 and not (cache_dir / (CACHE_FILE_NAME + "-wal")).exists()
+    data[4096:12288] = np.random.default_rng(1).integers(0, 256, 8192, dtype=np.uint8).tobytes()
+    path.write_bytes(bytes(data))
+
+    cache = EmbeddingCache(cache_dir)
+    operations = {
+        "lookup": lambda: cache.get_many(key, digests),
+        "has": lambda: cache.has_many(key, digests),
+        "write": lambda: cache.put_many(key, [(text_hash("new"), np.ones(8), 1)]),
+        "count": lambda: cache.count(),
+        "count one model": lambda: cache.count(key),
+        "clear": lambda: cache.clear(key),
+        "embed_texts": lambda: embed_texts(["text 1", "new text"], CountingEmbedder(model="m"), cache),
+    }
+    for name, operation in operations.items():
+        with pytest.raises(InputError) as raised:
+            operation()
+        message = str(raised.value)
+        assert message == (
+            f"Cannot use the embedding cache {path} (database disk image is malformed); delete the file "
+            "or set COVERAGE_CORE_CACHE_DIR to another folder."
+        ), name
+
+
+def test_a_damaged_vector_is_a_clear_input_error(cache_dir):
+    """A row SQLite reads without complaint but whose vector is not whole float32s."""
+    import sqlite3
+
+    from coverage_core.errors import InputError
+
+    key, digests = _filled_cache(cache_dir, n=3)
+    with sqlite3.connect(cache_dir / CACHE_FILE_NAME) as connection:
+        connection.execute("UPDATE embeddings SET vector = ? WHERE text_hash = ?", (b"\x00" * 7, digests[0]))
+    connection.close()
+    with pytest.raises(InputError, match="delete the file"):
+        EmbeddingCache(cache_dir).get_many(key, digests)
+
+
+def test_an_empty_cache_file_is_rebuilt_with_a_warning(cache_dir):
+    cache_dir.mkdir(parents=True)
+    (cache_dir / CACHE_FILE_NAME).write_bytes(b"")
+    cache = EmbeddingCache(cache_dir)
+    assert cache.warnings == []
+    first = embed_texts(TEXTS, CountingEmbedder(), cache)
+    assert first.n_embedded == len(TEXTS)
+    assert cache.warnings == [
+        f"The embedding cache {cache_dir / CACHE_FILE_NAME} was an empty file, so it was started afresh and "
+        "earlier embeddings will be computed again; if this happens again, check the free space on that disk."
+    ]
+    assert cache.count() == len(TEXTS)
+    embed_texts(TEXTS, CountingEmbedder(), cache)
+    assert len(cache.warnings) == 1  # said once
+    # The rebuilt file is a working cache: a new instance finds everything and warns of nothing.
+    again = EmbeddingCache(cache_dir)
+    assert embed_texts(TEXTS, CountingEmbedder(), again).n_cached == len(TEXTS)
+    assert again.warnings == []
+
+
+def test_a_new_cache_file_is_no_warning(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    embed_texts(TEXTS, CountingEmbedder(), cache)
+    assert cache.warnings == []
+
+
+def test_cache_warnings_reach_the_analysis_warnings(cache_dir):
+    """The pipeline copies the cache's sentences into the analysis warnings (CLI stderr, report, dashboard)."""
+    from coverage_core import pipeline
+    from coverage_core.types import Question, QuestionSet
+    import pandas as pd
+
+    cache_dir.mkdir(parents=True)
+    (cache_dir / CACHE_FILE_NAME).write_bytes(b"")
+    cache = EmbeddingCache(cache_dir)
+    texts = ["What is a drum?", "How is a flute played?", "Who plays the violin?"]
+    questions = QuestionSet(
+        frame=pd.DataFrame({"question": texts}), question_column="question",
+        questions=[Question(row, text) for row, text in enumerate(texts)],
+    )
+    embedded = pipeline.embed_questions(questions, CountingEmbedder(), cache)
+    assert len(embedded.cache_warnings) == 1 and "was an empty file" in embedded.cache_warnings[0]
+    assert cache.warnings == []  # taken: told once, with the vectors embedded after the rebuild
+    assert pipeline.embed_questions(questions, CountingEmbedder(), cache).cache_warnings == []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -83,15 +83,55 @@ class EmbeddingCache:
     Args:
         directory: Folder for the cache file; None means
             :func:`default_cache_dir` at construction time. Created on first use.
+
+    A cache file SQLite cannot use (not a database, damaged pages) makes
+    every operation raise :class:`InputError` advising to delete the file or
+    use another folder. An empty (0-byte) file is started afresh, and
+    ``warnings`` says so: callers show these sentences to the user (the
+    pipeline moves them into the warnings of the analysis that embedded
+    next, so the CLI prints them, the report and the dashboard list them).
     """
 
     def __init__(self, directory: str | Path | None = None):
         self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
         self.path = self.directory / CACHE_FILE_NAME
         self._ready = False
+        self.warnings: list[str] = []
 
     def __repr__(self) -> str:
         return f"EmbeddingCache(directory={str(self.directory)!r})"
+
+    def _unusable(self, exc: Exception) -> InputError:
+        """The one sentence for a cache file SQLite cannot use."""
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return InputError(
+                f"The embedding cache {self.path} stayed locked by another program ({exc}); "
+                "let it finish or set COVERAGE_CORE_CACHE_DIR to another folder."
+            )
+        return InputError(
+            f"Cannot use the embedding cache {self.path} ({exc}); delete the file "
+            "or set COVERAGE_CORE_CACHE_DIR to another folder."
+        )
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn SQLite failures (a damaged file can fail any statement) into that sentence."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from exc
+
+    def _note_empty_file(self) -> None:
+        """Warn once when the cache file is there but empty: SQLite starts it afresh."""
+        try:
+            empty = self.path.stat().st_size == 0
+        except OSError:
+            return  # no file yet (created now) or unreadable (connecting says why)
+        if empty:
+            self.warnings.append(
+                f"The embedding cache {self.path} was an empty file, so it was started afresh and earlier "
+                "embeddings will be computed again; if this happens again, check the free space on that disk."
+            )
 
     def _connect(self) -> sqlite3.Connection:
         """A fresh connection (one per operation, so any thread may call us)."""
@@ -103,27 +143,27 @@ class EmbeddingCache:
                     f"Cannot create the embedding cache folder {self.directory} ({exc.strerror}); "
                     "set COVERAGE_CORE_CACHE_DIR to a writable folder."
                 ) from exc
+            self._note_empty_file()
         # timeout: wait for another writer instead of failing with "database is locked".
-        try:
+        with self._guard():
             connection = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
-            if not self._ready:
-                with connection:
-                    # WAL lets readers proceed while another process writes; the mode
-                    # is stored in the file, so doing this once per instance is enough.
-                    connection.execute("PRAGMA journal_mode=WAL")
-                    connection.execute(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise InputError(
-                f"Cannot use the embedding cache {self.path} ({exc}); delete the file "
-                "or set COVERAGE_CORE_CACHE_DIR to another folder."
-            ) from exc
+            try:
+                if not self._ready:
+                    with connection:
+                        # WAL lets readers proceed while another process writes; the mode
+                        # is stored in the file, so doing this once per instance is enough.
+                        connection.execute("PRAGMA journal_mode=WAL")
+                        connection.execute(_SCHEMA)
+                connection.execute("PRAGMA synchronous=NORMAL")
+            except BaseException:
+                connection.close()
+                raise
         self._ready = True
-        connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
     def _select(self, columns: str, key: CacheKey, hashes: Sequence[bytes]) -> Iterator[tuple]:
         """Rows of ``columns`` for the stored ``hashes`` of one model, looked up in slices."""
-        with closing(self._connect()) as connection:
+        with closing(self._connect()) as connection, self._guard():
             for part in batches(list(hashes), _LOOKUP_CHUNK):
                 marks = ",".join("?" * len(part))
                 yield from connection.execute(
@@ -134,10 +174,13 @@ class EmbeddingCache:
 
     def get_many(self, key: CacheKey, hashes: Sequence[bytes]) -> dict[bytes, tuple[np.ndarray, int]]:
         """Cached ``(vector, token_count)`` for each hash found; missing ones are absent."""
-        return {
-            bytes(digest): (np.frombuffer(blob, dtype="<f4").copy(), int(tokens))
-            for digest, tokens, blob in self._select("text_hash, tokens, vector", key, hashes)
-        }
+        found = {}
+        for digest, tokens, blob in self._select("text_hash, tokens, vector", key, hashes):
+            if not isinstance(blob, bytes) or len(blob) % 4 or not isinstance(tokens, int):
+                # SQLite read the page but the row is not what we wrote: damage it could not see.
+                raise self._unusable(sqlite3.DatabaseError("a stored vector is damaged"))
+            found[bytes(digest)] = (np.frombuffer(blob, dtype="<f4").copy(), tokens)
+        return found
 
     def has_many(self, key: CacheKey, hashes: Sequence[bytes]) -> set[bytes]:
         """The hashes among ``hashes`` that have a stored vector (vectors are not read)."""
@@ -151,12 +194,12 @@ class EmbeddingCache:
         ]
         if not rows:
             return
-        with closing(self._connect()) as connection, connection:
+        with closing(self._connect()) as connection, self._guard(), connection:
             connection.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def count(self, key: CacheKey | None = None) -> int:
         """Number of stored vectors, for one model or in total."""
-        with closing(self._connect()) as connection:
+        with closing(self._connect()) as connection, self._guard():
             if key is None:
                 return connection.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
             return connection.execute(
@@ -166,7 +209,7 @@ class EmbeddingCache:
 
     def clear(self, key: CacheKey | None = None) -> None:
         """Forget the vectors of one model, or everything."""
-        with closing(self._connect()) as connection, connection:
+        with closing(self._connect()) as connection, self._guard(), connection:
             if key is None:
                 connection.execute("DELETE FROM embeddings")
             else:
