@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = ["build_html_report", "METRIC_NOTES"]
 
+# Near-duplicate groups shown, largest first, and member rows listed per group:
+# a page someone reads, not a data dump (the JSON report has every group).
+MAX_DUPLICATE_GROUPS = 200
+MAX_ROWS_PER_GROUP = 50
+
 METRIC_NOTES = {
     "basic": "1 − mean distance from each chunk to its nearest test question.",
     "weighted": "Size-weighted per-cluster coverage, as the method defines it; equals basic by construction.",
@@ -259,13 +264,31 @@ def build_html_report(
         )
     )
     parts.append("<h2>Near-duplicate questions</h2>")
-    questions = analysis.questions.questions
+    groups = analysis.duplicate_table()
+    threshold = analysis.config.redundancy_threshold
+    parts.append(
+        f"<p>{int(groups['n_questions'].sum())} questions form {len(groups)} group(s): every question of a group "
+        f"has similarity ≥ {threshold:.2f} to the group's first question, its representative, so the others add "
+        "next to no coverage.</p>"
+        if len(groups)
+        else f"<p>No near-duplicate questions (similarity ≥ {threshold:.2f}).</p>"
+    )
+    if len(groups) > MAX_DUPLICATE_GROUPS:
+        parts.append(
+            f'<p class="muted">The {MAX_DUPLICATE_GROUPS} largest groups of {len(groups)}; '
+            "the JSON report lists them all.</p>"
+        )
+
+    def _other_rows(rows: list[int]) -> str:
+        more = f" … and {len(rows) - MAX_ROWS_PER_GROUP} more" if len(rows) > MAX_ROWS_PER_GROUP else ""
+        return _e(", ".join(map(str, rows[:MAX_ROWS_PER_GROUP])) + more)
+
     parts.append(
         _table(
-            ["row", "question", "row", "question", "similarity"],
+            ["representative row", "representative question", "questions", "other rows", "lowest similarity"],
             (
-                [_e(questions[i].row), _e(questions[i].text), _e(questions[j].row), _e(questions[j].text), _num(s)]
-                for i, j, s in analysis.redundant_pairs
+                [_e(g.row), _e(g.question), _e(g.n_questions), _other_rows(g.other_rows), _num(g.min_similarity)]
+                for g in groups.head(MAX_DUPLICATE_GROUPS).itertuples(index=False)
             ),
             numeric=(0, 2, 4),
         )

@@ -47,6 +47,8 @@ __all__ = [
     "basic_coverage",
     "cluster_coverages",
     "document_coverage",
+    "duplicate_groups",
+    "DuplicateGroups",
     "multi_n_coverage",
     "multi_threshold_coverage",
     "nearest_question_distances",
@@ -54,7 +56,6 @@ __all__ = [
     "NearestQuestions",
     "question_support",
     "questions_covering_clusters",
-    "redundant_pairs",
     "scan_similarities",
     "SimilarityScan",
     "weighted_coverage",
@@ -63,6 +64,9 @@ __all__ = [
 # Similarities computed per block: 8M float32 values = 32 MB, small next to
 # the 2 GB budget yet large enough for BLAS to run at full speed.
 _BLOCK_ELEMENTS = 1 << 23
+
+# Rows of a block whose similarities to itself fill _BLOCK_ELEMENTS.
+_SQUARE_BLOCK_ROWS = int(np.sqrt(_BLOCK_ELEMENTS))
 
 # Rows per sub-block when tracking each question's best chunk (see _scan).
 _SUB_BLOCK_ROWS = 64
@@ -922,47 +926,178 @@ def question_support(
     return found["col_sim"], found["col_idx"]
 
 
-def redundant_pairs(
-    question_vectors, threshold: float = 0.95, block_size: int | None = None
-) -> list[tuple[int, int, float]]:
-    """Near-duplicate question pairs.
+@dataclass(frozen=True)
+class DuplicateGroups:
+    """Near-duplicate questions in groups, each around one representative.
 
-    Pairs ``(i, j, s)`` with ``i < j`` and cosine similarity
-    ``s = 1 - dist(q_i, q_j) >= threshold`` (exact duplicates included; a
-    1e-6 tolerance absorbs float32 rounding). A redundant question adds no
-    coverage: its nearest chunks are already as close to its twin.
+    Built by :func:`duplicate_groups`, which states the grouping rule.
+
+    Attributes
+    ----------
+    representative : ndarray of shape (m,), int
+        Index of each question's representative; a representative, and a
+        question with no near-duplicate, is its own.
+    similarity : ndarray of shape (m,), float64
+        Cosine similarity of each question to its representative (1 for a
+        representative).
+    threshold : float
+        The near-duplicate threshold the groups were built with.
+    """
+
+    representative: np.ndarray
+    similarity: np.ndarray
+    threshold: float
+
+    @property
+    def groups(self) -> list[tuple[int, np.ndarray]]:
+        """``(representative, members)`` of each group of two or more
+        questions; ``members`` in index order, so the representative comes
+        first. Largest groups first, then by representative."""
+        rep = self.representative
+        order = np.argsort(rep, kind="stable")  # members of one group adjacent, in index order
+        heads, starts, sizes = np.unique(rep[order], return_index=True, return_counts=True)
+        keep = np.flatnonzero(sizes >= 2)
+        keep = keep[np.lexsort((heads[keep], -sizes[keep]))]
+        return [(int(heads[g]), order[starts[g] : starts[g] + sizes[g]]) for g in keep]
+
+    @property
+    def n_groups(self) -> int:
+        """Groups of two or more questions."""
+        sizes = np.bincount(self.representative, minlength=len(self.representative))
+        return int((sizes >= 2).sum())
+
+    @property
+    def n_questions(self) -> int:
+        """Questions in those groups, representatives included."""
+        sizes = np.bincount(self.representative, minlength=len(self.representative))
+        return int(sizes[sizes >= 2].sum())
+
+    @property
+    def duplicate_of(self) -> np.ndarray:
+        """Each question's representative, -1 for representatives and questions in no group."""
+        own = self.representative == np.arange(len(self.representative))
+        return np.where(own, -1, self.representative)
+
+
+def duplicate_groups(
+    question_vectors,
+    threshold: float = 0.95,
+    *,
+    repeats: dict[int, int] | None = None,
+    block_size: int | None = None,
+) -> DuplicateGroups:
+    """Group near-duplicate questions around representatives (leader clustering).
+
+    Two questions are near-duplicates when their cosine similarity
+    ``s = 1 - dist(q_i, q_j) >= threshold`` (a 1e-6 tolerance absorbs float32
+    rounding, so exact duplicates pass even a threshold of 1). A redundant
+    question adds no coverage: its nearest chunks are already as close to its
+    twin.
+
+    Rule: questions are taken in index order. Question ``j`` joins the group
+    of the earlier representative it is most similar to among those with
+    ``s >= threshold`` (ties: the earliest); with none, it becomes a
+    representative. So every member is a near-duplicate of its
+    representative, which is its group's first question, and a chain of
+    near-duplicates (``a ~ b ~ c`` with ``a`` and ``c`` far apart) cannot
+    pull distant questions into one group, as single linkage would. Two
+    members of one group are each within the threshold's angle of the
+    representative, so at most twice that angle apart (similarity >= 0.805 at
+    0.95).
+
+    Exact repeats (``repeats``, e.g. from the question file) join the group
+    of the question they repeat, with that question's similarity to its
+    representative, whatever their vectors; they are not compared otherwise.
+
+    Computed in blocks of questions against the representatives found so far
+    and against the block itself, so no m x m matrix ever exists; the cost is
+    about ``m x n_representatives x d`` flops (``m**2 / 2 x d`` when no two
+    questions are near-duplicates).
 
     Parameters
     ----------
     question_vectors : array-like of shape (m, d); m may be 0
     threshold : float in (0, 1], cosine similarity
+    repeats : dict, optional
+        ``{j: i}``: question ``j`` repeats question ``i < j`` exactly.
     block_size : int, optional
-        Question rows per block.
+        Question rows per block; by default as many as keep a block's
+        similarities to the representatives, and to itself, near 32 MB each.
 
     Returns
     -------
-    list of (i, j, similarity), highest similarity first, then by (i, j).
+    DuplicateGroups
     """
     if not np.isfinite(threshold) or not 0 < threshold <= 1:
         raise InputError(f"threshold is a cosine similarity and must be in (0, 1]; got {threshold}.")
-    questions = _vectors(question_vectors, "question_vectors", allow_empty=True)
-    questions = _unit_rows(questions)
+    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True))
     m = questions.shape[0]
-    found_i, found_j, found_s = [], [], []
-    step = _block_rows(m, block_size)
-    for start in range(0, m, step):
-        # Rows start..stop against columns start..m: only the upper triangle
-        # (j > i) is kept, so each pair is seen once.
-        sims = questions[start : start + step] @ questions[start:].T
-        rows, cols = np.nonzero(sims >= threshold - _SIMILARITY_TOLERANCE)
-        upper = cols > rows
-        rows, cols = rows[upper], cols[upper]
-        found_i.append(rows + start)
-        found_j.append(cols + start)
-        found_s.append(sims[rows, cols])
-    if not found_i:
-        return []
-    i, j = np.concatenate(found_i), np.concatenate(found_j)
-    s = np.minimum(np.concatenate(found_s).astype(np.float64), 1.0)
-    order = np.lexsort((j, i, -s))
-    return [(int(i[k]), int(j[k]), float(s[k])) for k in order]
+    repeats = dict(repeats or {})
+    for j, i in repeats.items():
+        if not 0 <= i < j < m:
+            raise InputError(f"repeats must map a question to an earlier one (0 <= i < j < {m}); got {j}: {i}.")
+    cut = threshold - _SIMILARITY_TOLERANCE
+    compared = np.setdiff1d(np.arange(m), np.fromiter(repeats, dtype=np.intp, count=len(repeats)))
+    vectors = questions[compared]
+    n = len(compared)
+    leader = np.empty(n, dtype=np.intp)  # position in `compared` of each question's representative
+    similarity = np.ones(n)
+    leaders = np.empty(n, dtype=np.intp)
+    leader_vectors = np.empty_like(vectors)
+    n_leaders = 0
+    start = 0
+    while start < n:
+        # A block meets the representatives so far and itself: at most about
+        # _BLOCK_ELEMENTS similarities each, in as few products as that allows.
+        step = _block_rows(max(n_leaders, _SQUARE_BLOCK_ROWS), block_size)
+        block = vectors[start : start + step]
+        rows = np.arange(len(block))
+        best = np.full(len(block), -1, dtype=np.intp)
+        best_sim = np.full(len(block), -np.inf, dtype=np.float32)
+        if n_leaders:
+            sims = block @ leader_vectors[:n_leaders].T
+            best = sims.argmax(axis=1)
+            best_sim = sims[rows, best]
+        # Questions with no earlier representative, in order: each is a new
+        # representative unless it matches one made before it in this block.
+        # Only those that match another such question need that walk.
+        lonely = np.flatnonzero(best_sim < cut)
+        within = block @ block[lonely].T
+        hit = within >= cut  # [question, lonely question]; read this way only, as rounding is not symmetric
+        hit[lonely, np.arange(lonely.size)] = False
+        is_new = np.ones(lonely.size, dtype=bool)
+        remaining = np.flatnonzero(hit[lonely].any(axis=1))
+        while remaining.size:
+            first, remaining = remaining[0], remaining[1:]
+            dropped = hit[lonely[remaining], first]
+            is_new[remaining[dropped]] = False
+            remaining = remaining[~dropped]
+        new = np.flatnonzero(is_new)
+        if new.size:
+            fresh = lonely[new]
+            # A representative made in this block counts for the questions after it.
+            near = np.flatnonzero(hit[:, new].any(axis=1))
+            sims = within[np.ix_(near, new)]
+            sims[near[:, None] <= fresh[None, :]] = -np.inf
+            nearest = sims.argmax(axis=1)
+            nearest_sim = sims[np.arange(near.size), nearest]
+            gain = nearest_sim > best_sim[near]  # ties keep the earlier representative
+            best[near[gain]] = n_leaders + nearest[gain]
+            best_sim[near[gain]] = nearest_sim[gain]
+            best[fresh] = n_leaders + np.arange(fresh.size)
+            leader_vectors[n_leaders : n_leaders + fresh.size] = block[fresh]
+            leaders[n_leaders : n_leaders + fresh.size] = start + fresh
+            n_leaders += fresh.size
+        leader[start : start + len(block)] = leaders[best]
+        joined = leader[start : start + len(block)] != start + rows
+        similarity[start : start + len(block)][joined] = np.minimum(best_sim[joined], 1.0)
+        start += len(block)
+
+    representative = np.arange(m)
+    representative[compared] = compared[leader]
+    similarities = np.ones(m)
+    similarities[compared] = similarity
+    for j in sorted(repeats):  # ascending: an original that repeats another is settled first
+        representative[j] = representative[repeats[j]]
+        similarities[j] = similarities[repeats[j]]
+    return DuplicateGroups(representative, similarities, float(threshold))

@@ -23,11 +23,11 @@ import pandas as pd
 from coverage_core import metrics
 from coverage_core.chunking import ChunkingConfig, chunk_documents
 from coverage_core.clustering import ChunkClusterer
-from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts, make_embedder
+from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts, make_embedder, redact_url
 from coverage_core.errors import InputError
 from coverage_core.gaps import Gap, GapConfig, analyse_gaps, representative_chunks
 from coverage_core.llm import ChatClient
-from coverage_core.screening import QuestionScreener, apply_overrides
+from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener, apply_overrides
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 
 if TYPE_CHECKING:  # imported where used: most runs need neither
@@ -36,15 +36,31 @@ if TYPE_CHECKING:  # imported where used: most runs need neither
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "chunks" or "questions"."""
 
+# Limits of AnalysisConfig, kept here once; the CLI and the dashboard read them.
+MULTI_THRESHOLD_RANGE = (0.0, 2.0)
+"""A cosine distance to a cluster centre: above 0, at most 2."""
+SEED_RANGE = (0, 2**32 - 1)
+"""The seeds scikit-learn's K-means accepts as ``random_state``."""
+
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
-    """Which model embeds chunks and questions. API keys are never part of it."""
+    """Which model embeds chunks and questions. API keys are never part of it.
+
+    ``base_url`` is kept whole (it is where requests go); what is saved or
+    shown is :meth:`AnalysisConfig.to_dict`, which redacts credentials in it.
+    """
 
     provider: str = "local"
     model: str | None = None
     dimensions: int | None = None
     base_url: str | None = None
+
+    def __repr__(self) -> str:  # a repr can end up in a traceback or a log
+        return (
+            f"EmbeddingConfig(provider={self.provider!r}, model={self.model!r}, "
+            f"dimensions={self.dimensions!r}, base_url={redact_url(self.base_url)!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -53,8 +69,8 @@ class AnalysisConfig:
 
     ``n_clusters=None`` picks K with :func:`coverage_core.clustering.default_n_clusters`.
     ``strictness`` is the screening strictness of :class:`QuestionScreener`.
-    ``redundancy_threshold`` is the cosine similarity above which two
-    questions count as near-duplicates.
+    ``redundancy_threshold`` is the cosine similarity from which two
+    questions count as near-duplicates (grouped by :func:`metrics.duplicate_groups`).
     """
 
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
@@ -70,9 +86,20 @@ class AnalysisConfig:
     def __post_init__(self):
         if self.n_clusters is not None and self.n_clusters < 1:
             raise InputError(f"The number of clusters must be at least 1 (got {self.n_clusters}).")
-        if not 0.0 < self.multi_threshold <= 2.0:
+        low, high = SEED_RANGE
+        if not _is_whole(self.random_state) or not low <= self.random_state <= high:
+            raise InputError(f"The random seed must be a whole number from {low} to {high} (got {self.random_state!r}).")
+        if self.strictness is not None:
+            low, high = STRICTNESS_RANGE
+            if not _is_number(self.strictness) or not low <= self.strictness <= high:
+                raise InputError(
+                    f"The screening strictness must be between {low:g} and {high:g} (got {self.strictness!r}); "
+                    "0 flags only extreme questions, 1 flags many."
+                )
+        low, high = MULTI_THRESHOLD_RANGE
+        if not low < self.multi_threshold <= high:
             raise InputError(
-                f"The multi-cluster threshold must be a cosine distance between 0 and 2 "
+                f"The multi-cluster threshold must be a cosine distance between {low:g} and {high:g} "
                 f"(got {self.multi_threshold}); values from 0.15 to 0.8 are sensible."
             )
         if self.multi_n < 1:
@@ -88,7 +115,10 @@ class AnalysisConfig:
         return QuestionScreener(strictness=self.strictness, random_state=self.random_state)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Every parameter, as the report records it: credentials in the base URL become ``***``."""
+        data = dataclasses.asdict(self)
+        data["embedding"]["base_url"] = redact_url(self.embedding.base_url)
+        return data
 
 
 @dataclass
@@ -101,6 +131,16 @@ class EmbeddedTexts:
     n_over_limit: int
     token_limit: int | None = None
     new_tokens: int = 0
+    # Each text's token count (None when not known), to say which texts were truncated.
+    token_counts: np.ndarray | None = None
+    # What the embedding cache had to say (e.g. it was rebuilt), for the analysis warnings.
+    cache_warnings: list[str] = field(default_factory=list)
+
+    def over_limit(self) -> np.ndarray:
+        """Positions of the texts longer than the model reads (``token_limit``)."""
+        if self.token_counts is None or self.token_limit is None:
+            return np.array([], dtype=int)
+        return np.flatnonzero(np.asarray(self.token_counts) > int(self.token_limit))
 
 
 @dataclass
@@ -152,7 +192,7 @@ class Analysis:
     clusters: pd.DataFrame
     documents: pd.DataFrame
     question_table: pd.DataFrame
-    redundant_pairs: list[tuple[int, int, float]]
+    duplicate_groups: metrics.DuplicateGroups
     warnings: list[str]
     question_embedding: EmbeddedTexts
     gaps: list[Gap] = field(default_factory=list)
@@ -160,6 +200,36 @@ class Analysis:
     @property
     def inlier_vectors(self) -> np.ndarray:
         return self.question_vectors[~self.is_outlier]
+
+    def duplicate_table(self) -> pd.DataFrame:
+        """One line per group of near-duplicate questions, largest first.
+
+        Columns: ``row`` and ``question`` of the group's representative,
+        ``n_questions`` in the group, ``other_rows`` (list of the other
+        members' file rows, in order) and ``min_similarity`` (the lowest
+        similarity of a member to the representative). The grouping rule is
+        in :func:`metrics.duplicate_groups`.
+        """
+        groups = self.duplicate_groups
+        rows = np.asarray(self.questions.rows)
+        texts = self.questions.texts
+        columns = ["row", "question", "n_questions", "other_rows", "min_similarity"]
+        return pd.DataFrame(
+            [
+                (int(rows[head]), texts[head], len(members), rows[members[1:]].tolist(),
+                 float(groups.similarity[members].min()))
+                for head, members in groups.groups
+            ],
+            columns=columns,
+        )
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
 def build_embedder(config: EmbeddingConfig, api_key: str | None = None) -> Embedder:
@@ -188,8 +258,14 @@ def _embed(
 ) -> EmbeddedTexts:
     callback = (lambda done, total: progress(stage, done, total)) if progress else None
     run = embed_texts(list(texts), embedder, cache, progress=callback)
+    # Take what the cache had to say (e.g. it was rebuilt), so it is told once, with these vectors.
+    notes = getattr(cache, "warnings", None)
+    cache_warnings = list(notes or ())
+    if notes:
+        notes.clear()
     return EmbeddedTexts(
-        run.vectors, run.n_cached, run.n_embedded, run.n_over_limit, embedder.max_tokens, run.new_tokens
+        run.vectors, run.n_cached, run.n_embedded, run.n_over_limit, embedder.max_tokens, run.new_tokens,
+        token_counts=run.token_counts, cache_warnings=cache_warnings,
     )
 
 
@@ -275,11 +351,16 @@ def measure(
     labels, centroids = clustering.labels, clustering.centroids
     n_clusters = clustering.n_clusters
     warnings = list(clustering.warnings)
+    for message in dict.fromkeys([*corpus.embedded.cache_warnings, *question_embedding.cache_warnings]):
+        warnings.append(message)
     if corpus.embedded.n_over_limit:
         warnings.append(
             f"{corpus.embedded.n_over_limit} of {len(corpus.chunks)} chunks are longer than the model reads "
             f"({corpus.embedded.token_limit} tokens) and were truncated; use a smaller chunk size."
         )
+    long_questions = _long_questions_warning(questions, question_embedding)
+    if long_questions:
+        warnings.append(long_questions)
 
     if screener is None:
         screener = fit_screener(config, corpus, questions, question_embedding, clustering)
@@ -341,10 +422,17 @@ def measure(
 
     max_similarity, nearest_chunk = scan.question_similarity, scan.nearest_chunk
     question_clusters = np.argmax(question_vectors @ centroids.T, axis=1) if len(question_vectors) else np.array([], int)
-    pairs = metrics.redundant_pairs(question_vectors, config.redundancy_threshold)
     rows = np.asarray(questions.rows)
-    duplicate_of = {int(rows[j]): int(rows[i]) for i, j, _ in pairs}
-    duplicate_of.update(questions.duplicates)
+    position = {int(row): i for i, row in enumerate(rows)}
+    duplicates = metrics.duplicate_groups(
+        question_vectors,
+        config.redundancy_threshold,
+        repeats={position[row]: position[first] for row, first in questions.duplicates.items()
+                 if row in position and first in position},
+    )
+    duplicate_of = duplicates.duplicate_of
+    # Shortened once per chunk: many questions share a nearest chunk.
+    passages = {i: _shorten(corpus.chunks[i].text) for i in np.unique(nearest_chunk).tolist()}
     question_table = pd.DataFrame(
         {
             "row": rows,
@@ -352,12 +440,12 @@ def measure(
             "max_similarity": max_similarity,
             "nearest_chunk": nearest_chunk,
             "nearest_document": [corpus.chunks[i].document for i in nearest_chunk],
-            "nearest_passage": [_shorten(corpus.chunks[i].text) for i in nearest_chunk],
+            "nearest_passage": [passages[i] for i in nearest_chunk],
             "cluster": question_clusters,
             "outlier_score": screener.outlier_score_,
             "lof_score": screener.lof_score_,
             "is_outlier": is_outlier,
-            "duplicate_of": [duplicate_of.get(int(r)) for r in rows],
+            "duplicate_of": pd.array([int(rows[i]) if i >= 0 else None for i in duplicate_of], dtype="Int64"),
         }
     )
 
@@ -375,9 +463,31 @@ def measure(
         clusters=cluster_table,
         documents=document_table,
         question_table=question_table,
-        redundant_pairs=pairs,
+        duplicate_groups=duplicates,
         warnings=warnings,
         question_embedding=question_embedding,
+    )
+
+
+def _long_questions_warning(questions: QuestionSet, embedded: EmbeddedTexts, shown: int = 5) -> str | None:
+    """One sentence on the questions longer than the model reads, naming their rows; None if none is."""
+    over = embedded.over_limit()
+    if len(over) == 0:
+        if not embedded.n_over_limit:
+            return None
+        which = ""  # counts without per-text lengths (a hand-built EmbeddedTexts)
+        n_over = embedded.n_over_limit
+    else:
+        n_over = len(over)
+        rows = [str(questions.questions[i].row + 1) for i in over[:shown]]
+        more = f" and {n_over - shown} more" if n_over > shown else ""
+        label = "row" if n_over == 1 else "rows"
+        which = f" ({label} {', '.join(rows)}{more}, counting rows below the header from 1)"
+    n_questions = len(questions.questions)
+    verb, them, each = ("is", "its", "it") if n_over == 1 else ("are", "their", "each")
+    return (
+        f"{n_over} of {n_questions} questions{which} {verb} longer than the model reads, so only {them} first "
+        f"{embedded.token_limit} tokens were used; shorten {each} or split {each} into separate questions."
     )
 
 

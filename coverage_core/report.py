@@ -6,9 +6,11 @@ README. Nothing here ever writes an API key: configs carry none.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,14 @@ SCHEMA_VERSION = 1
 
 METRIC_NAMES = ("basic", "weighted", "balanced", "multi_threshold", "multi_n")
 
-# Spreadsheet programs evaluate cells starting with these as formulas
-# (OWASP "CSV injection"); tab and carriage return can hide such a prefix.
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# Spreadsheet programs run a cell that starts with one of these as a formula
+# (OWASP "CSV injection", which lists tab and carriage return too; ASVS 1.2.10
+# adds NUL). Leading whitespace is looked past: importers may trim it.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
+
+# Where a CSV reader or a spreadsheet starts a new line: a reader that ignores
+# quotes, or someone pasting the text, starts a new row there.
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 
 
 def _plain(value: Any) -> Any:
@@ -53,6 +60,10 @@ def build_report(
     chunking=None,
 ) -> dict:
     """The report as a JSON-ready dict (schema version 1).
+
+    ``duplicate_groups`` lists the groups of :func:`metrics.duplicate_groups`
+    (largest first) by file row, representative first in ``rows``; it grows
+    with the number of questions, never with the number of near-duplicate pairs.
 
     Optional sections, present only when computed: ``retrieval`` (a
     ``retrieval.RetrievalResult``), ``answerability`` (an
@@ -122,6 +133,8 @@ def build_report(
                 entry["label"] = int(label)
 
     corpus = analysis.corpus
+    duplicates = analysis.duplicate_groups
+    rows = np.asarray(analysis.questions.rows)
     sections = {}
     if retrieval is not None:
         from coverage_core.retrieval import retrieval_section
@@ -156,13 +169,19 @@ def build_report(
         "clusters": clusters,
         "documents": documents,
         "questions": questions,
-        "redundant_pairs": [
-            {
-                "rows": [int(analysis.questions.questions[i].row), int(analysis.questions.questions[j].row)],
-                "similarity": _plain(similarity),
-            }
-            for i, j, similarity in analysis.redundant_pairs
-        ],
+        "duplicate_groups": {
+            "n_groups": duplicates.n_groups,
+            "n_questions": duplicates.n_questions,
+            "threshold": _plain(duplicates.threshold),
+            "groups": [
+                {
+                    "representative": int(rows[representative]),
+                    "rows": rows[members].tolist(),
+                    "min_similarity": _plain(duplicates.similarity[members].min()),
+                }
+                for representative, members in duplicates.groups
+            ],
+        },
         **sections,
         "warnings": list(analysis.warnings),
     }
@@ -172,21 +191,56 @@ def write_report(report: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
+def _starts_formula(text: str) -> bool:
+    """Whether a spreadsheet could read ``text`` as a formula, looking past leading whitespace."""
+    head = text.lstrip()
+    lead = text[: len(text) - len(head)]
+    return head.startswith(FORMULA_PREFIXES) or any(prefix in lead for prefix in FORMULA_PREFIXES)
+
+
 def neutralise_formula(cell: Any) -> Any:
-    """Prefix a text cell that a spreadsheet would run as a formula with ``'``."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
-        return "'" + cell
-    return cell
+    """A text cell with ``'`` put before every line a spreadsheet could run as a formula.
+
+    The cell as a whole is checked too, since one that starts with a line
+    break starts with a carriage return or whitespace: ``"\\r=1+1"`` becomes
+    ``"'\\r'=1+1"``. Nothing else changes, so removing the added ``'`` gives
+    the cell back. Idempotent; values that are not text are returned as they are.
+    """
+    if not isinstance(cell, str):
+        return cell
+    pieces = _LINE_BREAK.split(cell)  # lines at even positions, the breaks between them
+    for i in range(0, len(pieces), 2):
+        if _starts_formula(pieces[i]) or (i == 0 and _starts_formula(cell)):
+            pieces[i] = "'" + pieces[i]
+    return "".join(pieces)
 
 
-def to_safe_csv(frame: pd.DataFrame) -> bytes:
-    """CSV bytes (UTF-8 with BOM, so Excel reads accents) with formulas neutralised."""
-    safe = frame.copy()
-    safe.columns = [neutralise_formula(str(c)) for c in safe.columns]
-    for column in safe.columns:
-        safe[column] = safe[column].map(neutralise_formula)
+def _safe_value(value: Any) -> Any:
+    """A value as to_safe_csv writes it: text neutralised, numbers, booleans and blanks kept."""
+    if isinstance(value, str):
+        return neutralise_formula(value)
+    if value is None or value is pd.NA or value is pd.NaT or isinstance(value, (bool, int, np.bool_, np.integer)):
+        return value
+    if isinstance(value, (float, np.floating)):
+        # An infinity is written as the text "-inf", which a spreadsheet reads as a formula.
+        return neutralise_formula(str(float(value))) if math.isinf(value) else value
+    return neutralise_formula(str(value))
+
+
+def to_safe_csv(frame: pd.DataFrame, delimiter: str = ",") -> bytes:
+    """``frame`` as CSV that any reader splits into the same rows and no spreadsheet runs as formulas.
+
+    Every text cell and header goes through :func:`neutralise_formula` and is
+    written in double quotes; numbers and booleans are written bare, as
+    values. ``delimiter`` separates cells (a question file's export keeps the
+    file's own). UTF-8 with a BOM, so Excel reads accents; CRLF line ends (RFC 4180).
+    """
+    safe = frame.map(_safe_value)
+    safe.columns = [neutralise_formula(str(column)) for column in frame.columns]
     buffer = io.StringIO()
-    safe.to_csv(buffer, index=False)
+    # Quoting every text cell, not only those with a quote, the delimiter, CR or
+    # LF: pandas drops a row whose only cell is whitespace unless it is quoted.
+    safe.to_csv(buffer, index=False, sep=delimiter, lineterminator="\r\n", quoting=csv.QUOTE_NONNUMERIC)
     return buffer.getvalue().encode("utf-8-sig")
 
 
@@ -200,6 +254,12 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
         f"{analysis.clustering.n_clusters} clusters; {n_questions} questions, "
         f"{int(analysis.is_outlier.sum())} screened out as off-topic."
     )
+    duplicates = analysis.duplicate_groups
+    if duplicates.n_groups:
+        lines.append(
+            f"{duplicates.n_questions} questions form {duplicates.n_groups} groups of near-duplicates "
+            f"(similarity ≥ {duplicates.threshold:.2f} to the group's first question); the report lists them."
+        )
     lines.append("")
     lines.append("Coverage (relative scores: compare test sets, do not read as a percentage of truth)")
     for name in METRIC_NAMES:

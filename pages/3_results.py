@@ -66,8 +66,9 @@ if clusters_tab.open:
         st.plotly_chart(
             plots.cluster_coverage_bar(analysis.clusters, analysis.config.gaps.gap_threshold)
         )
+        clusters = engine.cluster_table(analysis)
         st.dataframe(
-            engine.cluster_table(analysis),
+            clusters,
             hide_index=True,
             column_config={
                 "share": st.column_config.NumberColumn("share of corpus", format="percent"),
@@ -79,6 +80,7 @@ if clusters_tab.open:
                 "example passage": st.column_config.TextColumn("most central passage", width="large"),
             },
         )
+        widgets.csv_download("Download the clusters (CSV)", clusters, "coverage-clusters.csv")
 
 if documents_tab.open:
     with documents_tab:
@@ -90,14 +92,16 @@ if documents_tab.open:
                 "(they may not belong in this knowledge base)."
             )
         st.plotly_chart(plots.document_coverage_bar(analysis.documents))
+        documents = documents.drop(columns=["is_low"])
         st.dataframe(
-            documents.drop(columns=["is_low"]),
+            documents,
             hide_index=True,
             column_config={
                 "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format="%.3f"),
                 "n_chunks": st.column_config.NumberColumn("chunks"),
             },
         )
+        widgets.csv_download("Download the documents (CSV)", documents, "coverage-documents.csv")
 
 if outliers_tab.open:
     with outliers_tab:
@@ -116,7 +120,13 @@ if outliers_tab.open:
             column_config={
                 "outlier score": st.column_config.NumberColumn(format="%.3f"),
                 "question": st.column_config.TextColumn(width="large"),
+                "best similarity": st.column_config.NumberColumn(format="%.3f"),
             },
+        )
+        widgets.csv_download(
+            "Download every question (CSV)", table, "coverage-questions.csv",
+            help="All questions, not only the off-topic ones: off-topic score and decision, your override, nearest "
+            "document and best similarity to any passage (how well the knowledge base supports the question).",
         )
         texts = dict(zip(table["row"], table["question"]))
         rows = sorted(texts)
@@ -147,20 +157,30 @@ if outliers_tab.open:
 
 if duplicates_tab.open:
     with duplicates_tab:
-        pairs = engine.redundant_table(analysis)
-        if pairs.empty:
-            st.success(
-                f"No near-duplicate questions (similarity ≥ {analysis.config.redundancy_threshold:.2f})."
-            )
+        groups = engine.duplicate_table(analysis)
+        threshold = analysis.config.redundancy_threshold
+        if groups.empty:
+            st.success(f"No near-duplicate questions (similarity ≥ {threshold:.2f}).")
         else:
             st.write(
-                f"{len(pairs)} pair(s) of near-duplicate questions (similarity ≥ "
-                f"{analysis.config.redundancy_threshold:.2f}): the second of each adds no coverage."
+                f"{int(groups['questions'].sum())} questions form {len(groups)} group(s) of near-duplicates: every "
+                f"question of a group has similarity ≥ {threshold:.2f} to the group's first question, its "
+                "representative, so the others add next to no coverage."
             )
-            st.dataframe(pairs, hide_index=True, column_config={
-                "similarity": st.column_config.NumberColumn(format="%.3f"),
-                "question A": st.column_config.TextColumn(width="large"),
-                "question B": st.column_config.TextColumn(width="large"),
+            st.dataframe(groups, hide_index=True, column_config={
+                "row": st.column_config.NumberColumn("representative row"),
+                "question": st.column_config.TextColumn("representative question", width="large"),
+                "lowest similarity": st.column_config.NumberColumn(format="%.3f"),
+            })
+            widgets.csv_download("Download the groups (CSV)", groups, "near-duplicate-groups.csv")
+            heads = dict(zip(groups["row"], groups["question"]))
+            head = st.selectbox(
+                "Show the questions of one group", list(heads),
+                format_func=lambda row: f"row {row}: {heads[row][:90]}" + ("…" if len(heads[row]) > 90 else ""),
+            )
+            st.dataframe(engine.duplicate_members(analysis, head), hide_index=True, column_config={
+                "question": st.column_config.TextColumn(width="large"),
+                "similarity to the representative": st.column_config.NumberColumn(format="%.3f"),
             })
 
 if map_tab.open:

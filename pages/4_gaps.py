@@ -1,5 +1,6 @@
 """Gap analysis: ranked gaps, least-covered passages, editable suggestions, apply, exports."""
 
+import functools
 from pathlib import PurePosixPath
 
 import streamlit as st
@@ -142,18 +143,19 @@ if improvement is not None:
 st.header("Export")
 question_file = state.question_file()
 stem = PurePosixPath(question_file.name).stem if question_file is not None else "questions"
+suffix = (PurePosixPath(question_file.name).suffix if question_file is not None else "") or ".csv"
 inputs_record = engine.inputs_record(state.documents(), question_file)
 left, middle, right = st.columns(3)
-left.download_button(
-    f"Improved test set (CSV, +{len(accepted)} rows)",
-    data=engine.improved_csv(analysis.questions, accepted),
-    file_name=f"{stem}-improved.csv",
-    mime="text/csv",
-    key=state.W_DOWNLOAD_CSV,
-    on_click="ignore",  # no rerun: the other buttons keep their files
-    help="Your file with its columns and rows untouched, accepted questions appended and marked in the "
-    "'suggested' column. Cells that a spreadsheet would run as formulas are prefixed with '.",
-)
+with left:
+    widgets.csv_download(
+        f"Improved test set (CSV, +{len(accepted)} rows)",
+        functools.partial(engine.improved_csv, analysis.questions, accepted),
+        f"{stem}-improved{suffix}",
+        key=state.W_DOWNLOAD_CSV,
+        help="Your file with its columns, rows and delimiter untouched, accepted questions appended and marked "
+        "in the 'suggested' column. Text cells are quoted, and any line a spreadsheet would run as a formula "
+        "is prefixed with '.",
+    )
 middle.download_button(
     "Report (JSON)",
     data=engine.report_json(gapped, inputs_record, flow.checks_for(flow.analysis_base(gapped))),

@@ -7,7 +7,7 @@ import streamlit as st
 
 from coverage_core import answerability, costs, plots
 from coverage_core.errors import CoverageError
-from ui import engine, flow, state
+from ui import engine, flow, state, widgets
 
 RANKED_VIEW = "Ranked and polar"
 MDS_VIEW = "MDS map"
@@ -267,14 +267,19 @@ if labelled:
     )
     weak = table[table["verdict"] != ""]
 only_weak = st.toggle("Only questions the knowledge base may not answer", key=state.W_FITNESS_ONLY_WEAK)
+shown = weak if only_weak else table
 st.dataframe(
-    weak if only_weak else table,
+    shown,
     hide_index=True,
     column_config={
         "best similarity": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
         "question": st.column_config.TextColumn(width="large"),
         "nearest passage": st.column_config.TextColumn(width="large"),
     },
+)
+widgets.csv_download(
+    "Download these questions (CSV)", shown, "fitness-questions.csv",
+    help="The table above as shown: each question's best similarity, nearest document and passage, and verdict.",
 )
 
 # ------------------------------------------------------------------ dimension sweep
@@ -339,12 +344,14 @@ if sweep is None and smaller and run_slot.button("Run the dimension sweep", key=
         state.put_stage(state.DIMENSION_SWEEP, sweep_key, sweep)
         run_slot.empty()
 if sweep is not None:
+    sweep_table = sweep.rename(columns=SWEEP_COLUMNS)
     st.dataframe(
-        sweep.rename(columns=SWEEP_COLUMNS),
+        sweep_table,
         hide_index=True,
         column_config={
             name: st.column_config.NumberColumn(format="%.3f")
             for key, name in SWEEP_COLUMNS.items() if key not in ("d", "method")
         },
     )
+    widgets.csv_download("Download the sweep (CSV)", sweep_table, "dimension-sweep.csv")
     st.plotly_chart(plots.dimension_sweep_chart(sweep))  # the note, if any, is stated above

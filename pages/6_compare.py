@@ -5,7 +5,7 @@ import streamlit as st
 from coverage_core import plots
 from coverage_core.errors import CoverageError
 from coverage_core.ingest import read_questions
-from ui import engine, flow, state
+from ui import engine, flow, state, widgets
 
 SOURCES = {
     "upload": "Upload a second question file",
@@ -89,8 +89,9 @@ names = (comparison.name_a, comparison.name_b)
 st.dataframe(engine.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True)
 st.plotly_chart(plots.metric_comparison_bar(dict(zip(names, (comparison.a.metrics, comparison.b.metrics)))))
 st.plotly_chart(plots.before_after_clusters(comparison.a.clusters, comparison.b.clusters, names))
+deltas = engine.cluster_deltas(comparison.a, comparison.b, names)
 st.dataframe(
-    engine.cluster_deltas(comparison.a, comparison.b, names),
+    deltas,
     hide_index=True,
     column_config={
         names[0]: st.column_config.NumberColumn(format="%.3f"),
@@ -98,3 +99,4 @@ st.dataframe(
         "change": st.column_config.NumberColumn(format="%+.3f"),
     },
 )
+widgets.csv_download("Download the per-cluster comparison (CSV)", deltas, "compare-clusters.csv")

@@ -177,9 +177,14 @@ else:
                     "passage": st.column_config.TextColumn(width="large"),
                 },
             )
+            widgets.csv_download(
+                "Download the failures (CSV)", failures, f"retrieval-failures-k{k}.csv",
+                help=f"Each question that retrieved none of its sources in the top {k}, with what it retrieved instead.",
+            )
         st.subheader("Every labelled question")
+        labelled = per_question_table(result)
         st.dataframe(
-            per_question_table(result), hide_index=True,
+            labelled, hide_index=True,
             column_config={
                 "question": st.column_config.TextColumn(width="medium"),
                 "precision": st.column_config.NumberColumn(f"precision@{k}", format="%.3f"),
@@ -187,6 +192,10 @@ else:
                 "reciprocal rank": st.column_config.NumberColumn(format="%.3f"),
                 "retrieved (rank order)": st.column_config.TextColumn(width="large"),
             },
+        )
+        widgets.csv_download(
+            "Download every labelled question (CSV)", labelled, f"retrieval-questions-k{k}.csv",
+            help=f"Precision, recall and hit in the top {k} chunks, reciprocal rank and what each question retrieved.",
         )
 
 # ------------------------------------------------------------------ chunking comparison
@@ -304,8 +313,9 @@ if table["error"].isna().all():
 retrieval_columns = ["precision_at_k", "recall_at_k", "hit_at_k", "mrr"]
 if table[retrieval_columns].isna().all().all():
     hidden += retrieval_columns
+chunking_table = table.drop(columns=hidden)
 st.dataframe(
-    table.drop(columns=hidden), hide_index=True,
+    chunking_table, hide_index=True,
     column_config={
         "chunk_size": st.column_config.NumberColumn("chunk size", format="%d"),
         "chunk_overlap": st.column_config.NumberColumn("overlap", format="%d"),
@@ -323,6 +333,7 @@ st.dataframe(
         "error": st.column_config.TextColumn(width="large"),
     },
 )
+widgets.csv_download("Download the comparison (CSV)", chunking_table, "chunking-comparison.csv")
 st.caption(
     "Coverage scores are relative: compare them across rows, not with a fixed bar. Newly embedded counts the "
     "chunk texts that were not in the cache."

@@ -14,7 +14,7 @@ from coverage_core.subquestions import (
     rescore_subquestions,
     unavailable_reason,
 )
-from ui import flow, state
+from ui import flow, state, widgets
 
 QUICK_PICK = 10
 TYPE_LABELS = {"core": "Core", "background": "Background", "follow-up": "Follow-up"}
@@ -331,28 +331,29 @@ if failed:
     )
 
 st.subheader("Every sub-question")
+every = pd.DataFrame(
+    [
+        {
+            "row": q.row,
+            "question": q.question,
+            "type": s.type + (" (assumed)" if s.type_assumed else ""),
+            "sub-question": s.text,
+            "best similarity": s.best_similarity,
+            "supported": s.supported,
+            "retrieved similarity": s.retrieved_similarity,
+            "supported by retrieved": s.supported_by_retrieved,
+            "nearest document": chunks[s.best_chunk].document,
+        }
+        for q in scored
+        for s in q.sub_questions
+    ],
+    columns=[
+        "row", "question", "type", "sub-question", "best similarity", "supported", "retrieved similarity",
+        "supported by retrieved", "nearest document",
+    ],
+)
 st.dataframe(
-    pd.DataFrame(
-        [
-            {
-                "row": q.row,
-                "question": q.question,
-                "type": s.type + (" (assumed)" if s.type_assumed else ""),
-                "sub-question": s.text,
-                "best similarity": s.best_similarity,
-                "supported": s.supported,
-                "retrieved similarity": s.retrieved_similarity,
-                "supported by retrieved": s.supported_by_retrieved,
-                "nearest document": chunks[s.best_chunk].document,
-            }
-            for q in scored
-            for s in q.sub_questions
-        ],
-        columns=[
-            "row", "question", "type", "sub-question", "best similarity", "supported", "retrieved similarity",
-            "supported by retrieved", "nearest document",
-        ],
-    ),
+    every,
     hide_index=True,
     column_config={
         "question": st.column_config.TextColumn(width="medium"),
@@ -361,6 +362,7 @@ st.dataframe(
         "retrieved similarity": st.column_config.NumberColumn(format="%.3f"),
     },
 )
+widgets.csv_download("Download every sub-question (CSV)", every, "sub-questions.csv")
 st.caption(
     "Supported means similar, not answered: a passage about the sub-question counts whether or not it states "
     "the answer. These results go into the JSON report on Gap analysis."

@@ -274,7 +274,17 @@ def test_near_duplicates_and_map_tabs(seeded):
     at.run()
     assert not at.exception
     shown = " ".join(texts(at.success) + texts(at.markdown))
-    assert "near-duplicate" in shown
+    groups = reference.duplicate_groups
+    assert groups.n_groups > 0, "the example subset has reworded questions ('Are drums …' / 'Aren't drums …')"
+    assert f"{groups.n_questions} questions form {groups.n_groups} group(s) of near-duplicates" in shown
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["row", "question", "questions", "other rows", "lowest similarity"]
+    assert table["row"].tolist() == [int(reference.questions.rows[head]) for head, _ in groups.groups]
+    # Picking a group lists its questions, representative first.
+    last_head, last_members = groups.groups[-1]
+    at.selectbox[0].set_value(int(reference.questions.rows[last_head])).run()
+    members = at.dataframe[1].value
+    assert members["row"].tolist() == [reference.questions.rows[i] for i in last_members]
     at.session_state[state.W_RESULTS_TABS] = "Map"
     at.session_state[state.W_MAP_METHOD] = "pca"
     at.run()

@@ -1,7 +1,8 @@
 """End to end in a real browser: Debian's Chromium driven by Playwright against `streamlit run app.py`.
 
-Uploads two documents and a question CSV (with a formula-looking question),
-runs the analysis, checks the metric cards, edits and accepts a suggested
+Uploads two documents and a question CSV (with formula-looking questions, one
+behind a carriage return), runs the analysis, checks the metric cards,
+downloads the per-question table, edits and accepts a suggested
 question, applies it and checks coverage rose, then downloads the improved
 CSV and checks its rows and formula neutralisation. Screenshots of failures
 go to test-artifacts/.
@@ -36,6 +37,8 @@ CHROMIUM_ARGS = [
 ARTIFACTS = PROJECT / "test-artifacts"
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 FORMULA = '=HYPERLINK("http://example.com","click me")'
+# A lone carriage return inside a cell: left unquoted, every CSV reader starts a new row at it.
+CR_QUESTION = "What is a drum?\r=cmd|' /C calc'!A0"
 NEW_QUESTION = "How long do koalas sleep each day?"
 SLOW = 240_000  # ms: two cores, a model to load, other jobs running
 
@@ -47,8 +50,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """`streamlit run app.py` on a free local port, with an empty embedding cache."""
+def server_log(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("server") / "streamlit.log"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_log):
+    """`streamlit run app.py` on a free local port, with an empty embedding cache.
+
+    It runs with the project's own .streamlit/config.toml, as run.sh does.
+    """
     port = _free_port()
     env = dict(os.environ)
     env.update(
@@ -56,12 +67,10 @@ def server(tmp_path_factory):
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
     )
-    log = (tmp_path_factory.mktemp("server") / "streamlit.log").open("w")
+    log = server_log.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", f"--server.port={port}",
-         "--server.address=127.0.0.1", "--server.headless=true", "--browser.gatherUsageStats=false",
-         # Other work may edit the tree meanwhile; a reload would replace the app's modules mid-test.
-         "--server.fileWatcherType=none"],
+         "--server.address=127.0.0.1", "--server.headless=true", "--browser.gatherUsageStats=false"],
         cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
@@ -120,6 +129,7 @@ def _question_csv() -> bytes:
     for row in rows:
         writer.writerow([row["question"], "qa-team"])
     writer.writerow([FORMULA, "=1+1"])
+    writer.writerow([CR_QUESTION, "\r=1+1"])
     return out.getvalue().encode("utf-8")
 
 
@@ -155,7 +165,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     )
     page.get_by_text("2 readable document(s) from your upload").wait_for()
     inputs.nth(1).set_input_files({"name": "drum-questions.csv", "mimeType": "text/csv", "buffer": _question_csv()})
-    page.get_by_text("13 questions in column “question” of drum-questions.csv").wait_for()
+    page.get_by_text("14 questions in column “question” of drum-questions.csv").wait_for()
 
     # ---- configure and run
     _goto(page, "Configure", "Configure")
@@ -167,6 +177,15 @@ def _run_the_whole_flow(server: str, page) -> None:
     assert labels[:5] == ["Basic", "Balanced", "Multi-threshold", "Multi-N", "Weighted (= basic)"]
     numbers = [float(t) for t in page.get_by_test_id("stMetricValue").all_inner_texts()[:5]]
     assert all(0 < n < 1 for n in numbers) and numbers[0] == numbers[4]
+
+    # ---- a table's own download (built on click): the carriage-return question stays in its row, neutralised
+    page.get_by_role("tab", name="Off-topic questions").click()
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Download every question (CSV)").click()
+    exported = Path(download_info.value.path()).read_bytes().decode("utf-8-sig")
+    rows = list(csv.reader(io.StringIO(exported, newline="")))
+    assert len(rows) == 1 + 14
+    assert "What is a drum?\r'=cmd|' /C calc'!A0" in [row[rows[0].index("question")] for row in rows[1:]]
 
     # ---- edit and accept a suggestion, apply
     _goto(page, "Gap analysis", "Gap analysis")
@@ -213,13 +232,16 @@ def _run_the_whole_flow(server: str, page) -> None:
     download = download_info.value
     assert download.suggested_filename == "drum-questions-improved.csv"
     exported = Path(download.path()).read_bytes().decode("utf-8-sig")
-    rows = list(csv.reader(io.StringIO(exported)))
+    rows = list(csv.reader(io.StringIO(exported, newline="")))
     assert rows[0] == ["question", "owner", "suggested"]
-    assert len(rows) == 1 + 13 + 1
+    assert len(rows) == 1 + 14 + 1
     assert rows[-1] == [NEW_QUESTION, "", "yes"]
-    original = list(csv.reader(io.StringIO(_question_csv().decode("utf-8"))))
+    original = list(csv.reader(io.StringIO(_question_csv().decode("utf-8"), newline="")))
     assert [r[:2] for r in rows[1:13]] == original[1:13]
     assert rows[13][:2] == ["'" + FORMULA, "'=1+1"]  # neutralised, not a live formula
+    assert rows[14][:2] == ["What is a drum?\r'=cmd|' /C calc'!A0", "'\r'=1+1"]  # each line neutralised
+    for line in re.split(r"\r\n|\r|\n", exported):  # even read line by line, ignoring quotes
+        assert not line.lstrip().startswith(("=", "+", "-", "@")), repr(line)
 
     # ---- the JSON and the standalone HTML reports
     with page.expect_download() as download_info:
@@ -325,3 +347,11 @@ def _wait_for(condition, what: str, seconds: float = 60) -> None:
             pass
         time.sleep(0.25)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_server_log_stays_quiet(server, server_log):
+    """Runs last: after the sessions above, the server log has no tracebacks and no
+    file-watcher noise (Streamlit would otherwise watch all of .venv)."""
+    text = server_log.read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in text
+    assert "Inotify" not in text and "inotify" not in text

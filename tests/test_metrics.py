@@ -227,15 +227,6 @@ def test_blockwise_equals_dense(block_size):
     assert np.allclose(similarity, 1 - dense.min(axis=0), atol=ATOL)
     assert nearest_chunk.tolist() == dense.argmin(axis=0).tolist()
 
-    q_dense = 1 - cosine_distances(questions)
-    expected = sorted(
-        ((i, j, q_dense[i, j]) for i in range(29) for j in range(i + 1, 29) if q_dense[i, j] >= 0.3),
-        key=lambda p: (-p[2], p[0], p[1]),
-    )
-    got = M.redundant_pairs(questions, threshold=0.3, block_size=block_size)
-    assert [(i, j) for i, j, _ in got] == [(i, j) for i, j, _ in expected]
-    assert np.allclose([s for *_, s in got], [s for *_, s in expected], atol=ATOL)
-
 
 def test_scan_similarities_matches_single_functions():
     chunks, questions, labels, centroids = _random_problem(3, n=300, m=40)
@@ -331,7 +322,7 @@ def test_nearest_questions_index_rejects_bad_depth_and_other_vectors():
 
 
 # --------------------------------------------------------------------------
-# zero questions, documents, support, redundancy
+# zero questions, documents, support, near-duplicates
 # --------------------------------------------------------------------------
 
 
@@ -348,7 +339,7 @@ def test_zero_questions_give_zero_coverage_everywhere():
     assert M.questions_covering_clusters(none, CENTROIDS, 0.5).tolist() == [0, 0]
     similarity, nearest_chunk = M.question_support(none, CHUNKS)
     assert similarity.shape == (0,) and nearest_chunk.shape == (0,)
-    assert M.redundant_pairs(none) == []
+    assert M.duplicate_groups(none).n_groups == 0
     assert M.document_coverage(distances, ["a", "a", "b", "c"])["coverage"].tolist() == [0.0, 0.0, 0.0]
     scan = M.scan_similarities(CHUNKS, [], LABELS, CENTROIDS, threshold=0.5, n_nearest=1)
     assert scan.multi_threshold_score == 0.0 and scan.multi_n_score == 0.0
@@ -396,19 +387,17 @@ def test_question_support_by_hand():
     assert nearest.tolist() == [0, 3, 1]
 
 
-def test_redundant_pairs_by_hand():
+def test_duplicate_groups_by_hand():
     # (1,0) and (2,0): same direction, similarity 1 (exact duplicate direction)
     # (1,0.1) vs either: 1 / sqrt(1.01) = 0.995037
     # (0,1) vs others: <= 0.0995
     questions = [[1, 0], [2, 0], [1, 0.1], [0, 1]]
-    pairs = M.redundant_pairs(questions, threshold=0.99)
-    assert [(i, j) for i, j, _ in pairs] == [(0, 1), (0, 2), (1, 2)]
-    assert close([s for *_, s in pairs], [1.0, 0.995037, 0.995037])
-    assert [(i, j) for i, j, _ in M.redundant_pairs(questions, threshold=0.999)] == [(0, 1)]
-    # exact duplicates pass even a threshold of 1 despite float32 rounding
-    rng = np.random.default_rng(0)
-    q = rng.standard_normal(384)
-    assert [(i, j) for i, j, _ in M.redundant_pairs([q, q * 3], threshold=1.0)] == [(0, 1)]
+    groups = M.duplicate_groups(questions, threshold=0.99)
+    assert groups.representative.tolist() == [0, 0, 0, 3]
+    assert close(groups.similarity, [1.0, 1.0, 0.995037, 1.0])
+    assert [(head, members.tolist()) for head, members in groups.groups] == [(0, [0, 1, 2])]
+    groups = M.duplicate_groups(questions, threshold=0.999)
+    assert [(head, members.tolist()) for head, members in groups.groups] == [(0, [0, 1])]
 
 
 def test_zero_vector_is_unrelated_to_everything():
@@ -441,7 +430,7 @@ def test_zero_vector_is_unrelated_to_everything():
         (lambda: M.multi_n_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 1.5), "whole number"),
         (lambda: M.multi_n_coverage(CHUNKS, QUESTIONS, [0, 0, 1, 2], CENTROIDS, 1), "only 2 clusters"),
         (lambda: M.document_coverage([0.1, 0.2], ["a"]), "1 entries but there are 2 chunks"),
-        (lambda: M.redundant_pairs(QUESTIONS, threshold=1.5), r"\(0, 1\]"),
+        (lambda: M.duplicate_groups(QUESTIONS, threshold=1.5), r"\(0, 1\]"),
         (lambda: M.question_support(QUESTIONS, np.zeros((0, 2))), "chunk_vectors is empty"),
         (lambda: M.nearest_question_distances(CHUNKS, QUESTIONS, block_size=0), "block_size"),
         (lambda: M.scan_similarities(CHUNKS, QUESTIONS, threshold=0.5), "labels and centroids"),

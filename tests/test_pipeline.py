@@ -125,6 +125,26 @@ def test_report_is_json_and_follows_the_schema(setting):
     assert {"id", "size", "share", "coverage", "n_questions", "is_gap", "themes", "suggested_questions"} <= set(cluster)
     assert [d["name"] for d in report["documents"]] and all("n_chunks" in d for d in report["documents"])
     assert len(report["questions"]) == len(analysis.questions.questions)
+    assert "redundant_pairs" not in report
+    groups = report["duplicate_groups"]
+    assert set(groups) == {"n_groups", "n_questions", "threshold", "groups"}
+    head_of = {row: g["representative"] for g in groups["groups"] for row in g["rows"][1:]}
+    assert [q["duplicate_of"] for q in report["questions"]] == [head_of.get(q["row"]) for q in report["questions"]]
+
+
+def test_exact_repeats_join_their_originals_group(setting):
+    analysis, embedder, cache = setting
+    questions = add_questions(analysis.questions, [analysis.questions.texts[0], analysis.questions.texts[3]])
+    repeats = {row: analysis.questions.rows[i] for row, i in zip(questions.rows[-2:], (0, 3))}
+    questions = dataclasses.replace(questions, duplicates=repeats)
+    from coverage_core.pipeline import embed_questions
+
+    again = measure(analysis.config, analysis.corpus, questions, embed_questions(questions, embedder, cache),
+                    analysis.clustering)
+    table = again.question_table.set_index("row")
+    for row, first in repeats.items():
+        head = table.loc[first, "duplicate_of"]
+        assert table.loc[row, "duplicate_of"] == (first if pd.isna(head) else head)
 
 
 def test_analyze_refuses_empty_inputs(setting):

@@ -271,7 +271,8 @@ def document_table(analysis: pipeline.Analysis) -> pd.DataFrame:
 
 
 def off_topic_table(analysis: pipeline.Analysis, overrides) -> pd.DataFrame:
-    """Every question with its off-topic score, decision and any override, highest score first."""
+    """Every question with its off-topic score, decision, any override and its support (best similarity
+    to any chunk), highest score first."""
     table = analysis.question_table
     frame = pd.DataFrame(
         {
@@ -284,25 +285,33 @@ def off_topic_table(analysis: pipeline.Analysis, overrides) -> pd.DataFrame:
                 for r in table["row"]
             ],
             "nearest document": table["nearest_document"],
+            "best similarity": table["max_similarity"].astype(float),
         }
     )
     return frame.sort_values(["outlier score", "row"], ascending=[False, True]).reset_index(drop=True)
 
 
-def redundant_table(analysis: pipeline.Analysis) -> pd.DataFrame:
-    questions = analysis.questions.questions
-    rows = [
+def duplicate_table(analysis: pipeline.Analysis) -> pd.DataFrame:
+    """The groups of near-duplicate questions, largest first (``Analysis.duplicate_table``), other rows as text."""
+    table = analysis.duplicate_table()
+    table["other_rows"] = [", ".join(map(str, rows)) for rows in table["other_rows"]]
+    return table.rename(
+        columns={"n_questions": "questions", "other_rows": "other rows", "min_similarity": "lowest similarity"}
+    )
+
+
+def duplicate_members(analysis: pipeline.Analysis, row: int) -> pd.DataFrame:
+    """The questions of the near-duplicate group whose representative is file row ``row``, in file order."""
+    groups = analysis.duplicate_groups
+    rows = np.asarray(analysis.questions.rows)
+    members = np.flatnonzero(groups.representative == int(np.flatnonzero(rows == row)[0]))
+    return pd.DataFrame(
         {
-            "row A": questions[i].row,
-            "question A": questions[i].text,
-            "row B": questions[j].row,
-            "question B": questions[j].text,
-            "similarity": float(similarity),
+            "row": rows[members],
+            "question": [analysis.questions.questions[i].text for i in members],
+            "similarity to the representative": groups.similarity[members],
         }
-        for i, j, similarity in analysis.redundant_pairs
-    ]
-    columns = ["row A", "question A", "row B", "question B", "similarity"]
-    return pd.DataFrame(rows, columns=columns).sort_values("similarity", ascending=False).reset_index(drop=True)
+    )
 
 
 def fitness_table(analysis: pipeline.Analysis, threshold: float) -> pd.DataFrame:
@@ -540,5 +549,5 @@ def report_json(analysis: pipeline.Analysis, inputs: dict | None = None, found: 
 
 
 def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:
-    """The user's own table with accepted suggestions appended and marked, formula-safe."""
-    return to_safe_csv(improved_questions(questions, texts).frame)
+    """The user's own table, in its own delimiter, with accepted suggestions appended and marked, formula-safe."""
+    return to_safe_csv(improved_questions(questions, texts).frame, delimiter=questions.delimiter)

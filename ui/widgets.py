@@ -1,4 +1,4 @@
-"""Widgets shared by several pages: tuning sliders, persistent table editors, progress.
+"""Widgets shared by several pages: tuning sliders, persistent table editors, CSV downloads, progress.
 
 Values that must outlive a page change live in :class:`ui.state.Settings`;
 widgets are seeded from it and write back through ``on_change`` callbacks,
@@ -7,11 +7,13 @@ which run before the rerun, so the page computes with the new value.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
 
+from coverage_core.report import to_safe_csv
 from ui import state
 
 HELP_K = (
@@ -132,6 +134,33 @@ def reset_editor(base_key: str, edited_key: str, widget_key: str, frame: pd.Data
         state.drop(base_key)
     else:
         state.put(base_key, frame)
+
+
+def csv_download(
+    label: str,
+    table: pd.DataFrame | Callable[[], bytes],
+    file_name: str,
+    *,
+    key: str | None = None,
+    help: str | None = None,
+) -> None:
+    """A button that downloads ``table`` as CSV through :func:`coverage_core.report.to_safe_csv`.
+
+    ``table`` is a frame, or a function returning finished CSV bytes (the
+    improved test set, which keeps the user's delimiter). This replaces
+    Streamlit's own table download, turned off in .streamlit/config.toml: that
+    one neither quotes a lone carriage return nor neutralises formulas.
+    """
+    build = table if callable(table) else functools.partial(to_safe_csv, table)
+    st.download_button(
+        label,
+        data=build,  # a function: the file is built only when the button is clicked
+        file_name=file_name,
+        mime="text/csv",
+        key=key or f"download-{file_name}",
+        help=help,
+        on_click="ignore",  # no rerun: other buttons keep their files, nothing is recomputed
+    )
 
 
 def progress_callback(bar) -> Callable[[str, int, int], None]:
