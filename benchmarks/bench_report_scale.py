@@ -24,8 +24,9 @@ Everything after embedding is the real code path: reading, chunking, the
 cache lookup, clustering, screening, metrics, gaps, the retrieval and
 answerability checks, report building and writing, JUnit XML and the summary.
 
-Peak RSS is the child process's own maximum (``os.wait4``); the time is its
-wall time, Python start-up included.
+Peak RSS is the command's own maximum (``os.wait4``, taken by a small
+launcher process, see ``_MEASURE``); the time is its wall time, Python
+start-up included.
 
     .venv/bin/python benchmarks/bench_report_scale.py [--sizes 5000 50000] [--keep DIR] [--checkout DIR]
 """
@@ -128,19 +129,32 @@ def build_inputs(n: int, work: Path, base_cache: EmbeddingCache, seed: int = 0) 
     return csv_path, cache_dir
 
 
+# Starts the command from a small process and writes its peak RSS. Linux counts
+# in a child's maximum RSS the memory of the process it was forked from (up to
+# exec), so a child forked from this script, which may hold the model and 50,000
+# vectors, would report this script's size instead of its own.
+_MEASURE = (
+    "import json, os, subprocess, sys\n"
+    "process = subprocess.Popen(sys.argv[2:])\n"
+    "_, status, usage = os.wait4(process.pid, 0)\n"
+    "open(sys.argv[1], 'w').write(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss]))\n"
+)
+
+
 def run_cli(csv_path: Path, cache_dir: Path, out: Path, checkout: Path = PROJECT) -> dict:
     """One fresh CLI process of ``checkout``'s coverage_core: wall time, peak RSS and exit code."""
     command = [sys.executable, "-m", "coverage_core", "analyze", "--docs", str(EXAMPLE / "docs"),
                "--questions", str(csv_path), "--out", str(out), "--junit", str(out.with_suffix(".xml")),
                "--cache-dir", str(cache_dir), "--quiet"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    measured = out.with_suffix(".rss.json")
     with open(out.with_suffix(".log"), "wb") as log:
         started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
+        subprocess.run([sys.executable, "-c", _MEASURE, str(measured), *command],
+                       cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
         seconds = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return {"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024, "exit": process.returncode}
+    exit_code, peak_kb = json.loads(measured.read_text())
+    return {"seconds": seconds, "peak_mb": peak_kb / 1024, "exit": exit_code}
 
 
 def section_sizes(report: dict) -> dict[str, int]:
