@@ -1,11 +1,13 @@
-"""CI outputs that work from a saved JSON report (schema version 1).
+"""CI outputs that work from a saved JSON report (schema version 2, or 1).
 
 * :func:`junit_xml` turns a report into JUnit XML, so a CI system lists what
-  lost coverage: one test case for the gated metric, one per cluster and one
-  per document. Clusters and documents at or above the gap threshold are
-  included as *passing* test cases, so a CI system can track each of them
-  over time and the number of tests stays stable between runs; the ones below
-  it are failures.
+  is untested: one test case for the gated metric, one per cluster and one
+  per document. A cluster fails when the report marks it ``is_gap``, a
+  document when it is ``is_untested`` (the report's absolute decisions
+  against the calibrated support threshold); the others are included as
+  *passing* test cases, so a CI system can track each of them over time and
+  the number of tests stays stable between runs. A schema-1 report has no
+  such decisions: there, coverage below the gap threshold fails.
 * :func:`diff_reports` compares two reports: metric deltas, per-document
   coverage deltas (documents are matched by name, because cluster ids are not
   stable between runs), documents and questions added or removed.
@@ -25,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from coverage_core.topics import cluster_name
 from coverage_core.errors import InputError
 
 __all__ = [
@@ -43,10 +46,13 @@ __all__ = [
     "xml_safe",
 ]
 
-SUPPORTED_SCHEMA_VERSION = 1
+SUPPORTED_SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
+"""Versions :func:`check_report` accepts: diff reads only metrics, documents
+and questions, which version 2 kept; JUnit falls back to coverage on version 1."""
 DEFAULT_GAP_THRESHOLD = 0.7
 # Order in which known metrics are shown; unknown ones follow alphabetically.
-_METRIC_ORDER = ("basic", "weighted", "balanced", "multi_threshold", "multi_n")
+_METRIC_ORDER = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
 # Characters XML 1.0 does not allow anywhere (PDF text often carries them).
 _ILLEGAL_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _SHORT_TEXT = 160
@@ -106,18 +112,24 @@ def _gap_threshold(report: Mapping, gap_threshold: float | None) -> float:
     return DEFAULT_GAP_THRESHOLD if value is None else value
 
 
+def _decided(report: Mapping) -> bool:
+    """Whether the report carries its own decisions (is_gap / is_untested: schema 2 and later)."""
+    version = report.get("schema_version")
+    return isinstance(version, int) and not isinstance(version, bool) and version >= 2
+
+
 # --------------------------------------------------------------------------- reading reports
 
 
 def check_report(report: Any, label: str = "the report") -> dict:
-    """``report`` if it looks like a schema-1 report; else :class:`InputError` (one sentence)."""
+    """``report`` if it looks like a schema-1 or -2 report; else :class:`InputError` (one sentence)."""
     if not isinstance(report, dict) or "schema_version" not in report:
         raise InputError(f"{label} is not a coverage report (it has no schema_version).")
     version = report["schema_version"]
-    if version != SUPPORTED_SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
         raise InputError(
             f"{label} has report schema version {version!r}, but this coverage_core reads "
-            f"version {SUPPORTED_SCHEMA_VERSION}; re-run analyze to make a new report."
+            f"versions {' and '.join(map(str, READABLE_SCHEMA_VERSIONS))}; re-run analyze to make a new report."
         )
     if not isinstance(report.get("metrics"), dict):
         raise InputError(f"{label} is not a complete coverage report (its metrics are missing).")
@@ -213,14 +225,15 @@ def _cluster_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> N
         coverage = _number(cluster.get("coverage"))
         size = cluster.get("size")
         share = _number(cluster.get("share"))
-        case = _testcase(suite, "coverage.clusters", f"cluster {cluster['id']}")
+        name = cluster_name(cluster["id"], cluster.get("label"))
+        case = _testcase(suite, "coverage.clusters", name)
         facts = (
             f"coverage {_fmt(coverage)}, {size} chunks"
             + (f" ({share:.1%} of the corpus)" if share is not None else "")
             + f", {cluster.get('n_questions', 'n/a')} questions covering it"
         )
         themes = [_shorten(t, 60) for t in cluster.get("themes") or []]
-        lines = [f"cluster {cluster['id']}: {facts}"]
+        lines = [f"{name}: {facts}"]
         if themes:
             lines.append("themes: " + ", ".join(themes))
         for passage in (cluster.get("representative_chunks") or [])[:3]:
@@ -229,11 +242,20 @@ def _cluster_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> N
         for suggestion in suggestions[:3]:
             text = suggestion.get("text") if isinstance(suggestion, Mapping) else suggestion
             lines.append(f"suggested question: {_shorten(text)}")
+        tested = _number(cluster.get("tested_share"))
+        if "is_gap" in cluster and tested is not None:
+            lines.insert(1, f"tested share {tested:.1%} ({cluster.get('n_tested', 'n/a')} of {size} passages reached by a question)")
         if coverage is None:
             ET.SubElement(case, "skipped", message="empty cluster: coverage is not defined")
-        elif coverage < gap_threshold:
+        elif _decided(report) and cluster.get("is_gap"):
             about = f" ({', '.join(themes[:3])})" if themes else ""
-            message = f"cluster {cluster['id']}{about}: coverage {coverage:.3f} is below the gap threshold {gap_threshold:.3f}"
+            shown = f"only {tested:.1%} of its passages are tested" if tested is not None else "marked a gap"
+            message = f"{name}{about}: {shown}; it is a gap"
+            _fail(case, message, "\n".join(lines), "coverage.gap")
+            continue
+        elif not _decided(report) and coverage < gap_threshold:
+            about = f" ({', '.join(themes[:3])})" if themes else ""
+            message = f"{name}{about}: coverage {coverage:.3f} is below the gap threshold {gap_threshold:.3f}"
             _fail(case, message, "\n".join(lines), "coverage.gap")
             continue
         _system_out(case, "\n".join(lines))
@@ -252,10 +274,18 @@ def _document_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> 
             f"{name}: coverage {_fmt(coverage)}, {document.get('n_chunks', 'n/a')} chunks, "
             f"the nearest document of {asking.get(name, 0)} on-topic questions"
         ]
+        tested = _number(document.get("tested_share"))
+        if tested is not None:
+            lines.append(f"tested share {tested:.1%} ({document.get('n_tested', 'n/a')} passages reached by a question)")
         if document.get("is_low"):
             lines.append("flagged: covered far less than the other documents (untested or possibly misaligned)")
         if coverage is None:
             ET.SubElement(case, "skipped", message="coverage is not defined")
+        elif _decided(report):
+            if document.get("is_untested"):
+                shown = f"only {tested:.1%} of its passages are tested" if tested is not None else "marked untested"
+                _fail(case, f"{name}: {shown}; it is untested", "\n".join(lines), "coverage.untested")
+                continue
         elif coverage < gap_threshold:
             message = f"{name}: coverage {coverage:.3f} is below the gap threshold {gap_threshold:.3f}"
             _fail(case, message, "\n".join(lines), "coverage.gap")
@@ -269,7 +299,7 @@ def junit_xml(
     gate_threshold: float | None = None,
     gap_threshold: float | None = None,
 ) -> str:
-    """JUnit XML (a UTF-8 document as ``str``) for a schema-1 report dict.
+    """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 2, or 1).
 
     Three test suites:
 
@@ -277,17 +307,21 @@ def junit_xml(
       when the metric is below ``gate_threshold`` (as ``analyze --fail-below``
       does) and passes otherwise, or always when no threshold is set. Every
       metric is also listed as a ``<property>``.
-    * ``coverage.clusters``: one test case per cluster, failing when its
-      coverage is below ``gap_threshold``; message and text give coverage,
+    * ``coverage.clusters``: one test case per cluster, failing when the
+      report marks it ``is_gap`` (schema 1: coverage below
+      ``gap_threshold``); message and text give coverage,
       size, themes, representative passages and suggested questions.
-      Clusters are named ``cluster <id>``; ids are not stable between runs.
+      Clusters are named ``cluster <id>: <topic label>`` (``cluster <id>``
+      in a report without labels); ids are not stable between runs.
     * ``coverage.documents``: one test case per document (named after it),
-      failing below ``gap_threshold``.
+      failing when the report marks it ``is_untested`` (schema 1: coverage
+      below ``gap_threshold``).
 
     Clusters and documents at or above the threshold are passing test cases
     (with their coverage in ``<system-out>``), so CI can track them over time.
     An undefined coverage (an empty cluster) is a skipped test case.
-    ``gap_threshold=None`` uses the report's configured gap threshold.
+    ``gap_threshold`` (schema 1 only; None uses the report's configured gap
+    threshold).
     """
     check_report(report)
     threshold = _gap_threshold(report, gap_threshold)

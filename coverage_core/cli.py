@@ -29,7 +29,8 @@ from coverage_core.chunking import ChunkingConfig, check_chunking
 from coverage_core.chunking_comparison import DEFAULT_GRID
 from coverage_core.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
 from coverage_core.errors import CoverageError, InputError
-from coverage_core.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
+from coverage_core.calibration import SUPPORT_THRESHOLD_RANGE
+from coverage_core.gaps import COVERAGE_THRESHOLD_RANGE, GAP_RULES, GapConfig
 from coverage_core.pipeline import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig, EmbeddingConfig
 from coverage_core.report import METRIC_NAMES, build_report, summary_table, write_report
 from coverage_core.retrieval import DEFAULT_K
@@ -100,8 +101,16 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     add("--strictness", type=float, default=AnalysisConfig.strictness, metavar="X",
         help=_default(f"off-topic screening strictness, {STRICTNESS_RANGE[0]:g} (flag only extreme questions) "
                       f"to {STRICTNESS_RANGE[1]:g} (flag many)", f"{DEFAULT_STRICTNESS:g}"))
+    add("--support-threshold", type=float, default=AnalysisConfig.support_threshold, metavar="X",
+        help=_default(f"cosine similarity at which a question reaches a passage, "
+                      f"{SUPPORT_THRESHOLD_RANGE[0]:g} < X <= {SUPPORT_THRESHOLD_RANGE[1]:g}",
+                      "calibrated on the documents"))
+    add("--gap-rule", choices=GAP_RULES, default=GapConfig.rule,
+        help=_default("tested_share: a cluster is a gap when less than "
+                      f"{GapConfig.tested_share_threshold:.0%} of its passages are tested; "
+                      "coverage: when its coverage is below --gap-threshold", GapConfig.rule))
     add("--gap-threshold", type=float, default=GapConfig.gap_threshold, metavar="X",
-        help=_default(f"clusters and documents covered below X are gaps, "
+        help=_default(f"with --gap-rule coverage (and for schema-1 reports in JUnit), clusters covered below X are gaps, "
                       f"{COVERAGE_THRESHOLD_RANGE[0]:g} < X <= {COVERAGE_THRESHOLD_RANGE[1]:g}",
                       GapConfig.gap_threshold))
     add("--multi-threshold", type=float, default=AnalysisConfig.multi_threshold, metavar="X",
@@ -127,7 +136,7 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         help=_default("metric gated by --fail-below", DEFAULT_METRIC))
     add("--junit", metavar="FILE",
         help=_default("also write JUnit XML: the gated metric, every cluster and document "
-                      "(below --gap-threshold fail)", "none"))
+                      "(gaps and untested documents fail)", "none"))
     add("--relevant-column", metavar="NAME",
         help=_default("column naming each question's relevant source file(s) for the retrieval check",
                       "detected, e.g. source, relevant_sources, document"))
@@ -219,6 +228,7 @@ def _analysis_settings(args: argparse.Namespace):
     _check_at_least("--clusters", args.clusters, 1)
     _check_range("--strictness", args.strictness, *STRICTNESS_RANGE)
     _check_range("--gap-threshold", args.gap_threshold, *COVERAGE_THRESHOLD_RANGE, open_low=True)
+    _check_range("--support-threshold", args.support_threshold, *SUPPORT_THRESHOLD_RANGE, open_low=True)
     _check_range("--multi-threshold", args.multi_threshold, *MULTI_THRESHOLD_RANGE, open_low=True)
     _check_at_least("--multi-n", args.multi_n, 1)
     _check_range("--seed", args.seed, *SEED_RANGE)
@@ -239,7 +249,8 @@ def _analysis_settings(args: argparse.Namespace):
         strictness=args.strictness,
         multi_threshold=args.multi_threshold,
         multi_n=args.multi_n,
-        gaps=GapConfig(gap_threshold=args.gap_threshold),
+        gaps=GapConfig(gap_threshold=args.gap_threshold, rule=args.gap_rule),
+        support_threshold=args.support_threshold,
     )
     return config, grid
 

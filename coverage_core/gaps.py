@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from coverage_core.errors import InputError, ProviderError
 from coverage_core.llm import ChatClient
+from coverage_core.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, _N_SPARE_TERMS, _stem, cluster_terms
 
 __all__ = [
     "Gap",
@@ -51,11 +51,26 @@ _FATAL_KINDS = {"auth", "connection", "timeout", "rate_limit"}
 COVERAGE_THRESHOLD_RANGE = (-1.0, 1.0)
 
 
+GAP_RULES = ("tested_share", "coverage")
+GAP_TESTED_SHARE = 0.5
+"""A cluster is a gap (rule ``"tested_share"``) when less than half of its
+passages are reached by a question: most of that topic is untested."""
+
+
 @dataclass(frozen=True)
 class GapConfig:
     """Settings of the gap analysis.
 
-    Gaps are clusters with coverage below ``gap_threshold``, ranked by::
+    Which clusters are gaps depends on ``rule``:
+
+    * ``"tested_share"`` (default): fewer than ``tested_share_threshold`` of
+      the cluster's passages are reached by a question (similarity >= the
+      calibrated support threshold τ, :mod:`coverage_core.calibration`). An
+      absolute decision: it does not depend on the other clusters' scores.
+    * ``"coverage"``: the cluster's mean coverage (``1 - mean mindist``) is
+      below ``gap_threshold``, the rule of schema-1 reports.
+
+    Gaps are ranked by::
 
         priority = (1 - size_weight) * (1 - coverage) + size_weight * share
 
@@ -65,6 +80,8 @@ class GapConfig:
 
     gap_threshold: float = 0.7
     size_weight: float = 0.3
+    rule: str = "tested_share"
+    tested_share_threshold: float = GAP_TESTED_SHARE
     n_themes: int = 5
     n_suggestions: int = 3
     n_passages: int = 3
@@ -77,6 +94,12 @@ class GapConfig:
             )
         if not 0 <= self.size_weight <= 1:
             raise InputError(f"size_weight must be between 0 and 1; got {self.size_weight}.")
+        if self.rule not in GAP_RULES:
+            raise InputError(f"The gap rule must be one of {', '.join(GAP_RULES)}; got {self.rule!r}.")
+        if not 0 < self.tested_share_threshold <= 1:
+            raise InputError(
+                f"tested_share_threshold is a share of passages and must be in (0, 1]; got {self.tested_share_threshold}."
+            )
         for name in ("n_themes", "n_suggestions", "n_passages"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -119,91 +142,8 @@ class Gap:
 
 
 # --------------------------------------------------------------------------
-# themes: class-based TF-IDF
+# themes: the cluster terms of coverage_core.topics
 # --------------------------------------------------------------------------
-
-# Punctuation other than in-word apostrophes and hyphens ends a phrase.
-_PHRASE_BREAK = re.compile(r"[^\w\s'-]+|\s['-]|['-]\s")
-
-
-def _analyse(text: str) -> list[str]:
-    """Words and adjacent word pairs of a text, for ``CountVectorizer(analyzer=...)``.
-
-    Unlike the built-in analyser, pairs are only formed from words that are
-    next to each other in the text: no pair spans a removed stop word, a
-    number or punctuation (the built-in one turns "area is among the largest"
-    into the fake phrase "area largest").
-    """
-    terms = []
-    for segment in _PHRASE_BREAK.split(text.lower()):
-        words = [
-            w if len(w) >= 2 and w.isalpha() and w not in ENGLISH_STOP_WORDS else None
-            for w in re.findall(r"\w+", segment)
-        ]
-        terms += [w for w in words if w]
-        terms += [f"{a} {b}" for a, b in zip(words, words[1:]) if a and b]
-    return terms
-
-
-def _count_terms(texts: list[str]):
-    """Chunk x term counts of words and word pairs, or (None, None) if no term survives."""
-    # On tiny corpora a term seen in two chunks may not exist; then one is enough.
-    for min_df in ((2, 1) if len(texts) >= 20 else (1,)):
-        vectorizer = CountVectorizer(analyzer=_analyse, min_df=min_df)
-        try:
-            counts = vectorizer.fit_transform(texts)
-        except ValueError:  # "empty vocabulary": only stop words, numbers, or nothing
-            continue
-        return counts, vectorizer.get_feature_names_out()
-    return None, None
-
-
-def _stem(word: str) -> str:
-    # Crude plural folding, only to spot near-duplicate phrases.
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def _distinct_phrases(ranked: list[tuple[str, float]], n: int) -> list[str]:
-    """Top ``n`` phrases without near-duplicates.
-
-    Phrases sharing a word (plurals folded) are near-duplicates: "gogh",
-    "van gogh", "gogh painted". Of those only the first ranked is kept,
-    except that a longer phrase containing it replaces it when its weight is
-    at least 0.7 times as large ("van gogh" over "gogh", but "violin used" does
-    not replace "violin").
-    """
-    chosen: list[tuple[str, frozenset, float]] = []
-    for phrase, weight in ranked:
-        words = frozenset(_stem(w) for w in phrase.split())
-        overlapping = [i for i, (_, other, _) in enumerate(chosen) if other & words]
-        if not overlapping:
-            if len(chosen) < n:
-                chosen.append((phrase, words, weight))
-        elif all(chosen[i][1] < words and weight >= 0.7 * chosen[i][2] for i in overlapping):
-            chosen[overlapping[0]] = (phrase, words, weight)
-            chosen = [c for i, c in enumerate(chosen) if i not in overlapping[1:]]
-    return [phrase for phrase, _, _ in chosen]
-
-
-# Chunks per cluster counted for themes. A topic's top phrases are stable long
-# before this many passages, and counting words is the costly part of theme
-# extraction on a large corpus (20,000 chunks of ~1,000 characters: 14 s with
-# 300 per cluster on uniform word salad; with Zipfian text ~3 s at 100 and
-# ~1.5 s at 50, where a topic still has ~8,000 words; benchmarks/bench_analysis.py).
-MAX_THEME_CHUNKS_PER_CLUSTER = 50
-
-
-def _evenly_per_cluster(labels: np.ndarray, cap: int) -> np.ndarray:
-    """Indices keeping at most ``cap`` evenly spaced chunks of each cluster, in order."""
-    keep = []
-    for cluster in np.unique(labels):
-        members = np.flatnonzero(labels == cluster)
-        if len(members) > cap:
-            members = members[np.linspace(0, len(members) - 1, cap).round().astype(np.intp)]
-        keep.append(members)
-    return np.sort(np.concatenate(keep)) if keep else np.array([], dtype=np.intp)
 
 
 def extract_themes(
@@ -211,77 +151,17 @@ def extract_themes(
     labels,
     n_clusters: int,
     n_themes: int = 5,
-    max_chunks_per_cluster: int | None = MAX_THEME_CHUNKS_PER_CLUSTER,
+    max_chunks_per_cluster: int | None = MAX_CHUNKS_PER_CLUSTER,
 ) -> list[list[str]]:
-    """Keyphrases that set each cluster apart from the others (c-TF-IDF).
+    """Keyphrases that set each cluster apart: :func:`coverage_core.topics.cluster_terms` (c-TF-IDF).
 
-    Words and adjacent word pairs are counted per chunk (scikit-learn
-    ``CountVectorizer``, English stop words removed, pairs never spanning a
-    stop word or punctuation) and summed per cluster.
-    With ``tf_{t,c}`` the count of term ``t`` in cluster ``c`` divided by all
-    term counts of ``c``, ``f_t`` the count of ``t`` over all clusters and
-    ``A`` the average number of terms per cluster::
-
-        W_{t,c} = tf_{t,c} * log(1 + A / f_t)
-
-    A term frequent in one cluster and rare elsewhere scores high. (The
-    class-based TF-IDF idea of BERTopic, implemented here.) The top terms
-    are then thinned of near-duplicates such as "gogh" next to "van gogh".
-
-    Parameters
-    ----------
-    chunk_texts : sequence of n str
-    labels : array-like of shape (n,), int in 0..n_clusters-1
-    n_clusters : int
-    n_themes : int, phrases per cluster
-    max_chunks_per_cluster : int or None
-        Larger clusters are represented by this many evenly spaced chunks
-        (None: all).
-
-    Returns
-    -------
-    list of n_clusters lists of up to ``n_themes`` lowercase phrases, best
-    first; empty for a cluster without usable words (or when the whole
-    corpus has none).
+    Returns n_clusters lists of up to ``n_themes`` lowercase phrases, best
+    first; the first three are the cluster's topic label.
     """
-    texts = [str(text) for text in chunk_texts]
-    labels = np.asarray(labels, dtype=np.intp)
-    if labels.shape != (len(texts),):
-        raise InputError(f"labels must hold one cluster label per chunk ({len(texts)}); got shape {labels.shape}.")
-    if labels.size and (labels.min() < 0 or labels.max() >= n_clusters):
-        raise InputError(f"labels must be cluster numbers 0..{n_clusters - 1}.")
-    themes: list[list[str]] = [[] for _ in range(n_clusters)]
-    if not texts:
-        return themes
-    if max_chunks_per_cluster is not None:
-        keep = _evenly_per_cluster(labels, max_chunks_per_cluster)
-        texts, labels = [texts[i] for i in keep], labels[keep]
-    counts, terms = _count_terms(texts)
-    if counts is None:
-        return themes
-
-    membership = sp.csr_matrix(
-        (np.ones(len(texts)), (labels, np.arange(len(texts)))), shape=(n_clusters, len(texts))
-    )
-    class_counts = np.asarray((membership @ counts).todense(), dtype=np.float64)  # (K, V)
-    per_class = class_counts.sum(axis=1, keepdims=True)
-    tf = np.divide(class_counts, per_class, out=np.zeros_like(class_counts), where=per_class > 0)
-    average_terms = per_class.sum() / max(int((per_class > 0).sum()), 1)
-    idf = np.log(1.0 + average_terms / class_counts.sum(axis=0))
-    weights = tf * idf
-    # Chunks of each cluster containing each term: breaks ties between
-    # equally weighted terms (common in small corpora) in favour of spread.
-    spread = np.asarray((membership @ (counts > 0).astype(np.float64)).todense())
-
-    for k in range(n_clusters):
-        present = np.flatnonzero(class_counts[k] > 0)
-        if present.size == 0:
-            continue
-        # Best weight first, then most chunks, then alphabetical (reproducible).
-        keys = (terms[present], -spread[k, present], -np.round(weights[k, present], 12))
-        order = present[np.lexsort(keys)][: 10 * n_themes]
-        themes[k] = _distinct_phrases([(str(terms[t]), float(weights[k, t])) for t in order], n_themes)
-    return themes
+    # Ranked as for the topic labels, so a gap's first themes are its label's terms.
+    n_ranked = max(n_themes, N_LABEL_TERMS + _N_SPARE_TERMS)
+    terms = cluster_terms(chunk_texts, labels, n_clusters, n_ranked, max_chunks_per_cluster)
+    return [t[:n_themes] for t in terms]
 
 
 # --------------------------------------------------------------------------
@@ -289,8 +169,13 @@ def extract_themes(
 # --------------------------------------------------------------------------
 
 
-def rank_gaps(cluster_coverage, cluster_sizes, config: GapConfig | None = None) -> list[tuple[int, float]]:
+def rank_gaps(
+    cluster_coverage, cluster_sizes, config: GapConfig | None = None, is_gap=None
+) -> list[tuple[int, float]]:
     """Clusters with coverage below ``config.gap_threshold``, most urgent first.
+
+    ``is_gap`` (bool per cluster), when given, is the decision instead (e.g.
+    the tested-share rule of :class:`GapConfig`); the ranking is the same.
 
     Priority is the mix documented in :class:`GapConfig`. Empty clusters and
     clusters with NaN coverage are not gaps.
@@ -318,7 +203,9 @@ def rank_gaps(cluster_coverage, cluster_sizes, config: GapConfig | None = None) 
         return []
     share = sizes / total
     priority = (1 - config.size_weight) * (1 - coverage) + config.size_weight * share
-    is_gap = (sizes > 0) & ~np.isnan(coverage) & (coverage < config.gap_threshold)
+    if is_gap is None:
+        is_gap = coverage < config.gap_threshold
+    is_gap = (sizes > 0) & ~np.isnan(coverage) & np.asarray(is_gap, dtype=bool)
     gaps = [(int(k), float(priority[k])) for k in np.flatnonzero(is_gap)]
     return sorted(gaps, key=lambda item: (-item[1], item[0]))
 
@@ -378,48 +265,127 @@ def _shorten(text: str, limit: int) -> str:
     return text[: cut if cut > limit // 2 else limit].rstrip(" ,;:") + "…"
 
 
+# Sentence ends: . ! ? (optionally closed by a quote or bracket) before a space, or a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n+")
+# Markers of markup, captions and furniture: such sentences are never quoted.
+_NOT_PROSE = re.compile(
+    r"=|https?:|www\.|<[^>]*>|\{\{|\}\}|\[\[|\]\]|\||^\s*[*#•·\-–—>]|^\W*(?:fig(?:ure)?|table|photo|image|caption|source|note|see also)\b",
+    re.IGNORECASE,
+)
+# A sentence that needs the one before it to make sense.
+_DANGLING_START = re.compile(
+    r"^(?:it|its|this|these|that|those|they|their|he|his|she|her|him|them|such|there|here|however|also|"
+    r"thus|hence|then|both|which|another|the latter|the former)\b",
+    re.IGNORECASE,
+)
+# "X is a Y…": a definition, asked back as "What is X?".
+_DEFINITION = re.compile(
+    r"^(?P<subject>(?:(?:The|An|A) )?[A-Z][\w'-]*(?: [\w'-]+){0,3}?)(?: \([^)]{1,80}\))?,? "
+    r"(?P<verb>is|are|was|were) (?:an?|the|one of the) \w",
+)
+_MIN_SENTENCE_WORDS, _MAX_SENTENCE_WORDS = 8, 45
+
+
+# A period after these does not end a sentence.
+_ABBREVIATION = re.compile(r"(?:\b(?:St|Mr|Mrs|Ms|Dr|Jr|Sr|Mt|No|vs|etc|ca|approx|e\.g|i\.e)|\b[A-Z])\.$")
+# Reference-list debris: dates of citations, "pp.", "Retrieved", "ISBN", stripped markup (", ," "()").
+_CITATION = re.compile(
+    r"\b\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4}\b|\bpp?\. ?\d|\bretrieved\b"
+    r"|\bisbn\b|\bdoi\b|,\s*,|\(\s*\)|\(\s*[,;]",
+    re.IGNORECASE,
+)
+
+
 def _sentences(text: str) -> list[str]:
-    parts = [" ".join(p.split()) for p in re.split(r"(?<=[.!?])\s+|\n+", text)]
-    long_enough = [p for p in parts if len(p.split()) >= 4]
-    return long_enough or [" ".join(text.split())]
+    """The complete sentences of a chunk: a fragment cut off at either end of the chunk is left out."""
+    parts: list[str] = []
+    for part in (" ".join(p.split()) for p in _SENTENCE_END.split(text)):
+        if parts and _ABBREVIATION.search(parts[-1]):
+            parts[-1] += " " + part
+        elif part:
+            parts.append(part)
+    return [p for p in parts if re.match(r"[\"“‘]?[A-Z]", p) and re.search(r"[.!?][\"'”’)\]]*$", p)]
+
+
+def _is_prose(sentence: str, strict: bool = True) -> bool:
+    """A sentence a tester can quote: not markup, a caption, a list of numbers or a heading.
+
+    Not ``strict``: any sentence of 5 words or more that is not markup,
+    numbers or a reference (for passages of short sentences only).
+    """
+    words = sentence.split()
+    shortest = _MIN_SENTENCE_WORDS if strict else 5
+    if not shortest <= len(words) <= _MAX_SENTENCE_WORDS or _NOT_PROSE.search(sentence):
+        return False
+    alphabetic = [w for w in words if _WORD.fullmatch(w.strip(".,;:!?()\"'“”‘’"))]
+    if len(alphabetic) < 0.7 * len(words) or _CITATION.search(sentence):
+        return False  # numbers, codes, references
+    if not strict:
+        return True
+    if sum(w[:1].isupper() for w in words[1:]) > 0.4 * (len(words) - 1):
+        return False  # a title, a caption or a reference: "The Flute Book: A Complete Guide for …"
+    # Prose has function words; captions and title lists ("Statue of James Watt in Leeds") few.
+    function = sum(w.lower().strip(".,;:!?()\"'“”‘’") in ENGLISH_STOP_WORDS for w in words)
+    return function >= 0.2 * len(words)
+
+
+def _key_sentences(text: str, theme_words: set[str], strict: bool = True) -> list[str]:
+    """The chunk's quotable sentences, best first.
+
+    Best is most content-word dense: distinct content words (theme words
+    count double) per square root of length, so neither the shortest nor
+    the longest sentence wins by size alone; a sentence starting with a
+    pronoun or "However" needs its context and ranks last.
+    """
+    scored = []
+    for position, sentence in enumerate(_sentences(text)):
+        if not _is_prose(sentence, strict):
+            continue
+        words = [w.lower() for w in _WORD.findall(sentence)]
+        content = {w for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS}
+        density = (len(content) + len(content & theme_words)) / np.sqrt(len(words))
+        scored.append((bool(_DANGLING_START.match(sentence)), -density, position, sentence))
+    return [sentence for *_, sentence in sorted(scored)]
+
+
+def _question_from(sentence: str) -> str | None:
+    """A real question from a definitional sentence ("The koala is an …" → "What is the koala?"), else None."""
+    match = _DEFINITION.match(sentence)
+    if not match:
+        return None
+    subject = match["subject"]
+    first, _, rest = subject.partition(" ")
+    if first.lower() in ENGLISH_STOP_WORDS - {"the", "an", "a"}:
+        return None  # "Some of …", "Most …", "Many …"
+    if first in ("The", "An", "A"):
+        subject = first.lower() + " " + rest
+    verb = {"is": "is", "are": "are", "was": "was", "were": "were"}[match["verb"]]
+    return f"What {verb} {subject}?"
 
 
 def _draft_questions(
     cluster: int, passages: list[int], chunk_texts, chunk_documents, themes: Sequence[str], n: int, seen: set[str]
 ) -> list[Suggestion]:
-    """Template question drafts from the passages' most on-topic sentences.
+    """Offline drafts from the key sentences of the least covered passages.
 
-    Each passage's sentences are ranked by how many theme words they contain;
-    drafts take the best sentence of every passage first, then the second
-    best, and so on, until ``n`` distinct drafts exist.
+    Each draft quotes a real sentence of a passage: a definitional sentence
+    becomes the question it answers ("What is the koala?"); any other is
+    offered as ``Write a question answered by: “<sentence>”``, a draft the
+    tester finishes. Drafts take the best sentence of every passage first,
+    then the second best, and so on, until ``n`` distinct drafts exist. A
+    passage without a quotable sentence (markup, captions, numbers) gives none.
     """
-    theme_words = [set(_WORD.findall(phrase.lower())) for phrase in themes]
-    all_theme_words = set().union(*theme_words) if theme_words else set()
-    ranked = []
-    for index in passages:
-        sentences = _sentences(chunk_texts[index])
-        hits = [len(set(_WORD.findall(s.lower())) & all_theme_words) for s in sentences]
-        order = sorted(range(len(sentences)), key=lambda i: (-hits[i], i))
-        ranked.append([(index, sentences[i]) for i in order])
-
+    theme_words = {w for phrase in themes for w in _WORD.findall(phrase.lower())}
+    ranked = [[(index, s) for s in _key_sentences(chunk_texts[index], theme_words)] for index in passages]
+    if not any(ranked):  # only short sentences: accept any plain one
+        ranked = [[(index, s) for s in _key_sentences(chunk_texts[index], theme_words, False)] for index in passages]
     drafts: list[Suggestion] = []
-    used: set[int] = set()
     for depth in range(max((len(r) for r in ranked), default=0)):
         for candidates in ranked:
             if len(drafts) == n or depth >= len(candidates):
                 continue
             index, sentence = candidates[depth]
-            words = set(_WORD.findall(sentence.lower()))
-            # The theme the sentence mentions most; among equals, one not yet
-            # used by this gap's drafts, for variety; then the best ranked.
-            options = sorted(range(len(themes)), key=lambda t: (-len(theme_words[t] & words), t in used, t))
-            if options and theme_words[options[0]] & words:
-                used.add(options[0])
-                theme = themes[options[0]]
-            else:
-                theme = themes[0] if themes else "this topic"
-            quote = _shorten(sentence, 120).replace('"', "'")
-            text = f'What does the knowledge base say about {theme} (see: "{quote}")?'
+            text = _question_from(sentence) or f"Write a question answered by: “{sentence}”"
             if _normalise(text) in seen:
                 continue
             seen.add(_normalise(text))
@@ -510,7 +476,10 @@ def _llm_questions(
     existing_questions: Sequence[str],
     n: int,
     seen: set[str],
-) -> tuple[list[str], list[Suggestion]]:
+    chunk_vectors=None,
+    embed=None,
+    support_threshold: float | None = None,
+) -> tuple[list[str], list[Suggestion], int]:
     prompt = _llm_prompt(
         themes, [chunk_texts[i] for i in prompt_passages], _existing_sample(existing_questions, themes), n
     )
@@ -519,12 +488,18 @@ def _llm_questions(
         llm_themes, questions = _parse_llm_answer(answer, len(prompt_passages))
     except ValueError as error:
         raise ProviderError(f"The LLM reply could not be used: {error}.", kind="bad_response") from None
-    suggestions = []
+    fresh = []
     for text, passage in questions:
-        if len(suggestions) == n or _normalise(text) in seen:
-            continue
+        if _normalise(text) not in seen and _normalise(text) not in {_normalise(t) for t, _ in fresh}:
+            fresh.append((text, prompt_passages[passage] if passage is not None else None))
+    n_dropped = 0
+    if fresh and embed is not None and support_threshold is not None:
+        fresh, n_dropped = _reaching_passages(fresh, prompt_passages, chunk_vectors, embed, support_threshold)
+    suggestions = []
+    for text, index in fresh:
+        if len(suggestions) == n:
+            break
         seen.add(_normalise(text))
-        index = prompt_passages[passage] if passage is not None else None
         suggestions.append(
             Suggestion(
                 cluster=cluster,
@@ -535,8 +510,33 @@ def _llm_questions(
             )
         )
     if not suggestions:
+        if n_dropped:
+            error = ProviderError(f"none of its questions reached their passage ({n_dropped} dropped)", kind="bad_response")
+            error.dropped = n_dropped
+            raise error
         raise ProviderError("The LLM only repeated existing questions.", kind="bad_response")
-    return llm_themes, suggestions
+    return llm_themes, suggestions, n_dropped
+
+
+def _reaching_passages(fresh, prompt_passages, chunk_vectors, embed, support_threshold: float):
+    """The (question, chunk) pairs whose question embedding reaches its passage, and how many did not.
+
+    A question reaches its passage when their cosine similarity is at least
+    ``support_threshold``. A question that cited no valid passage is matched
+    to the prompt passage it is most similar to.
+    """
+    question_vectors = np.asarray(embed([text for text, _ in fresh]), dtype=np.float64)
+    passages = np.asarray(chunk_vectors, dtype=np.float64)[prompt_passages]
+    def unit(rows):
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / np.where(norms > 0, norms, 1.0)
+    similarity = unit(question_vectors) @ unit(passages).T  # (questions, prompt passages)
+    kept = []
+    for row, (text, index) in enumerate(fresh):
+        column = prompt_passages.index(index) if index is not None else int(np.argmax(similarity[row]))
+        if similarity[row, column] >= support_threshold:
+            kept.append((text, prompt_passages[column]))
+    return kept, len(fresh) - len(kept)
 
 
 # --------------------------------------------------------------------------
@@ -555,6 +555,9 @@ def analyse_gaps(
     existing_questions: Sequence[str],
     config: GapConfig | None = None,
     llm: ChatClient | None = None,
+    embed=None,
+    support_threshold: float | None = None,
+    is_gap=None,
 ) -> tuple[list[Gap], list[str]]:
     """Find the under-covered clusters and suggest questions for them.
 
@@ -571,6 +574,16 @@ def analyse_gaps(
         never repeat them (compared lowercase, ignoring punctuation)
     config : GapConfig
     llm : ChatClient, optional; without it suggestions are offline drafts
+    embed : callable, optional, list of str -> array (m, d) in the space of
+        ``chunk_vectors``; with ``support_threshold`` it checks LLM questions
+    support_threshold : float, optional
+        An LLM question is kept only if the cosine similarity of its
+        embedding to its source passage is at least this; the others are
+        dropped and counted in a warning. None: no check.
+
+    is_gap : array-like of shape (K,), bool, optional
+        Which clusters are gaps (the pipeline's ``clusters["is_gap"]``);
+        None: coverage below ``config.gap_threshold``.
 
     Returns
     -------
@@ -603,12 +616,13 @@ def analyse_gaps(
         raise InputError(f"labels must be cluster numbers 0..{n_clusters - 1}.")
 
     sizes = np.bincount(labels, minlength=n_clusters)
-    ranked = rank_gaps(coverage, sizes, config)
+    ranked = rank_gaps(coverage, sizes, config, is_gap=is_gap)
     if not ranked:
         return [], []
     themes = extract_themes(texts, labels, n_clusters, config.n_themes)
     seen = {_normalise(str(q)) for q in existing_questions}
     warnings: list[str] = []
+    n_unsupported = 0
 
     gaps = []
     for cluster, priority in ranked:
@@ -622,12 +636,14 @@ def analyse_gaps(
             # ones for context if not already there.
             prompt_passages = passages + [int(i) for i in representatives[:2] if int(i) not in passages]
             try:
-                llm_themes, suggestions = _llm_questions(
+                llm_themes, suggestions, dropped = _llm_questions(
                     llm, cluster, gap_themes, prompt_passages, texts, documents,
-                    existing_questions, config.n_suggestions, seen,
+                    existing_questions, config.n_suggestions, seen, vectors, embed, support_threshold,
                 )
+                n_unsupported += dropped
                 gap_themes = llm_themes or gap_themes
             except ProviderError as error:
+                n_unsupported += getattr(error, "dropped", 0)
                 if error.kind in _FATAL_KINDS:
                     warnings.append(f"The LLM is unavailable, so offline question drafts are shown instead: {error}")
                     llm = None  # the next gaps would fail the same way
@@ -650,5 +666,11 @@ def analyse_gaps(
                 passages=tuple(passages),
                 suggestions=tuple(suggestions),
             )
+        )
+    if n_unsupported:
+        warnings.append(
+            f"{n_unsupported} suggested question{'s' if n_unsupported != 1 else ''} did not reach "
+            f"{'their passage' if n_unsupported != 1 else 'its passage'} (cosine similarity below "
+            f"{support_threshold:.3f}) and {'were' if n_unsupported != 1 else 'was'} dropped."
         )
     return gaps, warnings

@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from coverage_core import plots
+from coverage_core.topics import cluster_name
 from coverage_core.report import METRIC_NAMES
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ MAX_DUPLICATE_GROUPS = 200
 MAX_ROWS_PER_GROUP = 50
 
 METRIC_NOTES = {
+    "tested_share": "Share of passages some question reaches (similarity ≥ the calibrated support threshold).",
     "basic": "1 − mean distance from each chunk to its nearest test question.",
     "weighted": "Size-weighted per-cluster coverage, as the method defines it; equals basic by construction.",
     "balanced": "Mean of per-cluster coverages: every topic weighs the same.",
@@ -180,8 +182,8 @@ def build_html_report(
             change = improved.metrics[name] - value
             delta = f'<div class="delta{" neg" if change < 0 else ""}">improved set: {improved.metrics[name]:.3f} ({change:+.3f})</div>'
         cards.append(
-            f'<div class="card"><div>{_e(plots.METRIC_LABELS[name])}</div><div class="value">{value:.3f}</div>'
-            f'{delta}<div class="muted">{_e(METRIC_NOTES[name])}</div></div>'
+            f'<div class="card"><div>{_e(plots.METRIC_LABELS.get(name, name))}</div><div class="value">{value:.3f}</div>'
+            f'{delta}<div class="muted">{_e(METRIC_NOTES.get(name, ""))}</div></div>'
         )
     parts.append('<div class="cards">' + "".join(cards) + "</div>")
     if analysis.warnings:
@@ -191,12 +193,13 @@ def build_html_report(
     # ---------------------------------------------------------------- clusters
     parts.append("<h2>Clusters</h2>")
     parts.append(figure(plots.cluster_coverage_bar(analysis.clusters, config.gaps.gap_threshold)))
+    labels = dict(zip(analysis.clusters["cluster"], analysis.clusters["label"])) if "label" in analysis.clusters else {}
     rows = []
     for row in analysis.clusters.sort_values("coverage").itertuples(index=False):
         example = row.representative_chunks[0] if len(row.representative_chunks) else ""
         rows.append(
             [
-                _e(int(row.cluster)), _e(int(row.size)), f"{row.share:.1%}", _num(row.coverage),
+                _e(cluster_name(row.cluster, getattr(row, "label", ""))), _e(int(row.size)), f"{row.share:.1%}", _num(row.coverage),
                 _num(row.multi_threshold_coverage), _num(row.multi_n_coverage), _e(int(row.n_questions)),
                 '<span class="flag">gap</span>' if row.is_gap else "", _e(_shorten(example, 200)),
             ]
@@ -204,7 +207,7 @@ def build_html_report(
     parts.append(
         _table(
             ["cluster", "chunks", "share", "coverage", "multi-threshold", "multi-N", "questions", "", "most central passage"],
-            rows, numeric=(0, 1, 2, 3, 4, 5, 6),
+            rows, numeric=(1, 2, 3, 4, 5, 6),
         )
     )
 
@@ -224,23 +227,23 @@ def build_html_report(
                 for s in gap.suggestions
             )
             rows.append(
-                [_e(rank), _e(gap.cluster), _num(gap.coverage), _e(gap.size), f"{gap.share:.1%}",
+                [_e(rank), _e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _num(gap.coverage), _e(gap.size), f"{gap.share:.1%}",
                  _e(", ".join(gap.themes)), suggestions]
             )
         parts.append(
             _table(["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"], rows,
-                   numeric=(0, 1, 2, 3, 4))
+                   numeric=(0, 2, 3, 4))
         )
         rows = []
         for gap in analysis.gaps:
             for index in gap.passages:
                 chunk = corpus.chunks[index]
                 rows.append(
-                    [_e(gap.cluster), _e(chunk.document), _e(chunk.page or ""),
+                    [_e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _e(chunk.document), _e(chunk.page or ""),
                      _num(analysis.min_distances[index]), _e(_shorten(chunk.text, 500))]
                 )
         parts.append("<h3>Least-covered passages</h3>")
-        parts.append(_table(["cluster", "document", "page", "distance to nearest question", "passage"], rows, numeric=(0, 3)))
+        parts.append(_table(["cluster", "document", "page", "distance to nearest question", "passage"], rows, numeric=(3,)))
 
     # ---------------------------------------------------------------- documents
     parts.append("<h2>Documents</h2>")

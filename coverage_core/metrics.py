@@ -404,6 +404,60 @@ def cluster_coverages(min_distances, labels, n_clusters: int) -> np.ndarray:
         return np.where(counts > 0, 1.0 - sums / np.maximum(counts, 1), np.nan)
 
 
+UNTESTED_SHARE = 0.3
+"""A document is *untested* (``is_untested``) when less than this share of its
+passages is reached by some question (similarity >= the support threshold τ).
+An absolute cut: it reads only the document's own passages, so it fires
+however many other documents are untested too. Chosen on the wiki-qa
+articles (``benchmarks/eval_untested.py``: tuned on half of the 55 articles
+with all questions of 10%, 50% or 80% of them removed; on the held-out
+half recall 1.0 at every level, precision 0.51 / 0.92 / 0.97). Long documents with only a handful of questions (a 94-passage
+article with 7 questions is 15% tested) are flagged too: most of their
+text is untested."""
+
+_SUPPORT_TOLERANCE = 1e-6  # float32 rounding: a similarity equal to τ reaches it
+
+
+def tested_chunks(min_distances, support_threshold: float) -> np.ndarray:
+    """Which chunks are *tested*: reached by some inlier question.
+
+    ``tested_i = (1 - mindist(d_i)) >= τ``, with ``mindist`` the cosine
+    distance to the nearest inlier question (:func:`scan_similarities`) and
+    ``τ`` the support threshold (a cosine similarity, see
+    :mod:`coverage_core.calibration`). A chunk with no inlier question at all
+    has ``mindist = 1`` and is untested for any τ > 0.
+
+    Returns
+    -------
+    ndarray of shape (n,), bool
+    """
+    distances = _min_distances(min_distances)
+    if not np.isfinite(support_threshold) or not -1.0 <= support_threshold <= 1.0:
+        raise InputError(f"support_threshold is a cosine similarity in [-1, 1]; got {support_threshold}.")
+    return (1.0 - distances) >= support_threshold - _SUPPORT_TOLERANCE
+
+
+def tested_share(min_distances, support_threshold: float) -> float:
+    """Share of all chunks that are tested (:func:`tested_chunks`): ``n_tested / n``.
+
+    An absolute figure: "58% of the knowledge base is tested" means 58% of
+    the passages have a question within τ, whatever the other scores are.
+    """
+    tested = tested_chunks(min_distances, support_threshold)
+    return float(tested.mean()) if tested.size else float("nan")
+
+
+def cluster_tested(min_distances, labels, n_clusters: int, support_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(n_tested, tested_share)`` of each cluster; the share is NaN for an empty cluster."""
+    tested = tested_chunks(min_distances, support_threshold)
+    labels = _labels(labels, tested.shape[0], n_clusters)
+    counts = np.bincount(labels, minlength=n_clusters)
+    n_tested = np.bincount(labels, weights=tested.astype(float), minlength=n_clusters).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(counts > 0, n_tested / np.maximum(counts, 1), np.nan)
+    return n_tested, share
+
+
 def balanced_coverage(min_distances, labels, n_clusters: int) -> float:
     """Unweighted mean of the per-cluster coverages (empty clusters left out).
 
@@ -848,9 +902,27 @@ def questions_covering_clusters(question_vectors, centroids, threshold: float) -
 
 
 def document_coverage(
-    min_distances, chunk_documents: Sequence[str], *, n_mads: float = 2.5, min_gap: float = 0.1
+    min_distances,
+    chunk_documents: Sequence[str],
+    *,
+    n_mads: float = 2.5,
+    min_gap: float = 0.1,
+    support_threshold: float | None = None,
+    untested_share: float = UNTESTED_SHARE,
 ) -> pd.DataFrame:
-    """Coverage of each source document, with documents far below the rest flagged.
+    """Coverage of each source document, with untested documents and documents far below the rest flagged.
+
+    Two flags, for two questions:
+
+    * ``is_untested`` (absolute, the decision): with ``support_threshold`` τ
+      given, ``tested_share_doc = n_tested / n_chunks`` (chunks reached by a
+      question, :func:`tested_chunks`) and ``is_untested = tested_share_doc <
+      untested_share``. It reads the document alone, so it fires when most
+      documents are untested; ``is_low`` does not (the median is low then).
+      Without τ the columns ``n_tested``, ``tested_share``, ``is_untested``
+      are left out.
+    * ``is_low`` (relative, kept as a hint): covered far below the other
+      documents, as follows.
 
     ``coverage_doc = mean over the document's chunks of (1 - mindist(d_i))``
 
@@ -873,8 +945,9 @@ def document_coverage(
     Returns
     -------
     DataFrame with columns ``document``, ``n_chunks``, ``coverage``,
-    ``is_low``; one row per document, lowest coverage first (ties keep the
-    order in which documents first appear).
+    ``is_low`` (and ``n_tested``, ``tested_share``, ``is_untested`` with τ);
+    one row per document, lowest coverage first (ties keep the order in
+    which documents first appear).
     """
     distances = _min_distances(min_distances)
     documents = list(chunk_documents)
@@ -896,6 +969,13 @@ def document_coverage(
         mad = np.median(np.abs(values - median))
         is_low = values < median - max(n_mads * 1.4826 * mad, min_gap)
     table["is_low"] = is_low
+    if support_threshold is not None:
+        tested = pd.Series(tested_chunks(distances, support_threshold)).groupby(
+            frame["document"], sort=False
+        ).sum()
+        table["n_tested"] = tested.reindex(table["document"]).to_numpy().astype(np.int64)
+        table["tested_share"] = table["n_tested"] / table["n_chunks"]
+        table["is_untested"] = table["tested_share"].to_numpy() < untested_share
     return table.sort_values("coverage", kind="stable").reset_index(drop=True)
 
 

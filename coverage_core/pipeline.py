@@ -4,8 +4,8 @@
 :class:`Analysis`; the CLI and the tests use it. The dashboard calls the
 stages one by one so that only what changed is recomputed:
 
-    chunk_corpus ──▶ embed_chunks ─┐          (slow, cached on disk by content)
-    questions ─────▶ embed_questions ─┤
+    chunk_corpus ──▶ embed_chunks ─┬─▶ calibrate_corpus (τ, once per corpus; cached embeddings)
+    questions ─────▶ embed_questions ─┤   (slow, cached on disk by content)
                                       ├─▶ cluster_chunks   (K changes: ~1 s at 20k chunks)
                                       └─▶ measure           (thresholds, overrides: fast)
                                             └─▶ find_gaps   (LLM optional)
@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from coverage_core import calibration as calibration_module
 from coverage_core import metrics
+from coverage_core.calibration import Calibration
 from coverage_core.chunking import ChunkingConfig, chunk_documents
 from coverage_core.clustering import ChunkClusterer
 from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts, make_embedder, redact_url
 from coverage_core.errors import InputError
 from coverage_core.gaps import Gap, GapConfig, analyse_gaps, representative_chunks
+from coverage_core.topics import topic_labels
 from coverage_core.llm import ChatClient
 from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener, apply_overrides
 from coverage_core.types import Chunk, Document, Question, QuestionSet
@@ -71,6 +74,9 @@ class AnalysisConfig:
     ``strictness`` is the screening strictness of :class:`QuestionScreener`.
     ``redundancy_threshold`` is the cosine similarity from which two
     questions count as near-duplicates (grouped by :func:`metrics.duplicate_groups`).
+    ``support_threshold`` is the cosine similarity τ at which a question
+    reaches a passage; None calibrates it on the corpus
+    (:func:`calibrate_corpus`), a number in (0, 1] overrides it.
     """
 
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
@@ -82,6 +88,7 @@ class AnalysisConfig:
     multi_n: int = 2
     redundancy_threshold: float = 0.95
     gaps: GapConfig = field(default_factory=GapConfig)
+    support_threshold: float | None = None
 
     def __post_init__(self):
         if self.n_clusters is not None and self.n_clusters < 1:
@@ -108,11 +115,16 @@ class AnalysisConfig:
             raise InputError(
                 f"The redundancy threshold must be a similarity in (0, 1] (got {self.redundancy_threshold})."
             )
+        if self.support_threshold is not None:
+            calibration_module.override(self.support_threshold)  # raises InputError outside (0, 1]
 
-    def screener(self) -> QuestionScreener:
+    def screener(self, support_threshold: float | None = None) -> QuestionScreener:
+        """The screener of these settings; ``support_threshold`` (τ) lets it decide against the documents."""
         if self.strictness is None:
-            return QuestionScreener(random_state=self.random_state)
-        return QuestionScreener(strictness=self.strictness, random_state=self.random_state)
+            return QuestionScreener(random_state=self.random_state, support_threshold=support_threshold)
+        return QuestionScreener(
+            strictness=self.strictness, random_state=self.random_state, support_threshold=support_threshold
+        )
 
     def to_dict(self) -> dict:
         """Every parameter, as the report records it: credentials in the base URL become ``***``."""
@@ -196,6 +208,7 @@ class Analysis:
     warnings: list[str]
     question_embedding: EmbeddedTexts
     gaps: list[Gap] = field(default_factory=list)
+    calibration: Calibration = field(default_factory=calibration_module.default)
 
     @property
     def inlier_vectors(self) -> np.ndarray:
@@ -290,6 +303,31 @@ def embed_questions(
     return _embed(questions.texts, embedder, cache, "questions", progress)
 
 
+def calibrate_corpus(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    embedder: Embedder | None = None,
+    cache: EmbeddingCache | None = None,
+) -> Calibration:
+    """The support threshold τ of this corpus and model, computed once per corpus.
+
+    ``config.support_threshold`` set: that value (``method="override"``),
+    nothing embedded. Otherwise calibrated without labels from sentences of
+    the corpus (:func:`coverage_core.calibration.calibrate`), embedding about
+    800 short texts with ``embedder`` through ``cache``; without an embedder
+    the documented default.
+    """
+    if config.support_threshold is not None:
+        return calibration_module.override(config.support_threshold)
+    if embedder is None:
+        return calibration_module.default()
+
+    def embed(texts):
+        return embed_texts(list(texts), embedder, cache).vectors
+
+    return calibration_module.calibrate(corpus.chunks, corpus.vectors, embed, config.random_state)
+
+
 def cluster_chunks(corpus: Corpus, n_clusters: int | None, random_state: int) -> Clustering:
     clusterer = ChunkClusterer(n_clusters=n_clusters, random_state=random_state).fit(corpus.vectors)
     return Clustering(clusterer.labels_, clusterer.cluster_centers_, list(clusterer.warnings_))
@@ -308,6 +346,7 @@ def fit_screener(
     clustering: Clustering,
     *,
     lexical: tuple | None = None,
+    support_threshold: float | None = None,
 ) -> QuestionScreener:
     """The off-topic screener fitted on these questions against this corpus.
 
@@ -317,7 +356,7 @@ def fit_screener(
     from an earlier fit on the same texts (``screening.lexical_coverage``),
     reused when only the clustering changed.
     """
-    return config.screener().fit(
+    return config.screener(support_threshold).fit(
         question_embedding.vectors,
         corpus.vectors,
         clustering.labels,
@@ -338,14 +377,29 @@ def measure(
     force_exclude: Sequence[int] = (),
     screener: QuestionScreener | None = None,
     index: metrics.NearestQuestions | None = None,
+    calibration: Calibration | None = None,
 ) -> Analysis:
     """Screen the questions and compute every coverage figure.
 
     A fitted ``screener`` may be passed in to reuse its scores when only the
     strictness or the overrides changed, and ``index`` (``metrics.nearest_questions``
     of these chunk and question vectors) to skip the chunk x question product
-    when measuring again.
+    when measuring again. ``calibration`` is the corpus's support threshold
+    (:func:`calibrate_corpus`); None takes ``config.support_threshold`` or,
+    unset, the documented default (:data:`calibration.DEFAULT_SUPPORT_THRESHOLD`)
+    for the tested share; the screener then gets no τ (as a ``screener``
+    fitted without one), so measuring with and without a fitted screener agree.
     """
+    screener_tau = None
+    if calibration is not None or config.support_threshold is not None:
+        screener_tau = calibration.support_threshold if calibration is not None else config.support_threshold
+    if calibration is None:
+        calibration = (
+            calibration_module.override(config.support_threshold)
+            if config.support_threshold is not None
+            else calibration_module.default()
+        )
+    tau = calibration.support_threshold
     chunk_vectors = corpus.vectors
     question_vectors = question_embedding.vectors
     labels, centroids = clustering.labels, clustering.centroids
@@ -363,7 +417,7 @@ def measure(
         warnings.append(long_questions)
 
     if screener is None:
-        screener = fit_screener(config, corpus, questions, question_embedding, clustering)
+        screener = fit_screener(config, corpus, questions, question_embedding, clustering, support_threshold=screener_tau)
         decision = screener.is_outlier_
     else:
         decision = screener.decide(config.strictness) if config.strictness is not None else screener.is_outlier_
@@ -391,7 +445,13 @@ def measure(
         "balanced": metrics.balanced_coverage(min_distances, labels, n_clusters),
         "multi_threshold": scan.multi_threshold_score,
         "multi_n": scan.multi_n_score,
+        "tested_share": metrics.tested_share(min_distances, tau),
     }
+    n_tested, cluster_tested_share = metrics.cluster_tested(min_distances, labels, n_clusters, tau)
+    if config.gaps.rule == "coverage":
+        is_gap = per_cluster < config.gaps.gap_threshold
+    else:
+        is_gap = cluster_tested_share < config.gaps.tested_share_threshold
 
     sizes = np.bincount(labels, minlength=n_clusters)
     covering = metrics.questions_covering_clusters(inliers, centroids, config.multi_threshold)
@@ -409,13 +469,21 @@ def measure(
             "multi_threshold_coverage": scan.multi_threshold_per_cluster,
             "multi_n_coverage": scan.multi_n_per_cluster,
             "n_questions": covering,
-            "is_gap": per_cluster < config.gaps.gap_threshold,
+            "n_tested": n_tested,
+            "tested_share": cluster_tested_share,
+            "is_gap": is_gap,
             "representative_chunks": representatives,
+            "label": topic_labels(texts, labels, n_clusters),
         }
     )
 
-    document_table = metrics.document_coverage(min_distances, corpus.chunk_documents)
-    for name in document_table.loc[document_table["is_low"], "document"]:
+    document_table = metrics.document_coverage(min_distances, corpus.chunk_documents, support_threshold=tau)
+    for name in document_table.loc[document_table["is_untested"], "document"]:
+        warnings.append(
+            f"{name} is untested: fewer than {metrics.UNTESTED_SHARE:.0%} of its passages are reached by a question "
+            f"(similarity ≥ {tau:.2f})."
+        )
+    for name in document_table.loc[document_table["is_low"] & ~document_table["is_untested"], "document"]:
         warnings.append(
             f"{name} is covered far less than the other documents: it is untested or may not belong in this corpus."
         )
@@ -466,6 +534,7 @@ def measure(
         duplicate_groups=duplicates,
         warnings=warnings,
         question_embedding=question_embedding,
+        calibration=calibration,
     )
 
 
@@ -491,8 +560,26 @@ def _long_questions_warning(questions: QuestionSet, embedded: EmbeddedTexts, sho
     )
 
 
-def find_gaps(analysis: Analysis, llm: ChatClient | None = None) -> Analysis:
-    """Rank the least-covered clusters and suggest questions for them."""
+def find_gaps(
+    analysis: Analysis,
+    llm: ChatClient | None = None,
+    embedder: Embedder | None = None,
+    cache: EmbeddingCache | None = None,
+    support_threshold: float | None = None,
+) -> Analysis:
+    """Rank the least-covered clusters and suggest questions for them.
+
+    With an ``llm`` and an ``embedder`` (the one that embedded the chunks),
+    an LLM question is kept only if it reaches its source passage: cosine
+    similarity at least ``support_threshold``, by default the analysis's
+    calibrated ``analysis.calibration.support_threshold`` when there is one.
+    """
+    if support_threshold is None:
+        support_threshold = getattr(getattr(analysis, "calibration", None), "support_threshold", None)
+    embed = None
+    if llm is not None and embedder is not None and support_threshold is not None:
+        def embed(texts):
+            return embed_texts(list(texts), embedder, cache).vectors
     corpus = analysis.corpus
     gaps, gap_warnings = analyse_gaps(
         [chunk.text for chunk in corpus.chunks],
@@ -505,6 +592,9 @@ def find_gaps(analysis: Analysis, llm: ChatClient | None = None) -> Analysis:
         analysis.questions.texts,
         analysis.config.gaps,
         llm=llm,
+        embed=embed,
+        support_threshold=support_threshold,
+        is_gap=analysis.clusters["is_gap"].to_numpy(dtype=bool),
     )
     analysis.gaps = gaps
     analysis.warnings.extend(gap_warnings)
@@ -530,9 +620,10 @@ def analyze(
     embedder = embedder or build_embedder(config.embedding, api_key)
     corpus = embed_corpus(documents, config.chunking, embedder, cache, progress)
     question_embedding = embed_questions(questions, embedder, cache, progress)
+    calibration = calibrate_corpus(config, corpus, embedder, cache)
     clustering = cluster_chunks(corpus, config.n_clusters, config.random_state)
-    analysis = measure(config, corpus, questions, question_embedding, clustering)
-    return find_gaps(analysis, llm)
+    analysis = measure(config, corpus, questions, question_embedding, clustering, calibration=calibration)
+    return find_gaps(analysis, llm, embedder, cache)
 
 
 def check_retrieval(
@@ -623,6 +714,7 @@ def rescore(
         analysis.clustering,
         force_include=force_include,
         force_exclude=force_exclude,
+        calibration=analysis.calibration,
     )
 
 

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from coverage_core.topics import cluster_name, display_names
+
 if TYPE_CHECKING:  # only for type hints: this module must import without the pipeline
     from coverage_core.pipeline import Analysis
     from coverage_core.projection import Projection
@@ -57,6 +59,7 @@ QUESTION_COLOUR = "#111111"
 OUTLIER_COLOUR = "#ff7f0e"
 
 METRIC_LABELS = {
+    "tested_share": "Tested share",
     "basic": "Basic",
     "weighted": "Weighted (= basic)",
     "balanced": "Balanced",
@@ -108,7 +111,7 @@ def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = N
         is_gap = (frame["coverage"] < gap_threshold).to_numpy()
     else:
         is_gap = np.zeros(len(frame), dtype=bool)
-    labels = [f"C{int(c)}" for c in frame["cluster"]]
+    labels = display_names(frame["cluster"], frame["label"] if "label" in frame else None)
     fig = go.Figure(
         go.Bar(
             x=labels,
@@ -118,7 +121,7 @@ def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = N
                 [frame["size"], frame["share"] * 100, frame["n_questions"], np.where(is_gap, "gap", "")]
             ),
             hovertemplate=(
-                "cluster %{x}<br>coverage %{y:.3f}<br>%{customdata[0]} chunks (%{customdata[1]:.1f}%)"
+                "%{x}<br>coverage %{y:.3f}<br>%{customdata[0]} chunks (%{customdata[1]:.1f}%)"
                 "<br>%{customdata[2]} questions cover it<br>%{customdata[3]}<extra></extra>"
             ),
             name="coverage",
@@ -131,7 +134,7 @@ def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = N
             annotation_text=f"gap threshold {gap_threshold:.2f}",
             annotation_position="top left",
         )
-    fig.update_xaxes(title="cluster (lowest coverage first)", type="category")
+    fig.update_xaxes(title="topic (lowest coverage first)", type="category")
     fig.update_yaxes(title="coverage (relative)")
     return _layout(fig, "Coverage per cluster (red: gap)", showlegend=False)
 
@@ -170,7 +173,8 @@ def before_after_clusters(before: pd.DataFrame, after: pd.DataFrame, names: Sequ
     merged = before[["cluster", "coverage"]].merge(
         after[["cluster", "coverage"]], on="cluster", suffixes=("_a", "_b"), how="outer"
     ).sort_values("coverage_a", na_position="first")
-    labels = [f"C{int(c)}" for c in merged["cluster"]]
+    names_by_cluster = dict(zip(before["cluster"], before["label"])) if "label" in before else {}
+    labels = display_names(merged["cluster"], [names_by_cluster.get(c, "") for c in merged["cluster"]])
     delta = (merged["coverage_b"] - merged["coverage_a"]).to_numpy()
     fig = go.Figure()
     for column, name, colour in (("coverage_a", names[0], "#9ecae1"), ("coverage_b", names[1], "#08519c")):
@@ -181,10 +185,10 @@ def before_after_clusters(before: pd.DataFrame, after: pd.DataFrame, names: Sequ
                 name=html.escape(str(name), quote=False),
                 marker={"color": colour},
                 customdata=delta,
-                hovertemplate="cluster %{x}<br>coverage %{y:.3f}<br>change %{customdata:+.3f}<extra>%{fullData.name}</extra>",
+                hovertemplate="%{x}<br>coverage %{y:.3f}<br>change %{customdata:+.3f}<extra>%{fullData.name}</extra>",
             )
         )
-    fig.update_xaxes(title="cluster", type="category")
+    fig.update_xaxes(title="topic", type="category")
     fig.update_yaxes(title="coverage (relative)")
     return _layout(fig, f"Per-cluster coverage: {names[0]} vs {names[1]}", barmode="group")
 
@@ -230,6 +234,8 @@ def map_frames(analysis: "Analysis", projection: "Projection") -> tuple[pd.DataF
             "document": [chunks[i].document for i in index],
         }
     )
+    if "label" in analysis.clusters:
+        chunk_frame["label"] = analysis.clusters["label"].to_numpy()[chunk_frame["cluster"].to_numpy()]
     table = analysis.question_table
     n = min(len(table), len(projection.question_xy))
     question_frame = pd.DataFrame(
@@ -259,14 +265,18 @@ def coverage_map(
     its file and its cluster; ``metrics`` are written in a corner box.
     """
     fig = go.Figure()
-    for cluster in sorted(pd.unique(chunks["cluster"])) if len(chunks) else []:
+    clusters = sorted(pd.unique(chunks["cluster"])) if len(chunks) else []
+    by_label = dict(zip(chunks["cluster"], chunks["label"])) if "label" in chunks else {}
+    legend = dict(zip(clusters, display_names(clusters, [by_label.get(c, "") for c in clusters])))
+    for cluster in clusters:
         part = chunks[chunks["cluster"] == cluster]
+        name = cluster_name(cluster, by_label.get(cluster, ""))
         fig.add_trace(
             go.Scattergl(
                 x=part["x"],
                 y=part["y"],
                 mode="markers",
-                name=f"cluster {int(cluster)}",
+                name=html.escape(legend[cluster], quote=False),
                 legendgroup="chunks",
                 legendgrouptitle={"text": "chunks"} if cluster == min(chunks["cluster"]) else None,
                 marker={"size": 6, "color": cluster_colour(cluster), "opacity": 0.55},
@@ -274,7 +284,7 @@ def coverage_map(
                     [[hover_text(t) for t in part["text"]], [hover_text(d, 80) for d in part["document"]]]
                 ),
                 hovertemplate=(
-                    "<b>chunk</b> of %{customdata[1]}<br>cluster " + str(int(cluster))
+                    "<b>chunk</b> of %{customdata[1]}<br>" + html.escape(name, quote=False)
                     + "<br>%{customdata[0]}<extra></extra>"
                 ),
             )
@@ -303,12 +313,12 @@ def coverage_map(
                     [
                         [hover_text(t) for t in part["text"]],
                         [hover_text(d, 80) for d in part["document"]],
-                        part["cluster"].astype(int),
+                        [html.escape(cluster_name(c, by_label.get(c, "")), quote=False) for c in part["cluster"]],
                     ]
                 ),
                 hovertemplate=(
                     f"<b>{name[:-1]}</b><br>%{{customdata[0]}}<br>nearest file: %{{customdata[1]}}"
-                    "<br>cluster %{customdata[2]}<extra></extra>"
+                    "<br>%{customdata[2]}<extra></extra>"
                 ),
             )
         )

@@ -17,11 +17,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from coverage_core.topics import cluster_name
 from coverage_core.pipeline import Analysis
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-METRIC_NAMES = ("basic", "weighted", "balanced", "multi_threshold", "multi_n")
+METRIC_NAMES = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
+# The relative scores, listed after the tested share (an absolute figure) in the summary.
+RELATIVE_METRIC_NAMES = METRIC_NAMES[1:]
 
 # Spreadsheet programs run a cell that starts with one of these as a formula
 # (OWASP "CSV injection", which lists tab and carriage return too; ASVS 1.2.10
@@ -59,7 +62,14 @@ def build_report(
     subquestions=None,
     chunking=None,
 ) -> dict:
-    """The report as a JSON-ready dict (schema version 1).
+    """The report as a JSON-ready dict (schema version 2).
+
+    Version 2 adds ``calibration`` (the support threshold τ and how it was
+    found; ``labelled_threshold`` is the answerability labels' Youden
+    threshold when ``answerability`` is given), ``metrics.tested_share``,
+    ``n_tested``/``tested_share`` per cluster and document, and
+    ``documents[].is_untested``; ``clusters[].is_gap`` follows
+    ``config.gaps.rule`` (tested share by default).
 
     ``duplicate_groups`` lists the groups of :func:`metrics.duplicate_groups`
     (largest first) by file row, representative first in ``rows``; it grows
@@ -86,12 +96,15 @@ def build_report(
         clusters.append(
             {
                 "id": int(row.cluster),
+                "label": str(getattr(row, "label", "") or ""),
                 "size": int(row.size),
                 "share": _plain(row.share),
                 "coverage": _plain(row.coverage),
                 "multi_threshold_coverage": _plain(row.multi_threshold_coverage),
                 "multi_n_coverage": _plain(row.multi_n_coverage),
                 "n_questions": int(row.n_questions),
+                "n_tested": int(row.n_tested),
+                "tested_share": _plain(row.tested_share),
                 "is_gap": bool(row.is_gap),
                 "gap_rank": (analysis.gaps.index(gap) + 1) if gap else None,
                 "themes": list(gap.themes) if gap else [],
@@ -108,6 +121,9 @@ def build_report(
             "name": row.document,
             "n_chunks": int(row.n_chunks),
             "coverage": _plain(row.coverage),
+            "n_tested": int(row.n_tested),
+            "tested_share": _plain(row.tested_share),
+            "is_untested": bool(row.is_untested),
             "is_low": bool(row.is_low),
         }
         for row in analysis.documents.itertuples(index=False)
@@ -152,9 +168,13 @@ def build_report(
         from coverage_core.chunking_comparison import comparison_section
 
         sections["chunking_comparison"] = comparison_section(chunking)
+    calibration = analysis.calibration.to_dict()
+    if answerability is not None:
+        calibration["labelled_threshold"] = getattr(answerability, "threshold", None)
     return {
         "schema_version": SCHEMA_VERSION,
         "config": _plain(config),
+        "calibration": _plain(calibration),
         "metrics": {name: _plain(analysis.metrics[name]) for name in METRIC_NAMES},
         "summary": {
             "n_documents": len(corpus.documents),
@@ -244,9 +264,24 @@ def to_safe_csv(frame: pd.DataFrame, delimiter: str = ",") -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
+def headline(analysis: Analysis) -> str:
+    """The one-sentence answer: how much of the knowledge base is tested, what is untested, what is off-topic."""
+    n_chunks = len(analysis.corpus.chunks)
+    n_tested = int(analysis.clusters["n_tested"].sum())
+    share = n_tested / n_chunks if n_chunks else 0.0
+    n_untested = int(analysis.documents["is_untested"].sum())
+    n_off = int(analysis.is_outlier.sum())
+    documents = "document" if n_untested == 1 else "documents"
+    questions = "question" if n_off == 1 else "questions"
+    return (
+        f"{share:.0%} of the knowledge base is tested ({n_tested} of {n_chunks} passages); "
+        f"{n_untested} {documents} untested; {n_off} {questions} off-topic."
+    )
+
+
 def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunking=None) -> str:
     """A plain-text summary for the terminal."""
-    lines = []
+    lines = [headline(analysis), ""]
     corpus = analysis.corpus
     n_questions = len(analysis.questions.questions)
     lines.append(
@@ -261,27 +296,30 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
             f"(similarity ≥ {duplicates.threshold:.2f} to the group's first question); the report lists them."
         )
     lines.append("")
+    tau = analysis.calibration
+    lines.append(f"A question reaches a passage at similarity ≥ {tau.support_threshold:.3f} ({tau.method}).")
     lines.append("Coverage (relative scores: compare test sets, do not read as a percentage of truth)")
-    for name in METRIC_NAMES:
+    for name in RELATIVE_METRIC_NAMES:
         note = "  (equals basic by construction)" if name == "weighted" else ""
         lines.append(f"  {name:<16} {analysis.metrics[name]:.3f}{note}")
     lines.append("")
-    lines.append(f"{'cluster':>7} {'size':>5} {'share':>6} {'coverage':>8} {'questions':>9}  gap")
+    lines.append(f"{'cluster':>7} {'size':>5} {'share':>6} {'tested':>6} {'coverage':>8} {'questions':>9}  gap  topic")
     for row in analysis.clusters.sort_values("coverage").itertuples(index=False):
         lines.append(
-            f"{row.cluster:>7} {row.size:>5} {row.share:>6.1%} {row.coverage:>8.3f} {row.n_questions:>9}  "
-            f"{'GAP' if row.is_gap else ''}"
+            f"{row.cluster:>7} {row.size:>5} {row.share:>6.1%} {row.tested_share:>6.0%} {row.coverage:>8.3f} {row.n_questions:>9}  "
+            f"{'GAP' if row.is_gap else '   '}  {getattr(row, 'label', '') or ''}".rstrip()
         )
     lines.append("")
-    lines.append(f"{'document':<40} {'chunks':>6} {'coverage':>8}")
+    lines.append(f"{'document':<40} {'chunks':>6} {'tested':>6} {'coverage':>8}")
     for row in analysis.documents.sort_values("coverage").itertuples(index=False):
-        flag = "  untested or misaligned?" if row.is_low else ""
-        lines.append(f"{row.document[:40]:<40} {row.n_chunks:>6} {row.coverage:>8.3f}{flag}")
+        flag = "  UNTESTED" if row.is_untested else ("  covered far less than the others" if row.is_low else "")
+        lines.append(f"{row.document[:40]:<40} {row.n_chunks:>6} {row.tested_share:>6.0%} {row.coverage:>8.3f}{flag}")
     if analysis.gaps:
         lines.append("")
         lines.append("Largest gaps")
         for rank, gap in enumerate(analysis.gaps[:5], start=1):
-            lines.append(f"  {rank}. cluster {gap.cluster} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
+            label = analysis.clusters["label"].get(gap.cluster, "") if "label" in analysis.clusters else ""
+            lines.append(f"  {rank}. {cluster_name(gap.cluster, label)} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
     if retrieval is not None:
         lines.append("")
         lines.append(

@@ -84,6 +84,17 @@ SUFFIXES = ("ments", "ment", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", 
 # component has 1 - LEXICAL_WEIGHT).
 LEXICAL_WEIGHT = 0.5
 
+# Absolute decision, used when a support threshold tau is given (see
+# QuestionScreener, "Decision against the documents"). A question's support
+# margin is
+#   (1 - LEXICAL_WEIGHT) * (max_sim - tau) / EMBEDDING_UNIT
+#   + LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT
+# and it is flagged when the margin is below STRICTNESS_SPAN * (strictness - 1).
+EMBEDDING_UNIT = 0.1
+LEXICAL_CUT = 0.7
+LEXICAL_UNIT = 0.25
+STRICTNESS_SPAN = 1.0
+
 # ASCII punctuation and control characters separate words.
 _SEPARATORS_ASCII = string.punctuation.encode("ascii") + bytes(range(32)) + b"\x7f"
 _TO_SPACE = bytes.maketrans(_SEPARATORS_ASCII, b" " * len(_SEPARATORS_ASCII))
@@ -246,6 +257,40 @@ def strictness_to_z(strictness: float) -> float:
     """
     _check_strictness(strictness)
     return 3.5 - 2.5 * float(strictness)
+
+
+def support_margin(
+    max_similarity: np.ndarray, lexical_coverage: np.ndarray, support_threshold: float
+) -> np.ndarray:
+    """How far each question is above the documents' support level (> 0 = supported).
+
+    ``(1 - LEXICAL_WEIGHT) * (max_similarity - tau) / EMBEDDING_UNIT +
+    LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT``. A question
+    without lexical evidence (no texts, or no content words: NaN coverage)
+    is judged on its similarity alone, ``(max_similarity - tau) /
+    EMBEDDING_UNIT``. Each question's margin depends only on that question
+    and the chunks, never on the other questions.
+    """
+    emb = (np.asarray(max_similarity, dtype=np.float64) - support_threshold) / EMBEDDING_UNIT
+    lex = (np.asarray(lexical_coverage, dtype=np.float64) - LEXICAL_CUT) / LEXICAL_UNIT
+    known = np.isfinite(lex)
+    return np.where(
+        known,
+        (1.0 - LEXICAL_WEIGHT) * emb + LEXICAL_WEIGHT * np.where(known, lex, 0.0),
+        emb,
+    )
+
+
+def margin_cut(strictness: float) -> float:
+    """Support margin below which a question is flagged (absolute rule).
+
+    ``STRICTNESS_SPAN * (strictness - 1)``: strictness 1 flags every
+    question short of the support level (margin < 0), the default 0.5 those
+    short by more than half a unit (margin < -0.5: 0.05 of cosine below tau
+    on the embedding side alone), strictness 0 by more than one unit.
+    """
+    _check_strictness(strictness)
+    return STRICTNESS_SPAN * (float(strictness) - 1.0)
 
 
 def _check_strictness(strictness) -> None:
@@ -532,6 +577,54 @@ class QuestionScreener:
        the texts it gives 0.86, z > 2.5 (strictness 0.4) 0.87. A two-component
        Gaussian mixture on the scores did worse (F1 0.49 vs 0.62).
 
+    5. **Decision against the documents (when ``support_threshold`` is
+       given).** The robust z-score of step 4 compares a question with the
+       *other questions*, so off-topic questions raise their own bar: on
+       wiki-qa its recall falls from 1.0 when they are 8 of 58 questions to
+       0.075 at 40 of 90, and to 0 when most of the set is off-topic. With a
+       calibrated support level ``tau`` (the cosine at which a question
+       reaches a passage for this model and corpus;
+       ``coverage_core.calibration``) each question is judged on its own
+       evidence alone, its *support margin*::
+
+           margin = (1 - LEXICAL_WEIGHT) * (max_sim - tau) / EMBEDDING_UNIT
+                    + LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT
+
+       with ``max_sim`` its raw best cosine to any chunk (the scale tau is
+       calibrated on; the density correction of step 1 is relative to the
+       corpus, not to tau) and ``coverage`` the lexical coverage of step 2
+       (a question without content words, or a fit without texts, uses the
+       first term alone, undivided). Constants: ``EMBEDDING_UNIT`` = 0.1 of
+       cosine and ``LEXICAL_UNIT`` = 0.25 of coverage are one unit of
+       evidence each, ``LEXICAL_CUT`` = 0.7 (70% of the question's
+       idf-weighted content words found together in one chunk) is the
+       lexical counterpart of tau, and the two halves weigh equally
+       (``LEXICAL_WEIGHT``), so either kind of evidence can make up for a
+       shortfall in the other (a cousin topic's question: cosine above tau,
+       its key name in no chunk; a context-free question: low cosine, its
+       words together in a chunk). A question is flagged when ``margin <
+       STRICTNESS_SPAN * (strictness - 1)``: strictness 1 flags any
+       shortfall (margin < 0), the default 0.5 a shortfall of more than
+       half a unit (margin < -0.5; 0.05 of cosine below tau on the
+       embedding side alone), strictness 0 of more than one unit. The
+       constants were chosen on the tuning half of wiki-qa in
+       ``benchmarks/eval_offtopic.py --tune`` (best worst-mix F1 over a
+       small grid; neighbours' median smoothing and the density-corrected
+       support gained at most 0.04 F1 there and were left out).
+       The margin depends on that question and the chunks only, so the
+       decision does not change with how many other questions are
+       off-topic; the neighbour smoothing of step 3 (which depends on the
+       mix) feeds ``outlier_score_``, the ranking, but not this decision.
+       On the report half of ``benchmarks/eval_offtopic.py`` (tau from
+       pseudo-queries): precision / recall 0.96 / 0.80 with 45% of the
+       questions off-topic and 0.97 / 0.78 at 65% (the relative rule: 0 / 0
+       at both), but 0.59 / 0.78 at 5% (relative rule 0.66 / 0.76): about
+       3% of on-topic questions fall short of tau on both kinds of evidence
+       (generic or context-free questions), which weighs heavily when
+       off-topic questions are rare. Missed are mostly questions on a
+       missing topic with a cousin present (a missing language among other
+       languages), whose words and gist other articles share.
+
     With the texts, on wiki-qa: AUROC 0.98 (worst split 0.97), F1 of the
     default decision 0.86 (worst 0.81); with no article removed (only the 9
     Zebra questions off-topic) all 9 are flagged and 3.2% of the on-topic
@@ -573,6 +666,12 @@ class QuestionScreener:
         Weight of the chunk-side density in step 1 (0 = plain best cosine).
     neighbor_weight : float, default=0.5
         Weight ``w`` of the neighbouring questions in step 3, in ``[0, 1)``.
+    support_threshold : float or None, default=None
+        Calibrated support level tau, a cosine in ``(0, 1]``
+        (``coverage_core.calibration.calibrate(...).support_threshold``).
+        Given, ``is_outlier_`` is decided per question against the
+        documents (step 5) and does not depend on the other questions;
+        None keeps the relative rule of step 4.
 
     Attributes
     ----------
@@ -582,8 +681,12 @@ class QuestionScreener:
     is_outlier_ : ndarray of shape (n_questions,), bool
         Decision at ``strictness``.
     threshold_ : float
-        Score above which a question is flagged (``inf`` when no decision is
-        possible).
+        Relative rule: score above which a question is flagged (``inf``
+        when no decision is possible). With ``support_threshold``: the
+        support margin below which a question is flagged.
+    support_margin_ : ndarray of shape (n_questions,) or None
+        Step 5's margin (> 0 = supported by the documents); None without
+        ``support_threshold``.
     embedding_score_ : ndarray of shape (n_questions,)
         ``-support(q)`` of step 1, before combining and smoothing.
     lexical_coverage_ : ndarray of shape (n_questions,)
@@ -617,12 +720,14 @@ class QuestionScreener:
         random_state: int | None = 0,
         density_weight: float = 0.5,
         neighbor_weight: float = 0.5,
+        support_threshold: float | None = None,
     ):
         self.strictness = strictness
         self.n_neighbors = n_neighbors
         self.random_state = random_state
         self.density_weight = density_weight
         self.neighbor_weight = neighbor_weight
+        self.support_threshold = support_threshold
 
     def fit(
         self,
@@ -679,6 +784,17 @@ class QuestionScreener:
                 f"neighbor_weight must be at least 0 and below 1, got "
                 f"{self.neighbor_weight!r}. Valid values are 0 (no smoothing) up to "
                 "but excluding 1; the default is 0.5."
+            )
+        tau = self.support_threshold
+        if tau is not None and (
+            isinstance(tau, bool)
+            or not isinstance(tau, (int, float, np.integer, np.floating))
+            or not 0 < float(tau) <= 1
+        ):
+            raise ValueError(
+                f"support_threshold must be a cosine similarity in (0, 1] or None, got "
+                f"{tau!r}. Pass the calibrated level (coverage_core.calibration), or None "
+                "to decide by the questions' robust z-scores."
             )
         Q = _as_matrix(question_vectors, "question_vectors")
         C = _as_matrix(chunk_vectors, "chunk_vectors")
@@ -792,7 +908,16 @@ class QuestionScreener:
         # Step 4: robust z-score against the bulk of the questions.
         self.center_, scale = _robust_center_scale(score)
         self.scale_ = scale
-        if n < MIN_QUESTIONS_FOR_DECISION:
+        if tau is not None:
+            # Step 4': each question against the documents alone.
+            self.support_margin_ = support_margin(
+                max_sim, self.lexical_coverage_, float(tau)
+            )
+        else:
+            self.support_margin_ = None
+        if tau is not None:
+            pass  # the absolute rule needs no bulk of questions
+        elif n < MIN_QUESTIONS_FOR_DECISION:
             notes.append(
                 f"Only {n} question(s): too few to tell what is usual, so none is "
                 "flagged automatically; exclude off-topic questions by hand."
@@ -838,6 +963,8 @@ class QuestionScreener:
         return (1.0 - LEXICAL_WEIGHT) * z_emb + LEXICAL_WEIGHT * z_lex, True
 
     def _threshold(self, strictness: float) -> float:
+        if self.support_margin_ is not None:
+            return margin_cut(strictness)
         if self.n_questions_ < MIN_QUESTIONS_FOR_DECISION or self.scale_ == 0.0:
             return float("inf")
         return self.center_ + strictness_to_z(strictness) * self.scale_
@@ -855,4 +982,6 @@ class QuestionScreener:
             Flags at a higher strictness are a superset of those at a lower one.
         """
         _check_strictness(strictness)
+        if self.support_margin_ is not None:
+            return self.support_margin_ < self._threshold(strictness)
         return self.outlier_score_ > self._threshold(strictness)

@@ -255,7 +255,7 @@ def test_diff_lists_are_capped_in_text_but_complete_in_json():
     [
         ([1, 2], "no schema_version"),
         ({"metrics": {}}, "no schema_version"),
-        (make_report(schema_version=2), "schema version 2"),
+        (make_report(schema_version=3), "schema version 3"),
         (make_report(metrics=None), "metrics"),
         (make_report(documents=[{"coverage": 0.5}]), "documents"),
         (make_report(questions="nope"), "questions"),
@@ -321,7 +321,7 @@ def test_cli_diff_a_rise_never_fails(reports, capsys):
         (b"\xff\xfe\x00garbage", "new.json is not a coverage report (it is not UTF-8 text)."),
         ('{"a": 1}', "new.json is not a coverage report (it has no schema_version)."),
         ("[]", "new.json is not a coverage report (it has no schema_version)."),
-        (json.dumps(make_report(schema_version=2)), "new.json has report schema version 2"),
+        (json.dumps(make_report(schema_version=3)), "new.json has report schema version 3"),
         (None, "could not read or write"),
     ],
 )
@@ -364,3 +364,11 @@ def test_ci_reads_the_schema_the_report_writes():
     from coverage_core.report import SCHEMA_VERSION
 
     assert ci_module.SUPPORTED_SCHEMA_VERSION == SCHEMA_VERSION
+
+
+def test_junit_names_clusters_by_their_topic_label():
+    report = make_report()
+    report["clusters"][1]["label"] = "koala · marsupial · eucalyptus"
+    root, cases = _parse(ci.junit_xml(report, "basic", None))
+    names = {name for suite, name in cases if suite == "coverage.clusters"}
+    assert names == {"cluster 0", "cluster 1: koala · marsupial · eucalyptus", "cluster 2"}

@@ -54,8 +54,8 @@ def test_cold_run_writes_a_complete_report(example_run):
     (result, report), _ = example_run
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert report["schema_version"] == 1
-    assert set(report["metrics"]) == {"basic", "weighted", "balanced", "multi_threshold", "multi_n"}
+    assert report["schema_version"] == 2
+    assert set(report["metrics"]) == {"tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n"}
     for value in report["metrics"].values():
         assert 0.0 < value < 1.0
     # The method's weighted coverage is basic coverage by construction.
@@ -75,6 +75,24 @@ def test_untested_articles_come_out_least_covered(example_run):
     (_, report), _ = example_run
     by_coverage = sorted(report["documents"], key=lambda d: d["coverage"])
     assert {d["name"] for d in by_coverage[:2]} == UNTESTED
+
+
+def test_decisions_on_the_example_are_absolute(example_run):
+    """τ is calibrated without labels; the untested articles are is_untested, a minority of clusters are gaps."""
+    (result, report), _ = example_run
+    calibration = report["calibration"]
+    assert calibration["method"] == "pseudo-queries" and calibration["n_probes"] > 100
+    assert 0.3 < calibration["support_threshold"] < 0.7
+    assert calibration["labelled_threshold"] is not None  # the example has an answerable column
+    assert {d["name"] for d in report["documents"] if d["is_untested"]} == UNTESTED
+    n_gaps = sum(c["is_gap"] for c in report["clusters"])
+    assert 0 < n_gaps < len(report["clusters"]) / 2
+    tested = sum(c["n_tested"] for c in report["clusters"])
+    assert report["metrics"]["tested_share"] == pytest.approx(tested / report["summary"]["n_chunks"], abs=1e-6)
+    first = result.stdout.splitlines()[0]
+    assert first.endswith(f"({tested} of {report['summary']['n_chunks']} passages); 2 documents untested; "
+                          f"{report['summary']['n_outliers']} questions off-topic.")
+    assert "% of the knowledge base is tested" in first
 
 
 def test_gaps_point_at_the_untested_articles(example_run):
@@ -157,7 +175,7 @@ def test_junit_and_diff_on_the_example(tmp_path, tmp_path_factory, example_run, 
     args = [
         "analyze", "--docs", str(EXAMPLE / "docs"), "--questions", str(EXAMPLE / "questions.csv"),
         "--out", str(out), "--junit", str(junit), "--cache-dir", str(work / "cache"),
-        "--fail-below", "0.99", "--metric", "balanced", "--quiet",
+        "--fail-below", "0.99", "--metric", "tested_share", "--quiet",
     ]
     assert main(args) == 1  # the gate fails, and the JUnit file is still written
     assert f"JUnit XML written to {junit}" in capsys.readouterr().out
@@ -170,10 +188,10 @@ def test_junit_and_diff_on_the_example(tmp_path, tmp_path_factory, example_run, 
     cases = root.findall("./testsuite/testcase")
     assert len(cases) == 1 + len(report["clusters"]) + 10
     failed = {case.get("name") for case in cases if case.find("failure") is not None}
-    gaps = {f"cluster {c['id']}" for c in report["clusters"] if c["is_gap"]}
-    low = {d["name"] for d in report["documents"] if d["coverage"] < 0.7}
-    assert failed == {"balanced"} | gaps | low
-    assert gaps and UNTESTED <= low
+    gaps = {f"cluster {c['id']}: {c['label']}" for c in report["clusters"] if c["is_gap"]}  # named by topic
+    untested = {d["name"] for d in report["documents"] if d["is_untested"]}
+    assert failed == {"tested_share"} | gaps | untested  # the report's own decisions, no coverage threshold
+    assert gaps and untested == UNTESTED
     assert int(root.get("failures")) == len(failed)
 
     assert main(["diff", str(work / "cold.json"), str(out), "--fail-on-drop", "0"]) == 0

@@ -67,7 +67,7 @@ def test_report_has_every_section_and_the_numbers(analysis):
     assert f"{analysis.metrics['basic']:.3f}" in report and f"{analysis.metrics['balanced']:.3f}" in report
     assert "equals basic by construction" in report
     assert "relative, not absolute" in report
-    if analysis.gaps:
+    if analysis.gaps and analysis.gaps[0].suggestions:
         assert analysis.gaps[0].suggestions[0].text.split("(")[0].strip()[:20] in report.replace("&#x27;", "'").replace("&quot;", '"')
 
 

@@ -111,7 +111,7 @@ def test_coverage_map_draws_clusters_questions_and_outliers_apart():
     )
     data = plots.coverage_map(chunks, points, {"basic": 0.61, "balanced": 0.55}, caption="Map shows all 4 chunks.").to_dict()
     names = [trace["name"] for trace in data["data"]]
-    assert names == ["cluster 0", "cluster 1", "cluster 2", "questions", "off-topic questions"]
+    assert names == ["C0", "C1", "C2", "questions", "off-topic questions"]  # no labels in this frame
     chunk_traces, question, outlier = data["data"][:3], data["data"][3], data["data"][4]
     assert len({t["marker"]["color"] for t in chunk_traces}) == 3
     assert question["marker"]["symbol"] == "diamond" and outlier["marker"]["symbol"] == "x"
@@ -123,7 +123,7 @@ def test_coverage_map_draws_clusters_questions_and_outliers_apart():
     assert "cluster 0" in chunk_traces[0]["hovertemplate"]
     outlier_hover = values(outlier["customdata"])[0]
     assert outlier_hover[0] == "&lt;img src=x onerror=alert(1)&gt;"
-    assert outlier_hover[1:] == ["b.txt", "1"] or outlier_hover[1:] == ["b.txt", 1]
+    assert outlier_hover[1:] == ["b.txt", "cluster 1"]
     annotations = [a["text"] for a in data["layout"]["annotations"]]
     assert any("Basic: 0.610" in a and "Balanced: 0.550" in a for a in annotations)
     assert any("Map shows all 4 chunks." in a for a in annotations)
@@ -308,3 +308,14 @@ def test_chunking_comparison_chart_without_retrieval_draws_coverage_only():
     )
     data = plots.chunking_comparison_chart(table).to_dict()
     assert [trace["name"] for trace in data["data"]] == ["basic coverage", "balanced coverage"]
+
+
+def test_charts_name_clusters_by_their_topic_label():
+    clusters = pd.DataFrame(
+        {"cluster": [0, 1], "size": [3, 2], "share": [0.6, 0.4], "coverage": [0.8, 0.3], "n_questions": [2, 0],
+         "label": ["koala · marsupial · eucalyptus", ""]}
+    )
+    bar = plots.cluster_coverage_bar(clusters, 0.7)
+    assert list(bar.data[0].x) == ["C1", "koala · marsupial · eucalyptus"]  # no label: the number
+    pair = plots.before_after_clusters(clusters, clusters.assign(coverage=[0.9, 0.5]))
+    assert "koala · marsupial · eucalyptus" in list(pair.data[0].x)

@@ -419,3 +419,121 @@ def test_precomputed_lexical_evidence_gives_the_same_fit(corpus):
             Q, C, labels, question_texts=qt, chunk_texts=chunk_texts,
             lexical=tuple(part[:-1] for part in evidence),
         )
+
+
+# --- Absolute decision against the documents (support_threshold) -----------
+
+TAU = 0.55  # synthetic corpus: on-topic best cosines 0.56-0.8, off-topic below 0.45;
+# without texts the default flags best cosines below TAU - 0.05
+
+
+def add_off_topic(Q, C, labels, n_groups, per_group, seed):
+    """Q followed by ``n_groups`` dense groups of questions on topics with no
+    chunks (directions orthogonal to the chunks' topics)."""
+    rng = np.random.default_rng(seed)
+    centroids = np.stack([C[labels == k].mean(axis=0) for k in np.unique(labels)])
+    basis = np.linalg.qr(centroids.T)[0]  # the span of the chunks' topics
+    groups = []
+    for _ in range(n_groups):
+        direction = rng.normal(size=D)
+        direction = unit(direction - basis @ (basis.T @ direction))
+        groups.append(unit(direction + 0.05 * rng.normal(size=(per_group, D))))
+    return np.vstack([Q] + groups)
+
+
+def test_absolute_decision_does_not_depend_on_how_many_questions_are_off_topic():
+    Q, C, labels, y = make_corpus(seed=0, off_topic=5)  # 80 on-topic, 5 off-topic
+    crowded = add_off_topic(Q, C, labels, n_groups=8, per_group=25, seed=11)  # 205 of 285 off-topic
+    n = len(Q)
+
+    few = QuestionScreener(support_threshold=TAU).fit(Q, C, labels)
+    many = QuestionScreener(support_threshold=TAU).fit(crowded, C, labels)
+    np.testing.assert_array_equal(few.is_outlier_, many.is_outlier_[:n])
+    np.testing.assert_allclose(few.support_margin_, many.support_margin_[:n])
+    assert few.is_outlier_[y].all() and not few.is_outlier_[~y].any()
+    assert many.is_outlier_[n:].all()
+    assert few.threshold_ == many.threshold_ == -0.5
+
+    # The relative rule: the off-topic majority raises its own bar, and the
+    # same five off-topic questions are no longer flagged.
+    old_few = QuestionScreener().fit(Q, C, labels)
+    old_many = QuestionScreener().fit(crowded, C, labels)
+    assert old_few.is_outlier_[y].all()
+    assert not old_many.is_outlier_[:n][y].any()
+    assert old_many.is_outlier_.mean() < 0.2
+
+
+def test_absolute_decision_precision_and_recall_at_65_percent_off_topic():
+    Q, C, labels, y = make_corpus(seed=4, questions_per=20, off_topic=30)
+    crowded = add_off_topic(Q, C, labels, n_groups=4, per_group=30, seed=12)  # 150 of 230 off-topic
+    y = np.r_[y, np.ones(len(crowded) - len(Q), bool)]
+    assert 0.6 < y.mean() < 0.7
+    chunk_texts, question_texts = make_texts(questions_per=20)
+    off_texts = [f"Who won the {w} cup in {1900 + i}?" for i, w in enumerate(
+        "cricket hockey rugby polo tennis chess".split() * 25)][: int(y.sum())]
+    texts = question_texts + off_texts
+    for kwargs in ({}, dict(question_texts=texts, chunk_texts=chunk_texts)):
+        s = QuestionScreener(support_threshold=TAU).fit(crowded, C, labels, **kwargs)
+        flagged = s.is_outlier_
+        precision = (flagged & y).sum() / flagged.sum()
+        recall = (flagged & y).sum() / y.sum()
+        assert precision >= 0.95 and recall >= 0.95, (kwargs.keys(), precision, recall)
+        old = QuestionScreener().fit(crowded, C, labels, **kwargs)
+        assert (old.is_outlier_ & y).sum() / y.sum() < 0.5  # the relative rule collapses
+
+
+def test_absolute_strictness_moves_the_cut_monotonically(corpus):
+    Q, C, labels, _ = corpus
+    rng = np.random.default_rng(5)
+    Qn = unit(Q + 0.4 * rng.normal(size=Q.shape))  # blurred: decisions do change
+    s = QuestionScreener(support_threshold=TAU).fit(Qn, C, labels)
+    levels = np.linspace(0, 1, 11)
+    cuts = [s._threshold(level) for level in levels]
+    assert np.all(np.diff(cuts) > 0)
+    assert cuts[0] == -1.0 and cuts[5] == -0.5 and cuts[-1] == 0.0
+    flags = [s.decide(level) for level in levels]
+    assert flags[0].sum() < flags[-1].sum()
+    for looser, stricter in zip(flags, flags[1:]):
+        assert not (looser & ~stricter).any()
+    refit = QuestionScreener(strictness=0.8, support_threshold=TAU).fit(Qn, C, labels)
+    np.testing.assert_array_equal(refit.is_outlier_, s.decide(0.8))
+    # A higher tau asks more of every question.
+    higher = QuestionScreener(support_threshold=TAU + 0.05).fit(Qn, C, labels)
+    assert not (s.is_outlier_ & ~higher.is_outlier_).any()
+
+
+def test_support_margin_formula_and_missing_lexical_evidence():
+    from coverage_core import screening
+
+    m = screening.support_margin(np.array([0.6, 0.4, 0.6]), np.array([1.0, 0.0, np.nan]), 0.5)
+    w = screening.LEXICAL_WEIGHT
+    emb = np.array([0.1, -0.1, 0.1]) / screening.EMBEDDING_UNIT
+    lex = (np.array([1.0, 0.0]) - screening.LEXICAL_CUT) / screening.LEXICAL_UNIT
+    np.testing.assert_allclose(m[:2], (1 - w) * emb[:2] + w * lex)
+    np.testing.assert_allclose(m[2], emb[2])  # no content words: similarity alone
+
+
+def test_absolute_rule_decides_even_for_few_questions(corpus):
+    Q, C, labels, y = corpus
+    pick = [0, int(np.flatnonzero(y)[0])]
+    s = QuestionScreener(support_threshold=TAU).fit(Q[pick], C, labels)
+    np.testing.assert_array_equal(s.is_outlier_, [False, True])
+
+
+def test_without_support_threshold_the_relative_rule_is_unchanged(corpus):
+    Q, C, labels, _ = corpus
+    default = QuestionScreener().fit(Q, C, labels)
+    explicit = QuestionScreener(support_threshold=None).fit(Q, C, labels)
+    assert default.support_margin_ is None
+    np.testing.assert_array_equal(default.is_outlier_, explicit.is_outlier_)
+    assert default.threshold_ == default.center_ + strictness_to_z(0.5) * default.scale_
+    np.testing.assert_array_equal(
+        default.is_outlier_, default.outlier_score_ > default.threshold_
+    )
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.2, 1.5, "0.5", True, np.nan])
+def test_invalid_support_threshold(corpus, bad):
+    Q, C, _, _ = corpus
+    with pytest.raises(ValueError, match="support_threshold"):
+        QuestionScreener(support_threshold=bad).fit(Q, C)

@@ -1,0 +1,213 @@
+"""Off-topic screening when off-topic questions are common (wiki-qa).
+
+Run from the project root::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/eval_offtopic.py [--tune]
+
+The relative rule (robust z-score over the questions) lets off-topic
+questions raise their own bar: its recall collapses once they are a large
+share of the set. This script compares it with the absolute rule
+(``QuestionScreener(support_threshold=tau)``), which judges every question
+against the documents alone.
+
+Design:
+
+* The 54 wiki-qa articles are split once (``default_rng(0)``) into a
+  *tuning* half and a *report* half. Test sets draw their questions from one
+  half only; the knowledge base is every article (both halves) except the
+  removed ones, so the corpus stays realistic.
+* For a mix of ``p`` off-topic: ``REMOVED[p]`` articles of the half are
+  removed from the corpus; their questions are off-topic (the ``Zebra``
+  questions, which have no article, join the report half's off-topic pool);
+  the questions of the half's other articles are on-topic. Whichever side is
+  in excess is subsampled so that off-topic questions are ``p`` of the set.
+* tau comes from ``coverage_core.calibration.calibrate`` on each corpus
+  (pseudo-queries from the chunks, no labels), as in the product.
+* Seeds 0..2 draw the removed articles and the subsamples.
+* ``--tune`` grids the rule's constants on the tuning half only and prints
+  the best settings; the table is always computed on the report half.
+
+Embeddings: ``make_embedder("local")`` (all-MiniLM-L6-v2) with an
+``EmbeddingCache`` in ``$EVAL_SCREENING_CACHE`` (default
+``/tmp/eval_screening_cache``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+sys.path.insert(0, str(PROJECT / "benchmarks"))
+
+from eval_screening import ALWAYS_OFF_TOPIC, load_wiki_qa  # noqa: E402
+
+CACHE = Path(os.environ.get("EVAL_SCREENING_CACHE", "/tmp/eval_screening_cache"))
+MIXES = (0.05, 0.45, 0.65)
+# Articles removed from the half (of 27) for each mix.
+REMOVED = {0.05: 3, 0.45: 9, 0.65: 14}
+SEEDS = (0, 1, 2)
+STRICTNESS_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def halves(articles: list[str]) -> tuple[list[str], list[str]]:
+    order = np.random.default_rng(0).permutation(len(articles))
+    half = len(articles) // 2
+    return sorted(articles[i] for i in order[:half]), sorted(articles[i] for i in order[half:])
+
+
+def make_set(data, half: list[str], mix: float, seed: int, zebra: bool):
+    """(chunk mask, question indices, labels, removed titles) for one test set."""
+    rng = np.random.default_rng(1000 * seed + int(100 * mix))
+    removed = sorted(rng.choice(half, size=REMOVED[mix], replace=False).tolist())
+    keep_chunks = ~np.isin(data.chunk_article, removed)
+    off_titles = removed + (list(ALWAYS_OFF_TOPIC) if zebra else [])
+    on_pool = np.flatnonzero(np.isin(data.question_article, [t for t in half if t not in removed]))
+    off_pool = np.flatnonzero(np.isin(data.question_article, off_titles))
+    n_on, n_off = len(on_pool), len(off_pool)
+    if n_off / (n_on + n_off) > mix:
+        n_off = int(round(mix * n_on / (1 - mix)))
+    else:
+        n_on = int(round(n_off * (1 - mix) / mix))
+    on = rng.choice(on_pool, size=n_on, replace=False)
+    off = rng.choice(off_pool, size=n_off, replace=False)
+    q = np.r_[on, off]
+    y = np.r_[np.zeros(len(on), bool), np.ones(len(off), bool)]
+    return keep_chunks, q, y, removed
+
+
+def prf(y, flagged) -> tuple[float, float, float]:
+    tp = int((y & flagged).sum())
+    p = tp / max(int(flagged.sum()), 1)
+    r = tp / max(int(y.sum()), 1)
+    f = 2 * p * r / max(p + r, 1e-12)
+    return p, r, f
+
+
+def main() -> int:
+    from coverage_core import calibration, screening
+    from coverage_core.clustering import ChunkClusterer
+    from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
+    from coverage_core.screening import QuestionScreener, lexical_coverage
+    from coverage_core.types import Chunk
+
+    t0 = time.perf_counter()
+    data = load_wiki_qa()
+    embedder = make_embedder("local")
+    cache = EmbeddingCache(CACHE)
+
+    def embed(texts):
+        return embed_texts(list(texts), embedder, cache).vectors
+
+    chunk_vectors = embed(data.chunk_texts)
+    question_vectors = embed(data.question_texts)
+    tune_half, report_half = halves(data.articles)
+    print(
+        f"wiki-qa: {len(data.articles)} articles ({len(tune_half)} tuning, "
+        f"{len(report_half)} report), {len(data.chunk_texts)} chunks, "
+        f"{len(data.question_texts)} questions ({time.perf_counter() - t0:.1f} s)"
+    )
+
+    corpora: dict[tuple, tuple] = {}
+
+    def corpus(keep: np.ndarray):
+        key = tuple(np.flatnonzero(~keep))
+        if key not in corpora:
+            idx = np.flatnonzero(keep)
+            chunks = [
+                Chunk(document=str(data.chunk_article[i]), text=data.chunk_texts[i], start=0,
+                      end=len(data.chunk_texts[i]))
+                for i in idx
+            ]
+            cal = calibration.calibrate(chunks, chunk_vectors[idx], embed)
+            labels = ChunkClusterer().fit(chunk_vectors[idx]).labels_
+            corpora[key] = (idx, cal.support_threshold, labels)
+        return corpora[key]
+
+    def runs(half, zebra):
+        for mix in MIXES:
+            for seed in SEEDS:
+                keep, q, y, removed = make_set(data, half, mix, seed, zebra)
+                idx, tau, labels = corpus(keep)
+                q_texts = [data.question_texts[i] for i in q]
+                c_texts = [data.chunk_texts[i] for i in idx]
+                lex = lexical_coverage(q_texts, c_texts)
+                yield mix, seed, y, tau, dict(
+                    question_vectors=question_vectors[q], chunk_vectors=chunk_vectors[idx],
+                    chunk_labels=labels, question_texts=q_texts, chunk_texts=c_texts, lexical=lex,
+                )
+
+    def fit(args, **params):
+        a = dict(args)
+        return QuestionScreener(**params).fit(
+            a.pop("question_vectors"), a.pop("chunk_vectors"), a.pop("chunk_labels"), **a
+        )
+
+    if "--tune" in sys.argv:
+        tune = list(runs(tune_half, zebra=False))
+        fits = [(mix, y, tau, fit(args, support_threshold=tau)) for mix, _, y, tau, args in tune]
+        print(f"tuning half: {len(fits)} sets, tau {min(f[2] for f in fits):.3f}.."
+              f"{max(f[2] for f in fits):.3f}")
+        results = []
+        grid = itertools.product(
+            (0.05, 0.1, 0.15), (0.3, 0.4, 0.5, 0.6, 0.7), (0.25, 0.5), (0.25, 0.5, 0.75),
+            (-0.5, 0.0, 0.5),
+        )
+        for unit, cut, lunit, weight, shift in grid:
+            per_mix = {m: [] for m in MIXES}
+            for mix, y, tau, s in fits:
+                screening.EMBEDDING_UNIT, screening.LEXICAL_CUT = unit, cut
+                screening.LEXICAL_UNIT, screening.LEXICAL_WEIGHT = lunit, weight
+                margin = screening.support_margin(s.max_similarity_, s.lexical_coverage_, tau)
+                per_mix[mix].append(prf(y, margin < shift))
+            means = {m: np.mean(v, axis=0) for m, v in per_mix.items()}
+            worst_f1 = min(v[2] for v in means.values())
+            results.append((worst_f1, unit, cut, lunit, weight, shift, means))
+        results.sort(key=lambda r: -r[0])
+        for worst_f1, unit, cut, lunit, weight, shift, means in results[:15]:
+            print(
+                f"unit {unit:.2f} lexcut {cut:.1f} lexunit {lunit:.2f} w {weight:.2f} "
+                f"shift {shift:+.1f}: worst-mix F1 {worst_f1:.3f}  "
+                + "  ".join(f"{m:.0%}: P {v[0]:.2f} R {v[1]:.2f}" for m, v in means.items())
+            )
+        return 0
+
+    print("\nReport half (tau calibrated per corpus with pseudo-queries; "
+          f"{len(SEEDS)} seeds per mix)")
+    header = (f"{'mix':>5} {'sets':>4} {'off/total':>10} {'tau':>11}  "
+              f"{'P':>5} {'R':>5} {'F1':>5} {'minR':>5}  {'old P':>5} {'old R':>5} {'old F1':>6}")
+    print(header)
+    print("-" * len(header))
+    rows: dict[float, list] = {m: [] for m in MIXES}
+    sweep: dict[float, list] = {m: [] for m in MIXES}
+    for mix, seed, y, tau, args in runs(report_half, zebra=True):
+        new = fit(args, support_threshold=tau)
+        old = fit(args)
+        rows[mix].append((int(y.sum()), len(y), tau) + prf(y, new.is_outlier_) + prf(y, old.is_outlier_))
+        sweep[mix].append([prf(y, new.decide(level))[:2] for level in STRICTNESS_LEVELS])
+    for mix in MIXES:
+        r = np.array(rows[mix], dtype=float)
+        m = r.mean(axis=0)
+        print(
+            f"{mix:>5.0%} {len(r):>4} {m[0]:>4.0f}/{m[1]:<5.0f} {r[:, 2].min():.3f}-{r[:, 2].max():.3f}  "
+            f"{m[3]:>5.2f} {m[4]:>5.2f} {m[5]:>5.2f} {r[:, 4].min():>5.2f}  "
+            f"{m[6]:>5.2f} {m[7]:>5.2f} {m[8]:>6.2f}"
+        )
+    print("P/R/F1: absolute rule (support_threshold=tau, default strictness 0.5), mean "
+          "over seeds; minR = worst seed's recall; old: relative rule (no tau).")
+    print("\nAbsolute rule by strictness (precision / recall, mean over seeds):")
+    print(f"{'mix':>5}  " + "  ".join(f"{'s=' + format(level, 'g'):>11}" for level in STRICTNESS_LEVELS))
+    for mix in MIXES:
+        v = np.mean(sweep[mix], axis=0)
+        print(f"{mix:>5.0%}  " + "  ".join(f"{p:>5.2f}/{r:<5.2f}" for p, r in v))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,324 @@
+"""Named topics: a short human label for every cluster of chunks.
+
+A cluster's label is its three most distinctive terms joined with " · ",
+e.g. ``"koala · marsupial · eucalyptus"``. Terms are words and adjacent word
+pairs ("steam engine"), scored by class-based TF-IDF (:func:`cluster_terms`).
+The same terms are the gap ``themes`` of :mod:`coverage_core.gaps`.
+
+Noise never becomes a term: English stop words, markup and attribute debris
+(``alt=``, ``href``, ``http``, ``www``, ``px``, HTML/wiki markup), numbers and
+number-like tokens, single letters, and page furniture (page numbers,
+"page", "copyright", running headers repeated on many chunks).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+
+from coverage_core.errors import InputError
+
+__all__ = [
+    "LABEL_SEPARATOR",
+    "MAX_CHUNKS_PER_CLUSTER",
+    "cluster_name",
+    "cluster_terms",
+    "display_names",
+    "topic_labels",
+]
+
+LABEL_SEPARATOR = " · "
+# Terms per label, and how many ranked terms a label may draw on to become distinct.
+N_LABEL_TERMS = 3
+_N_SPARE_TERMS = 8
+
+# Chunks per cluster that are counted. A topic's top terms are stable long
+# before this many passages, and counting words is the costly part on a large
+# corpus (20,000 chunks of ~1,000 characters: ~3 s at 100 per cluster with
+# Zipfian text, 14 s at 300 on uniform word salad; benchmarks/bench_analysis.py).
+MAX_CHUNKS_PER_CLUSTER = 100
+
+# Words that are never a topic: markup and attribute debris, web and file
+# furniture, citation and page furniture.
+NOISE_WORDS = frozenset(
+    """
+    alt href src http https www com org net html htm php asp xml url urls px em pt rem
+    img jpg jpeg png gif svg tif tiff pdf thumb thumbnail upright nbsp amp quot apos lt gt
+    div span class style width height align center colspan rowspan td tr th br hr li ul ol
+    ref refs reflist cite citation sfn harvnb infobox wikitable wiki wikipedia wikimedia commons
+    isbn issn doi pmid pmc oclc arxiv jstor bibcode retrieved archived accessed
+    page pages pp copyright rights reserved vol ed eds et al ibid op cit fig figure
+    """.split()
+)
+
+# Markup removed before counting: URLs, tags, entities, wiki/template
+# brackets, attribute names (``alt=``), file names.
+_MARKUP = re.compile(
+    r"https?://\S+|www\.\S+"
+    r"|<[^>\n]{0,200}>"
+    r"|&[a-z]+;|&#\d+;"
+    r"|\{\{|\}\}|\[\[|\]\]|'''?|\|"
+    r"|\b[\w-]+\s*=\s*\S*"
+    r"|\b[\w-]+\.(?:jpe?g|png|gif|svg|tiff?|pdf|html?|php)\b",
+    re.IGNORECASE,
+)
+# Punctuation other than in-word apostrophes and hyphens ends a phrase.
+_PHRASE_BREAK = re.compile(r"[^\w\s'-]+|\s['-]|['-]\s")
+# Roman numerals up to 39 (chapter and page numbers), two letters or more.
+_ROMAN = re.compile(r"x{0,3}(?:ix|iv|v?i{0,3})")
+# A line is furniture when, digits aside, it repeats in this many chunks (and
+# in at least 3): running headers, footers, "Page 3 of 10".
+_FURNITURE_SHARE = 0.1
+_FURNITURE_MAX_WORDS = 12
+
+
+def _is_term_word(word: str) -> bool:
+    return (
+        len(word) >= 2
+        and word.isalpha()  # no digits: "1990s", "3rd", "p12"
+        and word not in ENGLISH_STOP_WORDS
+        and word not in NOISE_WORDS
+        and not _ROMAN.fullmatch(word)
+    )
+
+
+def _analyse(text: str) -> list[str]:
+    """Words and adjacent word pairs of a text, for ``CountVectorizer(analyzer=...)``.
+
+    Pairs are only formed from words next to each other in the text: no pair
+    spans a removed word, a number, markup or punctuation ("area is among the
+    largest" gives no fake "area largest").
+    """
+    terms = []
+    for segment in _PHRASE_BREAK.split(_MARKUP.sub(" . ", text.lower())):
+        words = [w if _is_term_word(w) else None for w in re.findall(r"\w+", segment)]
+        terms += [w for w in words if w]
+        terms += [f"{a} {b}" for a, b in zip(words, words[1:]) if a and b]
+    return terms
+
+
+def _line_key(line: str) -> str:
+    return " ".join(re.sub(r"\d+", "#", line.lower()).split())
+
+
+def _strip_furniture(texts: list[str]) -> list[str]:
+    """The texts without lines repeated (digits aside) across many chunks: running headers, page footers."""
+    if len(texts) < 3:
+        return texts
+    seen = Counter()
+    for text in texts:
+        seen.update({_line_key(line) for line in text.splitlines() if 0 < len(line.split()) <= _FURNITURE_MAX_WORDS})
+    floor = max(3, _FURNITURE_SHARE * len(texts))
+    furniture = {key for key, count in seen.items() if count >= floor}
+    if not furniture:
+        return texts
+    stripped = []
+    for text in texts:
+        lines = text.splitlines()
+        body = [line for line in lines if _line_key(line) not in furniture]
+        # A header is part of a page: a chunk that is nothing but the repeated line keeps it.
+        stripped.append("\n".join(body) if any(line.strip() for line in body) else text)
+    return stripped
+
+
+def _count_terms(texts: list[str]):
+    """Chunk x term counts of words and word pairs, or (None, None) if no term survives."""
+    # On tiny corpora a term seen in two chunks may not exist; then one is enough.
+    for min_df in ((2, 1) if len(texts) >= 20 else (1,)):
+        vectorizer = CountVectorizer(analyzer=_analyse, min_df=min_df)
+        try:
+            counts = vectorizer.fit_transform(texts)
+        except ValueError:  # "empty vocabulary": only stop words, numbers, markup, or nothing
+            continue
+        return counts, vectorizer.get_feature_names_out()
+    return None, None
+
+
+def _stem(word: str) -> str:
+    # Crude plural folding, only to spot near-duplicate phrases.
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ses", "xes", "ches", "shes")):
+        return word[:-2]  # "octopuses", "boxes", "churches"
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
+
+
+def _distinct_phrases(ranked: list[tuple[str, float]], n: int) -> list[str]:
+    """Top ``n`` phrases without near-duplicates.
+
+    Phrases sharing a word (plurals folded) are near-duplicates: "gogh",
+    "van gogh", "gogh painted". Of those only the first ranked is kept,
+    except that a longer phrase containing it replaces it when its weight is
+    at least 0.7 times the weakest part it replaces and 0.3 times the
+    strongest: a distinctive pair beats its parts ("steam engine" over
+    "steam" and "engine", "james watt" over "watt" and "james"), a loose one
+    does not ("violin used" does not replace "violin", nor "jakarta hosts"
+    "jakarta").
+    """
+    chosen: list[tuple[str, frozenset, float]] = []
+    for phrase, weight in ranked:
+        words = frozenset(_stem(w) for w in phrase.split())
+        overlapping = [i for i, (_, other, _) in enumerate(chosen) if other & words]
+        if not overlapping:
+            if len(chosen) < n:
+                chosen.append((phrase, words, weight))
+        elif (
+            all(chosen[i][1] < words for i in overlapping)
+            and weight >= 0.7 * min(chosen[i][2] for i in overlapping)
+            and weight >= 0.3 * max(chosen[i][2] for i in overlapping)
+        ):
+            chosen[overlapping[0]] = (phrase, words, weight)
+            chosen = [c for i, c in enumerate(chosen) if i not in overlapping[1:]]
+    return [phrase for phrase, _, _ in chosen]
+
+
+def _evenly_per_cluster(labels: np.ndarray, cap: int) -> np.ndarray:
+    """Indices keeping at most ``cap`` evenly spaced chunks of each cluster, in order."""
+    keep = []
+    for cluster in np.unique(labels):
+        members = np.flatnonzero(labels == cluster)
+        if len(members) > cap:
+            members = members[np.linspace(0, len(members) - 1, cap).round().astype(np.intp)]
+        keep.append(members)
+    return np.sort(np.concatenate(keep)) if keep else np.array([], dtype=np.intp)
+
+
+def _check(chunk_texts, labels, n_clusters) -> tuple[list[str], np.ndarray]:
+    texts = [str(text) for text in chunk_texts]
+    labels = np.asarray(labels, dtype=np.intp)
+    if labels.shape != (len(texts),):
+        raise InputError(f"labels must hold one cluster label per chunk ({len(texts)}); got shape {labels.shape}.")
+    if labels.size and (labels.min() < 0 or labels.max() >= n_clusters):
+        raise InputError(f"labels must be cluster numbers 0..{n_clusters - 1}.")
+    return texts, labels
+
+
+def cluster_terms(
+    chunk_texts: Sequence[str],
+    labels,
+    n_clusters: int,
+    n_terms: int = 5,
+    max_chunks_per_cluster: int | None = MAX_CHUNKS_PER_CLUSTER,
+) -> list[list[str]]:
+    """Terms that set each cluster apart from the others (class-based TF-IDF).
+
+    Words and adjacent word pairs (noise excluded, see the module) are
+    counted per chunk and summed per cluster. With ``tf_{t,c}`` the count of
+    term ``t`` in cluster ``c`` divided by all term counts of ``c``, ``f_t``
+    the count of ``t`` over all clusters and ``A`` the mean number of terms
+    per cluster, a term's weight in a cluster is (BERTopic's c-TF-IDF)::
+
+        W_{t,c} = tf_{t,c} * log(1 + A / f_t)
+
+    A term frequent in one cluster and rare elsewhere scores high. The top
+    terms are then thinned of near-duplicates; a distinctive word pair
+    replaces its parts ("steam engine" over "steam", "engine").
+
+    Parameters
+    ----------
+    chunk_texts : sequence of n str
+    labels : array-like of shape (n,), int in 0..n_clusters-1
+    n_clusters : int
+    n_terms : int, terms per cluster
+    max_chunks_per_cluster : int or None
+        Larger clusters are represented by this many evenly spaced chunks
+        (None: all), which bounds the work.
+
+    Returns
+    -------
+    list of n_clusters lists of up to ``n_terms`` lowercase terms, best
+    first; empty for a cluster without usable words.
+    """
+    texts, labels = _check(chunk_texts, labels, n_clusters)
+    result: list[list[str]] = [[] for _ in range(n_clusters)]
+    if not texts:
+        return result
+    if max_chunks_per_cluster is not None:
+        keep = _evenly_per_cluster(labels, max_chunks_per_cluster)
+        texts, labels = [texts[i] for i in keep], labels[keep]
+    counts, terms = _count_terms(_strip_furniture(texts))
+    if counts is None:
+        return result
+
+    membership = sp.csr_matrix(
+        (np.ones(len(texts)), (labels, np.arange(len(texts)))), shape=(n_clusters, len(texts))
+    )
+    class_counts = np.asarray((membership @ counts).todense(), dtype=np.float64)  # (K, V)
+    per_class = class_counts.sum(axis=1, keepdims=True)
+    tf = np.divide(class_counts, per_class, out=np.zeros_like(class_counts), where=per_class > 0)
+    average_terms = per_class.sum() / max(int((per_class > 0).sum()), 1)
+    weights = tf * np.log(1.0 + average_terms / class_counts.sum(axis=0))
+    # Chunks of each cluster containing each term: breaks ties between
+    # equally weighted terms (common in small corpora) in favour of spread.
+    spread = np.asarray((membership @ (counts > 0).astype(np.float64)).todense())
+
+    for k in range(n_clusters):
+        present = np.flatnonzero(class_counts[k] > 0)
+        if present.size == 0:
+            continue
+        # Best weight first, then most chunks, then alphabetical (reproducible).
+        keys = (terms[present], -spread[k, present], -np.round(weights[k, present], 12))
+        order = present[np.lexsort(keys)][: 10 * n_terms]
+        result[k] = _distinct_phrases([(str(terms[t]), float(weights[k, t])) for t in order], n_terms)
+    return result
+
+
+def labels_from_terms(terms: Sequence[Sequence[str]], n_terms: int = N_LABEL_TERMS) -> list[str]:
+    """Labels of ``n_terms`` terms each; clusters sharing a label get their next terms until they differ."""
+    used = [min(n_terms, len(t)) for t in terms]
+    while True:
+        labels = [LABEL_SEPARATOR.join(t[:u]) for t, u in zip(terms, used)]
+        clashes = Counter(label for label in labels if label)
+        grew = False
+        for k, label in enumerate(labels):
+            if label and clashes[label] > 1 and used[k] < len(terms[k]):
+                used[k] += 1
+                grew = True
+        if not grew:
+            return labels
+
+
+def topic_labels(
+    chunk_texts: Sequence[str],
+    labels,
+    n_clusters: int,
+    n_terms: int = N_LABEL_TERMS,
+    max_chunks_per_cluster: int | None = MAX_CHUNKS_PER_CLUSTER,
+) -> list[str]:
+    """A short human label per cluster: its ``n_terms`` best :func:`cluster_terms` joined with " · ".
+
+    Labels are made distinct where possible: clusters that would share a
+    label get their next most distinctive term. A cluster without usable
+    words (or without chunks) gets ``""``; show it with :func:`cluster_name`.
+    """
+    terms = cluster_terms(chunk_texts, labels, n_clusters, n_terms + _N_SPARE_TERMS, max_chunks_per_cluster)
+    return labels_from_terms(terms, n_terms)
+
+
+def cluster_name(cluster: int, label: object = "") -> str:
+    """``"cluster 6: koala · marsupial · eucalyptus"``, or ``"cluster 6"`` without a label."""
+    label = "" if label is None or (isinstance(label, float) and np.isnan(label)) else str(label).strip()
+    return f"cluster {int(cluster)}: {label}" if label else f"cluster {int(cluster)}"
+
+
+def display_names(clusters: Sequence[int], labels: Sequence[object] | None) -> list[str]:
+    """One distinct display name per cluster, for chart axes and legends.
+
+    The label where it is present and unique, otherwise ``"C<number>"`` in
+    front of it (or alone): two categories must never merge on an axis.
+    """
+    clusters = [int(c) for c in clusters]
+    texts = [
+        "" if label is None or (isinstance(label, float) and np.isnan(label)) else str(label).strip()
+        for label in (labels if labels is not None else [""] * len(clusters))
+    ]
+    counts = Counter(texts)
+    return [
+        text if text and counts[text] == 1 else (f"C{c} {text}" if text else f"C{c}")
+        for c, text in zip(clusters, texts)
+    ]
