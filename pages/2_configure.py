@@ -145,6 +145,14 @@ if n_chunks:
         st.error(str(error))
 widgets.tuning_controls(n_chunks, auto_k)
 
+# ------------------------------------------------------------------ support level
+st.header("When does a question test a passage?")
+st.caption(
+    "A question tests (reaches) a passage when their similarity is at least the support level. "
+    "Changing it applies at once (no re-embedding)."
+)
+widgets.support_controls(flow.calibrated_level())
+
 # ------------------------------------------------------------------ LLM
 st.header("LLM for gap suggestions and sub-questions")
 settings = state.settings()

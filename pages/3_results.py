@@ -3,6 +3,7 @@
 import streamlit as st
 
 from coverage_core import plots
+from coverage_core.gaps import rank_gaps
 from coverage_core.errors import CoverageError
 from ui import engine, flow, state, widgets
 
@@ -34,6 +35,41 @@ TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"
 st.title("Results")
 analysis = flow.require_analysis()
 n_chunks = len(analysis.corpus.chunks)
+widgets.show_headline(analysis)
+
+
+def open_off_topic_tab() -> None:
+    st.session_state[state.W_RESULTS_TABS] = "Off-topic questions"
+
+
+# ------------------------------------------------------------------ what to do next
+untested = analysis.documents[analysis.documents["is_untested"]].sort_values(["tested_share", "document"])
+if len(untested):
+    st.markdown("**Untested documents** (almost none of their passages is reached by a question):")
+    st.markdown("\n".join(
+        f"- {widgets.plain(row.document)}: {row.tested_share:.0%} of {int(row.n_chunks)} passages tested"
+        for row in untested.itertuples(index=False)
+    ))
+clusters_by_id = analysis.clusters.set_index("cluster")
+ranked = rank_gaps(
+    analysis.clusters["coverage"].to_numpy(), analysis.clusters["size"].to_numpy(), analysis.config.gaps,
+    is_gap=analysis.clusters["is_gap"].to_numpy(dtype=bool),
+)
+if ranked:
+    st.markdown(f"**Top gaps by topic** ({len(ranked)} in all, most urgent first):")
+    st.markdown("\n".join(
+        f"- {widgets.plain(clusters_by_id.loc[k, 'label'] or f'cluster {k}')}: "
+        f"{clusters_by_id.loc[k, 'tested_share']:.0%} of {int(clusters_by_id.loc[k, 'size'])} passages tested"
+        for k, _ in ranked[:3]
+    ))
+if len(untested) or ranked:
+    st.page_link(flow.GAPS_PAGE, label="Suggest questions for the gaps (Gap analysis)", icon=":material/troubleshoot:")
+n_off_topic = int(analysis.is_outlier.sum())
+if n_off_topic:
+    st.button(
+        f"Review the {n_off_topic} off-topic question(s)", on_click=open_off_topic_tab,
+        help="Opens the Off-topic questions tab below, where you can override the decision.",
+    )
 
 with st.expander("Tune clusters and thresholds (applies at once)"):
     try:
@@ -46,8 +82,9 @@ n_outliers = int(analysis.is_outlier.sum())
 st.caption(
     f"{len(analysis.corpus.documents)} documents, {n_chunks:,} chunks in {analysis.clustering.n_clusters} clusters; "
     f"{len(analysis.questions.questions):,} questions, {n_outliers} screened out as off-topic. "
-    "Scores are relative: compare test sets (or versions of one) on the same corpus and settings."
+    "The scores below are relative: compare test sets (or versions of one) on the same corpus and settings."
 )
+st.markdown("**Secondary scores**")
 
 columns = st.columns(len(METRIC_ORDER))
 for column, name in zip(columns, METRIC_ORDER):
@@ -64,18 +101,26 @@ clusters_tab, documents_tab, outliers_tab, duplicates_tab, map_tab = st.tabs(
 if clusters_tab.open:
     with clusters_tab:
         st.plotly_chart(
-            plots.cluster_coverage_bar(analysis.clusters, analysis.config.gaps.gap_threshold)
+            plots.cluster_coverage_bar(
+                analysis.clusters,
+                analysis.config.gaps.gap_threshold if analysis.config.gaps.rule == "coverage" else None,
+            )
         )
         clusters = engine.cluster_table(analysis)
         st.dataframe(
             clusters,
             hide_index=True,
             column_config={
+                "topic": st.column_config.TextColumn("topic", width="medium"),
                 "share": st.column_config.NumberColumn("share of corpus", format="percent"),
                 "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format="%.3f"),
                 "multi_threshold_coverage": st.column_config.NumberColumn("multi-threshold", format="%.3f"),
                 "multi_n_coverage": st.column_config.NumberColumn("multi-N", format="%.3f"),
                 "n_questions": st.column_config.NumberColumn("questions near it"),
+                "n_tested": st.column_config.NumberColumn("passages tested"),
+                "tested_share": st.column_config.ProgressColumn(
+                    "share tested", min_value=0.0, max_value=1.0, format="percent"
+                ),
                 "is_gap": st.column_config.CheckboxColumn("gap"),
                 "example passage": st.column_config.TextColumn("most central passage", width="large"),
             },
@@ -85,7 +130,7 @@ if clusters_tab.open:
 if documents_tab.open:
     with documents_tab:
         documents = engine.document_table(analysis)
-        low = documents[documents["is_low"]]
+        low = documents[documents["is_low"] & ~documents["is_untested"]]
         if len(low):
             st.warning(
                 f"{len(low)} document(s) are covered far less than the rest: untested or possibly misaligned "
@@ -99,6 +144,11 @@ if documents_tab.open:
             column_config={
                 "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format="%.3f"),
                 "n_chunks": st.column_config.NumberColumn("chunks"),
+                "n_tested": st.column_config.NumberColumn("passages tested"),
+                "tested_share": st.column_config.ProgressColumn(
+                    "share tested", min_value=0.0, max_value=1.0, format="percent"
+                ),
+                "is_untested": st.column_config.CheckboxColumn("untested"),
             },
         )
         widgets.csv_download("Download the documents (CSV)", documents, "coverage-documents.csv")

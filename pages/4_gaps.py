@@ -12,6 +12,12 @@ from ui import engine, flow, state, widgets
 st.title("Gap analysis")
 analysis = flow.require_analysis()
 settings = state.settings()
+widgets.show_headline(analysis)
+if int(analysis.is_outlier.sum()):
+    st.page_link(
+        flow.RESULTS_PAGE, label="Review the off-topic questions (Results → Off-topic questions)",
+        icon=":material/monitoring:",
+    )
 
 # ------------------------------------------------------------------ gaps (+ optional LLM)
 use_llm = False
@@ -32,29 +38,42 @@ except CoverageError as error:
     st.error(str(error))
     gapped = flow.gaps_for(analysis, use_llm=False)
 
-threshold = analysis.config.gaps.gap_threshold
+gap_config = analysis.config.gaps
+threshold = gap_config.gap_threshold
+if gap_config.rule == "coverage":
+    rule_text = f"coverage score below the gap threshold ({threshold:.2f})"
+else:
+    rule_text = f"less than {gap_config.tested_share_threshold:.0%} of their passages tested"
 for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
     st.warning(message)
 
 if not gapped.gaps:
     st.success(
-        f"No cluster has coverage below the gap threshold ({threshold:.2f}). Raise the threshold on "
-        "Configure (or Results → Tune) to look for weaker spots."
+        f"No topic has {rule_text}. Change the gap rule or its threshold on Configure (or Results → Tune) "
+        "to look for weaker spots."
     )
 else:
     origin = "written by the LLM" if any(s.origin == "llm" for g in gapped.gaps for s in g.suggestions) else (
         "offline drafts from the least-covered passages — edit them before use"
     )
     st.write(
-        f"{len(gapped.gaps)} cluster(s) below the gap threshold ({threshold:.2f}), most urgent first "
+        f"{len(gapped.gaps)} topic(s) with {rule_text}, most urgent first "
         f"(priority = 0.7 × (1 − coverage) + 0.3 × corpus share). Suggestions are {origin}."
     )
+    gap_rows = engine.gap_table(gapped)
+    st.markdown("\n".join(
+        f"{row['rank']}. {widgets.plain(row['topic'] or 'cluster ' + str(row['cluster']))}: "
+        f"{row['tested share']:.0%} of {row['size']} passages tested"
+        for row in gap_rows.head(5).to_dict("records")
+    ))
     st.dataframe(
-        engine.gap_table(gapped),
+        gap_rows,
         hide_index=True,
         column_config={
             "coverage": st.column_config.NumberColumn(format="%.3f"),
             "corpus share": st.column_config.NumberColumn(format="percent"),
+            "topic": st.column_config.TextColumn("topic", width="medium"),
+            "tested share": st.column_config.NumberColumn("share tested", format="percent"),
             "themes": st.column_config.TextColumn(width="medium"),
             "suggested questions": st.column_config.TextColumn(width="large"),
         },

@@ -97,6 +97,7 @@ st.dataframe(
         names[0]: st.column_config.NumberColumn(format="%.3f"),
         names[1]: st.column_config.NumberColumn(format="%.3f"),
         "change": st.column_config.NumberColumn(format="%+.3f"),
+        "topic": st.column_config.TextColumn("topic", width="medium"),
     },
 )
 widgets.csv_download("Download the per-cluster comparison (CSV)", deltas, "compare-clusters.csv")

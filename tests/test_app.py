@@ -162,7 +162,15 @@ def test_example_button_runs_a_full_analysis(cache_dir):
     caption = " ".join(texts(at.caption))
     assert "10 documents" in caption and "185 questions" in caption
     warnings = " ".join(texts(at.warning))
-    assert "Koala.txt is covered far less" in warnings and "Lobster.txt is covered far less" in warnings
+    assert "Koala.txt is untested" in warnings and "Lobster.txt is untested" in warnings
+    # The page leads with the headline, and lists exactly the untested documents by name.
+    assert "of the knowledge base is tested" in at.subheader[0].value
+    assert "2 documents untested" in at.subheader[0].value
+    listed = " ".join(texts(at.markdown))
+    assert "Koala\\.txt" in listed and "Lobster\\.txt" in listed
+    analysis = at.session_state[state.TUNING].analysis[1]
+    assert set(analysis.documents.loc[analysis.documents["is_untested"], "document"]) == {"Koala.txt", "Lobster.txt"}
+    assert analysis.calibration.method == "pseudo-queries"
 
 
 # ---------------------------------------------------------------- configure
@@ -229,7 +237,7 @@ def test_results_show_the_metrics_with_help_and_tables(seeded):
     clusters = at.dataframe[0].value
     assert len(clusters) == 4 and list(clusters["cluster"]) == [0, 1, 2, 3]
     np.testing.assert_allclose(clusters["coverage"], reference.clusters["coverage"], atol=1e-9)
-    assert "Koala.txt is covered far less" in " ".join(texts(at.warning))
+    assert "Koala.txt is untested" in " ".join(texts(at.warning))
 
 
 def test_tuning_k_and_thresholds_recompute_without_reembedding(seeded):
@@ -239,6 +247,7 @@ def test_tuning_k_and_thresholds_recompute_without_reembedding(seeded):
     assert not at.exception
     assert "in 3 clusters" in " ".join(texts(at.caption))
     assert len(at.dataframe[0].value) == 3
+    at.radio(key=state.W_GAP_RULE).set_value("coverage").run()
     at.slider(key=state.W_GAP_THRESHOLD).set_value(0.05).run()
     assert not at.dataframe[0].value["is_gap"].any()
     at.toggle(key=state.W_AUTO_STRICTNESS).set_value(False).run()
@@ -303,7 +312,9 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     values, reference, _ = seeded
     at = app("gaps", values)
     gap_rows = at.dataframe[0].value
-    assert list(gap_rows.columns) == ["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"]
+    assert list(gap_rows.columns) == [
+        "rank", "cluster", "topic", "tested share", "coverage", "size", "corpus share", "themes", "suggested questions"
+    ]
     assert len(gap_rows) == int(reference.clusters["is_gap"].sum()) > 0
     editor = [d for d in at.dataframe if d.key == state.W_SUGGESTIONS_EDITOR][0]
     assert editor.editing_mode == "dynamic"
@@ -440,10 +451,69 @@ def test_suggestion_merging_keeps_the_users_work():
     ) == ["a b"]
 
 
+def _first_elements(at, n: int = 3) -> list:
+    """The first ``n`` elements of the page's main area, in order."""
+    return [at.main.children[i] for i in sorted(at.main.children)[:n]]
+
+
+@pytest.mark.parametrize("page", ["results", "gaps"])
+def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
+    from coverage_core.report import headline
+
+    values, reference, _ = seeded
+    at = app(page, values)
+    title, first, second = _first_elements(at)
+    assert title.type == "title"
+    assert first.type == "subheader" and first.value == headline(reference)
+    assert "of the knowledge base is tested" in first.value and "1 document untested" in first.value
+    tau = reference.calibration.support_threshold
+    assert second.value == (
+        f"A question reaches a passage when their similarity is at least {tau:.2f}, "
+        "calibrated for this model and these documents."
+    )
+    assert reference.calibration.method == "pseudo-queries"
+    untested = reference.documents.loc[reference.documents["is_untested"], "document"]
+    assert list(untested) == ["Koala.txt"]
+    if page == "results":
+        listed = " ".join(texts(at.markdown))
+        assert "Koala\\.txt: 0% of" in listed and "Top gaps by topic" in listed
+        gap_labels = reference.clusters.loc[reference.clusters["is_gap"], "label"]
+        assert any(str(label) in listed for label in gap_labels)
+        assert [link.label for link in at.get("page_link")][0].startswith("Suggest questions")
+
+
+def test_a_support_level_override_changes_the_headline(seeded):
+    values, reference, _ = seeded
+    at = app("results", values)  # calibrates the support level once
+    at.switch_page(PAGES["configure"]).run()
+    assert at.toggle(key=state.W_AUTO_SUPPORT).value is True
+    tau = reference.calibration.support_threshold
+    assert f"Calibrated level for this model and these documents: {tau:.2f}." in texts(at.caption)
+    at.toggle(key=state.W_AUTO_SUPPORT).set_value(False).run()
+    at.slider(key=state.W_SUPPORT).set_value(0.95).run()
+    assert at.session_state[state.SETTINGS].support_threshold == 0.95
+    at.switch_page(PAGES["results"]).run()
+    assert not at.exception
+    assert at.subheader[0].value != reference_headline(reference)
+    assert at.subheader[0].value.startswith("0% of the knowledge base is tested")
+    assert "at least 0.95, the level you set on Configure." in " ".join(texts(at.markdown))
+    # Back to automatic: the calibrated level, computed once, is reused.
+    at.switch_page(PAGES["configure"]).run()
+    at.toggle(key=state.W_AUTO_SUPPORT).set_value(True).run()
+    at.switch_page(PAGES["results"]).run()
+    assert at.subheader[0].value == reference_headline(reference)
+
+
+def reference_headline(analysis) -> str:
+    from coverage_core.report import headline
+
+    return headline(analysis)
+
+
 def test_gap_threshold_change_relabels_without_recomputing(seeded):
     values, reference, inputs = seeded
     cache = engine.TuningCache()
-    settings = values[state.SETTINGS]
+    settings = values[state.SETTINGS].replace(gap_rule="coverage")
     first = engine.tune(inputs, settings, state.Overrides(), cache)
     moved = engine.tune(inputs, settings.replace(gap_threshold=0.2), state.Overrides(), cache)
     assert moved.min_distances is first.min_distances  # nothing recomputed
@@ -451,7 +521,14 @@ def test_gap_threshold_change_relabels_without_recomputing(seeded):
     assert moved.config.gaps.gap_threshold == 0.2
     again = engine.tune(inputs, settings.replace(gap_threshold=0.2, strictness=0.9), state.Overrides(), cache)
     assert again.is_outlier.sum() >= first.is_outlier.sum()  # stricter screening, same screener
-    assert len(cache.screeners) == 1 and len(cache.clusterings) == 1
+    assert len(cache.screeners) == 1 and len(cache.clusterings) == 1 and len(cache.calibrations) == 1
+    # The tested-share rule relabels from the tested share, still without recomputing.
+    shared = engine.tune(
+        inputs, settings.replace(gap_threshold=0.2, strictness=0.9, gap_rule="tested_share", tested_share_cut=0.9),
+        state.Overrides(), cache,
+    )
+    assert shared.min_distances is again.min_distances
+    assert list(shared.clusters["is_gap"]) == list(again.clusters["tested_share"] < 0.9)
     # Default strictness after an explicit one means the screener's default again.
     back = engine.tune(inputs, settings, state.Overrides(), cache)
     np.testing.assert_array_equal(back.is_outlier, first.is_outlier)
@@ -482,6 +559,7 @@ def test_tuning_reuses_the_index_and_lexical_evidence_and_matches_a_fresh_analys
         inputs.question_embedding,
         tuned.clustering,
         force_exclude=sorted(overrides.exclude),
+        calibration=tuned.calibration,
     )
     assert tuned.metrics == pytest.approx(plain.metrics, abs=1e-6)
     np.testing.assert_array_equal(tuned.is_outlier, plain.is_outlier)

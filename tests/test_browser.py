@@ -177,6 +177,10 @@ def _run_the_whole_flow(server: str, page) -> None:
     assert labels[:5] == ["Basic", "Balanced", "Multi-threshold", "Multi-N", "Weighted (= basic)"]
     numbers = [float(t) for t in page.get_by_test_id("stMetricValue").all_inner_texts()[:5]]
     assert all(0 < n < 1 for n in numbers) and numbers[0] == numbers[4]
+    # The page leads with the headline; the untested topic is named (Koala has no questions).
+    page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
+    page.get_by_test_id("stMarkdown").filter(has_text="Top gaps by topic").first.wait_for()
+    assert page.get_by_test_id("stMarkdown").filter(has_text="koala").count() >= 1
 
     # ---- a table's own download (built on click): the carriage-return question stays in its row, neutralised
     page.get_by_role("tab", name="Off-topic questions").click()
@@ -189,7 +193,9 @@ def _run_the_whole_flow(server: str, page) -> None:
 
     # ---- edit and accept a suggestion, apply
     _goto(page, "Gap analysis", "Gap analysis")
+    page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
     page.get_by_role("heading", name="Improve the test set").wait_for()
+    assert page.get_by_test_id("stMarkdown").filter(has_text="koala").count() >= 1  # the gaps by topic name
     editor = page.get_by_test_id("stDataFrame").filter(has=page.locator("#glide-cell-2-0")).last
     editor.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
@@ -247,7 +253,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Report (JSON)").click()
     report = json.loads(Path(download_info.value.path()).read_text(encoding="utf-8"))
-    assert report["schema_version"] == 1 and report["summary"]["n_documents"] == 2
+    assert report["schema_version"] == 2 and report["summary"]["n_documents"] == 2
     assert report["config"]["inputs"] == {"documents": ["Drum.txt", "Koala.txt"], "questions": "drum-questions.csv"}
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Report with charts (HTML)").click()

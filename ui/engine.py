@@ -17,7 +17,10 @@ Cost model (why the stages are split this way):
 * chunk x question similarities — one pass per data set builds each chunk's
   nearest questions (``metrics.nearest_questions``);
 * measure — fast, read from that index; redone on every threshold,
-  strictness or override change.
+  strictness or override change;
+* support level τ (``pipeline.calibrate_corpus``) — a few seconds, once per
+  embedded corpus, embedding model and user override: it depends on neither
+  the clustering nor the questions, so K and thresholds reuse it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import metrics, pipeline
+from coverage_core.calibration import Calibration
 from coverage_core.chunking import ChunkingConfig
 from coverage_core.errors import CoverageError
 from coverage_core.gaps import GapConfig
@@ -92,7 +96,12 @@ def analysis_config(
         strictness=settings.strictness,
         multi_threshold=float(settings.multi_threshold),
         multi_n=int(settings.multi_n),
-        gaps=GapConfig(gap_threshold=float(settings.gap_threshold)),
+        support_threshold=None if settings.support_threshold is None else float(settings.support_threshold),
+        gaps=GapConfig(
+            gap_threshold=float(settings.gap_threshold),
+            rule=settings.gap_rule,
+            tested_share_threshold=float(settings.tested_share_cut),
+        ),
     )
 
 
@@ -111,14 +120,17 @@ class TuningCache:
 
     ``clusterings`` maps (corpus key, K, seed) to a clustering and
     ``screeners`` the same keys plus the questions to a fitted screener (the
-    last few of each, so moving K back is instant); ``indexes`` maps (corpus
-    key, questions key) to the chunks' nearest questions; ``analysis`` is the
-    last measured analysis with its full key.
+    last few of each, so moving K back is instant; the screener key holds
+    the support level τ it was fitted with); ``indexes`` maps (corpus key,
+    questions key) to the chunks' nearest questions; ``calibrations`` maps
+    (corpus key, the user's override, seed) to the corpus's support level τ;
+    ``analysis`` is the last measured analysis with its full key.
     """
 
     clusterings: OrderedDict = field(default_factory=OrderedDict)
     screeners: OrderedDict = field(default_factory=OrderedDict)
     indexes: OrderedDict = field(default_factory=OrderedDict)
+    calibrations: OrderedDict = field(default_factory=OrderedDict)
     analysis: tuple[Any, Any] | None = None
 
 
@@ -157,17 +169,62 @@ def clustering_for(inputs: EmbeddedInputs, n_clusters: int | None, seed: int, ca
     return found
 
 
-def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pipeline.Analysis:
+def calibration_key(inputs: EmbeddedInputs, config: AnalysisConfig) -> tuple:
+    """What τ depends on: the embedded corpus (documents, chunking, embedding model), the override, the seed."""
+    return (inputs.corpus_key, config.support_threshold, config.random_state)
+
+
+def has_calibration(inputs: EmbeddedInputs, settings, cache: TuningCache) -> bool:
+    """Whether :func:`calibration_for` would return at once (no embedding needed)."""
+    config = analysis_config(settings, inputs.embedding, inputs.chunking)
+    return config.support_threshold is not None or calibration_key(inputs, config) in cache.calibrations
+
+
+def calibration_for(
+    inputs: EmbeddedInputs, config: AnalysisConfig, cache: TuningCache, embedder=None, embed_cache=None
+) -> Calibration:
+    """The corpus's support level τ (``pipeline.calibrate_corpus``), computed once and kept in ``cache``.
+
+    ``embedder`` is the one that embedded ``inputs`` (a zero-argument
+    function returning it is accepted too, called only when τ must be
+    computed); without one it is built from the inputs' embedding settings,
+    as ``pipeline.analyze`` does.
+    """
+    key = calibration_key(inputs, config)
+    found = cache.calibrations.get(key)
+    if found is None:
+        if config.support_threshold is not None:
+            found = pipeline.calibrate_corpus(config, inputs.corpus)
+        else:
+            if callable(embedder) and not hasattr(embedder, "embed"):
+                embedder = embedder()
+            if embedder is None:
+                try:
+                    embedder = pipeline.build_embedder(inputs.embedding)
+                except CoverageError:  # e.g. an API model without a key here: the default τ, not remembered
+                    return pipeline.calibrate_corpus(config, inputs.corpus)
+            found = pipeline.calibrate_corpus(config, inputs.corpus, embedder, embed_cache)
+    _remember(cache.calibrations, key, found)
+    return found
+
+
+def tune(
+    inputs: EmbeddedInputs, settings, overrides, cache: TuningCache, embedder=None, embed_cache=None
+) -> pipeline.Analysis:
     """The analysis for the current K, thresholds, strictness and overrides.
 
-    Reuses the clustering (same K), the fitted screener (same clustering and
-    questions) and the whole analysis (nothing changed) from ``cache``.
+    Reuses the support level τ (same corpus and override), the clustering
+    (same K), the fitted screener (same clustering, questions and τ) and the
+    whole analysis (nothing changed) from ``cache``. ``embedder`` and
+    ``embed_cache`` are used only to calibrate τ (:func:`calibration_for`).
     Raises InputError for settings the core rejects.
     """
     config = analysis_config(settings, inputs.embedding, inputs.chunking)
+    calibration = calibration_for(inputs, config, cache, embedder, embed_cache)
+    tau = calibration.support_threshold
     include = tuple(sorted(overrides.include))
     exclude = tuple(sorted(overrides.exclude))
-    full_key = (inputs.corpus_key, inputs.question_key, config, include, exclude)
+    full_key = (inputs.corpus_key, inputs.question_key, config, include, exclude, tau)
     if cache.analysis is not None and cache.analysis[0] == full_key:
         return cache.analysis[1]
     if cache.analysis is not None and _same_but_gap_threshold(cache.analysis[0], full_key):
@@ -176,7 +233,7 @@ def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pip
         cache.analysis = (full_key, analysis)
         return analysis
     clustering = clustering_for(inputs, config.n_clusters, config.random_state, cache)
-    screener_key = (inputs.corpus_key, inputs.question_key, config.n_clusters, config.random_state)
+    screener_key = (inputs.corpus_key, inputs.question_key, config.n_clusters, config.random_state, tau)
     screener = cache.screeners.get(screener_key)
     if screener is None:
         # Fitted at the default strictness, so that "default" always means the
@@ -188,6 +245,7 @@ def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pip
             inputs.question_embedding,
             clustering,
             lexical=_lexical_evidence(inputs, cache),
+            support_threshold=tau,  # as measure() fits it when given a calibration
         )
     analysis = pipeline.measure(
         config,
@@ -199,6 +257,7 @@ def tune(inputs: EmbeddedInputs, settings, overrides, cache: TuningCache) -> pip
         force_exclude=exclude,
         screener=screener,
         index=similarity_index(inputs, cache),
+        calibration=calibration,
     )
     _remember(cache.screeners, screener_key, analysis.screener)
     cache.analysis = (full_key, analysis)
@@ -219,7 +278,7 @@ def similarity_index(inputs: EmbeddedInputs, cache: TuningCache):
 
 def _lexical_evidence(inputs: EmbeddedInputs, cache: TuningCache) -> tuple | None:
     """The lexical evidence of a screener already fitted on these texts (any K), if there is one."""
-    for (corpus, questions, _, _), screener in cache.screeners.items():
+    for (corpus, questions, *_), screener in cache.screeners.items():
         if (corpus, questions) == (inputs.corpus_key, inputs.question_key):
             return screener.lexical_coverage_, screener.lexical_chunk_, screener.absent_words_
     return None
@@ -235,16 +294,29 @@ def _same_but_gap_threshold(old_key: tuple, new_key: tuple) -> bool:
 
 
 def regap(analysis: pipeline.Analysis, config: AnalysisConfig) -> pipeline.Analysis:
-    """``analysis`` with another gap threshold: clusters relabelled, nothing recomputed."""
+    """``analysis`` with other gap settings: clusters relabelled by ``config.gaps.rule``, nothing recomputed."""
     clusters = analysis.clusters.copy()
-    clusters["is_gap"] = clusters["coverage"] < config.gaps.gap_threshold
+    clusters["is_gap"] = is_gap(clusters, config.gaps)
     return dataclasses.replace(analysis, config=config, clusters=clusters, warnings=list(analysis.warnings), gaps=[])
 
 
-def with_gaps(analysis: pipeline.Analysis, llm=None) -> pipeline.Analysis:
-    """A copy of ``analysis`` with its gaps found (the original is left as it is)."""
+def is_gap(clusters: pd.DataFrame, gaps: GapConfig) -> np.ndarray:
+    """Which clusters are gaps under ``gaps.rule``, as ``pipeline.measure`` decides it."""
+    if gaps.rule == "coverage":
+        return (clusters["coverage"] < gaps.gap_threshold).to_numpy(dtype=bool)
+    return (clusters["tested_share"] < gaps.tested_share_threshold).to_numpy(dtype=bool)
+
+
+def with_gaps(analysis: pipeline.Analysis, llm=None, embedder=None, embed_cache=None) -> pipeline.Analysis:
+    """A copy of ``analysis`` with its gaps found (the original is left as it is).
+
+    With an ``llm`` and the ``embedder`` of the chunks, each LLM question is
+    kept only if it reaches its passage at the analysis's support level τ.
+    """
     copy = dataclasses.replace(analysis, warnings=list(analysis.warnings), gaps=[])
-    return pipeline.find_gaps(copy, llm)
+    return pipeline.find_gaps(
+        copy, llm, embedder, embed_cache, support_threshold=analysis.calibration.support_threshold
+    )
 
 
 def default_k(n_chunks: int) -> int:
@@ -260,13 +332,16 @@ def metric_table(metrics: dict[str, float]) -> pd.DataFrame:
 
 def cluster_table(analysis: pipeline.Analysis) -> pd.DataFrame:
     frame = analysis.clusters.drop(columns=["representative_chunks"]).copy()
+    if "label" in frame:  # the topic's name right after its number
+        frame.insert(1, "topic", frame.pop("label"))
     frame["example passage"] = [chunks[0] if len(chunks) else "" for chunks in analysis.clusters["representative_chunks"]]
     return frame
 
 
 def document_table(analysis: pipeline.Analysis) -> pd.DataFrame:
     frame = analysis.documents.copy()
-    frame["flag"] = np.where(frame["is_low"], "untested or possibly misaligned", "")
+    untested = frame["is_untested"] if "is_untested" in frame else np.zeros(len(frame), dtype=bool)
+    frame["flag"] = np.where(untested, "untested", np.where(frame["is_low"], "covered far less than the others", ""))
     return frame.sort_values(["coverage", "document"]).reset_index(drop=True)
 
 
@@ -333,6 +408,20 @@ def fitness_table(analysis: pipeline.Analysis, threshold: float) -> pd.DataFrame
     return frame.sort_values(["best similarity", "row"], ascending=[False, True]).reset_index(drop=True)
 
 
+def _topic(analysis: pipeline.Analysis, cluster: int) -> str:
+    """The cluster's topic label ("koala · marsupial · eucalyptus"), or "" before labels existed."""
+    if "label" not in analysis.clusters:
+        return ""
+    labels = dict(zip(analysis.clusters["cluster"], analysis.clusters["label"]))
+    return str(labels.get(cluster, "") or "")
+
+
+def _tested_share(analysis: pipeline.Analysis, cluster: int) -> float:
+    if "tested_share" not in analysis.clusters:
+        return float("nan")
+    return float(dict(zip(analysis.clusters["cluster"], analysis.clusters["tested_share"])).get(cluster, float("nan")))
+
+
 def gap_table(analysis: pipeline.Analysis) -> pd.DataFrame:
     """The method's gap table: one row per gap, most urgent first."""
     rows = []
@@ -341,6 +430,8 @@ def gap_table(analysis: pipeline.Analysis) -> pd.DataFrame:
             {
                 "rank": rank,
                 "cluster": gap.cluster,
+                "topic": _topic(analysis, gap.cluster),
+                "tested share": _tested_share(analysis, gap.cluster),
                 "coverage": gap.coverage,
                 "size": gap.size,
                 "corpus share": gap.share,
@@ -348,7 +439,7 @@ def gap_table(analysis: pipeline.Analysis) -> pd.DataFrame:
                 "suggested questions": "\n".join(s.text for s in gap.suggestions),
             }
         )
-    columns = ["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"]
+    columns = ["rank", "cluster", "topic", "tested share", "coverage", "size", "corpus share", "themes", "suggested questions"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -471,6 +562,7 @@ def cluster_deltas(before: pipeline.Analysis, after: pipeline.Analysis, names=("
     frame = pd.DataFrame(
         {
             "cluster": merged["cluster"],
+            "topic": [_topic(before, c) for c in merged["cluster"]],
             "size": merged["size"],
             names[0]: merged["coverage_a"],
             names[1]: merged["coverage_b"],

@@ -24,6 +24,7 @@ EXAMPLE = PROJECT / "examples" / "wiki-qa"
 
 CONFIGURE_PAGE = "pages/2_configure.py"
 RESULTS_PAGE = "pages/3_results.py"
+GAPS_PAGE = "pages/4_gaps.py"
 
 
 # ---------------------------------------------------------------- resources
@@ -265,6 +266,14 @@ def run_embedding() -> engine.EmbeddedInputs | None:
                 f"Questions: {len(questions.questions):,} ({stored[1].n_cached:,} from cache, "
                 f"{stored[1].n_embedded:,} embedded now)."
             )
+            inputs = stored_inputs()
+            if inputs is not None and not engine.has_calibration(inputs, settings, tuning_cache()):
+                status.update(label="Calibrating the support level on your documents…")
+                calibration = engine.calibration_for(
+                    inputs, engine.analysis_config(settings, inputs.embedding, inputs.chunking),
+                    tuning_cache(), model, cache,
+                )
+                st.write(f"Support level: {calibration.support_threshold:.2f} ({calibration.method}).")
             status.update(label="Embedding done.", state="complete", expanded=False)
     except CoverageError as error:
         st.error(str(error))
@@ -288,15 +297,43 @@ def current_analysis(show_notes: bool = True):
             "The inputs or the embedding settings changed since the last run; these results are from the "
             "last run. Run the analysis again on Configure to update them."
         )
+    cache = tuning_cache()
+    settings = state.settings()
+    try:
+        if engine.has_calibration(inputs, settings, cache):
+            return engine.tune(inputs, settings, state.overrides(), cache)
+        with st.spinner("Calibrating the support level on your documents (once per corpus)…"):
+            return engine.tune(
+                inputs, settings, state.overrides(), cache,
+                embedder=lambda: embedder_for(inputs), embed_cache=embedding_cache(),
+            )
+    except CoverageError as error:
+        st.error(str(error))
+        return None
+
+
+def tuning_cache() -> engine.TuningCache:
+    """The session's :class:`~ui.engine.TuningCache` (created on first use)."""
     cache = state.get(state.TUNING)
     if not isinstance(cache, engine.TuningCache):
         cache = engine.TuningCache()
         state.put(state.TUNING, cache)
-    try:
-        return engine.tune(inputs, state.settings(), state.overrides(), cache)
-    except CoverageError as error:
-        st.error(str(error))
+    return cache
+
+
+def calibrated_level() -> float | None:
+    """The automatic (calibrated) support level of the stored corpus, if it was computed already."""
+    inputs = stored_inputs()
+    cache = state.get(state.TUNING)
+    if inputs is None or not isinstance(cache, engine.TuningCache):
         return None
+    settings = state.settings().replace(support_threshold=None)
+    try:
+        config = engine.analysis_config(settings, inputs.embedding, inputs.chunking)
+    except CoverageError:
+        return None
+    found = cache.calibrations.get(engine.calibration_key(inputs, config))
+    return None if found is None else float(found.support_threshold)
 
 
 def require_analysis():
@@ -336,8 +373,12 @@ def gaps_for(analysis, use_llm: bool = False):
     if not use_llm and isinstance(previous, state.Stage) and previous.key[0] == key[0]:
         return previous.value  # LLM suggestions for this analysis are kept
     llm = llm_client() if use_llm else None
+    model = model_cache = None
+    inputs = stored_inputs()
+    if llm is not None and inputs is not None:  # LLM questions are checked against τ with the chunks' model
+        model, model_cache = embedder_for(inputs), embedding_cache()
     with st.spinner("Finding gaps and writing suggestions…"):
-        result = engine.with_gaps(analysis, llm)
+        result = engine.with_gaps(analysis, llm, model, model_cache)
     state.put_stage(state.GAPS, key, result)
     return result
 

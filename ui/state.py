@@ -114,6 +114,10 @@ W_STRICTNESS = "w_strictness"
 W_MULTI_THRESHOLD = "w_multi_threshold"
 W_MULTI_N = "w_multi_n"
 W_GAP_THRESHOLD = "w_gap_threshold"
+W_AUTO_SUPPORT = "w_auto_support"
+W_SUPPORT = "w_support"
+W_GAP_RULE = "w_gap_rule"
+W_TESTED_SHARE_CUT = "w_tested_share_cut"
 W_LLM_ON = "w_llm_on"
 W_LLM_MODEL = "w_llm_model"
 W_LLM_BASE_URL = "w_llm_base_url"
@@ -190,6 +194,9 @@ class Settings:
     multi_threshold: float = 0.5
     multi_n: int = 2
     gap_threshold: float = 0.7
+    support_threshold: float | None = None  # None = calibrated on the corpus
+    gap_rule: str = "tested_share"  # or "coverage"
+    tested_share_cut: float = 0.5  # a topic is a gap below this share of tested passages
     llm_enabled: bool = False
     llm_model: str = "gpt-4o-mini"
     llm_base_url: str = ""

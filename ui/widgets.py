@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from coverage_core.report import to_safe_csv
+from coverage_core.report import headline, to_safe_csv
 from ui import state
 
 HELP_K = (
@@ -28,7 +28,23 @@ HELP_MULTI_THRESHOLD = (
     "Multi-cluster coverage: a question covers every topic whose centre is within this cosine distance."
 )
 HELP_MULTI_N = "Multi-N coverage: each question covers its N nearest topics."
-HELP_GAP = "A topic with coverage below this is a gap; gaps are ranked and get suggested questions."
+HELP_GAP = (
+    "Used when gaps are decided by coverage score: a topic with coverage below this is a gap; gaps are "
+    "ranked and get suggested questions."
+)
+HELP_GAP_RULE = (
+    "Share of passages tested: a topic is a gap when too few of its passages are reached by any question "
+    "(an absolute test). Coverage score: a topic is a gap when its relative coverage score is below the "
+    "gap threshold."
+)
+HELP_TESTED_SHARE_CUT = "A topic is a gap when less than this share of its passages is reached by a question."
+HELP_SUPPORT = (
+    "How similar a question and a passage must be for the question to count as testing that passage. "
+    "Automatic calibrates it on your documents for this embedding model; set it yourself to be stricter "
+    "(higher) or more lenient (lower)."
+)
+GAP_RULE_LABELS = {"tested_share": "Share of passages tested", "coverage": "Coverage score"}
+DEFAULT_SUPPORT = 0.5
 
 
 def _sync(widget_key: str, field: str, convert: Callable = lambda v: v) -> None:
@@ -84,8 +100,35 @@ def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
         _synced(st.slider, state.W_MULTI_N, "multi_n", int(settings.multi_n), int,
                 label="Multi-cluster N (nearest topics per question)", min_value=1, max_value=10, step=1,
                 help=HELP_MULTI_N)
+        _synced(st.radio, state.W_GAP_RULE, "gap_rule", settings.gap_rule, str,
+                label="A topic is a gap by its", options=list(GAP_RULE_LABELS), format_func=GAP_RULE_LABELS.get,
+                horizontal=True, help=HELP_GAP_RULE)
+        by_share = state.settings().gap_rule == "tested_share"
+        _synced(st.slider, state.W_TESTED_SHARE_CUT, "tested_share_cut", float(settings.tested_share_cut), float,
+                label="Gap when less than this share of a topic is tested", min_value=0.05, max_value=1.0,
+                step=0.05, help=HELP_TESTED_SHARE_CUT + ("" if by_share else " (Not used by the coverage-score rule.)"))
         _synced(st.slider, state.W_GAP_THRESHOLD, "gap_threshold", float(settings.gap_threshold), float,
-                label="Gap threshold (coverage)", min_value=0.0, max_value=1.0, step=0.01, help=HELP_GAP)
+                label="Gap threshold (coverage score)", min_value=0.0, max_value=1.0, step=0.01,
+                help=HELP_GAP + (" (Not used by the share-of-passages-tested rule.)" if by_share else ""))
+
+
+def support_controls(calibrated: float | None) -> None:
+    """The support level: automatic (calibrated; shown once known) or a value the user sets (0.05–1.0)."""
+    settings = state.settings()
+    auto = _auto_toggle(state.W_AUTO_SUPPORT, "Automatic support level (calibrated on your documents)",
+                        settings.support_threshold is None, "support_threshold", state.W_SUPPORT)
+    if auto:
+        st.caption(
+            f"Calibrated level for this model and these documents: {calibrated:.2f}." if calibrated is not None
+            else "The level is calibrated on your documents when you run the analysis."
+        )
+    initial = settings.support_threshold if settings.support_threshold is not None else (calibrated or DEFAULT_SUPPORT)
+    state.seed_widget(state.W_SUPPORT, round(min(max(float(initial), 0.05), 1.0), 2))
+    st.slider(
+        "Support level (similarity a question needs to reach a passage)", min_value=0.05, max_value=1.0,
+        step=0.01, key=state.W_SUPPORT, disabled=auto, help=HELP_SUPPORT,
+        on_change=_sync, args=(state.W_SUPPORT, "support_threshold", float),
+    )
 
 
 def _auto_toggle(key: str, label: str, is_auto: bool, field: str, value_key: str) -> bool:
@@ -168,3 +211,31 @@ def progress_callback(bar) -> Callable[[str, int, int], None]:
         bar.progress(done / total if total else 1.0, text=f"Embedded {done:,} of {total:,} {stage}")
 
     return report
+
+
+# ---------------------------------------------------------------- headline
+_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+-.!|~$"})
+
+
+def plain(text: object) -> str:
+    """User text (a file name, a topic) escaped for st.markdown: shown as written, never as markup."""
+    return str(text).translate(_MARKDOWN_SPECIAL)
+
+
+def support_sentence(analysis) -> str:
+    """What τ means, in one plain sentence."""
+    calibration = analysis.calibration
+    tau = f"{calibration.support_threshold:.2f}"
+    if calibration.method == "override":
+        how = "the level you set on Configure"
+    elif calibration.method.startswith("default"):
+        how = "the default level (it could not be calibrated on these documents)"
+    else:
+        how = "calibrated for this model and these documents"
+    return f"A question reaches a passage when their similarity is at least {tau}, {how}."
+
+
+def show_headline(analysis) -> None:
+    """The one-sentence answer, then what the support level means: the first thing under a page title."""
+    st.subheader(headline(analysis), anchor=False)  # numbers and fixed words only: no user text
+    st.markdown(support_sentence(analysis))
