@@ -322,8 +322,10 @@ def test_a_typed_key_is_forgotten_when_the_base_url_changes(operator_env, fake_a
 
 def test_fitness_dimension_sweep_does_not_send_the_operators_key(operator_env, fake_api, cache_dir):
     base_url = fake_api.url + "/v1"
+    # A set support level: the page needs no calibration (which would need the forgotten key).
     settings = state.Settings(
-        provider="openai", model="text-embedding-3-small", dimensions=64, base_url=base_url, n_clusters=3
+        provider="openai", model="text-embedding-3-small", dimensions=64, base_url=base_url, n_clusters=3,
+        support_threshold=0.5,
     )
     # Embedded earlier in the session with a typed key, which the session has since forgotten.
     embedder = make_embedder("openai", "text-embedding-3-small", dimensions=64, api_key=TYPED_KEY, base_url=base_url)
