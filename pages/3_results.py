@@ -3,6 +3,7 @@
 import streamlit as st
 
 from coverage_core import plots
+from coverage_core.metrics import UNTESTED_SHARE
 from coverage_core.gaps import rank_gaps
 from coverage_core.errors import CoverageError
 from ui import engine, flow, state, widgets
@@ -45,7 +46,9 @@ def open_off_topic_tab() -> None:
 # ------------------------------------------------------------------ what to do next
 untested = analysis.documents[analysis.documents["is_untested"]].sort_values(["tested_share", "document"])
 if len(untested):
-    st.markdown("**Untested documents** (almost none of their passages is reached by a question):")
+    st.markdown(
+        f"**Untested documents** (fewer than {UNTESTED_SHARE:.0%} of their passages are reached by a question):"
+    )
     st.markdown("\n".join(
         f"- {widgets.plain(row.document)}: {row.tested_share:.0%} of {int(row.n_chunks)} passages tested"
         for row in untested.itertuples(index=False)
