@@ -363,6 +363,15 @@ def _question_from(sentence: str) -> str | None:
     return f"What {verb} {subject}?"
 
 
+DRAFT_PREFIX = "Write a question answered by:"
+"""How an offline draft that the tester still has to word as a question begins."""
+
+
+def is_unfinished_draft(text: str) -> bool:
+    """Whether ``text`` is still an offline draft (``DRAFT_PREFIX`` …), not a question a user would ask."""
+    return str(text).strip().lower().startswith(DRAFT_PREFIX.lower())
+
+
 def _draft_questions(
     cluster: int, passages: list[int], chunk_texts, chunk_documents, themes: Sequence[str], n: int, seen: set[str]
 ) -> list[Suggestion]:
@@ -385,7 +394,7 @@ def _draft_questions(
             if len(drafts) == n or depth >= len(candidates):
                 continue
             index, sentence = candidates[depth]
-            text = _question_from(sentence) or f"Write a question answered by: “{sentence}”"
+            text = _question_from(sentence) or f"{DRAFT_PREFIX} “{sentence}”"
             if _normalise(text) in seen:
                 continue
             seen.add(_normalise(text))

@@ -119,6 +119,12 @@ edited = widgets.persistent_editor(
 )
 accepted = engine.accepted_texts(edited)
 st.caption(f"{len(accepted)} accepted question(s).")
+n_drafts = engine.unfinished_drafts(edited)
+if n_drafts:
+    st.warning(
+        f"{n_drafts} accepted row(s) still begin “Write a question answered by”: rewrite each as the question "
+        "a user would ask; until then they are left out of Apply and the export."
+    )
 
 if st.button("Apply", key=state.W_APPLY, type="primary"):
     if not accepted:

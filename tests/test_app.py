@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 from coverage_core import pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.ingest import read_documents
+from coverage_core.gaps import is_unfinished_draft
 from tests.app_support import (
     DOCS,
     EXAMPLE,
@@ -323,8 +324,18 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     labels = [b.label for b in at.download_button]
     assert labels == ["Improved test set (CSV, +0 rows)", "Report (JSON)", "Report with charts (HTML)"]
 
+    # An offline draft accepted as it stands is not a question yet: it is left out, with a warning.
+    draft_rows = suggestions.index[suggestions["question"].map(is_unfinished_draft)]
+    if len(draft_rows):
+        at.session_state[state.W_SUGGESTIONS_EDITOR] = {
+            "edited_rows": {int(draft_rows[0]): {"accept": True}}, "added_rows": [], "deleted_rows": [],
+        }
+        at.run()
+        assert "0 accepted question(s)." in texts(at.caption)
+        assert any("Write a question answered by" in w for w in texts(at.warning))
+    worded = "Can a koala be kept as a pet in Australia?"
     at.session_state[state.W_SUGGESTIONS_EDITOR] = {
-        "edited_rows": {0: {"accept": True}},
+        "edited_rows": {0: {"accept": True, "question": worded}},
         "added_rows": [{"accept": True, "question": "=HYPERLINK(\"http://x\")"}],
         "deleted_rows": [],
     }
@@ -333,7 +344,7 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     at.button(key=state.W_APPLY).click().run()
     assert not at.exception, [e.value for e in at.exception]
     improvement = at.session_state[state.IMPROVED]
-    assert improvement.texts == (suggestions.loc[0, "question"], '=HYPERLINK("http://x")')
+    assert improvement.texts == (worded, '=HYPERLINK("http://x")')
     after = metric(at, "Basic")
     assert after == f"{improvement.after.metrics['basic']:.3f}"
     assert improvement.after.metrics["basic"] > reference.metrics["basic"]

@@ -371,3 +371,22 @@ def test_offline_drafts_quote_a_real_sentence_and_skip_markup():
     assert texts == ["What is the violin?"]  # the markup-only passage offers nothing
     for text in texts:
         assert "What does the knowledge base say about" not in text and "(see:" not in text and "alt=" not in text
+
+
+def test_unfinished_drafts_are_left_out_of_apply_and_export():
+    import pandas as pd
+
+    from coverage_core.gaps import DRAFT_PREFIX, is_unfinished_draft
+    from ui import engine
+
+    draft = f"{DRAFT_PREFIX} “The koala cannot legally be kept as a pet.”"
+    assert is_unfinished_draft(draft) and is_unfinished_draft("  write a QUESTION answered by: x")
+    assert not is_unfinished_draft("Can a koala be kept as a pet?")
+    table = pd.DataFrame(
+        {
+            "accept": [True, True, False],
+            "question": [draft, "Can a koala be kept as a pet?", "What is a lobster?"],
+        }
+    )
+    assert engine.accepted_texts(table) == ["Can a koala be kept as a pet?"]
+    assert engine.unfinished_drafts(table) == 1

@@ -40,7 +40,7 @@ from coverage_core import metrics, pipeline
 from coverage_core.calibration import Calibration
 from coverage_core.chunking import ChunkingConfig
 from coverage_core.errors import CoverageError
-from coverage_core.gaps import GapConfig
+from coverage_core.gaps import GapConfig, is_unfinished_draft
 from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
 from coverage_core.report import build_report, to_safe_csv
 from coverage_core.types import QuestionSet
@@ -507,7 +507,20 @@ def merge_suggestions(previous: pd.DataFrame | None, fresh: pd.DataFrame) -> pd.
 
 
 def accepted_texts(frame: pd.DataFrame | None) -> list[str]:
-    """The accepted, non-blank question texts, in table order, without repeats."""
+    """The accepted, non-blank question texts, in table order, without repeats.
+
+    Offline drafts the user has not yet worded as questions are left out: a
+    test set must not gain "Write a question answered by: …" rows.
+    """
+    return [text for text in _accepted(frame) if not is_unfinished_draft(text)]
+
+
+def unfinished_drafts(frame: pd.DataFrame | None) -> int:
+    """How many accepted rows are still offline drafts (left out of Apply and the export)."""
+    return sum(is_unfinished_draft(text) for text in _accepted(frame))
+
+
+def _accepted(frame: pd.DataFrame | None) -> list[str]:
     if frame is None or frame.empty:
         return []
     frame = normalise_suggestions(frame)
