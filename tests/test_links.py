@@ -84,13 +84,13 @@ def test_a_loop_through_a_folder_outside_terminates(tmp_path):
 
 
 def test_links_to_folders_and_files_are_followed_and_read_once(tmp_path):
-    docs, shared = tmp_path / "docs", tmp_path / "shared"
+    docs, common = tmp_path / "docs", tmp_path / "common"
     _write(docs / "z-real.txt", "The real file, linked from inside the folder.")
-    _write(shared / "s.md", "A shared note.")
-    os.symlink(shared, docs / "linked")
-    os.symlink(shared, docs / "linked-again")  # the same folder twice
+    _write(common / "s.md", "A note in a linked folder.")
+    os.symlink(common, docs / "linked")
+    os.symlink(common, docs / "linked-again")  # the same folder twice
     os.symlink("z-real.txt", docs / "0-alias.txt")  # sorts before the file it points to
-    result = read_documents([docs, docs / "z-real.txt", shared / "s.md"])
+    result = read_documents([docs, docs / "z-real.txt", common / "s.md"])
     assert [d.name for d in result.documents] == ["linked/s.md", "z-real.txt"]
     assert result.warnings == []
 
