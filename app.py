@@ -1,4 +1,4 @@
-"""Dashboard entry point: page navigation and the shared sidebar, nothing else.
+"""Dashboard entry point: page navigation, nothing else (each page draws the shared sidebar, ``ui.sidebar``).
 
 Run with ``streamlit run app.py`` (see ``run.sh``).
 """
@@ -21,5 +21,7 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
-sidebar.render()
-page.run()
+try:
+    page.run()
+finally:
+    sidebar.forget()

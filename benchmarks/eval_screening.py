@@ -108,7 +108,8 @@ def load_wiki_qa(data_dir: Path = DATA) -> WikiQA:
         keep_default_na=False,
     )
     frame["Question"] = frame["Question"].str.strip()
-    frame = frame[frame["Question"] != ""].drop_duplicates("Question")
+    # "NULL" is how the dataset marks a missing question, not a question.
+    frame = frame[~frame["Question"].isin(["", "NULL"])].drop_duplicates("Question")
     return WikiQA(
         chunk_texts=chunk_texts,
         chunk_article=np.array(chunk_article),

@@ -39,7 +39,9 @@ from shared_data import WIKI_QA as DATA, require  # noqa: E402
 from coverage_core import metrics  # noqa: E402
 from coverage_core.calibration import calibrate  # noqa: E402
 from coverage_core.chunking import ChunkingConfig  # noqa: E402
+from coverage_core.clustering import ChunkClusterer  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
+from coverage_core.gaps import GAP_TESTED_SHARE  # noqa: E402
 from coverage_core.ingest import read_documents  # noqa: E402
 from coverage_core.pipeline import chunk_corpus  # noqa: E402
 
@@ -95,6 +97,12 @@ def main() -> None:
     order = rng.permutation(len(articles))
     tune = {articles[i] for i in order[: len(articles) // 2]}
 
+    # Gaps: the product's default rule on the product's default clustering.
+    clusterer = ChunkClusterer().fit(chunk_vectors)
+    labels, n_clusters = clusterer.labels_, clusterer.n_clusters_
+    main_cluster = {a: np.bincount(labels[chunk_article == a]).argmax() for a in articles}
+    gap_figures = {level: [] for level in LEVELS}
+
     # results[(level, seed)] = (per-document tested share, truth), documents in `articles` order
     runs = {}
     for level in LEVELS:
@@ -110,6 +118,13 @@ def main() -> None:
                 np.array([share[a] for a in articles]),
                 np.array([a in removed for a in articles]),
             )
+            _, cluster_share = metrics.cluster_tested(1.0 - best, labels, n_clusters, tau)
+            is_gap = cluster_share < GAP_TESTED_SHARE
+            gap_figures[level].append((
+                is_gap.mean(),
+                np.mean([is_gap[main_cluster[a]] for a in removed]),
+                np.mean([is_gap[labels[chunk_article == a]].mean() for a in removed]),
+            ))
             # the relative rule, for comparison
             low = dict(zip((Path(d).stem for d in table["document"]), table["is_low"]))
             runs[level, seed] += (np.array([low[a] for a in articles]),)
@@ -152,6 +167,17 @@ def main() -> None:
         precision, recall, f1 = np.mean(figures, axis=0)
         print(f"  is_low (relative rule), {level:.0%} of articles untested: "
               f"precision {precision:.3f} recall {recall:.3f} F1 {f1:.3f}")
+
+
+    print(f"\ngaps (default rule: cluster tested share < {GAP_TESTED_SHARE}; K = {n_clusters}, "
+          f"all {len(articles)} articles, {len(SEEDS)} seeds)")
+    _, full_share = metrics.cluster_tested(1.0 - similarity.max(axis=1), labels, n_clusters, tau)
+    print(f"  every question kept: {np.mean(full_share < GAP_TESTED_SHARE):.0%} of clusters are gaps")
+    for level in LEVELS:
+        share, main_in_gap, chunks_in_gap = np.mean(gap_figures[level], axis=0)
+        print(f"  {level:.0%} of articles untested: {share:.0%} of clusters are gaps; "
+              f"untested articles whose main topic is a gap {main_in_gap:.0%}; "
+              f"their passages in gap topics {chunks_in_gap:.0%}")
 
 
 if __name__ == "__main__":

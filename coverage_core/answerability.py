@@ -10,7 +10,7 @@ not answer this" threshold can be set from data instead of by eye.
 
 Functions are pure and take plain arrays, like :mod:`coverage_core.metrics`:
 
-* labels: :data:`ANSWERABLE_COLUMN_NAMES`, :func:`find_label_column`,
+* labels: :data:`ANSWERABLE_COLUMN_NAMES`, :func:`find_label_column`, :func:`binary_labels`,
   :func:`parse_answerable`, :func:`question_labels`;
 * statistics: :func:`answerability` (point-biserial r, AUROC, Youden
   threshold) and :func:`answerability_section` (its report entry);
@@ -40,12 +40,12 @@ import pandas as pd
 
 from coverage_core import metrics
 from coverage_core.errors import InputError
-from coverage_core.metrics import _vectors  # one validation for every vector input
-from coverage_core.ingest import find_column
+from coverage_core.validation import check_vectors, is_blank, resolve_column, shorten
 
 __all__ = [
     "ANSWERABLE_COLUMN_NAMES",
     "AnswerabilityResult",
+    "DEFAULT_FITNESS_THRESHOLD",
     "DEFAULT_MDS_POINTS",
     "DEFAULT_SWEEP_DIMS",
     "MdsPoints",
@@ -55,6 +55,7 @@ __all__ = [
     "UNLABELLED_VALUES",
     "answerability",
     "answerability_section",
+    "binary_labels",
     "dimension_sweep",
     "find_label_column",
     "mds_frames",
@@ -63,6 +64,12 @@ __all__ = [
     "question_labels",
     "truncation_note",
 ]
+
+DEFAULT_FITNESS_THRESHOLD = 0.4
+"""Best similarity below which a question is marked "the knowledge base may
+not answer this" until the user (or labelled data, see :func:`answerability`)
+sets another: the one default of the knowledge-base fitness view, the HTML
+report and the dashboard."""
 
 # --------------------------------------------------------------------------
 # labels
@@ -108,22 +115,13 @@ def find_label_column(columns: Sequence[str], explicit: str | None = None) -> st
     """The answerability label column of a question table, or None.
 
     With ``explicit`` (a name the user gave) that column must exist: it is
-    matched as tolerantly as :func:`coverage_core.ingest.find_column` matches
-    (case, spaces, ``_`` and ``-`` ignored) and an ``InputError`` lists the
-    columns when it is missing. Without it the first column named like one of
+    matched as :func:`coverage_core.validation.resolve_column` matches
+    (exactly, then with case, spaces, ``_`` and ``-`` ignored) and an
+    ``InputError`` lists the columns when it is missing. Without it (None or
+    blank) the first column named like one of
     :data:`ANSWERABLE_COLUMN_NAMES` is returned, as spelled in the file.
     """
-    columns = [str(column) for column in columns]
-    if explicit is not None and str(explicit).strip():
-        found = find_column(columns, [str(explicit)])
-        if found is None:
-            listed = ", ".join(repr(c) for c in columns) or "none"
-            raise InputError(
-                f"The label column {str(explicit)!r} is not in the question file; its columns are {listed}. "
-                "Name one of them, or leave the label column unset."
-            )
-        return found
-    return find_column(columns, ANSWERABLE_COLUMN_NAMES)
+    return resolve_column(columns, explicit, ANSWERABLE_COLUMN_NAMES, what="label")
 
 
 def _label_key(value: object) -> str:
@@ -197,7 +195,7 @@ def parse_answerable(values, column: str | None = None) -> np.ndarray:
             parsed[position] = label
     if bad:
         listed = ", ".join(
-            f"{_shorten(value, 30)!r} ({count} row{'s' if count > 1 else ''})"
+            f"{shorten(value, 30)!r} ({count} row{'s' if count > 1 else ''})"
             for value, count in bad.most_common(_MAX_LISTED)
         )
         more = f" and {len(bad) - _MAX_LISTED} other value(s)" if len(bad) > _MAX_LISTED else ""
@@ -206,10 +204,6 @@ def parse_answerable(values, column: str | None = None) -> np.ndarray:
             f"{where} holds values that are not answerable labels: {listed}{more}; use {_ACCEPTED}."
         )
     return parsed
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -248,7 +242,7 @@ def question_labels(questions, label_column: str | None = None) -> QuestionLabel
     frame = questions.frame
     rows = np.asarray(questions.rows, dtype=np.intp)
     unlabelled = np.full(len(rows), np.nan)
-    explicit = label_column is not None and str(label_column).strip() != ""
+    explicit = not is_blank(label_column)
     if explicit:
         column = find_label_column(frame.columns, label_column)
     else:
@@ -276,8 +270,22 @@ def question_labels(questions, label_column: str | None = None) -> QuestionLabel
     return QuestionLabels(column, labels, notes)
 
 
-def _labels(labels, m: int) -> np.ndarray:
-    """``labels`` as floats in {1, 0, NaN}; strings are parsed."""
+def binary_labels(labels, m: int) -> np.ndarray:
+    """Answerability labels as floats in {1, 0, NaN}, one per question; strings are parsed.
+
+    Numbers must be 1 (answerable), 0 (not) or NaN (unlabelled); strings and
+    mixed columns go through :func:`parse_answerable`. A wrong length or any
+    other value raises ``InputError``.
+
+    Parameters
+    ----------
+    labels : array-like of shape (m,)
+    m : int, the number of questions
+
+    Returns
+    -------
+    ndarray of shape (m,), float64
+    """
     array = np.asarray(labels)
     if array.ndim != 1 or array.shape[0] != m:
         raise InputError(
@@ -389,7 +397,7 @@ def answerability(similarities, labels) -> AnswerabilityResult:
     AnswerabilityResult
     """
     scores = _similarities(similarities)
-    y = _labels(labels, scores.shape[0])
+    y = binary_labels(labels, scores.shape[0])
     labelled = ~np.isnan(y)
     if not np.isfinite(scores[labelled]).all():
         raise InputError("similarities contains NaN or infinite values for labelled questions.")
@@ -488,53 +496,44 @@ def answerability_section(result: AnswerabilityResult, label_column: str | None)
 
 DEFAULT_SWEEP_DIMS = (32, 64, 128, 256, None)
 
-_MINILM = "all-MiniLM-L6-v2"
-
-
 def truncation_note(provider: str, model: str | None) -> str | None:
     """A plain sentence when ``model`` was not trained to be truncated, else None.
 
     Matryoshka-trained models (OpenAI ``text-embedding-3-*``; Voyage models
-    that accept ``output_dimension``: voyage-3-large, voyage-3.5,
-    voyage-3.5-lite, voyage-code-3 and the voyage-4 family, per Voyage's
-    model table) keep most of their quality in their first dimensions, so no
-    note is needed. For the bundled all-MiniLM-L6-v2 (not trained that way),
-    ada-002, the fixed-size voyage-3 and voyage-3-lite, the note says that
-    low-dimension rows of a sweep show how much the result degrades when
-    dimensions are cut, not what a smaller model would give. For models we
-    have no information on, it says we do not know.
+    that accept ``output_dimension``) keep most of their quality in their
+    first dimensions, so no note is needed. For models the providers' own
+    metadata marks as not trained that way (the bundled all-MiniLM-L6-v2,
+    ada-002, the fixed-size voyage-3 and voyage-3-lite; see
+    :func:`coverage_core.embeddings.trained_for_truncation`), the note says
+    that low-dimension rows of a sweep show how much the result degrades
+    when dimensions are cut, not what a smaller model would give. For models
+    we have no information on, it says we do not know.
     """
-    from coverage_core.embeddings import DEFAULT_LOCAL_MODEL, OPENAI_MODELS, VOYAGE_MODELS
+    from coverage_core.embeddings import DEFAULT_MODELS, trained_for_truncation
+    from coverage_core.embeddings.local import model_base_name
 
     provider = (provider or "").strip().lower()
     name = (model or "").strip()
-    not_trained = (
-        "{name} was not trained for truncation: its first dimensions are not a smaller embedding, so the "
-        "lower-dimension rows show how much the results degrade when dimensions are cut, not what a "
-        "smaller model would give."
-    )
-    unknown = (
-        "We don't know whether {name} was trained for truncation (Matryoshka); if it was not, the "
-        "lower-dimension rows only show how much the results degrade when dimensions are cut."
-    )
-    if provider == "local":
-        name = name or DEFAULT_LOCAL_MODEL
-        if name.rstrip("/").split("/")[-1] == _MINILM:
-            return not_trained.format(name=_MINILM)
-        return unknown.format(name=name)
-    if provider == "openai":
-        name = name or "text-embedding-3-small"
-        if name.startswith("text-embedding-3-"):
-            return None
-        if name in OPENAI_MODELS:
-            return not_trained.format(name=name)
-        return unknown.format(name=name)
-    if provider == "voyage":
-        name = name or "voyage-3.5"
-        if name in VOYAGE_MODELS:
-            return None if VOYAGE_MODELS[name].dimensions else not_trained.format(name=name)
-        return unknown.format(name=name)
-    return unknown.format(name=f"{name or 'the model'} ({provider or 'unknown provider'})")
+    if provider not in DEFAULT_MODELS:
+        return _UNKNOWN_TRUNCATION.format(name=f"{name or 'the model'} ({provider or 'unknown provider'})")
+    name = name or DEFAULT_MODELS[provider]
+    trained = trained_for_truncation(provider, name)
+    if trained:
+        return None
+    if trained is None:
+        return _UNKNOWN_TRUNCATION.format(name=name)
+    return _NOT_TRAINED.format(name=model_base_name(name) if provider == "local" else name)
+
+
+_NOT_TRAINED = (
+    "{name} was not trained for truncation: its first dimensions are not a smaller embedding, so the "
+    "lower-dimension rows show how much the results degrade when dimensions are cut, not what a "
+    "smaller model would give."
+)
+_UNKNOWN_TRUNCATION = (
+    "We don't know whether {name} was trained for truncation (Matryoshka); if it was not, the "
+    "lower-dimension rows only show how much the results degrade when dimensions are cut."
+)
 
 
 def _sweep_dims(dims, full: int) -> list[int]:
@@ -614,10 +613,10 @@ def dimension_sweep(
     * with ``labels``: ``point_biserial_r`` and ``auroc`` at ``d``, as in
       :func:`answerability`.
     """
-    chunks = _vectors(chunk_vectors, "chunk_vectors")
-    questions = _vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
+    chunks = check_vectors(chunk_vectors, "chunk_vectors")
+    questions = check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
     m, full = questions.shape[0], questions.shape[1]
-    y = _labels(labels, m) if labels is not None else None
+    y = binary_labels(labels, m) if labels is not None else None
     reference = _best_similarity(questions, chunks, block_size)
     rows = []
     for d in _sweep_dims(dims, full):
@@ -629,8 +628,8 @@ def dimension_sweep(
             if not isinstance(returned, (tuple, list)) or len(returned) != 2:
                 raise InputError(f"embed_at({d}) must return (question_vectors, chunk_vectors).")
             q_d, c_d = returned
-            c_d = _vectors(c_d, f"chunk vectors at {d} dimensions")
-            q_d = _vectors(q_d, f"question vectors at {d} dimensions", dim=c_d.shape[1])
+            c_d = check_vectors(c_d, f"chunk vectors at {d} dimensions")
+            q_d = check_vectors(q_d, f"question vectors at {d} dimensions", dim=c_d.shape[1])
             if q_d.shape[0] != m or c_d.shape[0] != chunks.shape[0] or q_d.shape[1] != c_d.shape[1]:
                 raise InputError(
                     f"embed_at({d}) returned {q_d.shape} question and {c_d.shape} chunk vectors; expected "
@@ -740,8 +739,8 @@ def mds_points(
     """
     from coverage_core.projection import project_2d, sample_evenly
 
-    chunks = _vectors(chunk_vectors, "chunk_vectors")
-    questions = _vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
+    chunks = check_vectors(chunk_vectors, "chunk_vectors")
+    questions = check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
     if int(max_points) < 4:
         raise InputError(f"max_points must be at least 4; got {max_points}.")
     max_points = int(max_points)
@@ -817,7 +816,7 @@ def mds_frames(
         }
     )
     if labels is not None:
-        questions["answerable"] = _labels(labels, points.n_questions_total)[qi]
+        questions["answerable"] = binary_labels(labels, points.n_questions_total)[qi]
     if similarities is not None:
         questions["max_similarity"] = _similarities(similarities)[qi]
     return chunks, questions

@@ -34,6 +34,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from coverage_core.errors import InputError
+from coverage_core.validation import unit_rows
 from coverage_core.types import Chunk
 
 DEFAULT_SUPPORT_THRESHOLD = 0.5
@@ -44,6 +45,10 @@ splits, 0.395 on the bundled 10-article example)."""
 
 MAX_PROBES = 400
 """Sentences sampled at most: enough for a stable threshold, cheap to embed."""
+
+MAX_CALIBRATION_TEXTS = 2 * MAX_PROBES
+"""Texts a calibration embeds at most (800): each probe sentence and its chunk
+without it. Cost estimates import this number; nothing else restates it."""
 
 MIN_PROBES = 20
 """Fewer usable probes than this and τ falls back to the default."""
@@ -120,8 +125,7 @@ def _unit(vectors) -> np.ndarray:
     array = np.asarray(vectors, dtype=np.float32)
     if array.ndim != 2:
         raise InputError("Vectors must be a 2-D array.")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms > 0, norms, 1.0)
+    return unit_rows(array)
 
 
 def sample_probes(
@@ -159,6 +163,24 @@ def sample_probes(
                 probes.append(queue[depth])
         depth += 1
     return probes
+
+
+def calibration_texts(
+    chunks: Sequence[Chunk], random_state: int = 0, *, max_probes: int = MAX_PROBES
+) -> list[str]:
+    """The texts :func:`calibrate` would embed for these chunks, without embedding anything.
+
+    The probe sentences, then their chunks without them (at most
+    ``2 * max_probes``, i.e. :data:`MAX_CALIBRATION_TEXTS`); empty when
+    calibration would fall back to the default (one document, too few
+    usable sentences), since nothing is embedded then. For cost estimates.
+    """
+    if len({chunk.document for chunk in chunks}) < 2:
+        return []
+    probes = sample_probes(chunks, max_probes, random_state)
+    if len(probes) < MIN_PROBES:
+        return []
+    return [sentence for _, sentence, _ in probes] + [rest for _, _, rest in probes]
 
 
 def calibrate(

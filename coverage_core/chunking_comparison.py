@@ -3,16 +3,26 @@
 Chunk size and overlap change what a retriever can find and how the
 coverage scores read, so teams compare a few configurations before settling
 on one. :func:`compare_chunkings` runs, for each :class:`ChunkingConfig` of a
-grid, the chunking, the (cached) embedding, the clustering with the default
-K rule, the coverage measures and, when the questions name their relevant
-sources, the retrieval check, and returns one row per configuration.
+grid, the chunking, the (cached) embedding, the support level τ, the
+clustering with the default K rule, the coverage measures (the tested share
+first) and, when the questions name their relevant sources, the retrieval
+check, and returns one row per configuration.
+
+Each chunking is a different corpus, so each gets its own τ, calibrated on
+its own chunks as the analysis calibrates it (:func:`coverage_core.calibration.calibrate`,
+with the same embedder and embedding cache), unless the user set the support
+level (``AnalysisConfig.support_threshold``): then that level is used for
+every configuration. Judging 500-character chunks by the τ of
+1,000-character ones (or by the default) would mix the chunking's effect
+with a threshold that does not fit it.
 
 Embeddings are looked up in the content-keyed cache first, so a
 configuration whose chunks repeat texts already embedded (an overlap that
 produces identical chunks, or a second run of the comparison) costs nothing;
-each row says how many texts were newly embedded and, for paid providers,
-what that cost. :func:`plan_chunkings` gives the same counts *before*
-anything is sent, so the cost can be shown first.
+each row says how many texts were newly embedded (chunks, and the
+calibration's probe texts apart) and, for paid providers, what that cost.
+:func:`plan_chunkings` gives the same counts *before* anything is sent, so
+the cost can be shown first.
 
 The question screening (which questions are off-topic) is decided once by
 the caller and held fixed across configurations, so the coverage
@@ -28,13 +38,24 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from coverage_core import calibration as calibration_module
 from coverage_core import retrieval
+from coverage_core.calibration import Calibration
 from coverage_core.chunking import ChunkingConfig
 from coverage_core.costs import estimate_embedding_cost
-from coverage_core.embeddings import EmbeddingCache, Embedder
+from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts
 from coverage_core.embeddings.cache import uncached_texts
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.pipeline import AnalysisConfig, EmbeddedTexts, chunk_corpus, cluster_chunks, embed_corpus, measure
+from coverage_core.pipeline import (
+    AnalysisConfig,
+    Corpus,
+    EmbeddedTexts,
+    calibrate_corpus,
+    chunk_corpus,
+    cluster_chunks,
+    embed_corpus,
+    measure,
+)
 from coverage_core.types import Document, QuestionSet
 
 DEFAULT_GRID: tuple[ChunkingConfig, ...] = (
@@ -52,6 +73,9 @@ RESULT_COLUMNS = (
     "chunk_overlap",
     "n_chunks",
     "n_clusters",
+    "tested_share",
+    "support_threshold",
+    "support_method",
     "basic",
     "balanced",
     "precision_at_k",
@@ -59,6 +83,7 @@ RESULT_COLUMNS = (
     "hit_at_k",
     "mrr",
     "newly_embedded",
+    "calibration_embedded",
     "new_tokens",
     "cost_usd",
     "error",
@@ -66,6 +91,16 @@ RESULT_COLUMNS = (
 
 ComparisonProgress = Callable[[int, int, ChunkingConfig, str], None]
 """progress(done, total, config, step): step is "embedding" before a configuration, "done" after."""
+
+SUPPORT_SOURCES = {"pseudo-queries": "calibrated", "override": "set by you"}
+"""Plain words for ``Calibration.method`` (anything else is the default level)."""
+
+
+def support_source(method: str | None) -> str:
+    """Where a row's support level came from, in plain words: calibrated, set by you, or the default."""
+    if method is None or (isinstance(method, float) and np.isnan(method)):
+        return ""
+    return SUPPORT_SOURCES.get(str(method), "default (could not be calibrated)")
 
 
 def grid_from_frame(frame: pd.DataFrame) -> list[ChunkingConfig]:
@@ -148,12 +183,23 @@ def grid_frame(grid: Sequence[ChunkingConfig] = DEFAULT_GRID) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ChunkingPlan:
-    """What running one configuration will embed, known before anything is sent."""
+    """What running one configuration will embed, known before anything is sent.
+
+    ``n_to_embed`` and ``approx_tokens`` are the chunk texts;
+    ``n_calibration`` and ``calibration_tokens`` the texts calibrating its
+    support level would send (0 when the user set the level or they are cached).
+    """
 
     config: ChunkingConfig
     n_chunks: int
     n_to_embed: int
     approx_tokens: int
+    n_calibration: int = 0
+    calibration_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.approx_tokens + self.calibration_tokens
 
 
 def plan_chunkings(
@@ -161,23 +207,65 @@ def plan_chunkings(
     grid: Sequence[ChunkingConfig],
     embedder: Embedder,
     cache: EmbeddingCache | None,
+    *,
+    config: AnalysisConfig | None = None,
 ) -> list[ChunkingPlan]:
     """Chunk counts and the texts each configuration would newly embed.
 
     Texts are counted once across the whole grid (a chunk two
     configurations share is embedded by the first only), and tokens are
     approximated offline (:func:`coverage_core.embeddings.base.approximate_token_count`).
+    Unless ``config`` sets the support level, each configuration also counts
+    the texts calibrating its own level would send
+    (:func:`coverage_core.calibration.calibration_texts`, with ``config.random_state``).
     """
     from coverage_core.embeddings.base import approximate_token_count
 
+    config = config or AnalysisConfig()
     seen: set[str] = set()
+
+    def fresh(texts: Sequence[str]) -> list[str]:
+        new = [t for t in uncached_texts(texts, embedder, cache) if t not in seen]
+        seen.update(new)
+        return new
+
     plans = []
-    for config in grid:
-        texts = [chunk.text for chunk in chunk_corpus(documents, config)]
-        fresh = [t for t in uncached_texts(texts, embedder, cache) if t not in seen]
-        seen.update(fresh)
-        plans.append(ChunkingPlan(config, len(texts), len(fresh), sum(approximate_token_count(t) for t in fresh)))
+    for chunking in grid:
+        chunks = chunk_corpus(documents, chunking)
+        new_chunks = fresh([chunk.text for chunk in chunks])
+        probes = []
+        if config.support_threshold is None:
+            probes = fresh(calibration_module.calibration_texts(chunks, config.random_state))
+        plans.append(
+            ChunkingPlan(
+                chunking, len(chunks), len(new_chunks), sum(approximate_token_count(t) for t in new_chunks),
+                len(probes), sum(approximate_token_count(t) for t in probes),
+            )
+        )
     return plans
+
+
+def _support_level(
+    config: AnalysisConfig, corpus: Corpus, embedder: Embedder, cache: EmbeddingCache | None
+) -> tuple[Calibration, int, int]:
+    """The corpus's support level, with the distinct texts and the tokens its calibration newly embedded.
+
+    The user's level when ``config`` sets one (nothing embedded); otherwise
+    calibrated on this corpus as the analysis does, through the same cache.
+    """
+    if config.support_threshold is not None:
+        return calibrate_corpus(config, corpus), 0, 0
+    sent = {"texts": 0, "tokens": 0}
+
+    def embed(texts):
+        texts = list(texts)
+        sent["texts"] += len(uncached_texts(texts, embedder, cache))  # distinct texts, as the plan counts them
+        run = embed_texts(texts, embedder, cache)
+        sent["tokens"] += run.new_tokens
+        return run.vectors
+
+    found = calibration_module.calibrate(corpus.chunks, corpus.vectors, embed, config.random_state)
+    return found, sent["texts"], sent["tokens"]
 
 
 def compare_chunkings(
@@ -210,7 +298,9 @@ def compare_chunkings(
         Clustering seed, multi-coverage settings; its ``chunking`` and
         ``n_clusters`` are ignored (each configuration gets the default K
         for its chunk count, since a fixed K would mean different things at
-        500 and 2,000 characters).
+        500 and 2,000 characters). ``support_threshold`` None (the default)
+        calibrates each configuration's own support level τ on its chunks
+        (seeded with ``random_state``); a number is used for every configuration.
     is_outlier : ndarray of shape (m,), bool, optional
         Questions held out of coverage in every configuration (default: none).
     relevant : sequence of length m, optional
@@ -226,6 +316,12 @@ def compare_chunkings(
     Returns
     -------
     table : DataFrame with columns ``RESULT_COLUMNS``, one row per configuration
+        ``tested_share`` is the share of chunks reached by an inlier question
+        at the row's ``support_threshold`` (τ); ``support_method`` is how τ
+        was found (``Calibration.method``: ``"pseudo-queries"``, ``"override"``
+        or ``"default: …"``). ``newly_embedded`` counts chunk texts,
+        ``calibration_embedded`` the calibration's texts; ``new_tokens`` and
+        ``cost_usd`` cover both.
     warnings : list of str
         Plain sentences: a configuration that failed (its row keeps the
         error), or the provider error that stopped the comparison (the rows
@@ -252,9 +348,10 @@ def compare_chunkings(
             progress(position, len(grid), chunking, "embedding")
         try:
             corpus = embed_corpus(documents, chunking, embedder, cache)
+            support, calibration_sent, calibration_tokens = _support_level(config, corpus, embedder, cache)
             clustering = cluster_chunks(corpus, None, config.random_state)
             analysis = measure(
-                config, corpus, questions, question_embedding, clustering, **fixed
+                config, corpus, questions, question_embedding, clustering, calibration=support, **fixed
             )
         except ProviderError as exc:
             warnings.append(
@@ -267,16 +364,21 @@ def compare_chunkings(
             warnings.append(f"{_label(chunking)} was skipped: {exc}")
             continue
         embedded = corpus.embedded
+        new_tokens = embedded.new_tokens + calibration_tokens
         cost = None
         if paid and price_table is not None:
-            cost = estimate_embedding_cost(embedded.new_tokens, embedder.provider, embedder.model, price_table).usd
+            cost = estimate_embedding_cost(new_tokens, embedder.provider, embedder.model, price_table).usd
         record.update(
             n_chunks=len(corpus.chunks),
             n_clusters=clustering.n_clusters,
+            tested_share=analysis.metrics["tested_share"],
+            support_threshold=support.support_threshold,
+            support_method=support.method,
             basic=analysis.metrics["basic"],
             balanced=analysis.metrics["balanced"],
             newly_embedded=embedded.n_embedded,
-            new_tokens=embedded.new_tokens,
+            calibration_embedded=calibration_sent,
+            new_tokens=new_tokens,
             cost_usd=cost if paid else 0.0,
         )
         if relevant is not None and n_questions:

@@ -29,6 +29,8 @@ from typing import Any, Mapping
 
 from coverage_core.topics import cluster_name
 from coverage_core.errors import InputError
+from coverage_core.gaps import GAP_COVERAGE_THRESHOLD
+from coverage_core.validation import shorten
 
 __all__ = [
     "DocumentDelta",
@@ -50,7 +52,7 @@ SUPPORTED_SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = (1, 2)
 """Versions :func:`check_report` accepts: diff reads only metrics, documents
 and questions, which version 2 kept; JUnit falls back to coverage on version 1."""
-DEFAULT_GAP_THRESHOLD = 0.7
+DEFAULT_GAP_THRESHOLD = GAP_COVERAGE_THRESHOLD  # a schema-1 report without its own gap threshold
 # Order in which known metrics are shown; unknown ones follow alphabetically.
 _METRIC_ORDER = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
 # Characters XML 1.0 does not allow anywhere (PDF text often carries them).
@@ -69,11 +71,6 @@ def xml_safe(text: Any) -> str:
     to ElementTree.
     """
     return _ILLEGAL_XML.sub("", "" if text is None else str(text))
-
-
-def _shorten(text: Any, limit: int = _SHORT_TEXT) -> str:
-    text = " ".join(xml_safe(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _number(value: Any) -> float | None:
@@ -232,16 +229,16 @@ def _cluster_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> N
             + (f" ({share:.1%} of the corpus)" if share is not None else "")
             + f", {cluster.get('n_questions', 'n/a')} questions covering it"
         )
-        themes = [_shorten(t, 60) for t in cluster.get("themes") or []]
+        themes = [shorten(xml_safe(t), 60) for t in cluster.get("themes") or []]
         lines = [f"{name}: {facts}"]
         if themes:
             lines.append("themes: " + ", ".join(themes))
         for passage in (cluster.get("representative_chunks") or [])[:3]:
-            lines.append(f"passage: {_shorten(passage)}")
+            lines.append(f"passage: {shorten(xml_safe(passage), _SHORT_TEXT)}")
         suggestions = cluster.get("suggested_questions") or []
         for suggestion in suggestions[:3]:
             text = suggestion.get("text") if isinstance(suggestion, Mapping) else suggestion
-            lines.append(f"suggested question: {_shorten(text)}")
+            lines.append(f"suggested question: {shorten(xml_safe(text), _SHORT_TEXT)}")
         tested = _number(cluster.get("tested_share"))
         if "is_gap" in cluster and tested is not None:
             lines.insert(1, f"tested share {tested:.1%} ({cluster.get('n_tested', 'n/a')} of {size} passages reached by a question)")
@@ -549,9 +546,9 @@ def format_diff(diff: ReportDiff, old_label: str = "old", new_label: str = "new"
         )
     if diff.questions_added or diff.questions_removed:
         if diff.questions_added:
-            lines += _listing("Questions added", [_shorten(q, 110) for q in diff.questions_added], "+", limit)
+            lines += _listing("Questions added", [shorten(xml_safe(q), 110) for q in diff.questions_added], "+", limit)
         if diff.questions_removed:
-            lines += _listing("Questions removed", [_shorten(q, 110) for q in diff.questions_removed], "-", limit)
+            lines += _listing("Questions removed", [shorten(xml_safe(q), 110) for q in diff.questions_removed], "-", limit)
     else:
         lines += ["", "No questions added or removed."]
     return "\n".join(lines)

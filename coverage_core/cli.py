@@ -72,15 +72,38 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         description="Semantic coverage of a RAG test set. Run as coverage-core or python -m coverage_core.",
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_analyze_command(commands)
+    _add_diff_command(commands)
+    return parser
+
+
+def _add_analyze_command(commands) -> None:
+    # --help lists the flags in the order they are added.
     analyze = commands.add_parser(
         "analyze", help="measure how well questions cover documents",
         description="Measure how well the test questions cover the documents; write the JSON report.",
     )
+    _add_input_arguments(analyze)
+    _add_embedding_arguments(analyze)
+    _add_chunking_arguments(analyze)
+    _add_measurement_arguments(analyze)
+    _add_reading_arguments(analyze)
+    _add_llm_arguments(analyze)
+    _add_gate_arguments(analyze)
+    _add_check_arguments(analyze)
+    analyze.add_argument("--quiet", action="store_true", help=_default("no progress bars", "bars on stderr"))
+
+
+def _add_input_arguments(analyze: argparse.ArgumentParser) -> None:
     add = analyze.add_argument
     add("--docs", nargs="+", required=True, metavar="PATH", help="document files or folders: PDF, TXT, MD (required)")
     add("--questions", required=True, metavar="FILE", help="CSV/TSV of test questions (required)")
     add("--out", required=True, metavar="REPORT.json", help="where to write the JSON report (required)")
     add("--question-column", metavar="NAME", help=_default("question column", "detected by name, e.g. question"))
+
+
+def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
+    add = analyze.add_argument
     add("--embedder", choices=["local", "openai", "voyage"], default=AnalysisConfig().embedding.provider,
         help=_default("embedding provider; keys come from OPENAI_API_KEY / VOYAGE_API_KEY",
                       AnalysisConfig().embedding.provider))
@@ -90,11 +113,20 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     add("--base-url", metavar="URL",
         help=_default("OpenAI-compatible or Voyage endpoint; its key comes from EMBEDDING_API_KEY",
                       "the provider's own endpoint"))
+
+
+def _add_chunking_arguments(analyze: argparse.ArgumentParser) -> None:
+    add = analyze.add_argument
     add("--chunk-size", type=int, default=ChunkingConfig.chunk_size, metavar="N",
         help=_default("chunk size in characters", ChunkingConfig.chunk_size))
     add("--chunk-overlap", type=int, default=ChunkingConfig.chunk_overlap, metavar="N",
         help=_default("overlap of consecutive chunks in characters, smaller than --chunk-size",
                       ChunkingConfig.chunk_overlap))
+
+
+def _add_measurement_arguments(analyze: argparse.ArgumentParser) -> None:
+    """Topics, off-topic screening, gaps and the multi-cluster metrics."""
+    add = analyze.add_argument
     add("--clusters", type=int, default=AnalysisConfig.n_clusters, metavar="K",
         help=_default("number of topics, at least 1",
                       f"round(sqrt(chunks / 2)) within [{MIN_DEFAULT_CLUSTERS}, {MAX_DEFAULT_CLUSTERS}]"))
@@ -122,13 +154,26 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     add("--seed", type=int, default=AnalysisConfig.random_state, metavar="N",
         help=_default(f"random seed for clustering and screening, {SEED_RANGE[0]} to {SEED_RANGE[1]}",
                       AnalysisConfig.random_state))
+
+
+def _add_reading_arguments(analyze: argparse.ArgumentParser) -> None:
+    """Where embeddings are cached and how encrypted PDFs are opened."""
+    add = analyze.add_argument
     add("--cache-dir", metavar="DIR",
         help=_default("embedding cache folder", "$COVERAGE_CORE_CACHE_DIR or ~/.cache/coverage_core"))
     add("--pdf-password", metavar="P", help=_default("password for encrypted PDFs", "none"))
+
+
+def _add_llm_arguments(analyze: argparse.ArgumentParser) -> None:
+    add = analyze.add_argument
     add("--llm-model", metavar="NAME",
         help=_default("chat model for gap suggestions and --subquestions", "none, offline drafts"))
     add("--llm-base-url", metavar="URL",
         help=_default("OpenAI-compatible chat endpoint, e.g. a local Ollama", "OpenAI with --llm-model"))
+
+
+def _add_gate_arguments(analyze: argparse.ArgumentParser) -> None:
+    add = analyze.add_argument
     add("--fail-below", type=float, metavar="X",
         help=_default(f"exit 1 when --metric is below X, {COVERAGE_THRESHOLD_RANGE[0]:g} < X <= "
                       f"{COVERAGE_THRESHOLD_RANGE[1]:g}", "no gate"))
@@ -137,6 +182,11 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     add("--junit", metavar="FILE",
         help=_default("also write JUnit XML: the gated metric, every cluster and document "
                       "(gaps and untested documents fail)", "none"))
+
+
+def _add_check_arguments(analyze: argparse.ArgumentParser) -> None:
+    """The optional checks: retrieval, answerability, sub-questions, other chunkings."""
+    add = analyze.add_argument
     add("--relevant-column", metavar="NAME",
         help=_default("column naming each question's relevant source file(s) for the retrieval check",
                       "detected, e.g. source, relevant_sources, document"))
@@ -148,8 +198,9 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     add("--compare-chunking", nargs="?", const=DEFAULT_GRID_TEXT, metavar="GRID",
         help=_default(f"also score other chunkings, SIZE/OVERLAP pairs separated by commas; "
                       f"the flag alone uses {DEFAULT_GRID_TEXT}", "off"))
-    add("--quiet", action="store_true", help=_default("no progress bars", "bars on stderr"))
 
+
+def _add_diff_command(commands) -> None:
     diff = commands.add_parser(
         "diff", help="compare two JSON reports (metrics, documents, questions)",
         description="Compare two JSON reports: metric deltas, per-document coverage, questions added and removed.",
@@ -161,7 +212,6 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     diff.add_argument("--fail-on-drop", type=float, metavar="X",
                       help=_default("exit 1 when --metric fell by more than X, X >= 0", "no gate"))
     diff.add_argument("--json", metavar="FILE", help=_default("also write the comparison as JSON", "none"))
-    return parser
 
 
 class _ProgressBars:
@@ -307,28 +357,55 @@ def _embedder(config, args: argparse.Namespace):
 
 def _run_analyze(args: argparse.Namespace) -> int:
     from coverage_core.embeddings import EmbeddingCache
-    from coverage_core.ingest import read_documents, read_questions
-    from coverage_core.llm import ChatClient, LLMConfig
-    from coverage_core.pipeline import analyze, check_answerability, check_retrieval
 
     # Every flag is checked, and the embedder and LLM client set up (no
     # model loaded, nothing sent), before any file is read.
     config, grid = _analysis_settings(args)
     embedder = _embedder(config, args)
-    llm = None
+    llm = _llm_client(args)
+    documents, questions = _read_inputs(args)
+    cache = EmbeddingCache(args.cache_dir)
+    analysis = _analyze_with_progress(config, documents, questions, embedder, cache, llm, args.quiet)
+    retrieval, labels, answerability = _check_retrieval_and_answerability(analysis, args)
+    chunking = None
+    if grid is not None:
+        chunking = _compare_chunkings(analysis, grid, retrieval, args.k, embedder, cache, not args.quiet)
+    subquestions = _score_subquestions(analysis, args, llm, embedder, cache)
+    analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
+    report = _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels,
+                            subquestions, chunking)
+    _print_results(args, analysis, retrieval, answerability, chunking,
+                   n_shown=len(documents.warnings) + len(questions.warnings))
+    return _gate(report, args)
+
+
+def _llm_client(args: argparse.Namespace):
+    """The chat client the LLM flags ask for (nothing is sent yet); None without them."""
+    from coverage_core.llm import DEFAULT_LLM_MODEL, ChatClient, LLMConfig
+
     if args.llm_model or args.llm_base_url:
-        llm = ChatClient(LLMConfig(model=args.llm_model or LLMConfig.model, base_url=args.llm_base_url))
+        return ChatClient(LLMConfig(model=args.llm_model or DEFAULT_LLM_MODEL, base_url=args.llm_base_url))
+    return None
+
+
+def _read_inputs(args: argparse.Namespace):
+    """The documents and questions, with what reading them had to say printed to stderr."""
+    from coverage_core.ingest import read_documents, read_questions
 
     documents = read_documents(args.docs, pdf_password=args.pdf_password)
     questions = read_questions(args.questions, question_column=args.question_column)
     _check_columns(questions, args.relevant_column, args.label_column)
     for warning in [*documents.warnings, *questions.warnings]:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {_with_flags(warning)}", file=sys.stderr)
+    return documents, questions
 
-    cache = EmbeddingCache(args.cache_dir)
-    progress = _ProgressBars(not args.quiet)
+
+def _analyze_with_progress(config, documents, questions, embedder, cache, llm, quiet: bool):
+    from coverage_core.pipeline import analyze
+
+    progress = _ProgressBars(not quiet)
     try:
-        analysis = analyze(
+        return analyze(
             config,
             documents.documents,
             questions,
@@ -339,19 +416,36 @@ def _run_analyze(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
+
+
+def _check_retrieval_and_answerability(analysis, args: argparse.Namespace):
+    """The retrieval check, the answerability labels and their check; their notes join the warnings."""
+    from coverage_core.pipeline import check_answerability, check_retrieval
+
     retrieval = check_retrieval(analysis, args.relevant_column, args.k)
     labels, answerability = check_answerability(analysis, args.label_column)
     analysis.warnings.extend([*(retrieval.notes if retrieval else ()), *labels.notes])
     if answerability is not None and answerability.note:
         analysis.warnings.append(answerability.note)
-    chunking = None
-    if grid is not None:
-        chunking = _compare_chunkings(analysis, grid, retrieval, args.k, embedder, cache, not args.quiet)
-    subquestions = None
-    if args.subquestions:
-        subquestions = _subquestions(analysis, args.subquestions, args.k, embedder, cache, llm)
-        analysis.warnings.extend(subquestions.warnings)
-    analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
+    return retrieval, labels, answerability
+
+
+def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache):
+    """The sub-question check of ``--subquestions``, its warnings joining the analysis's; None without the flag."""
+    if not args.subquestions:
+        return None
+    from coverage_core.pipeline import check_subquestions
+    from coverage_core.subquestions import SubQuestionConfig
+
+    subquestions = check_subquestions(
+        analysis, args.subquestions, llm, embedder, cache, config=SubQuestionConfig(top_k=args.k)
+    )
+    analysis.warnings.extend(subquestions.warnings)
+    return subquestions
+
+
+def _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels, subquestions, chunking):
+    """Write the JSON report (and the JUnit XML with ``--junit``); return the report."""
     inputs = {
         "documents": [document.name for document in documents.documents],
         "questions_file": Path(args.questions).name,
@@ -366,13 +460,20 @@ def _run_analyze(args: argparse.Namespace) -> int:
     if args.junit:
         xml = ci.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
         ci.write_junit(xml, args.junit)
+    return report
+
+
+def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: int) -> None:
+    """The summary table, the warnings not printed yet (the first ``n_shown`` were) and where the files went."""
     print(summary_table(analysis, retrieval, answerability, chunking))
-    for warning in analysis.warnings[len(documents.warnings) + len(questions.warnings):]:
+    for warning in analysis.warnings[n_shown:]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"\nReport written to {args.out}")
     if args.junit:
         print(f"JUnit XML written to {args.junit}")
 
+
+def _gate(report: dict, args: argparse.Namespace) -> int:
     # The gate reads the report's value, so the exit code and the JUnit file agree.
     value = report["metrics"][args.metric]
     if ci.gate_failed(value, args.fail_below):
@@ -423,22 +524,6 @@ def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_
     return table
 
 
-def _subquestions(analysis, n: int, k: int, embedder, cache, llm):
-    """Sub-question coverage of the first ``n`` questions (one LLM request each)."""
-    from coverage_core.embeddings import embed_texts
-    from coverage_core.subquestions import SubQuestionConfig, analyse_subquestions
-
-    chosen = analysis.questions.questions[:n]
-    return analyse_subquestions(
-        chosen,
-        analysis.question_vectors[: len(chosen)],
-        analysis.corpus.vectors,
-        lambda texts: embed_texts(texts, embedder, cache).vectors,
-        llm,
-        SubQuestionConfig(top_k=k),
-    )
-
-
 def _run_diff(args: argparse.Namespace) -> int:
     _check_at_least("--fail-on-drop", args.fail_on_drop, 0.0)
     old, new = ci.load_report(args.old), ci.load_report(args.new)
@@ -464,6 +549,18 @@ def _run_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# The core's messages name settings in words, as the dashboard shows them; on the
+# command line, also say which flag sets them.
+_FLAG_HINTS = (("question column", "--question-column"), ("PDF password", "--pdf-password"))
+
+
+def _with_flags(message: object) -> str:
+    """``message`` plus the flags that set what it names, e.g. "(command line: --pdf-password)"."""
+    text = str(message)
+    flags = [flag for words, flag in _FLAG_HINTS if words in text and flag not in text]
+    return f"{text} (command line: {', '.join(flags)})" if flags else text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _build_parser().parse_args(argv)
@@ -475,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "diff":
             return _run_diff(args)
     except CoverageError as error:
-        print(f"coverage_core: {error}", file=sys.stderr)
+        print(f"coverage_core: {_with_flags(error)}", file=sys.stderr)
         return EXIT_UNUSABLE
     except OSError as error:
         print(f"coverage_core: could not read or write {error.filename or 'a file'}: {error.strerror}.", file=sys.stderr)

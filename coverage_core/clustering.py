@@ -18,6 +18,9 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from coverage_core.errors import InputError
+from coverage_core.validation import unit_rows
+
 MIN_DEFAULT_CLUSTERS = 2
 MAX_DEFAULT_CLUSTERS = 50
 
@@ -52,7 +55,7 @@ def default_n_clusters(n_chunks: int) -> int:
     n_clusters : int
     """
     if n_chunks < 1:
-        raise ValueError(f"n_chunks must be at least 1, got {n_chunks}.")
+        raise InputError(f"n_chunks must be at least 1, got {n_chunks}.")
     k = round(math.sqrt(n_chunks / 2))
     k = min(max(k, MIN_DEFAULT_CLUSTERS), MAX_DEFAULT_CLUSTERS)
     return min(k, n_chunks)
@@ -76,10 +79,8 @@ def _count_distinct_rows(X: np.ndarray, k: int, random_state: int | None) -> int
 
 def _normalise_rows(X: np.ndarray) -> tuple[np.ndarray, int]:
     """Unit-length rows; zero rows stay zero. Returns (rows, n_zero_rows)."""
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    zero = norms[:, 0] == 0
-    norms[zero] = 1.0
-    return X / norms, int(zero.sum())
+    n_zero = int(np.count_nonzero(~X.any(axis=1)))
+    return unit_rows(X), n_zero
 
 
 class ChunkClusterer:
@@ -144,25 +145,25 @@ class ChunkClusterer:
         """
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-            raise ValueError(
+            raise InputError(
                 "X must be a 2-D array with at least one chunk and one feature, "
                 f"got shape {X.shape}."
             )
         if not np.issubdtype(X.dtype, np.floating):
             X = X.astype(np.float64)
         if not np.isfinite(X).all():
-            raise ValueError("X contains NaN or infinite values; check the embeddings.")
+            raise InputError("X contains NaN or infinite values; check the embeddings.")
         if self.n_clusters is not None and (
             not isinstance(self.n_clusters, (int, np.integer)) or self.n_clusters < 1
         ):
-            raise ValueError(
+            raise InputError(
                 f"n_clusters must be None or an integer >= 1, got {self.n_clusters!r}. "
                 "Valid values are None (automatic) or 1, 2, 3, ..."
             )
         if not isinstance(self.n_init, (int, np.integer)) or self.n_init < 1:
-            raise ValueError(f"n_init must be an integer >= 1, got {self.n_init!r}.")
+            raise InputError(f"n_init must be an integer >= 1, got {self.n_init!r}.")
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+            raise InputError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
 
         notes: list[str] = []
         Xn, n_zero = _normalise_rows(X)

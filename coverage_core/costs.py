@@ -9,25 +9,36 @@ label; callers must show that label next to the number.
 Prices change and contracts differ, so they live in an editable table
 (:func:`default_price_table`) that the user corrects before trusting an
 estimate. Nothing here sends a request.
+
+Besides the chunks and the questions, an analysis that calibrates its
+support level embeds short texts taken from the corpus (up to
+:data:`coverage_core.calibration.MAX_CALIBRATION_TEXTS`);
+:func:`estimate_calibration_cost` counts exactly those not yet cached.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
+from coverage_core.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
 from coverage_core.errors import InputError
+from coverage_core.types import Chunk
 
 __all__ = [
     "APPROXIMATION_NOTE",
+    "CALIBRATION_NOTE",
     "CHARS_PER_TOKEN",
+    "MAX_CALIBRATION_TEXTS",
     "PRICE_COLUMNS",
+    "CalibrationCost",
     "CostEstimate",
     "approximate_tokens",
     "default_price_table",
+    "estimate_calibration_cost",
     "estimate_embedding_cost",
     "estimate_llm_tokens",
     "estimate_llm_cost",
@@ -37,24 +48,41 @@ __all__ = [
 CHARS_PER_TOKEN = 4
 APPROXIMATION_NOTE = "approximate: about 4 characters per token, counted offline"
 
+CALIBRATION_NOTE = (
+    "The support level is calibrated on your documents once per set of documents and model: up to "
+    f"{MAX_CALIBRATION_TEXTS:,} short texts taken from them are embedded for it."
+)
+
 PRICE_COLUMNS = ("provider", "model", "kind", "usd_per_1m_input", "usd_per_1m_output")
 
 # List prices in US dollars per million tokens when this table was written.
 # They are a starting point: the dashboard lets the user edit every row.
-_DEFAULT_PRICES = (
-    ("openai", "text-embedding-3-small", "embedding", 0.02, 0.0),
-    ("openai", "text-embedding-3-large", "embedding", 0.13, 0.0),
-    ("openai", "text-embedding-ada-002", "embedding", 0.10, 0.0),
-    ("voyage", "voyage-3", "embedding", 0.06, 0.0),
-    ("voyage", "voyage-3-lite", "embedding", 0.02, 0.0),
-    ("voyage", "voyage-3-large", "embedding", 0.18, 0.0),
-    ("voyage", "voyage-3.5", "embedding", 0.06, 0.0),
-    ("voyage", "voyage-3.5-lite", "embedding", 0.02, 0.0),
-    ("openai", "gpt-4o-mini", "llm", 0.15, 0.60),
-    ("openai", "gpt-4o", "llm", 2.50, 10.00),
-    ("openai", "gpt-4.1-mini", "llm", 0.40, 1.60),
-    ("local", "all-MiniLM-L6-v2", "embedding", 0.0, 0.0),
-)
+_DEFAULT_PRICES_CSV = """
+provider, model,                  kind,      usd_per_1m_input, usd_per_1m_output
+openai,   text-embedding-3-small, embedding, 0.02,             0.0
+openai,   text-embedding-3-large, embedding, 0.13,             0.0
+openai,   text-embedding-ada-002, embedding, 0.10,             0.0
+voyage,   voyage-3,               embedding, 0.06,             0.0
+voyage,   voyage-3-lite,          embedding, 0.02,             0.0
+voyage,   voyage-3-large,         embedding, 0.18,             0.0
+voyage,   voyage-3.5,             embedding, 0.06,             0.0
+voyage,   voyage-3.5-lite,        embedding, 0.02,             0.0
+openai,   gpt-4o-mini,            llm,       0.15,             0.60
+openai,   gpt-4o,                 llm,       2.50,             10.00
+openai,   gpt-4.1-mini,           llm,       0.40,             1.60
+local,    all-MiniLM-L6-v2,       embedding, 0.0,              0.0
+"""
+
+
+def _price_rows(csv: str) -> tuple[tuple[str, str, str, float, float], ...]:
+    """The rows of a price table written as CSV (a header of :data:`PRICE_COLUMNS`, spaces around cells ignored)."""
+    header, *rows = ([cell.strip() for cell in line.split(",")] for line in csv.strip().splitlines())
+    if tuple(header) != PRICE_COLUMNS:
+        raise ValueError(f"price table header {header} is not {list(PRICE_COLUMNS)}")
+    return tuple((provider, model, kind, float(i), float(o)) for provider, model, kind, i, o in rows)
+
+
+_DEFAULT_PRICES = _price_rows(_DEFAULT_PRICES_CSV)
 
 # What one gap-analysis request to an LLM sends and gets back, in characters,
 # besides the passages: the instructions, the topic words and up to 20
@@ -141,6 +169,42 @@ def estimate_embedding_cost(n_tokens: int, provider: str, model: str, table: pd.
     price = _price(clean_price_table(table), provider, model, "embedding")
     usd = None if price is None else n_tokens * price[0] / 1_000_000
     return CostEstimate(int(n_tokens), 0, usd, model)
+
+
+@dataclass(frozen=True)
+class CalibrationCost:
+    """What calibrating the support level would send: ``n_texts`` texts, priced in ``estimate``."""
+
+    n_texts: int
+    estimate: CostEstimate
+
+    @property
+    def label(self) -> str:
+        return f"Support-level calibration: about {self.n_texts:,} texts, {self.estimate.label}"
+
+
+def estimate_calibration_cost(
+    chunks: Sequence[Chunk],
+    provider: str,
+    model: str,
+    table: pd.DataFrame,
+    *,
+    random_state: int = 0,
+    uncached: Callable[[Sequence[str]], Sequence[str]] | None = None,
+) -> CalibrationCost:
+    """Cost of calibrating the support level on ``chunks`` with ``provider``/``model``.
+
+    The texts are exactly those calibration would embed
+    (:func:`coverage_core.calibration.calibration_texts` with ``random_state``:
+    probe sentences and their chunks without them, at most
+    :data:`MAX_CALIBRATION_TEXTS`; none when the corpus cannot be
+    calibrated). ``uncached`` keeps the texts the embedding cache does not
+    hold (e.g. ``embeddings.cache.uncached_texts`` bound to an embedder and
+    cache); without it every distinct text counts.
+    """
+    texts = calibration_texts(chunks, random_state)
+    sent = list(uncached(texts)) if uncached is not None else list(dict.fromkeys(texts))
+    return CalibrationCost(len(sent), estimate_embedding_cost(approximate_tokens(sent), provider, model, table))
 
 
 def estimate_llm_tokens(n_gaps: int, passage_chars: int) -> tuple[int, int]:

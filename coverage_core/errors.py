@@ -9,8 +9,12 @@ class CoverageError(Exception):
     """Base class for errors a user can act on."""
 
 
-class InputError(CoverageError):
-    """The input files or parameters cannot be used as given."""
+class InputError(CoverageError, ValueError):
+    """The input files or parameters cannot be used as given.
+
+    Also a ``ValueError``, so code written for scikit-learn's habit of
+    raising ``ValueError`` on bad input (``except ValueError``) catches it.
+    """
 
 
 class ProviderError(CoverageError):

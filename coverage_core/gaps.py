@@ -24,7 +24,8 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from coverage_core.errors import InputError, ProviderError
 from coverage_core.llm import ChatClient
-from coverage_core.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, _N_SPARE_TERMS, _stem, cluster_terms
+from coverage_core.validation import shorten, unit_rows
+from coverage_core.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms, stem_word
 
 __all__ = [
     "Gap",
@@ -55,6 +56,9 @@ GAP_RULES = ("tested_share", "coverage")
 GAP_TESTED_SHARE = 0.5
 """A cluster is a gap (rule ``"tested_share"``) when less than half of its
 passages are reached by a question: most of that topic is untested."""
+GAP_COVERAGE_THRESHOLD = 0.7
+"""The ``"coverage"`` rule's cut on a cluster's coverage score, and the one
+JUnit applies to a schema-1 report."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class GapConfig:
     the topic is covered, partly how much of the knowledge base it is.
     """
 
-    gap_threshold: float = 0.7
+    gap_threshold: float = GAP_COVERAGE_THRESHOLD
     size_weight: float = 0.3
     rule: str = "tested_share"
     tested_share_threshold: float = GAP_TESTED_SHARE
@@ -123,6 +127,19 @@ class Suggestion:
     passage: str
 
 
+def _suggestion(cluster: int, text: str, origin: str, index: int | None, chunk_texts, chunk_documents) -> Suggestion:
+    """A :class:`Suggestion` answerable from chunk ``index`` (None: no passage, empty source)."""
+    if index is None:
+        return Suggestion(cluster=cluster, text=text, origin=origin, document="", passage="")
+    return Suggestion(
+        cluster=cluster,
+        text=text,
+        origin=origin,
+        document=str(chunk_documents[index]),
+        passage=shorten(chunk_texts[index], SUGGESTION_PASSAGE_CHARS, at_word=True),
+    )
+
+
 @dataclass(frozen=True)
 class Gap:
     """An under-covered cluster.
@@ -159,7 +176,7 @@ def extract_themes(
     first; the first three are the cluster's topic label.
     """
     # Ranked as for the topic labels, so a gap's first themes are its label's terms.
-    n_ranked = max(n_themes, N_LABEL_TERMS + _N_SPARE_TERMS)
+    n_ranked = max(n_themes, N_LABEL_TERMS + N_SPARE_TERMS)
     terms = cluster_terms(chunk_texts, labels, n_clusters, n_ranked, max_chunks_per_cluster)
     return [t[:n_themes] for t in terms]
 
@@ -255,14 +272,6 @@ _WORD = re.compile(r"[^\W\d_]+")
 def _normalise(text: str) -> str:
     """Lowercase, punctuation and whitespace runs collapsed: for duplicate checks."""
     return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
-
-
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip(" ,;:") + "…"
 
 
 # Sentence ends: . ! ? (optionally closed by a quote or bracket) before a space, or a line break.
@@ -398,15 +407,7 @@ def _draft_questions(
             if _normalise(text) in seen:
                 continue
             seen.add(_normalise(text))
-            drafts.append(
-                Suggestion(
-                    cluster=cluster,
-                    text=text,
-                    origin="draft",
-                    document=str(chunk_documents[index]),
-                    passage=_shorten(chunk_texts[index], SUGGESTION_PASSAGE_CHARS),
-                )
-            )
+            drafts.append(_suggestion(cluster, text, "draft", index, chunk_texts, chunk_documents))
     return drafts
 
 
@@ -418,10 +419,10 @@ _SYSTEM_PROMPT = (
 
 def _existing_sample(existing_questions: Sequence[str], themes: Sequence[str]) -> list[str]:
     """Existing questions on this topic (sharing theme words), so the LLM avoids them."""
-    words = {_stem(w) for phrase in themes for w in _WORD.findall(phrase.lower())}
+    words = {stem_word(w) for phrase in themes for w in _WORD.findall(phrase.lower())}
     scored = []
     for position, question in enumerate(existing_questions):
-        overlap = len({_stem(w) for w in _WORD.findall(str(question).lower())} & words)
+        overlap = len({stem_word(w) for w in _WORD.findall(str(question).lower())} & words)
         if overlap:
             scored.append((-overlap, position, str(question)))
     return [question for _, _, question in sorted(scored)[:N_EXISTING_IN_PROMPT]]
@@ -435,9 +436,9 @@ def _llm_prompt(themes: Sequence[str], passage_texts: list[str], existing: list[
         "",
         "Passages:",
     ]
-    lines += [f"[{i}] {_shorten(text, PROMPT_PASSAGE_CHARS)}" for i, text in enumerate(passage_texts, 1)]
+    lines += [f"[{i}] {shorten(text, PROMPT_PASSAGE_CHARS, at_word=True)}" for i, text in enumerate(passage_texts, 1)]
     lines += ["", "Existing test questions on this topic (do not repeat or paraphrase them):"]
-    lines += [f"- {_shorten(q, 300)}" for q in existing] or ["(none)"]
+    lines += [f"- {shorten(q, 300, at_word=True)}" for q in existing] or ["(none)"]
     lines += [
         "",
         f"Write {n_questions} new test questions. Each question must be answerable from the passage it cites, "
@@ -456,7 +457,7 @@ def _parse_llm_answer(answer, n_passages: int) -> tuple[list[str], list[tuple[st
     themes = []
     raw_themes = answer.get("themes")
     if isinstance(raw_themes, list):
-        themes = [_shorten(t, 60) for t in raw_themes if isinstance(t, str) and t.strip()][:5]
+        themes = [shorten(t, 60, at_word=True) for t in raw_themes if isinstance(t, str) and t.strip()][:5]
     questions = []
     raw_questions = answer.get("questions")
     for item in raw_questions if isinstance(raw_questions, list) else []:
@@ -509,15 +510,7 @@ def _llm_questions(
         if len(suggestions) == n:
             break
         seen.add(_normalise(text))
-        suggestions.append(
-            Suggestion(
-                cluster=cluster,
-                text=text,
-                origin="llm",
-                document=str(chunk_documents[index]) if index is not None else "",
-                passage=_shorten(chunk_texts[index], SUGGESTION_PASSAGE_CHARS) if index is not None else "",
-            )
-        )
+        suggestions.append(_suggestion(cluster, text, "llm", index, chunk_texts, chunk_documents))
     if not suggestions:
         if n_dropped:
             error = ProviderError(f"none of its questions reached their passage ({n_dropped} dropped)", kind="bad_response")
@@ -536,10 +529,7 @@ def _reaching_passages(fresh, prompt_passages, chunk_vectors, embed, support_thr
     """
     question_vectors = np.asarray(embed([text for text, _ in fresh]), dtype=np.float64)
     passages = np.asarray(chunk_vectors, dtype=np.float64)[prompt_passages]
-    def unit(rows):
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return rows / np.where(norms > 0, norms, 1.0)
-    similarity = unit(question_vectors) @ unit(passages).T  # (questions, prompt passages)
+    similarity = unit_rows(question_vectors) @ unit_rows(passages).T  # (questions, prompt passages)
     kept = []
     for row, (text, index) in enumerate(fresh):
         column = prompt_passages.index(index) if index is not None else int(np.argmax(similarity[row]))
@@ -602,27 +592,12 @@ def analyse_gaps(
     config = config or GapConfig()
     texts = [str(t) for t in chunk_texts]
     documents = list(chunk_documents)
-    n = len(texts)
     vectors = np.asarray(chunk_vectors, dtype=np.float32)
     labels = np.asarray(labels, dtype=np.intp)
     centroids = np.asarray(centroids, dtype=np.float32)
     distances = np.asarray(min_distances, dtype=np.float64)
     coverage = np.asarray(cluster_coverage, dtype=np.float64)
-    for name, length in (
-        ("chunk_documents", len(documents)),
-        ("chunk_vectors", vectors.shape[0] if vectors.ndim == 2 else -1),
-        ("labels", labels.shape[0] if labels.ndim == 1 else -1),
-        ("min_distances", distances.shape[0] if distances.ndim == 1 else -1),
-    ):
-        if length != n:
-            raise InputError(f"{name} must have one entry per chunk ({n}); got {length}.")
-    n_clusters = centroids.shape[0] if centroids.ndim == 2 else 0
-    if coverage.shape != (n_clusters,):
-        raise InputError(
-            f"cluster_coverage must have one value per centroid ({n_clusters}); got shape {coverage.shape}."
-        )
-    if n and (labels.min() < 0 or labels.max() >= n_clusters):
-        raise InputError(f"labels must be cluster numbers 0..{n_clusters - 1}.")
+    n_clusters = _check_gap_inputs(len(texts), documents, vectors, labels, centroids, distances, coverage)
 
     sizes = np.bincount(labels, minlength=n_clusters)
     ranked = rank_gaps(coverage, sizes, config, is_gap=is_gap)
@@ -641,25 +616,13 @@ def analyse_gaps(
         gap_themes = list(themes[cluster])
         suggestions = None
         if llm is not None:
-            # The least covered passages first, then the two most central
-            # ones for context if not already there.
-            prompt_passages = passages + [int(i) for i in representatives[:2] if int(i) not in passages]
-            try:
-                llm_themes, suggestions, dropped = _llm_questions(
-                    llm, cluster, gap_themes, prompt_passages, texts, documents,
-                    existing_questions, config.n_suggestions, seen, vectors, embed, support_threshold,
-                )
-                n_unsupported += dropped
-                gap_themes = llm_themes or gap_themes
-            except ProviderError as error:
-                n_unsupported += getattr(error, "dropped", 0)
-                if error.kind in _FATAL_KINDS:
-                    warnings.append(f"The LLM is unavailable, so offline question drafts are shown instead: {error}")
-                    llm = None  # the next gaps would fail the same way
-                else:
-                    warnings.append(
-                        f"Cluster {cluster}: offline question drafts are shown because the LLM failed: {error}"
-                    )
+            gap_themes, suggestions, dropped, fatal = _llm_suggestions(
+                llm, cluster, gap_themes, passages, representatives, texts, documents,
+                existing_questions, config, seen, vectors, embed, support_threshold, warnings,
+            )
+            n_unsupported += dropped
+            if fatal:
+                llm = None  # the next gaps would fail the same way
         if suggestions is None:
             suggestions = _draft_questions(
                 cluster, passages, texts, documents, gap_themes, config.n_suggestions, seen
@@ -669,7 +632,7 @@ def analyse_gaps(
                 cluster=cluster,
                 coverage=float(coverage[cluster]),
                 size=int(sizes[cluster]),
-                share=float(sizes[cluster] / n),
+                share=float(sizes[cluster] / len(texts)),
                 priority=priority,
                 themes=tuple(gap_themes),
                 passages=tuple(passages),
@@ -677,9 +640,63 @@ def analyse_gaps(
             )
         )
     if n_unsupported:
-        warnings.append(
-            f"{n_unsupported} suggested question{'s' if n_unsupported != 1 else ''} did not reach "
-            f"{'their passage' if n_unsupported != 1 else 'its passage'} (cosine similarity below "
-            f"{support_threshold:.3f}) and {'were' if n_unsupported != 1 else 'was'} dropped."
-        )
+        warnings.append(_unsupported_warning(n_unsupported, support_threshold))
     return gaps, warnings
+
+
+def _check_gap_inputs(n, documents, vectors, labels, centroids, distances, coverage) -> int:
+    """The number of clusters; InputError when the inputs of :func:`analyse_gaps` do not fit the ``n`` chunks."""
+    for name, length in (
+        ("chunk_documents", len(documents)),
+        ("chunk_vectors", vectors.shape[0] if vectors.ndim == 2 else -1),
+        ("labels", labels.shape[0] if labels.ndim == 1 else -1),
+        ("min_distances", distances.shape[0] if distances.ndim == 1 else -1),
+    ):
+        if length != n:
+            raise InputError(f"{name} must have one entry per chunk ({n}); got {length}.")
+    n_clusters = centroids.shape[0] if centroids.ndim == 2 else 0
+    if coverage.shape != (n_clusters,):
+        raise InputError(
+            f"cluster_coverage must have one value per centroid ({n_clusters}); got shape {coverage.shape}."
+        )
+    if n and (labels.min() < 0 or labels.max() >= n_clusters):
+        raise InputError(f"labels must be cluster numbers 0..{n_clusters - 1}.")
+    return n_clusters
+
+
+def _llm_suggestions(
+    llm, cluster, themes, passages, representatives, texts, documents,
+    existing_questions, config, seen, vectors, embed, support_threshold, warnings,
+):
+    """One gap's themes and questions from the LLM, how many of its questions
+    were dropped, and whether the LLM failed in a way the next gaps would too.
+
+    On failure a warning is added and the suggestions are None, so the gap
+    falls back to drafts.
+    """
+    # The least covered passages first, then the two most central
+    # ones for context if not already there.
+    prompt_passages = passages + [int(i) for i in representatives[:2] if int(i) not in passages]
+    try:
+        llm_themes, suggestions, dropped = _llm_questions(
+            llm, cluster, themes, prompt_passages, texts, documents,
+            existing_questions, config.n_suggestions, seen, vectors, embed, support_threshold,
+        )
+    except ProviderError as error:
+        fatal = error.kind in _FATAL_KINDS
+        if fatal:
+            warnings.append(f"The LLM is unavailable, so offline question drafts are shown instead: {error}")
+        else:
+            warnings.append(
+                f"Cluster {cluster}: offline question drafts are shown because the LLM failed: {error}"
+            )
+        return themes, None, getattr(error, "dropped", 0), fatal
+    return llm_themes or themes, suggestions, dropped, False
+
+
+def _unsupported_warning(n_unsupported: int, support_threshold: float) -> str:
+    return (
+        f"{n_unsupported} suggested question{'s' if n_unsupported != 1 else ''} did not reach "
+        f"{'their passage' if n_unsupported != 1 else 'its passage'} (cosine similarity below "
+        f"{support_threshold:.3f}) and {'were' if n_unsupported != 1 else 'was'} dropped."
+    )

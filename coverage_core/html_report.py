@@ -5,6 +5,13 @@ every chart reuses it, so the report opens offline and can be mailed or
 archived. All user text (file names, questions, passages, themes) is
 HTML-escaped; chart data is serialised by Plotly as JSON with ``<``, ``>``
 and ``/`` escaped, so no text can close a script tag.
+
+:func:`build_html_report` is a sequence of sections, one function each:
+header, coverage cards, warnings, clusters, gaps, documents, off-topic
+questions, near-duplicates, fitness, and, when their data is given, the map,
+retrieval, answerability, sub-question coverage and the test set before and
+after Apply (metrics side by side and the accepted questions with their
+origin and source passage), as in the JSON report.
 """
 
 from __future__ import annotations
@@ -19,12 +26,18 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from coverage_core import plots
+from coverage_core.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.topics import cluster_name
-from coverage_core.report import METRIC_NAMES
+from coverage_core.report import METRIC_NAMES, ApplyPair, accepted_question_entries, apply_pair, headline
+from coverage_core.validation import shorten
 
 if TYPE_CHECKING:
+    from coverage_core.answerability import AnswerabilityResult, QuestionLabels
+    from coverage_core.gaps import Suggestion
     from coverage_core.pipeline import Analysis
     from coverage_core.projection import Projection
+    from coverage_core.retrieval import RetrievalResult
+    from coverage_core.subquestions import SubQuestionResult
 
 __all__ = ["build_html_report", "METRIC_NOTES"]
 
@@ -32,6 +45,8 @@ __all__ = ["build_html_report", "METRIC_NOTES"]
 # a page someone reads, not a data dump (the JSON report has every group).
 MAX_DUPLICATE_GROUPS = 200
 MAX_ROWS_PER_GROUP = 50
+# Failed retrieval questions and sub-question rows listed (the JSON report has them all).
+MAX_LISTED = 500
 
 METRIC_NOTES = {
     "tested_share": "Share of passages some question reaches (similarity ≥ the calibrated support threshold).",
@@ -46,6 +61,7 @@ _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px;
        padding: 0 1rem; color: #1f2328; line-height: 1.45; }
 h1 { margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
+.headline { font-size: 1.25rem; font-weight: 600; margin: .6rem 0; }
 .muted { color: #666; font-size: .92rem; }
 table { border-collapse: collapse; width: 100%; margin: .6rem 0 1rem; font-size: .9rem; }
 th, td { border: 1px solid #ddd; padding: .3rem .5rem; text-align: left; vertical-align: top; }
@@ -112,11 +128,6 @@ class _Figures:
         )
 
 
-def _shorten(text: Any, limit: int = 300) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def build_html_report(
     analysis: "Analysis",
     *,
@@ -124,8 +135,14 @@ def build_html_report(
     inputs: Mapping[str, Any] | None = None,
     projection: "Projection | None" = None,
     improved: "Analysis | None" = None,
-    fitness_threshold: float = 0.4,
+    fitness_threshold: float = DEFAULT_FITNESS_THRESHOLD,
     generated: _dt.datetime | None = None,
+    before: "Analysis | Mapping[str, float] | None" = None,
+    accepted: "Sequence[Suggestion | Mapping[str, Any]] | None" = None,
+    retrieval: "RetrievalResult | None" = None,
+    answerability: "AnswerabilityResult | None" = None,
+    labels: "QuestionLabels | None" = None,
+    subquestions: "SubQuestionResult | None" = None,
 ) -> str:
     """The report as one HTML document (a str).
 
@@ -135,31 +152,92 @@ def build_html_report(
     inputs : file names for the header, e.g. ``{"documents": [...], "questions": "q.csv"}``
     projection : the 2-D map, if it was computed (drawn only if given)
     improved : the same corpus and clusters scored with an improved question
-        set (``pipeline.rescore``); adds a before → after section
+        set (``pipeline.rescore`` / ``pipeline.accept_questions``), when
+        ``analysis`` is the one before; adds a before → after section
+    before : the analysis (or its metrics) before Apply, when ``analysis`` is
+        the one after; give ``improved`` or ``before``, not both
+    accepted : the accepted questions (``gaps.Suggestion`` objects or mappings,
+        as for :func:`coverage_core.report.build_report`), listed with their
+        origin and source passage in the before → after section
     fitness_threshold : best-similarity below which a question is marked
         "the knowledge base may not answer this"
+    retrieval, answerability (with its ``labels``), subquestions : the optional
+        checks, as for :func:`coverage_core.report.build_report`; each adds its
+        section when given
     """
     figure = _Figures()
-    generated = generated or _dt.datetime.now().replace(microsecond=0)
-    parts: list[str] = []
+    pair = apply_pair(analysis, improved, before)
+    if pair is None and accepted:
+        raise ValueError("Accepted questions need the analysis before (before) or after (improved) Apply.")
+    parts = [
+        _header(analysis, title, inputs, generated or _dt.datetime.now().replace(microsecond=0)),
+        _coverage_section(analysis, pair),
+        _warnings_section(analysis),
+        _clusters_section(analysis, figure),
+        _gaps_section(analysis),
+        _documents_section(analysis, figure),
+        _off_topic_section(analysis),
+        _duplicates_section(analysis),
+        _fitness_section(analysis, figure, fitness_threshold),
+        _map_section(analysis, figure, projection),
+        _retrieval_section(retrieval),
+        _answerability_section(answerability, labels),
+        _subquestions_section(subquestions),
+        _after_apply_section(pair, accepted, figure),
+    ]
+    return _page(title, "\n".join(part for part in parts if part))
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+def _cluster_labels(analysis: "Analysis") -> dict:
+    clusters = analysis.clusters
+    return dict(zip(clusters["cluster"], clusters["label"])) if "label" in clusters else {}
+
+
+# ---------------------------------------------------------------- header and metrics
+def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, generated: _dt.datetime) -> str:
     corpus = analysis.corpus
     n_outliers = int(np.asarray(analysis.is_outlier).sum())
-
-    parts.append(f"<h1>{_e(title)}</h1>")
-    parts.append(
+    tau = analysis.calibration.support_threshold
+    parts = [
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="headline">{_e(headline(analysis))}</p>',
+        f'<p class="muted">A passage is tested when some on-topic question reaches it: cosine similarity '
+        f"at least {tau:.2f}, the support level {_e(_support_origin(analysis))}.</p>",
         f'<p class="muted">Generated {_e(generated.isoformat(sep=" "))}. '
         f"{len(corpus.documents)} documents, {len(corpus.chunks):,} chunks in {analysis.clustering.n_clusters} "
-        f"clusters; {len(analysis.questions.questions):,} questions, {n_outliers} screened out as off-topic.</p>"
-    )
+        f"clusters; {len(analysis.questions.questions):,} questions, {n_outliers} screened out as off-topic.</p>",
+    ]
     if inputs:
         items = []
         for key, value in inputs.items():
             shown = ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
             items.append(f"<li><b>{_e(key)}</b>: {_e(shown)}</li>")
         parts.append("<ul>" + "".join(items) + "</ul>")
+    parts.append(_settings(analysis))
+    return "\n".join(parts)
+
+
+def _support_origin(analysis: "Analysis") -> str:
+    method = analysis.calibration.method
+    if method == "pseudo-queries":
+        return "calibrated on these documents for this embedding model"
+    if method == "override":
+        return "set by the user"
+    return "by default (" + method.removeprefix("default: ") + ")"
+
+
+def _settings(analysis: "Analysis") -> str:
     config = analysis.config
     embedding = config.embedding
-    parts.append(
+    return (
         '<p class="muted">Settings: embedding '
         f"{_e(embedding.provider)} {_e(embedding.model or '(default model)')}, chunks of "
         f"{config.chunking.chunk_size} characters ({config.chunking.chunk_overlap} overlap), "
@@ -168,124 +246,158 @@ def build_html_report(
         f"gap threshold {config.gaps.gap_threshold}.</p>"
     )
 
-    # ---------------------------------------------------------------- metrics
-    parts.append("<h2>Coverage</h2>")
-    parts.append(
-        "<p>Scores are <b>relative, not absolute</b>: they depend on the model and the chunking. Compare "
-        "test sets (or versions of one) on the same corpus and settings.</p>"
-    )
+
+def _coverage_section(analysis: "Analysis", pair: ApplyPair | None) -> str:
     cards = []
     for name in METRIC_NAMES:
         value = analysis.metrics[name]
-        delta = ""
-        if improved is not None:
-            change = improved.metrics[name] - value
-            delta = f'<div class="delta{" neg" if change < 0 else ""}">improved set: {improved.metrics[name]:.3f} ({change:+.3f})</div>'
         cards.append(
             f'<div class="card"><div>{_e(plots.METRIC_LABELS.get(name, name))}</div><div class="value">{value:.3f}</div>'
-            f'{delta}<div class="muted">{_e(METRIC_NOTES.get(name, ""))}</div></div>'
+            f'{_card_delta(analysis, pair, name)}<div class="muted">{_e(METRIC_NOTES.get(name, ""))}</div></div>'
         )
-    parts.append('<div class="cards">' + "".join(cards) + "</div>")
-    if analysis.warnings:
-        parts.append("<h3>Warnings</h3>")
-        parts.extend(f'<div class="warn">{_e(w)}</div>' for w in dict.fromkeys(analysis.warnings))
+    return (
+        "<h2>Coverage</h2>\n"
+        "<p>Scores are <b>relative, not absolute</b>: they depend on the model and the chunking. Compare "
+        "test sets (or versions of one) on the same corpus and settings.</p>\n"
+        '<div class="cards">' + "".join(cards) + "</div>"
+    )
 
-    # ---------------------------------------------------------------- clusters
-    parts.append("<h2>Clusters</h2>")
-    parts.append(figure(plots.cluster_coverage_bar(analysis.clusters, config.gaps.gap_threshold)))
-    labels = dict(zip(analysis.clusters["cluster"], analysis.clusters["label"])) if "label" in analysis.clusters else {}
+
+def _card_delta(analysis: "Analysis", pair: ApplyPair | None, name: str) -> str:
+    """The other side of Apply on a metric card: the improved set's value, or the value before Apply."""
+    if pair is None:
+        return ""
+    before, after = float(pair.before_metrics[name]), float(pair.after_metrics[name])
+    change = after - before
+    if pair.before is analysis:
+        shown = f"improved set: {after:.3f} ({change:+.3f})"
+    else:
+        shown = f"before Apply: {before:.3f} (change {change:+.3f})"
+    return f'<div class="delta{" neg" if change < 0 else ""}">{shown}</div>'
+
+
+def _warnings_section(analysis: "Analysis") -> str:
+    if not analysis.warnings:
+        return ""
+    return "<h3>Warnings</h3>\n" + "\n".join(f'<div class="warn">{_e(w)}</div>' for w in dict.fromkeys(analysis.warnings))
+
+
+# ---------------------------------------------------------------- clusters and gaps
+def _clusters_section(analysis: "Analysis", figure: _Figures) -> str:
     rows = []
     for row in analysis.clusters.sort_values("coverage").itertuples(index=False):
         example = row.representative_chunks[0] if len(row.representative_chunks) else ""
         rows.append(
             [
-                _e(cluster_name(row.cluster, getattr(row, "label", ""))), _e(int(row.size)), f"{row.share:.1%}", _num(row.coverage),
-                _num(row.multi_threshold_coverage), _num(row.multi_n_coverage), _e(int(row.n_questions)),
-                '<span class="flag">gap</span>' if row.is_gap else "", _e(_shorten(example, 200)),
+                _e(cluster_name(row.cluster, getattr(row, "label", ""))), _e(int(row.size)), f"{row.share:.1%}",
+                _num(row.coverage), _num(row.multi_threshold_coverage), _num(row.multi_n_coverage),
+                _e(int(row.n_questions)), '<span class="flag">gap</span>' if row.is_gap else "", _e(shorten(example, 200)),
             ]
         )
-    parts.append(
-        _table(
-            ["cluster", "chunks", "share", "coverage", "multi-threshold", "multi-N", "questions", "", "most central passage"],
-            rows, numeric=(1, 2, 3, 4, 5, 6),
-        )
+    return "\n".join(
+        [
+            "<h2>Clusters</h2>",
+            figure(plots.cluster_coverage_bar(analysis.clusters, analysis.config.gaps.gap_threshold)),
+            _table(
+                ["cluster", "chunks", "share", "coverage", "multi-threshold", "multi-N", "questions", "",
+                 "most central passage"],
+                rows, numeric=(1, 2, 3, 4, 5, 6),
+            ),
+        ]
     )
 
-    # ---------------------------------------------------------------- gaps
-    parts.append("<h2>Gaps</h2>")
-    if not analysis.gaps:
-        parts.append(f"<p>No cluster has coverage below the gap threshold ({config.gaps.gap_threshold}).</p>")
-    else:
-        parts.append(
-            "<p>Clusters below the gap threshold, most urgent first (priority = 0.7 × (1 − coverage) + "
-            "0.3 × share). Suggested questions marked <i>draft</i> were templated offline and need editing.</p>"
-        )
-        rows = []
-        for rank, gap in enumerate(analysis.gaps, start=1):
-            suggestions = "<br>".join(
-                f"{_e(s.text)} <span class='muted'>({_e(s.origin)}{', ' + _e(s.document) if s.document else ''})</span>"
-                for s in gap.suggestions
-            )
-            rows.append(
-                [_e(rank), _e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _num(gap.coverage), _e(gap.size), f"{gap.share:.1%}",
-                 _e(", ".join(gap.themes)), suggestions]
-            )
-        parts.append(
-            _table(["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"], rows,
-                   numeric=(0, 2, 3, 4))
-        )
-        rows = []
-        for gap in analysis.gaps:
-            for index in gap.passages:
-                chunk = corpus.chunks[index]
-                rows.append(
-                    [_e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _e(chunk.document), _e(chunk.page or ""),
-                     _num(analysis.min_distances[index]), _e(_shorten(chunk.text, 500))]
-                )
-        parts.append("<h3>Least-covered passages</h3>")
-        parts.append(_table(["cluster", "document", "page", "distance to nearest question", "passage"], rows, numeric=(3,)))
 
-    # ---------------------------------------------------------------- documents
-    parts.append("<h2>Documents</h2>")
-    parts.append(figure(plots.document_coverage_bar(analysis.documents)))
+def _gaps_section(analysis: "Analysis") -> str:
+    if not analysis.gaps:
+        return (
+            "<h2>Gaps</h2>\n"
+            f"<p>No cluster has coverage below the gap threshold ({analysis.config.gaps.gap_threshold}).</p>"
+        )
+    return "\n".join(
+        [
+            "<h2>Gaps</h2>",
+            "<p>Clusters below the gap threshold, most urgent first (priority = 0.7 × (1 − coverage) + "
+            "0.3 × share). Suggested questions marked <i>draft</i> were templated offline and need editing.</p>",
+            _gap_table(analysis),
+            "<h3>Least-covered passages</h3>",
+            _least_covered_table(analysis),
+        ]
+    )
+
+
+def _gap_table(analysis: "Analysis") -> str:
+    labels = _cluster_labels(analysis)
+    rows = []
+    for rank, gap in enumerate(analysis.gaps, start=1):
+        suggestions = "<br>".join(
+            f"{_e(s.text)} <span class='muted'>({_e(s.origin)}{', ' + _e(s.document) if s.document else ''})</span>"
+            for s in gap.suggestions
+        )
+        rows.append(
+            [_e(rank), _e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _num(gap.coverage), _e(gap.size),
+             f"{gap.share:.1%}", _e(", ".join(gap.themes)), suggestions]
+        )
+    return _table(
+        ["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"], rows,
+        numeric=(0, 2, 3, 4),
+    )
+
+
+def _least_covered_table(analysis: "Analysis") -> str:
+    labels = _cluster_labels(analysis)
+    rows = []
+    for gap in analysis.gaps:
+        for index in gap.passages:
+            chunk = analysis.corpus.chunks[index]
+            rows.append(
+                [_e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _e(chunk.document), _e(chunk.page or ""),
+                 _num(analysis.min_distances[index]), _e(shorten(chunk.text, 500))]
+            )
+    return _table(["cluster", "document", "page", "distance to nearest question", "passage"], rows, numeric=(3,))
+
+
+# ---------------------------------------------------------------- documents and questions
+def _documents_section(analysis: "Analysis", figure: _Figures) -> str:
     rows = [
         [_e(row.document), _e(int(row.n_chunks)), _num(row.coverage),
          '<span class="flag">untested or possibly misaligned</span>' if row.is_low else ""]
         for row in analysis.documents.sort_values("coverage").itertuples(index=False)
     ]
-    parts.append(_table(["document", "chunks", "coverage", ""], rows, numeric=(1, 2)))
-
-    # ---------------------------------------------------------------- questions
-    table = analysis.question_table
-    parts.append("<h2>Off-topic questions</h2>")
-    outliers = table[table["is_outlier"].astype(bool)].sort_values("outlier_score", ascending=False)
-    parts.append(
-        _table(
-            ["row", "question", "outlier score", "nearest document"],
-            ([_e(int(r.row)), _e(r.text), _num(r.outlier_score), _e(r.nearest_document)] for r in outliers.itertuples(index=False)),
-            numeric=(0, 2),
-        )
+    return "\n".join(
+        [
+            "<h2>Documents</h2>",
+            figure(plots.document_coverage_bar(analysis.documents)),
+            _table(["document", "chunks", "coverage", ""], rows, numeric=(1, 2)),
+        ]
     )
-    parts.append("<h2>Near-duplicate questions</h2>")
+
+
+def _off_topic_section(analysis: "Analysis") -> str:
+    table = analysis.question_table
+    outliers = table[table["is_outlier"].astype(bool)].sort_values("outlier_score", ascending=False)
+    return "<h2>Off-topic questions</h2>\n" + _table(
+        ["row", "question", "outlier score", "nearest document"],
+        ([_e(int(r.row)), _e(r.text), _num(r.outlier_score), _e(r.nearest_document)] for r in outliers.itertuples(index=False)),
+        numeric=(0, 2),
+    )
+
+
+def _duplicates_section(analysis: "Analysis") -> str:
     groups = analysis.duplicate_table()
     threshold = analysis.config.redundancy_threshold
-    parts.append(
+    parts = [
+        "<h2>Near-duplicate questions</h2>",
         f"<p>{int(groups['n_questions'].sum())} questions form {len(groups)} group(s): every question of a group "
         f"has similarity ≥ {threshold:.2f} to the group's first question, its representative, so the others add "
         "next to no coverage.</p>"
         if len(groups)
-        else f"<p>No near-duplicate questions (similarity ≥ {threshold:.2f}).</p>"
-    )
+        else f"<p>No near-duplicate questions (similarity ≥ {threshold:.2f}).</p>",
+    ]
     if len(groups) > MAX_DUPLICATE_GROUPS:
         parts.append(
             f'<p class="muted">The {MAX_DUPLICATE_GROUPS} largest groups of {len(groups)}; '
             "the JSON report lists them all.</p>"
         )
-
-    def _other_rows(rows: list[int]) -> str:
-        more = f" … and {len(rows) - MAX_ROWS_PER_GROUP} more" if len(rows) > MAX_ROWS_PER_GROUP else ""
-        return _e(", ".join(map(str, rows[:MAX_ROWS_PER_GROUP])) + more)
-
     parts.append(
         _table(
             ["representative row", "representative question", "questions", "other rows", "lowest similarity"],
@@ -296,61 +408,230 @@ def build_html_report(
             numeric=(0, 2, 4),
         )
     )
+    return "\n".join(parts)
 
-    # ---------------------------------------------------------------- fitness
-    parts.append("<h2>Knowledge-base fitness</h2>")
-    parts.append(
-        "<p>Each question's best similarity to any chunk: how well the knowledge base supports it. "
-        f"Below {fitness_threshold:.2f} the knowledge base may not answer the question.</p>"
-    )
+
+def _other_rows(rows: list[int]) -> str:
+    more = f" … and {len(rows) - MAX_ROWS_PER_GROUP} more" if len(rows) > MAX_ROWS_PER_GROUP else ""
+    return _e(", ".join(map(str, rows[:MAX_ROWS_PER_GROUP])) + more)
+
+
+def _fitness_section(analysis: "Analysis", figure: _Figures, threshold: float) -> str:
+    table = analysis.question_table
     fitness = pd.DataFrame(
         {
             "row": table["row"], "text": table["text"], "max_similarity": table["max_similarity"],
             "nearest_document": table["nearest_document"], "cluster": table["cluster"],
         }
     )
-    parts.append(figure(plots.similarity_ranked(fitness, fitness_threshold)))
-    parts.append(figure(plots.similarity_polar(fitness, fitness_threshold)))
-    weak = table[table["max_similarity"] < fitness_threshold].sort_values("max_similarity")
+    weak = table[table["max_similarity"] < threshold].sort_values("max_similarity")
+    return "\n".join(
+        [
+            "<h2>Knowledge-base fitness</h2>",
+            "<p>Each question's best similarity to any chunk: how well the knowledge base supports it. "
+            f"Below {threshold:.2f} the knowledge base may not answer the question.</p>",
+            figure(plots.similarity_ranked(fitness, threshold, labels=analysis.clusters)),
+            figure(plots.similarity_polar(fitness, threshold, labels=analysis.clusters)),
+            _table(
+                ["row", "question", "best similarity", "nearest document", "nearest passage"],
+                (
+                    [_e(int(r.row)), _e(r.text), _num(r.max_similarity), _e(r.nearest_document),
+                     _e(shorten(r.nearest_passage, 200))]
+                    for r in weak.itertuples(index=False)
+                ),
+                numeric=(0, 2),
+            ),
+        ]
+    )
+
+
+def _map_section(analysis: "Analysis", figure: _Figures, projection: "Projection | None") -> str:
+    if projection is None:
+        return ""
+    chunks, question_points = plots.map_frames(analysis, projection)
+    return "\n".join(
+        [
+            "<h2>Map of chunks and questions</h2>",
+            figure(plots.coverage_map(chunks, question_points, analysis.metrics)),
+            f'<p class="muted">{_e(projection.caption)}</p>',
+        ]
+    )
+
+
+# ---------------------------------------------------------------- optional checks
+def _retrieval_section(retrieval: "RetrievalResult | None") -> str:
+    """Retrieval at k (from a source column): the four means, unknown sources, the failed questions."""
+    if retrieval is None:
+        return ""
+    column = retrieval.relevant_column
+    parts = [
+        "<h2>Retrieval</h2>",
+        f"<p>Each question retrieves its {int(retrieval.k)} most similar chunks. {int(retrieval.n_labelled)} "
+        f"question(s) name their sources{' in column ' + _quoted(column) if column else ''}; "
+        f"{int(retrieval.n_unlabelled)} do not and are left out.</p>",
+        _table(
+            ["metric", "value"],
+            ([_e(label), _num(getattr(retrieval, name))] for name, label in _RETRIEVAL_METRICS),
+            numeric=(1,),
+        ),
+    ]
+    if retrieval.unknown_sources:
+        parts.append(
+            "<p>Sources named in the labels but not in the corpus (they count against recall): "
+            f"{_e(', '.join(str(s) for s in retrieval.unknown_sources))}.</p>"
+        )
+    per_question = retrieval.per_question
+    failed = per_question[per_question["hit_at_k"] == 0] if len(per_question) else per_question
+    parts.append(f"<h3>Questions that retrieved none of their sources ({len(failed)})</h3>")
+    if len(failed) > MAX_LISTED:
+        parts.append(f'<p class="muted">The first {MAX_LISTED} of {len(failed)}; the JSON report lists them all.</p>')
     parts.append(
         _table(
-            ["row", "question", "best similarity", "nearest document", "nearest passage"],
+            ["row", "question", "expected sources", "retrieved (in rank order)"],
             (
-                [_e(int(r.row)), _e(r.text), _num(r.max_similarity), _e(r.nearest_document), _e(_shorten(r.nearest_passage, 200))]
-                for r in weak.itertuples(index=False)
+                [_e(int(r.row)), _e(getattr(r, "question", None) or ""), _e(" | ".join(map(str, r.relevant))),
+                 _e(", ".join(map(str, r.retrieved)))]
+                for r in failed.head(MAX_LISTED).itertuples(index=False)
             ),
-            numeric=(0, 2),
+            numeric=(0,),
         )
     )
+    return "\n".join(parts)
 
-    # ---------------------------------------------------------------- map
-    if projection is not None:
-        parts.append("<h2>Map of chunks and questions</h2>")
-        chunks, question_points = plots.map_frames(analysis, projection)
-        parts.append(figure(plots.coverage_map(chunks, question_points, analysis.metrics)))
-        parts.append(f'<p class="muted">{_e(projection.caption)}</p>')
 
-    # ---------------------------------------------------------------- before / after
-    if improved is not None:
-        added = len(improved.questions.questions) - len(analysis.questions.questions)
-        parts.append("<h2>Improved test set</h2>")
-        parts.append(f"<p>{added} question(s) added, scored on the same clusters.</p>")
-        parts.append(
-            _table(
-                ["metric", "before", "after", "change"],
-                (
-                    [_e(plots.METRIC_LABELS[n]), _num(analysis.metrics[n]), _num(improved.metrics[n]),
-                     f"{improved.metrics[n] - analysis.metrics[n]:+.3f}"]
-                    for n in METRIC_NAMES
-                ),
-                numeric=(1, 2, 3),
-            )
-        )
-        parts.append(figure(plots.before_after_clusters(analysis.clusters, improved.clusters)))
+_RETRIEVAL_METRICS = (
+    ("precision_at_k", "precision@k"), ("recall_at_k", "recall@k"), ("hit_at_k", "hit@k"), ("mrr", "MRR"),
+)
 
-    body = "\n".join(parts)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+
+def _quoted(text: Any) -> str:
+    return f"“{_e(text)}”"
+
+
+def _answerability_section(answerability: "AnswerabilityResult | None", labels: "QuestionLabels | None") -> str:
+    """How well the best similarity predicts the answerability labels."""
+    if answerability is None:
+        return ""
+    column = getattr(labels, "column", None)
+    p_value = answerability.p_value
+    shown_p = "—" if p_value is None or not np.isfinite(p_value) else f"{p_value:.2g}"
+    parts = [
+        "<h2>Answerability</h2>",
+        f"<p>How well each question's best similarity to any chunk predicts its label"
+        f"{' in column ' + _quoted(column) if column else ''}: {int(answerability.n_labelled)} labelled questions, "
+        f"{int(answerability.n_answerable)} answerable and {int(answerability.n_unanswerable)} not.</p>",
+        _table(
+            ["measure", "value"],
+            [
+                ["point-biserial r", _num(answerability.point_biserial_r)],
+                ["p-value", _e(shown_p)],
+                ["AUROC", _num(answerability.auroc)],
+                ["best separating threshold (Youden's J)", _num(answerability.threshold)],
+                ["sensitivity at that threshold", _num(answerability.sensitivity)],
+                ["specificity at that threshold", _num(answerability.specificity)],
+            ],
+            numeric=(1,),
+        ),
+    ]
+    if answerability.note:
+        parts.append(f'<div class="warn">{_e(answerability.note)}</div>')
+    return "\n".join(parts)
+
+
+def _subquestions_section(result: "SubQuestionResult | None") -> str:
+    """Sub-question coverage: the settings, the share supported per type, and each question's sub-questions."""
+    if result is None:
+        return ""
+    config = result.config
+    weights = ", ".join(f"{kind} {weight:g}" for kind, weight in config.weights.items())
+    parts = [
+        "<h2>Sub-question coverage</h2>",
+        f"<p>{result.count('ok')} of {len(result.questions)} question(s) broken into sub-questions"
+        f"{' by ' + _e(result.model) if result.model else ''} ({result.count('failed')} failed, "
+        f"{result.count('skipped')} not sent). A sub-question is supported when a chunk is at least "
+        f"{config.support_threshold:g} similar to it; supported by retrieval when one of the {config.top_k} chunks "
+        f"retrieved for the original question is. Scores use {_e(config.headline_support.replace('_', ' '))} "
+        f"support; weights {_e(weights)} (our assumption).</p>",
+        f"<p>Mean share of core sub-questions supported: <b>{_num(result.mean_core_supported_share())}</b>; "
+        f"mean weighted score: <b>{_num(result.mean_weighted_score())}</b>.</p>",
+        _table(
+            ["type", "sub-questions", "supported", "supported by retrieval"],
+            ([_e(t.type), _e(t.n), _num(t.share), _num(t.share_by_retrieved)] for t in result.by_type),
+            numeric=(1, 2, 3),
+        ),
+        _table(
+            ["row", "question", "core supported", "weighted score", "unsupported core sub-questions", "sub-questions"],
+            (_subquestion_row(q) for q in result.questions[:MAX_LISTED]),
+            numeric=(0, 2, 3),
+        ),
+    ]
+    if len(result.questions) > MAX_LISTED:
+        parts.append(f'<p class="muted">The first {MAX_LISTED} of {len(result.questions)} questions; '
+                     "the JSON report lists them all.</p>")
+    parts.extend(f'<div class="warn">{_e(w)}</div>' for w in dict.fromkeys(result.warnings))
+    return "\n".join(parts)
+
+
+def _subquestion_row(question) -> list[str]:
+    if question.status != "ok":
+        status = "failed" if question.status == "failed" else "not sent"
+        detail = f'<span class="flag">{status}</span> {_e(question.reason)}'
+        return [_e(question.row), _e(question.question), "", "", "", detail]
+    subs = "<br>".join(
+        f"{_e(s.type)}: {_e(s.text)} <span class='muted'>({_num(s.best_similarity)}; "
+        f"{'supported' if s.supported else 'not supported'}"
+        f"{', retrieved' if s.supported_by_retrieved else ''})</span>"
+        for s in question.sub_questions
     )
+    unsupported = "<br>".join(_e(text) for text in question.unsupported_core)
+    return [_e(question.row), _e(question.question), _num(question.core_supported_share),
+            _num(question.weighted_score), unsupported, subs]
+
+
+# ---------------------------------------------------------------- before / after Apply
+ORIGIN_LABELS = {
+    "llm": "written by the LLM",
+    "draft": "offline draft, worded by the user",
+    "you": "written by the user",
+}
+
+
+def _after_apply_section(
+    pair: ApplyPair | None, accepted: "Sequence[Suggestion | Mapping[str, Any]] | None", figure: _Figures
+) -> str:
+    """The test set before and after Apply: metrics side by side, per-cluster chart, the accepted questions."""
+    if pair is None:
+        return ""
+    entries = accepted_question_entries(accepted, pair.added_texts)
+    if pair.before is not None and pair.after is not None:
+        added = len(pair.after.questions.questions) - len(pair.before.questions.questions)
+    else:
+        added = len(entries)
+    parts = [
+        "<h2>Improved test set</h2>",
+        f"<p>{added} question(s) added, scored on the same clusters.</p>",
+        _table(
+            ["metric", "before", "after", "change"],
+            (
+                [_e(plots.METRIC_LABELS[n]), _num(pair.before_metrics[n]), _num(pair.after_metrics[n]),
+                 f"{float(pair.after_metrics[n]) - float(pair.before_metrics[n]):+.3f}"]
+                for n in METRIC_NAMES
+            ),
+            numeric=(1, 2, 3),
+        ),
+    ]
+    if pair.before is not None and pair.after is not None:
+        parts.append(figure(plots.before_after_clusters(pair.before.clusters, pair.after.clusters)))
+    parts.append("<h3>Accepted questions</h3>")
+    parts.append(
+        _table(
+            ["question", "origin", "gap cluster", "source document", "source passage"],
+            (
+                [_e(q["text"]), _e(ORIGIN_LABELS.get(q["origin"], q["origin"])), _e(q["cluster"]),
+                 _e(q["document"]), _e(q["passage"])]
+                for q in entries
+            ),
+            numeric=(2,),
+        )
+    )
+    return "\n".join(parts)

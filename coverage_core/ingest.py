@@ -32,14 +32,8 @@ from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 from pypdf.generic import ContentStream, StreamObject
 
 from coverage_core.errors import InputError
-from coverage_core.types import (
-    Document,
-    DocumentSet,
-    IngestWarning,
-    PageSpan,
-    Question,
-    QuestionSet,
-)
+from coverage_core.types import Document, DocumentSet, IngestWarning, PageSpan, Question, QuestionSet
+from coverage_core.validation import find_column, listed_columns, resolve_column  # noqa: F401 (find_column: re-exported)
 
 DOCUMENT_SUFFIXES = (".pdf", ".txt", ".md")
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
@@ -52,8 +46,11 @@ PAGE_SEPARATOR = "\n\n"
 MIN_CHARS_PER_PAGE = 10
 
 # Names of the question column in common tools (RAGAS uses "user_input",
-# many exports "query" or "prompt"), in order of preference. Matching ignores
-# case, spaces, underscores and hyphens.
+# many exports "query" or "prompt") and languages (German, Spanish, Italian,
+# Portuguese, French, Dutch, Swedish), in order of preference. Matching
+# ignores case, accents, spaces, underscores and hyphens
+# (coverage_core.validation.column_key), so "Questão" matches "questao" and
+# "Requête" matches "requete".
 QUESTION_COLUMN_NAMES = (
     "question",
     "questions",
@@ -64,6 +61,24 @@ QUESTION_COLUMN_NAMES = (
     "user_query",
     "prompt",
     "prompts",
+    "frage",
+    "fragen",
+    "pregunta",
+    "preguntas",
+    "domanda",
+    "domande",
+    "questao",
+    "questoes",
+    "pergunta",
+    "perguntas",
+    "requete",
+    "requetes",
+    "vraag",
+    "vragen",
+    "fraga",
+    "fragor",
+    "consulta",
+    "consultas",
     "input",
     "text",
 )
@@ -556,10 +571,10 @@ def _unlock(reader: PdfReader, password: str | None) -> None:
     if password:
         raise _Unreadable(
             "is encrypted and the given password does not open it",
-            "check the password (the PDF password field, or --pdf-password on the command line)",
+            "check the PDF password",
         )
     raise _Unreadable(
-        "is encrypted", "give its password in the PDF password field (or --pdf-password on the command line)"
+        "is encrypted", "give its PDF password"
     )
 
 
@@ -666,25 +681,6 @@ def _decode(data: bytes) -> tuple[str, str]:
 # ---------------------------------------------------------------------------
 
 
-def find_column(columns: Sequence[str], candidates: Sequence[str]) -> str | None:
-    """The first column matching a candidate, ignoring case, spaces, ``_`` and ``-``.
-
-    Candidates are tried in order, so the earlier ones are preferred; the
-    column name is returned as spelled in the file.
-    """
-    by_key: dict[str, str] = {}
-    for column in columns:
-        by_key.setdefault(_column_key(column), column)
-    for candidate in candidates:
-        if (found := by_key.get(_column_key(candidate))) is not None:
-            return found
-    return None
-
-
-def _column_key(name: str) -> str:
-    return re.sub(r"[\s_\-]+", "", str(name)).lower()
-
-
 def read_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
     """The question file's table, every column as text, exactly as
     :func:`read_questions` reads it (so a user can pick the question column
@@ -744,7 +740,7 @@ def read_questions(
     if not questions:
         raise InputError(
             f"The question column '{column}' in {name} is empty in all {len(frame)} rows; "
-            "fill it in or name another column with --question-column."
+            "fill it in or choose another question column."
         )
 
     notes: list[IngestWarning] = []
@@ -887,21 +883,10 @@ def _parse_table(text: str, delimiter: str | None, name: str) -> pd.DataFrame:
 
 def _question_column(frame: pd.DataFrame, wanted: str | None, name: str) -> str:
     columns = [str(column) for column in frame.columns]
-    listed = ", ".join(f"'{column}'" for column in columns[:20])
-    if len(columns) > 20:
-        listed += f" and {len(columns) - 20} more"
-    if wanted is not None:
-        column = wanted if wanted in columns else find_column(columns, [wanted])
-        if column is None:
-            raise InputError(
-                f"The question file {name} has no column '{wanted}'; the columns are "
-                f"{listed}."
-            )
-        return column
-    column = find_column(columns, QUESTION_COLUMN_NAMES)
+    column = resolve_column(columns, wanted, QUESTION_COLUMN_NAMES, what="question", source=name)
     if column is None:
         raise InputError(
-            f"No question column found in {name} (columns: {listed}); name the column "
-            "that holds the questions, for example with --question-column."
+            f"No question column found in {name} (columns: {listed_columns(columns)}); choose the "
+            "question column, the one that holds the questions."
         )
     return column

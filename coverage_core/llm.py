@@ -18,7 +18,7 @@ from typing import Any
 from coverage_core.embeddings.base import is_provider_endpoint, redact, redact_url
 from coverage_core.errors import ProviderError
 
-__all__ = ["ChatClient", "LLMConfig", "llm_key_variable", "parse_json_loose"]
+__all__ = ["ChatClient", "DEFAULT_LLM_MODEL", "LLMConfig", "llm_key_variable", "parse_json_loose"]
 
 # Local servers (Ollama, vLLM) ignore the key, but the openai client insists
 # on having one.
@@ -28,6 +28,11 @@ _NUDGE = (
     "Your previous reply was not valid JSON. Reply again with only the JSON value, "
     "no explanation and no code fences."
 )
+
+
+DEFAULT_LLM_MODEL = "gpt-4o-mini"
+"""The chat model used when none is named: the one home of this default
+(the CLI, the dashboard's settings and the price table read it from here)."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class LLMConfig:
     reaches logs or saved results.
     """
 
-    model: str = "gpt-4o-mini"
+    model: str = DEFAULT_LLM_MODEL
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     temperature: float = 0.2

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.errors import InputError
+from coverage_core.validation import check_vectors, unit_rows
 
 __all__ = [
     "balanced_coverage",
@@ -80,32 +81,6 @@ _SIMILARITY_TOLERANCE = 1e-6
 # --------------------------------------------------------------------------
 
 
-def _vectors(x, name: str, *, allow_empty: bool = False, dim: int | None = None) -> np.ndarray:
-    """``x`` as a finite 2-d float32 array, with a clear message otherwise."""
-    try:
-        array = np.asarray(x, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a 2-d array of numbers.") from None
-    if array.ndim == 1 and array.size == 0 and allow_empty:
-        array = array.reshape(0, dim or 0)
-    if array.ndim != 2:
-        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
-    if array.shape[0] == 0 and not allow_empty:
-        raise InputError(f"{name} is empty; at least one row is needed.")
-    if dim is not None and array.shape[0] and array.shape[1] != dim:
-        raise InputError(
-            f"{name} has {array.shape[1]} dimensions but the chunk vectors have {dim}; "
-            "embed everything with the same model."
-        )
-    if not np.isfinite(array).all():
-        raise InputError(f"{name} contains NaN or infinite values.")
-    return array
-
-
-def _unit_rows(array: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; zero rows stay zero (similarity 0 to anything)."""
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms > 0, norms, 1.0).astype(np.float32)
 
 
 def _min_distances(min_distances) -> np.ndarray:
@@ -187,11 +162,7 @@ def _scan(
     perm = np.argsort(~row_set, kind="stable")
     n_row_questions = int(row_set.sum())
     questions = questions[perm]
-    covers = [cover[:, perm] for cover in covers]
-    covering = [[np.flatnonzero(row) for row in cover] for cover in covers]
-    any_cover = [cover.any(axis=1) for cover in covers]
-    # A cluster covered by exactly the row questions reuses the row maxima.
-    same_as_rows = [(cover == row_set[perm]).all(axis=1) for cover in covers]
+    covering, any_cover, same_as_rows = _cover_columns(covers, perm, row_set)
 
     row_sim = np.full(n, np.nan)
     row_idx = np.full(n, -1, dtype=np.intp)
@@ -208,84 +179,128 @@ def _scan(
     for start in range(0, n, step):
         stop = min(start + step, n)
         sims = np.matmul(rows[start:stop], questions_t, out=sims_buffer[: stop - start])
+        best = None
         if n_row_questions:
-            row_part = sims[:, :n_row_questions]
-            index = row_part.argmax(axis=1)
-            best = row_part[np.arange(stop - start), index]
-            row_idx[start:stop] = perm[index]
+            best, row_idx[start:stop] = _block_row_best(sims[:, :n_row_questions], perm)
             row_sim[start:stop] = best
         if depth:
-            if depth < m:
-                part = np.argpartition(sims, m - depth, axis=1)[:, m - depth :]
-                # Ascending question index first, so the stable sort below
-                # breaks ties the way argmax does.
-                part.sort(axis=1)
-            else:
-                part = np.broadcast_to(np.arange(m), (stop - start, m))
-            values = np.take_along_axis(sims, part, axis=1)
-            ranked = np.argsort(-values, axis=1, kind="stable")
-            top_idx[start:stop] = perm[np.take_along_axis(part, ranked, axis=1)]
-            top_sim[start:stop] = np.take_along_axis(values, ranked, axis=1)
+            top_idx[start:stop], top_sim[start:stop] = _block_top_questions(sims, depth, perm)
         if want_questions:
-            # argmax down the columns is slow; instead keep, per question, the
-            # best value and the small sub-block holding it, and find the row
-            # within that sub-block after the loop.
-            full = (stop - start) // sub * sub
-            parts = [sims[:full].reshape(-1, sub, m).max(axis=1)] if full else []
-            if full < stop - start:
-                parts.append(sims[full:].max(axis=0, keepdims=True))
-            part_max = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            best_part = part_max.argmax(axis=0)
-            block_max = part_max[best_part, np.arange(m)]
-            better = block_max > col_sim
-            col_sim[better] = block_max[better]
-            col_start[better] = start + best_part[better] * sub
+            _track_question_best(sims, start, sub, col_sim, col_start)
         if covers:
-            run_labels = sorted_labels[start:stop]
-            cuts = np.flatnonzero(np.diff(run_labels)) + 1
-            for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, stop - start]):
-                k = run_labels[lo]
-                for c in range(len(covers)):
-                    if not any_cover[c][k]:
-                        continue  # stays NaN: no question covers this cluster
-                    if same_as_rows[c][k]:
-                        cover_sim[c][start + lo : start + hi] = best[lo:hi]
-                    else:
-                        # Gathering the covering columns beats masking the
-                        # others at every coverage fraction measured.
-                        covered = np.take(sims[lo:hi], covering[c][k], axis=1)
-                        cover_sim[c][start + lo : start + hi] = covered.max(axis=1)
+            _block_cover(sims, start, sorted_labels[start:stop], best, covering, any_cover, same_as_rows, cover_sim)
 
     result = {"row_sim": np.clip(row_sim, -1.0, 1.0), "row_idx": row_idx, "cover_sim": cover_sim}
     if depth:
         result["top_idx"], result["top_sim"] = top_idx, top_sim
     if want_questions:
-        col_idx = np.empty(m, dtype=np.intp)
-        starts, group = np.unique(col_start, return_inverse=True)
-        for g, first in enumerate(starts):
-            chosen = np.flatnonzero(group == g)
-            local = (questions[chosen] @ rows[first : first + sub].T).argmax(axis=1)
-            col_idx[chosen] = first + local
-        if order is not None:
-            col_idx = order[col_idx]
-        # Back from the row-questions-first order to the caller's.
-        result["col_sim"] = np.empty(m)
-        result["col_sim"][perm] = np.clip(col_sim, -1.0, 1.0)
-        result["col_idx"] = np.empty(m, dtype=np.intp)
-        result["col_idx"][perm] = col_idx
+        result["col_sim"], result["col_idx"] = _question_best_chunks(questions, rows, col_sim, col_start, sub, order, perm)
     if order is not None:
-        # Back from cluster order to the caller's chunk order.
-        for key in ("row_sim", "row_idx", "top_idx", "top_sim"):
-            if key not in result:
-                continue
-            unsorted = np.empty_like(result[key])
-            unsorted[order] = result[key]
-            result[key] = unsorted
-        for c, values in enumerate(cover_sim):
-            unsorted = np.empty_like(values)
-            unsorted[order] = values
-            cover_sim[c] = unsorted
+        _to_chunk_order(result, order)
     return result
+
+
+def _cover_columns(covers: Sequence[np.ndarray], perm: np.ndarray, row_set: np.ndarray):
+    """For each of ``covers`` (columns in ``perm`` order): each cluster's
+    covering columns, whether any question covers it, and whether exactly the
+    row questions do."""
+    covers = [cover[:, perm] for cover in covers]
+    covering = [[np.flatnonzero(row) for row in cover] for cover in covers]
+    any_cover = [cover.any(axis=1) for cover in covers]
+    # A cluster covered by exactly the row questions reuses the row maxima.
+    same_as_rows = [(cover == row_set[perm]).all(axis=1) for cover in covers]
+    return covering, any_cover, same_as_rows
+
+
+def _block_row_best(row_part: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each block row's best similarity to the row questions, and that question's caller index."""
+    index = row_part.argmax(axis=1)
+    return row_part[np.arange(len(row_part)), index], perm[index]
+
+
+def _block_top_questions(sims: np.ndarray, depth: int, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each block row's ``depth`` most similar questions (caller's indices) and their similarities."""
+    m = sims.shape[1]
+    if depth < m:
+        part = np.argpartition(sims, m - depth, axis=1)[:, m - depth :]
+        # Ascending question index first, so the stable sort below
+        # breaks ties the way argmax does.
+        part.sort(axis=1)
+    else:
+        part = np.broadcast_to(np.arange(m), (len(sims), m))
+    values = np.take_along_axis(sims, part, axis=1)
+    ranked = np.argsort(-values, axis=1, kind="stable")
+    return perm[np.take_along_axis(part, ranked, axis=1)], np.take_along_axis(values, ranked, axis=1)
+
+
+def _track_question_best(sims: np.ndarray, start: int, sub: int, col_sim: np.ndarray, col_start: np.ndarray) -> None:
+    """Raise ``col_sim`` to the block's best value per question, recording in
+    ``col_start`` the first row of the sub-block holding it."""
+    # argmax down the columns is slow; instead keep, per question, the
+    # best value and the small sub-block holding it, and find the row
+    # within that sub-block after the loop.
+    b, m = sims.shape
+    full = b // sub * sub
+    parts = [sims[:full].reshape(-1, sub, m).max(axis=1)] if full else []
+    if full < b:
+        parts.append(sims[full:].max(axis=0, keepdims=True))
+    part_max = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    best_part = part_max.argmax(axis=0)
+    block_max = part_max[best_part, np.arange(m)]
+    better = block_max > col_sim
+    col_sim[better] = block_max[better]
+    col_start[better] = start + best_part[better] * sub
+
+
+def _block_cover(sims, start, run_labels, best, covering, any_cover, same_as_rows, cover_sim) -> None:
+    """Fill ``cover_sim`` for the block's rows, one run of a cluster at a time."""
+    cuts = np.flatnonzero(np.diff(run_labels)) + 1
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(sims)]):
+        k = run_labels[lo]
+        for c in range(len(cover_sim)):
+            if not any_cover[c][k]:
+                continue  # stays NaN: no question covers this cluster
+            if same_as_rows[c][k]:
+                cover_sim[c][start + lo : start + hi] = best[lo:hi]
+            else:
+                # Gathering the covering columns beats masking the
+                # others at every coverage fraction measured.
+                covered = np.take(sims[lo:hi], covering[c][k], axis=1)
+                cover_sim[c][start + lo : start + hi] = covered.max(axis=1)
+
+
+def _question_best_chunks(questions, rows, col_sim, col_start, sub: int, order, perm) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's best similarity and chunk, in the caller's question and chunk order."""
+    m = len(col_sim)
+    col_idx = np.empty(m, dtype=np.intp)
+    starts, group = np.unique(col_start, return_inverse=True)
+    for g, first in enumerate(starts):
+        chosen = np.flatnonzero(group == g)
+        local = (questions[chosen] @ rows[first : first + sub].T).argmax(axis=1)
+        col_idx[chosen] = first + local
+    if order is not None:
+        col_idx = order[col_idx]
+    # Back from the row-questions-first order to the caller's.
+    similarity = np.empty(m)
+    similarity[perm] = np.clip(col_sim, -1.0, 1.0)
+    index = np.empty(m, dtype=np.intp)
+    index[perm] = col_idx
+    return similarity, index
+
+
+def _to_chunk_order(result: dict, order: np.ndarray) -> None:
+    """Put the per-chunk arrays of ``result`` back from cluster order to the caller's chunk order."""
+    for key in ("row_sim", "row_idx", "top_idx", "top_sim"):
+        if key not in result:
+            continue
+        unsorted = np.empty_like(result[key])
+        unsorted[order] = result[key]
+        result[key] = unsorted
+    cover_sim = result["cover_sim"]
+    for c, values in enumerate(cover_sim):
+        unsorted = np.empty_like(values)
+        unsorted[order] = values
+        cover_sim[c] = unsorted
 
 
 # --------------------------------------------------------------------------
@@ -317,12 +332,12 @@ def nearest_question_distances(
     nearest : ndarray of shape (n,), int
         Index of the nearest question; -1 when there are no questions.
     """
-    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
-    questions = _vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
+    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    questions = check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
     n = chunks.shape[0]
     if questions.shape[0] == 0:
         return np.ones(n), np.full(n, -1, dtype=np.intp)
-    found = _scan(chunks, _unit_rows(questions), block_size)
+    found = _scan(chunks, unit_rows(questions), block_size)
     return np.clip(1.0 - found["row_sim"], 0.0, 2.0), found["row_idx"]
 
 
@@ -480,12 +495,12 @@ def balanced_coverage(min_distances, labels, n_clusters: int) -> float:
 
 
 def _multi_setup(chunk_vectors, question_vectors, labels, centroids):
-    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
+    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
     dim = chunks.shape[1]
-    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+    questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
     # Centroids of unit vectors are shorter than 1; normalising them keeps
     # 1 - q.c a true cosine distance, so thresholds mean the same everywhere.
-    centres = _unit_rows(_vectors(centroids, "centroids", dim=dim))
+    centres = unit_rows(check_vectors(centroids, "centroids", dim=dim))
     labels = _labels(labels, chunks.shape[0], centres.shape[0])
     return chunks, questions, labels, centres
 
@@ -681,8 +696,8 @@ def nearest_questions(
     """
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
         raise InputError(f"depth must be a whole number of questions, at least 1; got {depth}.")
-    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
-    questions = _unit_rows(_vectors(question_vectors, "question_vectors", dim=chunks.shape[1]))
+    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    questions = unit_rows(check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1]))
     found = _scan(chunks, questions, block_size, want_questions=True, depth=int(depth))
     return NearestQuestions(found["top_idx"], found["top_sim"], found["col_sim"], found["col_idx"])
 
@@ -811,9 +826,9 @@ def scan_similarities(
             raise InputError("labels and centroids are needed for multi-threshold or multi-N coverage.")
         chunks, questions, labels, centres = _multi_setup(chunk_vectors, question_vectors, labels, centroids)
     else:
-        chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
+        chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
         dim = chunks.shape[1]
-        questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+        questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
     n, m = chunks.shape[0], questions.shape[0]
     if inliers is None:
         mask = np.ones(m, dtype=bool)
@@ -891,8 +906,8 @@ def questions_covering_clusters(question_vectors, centroids, threshold: float) -
     ndarray of shape (K,), int
     """
     threshold = _threshold(threshold)
-    centres = _unit_rows(_vectors(centroids, "centroids"))
-    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=centres.shape[1]))
+    centres = unit_rows(check_vectors(centroids, "centroids"))
+    questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=centres.shape[1]))
     return _threshold_covers(questions, centres, threshold).sum(axis=1).astype(np.intp)
 
 
@@ -998,11 +1013,11 @@ def question_support(
     max_similarity : ndarray of shape (m,), float64 in [-1, 1]
     nearest_chunk : ndarray of shape (m,), int
     """
-    chunks = _unit_rows(_vectors(chunk_vectors, "chunk_vectors"))
-    questions = _vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
+    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    questions = check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
     if questions.shape[0] == 0:
         return np.zeros(0), np.zeros(0, dtype=np.intp)
-    found = _scan(chunks, _unit_rows(questions), block_size, want_questions=True)
+    found = _scan(chunks, unit_rows(questions), block_size, want_questions=True)
     return found["col_sim"], found["col_idx"]
 
 
@@ -1110,7 +1125,7 @@ def duplicate_groups(
     """
     if not np.isfinite(threshold) or not 0 < threshold <= 1:
         raise InputError(f"threshold is a cosine similarity and must be in (0, 1]; got {threshold}.")
-    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True))
+    questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True))
     m = questions.shape[0]
     repeats = dict(repeats or {})
     for j, i in repeats.items():

@@ -32,6 +32,7 @@ from coverage_core.topics import topic_labels
 from coverage_core.llm import ChatClient
 from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener, apply_overrides
 from coverage_core.types import Chunk, Document, Question, QuestionSet
+from coverage_core.validation import shorten
 
 if TYPE_CHECKING:  # imported where used: most runs need neither
     from coverage_core import retrieval
@@ -333,9 +334,8 @@ def cluster_chunks(corpus: Corpus, n_clusters: int | None, random_state: int) ->
     return Clustering(clusterer.labels_, clusterer.cluster_centers_, list(clusterer.warnings_))
 
 
-def _shorten(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+# Characters of a passage shown in the cluster and question tables.
+_PASSAGE_CHARS = 200
 
 
 def fit_screener(
@@ -366,6 +366,179 @@ def fit_screener(
     )
 
 
+def _resolve_calibration(config: AnalysisConfig, calibration: Calibration | None) -> tuple[float | None, Calibration]:
+    """The screener's τ (None when neither a calibration nor ``config`` gives one) and the calibration to report."""
+    screener_tau = None
+    if calibration is not None or config.support_threshold is not None:
+        screener_tau = calibration.support_threshold if calibration is not None else config.support_threshold
+    if calibration is None:
+        calibration = (
+            calibration_module.override(config.support_threshold)
+            if config.support_threshold is not None
+            else calibration_module.default()
+        )
+    return screener_tau, calibration
+
+
+def _input_warnings(
+    corpus: Corpus, questions: QuestionSet, question_embedding: EmbeddedTexts, clustering: Clustering
+) -> list[str]:
+    """What the clustering, the embedding cache and the token limit had to say about the inputs."""
+    warnings = list(clustering.warnings)
+    for message in dict.fromkeys([*corpus.embedded.cache_warnings, *question_embedding.cache_warnings]):
+        warnings.append(message)
+    if corpus.embedded.n_over_limit:
+        warnings.append(
+            f"{corpus.embedded.n_over_limit} of {len(corpus.chunks)} chunks are longer than the model reads "
+            f"({corpus.embedded.token_limit} tokens) and were truncated; use a smaller chunk size."
+        )
+    long_questions = _long_questions_warning(questions, question_embedding)
+    if long_questions:
+        warnings.append(long_questions)
+    return warnings
+
+
+def _screen_questions(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    questions: QuestionSet,
+    question_embedding: EmbeddedTexts,
+    clustering: Clustering,
+    screener: QuestionScreener | None,
+    screener_tau: float | None,
+    force_include: Sequence[int],
+    force_exclude: Sequence[int],
+    warnings: list[str],
+) -> tuple[QuestionScreener, np.ndarray, np.ndarray]:
+    """The fitted screener (``screener`` reused when given), the off-topic decision after the
+    overrides, and the vectors of the questions kept."""
+    if screener is None:
+        screener = fit_screener(config, corpus, questions, question_embedding, clustering, support_threshold=screener_tau)
+        decision = screener.is_outlier_
+    else:
+        decision = screener.decide(config.strictness) if config.strictness is not None else screener.is_outlier_
+    warnings.extend(screener.warnings_)
+    is_outlier = apply_overrides(decision, questions.rows, force_include, force_exclude)
+    inliers = question_embedding.vectors[~is_outlier]
+    if len(inliers) == 0:
+        warnings.append("Every question was screened out as off-topic, so all coverage is 0; include some questions or lower the strictness.")
+    return screener, is_outlier, inliers
+
+
+def _coverage_scores(scan: metrics.SimilarityScan, clustering: Clustering, tau: float) -> dict:
+    """Every corpus-level coverage figure of the report, by name."""
+    min_distances, labels = scan.min_distances, clustering.labels
+    return {
+        "basic": metrics.basic_coverage(min_distances),
+        "weighted": metrics.weighted_coverage(min_distances, labels),
+        "balanced": metrics.balanced_coverage(min_distances, labels, clustering.n_clusters),
+        "multi_threshold": scan.multi_threshold_score,
+        "multi_n": scan.multi_n_score,
+        "tested_share": metrics.tested_share(min_distances, tau),
+    }
+
+
+def _cluster_table(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    clustering: Clustering,
+    scan: metrics.SimilarityScan,
+    inliers: np.ndarray,
+    tau: float,
+) -> pd.DataFrame:
+    """One row per cluster: its size, coverage figures, whether it is a gap, passages and label."""
+    labels, centroids, n_clusters = clustering.labels, clustering.centroids, clustering.n_clusters
+    min_distances = scan.min_distances
+    per_cluster = metrics.cluster_coverages(min_distances, labels, n_clusters)
+    n_tested, cluster_tested_share = metrics.cluster_tested(min_distances, labels, n_clusters, tau)
+    if config.gaps.rule == "coverage":
+        is_gap = per_cluster < config.gaps.gap_threshold
+    else:
+        is_gap = cluster_tested_share < config.gaps.tested_share_threshold
+
+    sizes = np.bincount(labels, minlength=n_clusters)
+    covering = metrics.questions_covering_clusters(inliers, centroids, config.multi_threshold)
+    texts = [chunk.text for chunk in corpus.chunks]
+    representatives = [
+        [shorten(texts[i], _PASSAGE_CHARS) for i in representative_chunks(corpus.vectors, labels, centroids, k, 3)]
+        for k in range(n_clusters)
+    ]
+    return pd.DataFrame(
+        {
+            "cluster": np.arange(n_clusters),
+            "size": sizes,
+            "share": sizes / len(labels),
+            "coverage": per_cluster,
+            "multi_threshold_coverage": scan.multi_threshold_per_cluster,
+            "multi_n_coverage": scan.multi_n_per_cluster,
+            "n_questions": covering,
+            "n_tested": n_tested,
+            "tested_share": cluster_tested_share,
+            "is_gap": is_gap,
+            "representative_chunks": representatives,
+            "label": topic_labels(texts, labels, n_clusters),
+        }
+    )
+
+
+def _document_table(corpus: Corpus, min_distances: np.ndarray, tau: float, warnings: list[str]) -> pd.DataFrame:
+    """Coverage per document; a warning for each untested or far less covered one."""
+    document_table = metrics.document_coverage(min_distances, corpus.chunk_documents, support_threshold=tau)
+    for name in document_table.loc[document_table["is_untested"], "document"]:
+        warnings.append(
+            f"{name} is untested: fewer than {metrics.UNTESTED_SHARE:.0%} of its passages are reached by a question "
+            f"(similarity ≥ {tau:.2f})."
+        )
+    for name in document_table.loc[document_table["is_low"] & ~document_table["is_untested"], "document"]:
+        warnings.append(
+            f"{name} is covered far less than the other documents: it is untested or may not belong in this corpus."
+        )
+    return document_table
+
+
+def _question_table(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    questions: QuestionSet,
+    question_vectors: np.ndarray,
+    clustering: Clustering,
+    scan: metrics.SimilarityScan,
+    screener: QuestionScreener,
+    is_outlier: np.ndarray,
+) -> tuple[pd.DataFrame, metrics.DuplicateGroups]:
+    """One row per question (best chunk, cluster, screening, duplicate of), and the near-duplicate groups."""
+    centroids = clustering.centroids
+    max_similarity, nearest_chunk = scan.question_similarity, scan.nearest_chunk
+    question_clusters = np.argmax(question_vectors @ centroids.T, axis=1) if len(question_vectors) else np.array([], int)
+    rows = np.asarray(questions.rows)
+    position = {int(row): i for i, row in enumerate(rows)}
+    duplicates = metrics.duplicate_groups(
+        question_vectors,
+        config.redundancy_threshold,
+        repeats={position[row]: position[first] for row, first in questions.duplicates.items()
+                 if row in position and first in position},
+    )
+    duplicate_of = duplicates.duplicate_of
+    # Shortened once per chunk: many questions share a nearest chunk.
+    passages = {i: shorten(corpus.chunks[i].text, _PASSAGE_CHARS) for i in np.unique(nearest_chunk).tolist()}
+    question_table = pd.DataFrame(
+        {
+            "row": rows,
+            "text": questions.texts,
+            "max_similarity": max_similarity,
+            "nearest_chunk": nearest_chunk,
+            "nearest_document": [corpus.chunks[i].document for i in nearest_chunk],
+            "nearest_passage": [passages[i] for i in nearest_chunk],
+            "cluster": question_clusters,
+            "outlier_score": screener.outlier_score_,
+            "lof_score": screener.lof_score_,
+            "is_outlier": is_outlier,
+            "duplicate_of": pd.array([int(rows[i]) if i >= 0 else None for i in duplicate_of], dtype="Int64"),
+        }
+    )
+    return question_table, duplicates
+
+
 def measure(
     config: AnalysisConfig,
     corpus: Corpus,
@@ -390,133 +563,31 @@ def measure(
     for the tested share; the screener then gets no τ (as a ``screener``
     fitted without one), so measuring with and without a fitted screener agree.
     """
-    screener_tau = None
-    if calibration is not None or config.support_threshold is not None:
-        screener_tau = calibration.support_threshold if calibration is not None else config.support_threshold
-    if calibration is None:
-        calibration = (
-            calibration_module.override(config.support_threshold)
-            if config.support_threshold is not None
-            else calibration_module.default()
-        )
+    screener_tau, calibration = _resolve_calibration(config, calibration)
     tau = calibration.support_threshold
-    chunk_vectors = corpus.vectors
     question_vectors = question_embedding.vectors
-    labels, centroids = clustering.labels, clustering.centroids
-    n_clusters = clustering.n_clusters
-    warnings = list(clustering.warnings)
-    for message in dict.fromkeys([*corpus.embedded.cache_warnings, *question_embedding.cache_warnings]):
-        warnings.append(message)
-    if corpus.embedded.n_over_limit:
-        warnings.append(
-            f"{corpus.embedded.n_over_limit} of {len(corpus.chunks)} chunks are longer than the model reads "
-            f"({corpus.embedded.token_limit} tokens) and were truncated; use a smaller chunk size."
-        )
-    long_questions = _long_questions_warning(questions, question_embedding)
-    if long_questions:
-        warnings.append(long_questions)
-
-    if screener is None:
-        screener = fit_screener(config, corpus, questions, question_embedding, clustering, support_threshold=screener_tau)
-        decision = screener.is_outlier_
-    else:
-        decision = screener.decide(config.strictness) if config.strictness is not None else screener.is_outlier_
-    warnings.extend(screener.warnings_)
-    is_outlier = apply_overrides(decision, questions.rows, force_include, force_exclude)
-    inliers = question_vectors[~is_outlier]
-    if len(inliers) == 0:
-        warnings.append("Every question was screened out as off-topic, so all coverage is 0; include some questions or lower the strictness.")
-
+    warnings = _input_warnings(corpus, questions, question_embedding, clustering)
+    screener, is_outlier, inliers = _screen_questions(
+        config, corpus, questions, question_embedding, clustering, screener, screener_tau,
+        force_include, force_exclude, warnings,
+    )
     scan = metrics.scan_similarities(
-        chunk_vectors,
+        corpus.vectors,
         question_vectors,
-        labels,
-        centroids,
+        clustering.labels,
+        clustering.centroids,
         inliers=~is_outlier,
         threshold=config.multi_threshold,
         n_nearest=config.multi_n,
         index=index,
     )
     min_distances = scan.min_distances
-    per_cluster = metrics.cluster_coverages(min_distances, labels, n_clusters)
-    scores = {
-        "basic": metrics.basic_coverage(min_distances),
-        "weighted": metrics.weighted_coverage(min_distances, labels),
-        "balanced": metrics.balanced_coverage(min_distances, labels, n_clusters),
-        "multi_threshold": scan.multi_threshold_score,
-        "multi_n": scan.multi_n_score,
-        "tested_share": metrics.tested_share(min_distances, tau),
-    }
-    n_tested, cluster_tested_share = metrics.cluster_tested(min_distances, labels, n_clusters, tau)
-    if config.gaps.rule == "coverage":
-        is_gap = per_cluster < config.gaps.gap_threshold
-    else:
-        is_gap = cluster_tested_share < config.gaps.tested_share_threshold
-
-    sizes = np.bincount(labels, minlength=n_clusters)
-    covering = metrics.questions_covering_clusters(inliers, centroids, config.multi_threshold)
-    texts = [chunk.text for chunk in corpus.chunks]
-    representatives = [
-        [_shorten(texts[i]) for i in representative_chunks(chunk_vectors, labels, centroids, k, 3)]
-        for k in range(n_clusters)
-    ]
-    cluster_table = pd.DataFrame(
-        {
-            "cluster": np.arange(n_clusters),
-            "size": sizes,
-            "share": sizes / len(labels),
-            "coverage": per_cluster,
-            "multi_threshold_coverage": scan.multi_threshold_per_cluster,
-            "multi_n_coverage": scan.multi_n_per_cluster,
-            "n_questions": covering,
-            "n_tested": n_tested,
-            "tested_share": cluster_tested_share,
-            "is_gap": is_gap,
-            "representative_chunks": representatives,
-            "label": topic_labels(texts, labels, n_clusters),
-        }
+    scores = _coverage_scores(scan, clustering, tau)
+    cluster_table = _cluster_table(config, corpus, clustering, scan, inliers, tau)
+    document_table = _document_table(corpus, min_distances, tau, warnings)
+    question_table, duplicates = _question_table(
+        config, corpus, questions, question_vectors, clustering, scan, screener, is_outlier
     )
-
-    document_table = metrics.document_coverage(min_distances, corpus.chunk_documents, support_threshold=tau)
-    for name in document_table.loc[document_table["is_untested"], "document"]:
-        warnings.append(
-            f"{name} is untested: fewer than {metrics.UNTESTED_SHARE:.0%} of its passages are reached by a question "
-            f"(similarity ≥ {tau:.2f})."
-        )
-    for name in document_table.loc[document_table["is_low"] & ~document_table["is_untested"], "document"]:
-        warnings.append(
-            f"{name} is covered far less than the other documents: it is untested or may not belong in this corpus."
-        )
-
-    max_similarity, nearest_chunk = scan.question_similarity, scan.nearest_chunk
-    question_clusters = np.argmax(question_vectors @ centroids.T, axis=1) if len(question_vectors) else np.array([], int)
-    rows = np.asarray(questions.rows)
-    position = {int(row): i for i, row in enumerate(rows)}
-    duplicates = metrics.duplicate_groups(
-        question_vectors,
-        config.redundancy_threshold,
-        repeats={position[row]: position[first] for row, first in questions.duplicates.items()
-                 if row in position and first in position},
-    )
-    duplicate_of = duplicates.duplicate_of
-    # Shortened once per chunk: many questions share a nearest chunk.
-    passages = {i: _shorten(corpus.chunks[i].text) for i in np.unique(nearest_chunk).tolist()}
-    question_table = pd.DataFrame(
-        {
-            "row": rows,
-            "text": questions.texts,
-            "max_similarity": max_similarity,
-            "nearest_chunk": nearest_chunk,
-            "nearest_document": [corpus.chunks[i].document for i in nearest_chunk],
-            "nearest_passage": [passages[i] for i in nearest_chunk],
-            "cluster": question_clusters,
-            "outlier_score": screener.outlier_score_,
-            "lof_score": screener.lof_score_,
-            "is_outlier": is_outlier,
-            "duplicate_of": pd.array([int(rows[i]) if i >= 0 else None for i in duplicate_of], dtype="Int64"),
-        }
-    )
-
     return Analysis(
         config=config,
         corpus=corpus,
@@ -669,6 +740,55 @@ def check_answerability(analysis: Analysis, label_column: str | None = None):
         return labels, None
     similarity = analysis.question_table["max_similarity"].to_numpy(dtype=float)
     return labels, answerability.answerability(similarity, labels.labels)
+
+
+def check_subquestions(
+    analysis: Analysis,
+    positions: Sequence[int] | int,
+    llm: ChatClient | None,
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+    *,
+    config: "coverage_core.subquestions.SubQuestionConfig | None" = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> "coverage_core.subquestions.SubQuestionResult":
+    """Sub-question coverage of some of the analysis's questions (one LLM request each).
+
+    ``positions`` are indices into ``analysis.questions.questions`` (not
+    file rows), in the order to send them; an int ``n`` means the first
+    ``n`` questions (all of them when there are fewer). Sub-questions are
+    embedded with ``embedder`` through ``cache``, the ones that embedded the
+    analysis, so nothing is embedded twice; ``progress(done, total)`` is
+    called after each question. The result's ``warnings`` are not added to
+    ``analysis.warnings``: the caller shows or reports them.
+
+    Raises InputError when no LLM is given (``subquestions.UNAVAILABLE_REASON``),
+    when no question is chosen or a position is out of range; LLM failures
+    never raise (see ``subquestions.decompose_questions``).
+    """
+    from coverage_core import subquestions
+
+    questions = analysis.questions.questions
+    if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
+        positions = range(min(max(int(positions), 0), len(questions)))
+    chosen = []
+    for position in positions:
+        whole = isinstance(position, (int, np.integer)) and not isinstance(position, bool)
+        if not whole or not 0 <= position < len(questions):
+            raise InputError(
+                f"Question position {position!r} is not one of the {len(questions)} questions "
+                f"(0 to {len(questions) - 1})."
+            )
+        chosen.append(int(position))
+    return subquestions.analyse_subquestions(
+        [questions[i] for i in chosen],
+        analysis.question_vectors[chosen],
+        analysis.corpus.vectors,
+        lambda texts: embed_texts(list(texts), embedder, cache).vectors,
+        llm,
+        config,
+        progress,
+    )
 
 
 def add_questions(questions: QuestionSet, texts: Sequence[str], marker_column: str = "suggested") -> QuestionSet:

@@ -9,11 +9,31 @@ the tables :func:`coverage_map` draws.
 User text (questions, passages, file names) is shown only in hover labels and
 is HTML-escaped first: Plotly renders a subset of HTML in labels, and a
 question such as ``<a href=...>`` must show as text, not as a link.
+
+Every figure must read at 1280 px wide and in a half-width column
+(~420 px); the rules live in :func:`_layout`:
+
+* a title of at most :data:`TITLE_MAX_CHARS` characters, details and notes
+  in a smaller subtitle under it (wrapped), with a top margin made for both;
+* the legend in a horizontal row under the plot (``"below"``), or beside
+  it for maps with many entries (``"side"``); legend names are shortened to
+  :data:`LEGEND_MAX_CHARS` characters (:func:`legend_name`), the full name
+  stays in the hover label;
+* clusters are named by their topic label (``"koala · species · australia"``,
+  :func:`coverage_core.topics.display_names`), never by their number alone
+  when a label exists;
+* colour encodes the verdict the same way everywhere: problems (gap,
+  untested, not supported, not answerable, off-topic) are the warm
+  :data:`PROBLEM_COLOUR`, healthy values the neutral :data:`OK_COLOUR`;
+  cluster colours on the maps never use red or orange.
 """
 
 from __future__ import annotations
 
 import html
+import math
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,7 +41,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from coverage_core.topics import cluster_name, display_names
+from coverage_core.topics import display_names
 
 if TYPE_CHECKING:  # only for type hints: this module must import without the pipeline
     from coverage_core.pipeline import Analysis
@@ -29,34 +49,43 @@ if TYPE_CHECKING:  # only for type hints: this module must import without the pi
 
 __all__ = [
     "CLUSTER_COLOURS",
+    "LEGEND_MAX_CHARS",
     "METRIC_LABELS",
+    "OK_COLOUR",
+    "PROBLEM_COLOUR",
+    "TITLE_MAX_CHARS",
     "before_after_clusters",
     "cluster_colour",
     "cluster_coverage_bar",
     "coverage_map",
     "document_coverage_bar",
     "hover_text",
+    "legend_name",
     "map_frames",
     "metric_comparison_bar",
     "similarity_polar",
     "similarity_ranked",
 ]
 
-# 24 + 26 distinct colours; more clusters than that cycle.
-CLUSTER_COLOURS = (
-    "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#222A2A", "#B68100", "#750D86",
-    "#EB663B", "#511CFB", "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE",
-    "#862A16", "#A777F1", "#620042", "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038",
-    "#AA0DFE", "#3283FE", "#85660D", "#782AB6", "#565656", "#1C8356", "#16FF32", "#F7E1A0",
-    "#E2E2E2", "#1CBE4F", "#C4451C", "#DEA0FD", "#FE00FA", "#325A9B", "#FEAF16", "#F8A19F",
-    "#90AD1C", "#F6222E", "#1CFFCE", "#2ED9FF", "#B10DA1", "#C075A6", "#FC1CBF", "#B00068",
-    "#FBE426", "#FA0087",
-)
-GAP_COLOUR = "#d62728"
-COVERED_COLOUR = "#1f77b4"
-LOW_COLOUR = "#d62728"
+# Colour encodes the verdict, the same in every figure: the warm colour marks
+# what needs attention, the neutral one what is fine.
+PROBLEM_COLOUR = "#e6550d"  # gap, untested, not supported, not answerable, off-topic
+OK_COLOUR = "#4c78a8"  # covered, supported, answerable
+GAP_COLOUR = LOW_COLOUR = PROBLEM_COLOUR
+COVERED_COLOUR = OK_COLOUR
+OUTLIER_COLOUR = PROBLEM_COLOUR
 QUESTION_COLOUR = "#111111"
-OUTLIER_COLOUR = "#ff7f0e"
+NEUTRAL_LINE = "#555555"
+
+# Cluster colours on the maps: cool and neutral hues only, so that no topic
+# reads as a verdict (red, orange and pink are left out) and the off-topic
+# questions' orange stays apart. More clusters than colours cycle; the legend
+# and the hover name every topic.
+CLUSTER_COLOURS = (
+    "#1f77b4", "#2ca02c", "#9467bd", "#17becf", "#7f7f7f", "#bcbd22", "#0b3d91", "#00a08b",
+    "#aa0dfe", "#6c7c32", "#3283fe", "#1c8356", "#778aae", "#da16ff", "#90ad1c", "#2ed9ff",
+    "#750d86", "#1cbe4f", "#511cfb", "#a777f1", "#325a9b", "#565656", "#1cffce", "#b10da1",
+)
 
 METRIC_LABELS = {
     "tested_share": "Tested share",
@@ -68,28 +97,164 @@ METRIC_LABELS = {
 }
 
 HOVER_CHARS = 160
+# A title this long fits in ~600 px at Plotly's default title font (17 px).
+TITLE_MAX_CHARS = 60
+# Subtitle lines are wrapped at this many characters (12 px font).
+SUBTITLE_LINE_CHARS = 70
+# Legend entries and category tick labels are shortened to this many characters.
+LEGEND_MAX_CHARS = 28
+# Angular tick labels of the polar chart (the circle is small in a half-width column).
+POLAR_TICK_CHARS = 14
+POLAR_MAX_TICKS = 12
+# Degrees left empty at the top of the polar chart for the radial axis labels.
+POLAR_AXIS_GAP = 36.0
 
 
 def cluster_colour(cluster: int) -> str:
     return CLUSTER_COLOURS[int(cluster) % len(CLUSTER_COLOURS)]
 
 
-def hover_text(text: object, limit: int = HOVER_CHARS) -> str:
-    """``text`` on one line, shortened to ``limit`` characters, HTML-escaped for a hover label."""
-    flat = " ".join(str(text).split())
+def _flat(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _shorten(text: object, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters (``…`` at the end when cut); not escaped."""
+    flat = _flat(text)
     if len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
-    return html.escape(flat, quote=False)
+    return flat
 
 
-def _layout(fig: go.Figure, title: str, **extra) -> go.Figure:
+def hover_text(text: object, limit: int = HOVER_CHARS) -> str:
+    """``text`` on one line, shortened to ``limit`` characters, HTML-escaped for a hover label."""
+    return html.escape(_shorten(text, limit), quote=False)
+
+
+def legend_name(text: object, limit: int = LEGEND_MAX_CHARS) -> str:
+    """A legend entry or tick label: ``text`` shortened to ``limit`` characters and HTML-escaped."""
+    return hover_text(text, limit)
+
+
+def _hover_data(texts, documents, *extra) -> np.ndarray:
+    """Hover columns, one row per point: the text and the document name shortened
+    and escaped (:func:`hover_text`), then the ``extra`` columns as given.
+
+    Returns an array of shape (n, 2 + len(extra)), also for n = 0.
+    """
+    columns = [[hover_text(t) for t in texts], [hover_text(d, 80) for d in documents], *extra]
+    return np.column_stack(columns).reshape(len(columns[0]), len(columns))
+
+
+_LEGENDS = {
+    # Under the plot, in rows: ``yref="container"`` pins it to the bottom of
+    # the figure and Plotly grows the bottom margin so that it never covers
+    # the axis title or tick labels.
+    "below": {
+        "orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
+        "x": 0.0, "xanchor": "left", "title": {"text": ""},
+    },
+    # Beside the plot (maps, many short entries).
+    "side": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yanchor": "top", "itemsizing": "constant"},
+}
+
+
+def _subtitle_lines(subtitle: str | Sequence[str] | None) -> list[str]:
+    """``subtitle`` wrapped at :data:`SUBTITLE_LINE_CHARS`; a sequence gives paragraphs, each on new lines.
+
+    Non-breaking spaces (``"\u00a0"``) keep words together (e.g. a metric and its value).
+    """
+    if not subtitle:
+        return []
+    paragraphs = [subtitle] if isinstance(subtitle, str) else [p for p in subtitle if p]
+    lines: list[str] = []
+    for paragraph in paragraphs:
+        flat = re.sub(r"[ \t\r\n\f\v]+", " ", str(paragraph)).strip()
+        lines += textwrap.wrap(flat, SUBTITLE_LINE_CHARS, break_long_words=False, break_on_hyphens=False)
+    return lines
+
+
+def _layout(
+    fig: go.Figure,
+    title: str,
+    subtitle: str | Sequence[str] | None = None,
+    *,
+    legend: str | None = "below",
+    **extra,
+) -> go.Figure:
+    """The shared layout rules of every figure (see the module docstring).
+
+    ``title`` (plain text, at most :data:`TITLE_MAX_CHARS` characters) is
+    drawn at the top left, ``subtitle`` (plain text or a list of paragraphs,
+    any length, wrapped at :data:`SUBTITLE_LINE_CHARS`) under it in a smaller grey font; the top
+    margin is made for both. ``legend`` is ``"below"``, ``"side"`` or None
+    (no legend). ``extra`` goes to ``update_layout`` (``height``,
+    ``barmode``, …); a ``legend`` dict there is merged over the placement.
+    """
+    if len(title) > TITLE_MAX_CHARS:
+        raise ValueError(f"title longer than {TITLE_MAX_CHARS} characters: {title!r}")
+    lines = _subtitle_lines(subtitle)
+    heading = {
+        "text": html.escape(title, quote=False),
+        "x": 0.0, "xref": "paper", "xanchor": "left",
+        "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 14},
+        "font": {"size": 17},
+    }
+    if lines:
+        heading["subtitle"] = {
+            "text": "<br>".join(html.escape(line, quote=False) for line in lines),
+            "font": {"size": 12, "color": NEUTRAL_LINE},
+        }
+    legend_extra = extra.pop("legend", {})
+    margin = {"l": 50, "r": 20, "t": 56 + 17 * len(lines), "b": 16 if legend == "below" else 40}
+    margin.update(extra.pop("margin", {}))
     fig.update_layout(
-        title={"text": html.escape(title, quote=False)},
-        margin={"l": 50, "r": 20, "t": 60, "b": 50},
+        title=heading,
+        margin=margin,
         hoverlabel={"align": "left"},
+        showlegend=legend is not None,
         **extra,
     )
+    if legend is not None:
+        fig.update_layout(legend={**_LEGENDS[legend], **legend_extra})
     return fig
+
+
+def _topic_names(clusters: Sequence[int], labels=None) -> dict[int, str]:
+    """One display name per cluster (:func:`coverage_core.topics.display_names`).
+
+    ``labels`` is the clusters table (``cluster`` and ``label`` columns, as
+    ``Analysis.clusters``), a mapping cluster → label, a sequence indexed by
+    cluster number, or None (the numbers, ``"C3"``). Names are made distinct
+    over every labelled cluster, not only ``clusters``.
+    """
+    by_cluster: dict[int, object] = {}
+    if isinstance(labels, pd.DataFrame):
+        if "label" in labels and "cluster" in labels:
+            by_cluster = dict(zip((int(c) for c in labels["cluster"]), labels["label"]))
+    elif isinstance(labels, Mapping):
+        by_cluster = {int(c): label for c, label in labels.items()}
+    elif labels is not None:
+        by_cluster = dict(enumerate(labels))
+    wanted = [int(c) for c in clusters]
+    every = sorted(set(by_cluster) | set(wanted))
+    names = display_names(every, [by_cluster.get(c, "") for c in every])
+    return {c: name for c, name in zip(every, names)}
+
+
+def _category_axis(names: Sequence[object], limit: int = LEGEND_MAX_CHARS) -> tuple[list[str], dict]:
+    """Category values and axis settings for long names (topics, files).
+
+    The values are the full names, escaped (so categories never merge and
+    the hover shows the whole name); the tick labels are shortened to
+    ``limit`` characters.
+    """
+    values = [hover_text(name) for name in names]
+    axis = {
+        "type": "category", "tickmode": "array", "tickvals": values,
+        "ticktext": [legend_name(name, limit) for name in names], "automargin": True,
+    }
+    return values, axis
 
 
 # --------------------------------------------------------------------------
@@ -98,11 +263,13 @@ def _layout(fig: go.Figure, title: str, **extra) -> go.Figure:
 
 
 def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = None) -> go.Figure:
-    """Coverage per cluster, gaps in red, with the gap threshold as a dashed line.
+    """Coverage per topic, gaps in the warm colour, with the gap threshold as a dashed line.
 
     ``clusters`` has the columns of ``Analysis.clusters``: ``cluster``,
-    ``size``, ``share``, ``coverage``, ``n_questions`` (``is_gap`` optional).
-    Bars are sorted by coverage, lowest first, so the worst topics lead.
+    ``size``, ``share``, ``coverage``, ``n_questions`` (``is_gap`` and
+    ``label`` optional). Bars are sorted by coverage, lowest first, so the
+    worst topics lead; they are named by topic label (shortened on the axis,
+    in full in the hover).
     """
     frame = clusters.sort_values(["coverage", "cluster"], na_position="first").reset_index(drop=True)
     if "is_gap" in frame:
@@ -111,10 +278,11 @@ def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = N
         is_gap = (frame["coverage"] < gap_threshold).to_numpy()
     else:
         is_gap = np.zeros(len(frame), dtype=bool)
-    labels = display_names(frame["cluster"], frame["label"] if "label" in frame else None)
+    names = display_names(frame["cluster"], frame["label"] if "label" in frame else None)
+    x, axis = _category_axis(names)
     fig = go.Figure(
         go.Bar(
-            x=labels,
+            x=x,
             y=frame["coverage"].fillna(0.0),
             marker={"color": [GAP_COLOUR if g else COVERED_COLOUR for g in is_gap]},
             customdata=np.column_stack(
@@ -130,24 +298,24 @@ def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = N
     if gap_threshold is not None:
         fig.add_hline(
             y=gap_threshold,
-            line={"dash": "dash", "color": "#555"},
+            line={"dash": "dash", "color": NEUTRAL_LINE},
             annotation_text=f"gap threshold {gap_threshold:.2f}",
             annotation_position="top left",
         )
-    fig.update_xaxes(title="topic (lowest coverage first)", type="category")
+    fig.update_xaxes(title="topic (lowest coverage first)", **axis)
     fig.update_yaxes(title="coverage (relative)")
-    return _layout(fig, "Coverage per cluster (red: gap)", showlegend=False)
+    return _layout(fig, "Coverage per topic", "Orange: gap (a topic the questions barely test).", legend=None)
 
 
 def document_coverage_bar(documents: pd.DataFrame) -> go.Figure:
-    """Coverage per document; documents flagged ``is_low`` in red.
+    """Coverage per document; documents flagged ``is_low`` in the warm colour.
 
     ``documents`` has the columns of ``Analysis.documents``: ``document``,
     ``n_chunks``, ``coverage``, ``is_low``.
     """
     frame = documents.sort_values(["coverage", "document"]).reset_index(drop=True)
     low = frame["is_low"].astype(bool).to_numpy()
-    names = [hover_text(name, 60) for name in frame["document"]]
+    names, axis = _category_axis(frame["document"], 40)
     fig = go.Figure(
         go.Bar(
             x=frame["coverage"],
@@ -161,55 +329,66 @@ def document_coverage_bar(documents: pd.DataFrame) -> go.Figure:
         )
     )
     fig.update_xaxes(title="coverage (relative)")
-    fig.update_yaxes(title="", type="category", automargin=True)
+    fig.update_yaxes(title="", **axis)
     return _layout(
-        fig, "Coverage per document (red: untested or possibly misaligned)",
-        showlegend=False, height=max(260, 28 * len(frame) + 120),
+        fig, "Coverage per document", "Orange: untested or possibly misaligned.",
+        legend=None, height=max(260, 28 * len(frame) + 120),
     )
 
 
 def before_after_clusters(before: pd.DataFrame, after: pd.DataFrame, names: Sequence[str] = ("before", "after")) -> go.Figure:
-    """Grouped bars of per-cluster coverage of two question sets on the same clusters."""
+    """Grouped bars of per-topic coverage of two question sets on the same clusters."""
     merged = before[["cluster", "coverage"]].merge(
         after[["cluster", "coverage"]], on="cluster", suffixes=("_a", "_b"), how="outer"
     ).sort_values("coverage_a", na_position="first")
-    names_by_cluster = dict(zip(before["cluster"], before["label"])) if "label" in before else {}
-    labels = display_names(merged["cluster"], [names_by_cluster.get(c, "") for c in merged["cluster"]])
+    source = before if "label" in before else after
+    topics = _topic_names(merged["cluster"], source[["cluster", "label"]] if "label" in source else None)
+    x, axis = _category_axis([topics[int(c)] for c in merged["cluster"]])
     delta = (merged["coverage_b"] - merged["coverage_a"]).to_numpy()
     fig = go.Figure()
     for column, name, colour in (("coverage_a", names[0], "#9ecae1"), ("coverage_b", names[1], "#08519c")):
         fig.add_trace(
             go.Bar(
-                x=labels,
+                x=x,
                 y=merged[column],
-                name=html.escape(str(name), quote=False),
+                name=legend_name(name),
                 marker={"color": colour},
                 customdata=delta,
-                hovertemplate="%{x}<br>coverage %{y:.3f}<br>change %{customdata:+.3f}<extra>%{fullData.name}</extra>",
+                hovertemplate=(
+                    "%{x}<br>coverage %{y:.3f}<br>change %{customdata:+.3f}<extra>"
+                    + hover_text(name, 80) + "</extra>"
+                ),
             )
         )
-    fig.update_xaxes(title="topic", type="category")
+    fig.update_xaxes(title="topic", **axis)
     fig.update_yaxes(title="coverage (relative)")
-    return _layout(fig, f"Per-cluster coverage: {names[0]} vs {names[1]}", barmode="group")
+    return _layout(
+        fig, "Coverage per topic, before and after",
+        f"{_shorten(names[0], 60)} (light) vs {_shorten(names[1], 60)} (dark)", barmode="group",
+    )
+
+
+# Series colours for question sets and metrics: blues, greens, purple, none warm
+# (warm means a problem, see PROBLEM_COLOUR).
+SERIES_COLOURS = ("#9ecae1", "#08519c", "#74c476", "#756bb1", "#31a354", "#636363")
 
 
 def metric_comparison_bar(sets: Mapping[str, Mapping[str, float]]) -> go.Figure:
     """Grouped bars of the coverage metrics of several question sets (same corpus and clusters)."""
     fig = go.Figure()
-    palette = ("#9ecae1", "#08519c", "#fd8d3c", "#31a354")
     for position, (name, values) in enumerate(sets.items()):
         keys = [key for key in METRIC_LABELS if key in values]
         fig.add_trace(
             go.Bar(
                 x=[METRIC_LABELS[key] for key in keys],
                 y=[values[key] for key in keys],
-                name=html.escape(str(name), quote=False),
-                marker={"color": palette[position % len(palette)]},
-                hovertemplate="%{x}: %{y:.3f}<extra>%{fullData.name}</extra>",
+                name=legend_name(name),
+                marker={"color": SERIES_COLOURS[position % len(SERIES_COLOURS)]},
+                hovertemplate="%{x}: %{y:.3f}<extra>" + hover_text(name, 80) + "</extra>",
             )
         )
     fig.update_yaxes(title="coverage (relative)")
-    return _layout(fig, "Coverage metrics", barmode="group")
+    return _layout(fig, "Coverage metrics per question set", barmode="group")
 
 
 # --------------------------------------------------------------------------
@@ -222,6 +401,8 @@ def map_frames(analysis: "Analysis", projection: "Projection") -> tuple[pd.DataF
 
     The projection may be older than the clustering (it is recomputed only
     when the vectors change): chunk colours always use the current labels.
+    Both tables carry the topic ``label`` of each point's cluster when the
+    analysis has labels.
     """
     chunks = analysis.corpus.chunks
     index = np.asarray(projection.chunk_index, dtype=int)
@@ -234,8 +415,6 @@ def map_frames(analysis: "Analysis", projection: "Projection") -> tuple[pd.DataF
             "document": [chunks[i].document for i in index],
         }
     )
-    if "label" in analysis.clusters:
-        chunk_frame["label"] = analysis.clusters["label"].to_numpy()[chunk_frame["cluster"].to_numpy()]
     table = analysis.question_table
     n = min(len(table), len(projection.question_xy))
     question_frame = pd.DataFrame(
@@ -248,7 +427,42 @@ def map_frames(analysis: "Analysis", projection: "Projection") -> tuple[pd.DataF
             "is_outlier": table["is_outlier"].to_numpy()[:n].astype(bool),
         }
     )
+    if "label" in analysis.clusters:
+        by_cluster = dict(zip((int(c) for c in analysis.clusters["cluster"]), analysis.clusters["label"]))
+        for frame in (chunk_frame, question_frame):
+            frame["label"] = [by_cluster.get(int(c), "") for c in frame["cluster"]]
     return chunk_frame, question_frame
+
+
+# Question markers on the maps: hollow or translucent and no larger than
+# needed, so that the passages under them stay visible.
+CHUNK_MARKER = {"size": 7, "opacity": 0.7}
+QUESTION_MARKER = {"size": 9, "opacity": 0.75, "line": {"width": 1.5}}
+
+
+def _question_trace(part: pd.DataFrame, name: str, symbol: str, colour: str, customdata, details: str, **extra):
+    """Questions (columns ``x``, ``y``) on a map as hollow ``symbol`` markers in ``colour``.
+
+    The hover names the group (``name`` without its plural ``s``), then the
+    question (``customdata[0]``), then ``details`` (a hover template).
+    """
+    return go.Scatter(
+        x=part["x"],
+        y=part["y"],
+        mode="markers",
+        name=name,
+        marker={**QUESTION_MARKER, "symbol": symbol, "color": colour, "line": {**QUESTION_MARKER["line"], "color": colour}},
+        customdata=customdata,
+        hovertemplate=f"<b>{name[:-1]}</b><br>%{{customdata[0]}}<br>{details}<extra></extra>",
+        **extra,
+    )
+
+
+def _metrics_line(metrics: Mapping[str, float] | None) -> str:
+    if not metrics:
+        return ""
+    values = [f"{METRIC_LABELS[k]} {v:.3f}".replace(" ", "\u00a0") for k, v in metrics.items() if k in METRIC_LABELS]
+    return ("Coverage (relative): " + " · ".join(values)) if values else ""
 
 
 def coverage_map(
@@ -256,88 +470,60 @@ def coverage_map(
     questions: pd.DataFrame,
     metrics: Mapping[str, float] | None = None,
     caption: str | None = None,
+    labels=None,
 ) -> go.Figure:
-    """Chunks coloured by cluster, questions as large markers, off-topic ones apart.
+    """Chunks coloured by topic, questions as hollow diamonds, off-topic ones apart.
 
-    ``chunks``: columns ``x``, ``y``, ``cluster``, ``text``, ``document``.
-    ``questions``: columns ``x``, ``y``, ``text``, ``document`` (nearest
-    document), ``cluster``, ``is_outlier``. Hover shows the shortened text,
-    its file and its cluster; ``metrics`` are written in a corner box.
+    ``chunks``: columns ``x``, ``y``, ``cluster``, ``text``, ``document``
+    (``label`` optional). ``questions``: columns ``x``, ``y``, ``text``,
+    ``document`` (nearest document), ``cluster``, ``is_outlier``. Hover
+    shows the shortened text, its file and its topic. Topics are named by
+    ``labels`` (the clusters table, or a mapping cluster → label) or else by
+    the chunks' ``label`` column; legend names are shortened. ``metrics``
+    and ``caption`` are written in the subtitle, so nothing covers the map.
     """
     fig = go.Figure()
-    clusters = sorted(pd.unique(chunks["cluster"])) if len(chunks) else []
-    by_label = dict(zip(chunks["cluster"], chunks["label"])) if "label" in chunks else {}
-    legend = dict(zip(clusters, display_names(clusters, [by_label.get(c, "") for c in clusters])))
-    for cluster in clusters:
+    clusters = sorted(int(c) for c in pd.unique(chunks["cluster"])) if len(chunks) else []
+    if labels is None and "label" in chunks:
+        labels = dict(zip((int(c) for c in chunks["cluster"]), chunks["label"]))
+    topics = _topic_names(clusters + [int(c) for c in questions["cluster"]], labels)
+    for position, cluster in enumerate(clusters):
         part = chunks[chunks["cluster"] == cluster]
-        name = cluster_name(cluster, by_label.get(cluster, ""))
         fig.add_trace(
             go.Scattergl(
                 x=part["x"],
                 y=part["y"],
                 mode="markers",
-                name=html.escape(legend[cluster], quote=False),
+                name=legend_name(topics[cluster]),
                 legendgroup="chunks",
-                legendgrouptitle={"text": "chunks"} if cluster == min(chunks["cluster"]) else None,
-                marker={"size": 6, "color": cluster_colour(cluster), "opacity": 0.55},
-                customdata=np.column_stack(
-                    [[hover_text(t) for t in part["text"]], [hover_text(d, 80) for d in part["document"]]]
-                ),
+                legendgrouptitle={"text": "chunks by topic"} if position == 0 else None,
+                marker={**CHUNK_MARKER, "color": cluster_colour(cluster)},
+                customdata=_hover_data(part["text"], part["document"]),
                 hovertemplate=(
-                    "<b>chunk</b> of %{customdata[1]}<br>" + html.escape(name, quote=False)
+                    "<b>chunk</b> of %{customdata[1]}<br>topic: " + hover_text(topics[cluster])
                     + "<br>%{customdata[0]}<extra></extra>"
                 ),
             )
         )
     for flag, name, symbol, colour in (
-        (False, "questions", "diamond", QUESTION_COLOUR),
-        (True, "off-topic questions", "x", OUTLIER_COLOUR),
+        (False, "questions", "diamond-open", QUESTION_COLOUR),
+        (True, "off-topic questions", "x-thin-open", OUTLIER_COLOUR),
     ):
         part = questions[questions["is_outlier"].astype(bool) == flag]
         if part.empty:
             continue
+        customdata = _hover_data(
+            part["text"], part["document"], ["topic: " + hover_text(topics[int(c)]) for c in part["cluster"]]
+        )
         fig.add_trace(
-            go.Scatter(
-                x=part["x"],
-                y=part["y"],
-                mode="markers",
-                name=name,
+            _question_trace(
+                part, name, symbol, colour, customdata, "nearest file: %{customdata[1]}<br>%{customdata[2]}",
                 legendgroup="questions",
-                marker={
-                    "size": 13,
-                    "symbol": symbol,
-                    "color": colour,
-                    "line": {"width": 1.5, "color": "white"},
-                },
-                customdata=np.column_stack(
-                    [
-                        [hover_text(t) for t in part["text"]],
-                        [hover_text(d, 80) for d in part["document"]],
-                        [html.escape(cluster_name(c, by_label.get(c, "")), quote=False) for c in part["cluster"]],
-                    ]
-                ),
-                hovertemplate=(
-                    f"<b>{name[:-1]}</b><br>%{{customdata[0]}}<br>nearest file: %{{customdata[1]}}"
-                    "<br>%{customdata[2]}<extra></extra>"
-                ),
             )
-        )
-    if metrics:
-        lines = [f"{METRIC_LABELS.get(k, k)}: {v:.3f}" for k, v in metrics.items() if k in METRIC_LABELS]
-        fig.add_annotation(
-            text="<b>coverage</b> (relative)<br>" + "<br>".join(lines),
-            xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="top",
-            showarrow=False, align="left", bgcolor="rgba(255,255,255,0.85)", bordercolor="#999",
-            borderwidth=1,
-        )
-    if caption:
-        fig.add_annotation(
-            text=html.escape(caption, quote=False), xref="paper", yref="paper", x=0.0, y=-0.06,
-            xanchor="left", yanchor="top", showarrow=False, font={"size": 11, "color": "#555"},
         )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
-    return _layout(fig, "Map of chunks and questions", height=640, legend={"itemsizing": "constant"})
+    return _layout(fig, "Map of chunks and questions", [_metrics_line(metrics), caption or ""], legend="side", height=640)
 
 
 # --------------------------------------------------------------------------
@@ -345,98 +531,130 @@ def coverage_map(
 # --------------------------------------------------------------------------
 
 
+UNSUPPORTED_NAME = "the knowledge base may not answer this"
 # The two groups both fitness views draw: (is below the threshold, legend name, colour).
 _SUPPORT_GROUPS = (
-    (False, "supported", COVERED_COLOUR),
-    (True, "the knowledge base may not answer this", GAP_COLOUR),
+    (False, "supported", OK_COLOUR),
+    (True, UNSUPPORTED_NAME, PROBLEM_COLOUR),
 )
 
 
-def _fitness_frame(questions: pd.DataFrame, threshold: float) -> pd.DataFrame:
+def _fitness_frame(questions: pd.DataFrame) -> pd.DataFrame:
     frame = questions.sort_values(["max_similarity", "row"] if "row" in questions else ["max_similarity"],
                                   ascending=[False, True] if "row" in questions else [False])
     frame = frame.reset_index(drop=True)
     frame["rank"] = np.arange(1, len(frame) + 1)
-    frame["unsupported"] = frame["max_similarity"] < threshold
     return frame
 
 
-def similarity_ranked(questions: pd.DataFrame, threshold: float) -> go.Figure:
+def _support_groups(frame: pd.DataFrame, threshold: float) -> list[tuple[pd.DataFrame, str, str]]:
+    """(questions, legend name, colour) for the questions at or above ``threshold``, then those below it."""
+    unsupported = frame["max_similarity"] < threshold
+    return [(frame[unsupported == flag], name, colour) for flag, name, colour in _SUPPORT_GROUPS]
+
+
+def _question_topics(frame: pd.DataFrame, labels) -> list[str]:
+    """The topic name of each question (``cluster`` column, named by ``labels`` or a ``label`` column), escaped."""
+    if "cluster" not in frame:
+        return [""] * len(frame)
+    if labels is None and "label" in frame:
+        labels = dict(zip((int(c) for c in frame["cluster"]), frame["label"]))
+    topics = _topic_names(frame["cluster"], labels)
+    return [hover_text(topics[int(c)]) for c in frame["cluster"]]
+
+
+def similarity_ranked(questions: pd.DataFrame, threshold: float, labels=None) -> go.Figure:
     """Every question's best similarity to any chunk, in decreasing order.
 
     ``questions`` has ``text``, ``max_similarity``, ``nearest_document`` (and
-    optionally ``row``). Questions below ``threshold`` are drawn in red: the
-    knowledge base may not answer them.
+    optionally ``row`` and ``cluster``). Questions below ``threshold`` are
+    drawn in the warm colour: the knowledge base may not answer them. With a
+    ``cluster`` column the hover names each question's topic, by ``labels``
+    (the clusters table, or a mapping cluster → label) when given.
     """
-    frame = _fitness_frame(questions, threshold)
+    frame = _fitness_frame(questions)
+    frame["topic"] = _question_topics(frame, labels)
     fig = go.Figure()
-    for flag, name, colour in _SUPPORT_GROUPS:
-        part = frame[frame["unsupported"] == flag]
+    for part, name, colour in _support_groups(frame, threshold):
         fig.add_trace(
             go.Scatter(
                 x=part["rank"],
                 y=part["max_similarity"],
                 mode="markers",
                 name=name,
-                marker={"color": colour, "size": 7},
-                customdata=np.column_stack(
-                    [[hover_text(t) for t in part["text"]], [hover_text(d, 80) for d in part["nearest_document"]]]
+                marker={"color": colour, "size": 6},
+                customdata=_hover_data(part["text"], part["nearest_document"], part["topic"]),
+                hovertemplate=(
+                    "#%{x}: similarity %{y:.3f}<br>%{customdata[0]}<br>nearest file: %{customdata[1]}"
+                    + ("<br>topic: %{customdata[2]}" if "cluster" in frame else "") + "<extra></extra>"
                 ),
-                hovertemplate="#%{x}: similarity %{y:.3f}<br>%{customdata[0]}<br>nearest file: %{customdata[1]}<extra></extra>",
             )
         )
     fig.add_hline(
-        y=threshold, line={"dash": "dash", "color": "#555"},
-        annotation_text=f"threshold {threshold:.2f}", annotation_position="bottom left",
+        y=threshold, line={"dash": "dash", "color": NEUTRAL_LINE},
+        annotation_text=f"threshold {threshold:.2f}", annotation_position="top left",
     )
-    fig.update_xaxes(title="questions, best supported first")
-    fig.update_yaxes(title="best similarity to any chunk")
-    return _layout(fig, "How well the knowledge base supports each question")
+    fig.update_xaxes(title="questions, best supported first", nticks=6)
+    fig.update_yaxes(title="best similarity to any chunk", nticks=6)
+    return _layout(
+        fig, "Support for each question",
+        "Best similarity to any chunk, highest first; dashed: the threshold.", height=460,
+    )
 
 
-def similarity_polar(questions: pd.DataFrame, threshold: float) -> go.Figure:
+def _polar_tick_names(names: Sequence[str]) -> list[str]:
+    """Short angular tick labels: a topic's first term when that is distinct, else the name shortened."""
+    firsts = [name.split("·")[0].strip() for name in names]
+    distinct = len(set(firsts)) == len(firsts)
+    return [legend_name(first if distinct else name, POLAR_TICK_CHARS) for first, name in zip(firsts, names)]
+
+
+def similarity_polar(questions: pd.DataFrame, threshold: float, labels=None) -> go.Figure:
     """Questions around a circle; distance from the centre is 1 − best similarity.
 
     Well-supported questions sit near the centre. Angles group questions by
-    their cluster (one sector per cluster, questions spread within it), so a
+    their cluster (one sector per topic, questions spread within it), so a
     topic whose questions all sit far out stands out. The dashed circle is
-    the threshold.
+    the threshold. Sectors are named by ``labels`` (the clusters table, or a
+    mapping cluster → label; else a ``label`` column of ``questions``, else
+    the cluster numbers): the tick shows the topic's first term, the hover
+    the whole label.
     """
     frame = questions.copy()
     frame["r"] = 1.0 - frame["max_similarity"].astype(float)
-    clusters = sorted(pd.unique(frame["cluster"])) if "cluster" in frame and len(frame) else [0]
     if "cluster" not in frame:
         frame["cluster"] = 0
+    clusters = sorted(int(c) for c in pd.unique(frame["cluster"])) if len(frame) else [0]
     frame = frame.sort_values(["cluster", "r"]).reset_index(drop=True)
+    if labels is None and "label" in frame:
+        labels = dict(zip((int(c) for c in frame["cluster"]), frame["label"]))
+    topics = _topic_names(clusters, labels)
+    frame["topic"] = [hover_text(topics[int(c)]) for c in frame["cluster"]]
+    # The sectors share the circle but an empty wedge at the top, where the
+    # radial axis and its labels sit clear of the points.
     theta = np.zeros(len(frame))
-    sector = 360.0 / max(len(clusters), 1)
+    sector = (360.0 - POLAR_AXIS_GAP) / max(len(clusters), 1)
+    start = 90.0 + POLAR_AXIS_GAP / 2
     for position, cluster in enumerate(clusters):
         members = np.flatnonzero(frame["cluster"].to_numpy() == cluster)
         if members.size:
-            theta[members] = position * sector + (np.arange(members.size) + 0.5) * sector * 0.9 / members.size
-    frame["theta"] = theta
-    frame["unsupported"] = frame["max_similarity"] < threshold
+            theta[members] = start + position * sector + (np.arange(members.size) + 0.5) * sector * 0.9 / members.size
+    frame["theta"] = theta % 360.0
     fig = go.Figure()
-    for flag, name, colour in _SUPPORT_GROUPS:
-        part = frame[frame["unsupported"] == flag]
+    for part, name, colour in _support_groups(frame, threshold):
         fig.add_trace(
             go.Scatterpolar(
                 r=part["r"],
                 theta=part["theta"],
                 mode="markers",
                 name=name,
-                marker={"color": colour, "size": 8},
-                customdata=np.column_stack(
-                    [
-                        [hover_text(t) for t in part["text"]],
-                        [hover_text(d, 80) for d in part["nearest_document"]],
-                        part["max_similarity"],
-                        part["cluster"].astype(int),
-                    ]
+                marker={"color": colour, "size": 7, "opacity": 0.85},
+                customdata=_hover_data(
+                    part["text"], part["nearest_document"], part["max_similarity"], part["topic"]
                 ),
                 hovertemplate=(
                     "%{customdata[0]}<br>similarity %{customdata[2]:.3f}<br>nearest file: %{customdata[1]}"
-                    "<br>cluster %{customdata[3]}<extra></extra>"
+                    "<br>topic: %{customdata[3]}<extra></extra>"
                 ),
             )
         )
@@ -444,21 +662,40 @@ def similarity_polar(questions: pd.DataFrame, threshold: float) -> go.Figure:
     fig.add_trace(
         go.Scatterpolar(
             r=np.full(circle.shape, 1.0 - threshold), theta=circle, mode="lines",
-            line={"dash": "dash", "color": "#555"}, name=f"threshold {threshold:.2f}", hoverinfo="skip",
+            line={"dash": "dash", "color": NEUTRAL_LINE}, name=f"threshold {threshold:.2f}", hoverinfo="skip",
         )
     )
     outer = max(1.0 - threshold, float(frame["r"].max()) if len(frame) else 1.0) * 1.05
+    step_r = 0.1 if outer <= 0.45 else 0.25 if outer <= 1.1 else 0.5
+    radial_ticks = [round(v, 2) for v in np.arange(step_r, outer, step_r)][:4]
+    # Every k-th sector is named when there are many, so the names never overlap.
+    step = max(1, math.ceil(len(clusters) / POLAR_MAX_TICKS))
+    shown = list(range(0, len(clusters), step))
+    ticks = _polar_tick_names([topics[c] for c in clusters])
     fig.update_layout(
         polar={
-            "radialaxis": {"range": [0, outer], "angle": 90, "tickangle": 90},
+            # The radial axis points up through the empty wedge, with at most
+            # four small labels.
+            "radialaxis": {
+                "range": [0, outer], "angle": 90, "tickangle": 90, "side": "counterclockwise", "nticks": 4,
+                "tickmode": "array", "tickvals": radial_ticks, "ticktext": [f"{v:g}" for v in radial_ticks],
+                "tickfont": {"size": 10, "color": NEUTRAL_LINE},
+            },
             "angularaxis": {
                 "tickmode": "array",
-                "tickvals": [(i + 0.45) * sector for i in range(len(clusters))],
-                "ticktext": [f"C{int(c)}" for c in clusters],
+                "tickvals": [(start + (i + 0.45) * sector) % 360.0 for i in shown],
+                "ticktext": [ticks[i] for i in shown],
+                "tickfont": {"size": 11},
             },
+            "domain": {"x": [0.08, 0.92], "y": [0.0, 1.0]},
         }
     )
-    return _layout(fig, "Distance from the centre = 1 − best similarity (centre: well supported)", height=560)
+    return _layout(
+        fig, "Question support by topic",
+        "Distance from the centre = 1 − best similarity; near the centre = well supported. "
+        "Dashed: the threshold.",
+        height=500, margin={"l": 30, "r": 30},
+    )
 
 
 # --------------------------------------------------------------------------
@@ -467,32 +704,17 @@ def similarity_polar(questions: pd.DataFrame, threshold: float) -> go.Figure:
 
 __all__ += ["answerability_box", "dimension_sweep_chart", "mds_map"]
 
-ANSWERABLE_COLOUR = COVERED_COLOUR
-UNANSWERABLE_COLOUR = GAP_COLOUR
+ANSWERABLE_COLOUR = OK_COLOUR
+UNANSWERABLE_COLOUR = PROBLEM_COLOUR
 UNLABELLED_COLOUR = "#7f7f7f"
 CHUNK_COLOUR = "#9ecae1"
 
 
 def _answerable_floats(labels, n: int) -> np.ndarray:
     """Labels as 1.0 / 0.0 / NaN (strings parsed as ``answerability.parse_answerable`` does)."""
-    from coverage_core.answerability import _labels
+    from coverage_core.answerability import binary_labels
 
-    return _labels(labels, n)
-
-
-def _caption(fig: go.Figure, caption: str | None, below_px: int) -> go.Figure:
-    """``caption`` as grey text ``below_px`` pixels under the plot area, wrapped, with room made for it."""
-    if caption:
-        import textwrap
-
-        lines = textwrap.wrap(" ".join(str(caption).split()), 130) or [""]
-        fig.add_annotation(
-            text="<br>".join(html.escape(line, quote=False) for line in lines),
-            xref="paper", yref="paper", x=0.0, y=0.0, yshift=-below_px, xanchor="left", yanchor="top",
-            showarrow=False, align="left", font={"size": 11, "color": "#555"},
-        )
-        fig.update_layout(margin={"b": below_px + 16 * len(lines) + 16})
-    return fig
+    return binary_labels(labels, n)
 
 
 def answerability_box(similarities, labels, threshold: float | None = None, texts: Sequence[str] | None = None) -> go.Figure:
@@ -528,13 +750,16 @@ def answerability_box(similarities, labels, threshold: float | None = None, text
         )
     if threshold is not None and np.isfinite(threshold):
         fig.add_hline(
-            y=float(threshold), line={"dash": "dash", "color": "#555"},
+            y=float(threshold), line={"dash": "dash", "color": NEUTRAL_LINE},
             annotation_text=f"threshold {float(threshold):.2f}", annotation_position="top left",
         )
     n_unlabelled = int(np.isnan(y).sum())
     fig.update_xaxes(title=f"{n_unlabelled} unlabelled question(s) not shown" if n_unlabelled else "")
     fig.update_yaxes(title="best similarity to any chunk")
-    return _layout(fig, "Best similarity of answerable and not-answerable questions", showlegend=False)
+    return _layout(
+        fig, "Similarity of answerable vs not-answerable questions",
+        "Best similarity of each question to any chunk, by its label.", legend=None,
+    )
 
 
 def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go.Figure:
@@ -544,7 +769,7 @@ def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go
     ``method``, ``spearman`` and optionally ``auroc`` and
     ``point_biserial_r``. Dimensions are drawn as evenly spaced categories,
     smallest first. ``caption`` (e.g. ``answerability.truncation_note``) is
-    written under the chart.
+    written in the subtitle.
     """
     table = frame.sort_values("d").reset_index(drop=True)
     ds = [str(int(d)) for d in table["d"]]
@@ -553,7 +778,7 @@ def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go
     series = (
         ("spearman", "rank agreement with the full size (Spearman)", "#08519c", "circle"),
         ("auroc", "AUROC (answerable vs not)", "#31a354", "diamond"),
-        ("point_biserial_r", "point-biserial r", "#fd8d3c", "square"),
+        ("point_biserial_r", "point-biserial r", "#756bb1", "square"),
     )
     for column, name, colour, symbol in series:
         if column not in table:
@@ -572,12 +797,7 @@ def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go
         )
     fig.update_xaxes(title="dimensions used", type="category")
     fig.update_yaxes(title="value")
-    _layout(
-        fig, "How the per-question similarities change with fewer dimensions",
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.0},
-    )
-    fig.update_layout(margin={"t": 90})
-    return _caption(fig, caption, below_px=50)
+    return _layout(fig, "How similarities change with fewer dimensions", caption or None)
 
 
 def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None = None) -> go.Figure:
@@ -587,7 +807,8 @@ def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None =
     ``questions``: ``x``, ``y``, ``text``, optionally ``answerable``
     (1 / 0 / NaN) and ``max_similarity`` (see
     ``answerability.mds_frames``). Hover shows shortened, HTML-escaped text.
-    ``caption`` says what was sampled (``MdsPoints.caption``).
+    ``caption`` says what was sampled (``MdsPoints.caption``); it is written
+    in the subtitle.
     """
     fig = go.Figure()
     documents = chunks["document"] if "document" in chunks else pd.Series([""] * len(chunks))
@@ -597,22 +818,20 @@ def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None =
             y=chunks["y"],
             mode="markers",
             name="chunks",
-            marker={"size": 6, "color": CHUNK_COLOUR, "opacity": 0.6},
-            customdata=np.column_stack(
-                [[hover_text(t) for t in chunks["text"]], [hover_text(d, 80) for d in documents]]
-            ).reshape(len(chunks), 2),
+            marker={**CHUNK_MARKER, "color": CHUNK_COLOUR},
+            customdata=_hover_data(chunks["text"], documents),
             hovertemplate="<b>chunk</b> of %{customdata[1]}<br>%{customdata[0]}<extra></extra>",
         )
     )
     if "answerable" in questions:
         flags = _answerable_floats(questions["answerable"].to_numpy(), len(questions))
         groups = (
-            (flags == 1.0, "answerable questions", "diamond", ANSWERABLE_COLOUR),
-            (flags == 0.0, "not-answerable questions", "x", UNANSWERABLE_COLOUR),
-            (np.isnan(flags), "unlabelled questions", "diamond-open", UNLABELLED_COLOUR),
+            (flags == 1.0, "answerable questions", "diamond-open", ANSWERABLE_COLOUR),
+            (flags == 0.0, "not-answerable questions", "x-thin-open", UNANSWERABLE_COLOUR),
+            (np.isnan(flags), "unlabelled questions", "circle-open", UNLABELLED_COLOUR),
         )
     else:
-        groups = ((np.ones(len(questions), dtype=bool), "questions", "diamond", QUESTION_COLOUR),)
+        groups = ((np.ones(len(questions), dtype=bool), "questions", "diamond-open", QUESTION_COLOUR),)
     similarity = (
         questions["max_similarity"].astype(float).to_numpy()
         if "max_similarity" in questions else np.full(len(questions), np.nan)
@@ -621,26 +840,14 @@ def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None =
         if not mask.any():
             continue
         part = questions[mask]
-        fig.add_trace(
-            go.Scatter(
-                x=part["x"],
-                y=part["y"],
-                mode="markers",
-                name=name,
-                marker={"size": 11, "symbol": symbol, "color": colour, "line": {"width": 1, "color": "white"}},
-                customdata=np.column_stack(
-                    [[hover_text(t) for t in part["text"]],
-                     [f"{s:.3f}" if np.isfinite(s) else "n/a" for s in similarity[mask]]]
-                ),
-                hovertemplate=(
-                    f"<b>{name[:-1]}</b><br>%{{customdata[0]}}<br>best similarity %{{customdata[1]}}<extra></extra>"
-                ),
-            )
+        customdata = np.column_stack(
+            [[hover_text(t) for t in part["text"]],
+             [f"{s:.3f}" if np.isfinite(s) else "n/a" for s in similarity[mask]]]
         )
+        fig.add_trace(_question_trace(part, name, symbol, colour, customdata, "best similarity %{customdata[1]}"))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
-    _layout(fig, "MDS map of questions and chunks (1 − cosine)", height=640, legend={"itemsizing": "constant"})
-    return _caption(fig, caption, below_px=8)
+    return _layout(fig, "MDS map of questions and chunks (1 − cosine)", caption or None, legend="side", height=640)
 
 
 # --------------------------------------------------------------------------
@@ -649,12 +856,13 @@ def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None =
 
 __all__ += ["chunking_comparison_chart"]
 
+# Blues for coverage, greens and purple for retrieval: none warm (warm means a problem).
 CHUNKING_METRICS = (
     ("basic", "basic coverage", "#9ecae1"),
     ("balanced", "balanced coverage", "#08519c"),
-    ("precision_at_k", "precision@k", "#fdae6b"),
-    ("recall_at_k", "recall@k", "#e6550d"),
-    ("mrr", "MRR", "#31a354"),
+    ("precision_at_k", "precision@k", "#a1d99b"),
+    ("recall_at_k", "recall@k", "#31a354"),
+    ("mrr", "MRR", "#756bb1"),
 )
 
 
@@ -695,9 +903,4 @@ def chunking_comparison_chart(table: pd.DataFrame, k: int | None = None) -> go.F
         )
     fig.update_xaxes(title="chunk size / overlap (characters)", type="category")
     fig.update_yaxes(title="value", range=[0, 1])
-    _layout(
-        fig, "Coverage and retrieval per chunk configuration", barmode="group",
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.0},
-    )
-    fig.update_layout(margin={"t": 90})
-    return fig
+    return _layout(fig, "Coverage and retrieval per chunk configuration", barmode="group")

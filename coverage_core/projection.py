@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coverage_core.validation import unit_rows
+
 # Sized so that any corpus maps in about 15 s on a 2-core machine.
 DEFAULT_MAX_POINTS = 5000
 
@@ -88,12 +90,6 @@ def sample_evenly(labels: np.ndarray, budget: int, random_state: int | None = 0)
         if quota[position]
     ]
     return np.sort(np.concatenate(chosen))
-
-
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
 
 
 def _tsne(points: np.ndarray, random_state: int | None) -> np.ndarray:
@@ -185,8 +181,8 @@ def project_2d(
     max_points : int
         Chunks plus questions drawn at most; chunks are sampled to fit.
     """
-    chunk_vectors = _unit_rows(chunk_vectors)
-    question_vectors = _unit_rows(question_vectors).reshape(-1, chunk_vectors.shape[1])
+    chunk_vectors = unit_rows(np.asarray(chunk_vectors, dtype=np.float32))
+    question_vectors = unit_rows(np.asarray(question_vectors, dtype=np.float32).reshape(-1, chunk_vectors.shape[1]))
     if method not in {"tsne", "mds", "pca"}:
         raise ValueError(f"method must be 'tsne', 'mds' or 'pca', got {method!r}.")
     budget = max_points if method != "mds" else min(max_points, 2000)

@@ -2,6 +2,23 @@
 
 The JSON schema is versioned (``SCHEMA_VERSION``) and documented in the
 README. Nothing here ever writes an API key: configs carry none.
+
+Additions within schema version 2 (no field renamed, so the version stays):
+
+* ``after_apply`` — present only when suggested questions were accepted and
+  the test set rescored on the same clusters (the Gap page's Apply,
+  ``pipeline.accept_questions``)::
+
+      "after_apply": {"before": {metric: value, ...}, "after": {metric: value, ...},
+                      "change": {metric: after - before, ...},
+                      "n_questions_before", "n_questions_after", "n_accepted",
+                      "accepted_questions": [{"text", "origin": "llm"|"draft"|"you"|null,
+                                              "cluster", "document", "passage"}]}
+
+  The metric names are those of ``metrics``. ``origin`` ``"draft"`` is an
+  offline draft the user worded as a question; ``"you"`` a row the user
+  wrote; ``passage`` is the source passage shortened to
+  ``ACCEPTED_PASSAGE_CHARS``. See :func:`after_apply_section`.
 """
 
 from __future__ import annotations
@@ -11,20 +28,27 @@ import io
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from coverage_core.gaps import Suggestion
 from coverage_core.topics import cluster_name
 from coverage_core.pipeline import Analysis
+from coverage_core.validation import shorten
 
 SCHEMA_VERSION = 2
 
 METRIC_NAMES = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
 # The relative scores, listed after the tested share (an absolute figure) in the summary.
 RELATIVE_METRIC_NAMES = METRIC_NAMES[1:]
+
+# Longest source passage written for an accepted question (after_apply.accepted_questions[].passage).
+ACCEPTED_PASSAGE_CHARS = 300
 
 # Spreadsheet programs run a cell that starts with one of these as a formula
 # (OWASP "CSV injection", which lists tab and carriage return too; ASVS 1.2.10
@@ -61,6 +85,9 @@ def build_report(
     labels=None,
     subquestions=None,
     chunking=None,
+    improved: Analysis | None = None,
+    before: Analysis | Mapping[str, float] | None = None,
+    accepted: Sequence[Suggestion | Mapping[str, Any]] | None = None,
 ) -> dict:
     """The report as a JSON-ready dict (schema version 2).
 
@@ -82,13 +109,73 @@ def build_report(
     answerable), ``subquestions`` (a ``subquestions.SubQuestionResult``)
     and ``chunking_comparison`` (the table of
     ``chunking_comparison.compare_chunkings``).
+
+    ``after_apply`` (an addition within version 2; nothing was renamed) is
+    present when suggested questions were accepted and the test set
+    rescored (``pipeline.accept_questions``). Give either ``improved``, the
+    analysis after Apply (``analysis`` is then the one before, with its
+    gaps), or ``before``, the analysis or its metrics before Apply
+    (``analysis`` is then the one after); and ``accepted``, the accepted
+    questions (:class:`~coverage_core.gaps.Suggestion` objects, or mappings
+    with ``text`` or ``question``, ``origin``, ``cluster``, ``document``,
+    ``passage``, such as the rows of the dashboard's suggestions table).
+    See :func:`after_apply_section` for its fields. Without ``accepted``, the
+    questions the after-analysis added are listed with ``origin`` null.
     """
+    sections = _optional_sections(retrieval, answerability, labels, subquestions, chunking)
+    after_apply = _after_apply(analysis, improved, before, accepted)
+    if after_apply is not None:
+        sections["after_apply"] = after_apply
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "config": _config_section(analysis, inputs),
+        "calibration": _calibration_section(analysis, answerability),
+        "metrics": _metrics(analysis.metrics),
+        "summary": _summary_section(analysis),
+        "clusters": _cluster_entries(analysis),
+        "documents": _document_entries(analysis),
+        "questions": _question_entries(analysis, labels),
+        "duplicate_groups": _duplicate_section(analysis),
+        **sections,
+        "warnings": list(analysis.warnings),
+    }
+
+
+def _metrics(metrics: Mapping[str, float]) -> dict:
+    return {name: _plain(metrics[name]) for name in METRIC_NAMES}
+
+
+def _config_section(analysis: Analysis, inputs: dict | None) -> dict:
     config = analysis.config.to_dict()
     config["n_clusters_used"] = analysis.clustering.n_clusters
     config["screening_threshold"] = _plain(getattr(analysis.screener, "threshold_", None))
     if inputs:
         config["inputs"] = inputs
+    return _plain(config)
 
+
+def _calibration_section(analysis: Analysis, answerability) -> dict:
+    calibration = analysis.calibration.to_dict()
+    if answerability is not None:
+        calibration["labelled_threshold"] = getattr(answerability, "threshold", None)
+    return _plain(calibration)
+
+
+def _summary_section(analysis: Analysis) -> dict:
+    corpus = analysis.corpus
+    return {
+        "n_documents": len(corpus.documents),
+        "n_chunks": len(corpus.chunks),
+        "n_questions": len(analysis.questions.questions),
+        "n_outliers": int(analysis.is_outlier.sum()),
+        "n_blank_questions": analysis.questions.n_blank,
+        "n_chunks_over_token_limit": corpus.embedded.n_over_limit,
+        "embedded": corpus.embedded.n_embedded + analysis.question_embedding.n_embedded,
+        "from_cache": corpus.embedded.n_cached + analysis.question_embedding.n_cached,
+    }
+
+
+def _cluster_entries(analysis: Analysis) -> list[dict]:
     gaps_by_cluster = {gap.cluster: gap for gap in analysis.gaps}
     clusters = []
     for row in analysis.clusters.itertuples(index=False):
@@ -115,8 +202,11 @@ def build_report(
                 "representative_chunks": list(row.representative_chunks),
             }
         )
+    return clusters
 
-    documents = [
+
+def _document_entries(analysis: Analysis) -> list[dict]:
+    return [
         {
             "name": row.document,
             "n_chunks": int(row.n_chunks),
@@ -129,6 +219,8 @@ def build_report(
         for row in analysis.documents.itertuples(index=False)
     ]
 
+
+def _question_entries(analysis: Analysis, labels) -> list[dict]:
     questions = [
         {
             "row": int(row.row),
@@ -147,10 +239,29 @@ def build_report(
         for entry, label in zip(questions, labels.labels):
             if np.isfinite(label):
                 entry["label"] = int(label)
+    return questions
 
-    corpus = analysis.corpus
+
+def _duplicate_section(analysis: Analysis) -> dict:
     duplicates = analysis.duplicate_groups
     rows = np.asarray(analysis.questions.rows)
+    return {
+        "n_groups": duplicates.n_groups,
+        "n_questions": duplicates.n_questions,
+        "threshold": _plain(duplicates.threshold),
+        "groups": [
+            {
+                "representative": int(rows[representative]),
+                "rows": rows[members].tolist(),
+                "min_similarity": _plain(duplicates.similarity[members].min()),
+            }
+            for representative, members in duplicates.groups
+        ],
+    }
+
+
+def _optional_sections(retrieval, answerability, labels, subquestions, chunking) -> dict:
+    """The sections present only when computed, each from its own module's section builder."""
     sections = {}
     if retrieval is not None:
         from coverage_core.retrieval import retrieval_section
@@ -168,43 +279,138 @@ def build_report(
         from coverage_core.chunking_comparison import comparison_section
 
         sections["chunking_comparison"] = comparison_section(chunking)
-    calibration = analysis.calibration.to_dict()
-    if answerability is not None:
-        calibration["labelled_threshold"] = getattr(answerability, "threshold", None)
+    return sections
+
+
+# ---------------------------------------------------------------- after Apply
+
+
+@dataclass(frozen=True)
+class ApplyPair:
+    """The test set before and after Apply: the metrics of both, and each analysis when known."""
+
+    before_metrics: Mapping[str, float]
+    after_metrics: Mapping[str, float]
+    before: Analysis | None
+    after: Analysis | None
+
+    @property
+    def added_texts(self) -> list[str]:
+        """The questions the after-analysis has beyond the before-analysis (empty unless both are known)."""
+        if self.before is None or self.after is None:
+            return []
+        return [q.text for q in self.after.questions.questions[len(self.before.questions.questions):]]
+
+
+def apply_pair(
+    analysis: Analysis, improved: Analysis | None = None, before: Analysis | Mapping[str, float] | None = None
+) -> ApplyPair | None:
+    """Which side of Apply ``analysis`` is: before it when ``improved`` is given, after it when ``before`` is.
+
+    None when neither is given; ValueError when both are.
+    """
+    if improved is not None and before is not None:
+        raise ValueError("Give the analysis after Apply (improved) or the one before it (before), not both.")
+    if improved is not None:
+        return ApplyPair(analysis.metrics, improved.metrics, analysis, improved)
+    if before is not None:
+        if isinstance(before, Mapping):
+            return ApplyPair(before, analysis.metrics, None, analysis)
+        return ApplyPair(before.metrics, analysis.metrics, before, analysis)
+    return None
+
+
+def accepted_question_entries(
+    accepted: Sequence[Suggestion | Mapping[str, Any]] | None, added_texts: Sequence[str] = ()
+) -> list[dict]:
+    """The accepted questions as plain dicts ``{"text", "origin", "cluster", "document", "passage"}``.
+
+    ``accepted`` holds :class:`~coverage_core.gaps.Suggestion` objects or
+    mappings (the text under ``text`` or ``question``). Texts are put on one
+    line; ``passage`` is shortened to :data:`ACCEPTED_PASSAGE_CHARS`; a blank
+    ``document``, ``passage`` or ``origin`` becomes None. Without
+    ``accepted``, ``added_texts`` are listed with every other field None.
+    """
+    if accepted is None:
+        return [_accepted_entry({"text": text}) for text in added_texts]
+    return [_accepted_entry(item) for item in accepted]
+
+
+def _accepted_entry(item: Suggestion | Mapping[str, Any]) -> dict:
+    if not isinstance(item, Mapping):
+        item = {name: getattr(item, name, None) for name in ("text", "origin", "cluster", "document", "passage")}
+    text = item.get("text")
+    if _blank(text):
+        text = item.get("question")
+
+    def plain_text(name: str, limit: int | None = None) -> str | None:
+        value = item.get(name)
+        if _blank(value):
+            return None
+        return shorten(value, limit) if limit else " ".join(str(value).split())
+
+    cluster = item.get("cluster")
     return {
-        "schema_version": SCHEMA_VERSION,
-        "config": _plain(config),
-        "calibration": _plain(calibration),
-        "metrics": {name: _plain(analysis.metrics[name]) for name in METRIC_NAMES},
-        "summary": {
-            "n_documents": len(corpus.documents),
-            "n_chunks": len(corpus.chunks),
-            "n_questions": len(analysis.questions.questions),
-            "n_outliers": int(analysis.is_outlier.sum()),
-            "n_blank_questions": analysis.questions.n_blank,
-            "n_chunks_over_token_limit": corpus.embedded.n_over_limit,
-            "embedded": corpus.embedded.n_embedded + analysis.question_embedding.n_embedded,
-            "from_cache": corpus.embedded.n_cached + analysis.question_embedding.n_cached,
-        },
-        "clusters": clusters,
-        "documents": documents,
-        "questions": questions,
-        "duplicate_groups": {
-            "n_groups": duplicates.n_groups,
-            "n_questions": duplicates.n_questions,
-            "threshold": _plain(duplicates.threshold),
-            "groups": [
-                {
-                    "representative": int(rows[representative]),
-                    "rows": rows[members].tolist(),
-                    "min_similarity": _plain(duplicates.similarity[members].min()),
-                }
-                for representative, members in duplicates.groups
-            ],
-        },
-        **sections,
-        "warnings": list(analysis.warnings),
+        "text": "" if _blank(text) else " ".join(str(text).split()),
+        "origin": plain_text("origin"),
+        "cluster": None if _blank(cluster) else int(cluster),
+        "document": plain_text("document"),
+        "passage": plain_text("passage", ACCEPTED_PASSAGE_CHARS),
     }
+
+
+def _blank(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def after_apply_section(
+    pair: ApplyPair, accepted: Sequence[Suggestion | Mapping[str, Any]] | None = None
+) -> dict:
+    """The ``after_apply`` section of the report.
+
+    Schema::
+
+        {"before": {metric: value}, "after": {metric: value}, "change": {metric: after - before},
+         "n_questions_before", "n_questions_after", "n_accepted",
+         "accepted_questions": [{"text", "origin", "cluster", "document", "passage"}]}
+
+    Metrics are those of ``metrics`` (:data:`METRIC_NAMES`), rounded to 6
+    decimals; ``change`` is None where either side is. ``origin`` is
+    ``"llm"`` (written by the LLM), ``"draft"`` (an offline draft the user
+    worded as a question before accepting it: unworded drafts are never
+    applied), ``"you"`` (a row the user wrote in the dashboard) or null
+    (not known); ``cluster`` is the gap it was suggested for; ``document``
+    and ``passage`` (at most :data:`ACCEPTED_PASSAGE_CHARS` characters) are
+    its source, null when it has none. ``n_questions_*`` are null when that
+    side is given as metrics only.
+    """
+    entries = accepted_question_entries(accepted, pair.added_texts)
+    before, after = _metrics(pair.before_metrics), _metrics(pair.after_metrics)
+    return {
+        "before": before,
+        "after": after,
+        "change": {
+            name: None if before[name] is None or after[name] is None else round(after[name] - before[name], 6)
+            for name in METRIC_NAMES
+        },
+        "n_questions_before": len(pair.before.questions.questions) if pair.before is not None else None,
+        "n_questions_after": len(pair.after.questions.questions) if pair.after is not None else None,
+        "n_accepted": len(entries),
+        "accepted_questions": entries,
+    }
+
+
+def _after_apply(analysis: Analysis, improved, before, accepted) -> dict | None:
+    pair = apply_pair(analysis, improved, before)
+    if pair is None:
+        if accepted:
+            raise ValueError("Accepted questions need the analysis before (before) or after (improved) Apply.")
+        return None
+    return after_apply_section(pair, accepted)
 
 
 def write_report(report: dict, path: str | Path) -> None:
@@ -320,6 +526,19 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
         for rank, gap in enumerate(analysis.gaps[:5], start=1):
             label = analysis.clusters["label"].get(gap.cluster, "") if "label" in analysis.clusters else ""
             lines.append(f"  {rank}. {cluster_name(gap.cluster, label)} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
+    lines.extend(_check_lines(retrieval, answerability, chunking))
+    outliers = analysis.question_table[analysis.question_table["is_outlier"]]
+    if len(outliers):
+        lines.append("")
+        lines.append("Off-topic questions (highest scores first)")
+        for row in outliers.sort_values("outlier_score", ascending=False).head(10).itertuples(index=False):
+            lines.append(f"  row {row.row}: {row.text[:90]}")
+    return "\n".join(lines)
+
+
+def _check_lines(retrieval, answerability, chunking) -> list[str]:
+    """The summary lines of the optional checks (retrieval, answerability, chunking comparison)."""
+    lines: list[str] = []
     if retrieval is not None:
         lines.append("")
         lines.append(
@@ -347,10 +566,4 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
                    "mrr", "newly_embedded"]
         lines.append("  " + chunking[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-")
                      .replace("\n", "\n  "))
-    outliers = analysis.question_table[analysis.question_table["is_outlier"]]
-    if len(outliers):
-        lines.append("")
-        lines.append("Off-topic questions (highest scores first)")
-        for row in outliers.sort_values("outlier_score", ascending=False).head(10).itertuples(index=False):
-            lines.append(f"  row {row.row}: {row.text[:90]}")
-    return "\n".join(lines)
+    return lines

@@ -67,8 +67,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.errors import InputError
-from coverage_core.ingest import find_column
-from coverage_core.metrics import _unit_rows, _vectors  # one validation for every vector input
+from coverage_core.validation import check_vectors, is_blank, listed_columns, resolve_column, shorten, unit_rows
 from coverage_core.types import Chunk, Document, QuestionSet
 
 __all__ = [
@@ -184,14 +183,6 @@ class SourceRef:
         return self.name if self.page is None else f"{self.name}#page={self.page}"
 
 
-def _is_blank(cell) -> bool:
-    if cell is None or cell is pd.NA or cell is pd.NaT:
-        return True
-    if isinstance(cell, (float, np.floating)) and math.isnan(cell):
-        return True
-    return isinstance(cell, str) and not cell.strip()
-
-
 def parse_relevant(cell) -> tuple[SourceRef, ...]:
     """The relevant sources named in one cell, in order, without repeats.
 
@@ -216,7 +207,7 @@ def parse_relevant(cell) -> tuple[SourceRef, ...]:
     InputError
         A page number 0 (pages count from 1).
     """
-    if _is_blank(cell):
+    if is_blank(cell):
         return ()
     refs: list[SourceRef] = []
     seen: set[tuple[str, int | None]] = set()
@@ -237,13 +228,6 @@ def parse_relevant(cell) -> tuple[SourceRef, ...]:
     return tuple(refs)
 
 
-def _listed(columns: Sequence[str]) -> str:
-    shown = ", ".join(f"'{column}'" for column in columns[:20])
-    if len(columns) > 20:
-        shown += f" and {len(columns) - 20} more"
-    return shown
-
-
 def find_relevant_column(columns: Sequence[str], explicit: str | None = None) -> str | None:
     """The column naming each question's relevant source(s), as spelled in the file.
 
@@ -253,7 +237,8 @@ def find_relevant_column(columns: Sequence[str], explicit: str | None = None) ->
         The question table's column names.
     explicit : str, optional
         The column the user chose; matched exactly first, then ignoring case,
-        spaces, ``_`` and ``-``.
+        spaces, ``_`` and ``-`` (:func:`coverage_core.validation.resolve_column`).
+        None or blank: detect it.
 
     Returns
     -------
@@ -267,16 +252,7 @@ def find_relevant_column(columns: Sequence[str], explicit: str | None = None) ->
         ``explicit`` is given and no column matches it; the message lists the
         columns.
     """
-    columns = [str(column) for column in columns]
-    if explicit is not None:
-        column = explicit if explicit in columns else find_column(columns, [explicit])
-        if column is None:
-            raise InputError(
-                f"The question file has no column '{explicit}' naming the relevant sources; "
-                f"the columns are {_listed(columns)}."
-            )
-        return column
-    return find_column(columns, RELEVANT_COLUMN_NAMES)
+    return resolve_column(columns, explicit, RELEVANT_COLUMN_NAMES, what="relevant-source")
 
 
 def relevant_from_questions(
@@ -308,7 +284,7 @@ def relevant_from_questions(
     if found is None:
         raise InputError(
             "No column naming the relevant sources was found (columns: "
-            f"{_listed(columns)}); name it, for example 'source', or choose one explicitly."
+            f"{listed_columns(columns)}); name it, for example 'source', or choose one explicitly."
         )
     cells = frame[found]
     relevant: list[tuple[SourceRef, ...] | None] = []
@@ -395,13 +371,13 @@ def top_k_chunks(
         Their cosine similarities, non-increasing along each row.
     """
     k = _check_k(k)
-    chunks = _vectors(chunk_vectors, "chunk_vectors")
+    chunks = check_vectors(chunk_vectors, "chunk_vectors")
     n, dim = chunks.shape
     # Chunk lengths are divided out of each block rather than normalising a
     # copy of the chunk vectors (as large as the blocks at 20,000 x 384).
     lengths = np.sqrt(np.einsum("ij,ij->i", chunks, chunks))
     inverse_lengths = np.divide(1.0, lengths, out=np.zeros_like(lengths), where=lengths > 0)
-    questions = _unit_rows(_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+    questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
     m = questions.shape[0]
     k = min(k, n)
     if block_size is not None:
@@ -544,7 +520,7 @@ class _CorpusIndex:
 
 def _as_refs(entry, position: int) -> tuple[SourceRef, ...]:
     """One entry of ``relevant`` as labels without repeats; () when unlabelled."""
-    if entry is None or isinstance(entry, str) or _is_blank(entry):
+    if entry is None or isinstance(entry, str) or is_blank(entry):
         return parse_relevant(entry)
     if isinstance(entry, SourceRef):
         entry = (entry,)
@@ -567,11 +543,6 @@ def _as_refs(entry, position: int) -> tuple[SourceRef, ...]:
     for ref in refs:
         unique.setdefault((ref.key, ref.page), ref)
     return tuple(unique.values())
-
-
-def _shorten(text: str, limit: int = PASSAGE_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _aligned(values, count: int, name: str, per: str = "question") -> list:
@@ -651,84 +622,21 @@ def evaluate_retrieval(
     RetrievalResult
     """
     k_requested = _check_k(k)
-    chunk_array = _vectors(chunk_vectors, "chunk_vectors")
-    n = chunk_array.shape[0]
-    questions = _vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunk_array.shape[1])
-    m = questions.shape[0]
-    chunks = _aligned(chunks, n, "chunks", per="chunk vector")
-    relevant = _aligned(relevant, m, "relevant")
-    rows = list(range(m)) if rows is None else [int(row) for row in _aligned(rows, m, "rows")]
-    texts = [None] * m if question_texts is None else _aligned(question_texts, m, "question_texts")
+    chunk_array, questions, chunks, relevant, rows, texts = _evaluation_inputs(
+        question_vectors, chunk_vectors, chunks, relevant, rows, question_texts
+    )
+    n, m = chunk_array.shape[0], questions.shape[0]
     k = min(k_requested, n)
 
     labels = [_as_refs(entry, i) for i, entry in enumerate(relevant)]
     labelled = [i for i in range(m) if labels[i]]
     n_unlabelled = m - len(labelled)
     index = _CorpusIndex.build(chunks, documents)
-
-    unknown: dict[tuple[str, int | None], str] = {}
-    for i in labelled:
-        for ref in labels[i]:
-            if (ref.key, ref.page) not in unknown and not index.is_known(ref):
-                unknown[(ref.key, ref.page)] = str(ref)
+    unknown = _unknown_sources(labels, labelled, index)
 
     top, sims = top_k_chunks(questions[labelled], chunk_array, k, block_size=block_size)
     zero = np.linalg.norm(questions[labelled], axis=1) == 0 if labelled else np.zeros(0, dtype=bool)
-
-    records: list[dict] = []
-    failures: list[dict] = []
-    for position, i in enumerate(labelled):
-        refs = labels[i]
-        docs = [index.documents_of(ref) for ref in refs]
-        chunk_relevant = np.zeros(k, dtype=bool)
-        ref_found = np.zeros(len(refs), dtype=bool)
-        if not zero[position]:
-            for rank, chunk in enumerate(top[position]):
-                for r, ref in enumerate(refs):
-                    if index.matches(chunk, ref, docs[r]):
-                        chunk_relevant[rank] = True
-                        ref_found[r] = True
-        hits = np.flatnonzero(chunk_relevant)
-        first_rank = int(hits[0]) + 1 if hits.size else None
-        retrieved_chunks = [int(c) for c in top[position]]
-        records.append(
-            {
-                "row": rows[i],
-                "question": texts[i],
-                "relevant": [str(ref) for ref in refs],
-                "retrieved": [chunks[c].document for c in retrieved_chunks],
-                "retrieved_pages": [_page_of(index, c) for c in retrieved_chunks],
-                "retrieved_chunks": retrieved_chunks,
-                "similarities": [float(s) for s in sims[position]],
-                "precision_at_k": float(chunk_relevant.sum()) / k,
-                "recall_at_k": float(ref_found.sum()) / len(refs),
-                "hit_at_k": int(hits.size > 0),
-                "reciprocal_rank": 1.0 / first_rank if first_rank else 0.0,
-                "first_relevant_rank": first_rank,
-            }
-        )
-        if not hits.size:
-            expected = " | ".join(str(ref) for ref in refs)
-            for rank, chunk in enumerate(retrieved_chunks, start=1):
-                failures.append(
-                    {
-                        "row": rows[i],
-                        "question": texts[i],
-                        "expected": expected,
-                        "rank": rank,
-                        "source": chunks[chunk].document,
-                        "page": _page_of(index, chunk),
-                        "similarity": float(sims[position, rank - 1]),
-                        "passage": _shorten(chunks[chunk].text),
-                        "chunk": chunk,
-                    }
-                )
-
-    per_question = pd.DataFrame.from_records(records, columns=_PER_QUESTION_COLUMNS)
-    per_question["first_relevant_rank"] = per_question["first_relevant_rank"].astype("Int64")
-    failure_frame = pd.DataFrame.from_records(failures, columns=_FAILURE_COLUMNS)
-    if not failure_frame.empty:
-        failure_frame = failure_frame.sort_values(["row", "rank"], kind="stable").reset_index(drop=True)
+    per_question, failure_frame = _score_questions(labels, labelled, top, sims, zero, k, index, chunks, rows, texts)
 
     def mean(column: str) -> float:
         return float(per_question[column].mean()) if len(per_question) else float("nan")
@@ -753,6 +661,101 @@ def evaluate_retrieval(
     )
 
 
+def _evaluation_inputs(question_vectors, chunk_vectors, chunks, relevant, rows, question_texts):
+    """The inputs of :func:`evaluate_retrieval`, checked and aligned (InputError naming the one that does not fit)."""
+    chunk_array = check_vectors(chunk_vectors, "chunk_vectors")
+    n = chunk_array.shape[0]
+    questions = check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunk_array.shape[1])
+    m = questions.shape[0]
+    chunks = _aligned(chunks, n, "chunks", per="chunk vector")
+    relevant = _aligned(relevant, m, "relevant")
+    rows = list(range(m)) if rows is None else [int(row) for row in _aligned(rows, m, "rows")]
+    texts = [None] * m if question_texts is None else _aligned(question_texts, m, "question_texts")
+    return chunk_array, questions, chunks, relevant, rows, texts
+
+
+def _unknown_sources(
+    labels: list[tuple[SourceRef, ...]], labelled: list[int], index: _CorpusIndex
+) -> dict[tuple[str, int | None], str]:
+    """The labels no chunk matches, each once, in the order first named."""
+    unknown: dict[tuple[str, int | None], str] = {}
+    for i in labelled:
+        for ref in labels[i]:
+            if (ref.key, ref.page) not in unknown and not index.is_known(ref):
+                unknown[(ref.key, ref.page)] = str(ref)
+    return unknown
+
+
+def _score_questions(labels, labelled, top, sims, zero, k: int, index: _CorpusIndex, chunks, rows, texts):
+    """The per-question table of the labelled questions and the failures table."""
+    records: list[dict] = []
+    failures: list[dict] = []
+    for position, i in enumerate(labelled):
+        refs = labels[i]
+        chunk_relevant, ref_found = _relevance(top[position], refs, index, k, zero[position])
+        hits = np.flatnonzero(chunk_relevant)
+        first_rank = int(hits[0]) + 1 if hits.size else None
+        retrieved_chunks = [int(c) for c in top[position]]
+        records.append(
+            {
+                "row": rows[i],
+                "question": texts[i],
+                "relevant": [str(ref) for ref in refs],
+                "retrieved": [chunks[c].document for c in retrieved_chunks],
+                "retrieved_pages": [_page_of(index, c) for c in retrieved_chunks],
+                "retrieved_chunks": retrieved_chunks,
+                "similarities": [float(s) for s in sims[position]],
+                "precision_at_k": float(chunk_relevant.sum()) / k,
+                "recall_at_k": float(ref_found.sum()) / len(refs),
+                "hit_at_k": int(hits.size > 0),
+                "reciprocal_rank": 1.0 / first_rank if first_rank else 0.0,
+                "first_relevant_rank": first_rank,
+            }
+        )
+        if not hits.size:
+            failures.extend(_failure_rows(rows[i], texts[i], refs, retrieved_chunks, sims[position], index, chunks))
+
+    per_question = pd.DataFrame.from_records(records, columns=_PER_QUESTION_COLUMNS)
+    per_question["first_relevant_rank"] = per_question["first_relevant_rank"].astype("Int64")
+    failure_frame = pd.DataFrame.from_records(failures, columns=_FAILURE_COLUMNS)
+    if not failure_frame.empty:
+        failure_frame = failure_frame.sort_values(["row", "rank"], kind="stable").reset_index(drop=True)
+    return per_question, failure_frame
+
+
+def _relevance(retrieved, refs, index: _CorpusIndex, k: int, zero: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the ``k`` retrieved chunks are relevant, and which of ``refs`` some retrieved chunk matches."""
+    docs = [index.documents_of(ref) for ref in refs]
+    chunk_relevant = np.zeros(k, dtype=bool)
+    ref_found = np.zeros(len(refs), dtype=bool)
+    if not zero:
+        for rank, chunk in enumerate(retrieved):
+            for r, ref in enumerate(refs):
+                if index.matches(chunk, ref, docs[r]):
+                    chunk_relevant[rank] = True
+                    ref_found[r] = True
+    return chunk_relevant, ref_found
+
+
+def _failure_rows(row, question, refs, retrieved_chunks, similarities, index: _CorpusIndex, chunks) -> list[dict]:
+    """One failures-table row per chunk retrieved by a question that found nothing relevant."""
+    expected = " | ".join(str(ref) for ref in refs)
+    return [
+        {
+            "row": row,
+            "question": question,
+            "expected": expected,
+            "rank": rank,
+            "source": chunks[chunk].document,
+            "page": _page_of(index, chunk),
+            "similarity": float(similarities[rank - 1]),
+            "passage": shorten(chunks[chunk].text, PASSAGE_CHARS),
+            "chunk": chunk,
+        }
+        for rank, chunk in enumerate(retrieved_chunks, start=1)
+    ]
+
+
 def _page_of(index: _CorpusIndex, chunk: int) -> int | None:
     page = int(index.first_page[chunk])
     return page if page > 0 else None
@@ -770,7 +773,7 @@ def _notes(
 ) -> list[str]:
     notes: list[str] = []
     if k < k_requested:
-        notes.append(f"k = {k_requested} is more than the {n} chunks, so k = {k} was used.")
+        notes.append(f"You asked for {k_requested} passages per question, but there are only {n}, so {k} were used.")
     where = f"'{column}'" if column else "the relevant-source column"
     if m and n_unlabelled == m:
         notes.append(

@@ -29,6 +29,9 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.neighbors import LocalOutlierFactor
 from threadpoolctl import threadpool_limits
 
+from coverage_core.errors import InputError
+from coverage_core.validation import unit_rows
+
 # Fewer questions than this give no usable "bulk" for the robust z-score, so
 # nothing is flagged automatically (users can still force questions out).
 MIN_QUESTIONS_FOR_DECISION = 5
@@ -67,33 +70,41 @@ MIN_WORD_LENGTH = 3
 # because "What happened in 1887?" asks about the year, and encyclopaedic
 # text hardly ever uses the verb. The second line is how questions refer to
 # the source itself ("According to the text, what does the knowledge base
-# say about …?"): no passage needs those words to answer them.
+# say about …?", "Regarding this topic, …"): no passage needs those words to answer them.
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how whether did does do done was "
     "were is are be been many much happen happened".split()
     + "according knowledge base say says said tell describe explain mention mentioned "
-    "text document documents passage article source see".split()
+    "text document documents passage article source see regarding topic".split()
 )
 # One suffix is stripped, the first that matches, if at least 3 letters remain
 # (and never from words ending in "ss"): a crude stemmer that folds plurals
 # and the usual inflections (retire, retired, retires -> "retir"; ant, ants).
 # A second pass (retirement -> retire -> retir) merged too many distinct
 # words: F1 0.84 vs 0.85, worst split 0.76 vs 0.80.
+# Misspelt question words are matched to a corpus word one edit away when
+# their stem has at least MIN_FIXABLE_LENGTH letters (shorter words have too
+# many neighbours: "zhou" -> "zhu"), for at most MAX_SPELLING_FIXES distinct
+# words per call (each costs about 300 lookups per chunk).
+MIN_FIXABLE_LENGTH = 5
+MAX_SPELLING_FIXES = 200
 SUFFIXES = ("ments", "ment", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", "y")
-# Weight of the lexical component in the combined score (the embedding
-# component has 1 - LEXICAL_WEIGHT).
+# Weight of the lexical component in the relative rule's combined score (the
+# embedding component has 1 - LEXICAL_WEIGHT).
 LEXICAL_WEIGHT = 0.5
 
-# Absolute decision, used when a support threshold tau is given (see
-# QuestionScreener, "Decision against the documents"). A question's support
-# margin is
-#   (1 - LEXICAL_WEIGHT) * (max_sim - tau) / EMBEDDING_UNIT
-#   + LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT
-# and it is flagged when the margin is below STRICTNESS_SPAN * (strictness - 1).
+# Absolute decision, used when a support threshold tau is given: the
+# constants of support_margin() and margin_cut(). EMBEDDING_UNIT (cosine) and
+# LEXICAL_UNIT (coverage) are one unit of evidence each; LEXICAL_CUT (70% of
+# the question's idf-weighted content words together in one chunk) is the
+# lexical counterpart of tau. Tuned on half the wiki-qa articles with whole kinds of article removed
+# (benchmarks/eval_offtopic.py --tune: the tightest cut keeping precision and
+# recall >= 0.8 at 5%, 45% and 65% off-topic, between -0.7 and -0.8).
+MARGIN_LEXICAL_WEIGHT = 0.6
 EMBEDDING_UNIT = 0.1
 LEXICAL_CUT = 0.7
 LEXICAL_UNIT = 0.25
-STRICTNESS_SPAN = 1.0
+STRICTNESS_SPAN = 1.5
 
 # ASCII punctuation and control characters separate words.
 _SEPARATORS_ASCII = string.punctuation.encode("ascii") + bytes(range(32)) + b"\x7f"
@@ -146,6 +157,92 @@ def _question_terms(text: str) -> list[bytes]:
     return list(dict.fromkeys(stems))
 
 
+def _stem_forms(stem_id: dict[bytes, int]) -> dict[bytes, int]:
+    """Every surface form whose stem is one of ``stem_id``, mapped to its id.
+
+    Stripping is the only normalisation, so every form is the stem plus one
+    suffix (or the stem itself).
+    """
+    form_id: dict[bytes, int] = {}
+    for stem, j in stem_id.items():
+        for form in (stem,) + tuple(stem + suffix for suffix in _SUFFIXES_B):
+            if normalise_word(form) == stem:
+                form_id[form] = j
+    return form_id
+
+
+def _presence(chunk_texts: Sequence[str], stem_id: dict[bytes, int]) -> sparse.csr_matrix:
+    """Chunk x stem 0/1 matrix: which of the stems occur in which chunk.
+
+    Only the wanted forms are looked up, so a chunk costs one lower-case,
+    translate, split and set intersection (C speed).
+    """
+    form_id = _stem_forms(stem_id)
+    forms = frozenset(form_id)
+    lookup = form_id.__getitem__
+    indptr = [0]
+    indices: list[int] = []
+    for text in chunk_texts:
+        indices.extend(map(lookup, forms.intersection(_words(text))))
+        indptr.append(len(indices))
+    present = sparse.csr_matrix(
+        (np.ones(len(indices), dtype=np.float32), np.asarray(indices, dtype=np.int64),
+         np.asarray(indptr, dtype=np.int64)),
+        shape=(len(chunk_texts), len(stem_id)),
+    )
+    present.sum_duplicates()  # two forms of one stem in a chunk count once
+    present.data[:] = 1.0
+    return present
+
+
+def _one_edit(word: bytes) -> set[bytes]:
+    """Words one deletion, swap of neighbours, substitution or insertion of
+    a letter a-z away from ``word``."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    letters = [bytes((c,)) for c in range(ord("a"), ord("z") + 1)]
+    edits = {a + b[1:] for a, b in splits if b}
+    edits |= {a + b[1:2] + b[0:1] + b[2:] for a, b in splits if len(b) > 1}
+    edits |= {a + c + b[1:] for a, b in splits if b for c in letters}
+    edits |= {a + c + b for a, b in splits for c in letters}
+    edits.discard(word)
+    return edits
+
+
+def _spelling_fixes(
+    chunk_texts: Sequence[str], absent: list[bytes]
+) -> tuple[dict[bytes, bytes], sparse.csr_matrix, dict[bytes, int]]:
+    """Corpus words one edit away from question words the corpus lacks.
+
+    A question word that occurs in no chunk but is one typing slip from a
+    word that does ("borvn", "cimbals") is almost always that word
+    misspelt; counting it as absent made well-supported questions look
+    off-topic. Only stems of at least ``MIN_FIXABLE_LENGTH`` letters are
+    fixed (shorter ones have too many neighbours), at most
+    ``MAX_SPELLING_FIXES`` of them, and each to its most frequent neighbour.
+
+    Returns the fixes (absent stem -> corpus stem) and the chunk x stem
+    presence of the corpus stems, with their column ids.
+    """
+    candidates = [t for t in absent if len(t) >= MIN_FIXABLE_LENGTH and t.isalpha()]
+    candidates = candidates[:MAX_SPELLING_FIXES]
+    if not candidates:
+        return {}, sparse.csr_matrix((len(chunk_texts), 0), dtype=np.float32), {}
+    neighbours = {t: {normalise_word(e) for e in _one_edit(t)} for t in candidates}
+    variant_id: dict[bytes, int] = {}
+    for variants in neighbours.values():
+        for v in variants:
+            if len(v) >= 3:
+                variant_id.setdefault(v, len(variant_id))
+    present = _presence(chunk_texts, variant_id)
+    df = np.bincount(present.indices, minlength=len(variant_id))
+    fixes = {}
+    for stem, variants in neighbours.items():
+        found = [(int(df[variant_id[v]]), v) for v in variants if v in variant_id and df[variant_id[v]]]
+        if found:
+            fixes[stem] = max(found)[1]
+    return fixes, present.tocsc(), variant_id
+
+
 def lexical_coverage(
     question_texts: Sequence[str], chunk_texts: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
@@ -157,12 +254,8 @@ def lexical_coverage(
     ``idf = ln((1 + n_chunks) / (1 + df)) + 1`` (scikit-learn's smoothed
     idf): a word found in no chunk gets the largest weight. A question's
     coverage is the largest, over chunks, idf-weighted share of its words
-    that the chunk contains.
-
-    Only the question words are looked up, so a chunk costs one lower-case,
-    translate, split and set intersection (C speed); the word forms that
-    stem to a question word are generated from the stem (stripping is the
-    only normalisation, so every form is the stem plus one suffix).
+    that the chunk contains. A word found in no chunk but one typing slip
+    away from a corpus word counts as that word (see ``_spelling_fixes``).
 
     Returns
     -------
@@ -171,7 +264,8 @@ def lexical_coverage(
     best_chunk : ndarray of shape (n_questions,), int
         Chunk reaching that coverage (-1 when NaN or no word was found).
     absent_words : list of list of str
-        Each question's content words that occur in no chunk.
+        Each question's content words that occur in no chunk (misspellings
+        of corpus words excluded).
     """
     terms = [_question_terms(t) for t in question_texts]
     n = len(terms)
@@ -181,29 +275,20 @@ def lexical_coverage(
     for ts in terms:
         for t in ts:
             stem_id.setdefault(t, len(stem_id))
-    # Every surface form whose stem is a question stem.
-    form_id: dict[bytes, int] = {}
-    for stem, j in stem_id.items():
-        for form in (stem,) + tuple(stem + suffix for suffix in _SUFFIXES_B):
-            if normalise_word(form) == stem:
-                form_id[form] = j
-    forms = frozenset(form_id)
-    lookup = form_id.__getitem__
     n_chunks = len(chunk_texts)
-    indptr = [0]
-    indices: list[int] = []
-    for text in chunk_texts:
-        indices.extend(map(lookup, forms.intersection(_words(text))))
-        indptr.append(len(indices))
-    # Chunk x stem presence; two forms of one stem in a chunk count once.
-    present = sparse.csr_matrix(
-        (np.ones(len(indices), dtype=np.float32), np.asarray(indices, dtype=np.int64),
-         np.asarray(indptr, dtype=np.int64)),
-        shape=(n_chunks, len(stem_id)),
-    )
-    present.sum_duplicates()
-    present.data[:] = 1.0
+    present = _presence(chunk_texts, stem_id)
     df = np.bincount(present.indices, minlength=len(stem_id))
+    fixes, variant_present, variant_id = _spelling_fixes(
+        chunk_texts, [t for t, j in stem_id.items() if df[j] == 0]
+    )
+    if fixes:
+        present = present.tocsc()
+        columns = [
+            variant_present[:, variant_id[fixes[t]]] if t in fixes else present[:, j]
+            for t, j in stem_id.items()
+        ]
+        present = sparse.hstack(columns, format="csr", dtype=np.float32)
+        df = np.bincount(present.indices, minlength=len(stem_id))
     idf = (np.log((1.0 + n_chunks) / (1.0 + df)) + 1.0).astype(np.float32)
 
     rows = np.repeat(np.arange(n), [len(ts) for ts in terms])
@@ -264,8 +349,8 @@ def support_margin(
 ) -> np.ndarray:
     """How far each question is above the documents' support level (> 0 = supported).
 
-    ``(1 - LEXICAL_WEIGHT) * (max_similarity - tau) / EMBEDDING_UNIT +
-    LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT``. A question
+    ``(1 - MARGIN_LEXICAL_WEIGHT) * (max_similarity - tau) / EMBEDDING_UNIT +
+    MARGIN_LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT``. A question
     without lexical evidence (no texts, or no content words: NaN coverage)
     is judged on its similarity alone, ``(max_similarity - tau) /
     EMBEDDING_UNIT``. Each question's margin depends only on that question
@@ -276,7 +361,7 @@ def support_margin(
     known = np.isfinite(lex)
     return np.where(
         known,
-        (1.0 - LEXICAL_WEIGHT) * emb + LEXICAL_WEIGHT * np.where(known, lex, 0.0),
+        (1.0 - MARGIN_LEXICAL_WEIGHT) * emb + MARGIN_LEXICAL_WEIGHT * np.where(known, lex, 0.0),
         emb,
     )
 
@@ -286,8 +371,7 @@ def margin_cut(strictness: float) -> float:
 
     ``STRICTNESS_SPAN * (strictness - 1)``: strictness 1 flags every
     question short of the support level (margin < 0), the default 0.5 those
-    short by more than half a unit (margin < -0.5: 0.05 of cosine below tau
-    on the embedding side alone), strictness 0 by more than one unit.
+    short by more than 0.75 of a unit, strictness 0 by more than 1.5 units.
     """
     _check_strictness(strictness)
     return STRICTNESS_SPAN * (float(strictness) - 1.0)
@@ -298,7 +382,7 @@ def _check_strictness(strictness) -> None:
     if not isinstance(strictness, (int, float, np.integer, np.floating)) or not (
         lo <= float(strictness) <= hi
     ):
-        raise ValueError(
+        raise InputError(
             f"strictness must be a number between {lo} and {hi}, got {strictness!r}. "
             "Valid values are 0 (flag only extreme questions) to 1 (flag many); "
             "the default is 0.5."
@@ -308,14 +392,12 @@ def _check_strictness(strictness) -> None:
 def _as_matrix(X, name: str) -> np.ndarray:
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[1] < 1:
-        raise ValueError(f"{name} must be a 2-D array (n, n_features), got shape {X.shape}.")
+        raise InputError(f"{name} must be a 2-D array (n, n_features), got shape {X.shape}.")
     if not np.issubdtype(X.dtype, np.floating):
         X = X.astype(np.float32)
     if not np.isfinite(X).all():
-        raise ValueError(f"{name} contains NaN or infinite values; check the embeddings.")
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return (X / norms).astype(np.float32, copy=False)
+        raise InputError(f"{name} contains NaN or infinite values; check the embeddings.")
+    return unit_rows(X).astype(np.float32, copy=False)
 
 
 def _top_k_mean(sims: np.ndarray, k: int) -> np.ndarray:
@@ -495,7 +577,7 @@ def apply_overrides(
     decision = np.array(is_outlier, dtype=bool, copy=True)
     rows = np.asarray(rows)
     if decision.shape != rows.shape:
-        raise ValueError(
+        raise InputError(
             f"is_outlier and rows must have the same length, got {decision.shape[0]} "
             f"and {rows.shape[0]}."
         )
@@ -585,32 +667,21 @@ class QuestionScreener:
        calibrated support level ``tau`` (the cosine at which a question
        reaches a passage for this model and corpus;
        ``coverage_core.calibration``) each question is judged on its own
-       evidence alone, its *support margin*::
-
-           margin = (1 - LEXICAL_WEIGHT) * (max_sim - tau) / EMBEDDING_UNIT
-                    + LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT
-
-       with ``max_sim`` its raw best cosine to any chunk (the scale tau is
+       evidence alone, its *support margin* (:func:`support_margin`): how
+       far its raw best cosine to any chunk is above tau (the scale tau is
        calibrated on; the density correction of step 1 is relative to the
-       corpus, not to tau) and ``coverage`` the lexical coverage of step 2
-       (a question without content words, or a fit without texts, uses the
-       first term alone, undivided). Constants: ``EMBEDDING_UNIT`` = 0.1 of
-       cosine and ``LEXICAL_UNIT`` = 0.25 of coverage are one unit of
-       evidence each, ``LEXICAL_CUT`` = 0.7 (70% of the question's
-       idf-weighted content words found together in one chunk) is the
-       lexical counterpart of tau, and the two halves weigh equally
-       (``LEXICAL_WEIGHT``), so either kind of evidence can make up for a
-       shortfall in the other (a cousin topic's question: cosine above tau,
-       its key name in no chunk; a context-free question: low cosine, its
-       words together in a chunk). A question is flagged when ``margin <
-       STRICTNESS_SPAN * (strictness - 1)``: strictness 1 flags any
-       shortfall (margin < 0), the default 0.5 a shortfall of more than
-       half a unit (margin < -0.5; 0.05 of cosine below tau on the
-       embedding side alone), strictness 0 of more than one unit. The
-       constants were chosen on the tuning half of wiki-qa in
-       ``benchmarks/eval_offtopic.py --tune`` (best worst-mix F1 over a
-       small grid; neighbours' median smoothing and the density-corrected
-       support gained at most 0.04 F1 there and were left out).
+       corpus, not to tau), plus how far the lexical coverage of step 2 is
+       above ``LEXICAL_CUT``, each in units of evidence and weighted, so
+       either kind of evidence can make up for a shortfall in the other (a
+       cousin topic's question: cosine above tau, its key name in no chunk;
+       a context-free question: low cosine, its words together in a chunk).
+       A question is flagged when its margin is below :func:`margin_cut`
+       of the strictness. The constants were chosen on the tuning half of
+       wiki-qa in ``benchmarks/eval_offtopic.py --tune``, with whole kinds
+       of article removed from the corpus (neighbours' median smoothing and
+       the density-corrected support gained at most 0.04 F1 there and were
+       left out; so did the top-3 mean, the peak over the mean and a
+       logistic fit of them, none better than the two terms).
        The margin depends on that question and the chunks only, so the
        decision does not change with how many other questions are
        off-topic; the neighbour smoothing of step 3 (which depends on the
@@ -768,19 +839,39 @@ class QuestionScreener:
         -------
         self : QuestionScreener
         """
+        self._check_parameters()
+        Q, C, chunk_labels, question_texts, chunk_texts = self._check_inputs(
+            question_vectors, chunk_vectors, chunk_labels, question_texts, chunk_texts
+        )
+        notes: list[str] = []
+        max_sim, nearest, own = self._document_support(Q, C, chunk_labels)
+        own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes)
+        score = self._smooth_over_neighbours(Q, own, lexical_used, notes)
+        self._prepare_decision(score, max_sim, notes)
+
+        self.outlier_score_ = score
+        self.max_similarity_ = max_sim
+        self.nearest_chunk_ = nearest
+        self.n_questions_ = Q.shape[0]
+        self.warnings_ = notes
+        self.is_outlier_ = self.decide(self.strictness)
+        self.threshold_ = self._threshold(self.strictness)
+        return self
+
+    def _check_parameters(self) -> None:
         _check_strictness(self.strictness)
         if not isinstance(self.n_neighbors, (int, np.integer)) or self.n_neighbors < 1:
-            raise ValueError(
+            raise InputError(
                 f"n_neighbors must be an integer >= 1, got {self.n_neighbors!r}. "
                 "Valid values are 1, 2, 3, ...; the default is 20."
             )
         if not 0 <= self.density_weight <= 1:
-            raise ValueError(
+            raise InputError(
                 f"density_weight must be between 0 and 1, got {self.density_weight!r}. "
                 "Valid values are 0 (plain best cosine) to 1; the default is 0.5."
             )
         if not 0 <= self.neighbor_weight < 1:
-            raise ValueError(
+            raise InputError(
                 f"neighbor_weight must be at least 0 and below 1, got "
                 f"{self.neighbor_weight!r}. Valid values are 0 (no smoothing) up to "
                 "but excluding 1; the default is 0.5."
@@ -791,29 +882,34 @@ class QuestionScreener:
             or not isinstance(tau, (int, float, np.integer, np.floating))
             or not 0 < float(tau) <= 1
         ):
-            raise ValueError(
+            raise InputError(
                 f"support_threshold must be a cosine similarity in (0, 1] or None, got "
                 f"{tau!r}. Pass the calibrated level (coverage_core.calibration), or None "
                 "to decide by the questions' robust z-scores."
             )
+
+    @staticmethod
+    def _check_inputs(question_vectors, chunk_vectors, chunk_labels, question_texts, chunk_texts):
+        """Unit-row float32 matrices, the labels as an array and the texts as
+        lists of str (None stays None); InputError if they do not fit together."""
         Q = _as_matrix(question_vectors, "question_vectors")
         C = _as_matrix(chunk_vectors, "chunk_vectors")
         if Q.shape[1] != C.shape[1]:
-            raise ValueError(
+            raise InputError(
                 f"Questions have {Q.shape[1]} features but chunks have {C.shape[1]}; "
                 "embed both with the same model."
             )
         if C.shape[0] < 1:
-            raise ValueError("chunk_vectors is empty; at least one chunk is needed.")
+            raise InputError("chunk_vectors is empty; at least one chunk is needed.")
         if chunk_labels is not None:
             chunk_labels = np.asarray(chunk_labels)
             if chunk_labels.shape != (C.shape[0],):
-                raise ValueError(
+                raise InputError(
                     f"chunk_labels must have one label per chunk ({C.shape[0]}), "
                     f"got shape {chunk_labels.shape}."
                 )
         if (question_texts is None) != (chunk_texts is None):
-            raise ValueError(
+            raise InputError(
                 "Pass both question_texts and chunk_texts (for the lexical evidence) "
                 "or neither (embeddings only); got only "
                 f"{'question_texts' if chunk_texts is None else 'chunk_texts'}."
@@ -822,16 +918,18 @@ class QuestionScreener:
             question_texts = [t if isinstance(t, str) else "" for t in question_texts]
             chunk_texts = [t if isinstance(t, str) else "" for t in chunk_texts]
             if len(question_texts) != Q.shape[0] or len(chunk_texts) != C.shape[0]:
-                raise ValueError(
+                raise InputError(
                     "question_texts and chunk_texts must have one text per vector: got "
                     f"{len(question_texts)} question texts for {Q.shape[0]} question "
                     f"vectors and {len(chunk_texts)} chunk texts for {C.shape[0]} chunk "
                     "vectors."
                 )
-        notes: list[str] = []
-        n = Q.shape[0]
+        return Q, C, chunk_labels, question_texts, chunk_texts
 
-        # Step 1: support from the documents, one block of questions at a time.
+    def _document_support(self, Q: np.ndarray, C: np.ndarray, chunk_labels):
+        """Step 1, one block of questions at a time: each question's best
+        cosine, its chunk, and the embedding score (sets ``embedding_score_``)."""
+        n = Q.shape[0]
         if self.density_weight > 0:
             # Many small products: multi-threaded BLAS spins on them and was
             # 4x slower than one thread on a busy 2-core machine.
@@ -855,84 +953,85 @@ class QuestionScreener:
                 support[start : start + BLOCK_ROWS] = max_sim[start : start + BLOCK_ROWS]
         own = -support.astype(np.float64)
         self.embedding_score_ = own
+        return max_sim, nearest, own
 
-        # Step 2: lexical evidence, combined with the embedding evidence.
+    def _add_lexical_evidence(self, own, question_texts, chunk_texts, lexical, notes):
+        """Step 2: the score combined with the lexical evidence when there are
+        texts, and whether it was used (sets ``lexical_coverage_``,
+        ``lexical_chunk_`` and ``absent_words_``)."""
+        n = len(own)
         self.lexical_coverage_ = np.full(n, np.nan)
         self.lexical_chunk_ = np.full(n, -1, dtype=np.int64)
         self.absent_words_ = [[] for _ in range(n)]
-        lexical_used = False
-        if question_texts is not None and n:
-            if lexical is None:
-                lexical = lexical_coverage(question_texts, chunk_texts)
-            elif len(lexical[0]) != n:
-                raise ValueError(
-                    f"lexical holds evidence for {len(lexical[0])} questions, not {n}; "
-                    "compute it with lexical_coverage() for these question texts."
-                )
-            coverage, best_chunk, absent = lexical
-            self.lexical_coverage_ = coverage
-            self.lexical_chunk_ = best_chunk
-            self.absent_words_ = absent
-            own, lexical_used = self._combine(own, 1.0 - coverage, notes)
+        if question_texts is None or not n:
+            return own, False
+        if lexical is None:
+            lexical = lexical_coverage(question_texts, chunk_texts)
+        elif len(lexical[0]) != n:
+            raise InputError(
+                f"lexical holds evidence for {len(lexical[0])} questions, not {n}; "
+                "compute it with lexical_coverage() for these question texts."
+            )
+        coverage, best_chunk, absent = lexical
+        self.lexical_coverage_ = coverage
+        self.lexical_chunk_ = best_chunk
+        self.absent_words_ = absent
+        return self._combine(own, 1.0 - coverage, notes)
 
-        # Step 3: average with the most similar questions.
-        if n >= 2:
-            k_lof = self.n_neighbors
-            if k_lof >= n:
-                notes.append(
-                    f"n_neighbors={k_lof} is not below the number of questions ({n}); "
-                    f"LOF uses {n - 1} neighbours."
-                )
-                k_lof = n - 1
-            k = min(QUESTION_NEIGHBORS, n - 1)
-            # One neighbour search serves both the smoothing and the LOF.
-            with threadpool_limits(limits=1, user_api="blas"):
-                neighbours, similarity = _nearest_questions(Q, max(k, k_lof))
-            # With fewer neighbours than usual their average is trusted less
-            # (two questions would otherwise end up with the same score).
-            weight = self.neighbor_weight * k / QUESTION_NEIGHBORS
-            # With the lexical evidence the neighbours' median: a missing
-            # word gives a large z, and a mean would pass part of it on to
-            # every on-topic question that has the off-topic one among its
-            # neighbours.
-            smooth = np.median if lexical_used else np.mean
-            score = (1 - weight) * own + weight * smooth(own[neighbours[:, :k]], axis=1)
-            self.lof_score_ = _lof_scores(neighbours, similarity, k_lof, notes)
-        else:
-            score = own
+    def _smooth_over_neighbours(self, Q, own, lexical_used, notes) -> np.ndarray:
+        """Step 3: each score averaged with those of the most similar
+        questions (sets ``lof_score_``, from the same neighbour search)."""
+        n = len(own)
+        if n < 2:
             self.lof_score_ = np.full(n, np.nan)
             notes.append(
                 f"LOF needs at least 2 questions, got {n}; lof_score_ is NaN."
             )
+            return own
+        k_lof = self.n_neighbors
+        if k_lof >= n:
+            notes.append(
+                f"With only {n} questions, the local outlier score (lof_score) uses {n - 1} neighbours "
+                f"instead of {k_lof}; it is reported only and decides nothing."
+            )
+            k_lof = n - 1
+        k = min(QUESTION_NEIGHBORS, n - 1)
+        with threadpool_limits(limits=1, user_api="blas"):
+            neighbours, similarity = _nearest_questions(Q, max(k, k_lof))
+        # With fewer neighbours than usual their average is trusted less
+        # (two questions would otherwise end up with the same score).
+        weight = self.neighbor_weight * k / QUESTION_NEIGHBORS
+        # With the lexical evidence the neighbours' median: a missing
+        # word gives a large z, and a mean would pass part of it on to
+        # every on-topic question that has the off-topic one among its
+        # neighbours.
+        smooth = np.median if lexical_used else np.mean
+        score = (1 - weight) * own + weight * smooth(own[neighbours[:, :k]], axis=1)
+        self.lof_score_ = _lof_scores(neighbours, similarity, k_lof, notes)
+        return score
 
-        # Step 4: robust z-score against the bulk of the questions.
+    def _prepare_decision(self, score, max_sim, notes) -> None:
+        """Steps 4 and 5: what the decision reads (sets ``center_``,
+        ``scale_`` and ``support_margin_``), with a note when the relative
+        rule can flag nothing."""
+        n = len(score)
+        tau = self.support_threshold
         self.center_, scale = _robust_center_scale(score)
         self.scale_ = scale
         if tau is not None:
-            # Step 4': each question against the documents alone.
+            # The absolute rule needs no bulk of questions.
             self.support_margin_ = support_margin(
                 max_sim, self.lexical_coverage_, float(tau)
             )
-        else:
-            self.support_margin_ = None
-        if tau is not None:
-            pass  # the absolute rule needs no bulk of questions
-        elif n < MIN_QUESTIONS_FOR_DECISION:
+            return
+        self.support_margin_ = None
+        if n < MIN_QUESTIONS_FOR_DECISION:
             notes.append(
                 f"Only {n} question(s): too few to tell what is usual, so none is "
                 "flagged automatically; exclude off-topic questions by hand."
             )
         elif scale == 0.0:
             notes.append("All questions score the same; none is flagged as off-topic.")
-
-        self.outlier_score_ = score
-        self.max_similarity_ = max_sim
-        self.nearest_chunk_ = nearest
-        self.n_questions_ = n
-        self.warnings_ = notes
-        self.is_outlier_ = self.decide(self.strictness)
-        self.threshold_ = self._threshold(self.strictness)
-        return self
 
     @staticmethod
     def _combine(

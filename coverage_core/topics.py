@@ -35,7 +35,7 @@ __all__ = [
 LABEL_SEPARATOR = " · "
 # Terms per label, and how many ranked terms a label may draw on to become distinct.
 N_LABEL_TERMS = 3
-_N_SPARE_TERMS = 8
+N_SPARE_TERMS = 8
 
 # Chunks per cluster that are counted. A topic's top terms are stable long
 # before this many passages, and counting words is the costly part on a large
@@ -139,7 +139,7 @@ def _count_terms(texts: list[str]):
     return None, None
 
 
-def _stem(word: str) -> str:
+def stem_word(word: str) -> str:
     # Crude plural folding, only to spot near-duplicate phrases.
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
@@ -162,7 +162,7 @@ def _distinct_phrases(ranked: list[tuple[str, float]], n: int) -> list[str]:
     """
     chosen: list[tuple[str, frozenset, float]] = []
     for phrase, weight in ranked:
-        words = frozenset(_stem(w) for w in phrase.split())
+        words = frozenset(stem_word(w) for w in phrase.split())
         overlapping = [i for i, (_, other, _) in enumerate(chosen) if other & words]
         if not overlapping:
             if len(chosen) < n:
@@ -296,7 +296,7 @@ def topic_labels(
     label get their next most distinctive term. A cluster without usable
     words (or without chunks) gets ``""``; show it with :func:`cluster_name`.
     """
-    terms = cluster_terms(chunk_texts, labels, n_clusters, n_terms + _N_SPARE_TERMS, max_chunks_per_cluster)
+    terms = cluster_terms(chunk_texts, labels, n_clusters, n_terms + N_SPARE_TERMS, max_chunks_per_cluster)
     return labels_from_terms(terms, n_terms)
 
 

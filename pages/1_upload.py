@@ -6,8 +6,9 @@ import streamlit as st
 from coverage_core.errors import CoverageError
 from ui import engine, flow, state
 
-st.title("Upload")
-st.write(
+PREVIEW_ROWS = 200
+flow.start_page(
+    "Upload",
     "Add the documents of your knowledge base and the CSV of test questions you evaluate your RAG "
     "system with. The analysis tells you which parts of the knowledge base no question tests."
 )
@@ -19,7 +20,7 @@ with st.container(border=True):
         try:
             flow.load_example()
         except CoverageError as error:
-            st.error(str(error))
+            flow.show_error(error)
         else:
             if flow.run_embedding() is not None:
                 st.switch_page(flow.RESULTS_PAGE)
@@ -42,7 +43,7 @@ if uploads:
         try:
             flow.load_uploaded_documents(files, password)
         except CoverageError as error:
-            st.error(str(error))
+            flow.show_error(error)
         state.put(state.DOCUMENT_UPLOAD, signature)
 
 documents = state.documents()
@@ -51,7 +52,7 @@ if documents is not None:
     try:
         counts = flow.chunk_counts()
     except CoverageError as error:
-        st.error(str(error))
+        flow.show_error(error)
         counts = {}
     origin = "the bundled example" if documents.source == "example" else "your upload"
     st.success(
@@ -63,7 +64,7 @@ if documents is not None:
             {
                 "document": [d.name for d in documents.documents],
                 "characters": [len(d.text) for d in documents.documents],
-                "pages": [len(d.pages) or None for d in documents.documents],
+                "pages": [str(len(d.pages)) if d.pages else "" for d in documents.documents],  # blank for text files
                 "chunks": [counts.get(d.name, 0) for d in documents.documents],
             }
         ),
@@ -86,22 +87,30 @@ if csv_upload is not None:
         try:
             flow.set_question_file(csv_upload.name, data)
         except CoverageError as error:
-            st.error(str(error))
+            flow.show_error(error)
 
 question_file = state.question_file()
 if question_file is not None:
     questions = state.questions()
+    # The file first, so the column is chosen with the rows in view.
     try:
-        columns = list(questions.frame.columns) if questions is not None else flow.table_columns(question_file)
+        preview = questions.frame if questions is not None else flow.question_table(question_file)
     except CoverageError as error:
-        st.error(str(error))
-        columns = []
-    if columns:
-        current = questions.question_column if questions is not None else None
-        state.seed_widget(state.W_QUESTION_COLUMN, current)
+        flow.show_error(error)
+        preview = None
+    if preview is not None:
+        column_config = {}
+        if questions is not None:
+            column_config[questions.question_column] = st.column_config.TextColumn(
+                f"{questions.question_column} (questions)", width="large"
+            )
+        st.dataframe(preview.head(PREVIEW_ROWS), hide_index=True, column_config=column_config)
+        if len(preview) > PREVIEW_ROWS:
+            st.caption(f"Showing the first {PREVIEW_ROWS} of {len(preview):,} rows.")
+        state.seed_widget(state.W_QUESTION_COLUMN, questions.question_column if questions is not None else None)
         st.selectbox(
             "Column with the questions",
-            columns,
+            [str(column) for column in preview.columns],
             key=state.W_QUESTION_COLUMN,
             on_change=flow.choose_question_column,
             placeholder="Choose the column that holds the questions",
@@ -109,17 +118,12 @@ if question_file is not None:
         )
         if state.get(state.COLUMN_ERROR):
             st.error(state.get(state.COLUMN_ERROR))
-        questions = state.questions()
+    questions = state.questions()
     if questions is not None:
         st.success(
             f"{len(questions.questions):,} questions in column “{questions.question_column}” of "
             f"{question_file.name} ({len(questions.frame):,} rows, {len(questions.frame.columns)} columns)."
         )
-        st.dataframe(questions.frame.head(200), hide_index=True, column_config={
-            questions.question_column: st.column_config.TextColumn(f"{questions.question_column} (questions)", width="large")
-        })
-        if len(questions.frame) > 200:
-            st.caption(f"Showing the first 200 of {len(questions.frame):,} rows.")
         flow.show_warnings([str(w) for w in questions.warnings])
 
 if documents is None or state.questions() is None:

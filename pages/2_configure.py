@@ -9,7 +9,7 @@ from coverage_core.embeddings import API_PROVIDERS, CUSTOM_KEY_VARIABLE
 from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS
 from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS
 from coverage_core.errors import CoverageError
-from coverage_core.llm import llm_key_variable
+from coverage_core.llm import DEFAULT_LLM_MODEL, llm_key_variable
 from ui import engine, flow, state, widgets
 
 PROVIDERS = {
@@ -19,7 +19,7 @@ PROVIDERS = {
 }
 MODELS = {"openai": (list(OPENAI_MODELS), OPENAI_DEFAULT_MODEL), "voyage": (list(VOYAGE_MODELS), VOYAGE_DEFAULT_MODEL)}
 
-st.title("Configure")
+flow.start_page("Configure")
 documents, questions = state.documents(), state.questions()
 if documents is None or questions is None:
     st.info("Add documents and a question file on the Upload page first (or click **Try the example** there).")
@@ -132,7 +132,7 @@ try:
     n_chunks = sum(flow.chunk_counts().values())
     st.caption(f"{len(documents.documents)} documents → {n_chunks:,} chunks; {len(questions.questions):,} questions.")
 except CoverageError as error:
-    st.error(str(error))
+    flow.show_error(error)
 
 # ------------------------------------------------------------------ tuning
 st.header("Clusters and thresholds")
@@ -142,7 +142,7 @@ if n_chunks:
     try:
         auto_k = engine.default_k(n_chunks)
     except CoverageError as error:
-        st.error(str(error))
+        flow.show_error(error)
 widgets.tuning_controls(n_chunks, auto_k)
 
 # ------------------------------------------------------------------ support level
@@ -166,7 +166,7 @@ if llm_on:
     state.seed_widget(state.W_LLM_MODEL, settings.llm_model)
     left.text_input(
         "Model", key=state.W_LLM_MODEL,
-        on_change=lambda: state.update_settings(llm_model=st.session_state[state.W_LLM_MODEL].strip() or "gpt-4o-mini"),
+        on_change=lambda: state.update_settings(llm_model=st.session_state[state.W_LLM_MODEL].strip() or DEFAULT_LLM_MODEL),
     )
     state.seed_widget(state.W_LLM_BASE_URL, settings.llm_base_url)
     right.text_input(
@@ -207,21 +207,36 @@ if paid:
     )
     table = widgets.persistent_editor(
         state.PRICE_TABLE, state.PRICE_TABLE_EDITED, state.W_PRICE_EDITOR,
-        costs.default_price_table, num_rows="dynamic", hide_index=True,
+        costs.default_price_table, num_rows="dynamic", hide_index=True, column_config=widgets.PRICE_COLUMNS,
     )
     try:
         if settings.provider != "local":
-            texts = flow.chunk_texts() + list(questions.texts)
+            chunk_list = flow.chunks()
+            texts = [chunk.text for chunk in chunk_list] + list(questions.texts)
             uncached = flow.uncached_texts(texts)
             model = settings.model or MODELS[settings.provider][1]
-            estimate = costs.estimate_embedding_cost(
-                costs.approximate_tokens(uncached), settings.provider, model, table
+            tokens = costs.approximate_tokens(uncached)
+            estimate = costs.estimate_embedding_cost(tokens, settings.provider, model, table)
+            # Calibrating the support level embeds short texts from the documents too, unless
+            # the user set the level or it is already known for these documents and model.
+            calibration = flow.calibration_cost(model, table, chunk_list)
+            if calibration is not None and not calibration.n_texts:
+                calibration = None
+            total = estimate if calibration is None else costs.estimate_embedding_cost(
+                tokens + calibration.estimate.input_tokens, settings.provider, model, table
             )
+            n_send = len(uncached) + (calibration.n_texts if calibration is not None else 0)
             st.metric(
-                f"Embedding with {model}", estimate.label.split(" (")[0],
-                help=f"{len(uncached):,} of {len(texts):,} texts are not in the embedding cache and would be sent.",
+                f"Embedding with {model}", total.label.split(" (")[0],
+                help=f"{n_send:,} texts are not in the embedding cache and would be sent: "
+                f"{len(uncached):,} of the {len(texts):,} passages and questions"
+                + (f", and {calibration.n_texts:,} for the support-level calibration." if calibration else "."),
             )
-            st.caption(estimate.label.replace("$", "\\$"))  # a plain dollar, not LaTeX
+            st.caption(total.label.replace("$", "\\$"))  # a plain dollar, not LaTeX
+            if calibration is not None:
+                st.text(f"Passages and questions: about {len(uncached):,} texts, {estimate.label}")
+                st.text(calibration.label)
+                st.caption(costs.CALIBRATION_NOTE)
         if settings.llm_enabled:
             # At most every cluster is a gap; each request sends up to 5 passages of 1,200 characters.
             n_gaps = settings.n_clusters or auto_k or 10
@@ -229,7 +244,7 @@ if paid:
             estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, table)
             st.text(f"Gap suggestions with {settings.llm_model}, for up to {n_gaps} gaps: {estimate.label}")
     except CoverageError as error:
-        st.error(str(error))
+        flow.show_error(error)
 
 # ------------------------------------------------------------------ run
 st.header("Run")

@@ -3,76 +3,52 @@
 import streamlit as st
 
 from coverage_core import plots
-from coverage_core.metrics import UNTESTED_SHARE
-from coverage_core.gaps import rank_gaps
 from coverage_core.errors import CoverageError
-from ui import engine, flow, state, widgets
+from coverage_core.metrics import UNTESTED_SHARE
+from ui import engine, flow, formats, state, widgets
 
-METRIC_HELP = {
-    "basic": (
-        "1 − the average distance from each chunk to its nearest test question. A relative score: "
-        "compare test sets on the same corpus and settings; it is not a percentage of the knowledge base."
-    ),
-    "balanced": (
-        "The average of the per-topic coverages, every topic weighted the same, so a small untested topic "
-        "pulls it down. Relative, not absolute."
-    ),
-    "multi_threshold": (
-        "Each topic is scored only by questions close to its centre (within the multi-cluster threshold); "
-        "a topic no question is close to scores 0. Relative, not absolute."
-    ),
-    "multi_n": (
-        "Each topic is scored only by questions that have it among their N nearest topics. "
-        "Relative, not absolute."
-    ),
-    "weighted": (
-        "The method's size-weighted per-topic coverage. It equals basic by construction (topics partition "
-        "the chunks); shown because the method defines it. Relative, not absolute."
-    ),
-}
-METRIC_ORDER = ("basic", "balanced", "multi_threshold", "multi_n", "weighted")
 TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"]
+OFF_TOPIC_TAB = TABS[2]
 
-st.title("Results")
+flow.start_page("Results")
 analysis = flow.require_analysis()
 n_chunks = len(analysis.corpus.chunks)
+
+# ------------------------------------------------------------------ the verdict first
 widgets.show_headline(analysis)
-
-
-def open_off_topic_tab() -> None:
-    st.session_state[state.W_RESULTS_TABS] = "Off-topic questions"
-
-
-# ------------------------------------------------------------------ what to do next
-untested = analysis.documents[analysis.documents["is_untested"]].sort_values(["tested_share", "document"])
-if len(untested):
+verdict = engine.verdict(analysis)
+if verdict.untested:
     st.markdown(
         f"**Untested documents** (fewer than {UNTESTED_SHARE:.0%} of their passages are reached by a question):"
     )
-    st.markdown("\n".join(
-        f"- {widgets.plain(row.document)}: {row.tested_share:.0%} of {int(row.n_chunks)} passages tested"
-        for row in untested.itertuples(index=False)
-    ))
-clusters_by_id = analysis.clusters.set_index("cluster")
-ranked = rank_gaps(
-    analysis.clusters["coverage"].to_numpy(), analysis.clusters["size"].to_numpy(), analysis.config.gaps,
-    is_gap=analysis.clusters["is_gap"].to_numpy(dtype=bool),
-)
-if ranked:
-    st.markdown(f"**Top gaps by topic** ({len(ranked)} in all, most urgent first):")
-    st.markdown("\n".join(
-        f"- {widgets.plain(clusters_by_id.loc[k, 'label'] or f'cluster {k}')}: "
-        f"{clusters_by_id.loc[k, 'tested_share']:.0%} of {int(clusters_by_id.loc[k, 'size'])} passages tested"
-        for k, _ in ranked[:3]
-    ))
-if len(untested) or ranked:
-    st.page_link(flow.GAPS_PAGE, label="Suggest questions for the gaps (Gap analysis)", icon=":material/troubleshoot:")
-n_off_topic = int(analysis.is_outlier.sum())
-if n_off_topic:
+    st.error("\n".join(
+        f"- {widgets.plain(row.document)}: {row.tested_share:.0%} of {row.n_chunks} passages tested"
+        for row in verdict.untested
+    ), icon=":material/description:")
+else:
+    st.success("Every document has questions that test it.", icon=":material/task_alt:")
+if verdict.gaps:
+    st.markdown(f"**Top gaps by topic** ({verdict.n_gaps} in all, most urgent first):")
+    for gap in verdict.gaps:
+        with st.container(border=True):
+            st.warning(
+                f"{widgets.plain(gap.topic)}: {gap.tested_share:.0%} of {gap.size} passages tested",
+                icon=":material/troubleshoot:",
+            )
+            st.page_link(flow.GAPS_PAGE, label=f"Suggest questions for “{widgets.plain(gap.topic)}” (Gap analysis)",
+                         icon=":material/arrow_forward:")
+else:
+    st.success("No topic is a gap.", icon=":material/task_alt:")
+if verdict.n_off_topic:
     st.button(
-        f"Review the {n_off_topic} off-topic question(s)", on_click=open_off_topic_tab,
+        f"Review the {verdict.n_off_topic} off-topic question(s)", key=state.W_REVIEW_OFF_TOPIC,
+        on_click=state.put, args=(state.W_RESULTS_TABS, OFF_TOPIC_TAB), icon=":material/arrow_downward:",
         help="Opens the Off-topic questions tab below, where you can override the decision.",
     )
+
+with st.expander("Secondary scores (relative: for comparing test sets on the same corpus and settings)"):
+    for name, value, sentence in engine.secondary_scores(analysis):
+        st.markdown(f"**{engine.metric_label(name)} {formats.score(value)}** — {sentence}")
 
 with st.expander("Tune clusters and thresholds (applies at once)"):
     try:
@@ -81,21 +57,12 @@ with st.expander("Tune clusters and thresholds (applies at once)"):
         auto_k = None
     widgets.tuning_controls(n_chunks, auto_k)
 
-n_outliers = int(analysis.is_outlier.sum())
 st.caption(
     f"{len(analysis.corpus.documents)} documents, {n_chunks:,} chunks in {analysis.clustering.n_clusters} clusters; "
-    f"{len(analysis.questions.questions):,} questions, {n_outliers} screened out as off-topic. "
-    "The scores below are relative: compare test sets (or versions of one) on the same corpus and settings."
+    f"{len(analysis.questions.questions):,} questions, {verdict.n_off_topic} screened out as off-topic."
 )
-st.markdown("**Secondary scores**")
 
-columns = st.columns(len(METRIC_ORDER))
-for column, name in zip(columns, METRIC_ORDER):
-    column.metric(plots.METRIC_LABELS[name], f"{analysis.metrics[name]:.3f}", help=METRIC_HELP[name], border=True)
-st.caption("Weighted coverage equals basic coverage by construction; balanced weights every topic equally.")
-
-for message in dict.fromkeys(analysis.warnings):
-    st.warning(message)
+flow.show_warnings(analysis.warnings)
 
 clusters_tab, documents_tab, outliers_tab, duplicates_tab, map_tab = st.tabs(
     TABS, key=state.W_RESULTS_TABS, on_change="rerun"
@@ -116,9 +83,9 @@ if clusters_tab.open:
             column_config={
                 "topic": st.column_config.TextColumn("topic", width="medium"),
                 "share": st.column_config.NumberColumn("share of corpus", format="percent"),
-                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format="%.3f"),
-                "multi_threshold_coverage": st.column_config.NumberColumn("multi-threshold", format="%.3f"),
-                "multi_n_coverage": st.column_config.NumberColumn("multi-N", format="%.3f"),
+                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
+                "multi_threshold_coverage": st.column_config.NumberColumn("multi-threshold", format=formats.SCORE_FORMAT),
+                "multi_n_coverage": st.column_config.NumberColumn("multi-N", format=formats.SCORE_FORMAT),
                 "n_questions": st.column_config.NumberColumn("questions near it"),
                 "n_tested": st.column_config.NumberColumn("passages tested"),
                 "tested_share": st.column_config.ProgressColumn(
@@ -139,13 +106,14 @@ if documents_tab.open:
                 f"{len(low)} document(s) are covered far less than the rest: untested or possibly misaligned "
                 "(they may not belong in this knowledge base)."
             )
-        st.plotly_chart(plots.document_coverage_bar(analysis.documents))
+        # Red marks the verdict (untested), not the median/MAD hint.
+        st.plotly_chart(plots.document_coverage_bar(analysis.documents.assign(is_low=analysis.documents["is_untested"])))
         documents = documents.drop(columns=["is_low"])
         st.dataframe(
             documents,
             hide_index=True,
             column_config={
-                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format="%.3f"),
+                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
                 "n_chunks": st.column_config.NumberColumn("chunks"),
                 "n_tested": st.column_config.NumberColumn("passages tested"),
                 "tested_share": st.column_config.ProgressColumn(
@@ -171,9 +139,9 @@ if outliers_tab.open:
             table if show_all else flagged,
             hide_index=True,
             column_config={
-                "outlier score": st.column_config.NumberColumn(format="%.3f"),
+                "outlier score": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
                 "question": st.column_config.TextColumn(width="large"),
-                "best similarity": st.column_config.NumberColumn(format="%.3f"),
+                "best similarity": st.column_config.NumberColumn(format=formats.SIMILARITY_FORMAT),
             },
         )
         widgets.csv_download(
@@ -213,17 +181,17 @@ if duplicates_tab.open:
         groups = engine.duplicate_table(analysis)
         threshold = analysis.config.redundancy_threshold
         if groups.empty:
-            st.success(f"No near-duplicate questions (similarity ≥ {threshold:.2f}).")
+            st.success(f"No near-duplicate questions (similarity ≥ {formats.similarity(threshold)}).")
         else:
             st.write(
                 f"{int(groups['questions'].sum())} questions form {len(groups)} group(s) of near-duplicates: every "
-                f"question of a group has similarity ≥ {threshold:.2f} to the group's first question, its "
+                f"question of a group has similarity ≥ {formats.similarity(threshold)} to the group's first question, its "
                 "representative, so the others add next to no coverage."
             )
             st.dataframe(groups, hide_index=True, column_config={
                 "row": st.column_config.NumberColumn("representative row"),
                 "question": st.column_config.TextColumn("representative question", width="large"),
-                "lowest similarity": st.column_config.NumberColumn(format="%.3f"),
+                "lowest similarity": st.column_config.NumberColumn(format=formats.SIMILARITY_FORMAT),
             })
             widgets.csv_download("Download the groups (CSV)", groups, "near-duplicate-groups.csv")
             heads = dict(zip(groups["row"], groups["question"]))
@@ -233,7 +201,7 @@ if duplicates_tab.open:
             )
             st.dataframe(engine.duplicate_members(analysis, head), hide_index=True, column_config={
                 "question": st.column_config.TextColumn(width="large"),
-                "similarity to the representative": st.column_config.NumberColumn(format="%.3f"),
+                "similarity to the representative": st.column_config.NumberColumn(format=formats.SIMILARITY_FORMAT),
             })
 
 if map_tab.open:
@@ -246,7 +214,7 @@ if map_tab.open:
         try:
             projection = flow.projection_for(analysis, method)
         except CoverageError as error:
-            st.error(str(error))
+            flow.show_error(error)
         else:
             chunks, questions = plots.map_frames(analysis, projection)
             st.plotly_chart(

@@ -7,9 +7,9 @@ import streamlit as st
 
 from coverage_core import costs, plots
 from coverage_core.errors import CoverageError
-from ui import engine, flow, state, widgets
+from ui import engine, flow, formats, state, widgets
 
-st.title("Gap analysis")
+flow.start_page("Gap analysis")
 analysis = flow.require_analysis()
 settings = state.settings()
 widgets.show_headline(analysis)
@@ -29,19 +29,19 @@ if settings.llm_enabled:
             estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, flow.price_table())
             st.write(f"Ask {settings.llm_model} for suggestions for {n_gaps} gap(s): {estimate.label}.")
         except CoverageError as error:
-            st.error(str(error))
+            flow.show_error(error)
         use_llm = st.button(f"Write suggestions with {settings.llm_model}", key=state.W_LLM_GAPS, disabled=not n_gaps)
 
 try:
     gapped = flow.gaps_for(analysis, use_llm=use_llm)
 except CoverageError as error:
-    st.error(str(error))
+    flow.show_error(error)
     gapped = flow.gaps_for(analysis, use_llm=False)
 
 gap_config = analysis.config.gaps
 threshold = gap_config.gap_threshold
 if gap_config.rule == "coverage":
-    rule_text = f"coverage score below the gap threshold ({threshold:.2f})"
+    rule_text = f"coverage score below the gap threshold ({formats.score(threshold)})"
 else:
     rule_text = f"less than {gap_config.tested_share_threshold:.0%} of their passages tested"
 for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
@@ -58,7 +58,7 @@ else:
     )
     st.write(
         f"{len(gapped.gaps)} topic(s) with {rule_text}, most urgent first "
-        f"(priority = 0.7 × (1 − coverage) + 0.3 × corpus share). Suggestions are {origin}."
+        f"(priority = {engine.priority_formula(gap_config)}). Suggestions are {origin}."
     )
     gap_rows = engine.gap_table(gapped)
     st.markdown("\n".join(
@@ -66,26 +66,14 @@ else:
         f"{row['tested share']:.0%} of {row['size']} passages tested"
         for row in gap_rows.head(5).to_dict("records")
     ))
-    st.dataframe(
-        gap_rows,
-        hide_index=True,
-        column_config={
-            "coverage": st.column_config.NumberColumn(format="%.3f"),
-            "corpus share": st.column_config.NumberColumn(format="percent"),
-            "topic": st.column_config.TextColumn("topic", width="medium"),
-            "tested share": st.column_config.NumberColumn("share tested", format="percent"),
-            "themes": st.column_config.TextColumn(width="medium"),
-            "suggested questions": st.column_config.TextColumn(width="large"),
-        },
+    widgets.table(
+        gap_rows, medium=("topic", "themes"), large=("suggested questions",), scores=("coverage",),
+        percents=("corpus share",),
+        columns={"tested share": st.column_config.NumberColumn("share tested", format="percent")},
     )
     with st.expander("Least-covered passages of each gap"):
-        st.dataframe(
-            engine.least_covered_passages(gapped),
-            hide_index=True,
-            column_config={
-                "distance to nearest question": st.column_config.NumberColumn(format="%.3f"),
-                "passage": st.column_config.TextColumn(width="large"),
-            },
+        widgets.table(
+            engine.least_covered_passages(gapped), large=("passage",), scores=("distance to nearest question",)
         )
 
 # ------------------------------------------------------------------ suggestions editor
@@ -94,13 +82,7 @@ st.write(
     "Tick **accept** on the questions to add, edit their text, or add your own rows. "
     "**Apply** scores the test set with them on the same clusters. Your edits are kept while you use other pages."
 )
-source_key = flow.analysis_key(analysis), tuple((g.cluster, tuple(s.text for s in g.suggestions)) for g in gapped.gaps)
-if state.get(state.SUGGESTIONS_FOR) != source_key:
-    fresh = engine.suggestions_frame(gapped)
-    merged = engine.merge_suggestions(state.get(state.SUGGESTIONS_EDITED), fresh)
-    widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
-    state.put(state.SUGGESTIONS_FOR, source_key)
-
+flow.suggestions_table(gapped)
 edited = widgets.persistent_editor(
     state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR,
     lambda: engine.suggestions_frame(gapped),
@@ -130,37 +112,44 @@ if st.button("Apply", key=state.W_APPLY, type="primary"):
     if not accepted:
         st.warning("Tick **accept** on at least one suggestion (or add a row of your own) first.")
     else:
-        inputs = flow.stored_inputs()
         try:
             with st.spinner(f"Embedding {len(accepted)} new question(s) and rescoring on the same clusters…"):
-                improvement = engine.improve(
-                    analysis, accepted, flow.embedder_for(inputs), flow.embedding_cache(), state.overrides()
-                )
+                flow.improve(analysis, accepted, engine.accepted_rows(edited, accepted))
         except CoverageError as error:
-            st.error(str(error))
-        else:
-            state.put(state.IMPROVED, improvement)
+            flow.show_error(error)
 
-improvement = state.get(state.IMPROVED)
+improvement, current = flow.improvement_for(analysis)
 if improvement is not None:
     st.subheader("Before → after")
-    if improvement.before is not analysis:
+    if not current:
         st.info("Computed with earlier settings or suggestions; click Apply again to update.")
-    columns = st.columns(5)
-    for column, name in zip(columns, ("basic", "balanced", "multi_threshold", "multi_n", "weighted")):
+    columns = st.columns(6)
+    n_added = len(improvement.texts)
+    # The headline figure first: an absolute share, so its change is in percentage points.
+    before, after = improvement.before.metrics["tested_share"], improvement.after.metrics["tested_share"]
+    shown, change = engine.tested_share_change(before, after)
+    unchanged = change == engine.NO_CHANGE
+    columns[0].metric(
+        plots.METRIC_LABELS["tested_share"], shown, delta=change, border=True,
+        delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
+        help=f"Share of the knowledge base's passages that some question reaches: before {before:.1%}, "
+        f"after {after:.1%} with {n_added} added question(s). Points are percentage points.",
+    )
+    for column, name in zip(columns[1:], widgets.RELATIVE_SCORES):
         before, after = improvement.before.metrics[name], improvement.after.metrics[name]
-        column.metric(
-            plots.METRIC_LABELS[name], f"{after:.3f}", delta=f"{after - before:+.3f}", border=True,
-            help=f"Before {before:.3f}, after {after:.3f} with {len(improvement.texts)} added question(s). Relative score.",
+        widgets.score_card(
+            column, name, before, after,
+            help=f"Before {formats.score(before)}, after {formats.score(after)} with {n_added} added question(s). "
+            "Relative score.",
         )
     st.plotly_chart(plots.before_after_clusters(improvement.before.clusters, improvement.after.clusters))
     st.dataframe(
         engine.cluster_deltas(improvement.before, improvement.after),
         hide_index=True,
         column_config={
-            "before": st.column_config.NumberColumn(format="%.3f"),
-            "after": st.column_config.NumberColumn(format="%.3f"),
-            "change": st.column_config.NumberColumn(format="%+.3f"),
+            "before": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
+            "after": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
+            "change": st.column_config.NumberColumn(format=formats.SCORE_CHANGE_FORMAT),
         },
     )
 
@@ -183,7 +172,7 @@ with left:
     )
 middle.download_button(
     "Report (JSON)",
-    data=engine.report_json(gapped, inputs_record, flow.checks_for(flow.analysis_base(gapped))),
+    data=engine.report_json(gapped, inputs_record, flow.checks_for(analysis), flow.current_improvement(analysis)),
     file_name="coverage-report.json",
     mime="application/json",
     key=state.W_DOWNLOAD_JSON,

@@ -1,5 +1,6 @@
 """Knowledge-base fitness: how well the documents support each question (the reverse direction)."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -7,7 +8,8 @@ import streamlit as st
 
 from coverage_core import answerability, costs, plots
 from coverage_core.errors import CoverageError
-from ui import engine, flow, state, widgets
+from ui import engine, flow, formats, state, widgets
+from ui.messages import user_message
 
 RANKED_VIEW = "Ranked and polar"
 MDS_VIEW = "MDS map"
@@ -58,21 +60,6 @@ def label_column_picker(analysis, detected: str | None) -> None:
     )
 
 
-def mds_for(analysis, inputs):
-    """The MDS points, computed once per embedded inputs (never on a threshold or K change)."""
-    key = (inputs.corpus_key, inputs.question_key)
-    found = state.stage(state.MDS, key)
-    if found is None:
-        n = len(analysis.corpus.chunks) + len(analysis.questions.questions)
-        with st.spinner(f"Placing {min(n, answerability.DEFAULT_MDS_POINTS):,} points with MDS (once per data set)…"):
-            found = answerability.mds_points(
-                analysis.question_vectors, analysis.corpus.vectors, chunk_labels=analysis.clustering.labels,
-                random_state=analysis.config.random_state,
-            )
-        state.put_stage(state.MDS, key, found)
-    return found
-
-
 def api_sweep_model(config) -> str | None:
     """The OpenAI text-embedding-3 model whose shorter sizes the API can return, else None."""
     if config.provider != "openai":
@@ -85,16 +72,14 @@ def api_sweep_model(config) -> str | None:
 
 def api_sweep_estimate(config, model: str, texts: list[str], dims: list[int]) -> costs.CostEstimate:
     """Tokens and dollars of embedding ``texts`` once per size in ``dims`` (cached ones are not sent)."""
-    from coverage_core.embeddings import make_embedder
     from coverage_core.embeddings.cache import uncached_texts
 
     tokens = 0
     cache = flow.embedding_cache()
+    config = dataclasses.replace(config, model=model)
     for d in dims:
         try:
-            embedder = make_embedder(
-                "openai", model, dimensions=d, api_key=state.embed_api_key(), base_url=config.base_url
-            )
+            embedder = flow.embedder_for(config, dimensions=d)
             tokens += costs.approximate_tokens(uncached_texts(texts, embedder, cache))
         except CoverageError:  # no key yet: assume nothing is cached
             tokens += costs.approximate_tokens(dict.fromkeys(texts))
@@ -103,14 +88,13 @@ def api_sweep_estimate(config, model: str, texts: list[str], dims: list[int]) ->
 
 def api_embed_at(config, model: str, chunk_texts: list[str], question_texts: list[str], bar):
     """``embed_at`` for the sweep: each size embedded afresh by the API (through the disk cache)."""
-    from coverage_core.embeddings import embed_texts, make_embedder
+    from coverage_core.embeddings import embed_texts
 
     cache = flow.embedding_cache()
+    config = dataclasses.replace(config, model=model)
 
     def embed_at(d: int):
-        embedder = make_embedder(
-            "openai", model, dimensions=d, api_key=state.embed_api_key(), base_url=config.base_url
-        )
+        embedder = flow.embedder_for(config, dimensions=d)
         runs = []
         for what, texts in (("questions", question_texts), ("chunks", chunk_texts)):
             def progress(done: int, total: int, what=what) -> None:
@@ -133,8 +117,8 @@ SWEEP_COLUMNS = {
 
 
 # ------------------------------------------------------------------ page
-st.title("Knowledge-base fitness")
-st.write(
+flow.start_page(
+    "Knowledge-base fitness",
     "The reverse direction: for every question, its best similarity to any chunk — how well the knowledge "
     "base supports it. Questions far from every passage may be unanswerable from these documents."
 )
@@ -145,7 +129,7 @@ similarities = analysis.question_table["max_similarity"].to_numpy(dtype=float)
 state.seed_widget(state.W_FITNESS_THRESHOLD, float(state.get(state.FITNESS_THRESHOLD, flow.DEFAULT_FITNESS_THRESHOLD)))
 threshold = st.slider(
     "Similarity below which the knowledge base may not answer a question",
-    min_value=0.0, max_value=1.0, step=0.01, format="%.3f", key=state.W_FITNESS_THRESHOLD,
+    min_value=0.0, max_value=1.0, step=0.01, format=formats.SIMILARITY_FORMAT, key=state.W_FITNESS_THRESHOLD,
     on_change=lambda: state.put(state.FITNESS_THRESHOLD, st.session_state[state.W_FITNESS_THRESHOLD]),
     help="Similarities are relative to the embedding model; look at where the ranked curve drops, or use "
     "the threshold learnt from answerability labels below.",
@@ -158,7 +142,7 @@ middle.metric(
     "May not be answerable", f"{len(weak):,}", border=True,
     help="Best similarity to any chunk below the threshold. Relative to the model, not a proof.",
 )
-right.metric("Median best similarity", f"{table['best similarity'].median():.3f}", border=True)
+right.metric("Median best similarity", formats.similarity(table["best similarity"].median()), border=True)
 
 # ------------------------------------------------------------------ labels
 st.subheader("Answerable and not-answerable questions")
@@ -180,7 +164,7 @@ with picker:
     with left:
         label_column_picker(analysis, detected)
 for note in labels.notes if labels is not None else ():
-    st.info(note, icon=":material/info:")
+    st.info(user_message(note), icon=":material/info:")
 labelled = result is not None and labels is not None and labels.column is not None
 if not labelled:
     if not (settings.label_column and labels is None):  # else the error above says what is wrong
@@ -206,18 +190,18 @@ else:
         "not-answerable one. 0.5 is chance, 1.0 perfect separation.",
     )
     cards[3].metric(
-        "Best threshold (Youden)", number(result.threshold), border=True,
+        "Best threshold (Youden)", formats.similarity(result.threshold), border=True,
         help="The similarity that best separates the two groups (maximises sensitivity + specificity − 1).",
     )
     if result.note:
-        st.warning(result.note, icon=":material/warning:")
+        st.warning(user_message(result.note), icon=":material/warning:")
     if math.isfinite(result.threshold):
         st.caption(
-            f"At {result.threshold:.3f}, {result.sensitivity:.0%} of answerable questions are above the threshold "
+            f"At {formats.similarity(result.threshold)}, {result.sensitivity:.0%} of answerable questions are above the threshold "
             f"and {result.specificity:.0%} of not-answerable ones below it (Youden's J = {result.youden_j:.3f})."
         )
         st.button(
-            f"Use {result.threshold:.3f} as the threshold", key=state.W_USE_BEST_THRESHOLD,
+            f"Use {formats.similarity(result.threshold)} as the threshold", key=state.W_USE_BEST_THRESHOLD,
             on_click=use_threshold, args=(result.threshold,),
             disabled=math.isclose(threshold, result.threshold, abs_tol=1e-9),
         )
@@ -236,7 +220,7 @@ view = st.segmented_control(
 )
 if view == MDS_VIEW:
     try:
-        points = mds_for(analysis, inputs)
+        points = flow.mds_for(analysis)
         chunk_frame, question_frame = answerability.mds_frames(
             points, [c.text for c in analysis.corpus.chunks], analysis.questions.texts,
             chunk_documents=analysis.corpus.chunk_documents,
@@ -244,7 +228,7 @@ if view == MDS_VIEW:
             similarities=similarities,
         )
     except CoverageError as error:
-        st.error(str(error))
+        flow.show_error(error)
     else:
         st.plotly_chart(plots.mds_map(chunk_frame, question_frame))
         st.caption(points.caption)
@@ -252,9 +236,9 @@ if view == MDS_VIEW:
 else:
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(plots.similarity_ranked(analysis.question_table, threshold))
+        st.plotly_chart(plots.similarity_ranked(analysis.question_table, threshold, labels=analysis.clusters))
     with right:
-        st.plotly_chart(plots.similarity_polar(analysis.question_table, threshold))
+        st.plotly_chart(plots.similarity_polar(analysis.question_table, threshold, labels=analysis.clusters))
 
 # ------------------------------------------------------------------ table
 st.subheader("Every question and its nearest passage")
@@ -272,7 +256,7 @@ st.dataframe(
     shown,
     hide_index=True,
     column_config={
-        "best similarity": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="%.3f"),
+        "best similarity": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format=formats.SIMILARITY_FORMAT),
         "question": st.column_config.TextColumn(width="large"),
         "nearest passage": st.column_config.TextColumn(width="large"),
     },
@@ -297,7 +281,7 @@ else:
     st.caption(f"The embeddings have {full} dimensions: there is no smaller size to compare.")
 note = answerability.truncation_note(config.provider, config.model)
 if note:
-    st.info(note, icon=":material/info:")
+    st.info(user_message(note), icon=":material/info:")
 api_model = api_sweep_model(config)
 use_api = False
 chunk_texts = [c.text for c in analysis.corpus.chunks]
@@ -316,10 +300,7 @@ if api_model and smaller:
         "(priced with the table on Configure)."
     )
 label_values = labels.labels if labelled else None
-sweep_key = (
-    inputs.corpus_key, inputs.question_key, labels.column if labelled else None,
-    engine.digest(label_values.tobytes()) if labelled else None, use_api,
-)
+sweep_key = engine.sweep_key(inputs, labels if labelled else None, use_api)
 sweep = state.stage(state.DIMENSION_SWEEP, sweep_key)
 run_slot = st.empty()
 if sweep is None and smaller and run_slot.button("Run the dimension sweep", key=state.W_RUN_SWEEP):
@@ -338,7 +319,7 @@ if sweep is None and smaller and run_slot.button("Run the dimension sweep", key=
                     analysis.question_vectors, analysis.corpus.vectors, labels=label_values
                 )
     except CoverageError as error:
-        st.error(str(error))
+        flow.show_error(error)
         sweep = None
     else:
         state.put_stage(state.DIMENSION_SWEEP, sweep_key, sweep)

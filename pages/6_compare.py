@@ -5,15 +5,15 @@ import streamlit as st
 from coverage_core import plots
 from coverage_core.errors import CoverageError
 from coverage_core.ingest import read_questions
-from ui import engine, flow, state, widgets
+from ui import engine, flow, formats, state, widgets
 
 SOURCES = {
     "upload": "Upload a second question file",
     "accepted": "The current test set plus the accepted suggestions (Gap analysis)",
 }
 
-st.title("Compare test sets")
-st.write(
+flow.start_page(
+    "Compare test sets",
     "Coverage scores are relative, so they mean most side by side: both sets are scored on the same chunks "
     "and the same clusters, and the per-cluster differences show what one set tests that the other does not."
 )
@@ -33,7 +33,7 @@ if source == "upload":
             other = read_questions(upload.getvalue(), question_column=column, name=upload.name)
             other_name = upload.name
         except CoverageError as error:
-            st.error(str(error))
+            flow.show_error(error)
             try:
                 columns = flow.table_columns(state.QuestionFile(upload.name, upload.getvalue()))
             except CoverageError:
@@ -53,24 +53,17 @@ else:
         st.caption(f"{len(texts)} accepted suggestion(s) added to the {len(analysis.questions.questions):,} questions.")
 
 if other is not None:
-    key = (flow.analysis_key(analysis), engine.questions_fingerprint(other), other_name)
     if st.button("Compare", key=state.W_COMPARE_RUN, type="primary"):
-        inputs = flow.stored_inputs()
         try:
             with st.spinner(f"Embedding the new questions of {other_name} (cached ones are reused)…"):
-                result = engine.compare(
-                    analysis, other, flow.embedder_for(inputs), flow.embedding_cache(), (first_name, other_name)
-                )
+                flow.compare(analysis, other, (first_name, other_name))
         except CoverageError as error:
-            st.error(str(error))
-        else:
-            state.put_stage(state.COMPARISON, key, result)
+            flow.show_error(error)
 
-stored = state.get(state.COMPARISON)
-if stored is None:
+comparison, current = flow.comparison_for()
+if comparison is None:
     st.stop()
-comparison = stored.value
-if comparison.a is not analysis:
+if not current:
     st.info("This comparison was made with earlier settings; click Compare again to update it.")
 
 st.subheader(f"{comparison.name_a} vs {comparison.name_b}")
@@ -78,26 +71,24 @@ st.caption(
     f"{len(comparison.a.questions.questions):,} vs {len(comparison.b.questions.questions):,} questions; "
     f"{int(comparison.a.is_outlier.sum())} vs {int(comparison.b.is_outlier.sum())} screened out as off-topic."
 )
-columns = st.columns(5)
-for column, name in zip(columns, ("basic", "balanced", "multi_threshold", "multi_n", "weighted")):
+for column, name in zip(st.columns(len(widgets.RELATIVE_SCORES)), widgets.RELATIVE_SCORES):
     a, b = comparison.a.metrics[name], comparison.b.metrics[name]
-    column.metric(
-        plots.METRIC_LABELS[name], f"{b:.3f}", delta=f"{b - a:+.3f}", border=True,
-        help=f"{comparison.name_b}: {b:.3f}; {comparison.name_a}: {a:.3f}. Relative scores: only the difference matters.",
+    widgets.score_card(
+        column, name, a, b,
+        help=f"{comparison.name_b}: {formats.score(b)}; {comparison.name_a}: {formats.score(a)}. "
+        "Relative scores: only the difference matters.",
     )
 names = (comparison.name_a, comparison.name_b)
-st.dataframe(engine.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True)
+st.dataframe(
+    engine.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True,
+    column_config=widgets.score_columns(names),
+)
 st.plotly_chart(plots.metric_comparison_bar(dict(zip(names, (comparison.a.metrics, comparison.b.metrics)))))
 st.plotly_chart(plots.before_after_clusters(comparison.a.clusters, comparison.b.clusters, names))
 deltas = engine.cluster_deltas(comparison.a, comparison.b, names)
 st.dataframe(
     deltas,
     hide_index=True,
-    column_config={
-        names[0]: st.column_config.NumberColumn(format="%.3f"),
-        names[1]: st.column_config.NumberColumn(format="%.3f"),
-        "change": st.column_config.NumberColumn(format="%+.3f"),
-        "topic": st.column_config.TextColumn("topic", width="medium"),
-    },
+    column_config={**widgets.score_columns(names), "topic": st.column_config.TextColumn("topic", width="medium")},
 )
 widgets.csv_download("Download the per-cluster comparison (CSV)", deltas, "compare-clusters.csv")

@@ -81,3 +81,11 @@ def metric(at: AppTest, label: str) -> str:
     found = [m for m in at.metric if m.label == label]
     assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
     return found[0].value
+
+
+def secondary_score(at: AppTest, label: str) -> str:
+    """A relative score as the Results page's "Secondary scores" expander shows it ("**Basic 0.406** — …")."""
+    for text in texts(at.markdown):
+        if text.startswith(f"**{label} "):
+            return text[len(label) + 3:].split("**", 1)[0]
+    raise AssertionError(f"no secondary score {label!r}")

@@ -9,6 +9,8 @@ error texts.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,11 +26,14 @@ from tests.app_support import (
     analysis_of,
     metric,
     run_page,
+    secondary_score,
     seed_session,
     subset_csv,
     texts,
 )
-from ui import engine, state
+from ui import engine, state, widgets
+
+PROJECT_UI = EXAMPLE.parents[1] / "ui"
 
 PAGES = {
     "upload": "pages/1_upload.py",
@@ -157,9 +162,10 @@ def test_example_button_runs_a_full_analysis(cache_dir):
     at.button(key=state.W_EXAMPLE).click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Results"
-    for label in ("Basic", "Balanced", "Multi-threshold", "Multi-N", "Weighted (= basic)"):
-        assert 0.0 < float(metric(at, label)) < 1.0
-    assert metric(at, "Basic") == metric(at, "Weighted (= basic)")
+    # The secondary scores sit in an expander, one sentence each (no duplicate "Weighted" card).
+    scores = {name: value for name, value, _ in engine.secondary_scores(at.session_state[state.TUNING].analysis[1])}
+    assert all(0.0 < value < 1.0 for value in scores.values()) and scores["basic"] == pytest.approx(scores["weighted"])
+    assert not [m for m in at.metric if m.label.startswith("Weighted")]
     caption = " ".join(texts(at.caption))
     assert "10 documents" in caption and "185 questions" in caption
     warnings = " ".join(texts(at.warning))
@@ -167,7 +173,7 @@ def test_example_button_runs_a_full_analysis(cache_dir):
     # The page leads with the headline, and lists exactly the untested documents by name.
     assert "of the knowledge base is tested" in at.subheader[0].value
     assert "2 documents untested" in at.subheader[0].value
-    listed = " ".join(texts(at.markdown))
+    listed = " ".join(texts(at.markdown) + texts(at.error))
     assert "Koala\\.txt" in listed and "Lobster\\.txt" in listed
     analysis = at.session_state[state.TUNING].analysis[1]
     assert set(analysis.documents.loc[analysis.documents["is_untested"], "document"]) == {"Koala.txt", "Lobster.txt"}
@@ -231,10 +237,8 @@ def test_results_show_the_metrics_with_help_and_tables(seeded):
         "Multi-N": "multi_n", "Weighted (= basic)": "weighted",
     }
     for label, name in expected.items():
-        assert metric(at, label) == f"{reference.metrics[name]:.3f}"
-    helps = {m.label: m.help for m in at.metric}
-    assert all("elative" in text for text in helps.values())
-    assert "equals basic by construction" in helps["Weighted (= basic)"]
+        assert secondary_score(at, label) == f"{reference.metrics[name]:.3f}"
+    assert "equals basic" in " ".join(texts(at.markdown))
     clusters = at.dataframe[0].value
     assert len(clusters) == 4 and list(clusters["cluster"]) == [0, 1, 2, 3]
     np.testing.assert_allclose(clusters["coverage"], reference.clusters["coverage"], atol=1e-9)
@@ -273,8 +277,8 @@ def test_override_recomputes_coverage_at_once(seeded):
         reference.config, inputs.corpus, inputs.questions, inputs.question_embedding, reference.clustering,
         force_include=outlier_rows, screener=reference.screener,
     )
-    assert metric(at, "Basic") == f"{expected.metrics['basic']:.3f}"
-    assert metric(at, "Basic") != f"{reference.metrics['basic']:.3f}"
+    assert secondary_score(at, "Basic") == f"{expected.metrics['basic']:.3f}"
+    assert secondary_score(at, "Basic") != f"{reference.metrics['basic']:.3f}"
 
 
 def test_near_duplicates_and_map_tabs(seeded):
@@ -343,7 +347,7 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     assert "2 accepted question(s)." in texts(at.caption)
     at.button(key=state.W_APPLY).click().run()
     assert not at.exception, [e.value for e in at.exception]
-    improvement = at.session_state[state.IMPROVED]
+    improvement = at.session_state[state.IMPROVED].value
     assert improvement.texts == (worded, '=HYPERLINK("http://x")')
     after = metric(at, "Basic")
     assert after == f"{improvement.after.metrics['basic']:.3f}"
@@ -486,10 +490,11 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
     untested = reference.documents.loc[reference.documents["is_untested"], "document"]
     assert list(untested) == ["Koala.txt"]
     if page == "results":
-        listed = " ".join(texts(at.markdown))
+        listed = " ".join(texts(at.markdown) + texts(at.error) + texts(at.warning))
         assert "Koala\\.txt: 0% of" in listed and "Top gaps by topic" in listed
+        # Topic names are user-derived text, escaped (widgets.plain) so markdown shows them as written.
         gap_labels = reference.clusters.loc[reference.clusters["is_gap"], "label"]
-        assert any(str(label) in listed for label in gap_labels)
+        assert any(f"{widgets.plain(label)}: " in listed for label in gap_labels)
         assert [link.label for link in at.get("page_link")][0].startswith("Suggest questions")
 
 
@@ -551,10 +556,10 @@ def test_tuning_reuses_the_index_and_lexical_evidence_and_matches_a_fresh_analys
     settings = values[state.SETTINGS]
     overrides = state.Overrides(exclude=frozenset({int(inputs.questions.rows[0])}))
     engine.tune(inputs, settings, state.Overrides(), cache)
-    index = cache.indexes[(inputs.corpus_key, inputs.question_key)]
+    index = cache.indexes.get(inputs.key)
     changed = settings.replace(n_clusters=3, multi_threshold=0.4, strictness=0.8)
     tuned = engine.tune(inputs, changed, overrides, cache)
-    assert cache.indexes[(inputs.corpus_key, inputs.question_key)] is index and len(cache.indexes) == 1
+    assert cache.indexes.get(inputs.key) is index and len(cache.indexes) == 1
     assert len(cache.screeners) == 2  # refitted for the new K ...
     first_screener, new_screener = cache.screeners.values()
     assert new_screener.absent_words_ is first_screener.absent_words_  # ... reusing the lexical evidence
@@ -595,3 +600,303 @@ def test_the_json_export_carries_the_checks_the_columns_allow(seeded):
     assert broken.answerability is not None
     report = json.loads(engine.report_json(reference, None, broken))
     assert "retrieval" not in report and "answerability" in report
+
+
+# ---------------------------------------------------------------- support level: cost and before/after
+
+
+def _paid_values(values: dict, **changes) -> dict:
+    values = dict(values)
+    values[state.SETTINGS] = values[state.SETTINGS].replace(
+        provider="openai", model="text-embedding-3-small", **changes
+    )
+    return values
+
+
+def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monkeypatch):
+    from coverage_core import costs
+    from coverage_core.calibration import calibration_texts
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    values, _, inputs = seeded
+    at = app("configure", _paid_values(values))
+    assert not at.exception, [e.value for e in at.exception]
+    # No key yet, so nothing counts as cached: every distinct text would be sent.
+    chunks = inputs.corpus.chunks
+    probes = list(dict.fromkeys(calibration_texts(chunks, 0)))
+    assert 0 < len(probes) <= costs.MAX_CALIBRATION_TEXTS
+    lines = texts(at.text)
+    assert any(line.startswith(f"Support-level calibration: about {len(probes):,} texts, ~") for line in lines), lines
+    main = list(dict.fromkeys([c.text for c in chunks] + list(inputs.questions.texts)))
+    assert any(line.startswith(f"Passages and questions: about {len(main):,} texts") for line in lines)
+    total = costs.estimate_embedding_cost(
+        costs.approximate_tokens(main) + costs.approximate_tokens(probes), "openai", "text-embedding-3-small",
+        costs.default_price_table(),
+    )
+    assert metric(at, "Embedding with text-embedding-3-small") == total.label.split(" (")[0]
+    assert costs.CALIBRATION_NOTE in texts(at.caption)
+    shown = " ".join(lines + texts(at.caption) + texts(at.markdown))
+    assert "support_threshold" not in shown and "--" not in shown  # plain words, no field names or flags
+
+
+def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, monkeypatch):
+    from coverage_core import calibration, costs
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    values, _, inputs = seeded
+    main = list(dict.fromkeys([c.text for c in inputs.corpus.chunks] + list(inputs.questions.texts)))
+    alone = costs.estimate_embedding_cost(
+        costs.approximate_tokens(main), "openai", "text-embedding-3-small", costs.default_price_table()
+    )
+    # The user set the support level: nothing is calibrated.
+    at = app("configure", _paid_values(values, support_threshold=0.4))
+    assert not at.exception
+    assert not any("calibration" in line for line in texts(at.text))
+    assert metric(at, "Embedding with text-embedding-3-small") == alone.label.split(" (")[0]
+    # The level is already known for these documents, this chunking, model and seed.
+    paid = _paid_values(values)
+    cache = engine.TuningCache()
+    corpus_key = engine.corpus_key(paid[state.DOCUMENTS].fingerprint, paid[state.SETTINGS])
+    config = engine.analysis_config(paid[state.SETTINGS])
+    cache.calibrations.put(engine.calibration_key(corpus_key, config), calibration.default())
+    assert not engine.calibration_pending(corpus_key, paid[state.SETTINGS], cache)
+    paid[state.TUNING] = cache
+    at = app("configure", paid)
+    assert not at.exception
+    assert not any("calibration" in line for line in texts(at.text))
+    assert metric(at, "Embedding with text-embedding-3-small") == alone.label.split(" (")[0]
+
+
+def test_tested_share_change_is_rounded_before_it_is_signed():
+    assert engine.tested_share_change(0.423, 0.451) == ("45.1%", "+2.8 pts")
+    assert engine.tested_share_change(0.6, 0.55) == ("55.0%", "-5.0 pts")
+    # Changes too small to show are "no change", never "-0.0 pts" or "+0.0 pts".
+    assert engine.tested_share_change(0.50004, 0.49998) == ("50.0%", engine.NO_CHANGE)
+    assert engine.tested_share_change(0.3, 0.3) == ("30.0%", engine.NO_CHANGE)
+    # The change is between the shown values: 42.3% -> 42.4% reads +0.1, whatever the raw difference.
+    assert engine.tested_share_change(0.42349, 0.42351) == ("42.4%", "+0.1 pts")
+
+
+def test_apply_shows_the_tested_share_first_with_its_change_in_points(seeded):
+    values, reference, _ = seeded
+    at = app("gaps", values)
+    worded = "Where do koalas live, and what do they eat?"
+    at.session_state[state.W_SUGGESTIONS_EDITOR] = {
+        "edited_rows": {}, "added_rows": [{"accept": True, "question": worded}], "deleted_rows": [],
+    }
+    at.run()
+    at.button(key=state.W_APPLY).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    improvement = at.session_state[state.IMPROVED].value
+    before, after = improvement.before.metrics["tested_share"], improvement.after.metrics["tested_share"]
+    assert after > before  # a question about the untested Koala article
+    first = at.metric[0]
+    assert first.label == "Tested share"
+    assert (first.value, first.delta) == engine.tested_share_change(before, after)
+    assert first.value.endswith("%") and first.delta.startswith("+") and first.delta.endswith(" pts")
+    assert [m.label for m in at.metric][1:] == [
+        "Basic", "Balanced", "Multi-threshold", "Multi-N"
+    ]
+
+    # A question the test set already has changes nothing: "no change", not "-0.0".
+    inlier = reference.question_table.loc[~reference.question_table["is_outlier"], "text"].iloc[0]
+    at.session_state[state.W_SUGGESTIONS_EDITOR] = {
+        "edited_rows": {}, "added_rows": [{"accept": True, "question": inlier}], "deleted_rows": [],
+    }
+    at.run()
+    at.button(key=state.W_APPLY).click().run()
+    assert not at.exception
+    improvement = at.session_state[state.IMPROVED].value
+    assert improvement.after.metrics["tested_share"] == pytest.approx(improvement.before.metrics["tested_share"])
+    first = at.metric[0]
+    assert first.label == "Tested share" and first.delta == engine.NO_CHANGE
+    assert first.proto.color == first.proto.GRAY and first.proto.direction == first.proto.NONE  # no green arrow
+
+
+def test_exports_after_apply_carry_before_after_and_the_accepted_questions(seeded, monkeypatch):
+    import json
+
+    from streamlit.delta_generator import DeltaGenerator
+
+    served = {}  # label → data of each download button the Gap page draws in its columns
+    real = DeltaGenerator.download_button
+
+    def capture(self, label, data, *args, **kwargs):
+        served[label] = data
+        return real(self, label, data, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", capture)
+    values, reference, _ = seeded
+    at = app("gaps", values)
+    worded = "Where do koalas live and what do they eat?"
+    at.session_state[state.W_SUGGESTIONS_EDITOR] = {
+        "edited_rows": {}, "added_rows": [{"accept": True, "question": f"  {worded} "}], "deleted_rows": [],
+    }
+    at.run()
+    at.button(key=state.W_APPLY).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    improvement = at.session_state[state.IMPROVED].value
+    assert [row["question"] for row in improvement.accepted_rows] == [worded]
+    assert improvement.accepted_rows[0]["origin"] == engine.USER_ORIGIN
+
+    report = json.loads(served["Report (JSON)"])
+    after_apply = report["after_apply"]
+    assert after_apply["before"]["tested_share"] == pytest.approx(improvement.before.metrics["tested_share"], abs=1e-6)
+    assert after_apply["after"]["tested_share"] == pytest.approx(improvement.after.metrics["tested_share"], abs=1e-6)
+    assert after_apply["after"]["tested_share"] > after_apply["before"]["tested_share"]
+    assert [q["text"] for q in after_apply["accepted_questions"]] == [worded]
+    assert after_apply["accepted_questions"][0]["origin"] == engine.USER_ORIGIN
+    assert report["retrieval"]["relevant_column"] == "source"
+
+    build = served["Report with charts (HTML)"]
+    assert callable(build), "the HTML report is built only when the button is clicked"
+    html = build().decode("utf-8")
+    assert worded in html
+    assert "<h2>Retrieval</h2>" in html  # the example's source column was used
+
+    # An Apply result made from other settings is not reported as this analysis's.
+    values = dict(values)
+    values[state.IMPROVED] = at.session_state[state.IMPROVED]
+    values[state.SETTINGS] = values[state.SETTINGS].replace(n_clusters=3)
+    served.clear()
+    at = app("gaps", values)
+    assert "after_apply" not in json.loads(served["Report (JSON)"])
+    assert worded not in served["Report with charts (HTML)"]().decode("utf-8")
+
+
+# ---------------------------------------------------------------- reads at a glance
+
+
+def _all_text(at) -> list[str]:
+    """Every text a user can read on the page (values, labels, captions, table headers)."""
+    found = []
+    for node in at.main:
+        for attribute in ("value", "label", "body"):
+            value = getattr(node, attribute, None) if attribute != "value" or node.type != "dataframe" else None
+            if isinstance(value, str):
+                found.append(value)
+    return found
+
+
+def test_results_page_leads_with_the_verdict_and_gap_links(seeded):
+    values, reference, _ = seeded
+    at = app("results", values)
+    order = [n.type for n in at.main if n.type in ("subheader", "expandable", "expander", "page_link", "metric", "tabs", "tab")]
+    assert order[0] == "subheader"  # the tested-share sentence first
+    verdict = engine.verdict(reference)
+    links = [n for n in at.main if n.type == "page_link"]
+    assert len(links) == len(verdict.gaps) and all("Gap analysis" in link.proto.label for link in links)
+    assert all(widgets.plain(gap.topic) in " ".join(link.proto.label for link in links) for gap in verdict.gaps)
+    # the links come before the secondary scores, which are in an expander with one sentence each
+    first_expander = min(order.index(t) for t in ("expandable", "expander") if t in order)
+    assert order.index("page_link") < first_expander
+    assert not any(m.label.startswith("Weighted") for m in at.metric)
+    scores = " ".join(texts(at.expander[0].markdown))
+    assert "Basic" in scores and "Balanced" in scores and "equals basic" in scores
+
+
+def test_verdict_lists_untested_documents(seeded):
+    _, reference, _ = seeded
+    verdict = engine.verdict(reference)
+    untested = set(reference.documents.loc[reference.documents["is_untested"], "document"])
+    assert {u.document for u in verdict.untested} == untested
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_no_page_shows_command_line_flags_or_field_names(seeded, page):
+    values, _, _ = seeded
+    at = app(page, values)
+    shown = " ".join(_all_text(at))
+    assert not re.search(r"(?<![\w-])--[a-z]", shown), shown
+    for internal in ("usd_per_1m", "multi_threshold", "n_neighbors", "LOF uses"):
+        assert internal not in shown
+
+
+def test_price_table_headers_are_words():
+    from coverage_core.costs import PRICE_COLUMNS
+    from ui import widgets
+
+    assert set(PRICE_COLUMNS) <= set(widgets.PRICE_COLUMNS)
+    assert all("_" not in str(config["label"]) for config in widgets.PRICE_COLUMNS.values())
+
+
+def test_core_messages_are_translated():
+    from ui.messages import user_message
+
+    lof = user_message("n_neighbors=20 is not below the number of questions (8); LOF uses 7 neighbours.")
+    assert "n_neighbors" not in lof and "LOF" not in lof and "8 questions" in lof
+    column = user_message("No question column found in a.csv; name the column, for example with --question-column.")
+    assert "--" not in column and "preview" in column
+    llm = user_message("a local Ollama (on the Configure page, or with --llm-model / --llm-base-url).")
+    assert llm == "a local Ollama on the Configure page."
+    assert "--" not in user_message("set --some-new-flag please")
+
+
+def test_upload_preview_comes_before_the_column_picker_and_text_files_have_blank_pages():
+    at = app()
+    at.file_uploader(key=state.W_DOC_UPLOADER).set_value([("Drum.txt", (EXAMPLE / "docs" / "Drum.txt").read_bytes(), "text/plain")])
+    at.file_uploader(key=state.W_CSV_UPLOADER).set_value(("mine.csv", b"text;notes\nWhat is a drum?;x\n", "text/csv"))
+    at.run()
+    assert not at.exception
+    kinds = [n.type for n in at.main if n.type in ("dataframe", "selectbox")]
+    picker = kinds.index("selectbox")
+    assert kinds[:picker].count("dataframe") == 2  # documents, then the question file's preview
+    assert list(at.dataframe[0].value["pages"]) == [""]
+    # The sidebar names the inputs in the same run that loaded them.
+    sidebar = " ".join(texts(at.sidebar.caption))
+    assert "Documents: 1 readable" in sidebar and "none yet" not in sidebar.split("Questions")[0]
+
+
+def test_changes_are_rounded_before_they_are_signed():
+    from ui import formats
+
+    assert formats.change(0.4321, 0.43209) == formats.NO_CHANGE
+    assert formats.change(0.5, 0.4994) == "-0.001"
+    assert formats.share_change(0.45, 0.44999) == ("45.0%", formats.NO_CHANGE)
+    deltas = engine.metric_deltas({"basic": 0.4321}, {"basic": 0.43209})
+    assert not np.signbit(deltas["change"]).any()
+    assert list(deltas["metric"]) == ["Basic"]  # plain names, not field names
+
+
+def test_thresholds_have_one_format():
+    from ui import formats
+
+    assert formats.similarity(0.395) == "0.40" == formats.similarity(0.4)
+    assert formats.SIMILARITY_FORMAT == "%.2f"
+
+
+def test_progress_text_has_rate_and_time_left():
+    text = engine.progress_text("chunks", 120, 480, 4.0)
+    assert text == "Embedding passages: 120 of 480 (30 per second, about 12 s left)"
+    assert engine.progress_text("questions", 0, 10, 0.0) == "Embedding questions: 0 of 10"
+
+
+def test_off_topic_decision_does_not_depend_on_k(seeded):
+    values, _, inputs = seeded
+    cache = engine.TuningCache()
+    settings = values[state.SETTINGS]
+    three = engine.tune(inputs, settings.replace(n_clusters=3), state.Overrides(), cache)
+    five = engine.tune(inputs, settings.replace(n_clusters=5), state.Overrides(), cache)
+    np.testing.assert_array_equal(three.is_outlier, five.is_outlier)
+
+
+def test_memo_takes_named_frozen_keys_only():
+    from ui.memo import Recent, memo
+
+    slot = Recent(keep=2)
+    calls = []
+    key = engine.StageKey.of("docs", chunking=None)
+    assert memo(slot, key, lambda: calls.append(1) or 7) == 7
+    assert memo(slot, key, lambda: calls.append(1) or 8) == 7 and calls == [1]
+    with pytest.raises(TypeError):
+        memo(slot, ("docs", None), lambda: 1)
+
+
+def test_settings_defaults_come_from_the_core():
+    from coverage_core.llm import DEFAULT_LLM_MODEL
+    from coverage_core.pipeline import AnalysisConfig
+
+    assert state.Settings().analysis_config() == AnalysisConfig()
+    assert state.Settings().llm_model == DEFAULT_LLM_MODEL
+    assert "streamlit" not in open(PROJECT_UI / "settings.py").read()
+    assert engine.priority_formula(AnalysisConfig().gaps) == "0.7 × (1 − coverage) + 0.3 × corpus share"

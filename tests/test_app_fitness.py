@@ -18,7 +18,7 @@ from coverage_core import answerability, pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.ingest import read_documents, read_questions
 from tests.app_support import EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
-from ui import engine, state
+from ui import engine, formats, state
 
 DOCS = ["Drum.txt", "Flute.txt"]
 PAGE = "pages/5_fitness.py"
@@ -65,7 +65,7 @@ def charts(at: AppTest) -> list[dict]:
 def test_without_an_analysis_the_page_says_what_to_do():
     at = app()
     assert "Upload" in " ".join(texts(at.info))
-    assert not at.error and not at.metric and not at.button
+    assert not at.error and not at.metric and not at.main.button  # the sidebar has its own
 
 
 # ---------------------------------------------------------------- labels
@@ -81,7 +81,7 @@ def test_label_statistics_are_the_cores_with_a_box_plot(seeded):
     assert metric(at, "Point-biserial r") == f"{found.point_biserial_r:.3f}"
     assert metric(at, "p-value") == f"{found.p_value:.2g}"
     assert metric(at, "AUROC") == f"{found.auroc:.3f}"
-    assert metric(at, "Best threshold (Youden)") == f"{found.threshold:.3f}"
+    assert metric(at, "Best threshold (Youden)") == formats.similarity(found.threshold)  # one format: ui.formats
     assert f"{found.n_labelled:,} labelled questions" in " ".join(texts(at.caption))
     # The box plot comes with the label figures, before the ranked and polar views.
     figures = charts(at)
@@ -100,7 +100,7 @@ def test_use_the_best_threshold_moves_the_slider_and_the_weak_count(seeded):
     at = app(values)
     assert at.slider(key=state.W_FITNESS_THRESHOLD).value == pytest.approx(0.4)
     button = at.button(key=state.W_USE_BEST_THRESHOLD)
-    assert button.label == f"Use {found.threshold:.3f} as the threshold"
+    assert button.label == f"Use {formats.similarity(found.threshold)} as the threshold"
     button.click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.slider(key=state.W_FITNESS_THRESHOLD).value == pytest.approx(found.threshold)

@@ -110,7 +110,7 @@ def test_page_without_data_says_what_to_do():
     at = app()
     assert at.title[0].value == "Retrieval and chunking"
     assert "Upload" in " ".join(texts(at.info))
-    assert not at.error and not at.metric and not at.button
+    assert not at.error and not at.metric and not at.main.button  # the sidebar has its own
 
 
 # ---------------------------------------------------------------- retrieval check
@@ -182,7 +182,7 @@ def test_a_remembered_column_missing_from_the_file_is_an_error(seeded):
     values = dict(values)
     values[state.SETTINGS] = values[state.SETTINGS].replace(relevant_column="gold_doc")
     at = app(values)
-    assert "no column 'gold_doc'" in " ".join(texts(at.error))
+    assert "'gold_doc'" in " ".join(texts(at.error))
     box = at.selectbox(key=state.W_RELEVANT_COLUMN)
     assert box.value == "gold_doc" and "gold_doc (not a column of this file)" in box.options
     assert not cards(at)
@@ -231,7 +231,7 @@ def test_chunking_comparison_runs_each_configuration_and_reuses_the_cache(seeded
     assert by_config.loc[(1000, 200), "mrr"] == pytest.approx(result.mrr)
     assert at.get("plotly_chart")
     stored = at.session_state[state.CHUNKING_COMPARISON]
-    assert stored.key[2] == (ChunkingConfig(1000, 0), ChunkingConfig(1000, 200))
+    assert stored.key.grid == (ChunkingConfig(1000, 0), ChunkingConfig(1000, 200))
 
     # A rerun shows the table without recomputing; a second click embeds nothing new.
     at.run()
@@ -286,3 +286,65 @@ def test_a_paid_provider_shows_the_cost_and_needs_consent(cache_dir, documents, 
     assert len(fake_api.requests_to("/v1/embeddings")) > sent_before
     shown = " ".join(texts(at.markdown) + texts(at.caption) + texts(at.error) + texts(at.warning))
     assert "sk-test" not in shown
+
+
+# ---------------------------------------------------------------- chunking comparison: support level per chunking
+
+
+def _compare_two_chunkings(values: dict) -> AppTest:
+    """The page with the grid cut to 1000/0 and 1000/200 (the analysed chunking), compared."""
+    at = app(values)
+    at.session_state[state.W_GRID_EDITOR] = {"edited_rows": {}, "added_rows": [], "deleted_rows": [0, 3]}
+    at.run()
+    at.button(key=state.W_COMPARE_CHUNKINGS).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _shown_table(at: AppTest):
+    return [d for d in at.dataframe if "newly_embedded" in d.value.columns][0]
+
+
+def test_chunking_comparison_shows_each_chunkings_tested_share_at_its_own_level(seeded):
+    values, _ = seeded
+    at = _compare_two_chunkings(values)
+    analysis = at.session_state[state.TUNING].analysis[1]
+    assert analysis.calibration.method == "pseudo-queries"
+    assert any("Each chunking gets its own support level" in m for m in texts(at.markdown))
+    table = comparison_table(at)
+    assert list(table.columns[:7]) == [
+        "chunk_size", "chunk_overlap", "n_chunks", "n_clusters", "tested_share", "support_threshold", "support_method"
+    ]
+    assert list(table["support_method"]) == ["calibrated", "calibrated"]  # plain words on screen
+    by_config = table.set_index(["chunk_size", "chunk_overlap"])
+    # The analysed chunking: the analysis's own level and tested share (its headline figure).
+    assert by_config.loc[(1000, 200), "support_threshold"] == pytest.approx(analysis.calibration.support_threshold)
+    assert by_config.loc[(1000, 200), "tested_share"] == pytest.approx(analysis.metrics["tested_share"])
+    # The other chunking is calibrated on its own passages.
+    assert by_config.loc[(1000, 0), "support_threshold"] != pytest.approx(analysis.calibration.support_threshold)
+    assert table["tested_share"].between(0, 1).all()
+    # Column headings are plain words.
+    headings = _shown_table(at).proto.columns
+    for label in ("passages tested", "support level", "support level from"):
+        assert f'"{label}"' in headings, headings
+    assert "calibration_embedded" not in table.columns  # local model: no cost columns
+
+
+def test_chunking_comparison_uses_the_support_level_the_user_set_for_every_chunking(seeded):
+    values, _ = seeded
+    values = dict(values)
+    values[state.SETTINGS] = values[state.SETTINGS].replace(support_threshold=0.45)
+    at = _compare_two_chunkings(values)
+    assert any("the support level you set on Configure (0.45)" in m for m in texts(at.markdown))
+    table = comparison_table(at)
+    assert list(table["support_threshold"]) == [0.45, 0.45]
+    assert list(table["support_method"]) == ["set by you", "set by you"]
+    analysis = at.session_state[state.TUNING].analysis[1]
+    by_config = table.set_index(["chunk_size", "chunk_overlap"])
+    assert by_config.loc[(1000, 200), "tested_share"] == pytest.approx(analysis.metrics["tested_share"])
+    # Another level makes the stored table stale.
+    stored = at.session_state[state.CHUNKING_COMPARISON]
+    at.session_state[state.SETTINGS] = at.session_state[state.SETTINGS].replace(support_threshold=0.6)
+    at.run()
+    assert at.session_state[state.CHUNKING_COMPARISON] is stored
+    assert "click **Compare chunkings** to update it" in " ".join(texts(at.info))

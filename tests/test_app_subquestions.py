@@ -27,7 +27,8 @@ from coverage_core.subquestions import (
 )
 from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, subset_csv, texts
 from tests.fake_api import FakeAPIServer, chat_reply, error_reply
-from ui import state
+from ui import engine, state
+from ui.messages import user_message
 
 PAGE = "pages/8_subquestions.py"
 CHAT = "/v1/chat/completions"
@@ -122,7 +123,7 @@ def same(a: float, b: float) -> bool:
 def test_without_an_llm_the_page_says_why_and_links_to_configure(seeded):
     values, _, _, _ = seeded
     at = app(values)
-    assert UNAVAILABLE_REASON in texts(at.info)
+    assert user_message(UNAVAILABLE_REASON) in texts(at.info)  # the core reason, in the dashboard's words
     assert any("Configure" in str(link.proto.label) for link in at.get("page_link"))
     assert not at.error
     assert state.W_SUB_RUN not in [b.key for b in at.button]
@@ -186,7 +187,7 @@ def test_select_estimate_run_and_rescore_without_asking_again(seeded, server):
     rescored = rescore_subquestions(truth, SubQuestionConfig(core_weight=2.0, top_k=5))
     assert after != before and same(after, rescored.questions[0].weighted_score)
     stored = at.session_state[state.SUBQUESTIONS]
-    assert stored.key[:2] == (values[state.CORPUS].key, values[state.QUESTION_VECTORS].key)
+    assert stored.key.source == engine.inputs_key(values[state.CORPUS].key, values[state.QUESTION_VECTORS].key)
     assert stored.value.config.core_weight == 2.0  # the report gets the user's weights
 
     # The same selection is not sent again.

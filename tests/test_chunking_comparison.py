@@ -23,6 +23,7 @@ from tests.conftest import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 DOCS = ["Alessandro_Volta.txt", "Octopus.txt", "Trumpet.txt"]
+PAID = {"provider": "openai", "model": "text-embedding-3-small"}  # a provider with a price
 
 
 class WordEmbedder:
@@ -60,11 +61,16 @@ def inputs():
     return documents, questions
 
 
-def test_each_configuration_gets_a_row_and_cached_texts_cost_nothing(inputs, cache_dir):
+def embedded_inputs(inputs, cache_dir, **embedder_options):
+    """The documents, the questions, an empty cache, a WordEmbedder and the questions embedded with it."""
     documents, questions = inputs
     cache = EmbeddingCache(cache_dir)
-    embedder = WordEmbedder()
-    question_embedding = embed_questions(questions, embedder, cache)
+    embedder = WordEmbedder(**embedder_options)
+    return documents, questions, cache, embedder, embed_questions(questions, embedder, cache)
+
+
+def test_each_configuration_gets_a_row_and_cached_texts_cost_nothing(inputs, cache_dir):
+    documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir)
     relevant = retrieval.relevant_from_questions(questions, "source")
     grid = [ChunkingConfig(500, 0), ChunkingConfig(1000, 200)]
     seen = []
@@ -95,7 +101,9 @@ def test_each_configuration_gets_a_row_and_cached_texts_cost_nothing(inputs, cac
         relevant=relevant, k=3,
     )
     assert again["newly_embedded"].tolist()[:2] == [0, 0]
-    assert again.loc[2, "newly_embedded"] == len(embedder.sent) - sent_before > 0
+    # What was sent: the new configuration's chunks and its support-level calibration texts.
+    sent = again.loc[2, "newly_embedded"] + again.loc[2, "calibration_embedded"]
+    assert again.loc[2, "newly_embedded"] > 0 and sent == len(embedder.sent) - sent_before
     same = ["n_chunks", "n_clusters", "basic", "balanced", "precision_at_k", "recall_at_k", "mrr"]
     pd.testing.assert_frame_equal(again.loc[:1, same], table[same], check_dtype=False)  # cached = same vectors
 
@@ -119,10 +127,7 @@ def test_plan_counts_what_would_be_sent_before_anything_is(inputs, cache_dir):
 
 
 def test_paid_provider_rows_carry_the_cost_of_new_tokens_only(inputs, cache_dir):
-    documents, questions = inputs
-    cache = EmbeddingCache(cache_dir)
-    embedder = WordEmbedder(provider="openai", model="text-embedding-3-small")
-    question_embedding = embed_questions(questions, embedder, cache)
+    documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir, **PAID)
     prices = costs.default_price_table()
     grid = [ChunkingConfig(1000, 200)]
     first, _ = compare_chunkings(documents, questions, question_embedding, grid, embedder, cache, price_table=prices)
@@ -133,22 +138,17 @@ def test_paid_provider_rows_carry_the_cost_of_new_tokens_only(inputs, cache_dir)
 
 
 def test_a_provider_error_keeps_finished_rows_and_their_embeddings(inputs, cache_dir):
-    documents, questions = inputs
-    cache = EmbeddingCache(cache_dir)
-    question_embedding = embed_questions(questions, WordEmbedder(), cache)
+    documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir)
     failing = WordEmbedder(fail_after=0)
     grid = [ChunkingConfig(1000, 200), ChunkingConfig(500, 0)]
-    first, _ = compare_chunkings(documents, questions, question_embedding, grid[:1], WordEmbedder(), cache)
+    first, _ = compare_chunkings(documents, questions, question_embedding, grid[:1], embedder, cache)
     table, warnings = compare_chunkings(documents, questions, question_embedding, grid, failing, cache)
     assert len(table) == 1 and table.loc[0, "chunk_size"] == 1000  # the cached one still ran
     assert len(warnings) == 1 and "stopped at chunk size 500" in warnings[0] and "rate-limited" in warnings[0]
 
 
 def test_the_screening_decision_is_held_fixed_across_configurations(inputs, cache_dir):
-    documents, questions = inputs
-    cache = EmbeddingCache(cache_dir)
-    embedder = WordEmbedder()
-    question_embedding = embed_questions(questions, embedder, cache)
+    documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir)
     n = len(questions.questions)
     everyone_out = np.ones(n, dtype=bool)
     table, _ = compare_chunkings(
@@ -187,3 +187,110 @@ def test_grid_from_text_and_the_report_rows():
     rows = comparison_section(table)
     assert rows == [{"chunk_size": 500, "n_chunks": 3, "basic": 0.123457, "mrr": None, "error": None}]
     json.dumps(rows, allow_nan=False)
+
+
+# ---------------------------------------------------------------- support level per configuration
+
+
+def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs, cache_dir):
+    from coverage_core import calibration
+    from coverage_core.pipeline import AnalysisConfig, analyze, cluster_chunks, embed_corpus, measure
+
+    documents, questions = inputs
+    cache = EmbeddingCache(cache_dir)
+    embedder = WordEmbedder()
+    config = AnalysisConfig(chunking=ChunkingConfig(1000, 200), random_state=3)
+    analysis = analyze(config, documents, questions, embedder=embedder, cache=cache)
+    grid = [ChunkingConfig(300, 0), ChunkingConfig(1000, 200), ChunkingConfig(2500, 0)]
+    table, warnings = compare_chunkings(
+        documents, questions, analysis.question_embedding, grid, embedder, cache,
+        config=config, is_outlier=analysis.is_outlier,
+    )
+    assert warnings == []
+    assert {"tested_share", "support_threshold", "support_method", "calibration_embedded"} <= set(table.columns)
+    assert (table["support_method"] == "pseudo-queries").all()
+    # The analysed chunking's row is the analysis itself: same τ, same tested share.
+    analysed = table.set_index(["chunk_size", "chunk_overlap"]).loc[(1000, 200)]
+    assert analysed["support_threshold"] == pytest.approx(analysis.calibration.support_threshold)
+    assert analysed["tested_share"] == pytest.approx(analysis.metrics["tested_share"])
+    assert analysed["calibration_embedded"] == 0  # the analysis calibrated it already: nothing embedded twice
+    # Every row: τ calibrated on that chunking's own chunks, with the same embedder, cache and seed.
+    for row, chunking in zip(table.itertuples(index=False), grid):
+        sent_before = len(embedder.sent)
+        corpus = embed_corpus(documents, chunking, embedder, cache)
+        probed = []
+
+        def embed(texts, probed=probed):
+            probed.extend(texts)
+            return embedder.embed(list(texts))
+
+        own = calibration.calibrate(corpus.chunks, corpus.vectors, embed, 3)
+        assert probed == calibration.calibration_texts(corpus.chunks, 3)  # what the cost estimates count
+        assert len(embedder.sent) - sent_before == len(probed)  # the chunks came from the cache
+        assert row.support_threshold == pytest.approx(own.support_threshold)
+        expected = measure(
+            config, corpus, questions, analysis.question_embedding, cluster_chunks(corpus, None, 3),
+            force_include=np.asarray(questions.rows)[~analysis.is_outlier].tolist(),
+            force_exclude=np.asarray(questions.rows)[analysis.is_outlier].tolist(),
+            calibration=own,
+        )
+        assert row.tested_share == pytest.approx(expected.metrics["tested_share"])
+    # Different chunkings, different levels: one τ for all would judge some by a level that does not fit them.
+    assert table["support_threshold"].nunique() > 1
+    assert table.loc[0, "calibration_embedded"] > 0 and table.loc[2, "calibration_embedded"] > 0
+
+
+def test_a_support_level_the_user_set_is_used_for_every_configuration(inputs, cache_dir):
+    from coverage_core.pipeline import AnalysisConfig
+
+    documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir)
+    sent_before = len(embedder.sent)
+    grid = [ChunkingConfig(500, 0), ChunkingConfig(1000, 200)]
+    table, _ = compare_chunkings(
+        documents, questions, question_embedding, grid, embedder, cache,
+        config=AnalysisConfig(support_threshold=0.05),
+    )
+    assert table["support_threshold"].tolist() == [0.05, 0.05]
+    assert table["support_method"].tolist() == ["override", "override"]
+    assert table["calibration_embedded"].tolist() == [0, 0]
+    assert len(embedder.sent) - sent_before == table["newly_embedded"].sum()  # chunks only: nothing calibrated
+    strict, _ = compare_chunkings(
+        documents, questions, question_embedding, grid, embedder, cache, config=AnalysisConfig(support_threshold=1.0)
+    )
+    assert (table["tested_share"] > strict["tested_share"]).all()  # the level set is the level used
+    plans = plan_chunkings(documents, grid, embedder, cache, config=AnalysisConfig(support_threshold=0.05))
+    assert [p.n_calibration for p in plans] == [0, 0]
+
+
+def test_plan_counts_the_calibration_texts_the_comparison_then_sends(inputs, cache_dir):
+    from coverage_core.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
+
+    documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir, **PAID)
+    grid = [ChunkingConfig(1000, 0), ChunkingConfig(700, 100)]
+    plans = plan_chunkings(documents, grid, embedder, cache)
+    assert embedder.sent == questions.texts  # the questions only: planning sends nothing
+    first = set(calibration_texts(chunk_corpus(documents, grid[0])))
+    assert 0 < plans[0].n_calibration == len(first) <= MAX_CALIBRATION_TEXTS
+    assert plans[0].calibration_tokens > 0 and plans[0].total_tokens == plans[0].approx_tokens + plans[0].calibration_tokens
+    prices = costs.default_price_table()
+    table, _ = compare_chunkings(documents, questions, question_embedding, grid, embedder, cache, price_table=prices)
+    assert table["calibration_embedded"].tolist() == [p.n_calibration for p in plans]
+    assert table["newly_embedded"].tolist() == [p.n_to_embed for p in plans]
+    # The row's tokens and cost cover the calibration texts too.
+    assert table["new_tokens"].sum() == sum(embedder.count_tokens(embedder.sent[len(questions.texts):]))
+    assert table.loc[0, "cost_usd"] == pytest.approx(
+        costs.estimate_embedding_cost(int(table.loc[0, "new_tokens"]), "openai", "text-embedding-3-small", prices).usd
+    )
+    after = plan_chunkings(documents, grid, embedder, cache)
+    assert [(p.n_to_embed, p.n_calibration) for p in after] == [(0, 0), (0, 0)]
+
+
+def test_support_sources_read_as_plain_words():
+    from coverage_core.chunking_comparison import support_source
+
+    assert support_source("pseudo-queries") == "calibrated"
+    assert support_source("override") == "set by you"
+    assert support_source("default: one document, so no passage of another document") == (
+        "default (could not be calibrated)"
+    )
+    assert support_source(None) == "" and support_source(float("nan")) == ""

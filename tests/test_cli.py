@@ -226,7 +226,8 @@ def test_named_columns_that_do_not_exist_fail_before_embedding(tmp_path, capsys)
             "--out", str(tmp_path / "r.json"), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
     assert main(args + ["--relevant-column", "gold"]) == 2
     error = capsys.readouterr().err
-    assert "no column 'gold'" in error and "'source'" in error and "Traceback" not in error
+    assert "The relevant-source column 'gold' is not in the question file" in error
+    assert "'source'" in error and "Traceback" not in error
     assert main(args + ["--label-column", "is_ok"]) == 2
     assert "'is_ok' is not in the question file" in capsys.readouterr().err
     assert main(args + ["--subquestions", "2"]) == 2  # no LLM configured
@@ -278,3 +279,16 @@ def test_compare_chunking_adds_a_row_per_configuration(tmp_path, example_cache, 
     assert "Chunking comparison" in capsys.readouterr().out
     assert main(base + ["--compare-chunking", "1000/abc"]) == 2
     assert "'1000/abc' is not a chunk configuration" in capsys.readouterr().err
+
+
+def test_core_messages_name_the_flag_that_fixes_them_on_the_command_line(tmp_path, capsys):
+    questions = tmp_path / "q.csv"
+    questions.write_text("title,answer\nKoalas,Australia\n", encoding="utf-8")
+    args = ["analyze", "--docs", str(EXAMPLE / "docs"), "--questions", str(questions),
+            "--out", str(tmp_path / "r.json"), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    assert main(args) == 2
+    error = capsys.readouterr().err
+    # The core says it in words (the dashboard shows the same sentence) ...
+    assert "choose the question column" in error
+    # ... and the command line adds the flag, once.
+    assert error.count("--question-column") == 1 and "Traceback" not in error

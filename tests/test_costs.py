@@ -60,3 +60,53 @@ def test_price_table_is_checked():
     assert costs.clean_price_table(blank).loc[0, "usd_per_1m_output"] == 0.0
     with pytest.raises(InputError, match="needs the columns"):
         costs.clean_price_table(table.drop(columns=["kind"]))
+
+
+# ---------------------------------------------------------------- support-level calibration
+
+
+def _example_chunks(names=None, size=1000, overlap=200):
+    from coverage_core.chunking import ChunkingConfig
+    from coverage_core.ingest import read_documents
+    from coverage_core.pipeline import chunk_corpus
+    from tests.conftest import PROJECT
+
+    folder = PROJECT / "examples" / "wiki-qa" / "docs"
+    paths = [folder / name for name in names] if names else [folder]
+    return chunk_corpus(read_documents(paths).documents, ChunkingConfig(size, overlap))
+
+
+def test_calibration_cost_counts_exactly_the_texts_calibration_would_send():
+    from coverage_core.calibration import calibration_texts
+
+    chunks = _example_chunks(["Drum.txt", "Flute.txt", "Koala.txt"])
+    table = costs.default_price_table()
+    found = costs.estimate_calibration_cost(chunks, "openai", "text-embedding-3-small", table, random_state=2)
+    texts = list(dict.fromkeys(calibration_texts(chunks, 2)))
+    assert 0 < found.n_texts == len(texts) <= costs.MAX_CALIBRATION_TEXTS
+    assert found.estimate.input_tokens == costs.approximate_tokens(texts)
+    assert found.estimate.usd == pytest.approx(found.estimate.input_tokens * 0.02 / 1_000_000)
+    assert found.label.startswith(f"Support-level calibration: about {found.n_texts:,} texts, ~")
+    assert "approximate" in found.label
+    # Texts the embedding cache holds are not sent, and one document cannot be calibrated at all.
+    half = set(texts[: len(texts) // 2])
+    partly = costs.estimate_calibration_cost(
+        chunks, "openai", "text-embedding-3-small", table, random_state=2,
+        uncached=lambda candidates: [t for t in dict.fromkeys(candidates) if t not in half],
+    )
+    assert partly.n_texts == len(texts) - len(half)
+    alone = costs.estimate_calibration_cost(_example_chunks(["Drum.txt"]), "openai", "text-embedding-3-small", table)
+    assert alone.n_texts == 0 and alone.estimate.input_tokens == 0
+
+
+def test_the_number_of_calibration_texts_lives_in_the_core_once():
+    import inspect
+
+    from coverage_core import calibration
+
+    assert costs.MAX_CALIBRATION_TEXTS is calibration.MAX_CALIBRATION_TEXTS == 2 * calibration.MAX_PROBES
+    assert f"{calibration.MAX_CALIBRATION_TEXTS:,}" in costs.CALIBRATION_NOTE
+    assert "800" not in inspect.getsource(costs)  # imported, never restated
+    # A corpus with many candidate sentences is capped at that number.
+    many = calibration.calibration_texts(_example_chunks(size=300, overlap=0))
+    assert len(many) == calibration.MAX_CALIBRATION_TEXTS

@@ -37,6 +37,16 @@ def expected(texts, d):
 PROVIDERS = ["openai", "voyage"]
 
 
+def error_of_one_request(provider, fake_api, status, message) -> ProviderError:
+    """The ProviderError of embedding one text while the server answers ``status`` with ``message``;
+    fails unless exactly one request was sent (no retry)."""
+    fake_api.script(PATH, [error_reply(status, message)] * 3)
+    with pytest.raises(ProviderError) as caught:
+        make(provider, fake_api).embed(["x"])
+    assert len(fake_api.requests_to(PATH)) == 1
+    return caught.value
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_success_in_order_with_dimensions(provider, fake_api):
     embedder = make(provider, fake_api, dimensions=256, batch_size=3)
@@ -77,25 +87,17 @@ def test_construction_sends_nothing_and_hides_the_key(provider, fake_api):
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_bad_key_fails_at_once_without_the_key(provider, fake_api):
     # The server echoes the key, as a careless compatible server might.
-    fake_api.script(PATH, [error_reply(401, f"Incorrect API key provided: {KEY}")] * 3)
-    embedder = make(provider, fake_api)
-    with pytest.raises(ProviderError) as caught:
-        embedder.embed(["x"])
-    assert caught.value.kind == "auth"
-    message = str(caught.value)
+    error = error_of_one_request(provider, fake_api, 401, f"Incorrect API key provided: {KEY}")  # no retry storm
+    assert error.kind == "auth"
+    message = str(error)
     assert KEY not in message and "API key" in message
     assert "EMBEDDING_API_KEY" in message  # a custom base URL never takes OPENAI_API_KEY / VOYAGE_API_KEY
-    assert caught.value.__cause__ is None  # provider exceptions hold the request headers
-    assert len(fake_api.requests_to(PATH)) == 1  # no retry storm
+    assert error.__cause__ is None  # provider exceptions hold the request headers
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_forbidden_is_auth(provider, fake_api):
-    fake_api.script(PATH, [error_reply(403, "Project does not have access")])
-    with pytest.raises(ProviderError) as caught:
-        make(provider, fake_api).embed(["x"])
-    assert caught.value.kind == "auth"
-    assert len(fake_api.requests_to(PATH)) == 1
+    assert error_of_one_request(provider, fake_api, 403, "Project does not have access").kind == "auth"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -144,12 +146,9 @@ def test_persistent_timeout_gives_up(provider, fake_api):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_bad_request_shows_provider_message(provider, fake_api):
-    fake_api.script(PATH, [error_reply(400, "Input is too long for this model")])
-    with pytest.raises(ProviderError) as caught:
-        make(provider, fake_api).embed(["x"])
-    assert caught.value.kind == "bad_request"
-    assert "Input is too long for this model" in str(caught.value)
-    assert len(fake_api.requests_to(PATH)) == 1
+    error = error_of_one_request(provider, fake_api, 400, "Input is too long for this model")
+    assert error.kind == "bad_request"
+    assert "Input is too long for this model" in str(error)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -97,3 +97,175 @@ def test_map_and_before_after_sections(analysis):
     assert f"{change:+.3f}" in report
     assert report.count("Plotly.newPlot(") == 6
     assert "Below 0.30 the knowledge base may not answer" in report
+
+
+# ---------------------------------------------------------------- after Apply, optional checks
+# Shared with tests/test_report.py (the JSON report reads the same objects).
+
+LONG_PASSAGE = "The comet's tail points away from the sun. " * 30
+
+
+def improved_analysis(analysis, texts=("Where do comets orbit?",)):
+    """``analysis`` rescored with ``texts`` appended (the third topic's chunks stand in for their vectors)."""
+    from coverage_core.pipeline import add_questions
+
+    questions = add_questions(analysis.questions, list(texts))
+    vectors = np.vstack([analysis.question_vectors, analysis.corpus.vectors[50:50 + len(texts)]])
+    return measure(
+        analysis.config, analysis.corpus, questions, EmbeddedTexts(vectors, 0, len(vectors), 0), analysis.clustering,
+    )
+
+
+def accepted_questions():
+    """One LLM suggestion whose text is a script, one draft worded by the user (a table row), one user row."""
+    from coverage_core.gaps import Suggestion
+
+    return [
+        Suggestion(cluster=2, text=EVIL, origin="llm", document="<b>gamma</b>.md", passage=LONG_PASSAGE),
+        {"accept": True, "question": "Where do comets orbit?", "cluster": 2, "origin": "draft",
+         "document": "<b>gamma</b>.md", "passage": "comet orbit ice tail."},
+        {"question": "My own question?", "cluster": None, "origin": "you", "document": "", "passage": ""},
+    ]
+
+
+def retrieval_result(analysis):
+    from coverage_core.retrieval import evaluate_retrieval
+
+    relevant = ["alpha.txt", "alpha.txt", "beta.txt", "beta.txt", None, "alpha.txt", "<b>gamma</b>.md|missing.pdf"]
+    return evaluate_retrieval(
+        analysis.question_vectors, analysis.corpus.vectors, analysis.corpus.chunks, relevant, 3,
+        rows=analysis.questions.rows, question_texts=analysis.questions.texts, relevant_column="<i>source</i>",
+        documents=analysis.corpus.documents,
+    )
+
+
+def answerability_result(analysis):
+    from coverage_core.answerability import QuestionLabels, answerability
+
+    labels = QuestionLabels("<i>answerable</i>", np.array([1, 1, 1, 1, 0, 1, 0], dtype=float))
+    similarity = analysis.question_table["max_similarity"].to_numpy(dtype=float)
+    return labels, answerability(similarity, labels.labels)
+
+
+def subquestion_result(analysis):
+    from coverage_core.subquestions import Decomposition, SubQuestion, SubQuestionConfig, score_subquestions
+
+    decompositions = [
+        Decomposition(6, EVIL, (SubQuestion(EVIL, "core"), SubQuestion("What is a comet?", "background"))),
+        Decomposition(0, "Where does the river flow?", status="failed", reason="<b>bad</b> reply"),
+    ]
+    chunks = analysis.corpus.vectors
+    return score_subquestions(
+        decompositions, analysis.question_vectors[[6, 0]], chunks, lambda texts: chunks[: len(texts)],
+        SubQuestionConfig(top_k=3), model="<fake-model>",
+    )
+
+
+OPTIONAL_HEADINGS = ("Improved test set", "Retrieval", "Answerability", "Sub-question coverage")
+
+
+def test_optional_sections_are_absent_without_their_data(analysis):
+    report = build_html_report(analysis)
+    for heading in OPTIONAL_HEADINGS:
+        assert f"<h2>{heading}</h2>" not in report
+    assert "<h3>Accepted questions</h3>" not in report and "improved set:" not in report
+
+
+def test_after_apply_lists_the_accepted_questions_escaped(analysis):
+    improved = improved_analysis(analysis)
+    report = build_html_report(analysis, improved=improved, accepted=accepted_questions())
+    assert "<h2>Improved test set</h2>" in report and "<h3>Accepted questions</h3>" in report
+    section = report[report.index("<h2>Improved test set</h2>"):]
+    assert EVIL not in report and "<b>gamma</b>" not in report
+    assert "&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;" in section
+    assert "Where do comets orbit?" in section and "My own question?" in section
+    assert "written by the LLM" in section and "offline draft, worded by the user" in section
+    assert "written by the user" in section
+    assert "&lt;b&gt;gamma&lt;/b&gt;.md" in section
+    # The source passage is shortened to the report's limit.
+    from coverage_core.report import ACCEPTED_PASSAGE_CHARS
+    from coverage_core.validation import shorten
+
+    shown = shorten(LONG_PASSAGE, ACCEPTED_PASSAGE_CHARS)
+    assert html_escape(shown) in section and html_escape(" ".join(LONG_PASSAGE.split())) not in section
+
+
+def html_escape(text):
+    import html
+
+    return html.escape(text, quote=True)
+
+
+def _metric_rows(report):
+    """{metric label: (before, after, change)} from the before/after table."""
+    section = report[report.index("<h2>Improved test set</h2>"):]
+    table = section[: section.index("</table>")]
+    rows = re.findall(r"<tr><td>([^<]*)</td><td class=\"num\">([^<]*)</td><td class=\"num\">([^<]*)</td>"
+                      r"<td class=\"num\">([^<]*)</td></tr>", table)
+    return {label: (before, after, change) for label, before, after, change in rows}
+
+
+def test_before_after_table_holds_both_analyses_metrics(analysis):
+    from coverage_core import plots
+    from coverage_core.report import METRIC_NAMES
+
+    improved = improved_analysis(analysis)
+    for report in (
+        build_html_report(analysis, improved=improved, accepted=accepted_questions()),
+        build_html_report(improved, before=analysis, accepted=accepted_questions()),
+    ):
+        rows = _metric_rows(report)
+        assert len(rows) == len(METRIC_NAMES)
+        for name in METRIC_NAMES:
+            before, after, change = rows[plots.METRIC_LABELS[name]]
+            assert before == f"{analysis.metrics[name]:.3f}" and after == f"{improved.metrics[name]:.3f}"
+            assert change == f"{improved.metrics[name] - analysis.metrics[name]:+.3f}"
+        assert "1 question(s) added" in report
+    seen_from_after = build_html_report(improved, before=analysis)
+    assert "before Apply:" in seen_from_after and "improved set:" not in seen_from_after
+    # Without the accepted list, the added question is still named.
+    assert "Where do comets orbit?" in seen_from_after[seen_from_after.index("<h3>Accepted questions</h3>"):]
+
+
+def test_after_apply_from_metrics_only(analysis):
+    improved = improved_analysis(analysis)
+    report = build_html_report(improved, before=dict(analysis.metrics), accepted=accepted_questions()[:1])
+    assert "<h2>Improved test set</h2>" in report and "1 question(s) added" in report
+    assert report.count("Plotly.newPlot(") == 4  # no per-cluster chart without the analysis before
+
+
+def test_retrieval_answerability_and_subquestion_sections(analysis):
+    retrieval = retrieval_result(analysis)
+    labels, answerability = answerability_result(analysis)
+    subquestions = subquestion_result(analysis)
+    report = build_html_report(
+        analysis, retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions,
+    )
+    for heading in ("Retrieval", "Answerability", "Sub-question coverage"):
+        assert f"<h2>{heading}</h2>" in report
+    assert EVIL not in report and "<i>source" not in report and "<i>answerable" not in report
+    assert "<b>bad</b>" not in report and "<fake-model>" not in report
+    assert "&lt;i&gt;source&lt;/i&gt;" in report and "&lt;i&gt;answerable&lt;/i&gt;" in report
+    assert "missing.pdf" in report  # unknown source listed
+    retrieval_part = report[report.index("<h2>Retrieval</h2>"):report.index("<h2>Answerability</h2>")]
+    assert f"{retrieval.mrr:.3f}" in retrieval_part and f"{retrieval.precision_at_k:.3f}" in retrieval_part
+    n_failed = int((retrieval.per_question["hit_at_k"] == 0).sum())
+    assert f"none of their sources ({n_failed})" in retrieval_part
+    answer_part = report[report.index("<h2>Answerability</h2>"):report.index("<h2>Sub-question coverage</h2>")]
+    assert f"{answerability.auroc:.3f}" in answer_part and f"{answerability.threshold:.3f}" in answer_part
+    sub_part = report[report.index("<h2>Sub-question coverage</h2>"):]
+    assert "&lt;fake-model&gt;" in sub_part and "1 of 2 question(s)" in sub_part
+    assert "&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;" in sub_part
+    assert "&lt;b&gt;bad&lt;/b&gt; reply" in sub_part and "What is a comet?" in sub_part
+    assert report.count("Plotly.newPlot(") == 4  # the new sections are tables, no charts
+
+
+def test_the_report_leads_with_the_tested_share_sentence_and_what_tau_means(analysis):
+    from coverage_core.report import headline
+
+    html = build_html_report(analysis)
+    sentence = headline(analysis)
+    assert "of the knowledge base is tested" in sentence
+    start = html.index("<body>")
+    assert html.index(sentence) < html.index("<h2>", start)  # before every section
+    assert f"at least {analysis.calibration.support_threshold:.2f}" in html

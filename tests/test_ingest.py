@@ -88,7 +88,8 @@ def test_real_pdf_folder_reads_good_files_explains_bad_ones_and_stays_quiet(capl
         "unreadablemetadata-head.pdf",
     }
     assert "OCR" in warned["imagemagick-images.pdf"]
-    assert "--pdf-password" in warned["libreoffice-writer-password.pdf"]
+    assert "give its PDF password" in warned["libreoffice-writer-password.pdf"]
+    assert "--" not in warned["libreoffice-writer-password.pdf"]  # the dashboard shows it too
     assert "damaged" in warned["unreadablemetadata-head.pdf"]
 
 
@@ -103,7 +104,7 @@ def test_encrypted_pdf_without_password_is_skipped_with_a_hint():
     result = read_documents([ENCRYPTED, FOUR_PAGES])
     assert [document.name for document in result.documents] == ["pdflatex-4-pages.pdf"]
     message = messages(result)["libreoffice-writer-password.pdf"]
-    assert "encrypted" in message and "--pdf-password" in message
+    assert "encrypted" in message and "PDF password" in message and "--" not in message
 
 
 def test_encrypted_pdf_with_wrong_password_says_so():
@@ -299,7 +300,7 @@ def test_read_document_bytes_reads_pdf_and_text():
 @pytest.mark.parametrize(
     ("name", "data", "expected"),
     [
-        ("secret.pdf", ENCRYPTED.read_bytes(), "secret.pdf is encrypted; give its password"),
+        ("secret.pdf", ENCRYPTED.read_bytes(), "secret.pdf is encrypted; give its PDF password"),
         ("scan.pdf", IMAGES_ONLY.read_bytes(), "scan.pdf has no extractable text"),
         ("blank.txt", b"   ", "blank.txt is empty"),
         ("sheet.xlsx", b"PK\x03\x04", "sheet.xlsx is a .xlsx file"),
@@ -376,8 +377,8 @@ def test_comma_csv_with_quoted_commas():
 
 
 def test_semicolon_cp1252_csv_with_explicit_column():
-    with pytest.raises(InputError, match="'Nr', 'Frage', 'Antwort'"):
-        read_questions(INGEST / "questions_semicolon_cp1252.csv")
+    # "Frage" is found by name (German); naming it gives the same column.
+    assert read_questions(INGEST / "questions_semicolon_cp1252.csv").question_column == "Frage"
     questions = read_questions(INGEST / "questions_semicolon_cp1252.csv", question_column="Frage")
     assert questions.delimiter == ";"
     assert questions.encoding == "cp1252"
@@ -464,7 +465,8 @@ def test_missing_question_column_lists_columns():
     with pytest.raises(InputError) as error:
         read_questions(INGEST / "questions_no_question_column.csv")
     message = str(error.value)
-    assert "'title', 'answer'" in message and "--question-column" in message
+    assert "'title', 'answer'" in message and "choose the question column" in message
+    assert "--" not in message
 
 
 def test_explicit_question_column():
@@ -476,8 +478,38 @@ def test_explicit_question_column():
 
 
 def test_explicit_question_column_that_does_not_exist():
-    with pytest.raises(InputError, match="no column 'frage'; the columns are 'title', 'answer'"):
+    with pytest.raises(
+        InputError,
+        match="^The question column 'frage' is not in the question file questions_no_question_column.csv; "
+        "name one of its columns: 'title', 'answer'.$",
+    ):
         read_questions(INGEST / "questions_no_question_column.csv", question_column="frage")
+
+
+def test_blank_question_column_name_means_detect():
+    for blank in ("", "   "):
+        assert read_questions(INGEST / "questions_tab.tsv", question_column=blank).question_column == "query"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Frage", "Fragen", "FRAGE", "pregunta", "Preguntas", "domanda", "Domande", "Questão", "questões",
+        "Questao", "pergunta", "Perguntas", "consulta", "Requête", "requete", "Requêtes", "vraag", "Vragen",
+        "Query", "queries", "Prompt", "Question", "QUESTIONS",
+    ],
+)
+def test_question_column_found_in_other_languages(header):
+    data = f"id;{header};Antwort\n1;Wie groß ist der Bodensee?;536 km²\n".encode()
+    questions = read_questions(data, name="fragen.csv")
+    assert questions.question_column == header
+    assert questions.texts == ["Wie groß ist der Bodensee?"]
+
+
+def test_question_column_in_another_language_beats_generic_text():
+    data = "text,pregunta\nnota,¿Qué es RAG?\n".encode("cp1252")
+    questions = read_questions(data, name="preguntas.csv")
+    assert questions.question_column == "pregunta" and questions.texts == ["¿Qué es RAG?"]
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,14 @@ import pytest
 from coverage_core.errors import ProviderError
 from coverage_core.llm import ChatClient, LLMConfig, parse_json_loose
 from tests.fake_api import Reply, chat_reply, error_reply
+from tests.helpers import chat_client
 
 KEY = "sk-test-SECRET-4242"
 CHAT = "/v1/chat/completions"
 
 
 def client_for(server, **overrides) -> ChatClient:
-    settings = dict(model="fake-chat", base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=5)
-    settings.update(overrides)
-    return ChatClient(LLMConfig(**settings))
+    return chat_client(server, KEY, **overrides)
 
 
 def header(request, name: str) -> str | None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import colorsys
+import html
+import re
 
 import numpy as np
 import pandas as pd
@@ -114,19 +117,20 @@ def test_coverage_map_draws_clusters_questions_and_outliers_apart():
     assert names == ["C0", "C1", "C2", "questions", "off-topic questions"]  # no labels in this frame
     chunk_traces, question, outlier = data["data"][:3], data["data"][3], data["data"][4]
     assert len({t["marker"]["color"] for t in chunk_traces}) == 3
-    assert question["marker"]["symbol"] == "diamond" and outlier["marker"]["symbol"] == "x"
-    assert question["marker"]["size"] > chunk_traces[0]["marker"]["size"]
+    assert question["marker"]["symbol"] == "diamond-open" and outlier["marker"]["symbol"] == "x-thin-open"
     # Hover: shortened text, its file and its cluster; user text escaped.
     hover = values(chunk_traces[0]["customdata"])
     assert hover[0][0].endswith("…") and len(hover[0][0]) <= plots.HOVER_CHARS
     assert hover[0][1] == "a.txt"
-    assert "cluster 0" in chunk_traces[0]["hovertemplate"]
+    assert "topic: C0" in chunk_traces[0]["hovertemplate"]
     outlier_hover = values(outlier["customdata"])[0]
     assert outlier_hover[0] == "&lt;img src=x onerror=alert(1)&gt;"
-    assert outlier_hover[1:] == ["b.txt", "cluster 1"]
-    annotations = [a["text"] for a in data["layout"]["annotations"]]
-    assert any("Basic: 0.610" in a and "Balanced: 0.550" in a for a in annotations)
-    assert any("Map shows all 4 chunks." in a for a in annotations)
+    assert outlier_hover[1:] == ["b.txt", "topic: C1"]
+    # Metrics and caption are in the subtitle: no box covers the map.
+    subtitle = data["layout"]["title"]["subtitle"]["text"]
+    assert "Basic\u00a00.610" in subtitle and "Balanced\u00a00.550" in subtitle
+    assert "Map shows all 4 chunks." in subtitle
+    assert not data["layout"].get("annotations")
 
 
 def test_ranked_similarity_is_decreasing_and_marks_unsupported(questions):
@@ -231,10 +235,10 @@ def test_dimension_sweep_chart_draws_each_measure_against_sorted_dimensions():
     assert values(r["y"]) == pytest.approx([0.48, 0.61, 0.66])
     assert values(spearman["customdata"]) == ["truncated", "truncated", "full"]
     assert data["layout"]["xaxis"]["type"] == "category"
-    assert any("MiniLM &lt;was&gt; not trained" in a["text"] for a in data["layout"]["annotations"])
+    assert "MiniLM &lt;was&gt; not trained" in data["layout"]["title"]["subtitle"]["text"]
     unlabelled = plots.dimension_sweep_chart(frame[["d", "method", "spearman"]]).to_dict()
     assert [t["name"] for t in unlabelled["data"]] == ["rank agreement with the full size (Spearman)"]
-    assert not unlabelled["layout"].get("annotations")
+    assert "subtitle" not in unlabelled["layout"]["title"]
 
 
 def test_mds_map_separates_chunks_and_labelled_questions_and_escapes_text():
@@ -264,7 +268,7 @@ def test_mds_map_separates_chunks_and_labelled_questions_and_escapes_text():
     assert values(unlabelled["customdata"])[0][1] == "n/a"
     symbols = {t["name"]: t["marker"]["symbol"] for t in data["data"][1:]}
     assert len(set(symbols.values())) == 3 and chunk_trace["marker"]["size"] < answerable["marker"]["size"]
-    assert any("&lt;sampled&gt;" in a["text"] for a in data["layout"]["annotations"])
+    assert "&lt;sampled&gt;" in data["layout"]["title"]["subtitle"]["text"]
 
 
 def test_mds_map_without_labels_draws_one_question_trace():
@@ -319,3 +323,249 @@ def test_charts_name_clusters_by_their_topic_label():
     assert list(bar.data[0].x) == ["C1", "koala · marsupial · eucalyptus"]  # no label: the number
     pair = plots.before_after_clusters(clusters, clusters.assign(coverage=[0.9, 0.5]))
     assert "koala · marsupial · eucalyptus" in list(pair.data[0].x)
+
+
+# --------------------------------------------------------------------------
+# readability at 1280 px and in half-width columns: the shared layout rules
+# --------------------------------------------------------------------------
+
+TOPICS = [
+    "koala · species · australia",
+    "lobster · metanephrops · live claws",
+    "flute · trumpet · drum",
+    "james watt · greenock · birmingham engines",
+]
+CLUSTER_NUMBER = re.compile(r"\bcluster \d+\b|\bC\d+\b")
+
+
+@pytest.fixture
+def labelled(clusters):
+    return clusters.assign(label=TOPICS)
+
+
+@pytest.fixture
+def map_points():
+    chunks = pd.DataFrame(
+        {
+            "x": [0.0, 1.0, 2.0, 3.0, 4.0],
+            "y": [0.0, 1.0, 0.0, 1.0, 2.0],
+            "cluster": [0, 0, 1, 2, 3],
+            "text": ["alpha", "beta", "gamma", "delta", "epsilon"],
+            "document": ["a.txt", "a.txt", "b.txt", "c.txt", "d.txt"],
+            "label": [TOPICS[0], TOPICS[0], TOPICS[1], TOPICS[2], TOPICS[3]],
+        }
+    )
+    questions = pd.DataFrame(
+        {
+            "x": [0.5, 2.5, 3.5], "y": [0.5, 0.5, 1.0], "text": ["q1", "q2", "q3"],
+            "document": ["a.txt", "b.txt", "d.txt"], "cluster": [0, 1, 3], "is_outlier": [False, True, False],
+        }
+    )
+    return chunks, questions
+
+
+def all_figures(labelled, questions, map_points) -> dict[str, go.Figure]:
+    """One of every public figure, built with topic labels wherever a figure shows clusters."""
+    chunks, points = map_points
+    after = labelled.assign(coverage=labelled["coverage"] + 0.05)
+    sweep = pd.DataFrame({"d": [384, 64], "method": ["full", "truncated"], "spearman": [1.0, 0.8], "auroc": [0.9, 0.85]})
+    table = pd.DataFrame(
+        {"chunk_size": [500, 1000], "chunk_overlap": [0, 100], "n_chunks": [4, 2], "basic": [0.5, 0.6],
+         "balanced": [0.4, 0.5], "precision_at_k": [0.3, 0.4], "recall_at_k": [0.6, 0.7], "mrr": [0.5, 0.6]}
+    )
+    mds_questions = points.assign(answerable=[1.0, 0.0, np.nan], max_similarity=[0.7, 0.2, 0.5])
+    return {
+        "cluster_coverage_bar": plots.cluster_coverage_bar(labelled, 0.7),
+        "document_coverage_bar": plots.document_coverage_bar(
+            pd.DataFrame({"document": ["a.txt", "b.txt"], "n_chunks": [3, 2], "coverage": [0.7, 0.2], "is_low": [False, True]})
+        ),
+        "before_after_clusters": plots.before_after_clusters(
+            labelled, after, ("a very long question file name, version one.csv", "questions-v2.csv")
+        ),
+        "metric_comparison_bar": plots.metric_comparison_bar({"old": {"basic": 0.5}, "new": {"basic": 0.6}}),
+        "coverage_map": plots.coverage_map(chunks, points, {"basic": 0.6, "balanced": 0.5}, "Map shows all 5 chunks."),
+        "similarity_ranked": plots.similarity_ranked(questions, 0.5, labels=labelled),
+        "similarity_polar": plots.similarity_polar(questions, 0.5, labels=labelled),
+        "answerability_box": plots.answerability_box([0.2, 0.8, 0.6], [0, 1, 1], 0.5),
+        "dimension_sweep_chart": plots.dimension_sweep_chart(sweep, "A long note about truncation. " * 4),
+        "mds_map": plots.mds_map(chunks, mds_questions, "All 5 chunks and 3 questions shown."),
+        "chunking_comparison_chart": plots.chunking_comparison_chart(table, 5),
+    }
+
+
+def test_all_figures_covers_every_public_figure_builder(labelled, questions, map_points):
+    helpers = {"cluster_colour", "hover_text", "legend_name", "map_frames"}
+    builders = {name for name in plots.__all__ if callable(getattr(plots, name)) and name not in helpers}
+    assert set(all_figures(labelled, questions, map_points)) == builders == set(FIGURES)
+
+
+FIGURES = (
+    "cluster_coverage_bar", "document_coverage_bar", "before_after_clusters", "metric_comparison_bar", "coverage_map",
+    "similarity_ranked", "similarity_polar", "answerability_box", "dimension_sweep_chart", "mds_map",
+    "chunking_comparison_chart",
+)
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_every_figure_has_a_short_title_room_for_it_and_a_compact_legend(name, labelled, questions, map_points):
+    figure = all_figures(labelled, questions, map_points)[name].to_dict()
+    layout, data = figure["layout"], figure["data"]
+    title = layout["title"]
+    assert 0 < len(html.unescape(title["text"])) <= plots.TITLE_MAX_CHARS
+    assert title["xanchor"] == "left" and title["yanchor"] == "top"
+    subtitle_lines = title.get("subtitle", {}).get("text", "").split("<br>") if "subtitle" in title else []
+    assert all(len(html.unescape(line)) <= plots.SUBTITLE_LINE_CHARS for line in subtitle_lines)
+    assert layout["margin"]["t"] >= 56 + 17 * len(subtitle_lines)  # the title and subtitle never touch the plot
+    legend = layout.get("legend", {})
+    if layout.get("showlegend") is False:
+        return
+    entries = [trace["name"] for trace in data if trace.get("showlegend", True) and trace.get("name")]
+    if legend.get("orientation") == "h":
+        assert legend["yanchor"] == "bottom" and legend["y"] == 0 and legend["yref"] == "container"  # under the plot
+    else:  # beside the plot: only maps, with short names
+        assert name in {"coverage_map", "mds_map"}
+        assert all(len(html.unescape(entry)) <= plots.LEGEND_MAX_CHARS for entry in entries)
+
+
+def test_layout_rejects_a_title_too_long_to_fit():
+    with pytest.raises(ValueError, match="title longer"):
+        plots._layout(go.Figure(), "x" * (plots.TITLE_MAX_CHARS + 1))
+
+
+def texts_of(fig: go.Figure) -> list[str]:
+    """Every text a reader can see in a figure: names, categories, ticks, hover templates and data, titles."""
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, str):
+            found.append(node)
+        elif isinstance(node, dict):
+            if "bdata" in node:
+                return
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                walk(value)
+        elif isinstance(node, np.ndarray) and node.dtype == object:
+            walk(node.tolist())
+
+    walk(fig.to_dict())
+    return found
+
+
+@pytest.mark.parametrize("name", [
+    "cluster_coverage_bar", "before_after_clusters", "coverage_map", "similarity_ranked", "similarity_polar",
+])
+def test_labelled_clusters_are_named_by_topic_never_by_number(name, labelled, questions, map_points):
+    fig = all_figures(labelled, questions, map_points)[name]
+    shown = texts_of(fig)
+    numbered = [text for text in shown if CLUSTER_NUMBER.search(html.unescape(text))]
+    assert not numbered, numbered
+    # The topics themselves are there (shortened where space is short, whole in the hover).
+    joined = html.unescape(" ".join(shown))
+    assert "koala" in joined and "lobster" in joined
+
+
+def test_long_topic_labels_are_shortened_in_legends_and_whole_in_the_hover(map_points):
+    chunks, points = map_points
+    data = plots.coverage_map(chunks, points).to_dict()
+    watt = next(t for t in data["data"] if t["name"].startswith("james watt"))
+    assert len(watt["name"]) <= plots.LEGEND_MAX_CHARS and watt["name"].endswith("…")
+    assert TOPICS[3] in watt["hovertemplate"]
+    bar = plots.cluster_coverage_bar(pd.DataFrame(
+        {"cluster": [0, 1], "size": [1, 1], "share": [0.5, 0.5], "coverage": [0.2, 0.9], "n_questions": [0, 1],
+         "label": [TOPICS[3], TOPICS[0]]}
+    )).to_dict()
+    axis = bar["layout"]["xaxis"]
+    assert bar["data"][0]["x"] == [TOPICS[3], TOPICS[0]]  # whole names: the hover shows %{x}
+    assert axis["ticktext"][0].endswith("…") and all(len(t) <= plots.LEGEND_MAX_CHARS for t in axis["ticktext"])
+
+
+def test_polar_chart_has_a_fitting_title_thinned_radial_ticks_and_topic_sectors(questions, labelled):
+    data = plots.similarity_polar(questions, 0.5, labels=labelled).to_dict()
+    layout = data["layout"]
+    assert len(layout["title"]["text"]) <= 60
+    radial = layout["polar"]["radialaxis"]
+    assert radial.get("showticklabels") is False or len(radial["tickvals"]) <= 4
+    assert 0 not in radial["tickvals"]  # no "0" label on top of the centre points
+    assert layout["polar"]["angularaxis"]["ticktext"] == ["koala", "lobster", "flute"]
+    hover = [row[3] for trace in data["data"][:2] for row in values(trace["customdata"])]
+    assert set(hover) == {TOPICS[0], TOPICS[1], TOPICS[2]}
+    # The radial axis sits in an empty wedge: no question is drawn within it.
+    theta = values(data["data"][0]["theta"]) + values(data["data"][1]["theta"])
+    assert all(abs(t - radial["angle"]) >= plots.POLAR_AXIS_GAP / 2 for t in theta)
+
+
+def test_polar_chart_thins_sector_names_when_there_are_many_clusters():
+    n = 40
+    many = pd.DataFrame(
+        {"text": [f"q{i}" for i in range(n)], "max_similarity": np.linspace(0.1, 0.9, n),
+         "nearest_document": ["a"] * n, "cluster": list(range(n))}
+    )
+    labels = {i: f"topic{i} · longer word · third" for i in range(n)}
+    axis = plots.similarity_polar(many, 0.5, labels=labels).to_dict()["layout"]["polar"]["angularaxis"]
+    assert len(axis["ticktext"]) <= plots.POLAR_MAX_TICKS
+    assert all(len(text) <= plots.POLAR_TICK_CHARS for text in axis["ticktext"])
+
+
+def test_polar_chart_falls_back_to_cluster_numbers_without_labels(questions):
+    axis = plots.similarity_polar(questions, 0.5).to_dict()["layout"]["polar"]["angularaxis"]
+    assert axis["ticktext"] == ["C0", "C1", "C2"]
+
+
+def test_map_question_markers_leave_the_passages_visible(map_points):
+    chunks, points = map_points
+    for data in (
+        plots.coverage_map(chunks, points).to_dict()["data"],
+        plots.mds_map(chunks, points.assign(answerable=[1.0, 0.0, np.nan])).to_dict()["data"],
+    ):
+        chunk_marker = next(t for t in data if t["type"] == "scattergl")["marker"]
+        for trace in (t for t in data if t["type"] == "scatter"):
+            marker = trace["marker"]
+            hollow = marker["symbol"].endswith("-open")
+            assert hollow or marker.get("opacity", 1) < 1, trace["name"]
+            assert marker.get("opacity", 1) <= 0.8
+            assert marker["size"] <= 1.5 * chunk_marker["size"], trace["name"]
+
+
+def hue(colour: str) -> float:
+    red, green, blue = (int(colour.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4))
+    h, _, s = colorsys.rgb_to_hls(red, green, blue)
+    return h * 360 if s > 0.25 else -1.0  # greys have no hue
+
+
+def is_red(colour: str) -> bool:
+    return colour.lower() in {"red", "#d62728", "#fb0d0d"} or 0 <= hue(colour) < 15 or hue(colour) >= 330
+
+
+def is_warm(colour: str) -> bool:
+    return is_red(colour) or 0 <= hue(colour) <= 50
+
+
+def test_healthy_values_are_never_red_and_verdicts_share_their_colours(clusters, questions, map_points):
+    assert not is_warm(plots.OK_COLOUR) and is_warm(plots.PROBLEM_COLOUR)
+    assert not any(is_warm(colour) for colour in plots.CLUSTER_COLOURS)
+    # Cluster bar: the covered topics neutral, the gaps warm.
+    colours = plots.cluster_coverage_bar(clusters, 0.7).to_dict()["data"][0]["marker"]["color"]
+    gaps = dict(zip(["C1", "C2", "C0", "C3"], colours))
+    assert is_warm(gaps["C1"]) and is_warm(gaps["C2"]) and not is_warm(gaps["C0"]) and not is_warm(gaps["C3"])
+    # Documents, fitness and answerability: one warm colour for the problem, one neutral for the rest.
+    documents = plots.document_coverage_bar(
+        pd.DataFrame({"document": ["a", "b"], "n_chunks": [1, 1], "coverage": [0.9, 0.1], "is_low": [False, True]})
+    ).to_dict()["data"][0]["marker"]["color"]
+    assert documents == [plots.PROBLEM_COLOUR, plots.OK_COLOUR]
+    for figure in (plots.similarity_ranked(questions, 0.5), plots.similarity_polar(questions, 0.5)):
+        supported, unsupported = figure.to_dict()["data"][:2]
+        assert supported["marker"]["color"] == plots.OK_COLOUR and unsupported["marker"]["color"] == plots.PROBLEM_COLOUR
+    answerable, unanswerable = plots.answerability_box([0.2, 0.8], [0, 1]).to_dict()["data"]
+    assert answerable["marker"]["color"] == plots.OK_COLOUR and unanswerable["marker"]["color"] == plots.PROBLEM_COLOUR
+    chunks, points = map_points
+    off_topic = next(t for t in plots.coverage_map(chunks, points).to_dict()["data"] if t["name"] == "off-topic questions")
+    assert off_topic["marker"]["color"] == plots.PROBLEM_COLOUR
+    # Series that are neither good nor bad (question sets, metrics) are never warm.
+    neutral = [
+        *(t["marker"]["color"] for t in plots.metric_comparison_bar({str(i): {"basic": 0.5} for i in range(6)}).data),
+        *(colour for _, _, colour in plots.CHUNKING_METRICS),
+    ]
+    assert not any(is_warm(colour) for colour in neutral), neutral

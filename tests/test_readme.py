@@ -31,3 +31,18 @@ def test_the_example_command_leaves_the_checkout_clean():
     for path in written:
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=PROJECT)
         assert ignored.returncode == 0, f"the README example writes {path}, which git would show as untracked"
+
+
+def test_the_layout_names_every_module():
+    section = README.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```\n(.*?)```", section, flags=re.S).group(1)
+    listed = [line.split()[0] for line in block.splitlines() if line.strip()]
+    modules = ["app.py"] + [
+        str(path.relative_to(PROJECT / top))
+        for top in ("coverage_core", "ui", "pages")
+        for path in sorted((PROJECT / top).rglob("*.py"))
+    ]
+    missing = [name for name in modules if name not in listed]
+    assert not missing, f"the README's Layout does not list {missing}"
+    stale = [name for name in listed if name.endswith(".py") and name not in modules]
+    assert not stale, f"the README's Layout lists modules that do not exist: {stale}"

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from coverage_core.screening import (
+    margin_cut,
     QuestionScreener,
     apply_overrides,
     chunk_density,
@@ -129,7 +130,7 @@ def test_two_questions_one_off_topic():
     pair = Q[[0, -1]]
     s = QuestionScreener().fit(pair, C, labels)
     assert np.isfinite(s.lof_score_).all()
-    assert any("LOF uses 1 neighbours" in w for w in s.warnings_)
+    assert any("uses 1 neighbours instead of 20" in w and "decides nothing" in w for w in s.warnings_)
     # Still ranked correctly, but two questions are too few for a decision.
     assert s.outlier_score_[1] > s.outlier_score_[0]
     assert not s.is_outlier_.any()
@@ -139,7 +140,7 @@ def test_n_neighbors_not_below_number_of_questions(corpus):
     Q, C, labels, y = corpus
     idx = np.r_[np.flatnonzero(~y)[:8], np.flatnonzero(y)[:2]]
     s = QuestionScreener(n_neighbors=20).fit(Q[idx], C, labels)
-    assert any("LOF uses 9 neighbours" in w for w in s.warnings_)
+    assert any("uses 9 neighbours instead of 20" in w for w in s.warnings_)
     assert np.isfinite(s.lof_score_).all()
     assert s.outlier_score_[-2:].min() > s.outlier_score_[:-2].max()
 
@@ -452,7 +453,7 @@ def test_absolute_decision_does_not_depend_on_how_many_questions_are_off_topic()
     np.testing.assert_allclose(few.support_margin_, many.support_margin_[:n])
     assert few.is_outlier_[y].all() and not few.is_outlier_[~y].any()
     assert many.is_outlier_[n:].all()
-    assert few.threshold_ == many.threshold_ == -0.5
+    assert few.threshold_ == many.threshold_ == margin_cut(0.5) == -0.75
 
     # The relative rule: the off-topic majority raises its own bar, and the
     # same five off-topic questions are no longer flagged.
@@ -490,7 +491,7 @@ def test_absolute_strictness_moves_the_cut_monotonically(corpus):
     levels = np.linspace(0, 1, 11)
     cuts = [s._threshold(level) for level in levels]
     assert np.all(np.diff(cuts) > 0)
-    assert cuts[0] == -1.0 and cuts[5] == -0.5 and cuts[-1] == 0.0
+    assert cuts[0] == -1.5 and cuts[5] == -0.75 and cuts[-1] == 0.0
     flags = [s.decide(level) for level in levels]
     assert flags[0].sum() < flags[-1].sum()
     for looser, stricter in zip(flags, flags[1:]):
@@ -506,7 +507,7 @@ def test_support_margin_formula_and_missing_lexical_evidence():
     from coverage_core import screening
 
     m = screening.support_margin(np.array([0.6, 0.4, 0.6]), np.array([1.0, 0.0, np.nan]), 0.5)
-    w = screening.LEXICAL_WEIGHT
+    w = screening.MARGIN_LEXICAL_WEIGHT
     emb = np.array([0.1, -0.1, 0.1]) / screening.EMBEDDING_UNIT
     lex = (np.array([1.0, 0.0]) - screening.LEXICAL_CUT) / screening.LEXICAL_UNIT
     np.testing.assert_allclose(m[:2], (1 - w) * emb[:2] + w * lex)
@@ -537,3 +538,43 @@ def test_invalid_support_threshold(corpus, bad):
     Q, C, _, _ = corpus
     with pytest.raises(ValueError, match="support_threshold"):
         QuestionScreener(support_threshold=bad).fit(Q, C)
+
+
+def test_misspelt_question_words_count_as_the_corpus_word_one_edit_away():
+    chunks = [
+        "Alessandro Volta was born in Como in 1745.",
+        "Ancient cymbals had a bright timbre and were made of bronze.",
+        "The violin has four strings.",
+    ]
+    questions = [
+        "Where was Volta borvn?",  # inserted letter
+        "What was the timbre of ancient cimbals?",  # substituted letter
+        "Where was Volta born?",  # spelt right: the reference
+        "What do octopodes eat?",  # a real word the corpus lacks
+        "Where is Como?",  # "como" is short and present
+    ]
+    coverage, best, absent = lexical_coverage(questions, chunks)
+    assert coverage[0] == pytest.approx(coverage[2]) == pytest.approx(1.0)
+    assert best[0] == best[2] == 0
+    assert coverage[1] == pytest.approx(1.0) and best[1] == 1
+    assert absent[0] == [] and absent[1] == []
+    # A word with no neighbour in the corpus stays absent, and costs coverage.
+    assert absent[3] == ["octopod", "eat"]
+    assert coverage[3] == pytest.approx(0.0)
+
+
+def test_spelling_fixes_leave_short_words_and_respect_the_cap(monkeypatch):
+    from coverage_core import screening
+
+    chunks = ["The panda eats bamboo.", "Mozart wrote operas."]
+    # "pand" (4 letters) is below MIN_FIXABLE_LENGTH: not matched to "panda".
+    _, _, absent = lexical_coverage(["Is a pand a bear?"], chunks)
+    assert absent == [["pand", "bear"]]
+    # With the cap at 0 nothing is fixed, so the typo stays absent.
+    monkeypatch.setattr(screening, "MAX_SPELLING_FIXES", 0)
+    coverage, _, absent = lexical_coverage(["What did Mozzart write?"], chunks)
+    assert "mozzart" in absent[0]
+    monkeypatch.setattr(screening, "MAX_SPELLING_FIXES", 200)
+    fixed, _, absent_fixed = lexical_coverage(["What did Mozzart write?"], chunks)
+    assert "mozzart" not in absent_fixed[0]
+    assert fixed[0] > coverage[0]

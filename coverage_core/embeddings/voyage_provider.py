@@ -6,25 +6,13 @@ and ignores ``Retry-After``); :func:`call_with_retries` does it instead.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from coverage_core.embeddings.base import (
-    RemoteEmbedder,
-    Backoff,
-    Failure,
-    call_with_retries,
-    key_variable,
-    normalize_rows,
-    parse_retry_after,
-    redact,
-    redact_url,
-    resolve_api_key,
-)
-from coverage_core.errors import InputError, ProviderError
+from coverage_core.embeddings.base import RemoteEmbedder, Failure, parse_retry_after, redact
+from coverage_core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -54,6 +42,12 @@ VOYAGE_MODELS: dict[str, VoyageModel] = {
 VOYAGE_DEFAULT_MODEL = "voyage-3.5"
 
 
+def trained_for_truncation(model: str) -> bool | None:
+    """True for models that accept ``output_dimension`` (trained for it), False for fixed-size ones, None if unknown."""
+    spec = VOYAGE_MODELS.get(model)
+    return None if spec is None else bool(spec.dimensions)
+
+
 @dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
 class VoyageEmbedder(RemoteEmbedder):
     """Embeds with Voyage AI's hosted models.
@@ -75,24 +69,15 @@ class VoyageEmbedder(RemoteEmbedder):
     """
 
     model: str = VOYAGE_DEFAULT_MODEL
-    dimensions: int | None = None
-    api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-    batch_size: int = 128
-    timeout: float = 60.0
-    max_retries: int = 5
-    backoff: Backoff = field(default_factory=Backoff)
-    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    label = "Voyage"  # not a field
     input_type: str | None = "document"
     provider: str = field(default="voyage", init=False)
     max_tokens: int = field(default=32_000, init=False)
     # Voyage caps a request at 120k-1M tokens depending on the model; our
     # counts are approximate, so stay well below the smallest cap.
     max_batch_tokens: int = field(default=60_000, init=False)
-    _client: Any = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.base_url = (self.base_url or "").strip() or None
+    def _check_settings(self) -> None:
         spec = VOYAGE_MODELS.get(self.model)
         if spec is None:
             choices = ", ".join(VOYAGE_MODELS)
@@ -108,19 +93,11 @@ class VoyageEmbedder(RemoteEmbedder):
                 allowed = ", ".join(map(str, spec.dimensions))
                 raise InputError(f"dimensions for {self.model} must be one of {allowed}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
-        self.api_key = resolve_api_key(self.provider, self.api_key, self.base_url)
 
-    def _get_client(self):
-        if self._client is None:
-            import voyageai
+    def _new_client(self, **settings: Any):
+        import voyageai
 
-            self._client = voyageai.Client(
-                api_key=self.api_key,
-                base_url=self.base_url or None,
-                max_retries=0,  # we retry ourselves, see module docstring
-                timeout=self.timeout,
-            )
-        return self._client
+        return voyageai.Client(**settings)
 
     def _output_dimensions(self) -> int:
         return self.dimensions or VOYAGE_MODELS[self.model].native_dimensions
@@ -136,14 +113,7 @@ class VoyageEmbedder(RemoteEmbedder):
                 output_dimension=self.dimensions,
             )
 
-        response = call_with_retries(
-            request, self._classify, max_retries=self.max_retries, backoff=self.backoff, sleep=self.sleep
-        )
-        if len(response.embeddings) != len(texts):
-            raise ProviderError(
-                f"Voyage returned {len(response.embeddings)} embeddings for {len(texts)} texts; try again.", "other"
-            )
-        return normalize_rows(np.array(response.embeddings, dtype=np.float32))
+        return self._unit_vectors(self._request(request).embeddings, len(texts))
 
     def _classify(self, exc: Exception) -> Failure | None:
         """Translate a ``voyageai.error`` exception into a :class:`Failure`."""
@@ -154,35 +124,21 @@ class VoyageEmbedder(RemoteEmbedder):
         status = exc.http_status
         detail = redact(str(exc.user_message or type(exc).__name__).strip().rstrip("."), self.api_key)
         if isinstance(exc, error.Timeout):
-            return Failure("timeout", f"Voyage did not answer within {self.timeout:g} s.", retryable=True)
+            return self._timeout_failure()
         if isinstance(exc, error.APIConnectionError):
-            where = redact_url(self.base_url) or "api.voyageai.com"
-            return Failure(
-                "connection", f"Could not connect to Voyage at {where}; check the network or base URL.", retryable=True
-            )
+            return self._connection_failure("api.voyageai.com")
         if isinstance(exc, error.AuthenticationError) or status in (401, 403):
-            code = f" ({status})" if status else ""
-            return Failure(
-                "auth",
-                f"Voyage rejected the API key{code}; check {key_variable(self.provider, self.base_url)} "
-                "or the key you entered.",
-                retryable=False,
-            )
+            return self._auth_failure(status)
         if isinstance(exc, error.RateLimitError) or status == 429:
             headers = exc.headers or {}
             retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
-            return Failure(
-                "rate_limit",
-                f"Voyage rate limit reached (429): {detail}. Wait a minute or lower the batch size.",
-                retryable=True,
-                retry_after=retry_after,
-            )
+            return self._rate_limit_failure(detail, retry_after)
         if isinstance(exc, (error.ServiceUnavailableError, error.ServerError)) or (status or 0) >= 500:
-            return Failure("other", f"Voyage server error ({status}): {detail}.", retryable=True)
+            return self._server_failure(status, detail)
         if status is not None and 400 <= status < 500:
             # Voyage's APIError for other 4xx appends the raw body and headers;
             # keep just the message part.
             if isinstance(exc, error.APIError) and isinstance(exc.json_body, dict):
                 detail = redact(str(exc.json_body.get("detail") or detail).strip().rstrip("."), self.api_key)
-            return Failure("bad_request", f"Voyage refused the request ({status}): {detail}.", retryable=False)
+            return self._refused_failure(status, detail)
         return Failure("other", f"Voyage request failed: {detail}.", retryable=False)

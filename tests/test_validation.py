@@ -1,0 +1,171 @@
+"""The shared checks of coverage_core.validation, and the public helpers that moved there."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coverage_core import answerability, llm
+from coverage_core.clustering import ChunkClusterer
+from coverage_core.embeddings import DEFAULT_MODELS, trained_for_truncation
+from coverage_core.errors import CoverageError, InputError
+from coverage_core.screening import QuestionScreener
+from coverage_core.validation import (
+    check_vectors,
+    column_key,
+    find_column,
+    is_blank,
+    listed_columns,
+    resolve_column,
+    shorten,
+    unit_rows,
+)
+
+
+def test_input_error_is_also_a_value_error():
+    error = InputError("The file is empty.")
+    assert isinstance(error, CoverageError) and isinstance(error, ValueError)
+    with pytest.raises(ValueError, match="^The file is empty.$"):
+        raise error
+
+
+def test_shorten_cuts_at_the_limit_or_at_a_word():
+    assert shorten("  a\n b  ", 10) == "a b"
+    assert shorten("abcdefghij", 10) == "abcdefghij"
+    assert shorten("abcdefghijk", 10) == "abcdefghi…"
+    assert shorten("one two three four", 12) == "one two thr…"
+    assert shorten("one two three four", 12, at_word=True) == "one two…"
+    assert shorten("onetwothreefour", 8, at_word=True) == "onetwoth…"  # no space in the second half
+    assert shorten(None, 10) == "None"
+
+
+@pytest.mark.parametrize("value", [None, float("nan"), np.float32("nan"), pd.NA, pd.NaT, "", "  \t"])
+def test_is_blank(value):
+    assert is_blank(value)
+
+
+@pytest.mark.parametrize("value", ["x", 0, 0.0, False, " a "])
+def test_is_not_blank(value):
+    assert not is_blank(value)
+
+
+def test_column_keys_ignore_case_accents_and_separators():
+    assert column_key("Questão") == column_key("QUESTAO") == "questao"
+    assert column_key("Is Answerable") == column_key("is-answerable") == column_key("IS_ANSWERABLE")
+    assert find_column(["id", "Requête"], ["requete"]) == "Requête"
+    assert find_column(["id"], ["question"]) is None
+    assert find_column([1, "b"], ["1"]) == "1"
+
+
+def test_listed_columns():
+    assert listed_columns([]) == "none"
+    assert listed_columns(["a", "b"]) == "'a', 'b'"
+    assert listed_columns([f"c{i}" for i in range(25)]).endswith("'c19' and 5 more")
+
+
+def test_resolve_column_treats_blank_names_as_not_given():
+    columns = ["id", "Question Text", "source"]
+    for blank in (None, "", "   "):
+        assert resolve_column(columns, blank, ["question_text"], what="question") == "Question Text"
+        assert resolve_column(columns, blank, ["label"], what="label") is None
+
+
+def test_resolve_column_prefers_the_exact_name_then_a_tolerant_match():
+    assert resolve_column(["a b", "ab"], "ab", [], what="label") == "ab"
+    assert resolve_column(["a b", "x"], "A_B", [], what="label") == "a b"
+
+
+def test_resolve_column_names_the_missing_column_in_one_sentence():
+    with pytest.raises(InputError) as error:
+        resolve_column(["id", "text"], "frage", ["question"], what="question", source="q.csv")
+    assert str(error.value) == (
+        "The question column 'frage' is not in the question file q.csv; name one of its columns: 'id', 'text'."
+    )
+    with pytest.raises(InputError, match="^The label column 'x' is not in the question file; "):
+        resolve_column(["id"], "x", [], what="label")
+
+
+def test_check_vectors_accepts_and_refuses():
+    array = check_vectors([[1, 2], [3, 4]], "chunk_vectors")
+    assert array.dtype == np.float32 and array.shape == (2, 2)
+    assert check_vectors([], "question_vectors", allow_empty=True, dim=3).shape == (0, 3)
+    with pytest.raises(InputError, match="^chunk_vectors is empty; at least one row is needed.$"):
+        check_vectors(np.zeros((0, 2)), "chunk_vectors")
+    with pytest.raises(InputError, match=r"^question_vectors must be a 2-d array \(rows, dimensions\); got 1"):
+        check_vectors([1.0, 2.0], "question_vectors")
+    with pytest.raises(InputError, match="^x must be a 2-d array of numbers.$"):
+        check_vectors([["a", "b"]], "x")
+    with pytest.raises(InputError, match="has 3 dimensions but the chunk vectors have 2"):
+        check_vectors([[1, 2, 3]], "question_vectors", dim=2)
+    with pytest.raises(InputError, match="^x contains NaN or infinite values.$"):
+        check_vectors([[1, np.inf]], "x")
+
+
+def test_unit_rows_keeps_zero_rows_and_precision():
+    rows = unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert rows.dtype == np.float64
+    np.testing.assert_allclose(rows, [[0.6, 0.8], [0.0, 0.0]])
+    assert unit_rows([[1, 0]]).dtype == np.float32
+    original = np.array([[2.0, 0.0]], dtype=np.float32)
+    unit_rows(original)
+    assert original[0, 0] == 2.0  # not modified in place
+    with pytest.raises(InputError, match=r"^vectors must be a 2-d array \(rows, dimensions\); got 1 dimension"):
+        unit_rows([1.0, 2.0])
+
+
+def test_no_module_imports_another_modules_private_names():
+    import ast
+
+    from tests.conftest import PROJECT
+
+    for path in sorted((PROJECT / "coverage_core").rglob("*.py")) + sorted((PROJECT / "ui").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("coverage_core", "ui"):
+                private = [alias.name for alias in node.names if alias.name.startswith("_")]
+                assert not private, f"{path.name} imports private {private} from {node.module}"
+
+
+def test_binary_labels_is_public():
+    labels = answerability.binary_labels(["yes", "no", "", None], 4)
+    assert labels[:2].tolist() == [1.0, 0.0] and all(math.isnan(v) for v in labels[2:])
+    assert answerability.binary_labels(np.array([1, 0]), 2).tolist() == [1.0, 0.0]
+    with pytest.raises(InputError, match=r"^labels must hold one answerability label per question \(3\)"):
+        answerability.binary_labels([1, 0], 3)
+    with pytest.raises(InputError, match="^Numeric answerability labels must be 1"):
+        answerability.binary_labels([2.0, 0.0], 2)
+
+
+def test_defaults_have_one_home():
+    assert llm.DEFAULT_LLM_MODEL == "gpt-4o-mini" == llm.LLMConfig().model
+    assert answerability.DEFAULT_FITNESS_THRESHOLD == 0.4
+    assert DEFAULT_MODELS == {"local": "all-MiniLM-L6-v2", "openai": "text-embedding-3-small", "voyage": "voyage-3.5"}
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "expected"),
+    [
+        ("local", None, False),
+        ("local", "sentence-transformers/all-MiniLM-L6-v2", False),
+        ("local", "my-model", None),
+        ("openai", None, True),
+        ("openai", "text-embedding-3-large", True),
+        ("openai", "text-embedding-ada-002", False),
+        ("openai", "custom", None),
+        ("voyage", "voyage-3.5", True),
+        ("voyage", "voyage-3-lite", False),
+        ("voyage", "voyage-9", None),
+        ("cohere", "embed", None),
+    ],
+)
+def test_trained_for_truncation_comes_from_provider_metadata(provider, model, expected):
+    assert trained_for_truncation(provider, model) is expected
+
+
+def test_screening_and_clustering_raise_input_error_with_the_same_messages():
+    with pytest.raises(InputError, match=r"^X must be a 2-D array with at least one chunk"):
+        ChunkClusterer().fit(np.zeros(3))
+    with pytest.raises(InputError, match="^question_vectors contains NaN or infinite values; check the embeddings.$"):
+        QuestionScreener().fit(np.array([[np.nan, 1.0]]), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="^strictness must be a number between"):  # still a ValueError
+        QuestionScreener(strictness=3).fit(np.ones((2, 2)), np.ones((2, 2)))

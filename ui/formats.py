@@ -1,0 +1,70 @@
+"""One number format per quantity, shared by every page. No Streamlit.
+
+The charts of :mod:`coverage_core.plots` print similarity thresholds with
+two decimals, so every similarity and threshold the dashboard shows has two
+too; relative coverage scores have three; shares are percentages.
+A change is rounded to the digits shown *before* its sign is chosen, so no
+card or table ever says "-0.000".
+"""
+
+from __future__ import annotations
+
+import math
+
+SIMILARITY_DECIMALS = 2
+SCORE_DECIMALS = 3
+SIMILARITY_FORMAT = f"%.{SIMILARITY_DECIMALS}f"  # st.column_config / slider format strings
+SCORE_FORMAT = f"%.{SCORE_DECIMALS}f"
+SCORE_CHANGE_FORMAT = f"%+.{SCORE_DECIMALS}f"
+NO_CHANGE = "no change"
+
+
+def _fixed(value: float | None, decimals: int) -> str:
+    if value is None or not math.isfinite(float(value)):
+        return "—"
+    return f"{float(value):.{decimals}f}"
+
+
+def similarity(value: float | None) -> str:
+    """A cosine similarity or a threshold on one: ``0.40``."""
+    return _fixed(value, SIMILARITY_DECIMALS)
+
+
+def score(value: float | None) -> str:
+    """A relative coverage score (basic, balanced, …) or a statistic: ``0.734``."""
+    return _fixed(value, SCORE_DECIMALS)
+
+
+def rounded(value: float, decimals: int) -> float:
+    """``value`` rounded, with −0.0 made 0.0 (a change that rounds to zero has no sign)."""
+    return round(float(value), decimals) + 0.0
+
+
+def change(before: float, after: float, decimals: int = SCORE_DECIMALS) -> str:
+    """``after − before`` of the values as shown: ``"+0.012"``, or "no change" when the shown values are equal."""
+    difference = rounded(rounded(after, decimals) - rounded(before, decimals), decimals)
+    return NO_CHANGE if difference == 0 else f"{difference:+.{decimals}f}"
+
+
+def share_change(before: float, after: float) -> tuple[str, str]:
+    """A share after a change and its change in percentage points: ``("45.1%", "+2.8 pts")``."""
+    shown_before, shown_after = rounded(100 * float(before), 1), rounded(100 * float(after), 1)
+    difference = rounded(shown_after - shown_before, 1)
+    return f"{shown_after:.1f}%", NO_CHANGE if difference == 0 else f"{difference:+.1f} pts"
+
+
+def rate_and_eta(done: int, total: int, seconds: float) -> str:
+    """"35 per second, about 12 s left" once something is done, else ""."""
+    if done <= 0 or seconds <= 0:
+        return ""
+    rate = done / seconds
+    left = max(total - done, 0) / rate
+    eta = f"about {left:.0f} s left" if left < 90 else f"about {left / 60:.0f} min left"
+    return f"{rate:,.0f} per second, {eta}" if done < total else f"{rate:,.0f} per second"
+
+
+def percent(value: float | None) -> str:
+    """A share as a whole percentage: ``45%`` (``—`` when there is none)."""
+    if value is None or not math.isfinite(float(value)):
+        return "—"
+    return f"{float(value):.0%}"
