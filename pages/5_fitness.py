@@ -1,12 +1,10 @@
 """Knowledge-base fitness: how well the documents support each question (the reverse direction)."""
 
-import dataclasses
 import math
 
-import numpy as np
 import streamlit as st
 
-from coverage_core import answerability, costs, plots
+from coverage_core import answerability, plots
 from coverage_core.errors import CoverageError
 from ui import engine, flow, formats, state, widgets
 from ui.messages import user_message
@@ -25,9 +23,24 @@ MDS_NOTE = (
     "a typical one."
 )
 
-
-def number(value: float, spec: str = ".3f") -> str:
-    return "—" if value is None or not math.isfinite(value) else format(value, spec)
+# The label statistics' cards: name, AnswerabilityResult field, its format, help.
+LABEL_CARDS = (
+    (
+        "Point-biserial r", "point_biserial_r", formats.score,
+        "Correlation between the best similarity and the label (1 answerable, 0 not). Positive: "
+        "answerable questions sit closer to the documents.",
+    ),
+    ("p-value", "p_value", formats.p_value, "Two-sided test that the correlation is zero."),
+    (
+        "AUROC", "auroc", formats.score,
+        "Chance that a random answerable question is more similar to the documents than a random "
+        "not-answerable one. 0.5 is chance, 1.0 perfect separation.",
+    ),
+    (
+        "Best threshold (Youden)", "threshold", formats.similarity,
+        "The similarity that best separates the two groups (maximises sensitivity + specificity − 1).",
+    ),
+)
 
 
 def use_threshold(value: float) -> None:
@@ -58,62 +71,6 @@ def label_column_picker(analysis, detected: str | None) -> None:
         help="A column saying whether the documents answer each question (covered / not covered, "
         "yes / no, 1 / 0, true / false). Found by its name (answerable, covered, label …) or chosen here.",
     )
-
-
-def api_sweep_model(config) -> str | None:
-    """The OpenAI text-embedding-3 model whose shorter sizes the API can return, else None."""
-    if config.provider != "openai":
-        return None
-    from coverage_core.embeddings import OPENAI_DEFAULT_MODEL
-
-    model = config.model or OPENAI_DEFAULT_MODEL
-    return model if model.startswith("text-embedding-3-") else None
-
-
-def api_sweep_estimate(config, model: str, texts: list[str], dims: list[int]) -> costs.CostEstimate:
-    """Tokens and dollars of embedding ``texts`` once per size in ``dims`` (cached ones are not sent)."""
-    from coverage_core.embeddings.cache import uncached_texts
-
-    tokens = 0
-    cache = flow.embedding_cache()
-    config = dataclasses.replace(config, model=model)
-    for d in dims:
-        try:
-            embedder = flow.embedder_for(config, dimensions=d)
-            tokens += costs.approximate_tokens(uncached_texts(texts, embedder, cache))
-        except CoverageError:  # no key yet: assume nothing is cached
-            tokens += costs.approximate_tokens(dict.fromkeys(texts))
-    return costs.estimate_embedding_cost(tokens, "openai", model, flow.price_table())
-
-
-def api_embed_at(config, model: str, chunk_texts: list[str], question_texts: list[str], bar):
-    """``embed_at`` for the sweep: each size embedded afresh by the API (through the disk cache)."""
-    from coverage_core.embeddings import embed_texts
-
-    cache = flow.embedding_cache()
-    config = dataclasses.replace(config, model=model)
-
-    def embed_at(d: int):
-        embedder = flow.embedder_for(config, dimensions=d)
-        runs = []
-        for what, texts in (("questions", question_texts), ("chunks", chunk_texts)):
-            def progress(done: int, total: int, what=what) -> None:
-                bar.progress(done / total if total else 1.0, text=f"{d} dimensions: embedded {done:,} of {total:,} {what}")
-
-            runs.append(embed_texts(texts, embedder, cache, progress).vectors)
-        return runs[0], runs[1]
-
-    return embed_at
-
-
-SWEEP_COLUMNS = {
-    "d": "dimensions",
-    "method": "vectors",
-    "spearman": "rank agreement with full size (Spearman)",
-    "mean_similarity": "mean best similarity",
-    "point_biserial_r": "point-biserial r",
-    "auroc": "AUROC",
-}
 
 
 # ------------------------------------------------------------------ page
@@ -153,12 +110,7 @@ if checks.answerability_error:
 labels = checks.labels
 result = checks.answerability
 settings = state.settings()
-if settings.label_column:
-    detected = answerability.find_label_column(
-        [c for c in analysis.questions.frame.columns if str(c) != analysis.questions.question_column]
-    )
-else:
-    detected = labels.column if labels is not None else None
+detected = engine.detected_label_column(analysis, settings.label_column, labels)
 with picker:
     left, _ = st.columns([1, 2])
     with left:
@@ -174,31 +126,15 @@ else:
         f"{result.n_labelled:,} labelled questions, {result.n_answerable:,} answerable and "
         f"{result.n_unanswerable:,} not. How well each question's best similarity predicts its label:"
     )
-    cards = st.columns(4)
-    cards[0].metric(
-        "Point-biserial r", number(result.point_biserial_r), border=True,
-        help="Correlation between the best similarity and the label (1 answerable, 0 not). Positive: "
-        "answerable questions sit closer to the documents.",
-    )
-    cards[1].metric(
-        "p-value", number(result.p_value, ".2g"), border=True,
-        help="Two-sided test that the correlation is zero.",
-    )
-    cards[2].metric(
-        "AUROC", number(result.auroc), border=True,
-        help="Chance that a random answerable question is more similar to the documents than a random "
-        "not-answerable one. 0.5 is chance, 1.0 perfect separation.",
-    )
-    cards[3].metric(
-        "Best threshold (Youden)", formats.similarity(result.threshold), border=True,
-        help="The similarity that best separates the two groups (maximises sensitivity + specificity − 1).",
-    )
+    for card, (name, quantity, shown, help_text) in zip(st.columns(len(LABEL_CARDS)), LABEL_CARDS):
+        card.metric(name, shown(getattr(result, quantity)), border=True, help=help_text)
     if result.note:
         st.warning(user_message(result.note), icon=":material/warning:")
     if math.isfinite(result.threshold):
         st.caption(
-            f"At {formats.similarity(result.threshold)}, {result.sensitivity:.0%} of answerable questions are above the threshold "
-            f"and {result.specificity:.0%} of not-answerable ones below it (Youden's J = {result.youden_j:.3f})."
+            f"At {formats.similarity(result.threshold)}, {formats.percent(result.sensitivity)} of answerable "
+            f"questions are above the threshold and {formats.percent(result.specificity)} of not-answerable ones "
+            f"below it (Youden's J = {formats.score(result.youden_j)})."
         )
         st.button(
             f"Use {formats.similarity(result.threshold)} as the threshold", key=state.W_USE_BEST_THRESHOLD,
@@ -221,12 +157,7 @@ view = st.segmented_control(
 if view == MDS_VIEW:
     try:
         points = flow.mds_for(analysis)
-        chunk_frame, question_frame = answerability.mds_frames(
-            points, [c.text for c in analysis.corpus.chunks], analysis.questions.texts,
-            chunk_documents=analysis.corpus.chunk_documents,
-            labels=labels.labels if labelled else None,
-            similarities=similarities,
-        )
+        chunk_frame, question_frame = engine.mds_frames(analysis, points, labels if labelled else None)
     except CoverageError as error:
         flow.show_error(error)
     else:
@@ -243,12 +174,7 @@ else:
 # ------------------------------------------------------------------ table
 st.subheader("Every question and its nearest passage")
 if labelled:
-    by_row = dict(zip((int(r) for r in analysis.questions.rows), labels.labels))
-    names = {1.0: "answerable", 0.0: "not answerable"}
-    table.insert(
-        table.columns.get_loc("verdict"), "label",
-        [names.get(by_row.get(int(r), np.nan), "") for r in table["row"]],
-    )
+    table = engine.with_labels(table, analysis, labels)
     weak = table[table["verdict"] != ""]
 only_weak = st.toggle("Only questions the knowledge base may not answer", key=state.W_FITNESS_ONLY_WEAK)
 shown = weak if only_weak else table
@@ -270,7 +196,7 @@ widgets.csv_download(
 st.subheader("Fewer dimensions")
 config = inputs.embedding
 full = int(analysis.question_vectors.shape[1])
-smaller = [d for d in answerability.DEFAULT_SWEEP_DIMS if d is not None and d < full]
+smaller = engine.sweep_sizes(full)
 if smaller:
     st.write(
         f"Each question's best similarity recomputed from only the first {', '.join(str(d) for d in smaller)} "
@@ -282,56 +208,32 @@ else:
 note = answerability.truncation_note(config.provider, config.model)
 if note:
     st.info(user_message(note), icon=":material/info:")
-api_model = api_sweep_model(config)
+api_model = engine.sweep_model(config)
 use_api = False
-chunk_texts = [c.text for c in analysis.corpus.chunks]
-question_texts = list(analysis.questions.texts)
 if api_model and smaller:
-    estimate = api_sweep_estimate(config, api_model, chunk_texts + question_texts, smaller)
-    use_api = st.checkbox(
-        f"Embed every text again at {', '.join(str(d) for d in smaller)} dimensions through the API "
-        f"(the model's own shorter embeddings; {estimate.label})".replace("$", "\\$"),  # no LaTeX in labels
-        key=state.W_SWEEP_API,
-    )
+    texts = [c.text for c in analysis.corpus.chunks] + list(analysis.questions.texts)
+    estimate = flow.sweep_estimate(config, api_model, texts, smaller)
+    use_api = st.checkbox(engine.sweep_consent_label(smaller, estimate), key=state.W_SWEEP_API)
     st.caption(
         f"{api_model} was trained so that its first dimensions form a smaller embedding: unticked, the "
         "stored vectors are cut, and nothing is sent. Ticked, the texts not in the embedding cache are sent "
         + ("to your base URL" if config.base_url else "to OpenAI") + " once per size when you run the sweep "
         "(priced with the table on Configure)."
     )
-label_values = labels.labels if labelled else None
-sweep_key = engine.sweep_key(inputs, labels if labelled else None, use_api)
-sweep = state.stage(state.DIMENSION_SWEEP, sweep_key)
+sweep_labels = labels if labelled else None
+sweep = flow.dimension_sweep_for(sweep_labels, use_api)
 run_slot = st.empty()
 if sweep is None and smaller and run_slot.button("Run the dimension sweep", key=state.W_RUN_SWEEP):
-    try:
-        if use_api:
-            with st.status(f"Embedding at {len(smaller)} smaller sizes…", expanded=True) as status:
-                bar = st.progress(0.0, text="Starting…")
-                sweep = answerability.dimension_sweep(
-                    analysis.question_vectors, analysis.corpus.vectors, labels=label_values,
-                    embed_at=api_embed_at(config, api_model, chunk_texts, question_texts, bar),
-                )
-                status.update(label="Sweep done.", state="complete", expanded=False)
-        else:
-            with st.spinner(f"Recomputing the best similarities at {len(smaller) + 1} sizes…"):
-                sweep = answerability.dimension_sweep(
-                    analysis.question_vectors, analysis.corpus.vectors, labels=label_values
-                )
-    except CoverageError as error:
-        flow.show_error(error)
-        sweep = None
-    else:
-        state.put_stage(state.DIMENSION_SWEEP, sweep_key, sweep)
+    sweep = flow.run_dimension_sweep(analysis, sweep_labels, use_api)
+    if sweep is not None:
         run_slot.empty()
 if sweep is not None:
-    sweep_table = sweep.rename(columns=SWEEP_COLUMNS)
+    sweep_table = engine.sweep_table(sweep)
     st.dataframe(
         sweep_table,
         hide_index=True,
         column_config={
-            name: st.column_config.NumberColumn(format="%.3f")
-            for key, name in SWEEP_COLUMNS.items() if key not in ("d", "method")
+            name: st.column_config.NumberColumn(format=formats.SCORE_FORMAT) for name in engine.SWEEP_SCORE_COLUMNS
         },
     )
     widgets.csv_download("Download the sweep (CSV)", sweep_table, "dimension-sweep.csv")

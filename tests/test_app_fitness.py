@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import answerability, pipeline
+from coverage_core import answerability, costs, pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.ingest import read_documents, read_questions
 from tests.app_support import EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
@@ -206,7 +206,8 @@ def test_dimension_sweep_has_one_row_per_size_and_the_truncation_note(seeded):
     assert len(at.dataframe[1].value) == 5 and not [b for b in at.button if b.key == state.W_RUN_SWEEP]
 
 
-def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp_path, monkeypatch):
+def _openai_session(fake_api, tmp_path, monkeypatch) -> tuple[dict, pipeline.Analysis]:
+    """The slice embedded by the fake OpenAI API with text-embedding-3-small at 64 dimensions, key typed."""
     monkeypatch.setenv("COVERAGE_CORE_CACHE_DIR", str(tmp_path / "cache"))
     base_url = fake_api.url + "/v1"
     settings = state.Settings(
@@ -215,6 +216,11 @@ def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp
     embedder = make_embedder("openai", "text-embedding-3-small", dimensions=64, api_key="test-key", base_url=base_url)
     values, reference = _seed(settings, embedder, EmbeddingCache(tmp_path / "cache"), subset_csv())
     values[state.EMBED_API_KEY] = "test-key"
+    return values, reference
+
+
+def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp_path, monkeypatch):
+    values, _ = _openai_session(fake_api, tmp_path, monkeypatch)
     at = app(values)
     assert not [t for t in texts(at.info) if "trained for truncation" in t]
     consent = at.checkbox(key=state.W_SWEEP_API)
@@ -230,3 +236,26 @@ def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp
     assert list(sweep["vectors"]) == ["embedded", "full"]
     asked = {request.body.get("dimensions") for request in fake_api.requests[sent_before:]}
     assert asked == {32}
+
+
+def test_api_sweep_consent_prices_the_uncached_texts_once_per_size(fake_api, tmp_path, monkeypatch):
+    values, reference = _openai_session(fake_api, tmp_path, monkeypatch)
+    at = app(values)
+    sent = [c.text for c in reference.corpus.chunks] + list(reference.questions.texts)
+    tokens = costs.approximate_tokens(dict.fromkeys(sent))  # nothing is cached at 32 dimensions yet
+    estimate = costs.estimate_embedding_cost(tokens, "openai", "text-embedding-3-small", costs.default_price_table())
+    assert estimate.usd is not None and tokens > 0
+    label = at.checkbox(key=state.W_SWEEP_API).label
+    assert label == (
+        "Embed every text again at 32 dimensions through the API (the model's own shorter embeddings; "
+        f"{estimate.label})"
+    ).replace("$", "\\$")
+    assert any("sent to your base URL once per size" in text for text in texts(at.caption))
+    at.checkbox(key=state.W_SWEEP_API).check().run()
+    at.button(key=state.W_RUN_SWEEP).click().run()
+    assert not at.exception and not at.error, texts(at.error)
+    # Embedded once: the texts are in the cache at 32 dimensions now, so running again would send nothing.
+    at.run()
+    assert at.checkbox(key=state.W_SWEEP_API).label.startswith(
+        "Embed every text again at 32 dimensions through the API (the model's own shorter embeddings; ~0 tokens"
+    )

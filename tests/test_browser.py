@@ -233,6 +233,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     # The heading renders before the metric cards below it.
     page.get_by_test_id("stMetricDelta").first.wait_for()
     deltas = page.get_by_test_id("stMetricDelta").all_inner_texts()
+    _check_figures(page, "Gap analysis, before → after")  # the per-topic change reads too
     changes = [float(re.sub(r"[^0-9.+-]", "", d)) for d in deltas if re.search(r"\d", d)]
     assert changes and max(changes) > 0 and not any(d.strip() in ("-0.000", "-0.0", "-0") for d in deltas), deltas
 
@@ -484,6 +485,11 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
         figures = _check_figures(page, "Fitness", at_least=2)
         assert any("support" in f["titleText"].lower() for f in figures)
         _shot(page, "6-fitness")
+        page.get_by_role("button", name="Run the dimension sweep").click()
+        page.get_by_text("Download the sweep (CSV)").first.wait_for()
+        figures = _check_figures(page, "Fitness with the dimension sweep", at_least=3)
+        assert any("dimension" in f["titleText"].lower() for f in figures), [f["titleText"] for f in figures]
+        _shot(page, "7-fitness-sweep")
     except Exception:
         _screenshot_on_error(page, "test_walk_the_example_at_1280_px-step")
         raise

@@ -502,6 +502,57 @@ def mds_for(analysis):
 DEFAULT_FITNESS_THRESHOLD = engine.DEFAULT_FITNESS_THRESHOLD
 
 
+# ---------------------------------------------------------------- dimension sweep
+def sweep_embedder(config, model: str):
+    """``embedder_at(d)``: the API embedder of ``config`` with ``model``, returning ``d`` dimensions."""
+    config = dataclasses.replace(config, model=model)
+    return lambda d: embedder_for(config, dimensions=d)
+
+
+def sweep_estimate(config, model: str, texts: Sequence[str], dims: Sequence[int]):
+    """What embedding ``texts`` once per size in ``dims`` through the API would cost (cached texts are not sent)."""
+    return engine.sweep_estimate(texts, dims, model, sweep_embedder(config, model), embedding_cache(), price_table())
+
+
+def dimension_sweep_for(labels, use_api: bool):
+    """The dimension sweep already run on the current inputs with these labels and API choice, else None."""
+    return state.stage(state.DIMENSION_SWEEP, engine.sweep_key(stored_inputs(), labels, use_api))
+
+
+def run_dimension_sweep(analysis, labels, use_api: bool):
+    """Run the dimension sweep with a progress display and keep it; None after an error, which is shown.
+
+    ``labels``: the answerability labels to score at each size, or None.
+    ``use_api``: embed every text again at each smaller size through the
+    OpenAI API (the model's own shorter embeddings); else the stored vectors
+    are cut.
+    """
+    inputs = stored_inputs()
+    config = inputs.embedding
+    smaller = engine.sweep_sizes(int(analysis.question_vectors.shape[1]))
+
+    def compute():
+        if not use_api:
+            with st.spinner(f"Recomputing the best similarities at {len(smaller) + 1} sizes…"):
+                return engine.dimension_sweep(analysis, labels)
+        with st.status(f"Embedding at {len(smaller)} smaller sizes…", expanded=True) as status:
+            bar = st.progress(0.0, text="Starting…")
+            embed_at = engine.sweep_embed_at(
+                [c.text for c in analysis.corpus.chunks], list(analysis.questions.texts),
+                sweep_embedder(config, engine.sweep_model(config)), embedding_cache(),
+                lambda text, fraction: bar.progress(fraction, text=text),
+            )
+            sweep = engine.dimension_sweep(analysis, labels, embed_at)
+            status.update(label="Sweep done.", state="complete", expanded=False)
+        return sweep
+
+    try:
+        return state.memo(state.DIMENSION_SWEEP, engine.sweep_key(inputs, labels, use_api), compute)
+    except CoverageError as error:
+        show_error(error)
+        return None
+
+
 def price_table():
     """The price table as last edited on Configure (the default table before any edit)."""
     from coverage_core.costs import default_price_table

@@ -35,6 +35,13 @@ def score(value: float | None) -> str:
     return _fixed(value, SCORE_DECIMALS)
 
 
+def p_value(value: float | None) -> str:
+    """A p-value, to two significant digits: ``0.0031``, ``4.2e-07``."""
+    if value is None or not math.isfinite(float(value)):
+        return "—"
+    return f"{float(value):.2g}"
+
+
 def rounded(value: float, decimals: int) -> float:
     """``value`` rounded, with −0.0 made 0.0 (a change that rounds to zero has no sign)."""
     return round(float(value), decimals) + 0.0
