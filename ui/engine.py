@@ -782,15 +782,9 @@ def metric_deltas(before: dict[str, float], after: dict[str, float], names=("bef
             "metric": [metric_label(k) for k in keys],
             names[0]: [float(before[k]) for k in keys],
             names[1]: [float(after[k]) for k in keys],
-            "change": [_change(before[k], after[k]) for k in keys],
+            "change": [formats.shown_difference(before[k], after[k]) for k in keys],
         }
     )
-
-
-def _change(before: float, after: float) -> float:
-    """A change of a relative score as the tables show it: rounded first, never −0.000."""
-    return formats.rounded(formats.rounded(after, formats.SCORE_DECIMALS) - formats.rounded(before, formats.SCORE_DECIMALS),
-                           formats.SCORE_DECIMALS)
 
 
 def cluster_deltas(before: pipeline.Analysis, after: pipeline.Analysis, names=("before", "after")) -> pd.DataFrame:
@@ -805,7 +799,7 @@ def cluster_deltas(before: pipeline.Analysis, after: pipeline.Analysis, names=("
             "size": merged["size"],
             names[0]: merged["coverage_a"],
             names[1]: merged["coverage_b"],
-            "change": [_change(a_, b_) for a_, b_ in zip(merged["coverage_a"], merged["coverage_b"])],
+            "change": [formats.shown_difference(a_, b_) for a_, b_ in zip(merged["coverage_a"], merged["coverage_b"])],
             f"questions near it ({names[0]})": merged["n_questions_a"],
             f"questions near it ({names[1]})": merged["n_questions_b"],
         }

@@ -337,7 +337,6 @@ def run_embedding() -> engine.EmbeddedInputs | None:
     except CoverageError as error:
         show_error(error)
         return None
-    state.drop(state.LAST_ERROR)
     return stored_inputs()
 
 

@@ -47,9 +47,14 @@ def rounded(value: float, decimals: int) -> float:
     return round(float(value), decimals) + 0.0
 
 
+def shown_difference(before: float, after: float, decimals: int = SCORE_DECIMALS) -> float:
+    """``after − before`` of the values as shown (each rounded first), so never −0.000."""
+    return rounded(rounded(after, decimals) - rounded(before, decimals), decimals)
+
+
 def change(before: float, after: float, decimals: int = SCORE_DECIMALS) -> str:
     """``after − before`` of the values as shown: ``"+0.012"``, or "no change" when the shown values are equal."""
-    difference = rounded(rounded(after, decimals) - rounded(before, decimals), decimals)
+    difference = shown_difference(before, after, decimals)
     return NO_CHANGE if difference == 0 else f"{difference:+.{decimals}f}"
 
 

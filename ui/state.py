@@ -30,7 +30,6 @@ key                       value
 ``SUGGESTIONS_FOR``       key of the gaps the suggestions were made from
 ``IMPROVED``              :class:`~ui.engine.Improvement` — last "Apply" result, with the accepted rows
 ``COMPARISON``            :class:`~ui.engine.Comparison` — last comparison
-``LAST_ERROR``            cleared by a successful run (nothing writes it any more)
 ``FITNESS_THRESHOLD``     similarity below which a question looks unanswerable
 ``DOCUMENT_UPLOAD``       signature of the uploaded files last read
 ``COLUMN_ERROR``          why the chosen question column could not be used
@@ -87,7 +86,6 @@ SUGGESTIONS_FOR = "suggestions_for"
 IMPROVED = "improved"
 COMPARISON = "comparison"
 FITNESS_THRESHOLD = "fitness_threshold"
-LAST_ERROR = "last_error"
 DOCUMENT_UPLOAD = "document_upload"
 COLUMN_ERROR = "column_error"
 CHUNK_COUNTS = "chunk_counts"
@@ -173,7 +171,7 @@ W_SUB_THRESHOLD = "w_sub_threshold"
 # Keys a new upload or a reset makes stale (everything computed from inputs).
 DERIVED = (
     CORPUS, QUESTION_VECTORS, TUNING, OVERRIDES, GAPS, PROJECTION,
-    SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON, LAST_ERROR,
+    SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
     RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS,
 )
 # Keys that refer to question rows: a different question set makes them stale.
