@@ -165,7 +165,7 @@ def main() -> int:
 
     print("\n== Off-topic questions (corpus: every foreign document + the kept kinds of "
           "wiki-qa article)")
-    header = f"{'mix':>5} {'off/total':>10} {'P':>5} {'R':>5} {'minP':>5} {'minR':>5}  {'tau':>5}"
+    header = f"{'mix':>5} {'off/total':>10} {'P':>5} {'R':>5} {'minP':>5} {'minR':>5}  {'tau':>5} {'q-lvl':>5}"
     print(header)
     print("-" * len(header))
     for mix in OFF_TOPIC_MIXES:
@@ -191,12 +191,15 @@ def main() -> int:
             flagged_text = {q.text for q, out in zip(analysis.questions.questions, analysis.is_outlier) if out}
             flagged = np.array([q in flagged_text for q in questions])
             p, r, _ = prf(truth, flagged)
-            figures.append((n_off, n_total, p, r, analysis.calibration.support_threshold))
+            calibration = analysis.calibration
+            figures.append((n_off, n_total, p, r, calibration.support_threshold,
+                            calibration.question_support_threshold))
         f = np.array(figures)
         m = f.mean(axis=0)
         print(f"{mix:>5.0%} {m[0]:>4.0f}/{m[1]:<5.0f} {m[2]:>5.2f} {m[3]:>5.2f} "
-              f"{f[:, 2].min():>5.2f} {f[:, 3].min():>5.2f}  {m[4]:>5.3f}")
-    print(f"mean over {len(SEEDS)} seeds (min = worst seed).")
+              f"{f[:, 2].min():>5.2f} {f[:, 3].min():>5.2f}  {m[4]:>5.3f} {m[5]:>5.3f}")
+    print(f"mean over {len(SEEDS)} seeds (min = worst seed); tau = passages' support level, q-lvl = the "
+          "questions' (calibration.topic_threshold), which the off-topic rule reads.")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0
 

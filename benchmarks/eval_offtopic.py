@@ -185,7 +185,7 @@ def main() -> int:
             ]
             cal = calibration.calibrate(chunks, chunk_vectors[idx], embed)
             labels = ChunkClusterer().fit(chunk_vectors[idx]).labels_
-            corpora[key] = (idx, cal.support_threshold, labels)
+            corpora[key] = (idx, cal.question_support_threshold, labels)
         return corpora[key]
 
     def runs(design, report: bool):

@@ -1,7 +1,9 @@
 """Which negatives make the calibrated support level τ track the labelled one?
 
-An exploration, not a product figure. ``coverage_core.calibration`` scores each
-probe sentence against "the closest passage of another *document*". On a
+An exploration, not a product figure; it is why the calibration gives two levels
+(``support_threshold`` from other documents, ``topic_threshold`` from other
+topics, which the off-topic rule reads). Scoring each probe sentence against
+"the closest passage of another *document*" alone: on a
 corpus of sibling documents (15 pages of Python's reference manual) that
 passage is often on the same topic, which pushes Youden's cut up: τ 0.575
 where the off-topic labels say 0.55. This script compares, on the off-topic

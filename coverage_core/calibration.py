@@ -17,12 +17,30 @@ pseudo-queries taken from the corpus:
   leave-one-out chunk is the same passage a question about that sentence's
   neighbourhood should reach, minus the leak; it costs one embedding per
   probe, which the embedding cache keeps;
-* **negative score**: its best similarity to any chunk of *another* document.
+* **negative scores**: its best similarity to any chunk of *another document*,
+  and its best similarity to any chunk of *another topic* (another K-means
+  cluster of the corpus).
 
-τ is the threshold that best separates the two (:func:`youden_threshold`).
-With one document there are no negatives, and with too few probes the
-estimate is noise: τ then falls back to :data:`DEFAULT_SUPPORT_THRESHOLD`,
-and ``Calibration.method`` says so.
+Two levels come out, each the threshold that best separates the positives
+from one kind of negatives (:func:`youden_threshold`), because the two
+verdicts that read them ask different questions:
+
+* ``support_threshold`` (τ, other documents): is this *passage* tested? A
+  question about document A should not count as testing document B, even
+  when B covers the same topic, so the level must tell documents apart.
+  Tested share, untested documents and gaps read it.
+* ``topic_threshold`` (other topics): does this *question* have support? A
+  question answered by any document of its topic is on-topic. On a corpus of
+  sibling documents (fifteen pages of one manual) "the closest passage of
+  another document" is often about the same thing, which pushes τ above the
+  level that separates on- from off-topic questions (0.575 against a
+  labelled 0.55 on a wiki-qa + Python-reference mix; other topics give 0.52:
+  ``benchmarks/explore_calibration.py``). The off-topic rule reads it.
+
+With a single document, other topics stand in for other documents; with a
+single topic there are no negatives, and with too few probes the estimate is
+noise: both levels then fall back to :data:`DEFAULT_SUPPORT_THRESHOLD`, and
+``Calibration.method`` says so.
 """
 
 from __future__ import annotations
@@ -33,6 +51,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from coverage_core.clustering import ChunkClusterer
 from coverage_core.errors import InputError
 from coverage_core.validation import unit_rows
 from coverage_core.types import Chunk
@@ -50,6 +69,11 @@ MAX_CALIBRATION_TEXTS = 2 * MAX_PROBES
 """Texts a calibration embeds at most (800): each probe sentence and its chunk
 without it. Cost estimates import this number; nothing else restates it."""
 
+PROBE_CHUNK_POOL = 20 * MAX_PROBES
+"""Chunks searched for probe sentences at most (8,000): splitting a million chunks into
+sentences would cost more than the rest of the calibration, and 8,000 chunks offer far
+more candidates than :data:`MAX_PROBES` needs."""
+
 MIN_PROBES = 20
 """Fewer usable probes than this and τ falls back to the default."""
 
@@ -61,6 +85,8 @@ MAX_PROBE_WORDS = 60
 
 SUPPORT_THRESHOLD_RANGE = (0.0, 1.0)
 """A support threshold override is a cosine similarity in (0, 1]."""
+
+_CHUNK_BLOCK = 50_000
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
@@ -74,10 +100,12 @@ class Calibration:
 
     ``method`` is ``"pseudo-queries"`` (calibrated), ``"override"`` (set by
     the user), or ``"default: …"`` with the reason τ fell back to
-    :data:`DEFAULT_SUPPORT_THRESHOLD`. Medians are of the probes' positive
-    and negative scores (None when not calibrated); ``separation`` is
-    Youden's J at τ (how cleanly the corpus separates its own passages from
-    other documents' at that level, 1 = perfectly).
+    :data:`DEFAULT_SUPPORT_THRESHOLD`. ``topic_threshold`` is the level a
+    question needs to have support (None: τ itself, as after an override);
+    see the module docstring for why it differs. Medians are of the probes'
+    positive and other-document negative scores (None when not calibrated);
+    ``separation`` is Youden's J at τ (how cleanly the corpus separates its
+    own passages from other documents' at that level, 1 = perfectly).
     """
 
     support_threshold: float
@@ -87,6 +115,12 @@ class Calibration:
     negative_median: float | None = None
     separation: float | None = None
     labelled_threshold: float | None = None
+    topic_threshold: float | None = None
+
+    @property
+    def question_support_threshold(self) -> float:
+        """The level the off-topic rule reads: ``topic_threshold``, or τ when there is none."""
+        return self.support_threshold if self.topic_threshold is None else self.topic_threshold
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -128,19 +162,44 @@ def _unit(vectors) -> np.ndarray:
     return unit_rows(array)
 
 
+def _round_robin(queues: list[list], limit: int) -> list:
+    """Items taken one per queue in turn, until ``limit`` items or every queue is empty."""
+    taken: list = []
+    depth = 0
+    while len(taken) < limit and any(depth < len(q) for q in queues):
+        for queue in queues:
+            if depth < len(queue) and len(taken) < limit:
+                taken.append(queue[depth])
+        depth += 1
+    return taken
+
+
+def _probe_chunk_pool(chunks: Sequence[Chunk], rng: np.random.Generator) -> list[int]:
+    """Indices of the chunks whose sentences may become probes: all of them, or on a corpus of
+    more than :data:`PROBE_CHUNK_POOL` chunks a seeded sample spread evenly over the documents."""
+    if len(chunks) <= PROBE_CHUNK_POOL:
+        return list(range(len(chunks)))
+    by_document: dict[str, list[int]] = {}
+    for index, chunk in enumerate(chunks):
+        by_document.setdefault(chunk.document, []).append(index)
+    queues = [list(rng.permutation(by_document[name])) for name in sorted(by_document)]
+    return sorted(int(i) for i in _round_robin(queues, PROBE_CHUNK_POOL))
+
+
 def sample_probes(
     chunks: Sequence[Chunk], max_probes: int = MAX_PROBES, random_state: int = 0
 ) -> list[tuple[int, str, str]]:
     """``(chunk index, sentence, chunk text without it)`` for up to ``max_probes`` sentences.
 
     Candidates are sentences of ``MIN_PROBE_WORDS``..``MAX_PROBE_WORDS`` words
-    whose chunk keeps at least ``MIN_PROBE_WORDS`` words without them. Drawn
+    (from at most :data:`PROBE_CHUNK_POOL` chunks) whose chunk keeps at least ``MIN_PROBE_WORDS`` words without them. Drawn
     round-robin over the documents (each document's candidates shuffled with
     ``random_state``), so a long document cannot take every probe.
     """
     rng = np.random.default_rng(random_state)
     by_document: dict[str, list[tuple[int, str, str]]] = {}
-    for index, chunk in enumerate(chunks):
+    for index in _probe_chunk_pool(chunks, rng):
+        chunk = chunks[index]
         sentences = _sentences(chunk.text)
         for position, sentence in enumerate(sentences):
             words = len(sentence.split())
@@ -155,14 +214,7 @@ def sample_probes(
         items = by_document[name]
         order = rng.permutation(len(items))
         queues.append([items[i] for i in order])
-    probes: list[tuple[int, str, str]] = []
-    depth = 0
-    while len(probes) < max_probes and any(depth < len(q) for q in queues):
-        for queue in queues:
-            if depth < len(queue) and len(probes) < max_probes:
-                probes.append(queue[depth])
-        depth += 1
-    return probes
+    return _round_robin(queues, max_probes)
 
 
 def calibration_texts(
@@ -172,10 +224,11 @@ def calibration_texts(
 
     The probe sentences, then their chunks without them (at most
     ``2 * max_probes``, i.e. :data:`MAX_CALIBRATION_TEXTS`); empty when
-    calibration would fall back to the default (one document, too few
-    usable sentences), since nothing is embedded then. For cost estimates.
+    calibration would fall back to the default (fewer than two chunks, so
+    a single topic; too few usable sentences), since nothing is embedded
+    then. For cost estimates.
     """
-    if len({chunk.document for chunk in chunks}) < 2:
+    if len(chunks) < 2:
         return []
     probes = sample_probes(chunks, max_probes, random_state)
     if len(probes) < MIN_PROBES:
@@ -189,22 +242,31 @@ def calibrate(
     embed: Embed,
     random_state: int = 0,
     *,
+    topic_labels=None,
     max_probes: int = MAX_PROBES,
 ) -> Calibration:
     """Calibrate τ on this corpus with pseudo-queries (see the module docstring).
 
     ``chunk_vectors`` are the chunks' vectors, row for row; ``embed`` embeds
     texts with the same model (the pipeline passes the cached embedder).
+    ``topic_labels`` give each chunk's topic (the corpus's automatic
+    K-means clusters); None clusters the chunks here with
+    :class:`~coverage_core.clustering.ChunkClusterer` and ``random_state``.
     Embeds ``2 x n_probes`` texts (the probes and their chunks without them).
     """
     vectors = _unit(chunk_vectors)
     if vectors.shape[0] != len(chunks):
         raise InputError(f"There are {len(chunks)} chunks but {vectors.shape[0]} chunk vectors.")
+    if topic_labels is None:
+        topic_labels = ChunkClusterer(random_state=random_state).fit(vectors).labels_
+    topics = np.asarray(topic_labels).ravel()
+    if topics.shape[0] != len(chunks):
+        raise InputError(f"There are {len(chunks)} chunks but {topics.shape[0]} topic labels.")
     documents = np.array([chunk.document for chunk in chunks], dtype=object)
-    if len(set(documents.tolist())) < 2:
+    if np.unique(topics).size < 2:
         return Calibration(
             DEFAULT_SUPPORT_THRESHOLD,
-            "default: one document, so no passage of another document to tell apart from",
+            "default: a single topic, so no passage of another topic to tell apart from",
         )
     probes = sample_probes(chunks, max_probes, random_state)
     if len(probes) < MIN_PROBES:
@@ -218,20 +280,34 @@ def calibrate(
     n = len(probes)
     probe_vectors, rest_vectors = embedded[:n], embedded[n:]
     positives = np.einsum("ij,ij->i", probe_vectors, rest_vectors)
-    owner = np.array([chunks[i].document for i, _, _ in probes], dtype=object)
-    similarity = probe_vectors @ vectors.T  # (n_probes, n_chunks): at most 400 rows
-    similarity[owner[:, None] == documents[None, :]] = -np.inf
-    negatives = similarity.max(axis=1)
-    threshold, separation = youden_threshold(positives, negatives)
-    threshold = float(np.clip(threshold, 1e-6, 1.0))
+    probe_chunks = [i for i, _, _ in probes]
+    by_document = _best_elsewhere(probe_vectors, vectors, documents, documents[probe_chunks])
+    by_topic = _best_elsewhere(probe_vectors, vectors, topics, topics[probe_chunks])
+    topic_threshold = float(np.clip(youden_threshold(positives, by_topic)[0], 1e-6, 1.0))
+    if np.unique(documents).size < 2:  # one document: its other topics stand in for other documents
+        by_document = by_topic
+    threshold, separation = youden_threshold(positives, by_document)
     return Calibration(
-        threshold,
+        float(np.clip(threshold, 1e-6, 1.0)),
         "pseudo-queries",
         n_probes=n,
         positive_median=float(np.median(positives)),
-        negative_median=float(np.median(negatives)),
+        negative_median=float(np.median(by_document)),
         separation=separation,
+        topic_threshold=topic_threshold,
     )
+
+
+def _best_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groups: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """Each probe's best similarity to a chunk outside its own group (document or topic)."""
+    best = np.full(len(probe_vectors), -np.inf, dtype=np.float32)
+    # Blocks of chunks keep the (probes x chunks) scores small on a million chunks.
+    for start in range(0, len(vectors), _CHUNK_BLOCK):
+        stop = start + _CHUNK_BLOCK
+        similarity = probe_vectors @ vectors[start:stop].T
+        similarity[own[:, None] == groups[None, start:stop]] = -np.inf
+        np.maximum(best, similarity.max(axis=1), out=best)
+    return best
 
 
 def override(threshold: float) -> Calibration:

@@ -210,7 +210,7 @@ def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, 
         f"<h1>{_e(title)}</h1>",
         f'<p class="headline">{_e(headline(analysis))}</p>',
         f'<p class="muted">A passage is tested when some on-topic question reaches it: cosine similarity '
-        f"at least {tau:.2f}, the support level {_e(_support_origin(analysis))}.</p>",
+        f"at least {tau:.2f}, the support level {_e(_support_origin(analysis))}.{_question_level(analysis)}</p>",
         f'<p class="muted">Generated {_e(generated.isoformat(sep=" "))}. '
         f"{len(corpus.documents)} documents, {len(corpus.chunks):,} chunks in {analysis.clustering.n_clusters} "
         f"clusters; {len(analysis.questions.questions):,} questions, {n_outliers} screened out as off-topic.</p>",
@@ -223,6 +223,14 @@ def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, 
         parts.append("<ul>" + "".join(items) + "</ul>")
     parts.append(_settings(analysis))
     return "\n".join(parts)
+
+
+def _question_level(analysis: "Analysis") -> str:
+    level = analysis.calibration.topic_threshold
+    if level is None:
+        return ""
+    return (f" A question counts as on-topic from similarity {level:.2f}: that level tells a passage's own "
+            "sentences from other topics', where the support level tells them from other documents'.")
 
 
 def _support_origin(analysis: "Analysis") -> str:

@@ -4,11 +4,13 @@
 :class:`Analysis`; the CLI and the tests use it. The dashboard calls the
 stages one by one so that only what changed is recomputed:
 
-    chunk_corpus ──▶ embed_chunks ─┬─▶ calibrate_corpus (τ, once per corpus; cached embeddings)
+    chunk_corpus ──▶ embed_chunks ─┬─▶ cluster_chunks   (K changes: ~1 s at 20k chunks)
     questions ─────▶ embed_questions ─┤   (slow, cached on disk by content)
-                                      ├─▶ cluster_chunks   (K changes: ~1 s at 20k chunks)
+                                      ├─▶ calibrate_corpus (τ, once per corpus, against the automatic topics)
                                       └─▶ measure           (thresholds, overrides: fast)
                                             └─▶ find_gaps   (LLM optional)
+
+``analyze_corpus`` is the same from an embedded corpus on (vectors made elsewhere).
 """
 
 from __future__ import annotations
@@ -309,6 +311,8 @@ def calibrate_corpus(
     corpus: Corpus,
     embedder: Embedder | None = None,
     cache: EmbeddingCache | None = None,
+    *,
+    topic_labels: np.ndarray | None = None,
 ) -> Calibration:
     """The support threshold τ of this corpus and model, computed once per corpus.
 
@@ -316,7 +320,9 @@ def calibrate_corpus(
     nothing embedded. Otherwise calibrated without labels from sentences of
     the corpus (:func:`coverage_core.calibration.calibrate`), embedding about
     800 short texts with ``embedder`` through ``cache``; without an embedder
-    the documented default.
+    the documented default. ``topic_labels`` are the corpus's automatic
+    topics (``cluster_chunks(corpus, None, config.random_state).labels``)
+    when the caller has them; None clusters them here.
     """
     if config.support_threshold is not None:
         return calibration_module.override(config.support_threshold)
@@ -326,7 +332,11 @@ def calibrate_corpus(
     def embed(texts):
         return embed_texts(list(texts), embedder, cache).vectors
 
-    return calibration_module.calibrate(corpus.chunks, corpus.vectors, embed, config.random_state)
+    if topic_labels is None:
+        topic_labels = cluster_chunks(corpus, None, config.random_state).labels
+    return calibration_module.calibrate(
+        corpus.chunks, corpus.vectors, embed, config.random_state, topic_labels=topic_labels
+    )
 
 
 def cluster_chunks(corpus: Corpus, n_clusters: int | None, random_state: int) -> Clustering:
@@ -367,10 +377,11 @@ def fit_screener(
 
 
 def _resolve_calibration(config: AnalysisConfig, calibration: Calibration | None) -> tuple[float | None, Calibration]:
-    """The screener's τ (None when neither a calibration nor ``config`` gives one) and the calibration to report."""
+    """The screener's support level (the calibration's question level, or the config's override; None when
+    neither gives one) and the calibration to report."""
     screener_tau = None
     if calibration is not None or config.support_threshold is not None:
-        screener_tau = calibration.support_threshold if calibration is not None else config.support_threshold
+        screener_tau = calibration.question_support_threshold if calibration is not None else config.support_threshold
     if calibration is None:
         calibration = (
             calibration_module.override(config.support_threshold)
@@ -690,9 +701,32 @@ def analyze(
         raise InputError("The question file has no questions; add at least one question.")
     embedder = embedder or build_embedder(config.embedding, api_key)
     corpus = embed_corpus(documents, config.chunking, embedder, cache, progress)
+    return analyze_corpus(config, corpus, questions, embedder=embedder, cache=cache, llm=llm, progress=progress)
+
+
+def analyze_corpus(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    questions: QuestionSet,
+    *,
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+    llm: ChatClient | None = None,
+    progress: Progress | None = None,
+) -> Analysis:
+    """The method from an embedded corpus on: embed the questions, cluster, calibrate, measure, find gaps.
+
+    ``corpus`` may come from :func:`embed_corpus` or from vectors the user
+    embedded elsewhere; ``embedder`` must be the model that made them, since
+    it embeds the questions and the calibration probes.
+    """
+    if not questions.questions:
+        raise InputError("The question file has no questions; add at least one question.")
     question_embedding = embed_questions(questions, embedder, cache, progress)
-    calibration = calibrate_corpus(config, corpus, embedder, cache)
     clustering = cluster_chunks(corpus, config.n_clusters, config.random_state)
+    # The calibration's topics are the automatic ones, so τ does not move with a chosen K.
+    topics = clustering.labels if config.n_clusters is None else None
+    calibration = calibrate_corpus(config, corpus, embedder, cache, topic_labels=topics)
     analysis = measure(config, corpus, questions, question_embedding, clustering, calibration=calibration)
     return find_gaps(analysis, llm, embedder, cache)
 

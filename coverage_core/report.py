@@ -92,7 +92,8 @@ def build_report(
     """The report as a JSON-ready dict (schema version 2).
 
     Version 2 adds ``calibration`` (the support threshold τ and how it was
-    found; ``labelled_threshold`` is the answerability labels' Youden
+    found; ``topic_threshold`` is the level the off-topic rule reads, None
+    when it is τ; ``labelled_threshold`` is the answerability labels' Youden
     threshold when ``answerability`` is given), ``metrics.tested_share``,
     ``n_tested``/``tested_share`` per cluster and document, and
     ``documents[].is_untested``; ``clusters[].is_gap`` follows
@@ -504,6 +505,9 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
     lines.append("")
     tau = analysis.calibration
     lines.append(f"A question reaches a passage at similarity ≥ {tau.support_threshold:.3f} ({tau.method}).")
+    if tau.topic_threshold is not None:
+        lines.append(f"A question has support (is on-topic) from similarity {tau.topic_threshold:.3f}: the level that "
+                     "tells a passage's own sentences from other topics'.")
     lines.append("Coverage (relative scores: compare test sets, do not read as a percentage of truth)")
     for name in RELATIVE_METRIC_NAMES:
         note = "  (equals basic by construction)" if name == "weighted" else ""

@@ -82,7 +82,8 @@ def test_calibration_recovers_a_threshold_between_own_and_other_documents():
         calls.append(len(texts))
         return _fake_embed(texts)
 
-    result = calibrate(chunks, vectors, embed, random_state=0)
+    topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
+    result = calibrate(chunks, vectors, embed, random_state=0, topic_labels=topics)
     assert isinstance(result, Calibration)
     assert result.method == "pseudo-queries"
     assert result.n_probes == 4 * 5 * 4  # every sentence, under the cap
@@ -90,7 +91,51 @@ def test_calibration_recovers_a_threshold_between_own_and_other_documents():
     assert result.negative_median < result.support_threshold < result.positive_median
     assert result.separation > 0.9
     # Seeded: the same probes, the same τ.
-    assert calibrate(chunks, vectors, embed, random_state=0) == result
+    assert calibrate(chunks, vectors, embed, random_state=0, topic_labels=topics) == result
+    # Without labels it finds the topics itself (K-means on the chunk vectors).
+    found = calibrate(chunks, vectors, _fake_embed, random_state=0)
+    assert found.method == "pseudo-queries" and found.negative_median < found.support_threshold
+
+
+def test_two_levels_passages_tell_documents_apart_questions_tell_topics_apart():
+    """τ (tested passages) separates documents; the question level separates topics, so sibling documents
+    of one topic raise τ but not the question level; one document of several topics still calibrates."""
+    chunks = _chunks()
+    vectors = _fake_embed([c.text for c in chunks])
+    topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
+    by_topic = calibrate(chunks, vectors, _fake_embed, topic_labels=topics)
+    assert by_topic.topic_threshold == pytest.approx(by_topic.support_threshold, abs=0.02)  # documents = topics here
+    # Every chunk its own document, same four topics: the nearest other document is a sibling on the same
+    # topic, so τ rises to the top of the scale, while the question level stays where it was.
+    split = [Chunk(f"page-{i}.txt", c.text, 0, len(c.text)) for i, c in enumerate(chunks)]
+    siblings = calibrate(split, vectors, _fake_embed, topic_labels=topics)
+    assert siblings.support_threshold > by_topic.support_threshold + 0.2
+    assert siblings.topic_threshold == pytest.approx(by_topic.topic_threshold, abs=0.02)
+    assert siblings.question_support_threshold == siblings.topic_threshold
+    # One document holding the four topics: its topics stand in for other documents.
+    merged = [Chunk("all.txt", c.text, 0, len(c.text)) for c in chunks]
+    single = calibrate(merged, vectors, _fake_embed, topic_labels=topics)
+    assert single.method == "pseudo-queries" and single.separation > 0.9
+    assert single.support_threshold == pytest.approx(single.topic_threshold)
+    # One topic: nothing to tell apart from.
+    same = calibrate(chunks, vectors, lambda texts: pytest.fail("embedded"), topic_labels=np.zeros(len(chunks)))
+    assert same.method.startswith("default: a single topic")
+    assert same.question_support_threshold == same.support_threshold == DEFAULT_SUPPORT_THRESHOLD
+    assert override(0.3).question_support_threshold == 0.3
+    with pytest.raises(InputError):
+        calibrate(chunks, vectors, _fake_embed, topic_labels=topics[:-1])
+
+
+def test_probe_sentences_come_from_a_bounded_pool_of_chunks_on_a_large_corpus(monkeypatch):
+    from coverage_core import calibration
+
+    chunks = _chunks(per_document=30, sentences=3)  # 120 chunks
+    monkeypatch.setattr(calibration, "PROBE_CHUNK_POOL", 20)
+    probes = calibration.sample_probes(chunks, 400, random_state=1)
+    used = {i for i, _, _ in probes}
+    assert len(used) == 20 and len(probes) == 20 * 3
+    assert pd.Series([chunks[i].document for i in used]).value_counts().tolist() == [5, 5, 5, 5]
+    assert calibration.sample_probes(chunks, 400, random_state=1) == probes
 
 
 def test_probes_are_capped_and_spread_over_documents():
@@ -105,11 +150,11 @@ def test_probes_are_capped_and_spread_over_documents():
     assert all(sentence not in rest for _, sentence, rest in probes)
 
 
-def test_single_document_falls_back_to_the_default():
-    chunks = _chunks(topics=("alpha",))
+def test_a_single_chunk_falls_back_to_the_default():
+    chunks = _chunks(topics=("alpha",), per_document=1)
     result = calibrate(chunks, _fake_embed([c.text for c in chunks]), lambda texts: pytest.fail("embedded"))
     assert result.support_threshold == DEFAULT_SUPPORT_THRESHOLD
-    assert result.method.startswith("default: one document")
+    assert result.method.startswith("default: a single topic")
 
 
 def test_too_few_sentences_fall_back_to_the_default():
@@ -212,7 +257,7 @@ def test_report_schema_2_carries_calibration_and_decisions():
     assert report["schema_version"] == SCHEMA_VERSION == 2
     assert report["calibration"] == {
         "support_threshold": 0.5, "method": "pseudo-queries", "n_probes": 99, "positive_median": 0.8,
-        "negative_median": 0.1, "separation": 0.9, "labelled_threshold": None,
+        "negative_median": 0.1, "separation": 0.9, "labelled_threshold": None, "topic_threshold": None,
     }
     assert report["metrics"]["tested_share"] == pytest.approx(1 / 3, abs=1e-6)
     documents = {d["name"]: d for d in report["documents"]}
