@@ -7,13 +7,14 @@ wall time of each interaction the dashboard promises to keep fast:
 * moving a threshold / the strictness / an override: <= 0.5 s
   (reuses the clustering, the fitted screener and each chunk's nearest
   questions, built once per data set; ``pipeline.measure`` only)
-* changing K: <= 2 s at 20,000 chunks (``pipeline.cluster_chunks`` + screener
-  fit reusing the lexical evidence + measure)
+* changing K: <= 2 s at 20,000 chunks, <= 3 s at 200,000 (``pipeline.cluster_chunks``
+  + screener fit reusing the lexical evidence + measure)
 * moving K back to a value seen before: cached clustering and screener
 * the 2-D map: computed once per data set; moving thresholds or K never recomputes it
   (shown by timing ``project_2d`` once and checking the tuning path never calls it)
 
     .venv/bin/python benchmarks/bench_dashboard.py [--chunks 20000 --questions 2000 --dims 384]
+    .venv/bin/python benchmarks/bench_dashboard.py --chunks 200000 --repeat 1   # the 200k targets
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def main() -> None:
 
     new_k = max(2, k - 10)
     seconds, _ = timed(lambda: engine.tune(inputs, settings.replace(n_clusters=new_k), none, cache))
-    rows.append((f"K {k} -> {new_k} (K-means, screener fit, measure)", seconds, "<= 2 s"))
+    k_target = "<= 2 s" if args.chunks <= 20_000 else "<= 3 s"
+    rows.append((f"K {k} -> {new_k} (K-means, screener fit, measure)", seconds, k_target))
     seconds, _ = timed(lambda: engine.tune(inputs, settings.replace(multi_n=4), none, cache))
     rows.append((f"K back to {k} (clustering and screener cached; measure)", seconds, "<= 0.5 s"))
 

@@ -767,7 +767,10 @@ def mds_points(
     return MdsPoints(
         chunk_index=chunk_index[np.asarray(projection.chunk_index)],
         chunk_xy=np.asarray(projection.chunk_xy, dtype=np.float64),
-        question_index=question_index,
+        question_index=(
+            question_index if projection.question_index is None
+            else question_index[np.asarray(projection.question_index)]
+        ),
         question_xy=np.asarray(projection.question_xy, dtype=np.float64),
         n_chunks_total=n,
         n_questions_total=m,

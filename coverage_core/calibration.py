@@ -53,6 +53,7 @@ import numpy as np
 
 from coverage_core.clustering import ChunkClusterer
 from coverage_core.errors import InputError
+from coverage_core.metrics import as_unit_rows
 from coverage_core.validation import unit_rows
 from coverage_core.types import Chunk
 
@@ -254,7 +255,11 @@ def calibrate(
     :class:`~coverage_core.clustering.ChunkClusterer` and ``random_state``.
     Embeds ``2 x n_probes`` texts (the probes and their chunks without them).
     """
-    vectors = _unit(chunk_vectors)
+    vectors = np.asarray(chunk_vectors)
+    if vectors.ndim != 2:
+        raise InputError("Vectors must be a 2-D array.")
+    # Stored embeddings are usually unit rows already: used in place (a copy is 1.5 GB at a million chunks).
+    vectors = as_unit_rows(np.ascontiguousarray(vectors, dtype=np.float32))
     if vectors.shape[0] != len(chunks):
         raise InputError(f"There are {len(chunks)} chunks but {vectors.shape[0]} chunk vectors.")
     if topic_labels is None:
@@ -281,8 +286,9 @@ def calibrate(
     probe_vectors, rest_vectors = embedded[:n], embedded[n:]
     positives = np.einsum("ij,ij->i", probe_vectors, rest_vectors)
     probe_chunks = [i for i, _, _ in probes]
-    by_document = _best_elsewhere(probe_vectors, vectors, documents, documents[probe_chunks])
-    by_topic = _best_elsewhere(probe_vectors, vectors, topics, topics[probe_chunks])
+    by_document, by_topic = _best_elsewhere(
+        probe_vectors, vectors, (documents, topics), (documents[probe_chunks], topics[probe_chunks])
+    )
     topic_threshold = float(np.clip(youden_threshold(positives, by_topic)[0], 1e-6, 1.0))
     if np.unique(documents).size < 2:  # one document: its other topics stand in for other documents
         by_document = by_topic
@@ -298,15 +304,18 @@ def calibrate(
     )
 
 
-def _best_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groups: np.ndarray, own: np.ndarray) -> np.ndarray:
-    """Each probe's best similarity to a chunk outside its own group (document or topic)."""
-    best = np.full(len(probe_vectors), -np.inf, dtype=np.float32)
-    # Blocks of chunks keep the (probes x chunks) scores small on a million chunks.
+def _best_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupings, owners) -> list[np.ndarray]:
+    """For each grouping (documents, topics), each probe's best similarity to a chunk outside its own group.
+
+    One product per block of chunks serves every grouping, so a million chunks are read once.
+    """
+    best = [np.full(len(probe_vectors), -np.inf, dtype=np.float32) for _ in groupings]
     for start in range(0, len(vectors), _CHUNK_BLOCK):
         stop = start + _CHUNK_BLOCK
         similarity = probe_vectors @ vectors[start:stop].T
-        similarity[own[:, None] == groups[None, start:stop]] = -np.inf
-        np.maximum(best, similarity.max(axis=1), out=best)
+        for found, groups, own in zip(best, groupings, owners):
+            outside = np.where(own[:, None] == groups[None, start:stop], -np.inf, similarity)
+            np.maximum(found, outside.max(axis=1), out=found)
     return best
 
 

@@ -290,6 +290,31 @@ def _document_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> 
         _system_out(case, "\n".join(lines))
 
 
+def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
+    """One case per production-traffic topic, failing when its traffic is mostly untested and it is frequent
+    (the thresholds of :mod:`coverage_core.traffic`)."""
+    from coverage_core.traffic import MIN_TOPIC_SHARE, UNTESTED_TOPIC_SHARE
+
+    suite = _suite(root, "coverage.traffic")
+    total = max(int(traffic.get("n_queries") or 0), 1)
+    for topic in traffic.get("topics", []):
+        label, volume = str(topic.get("label")), int(topic.get("volume") or 0)
+        tested, answerable = float(topic.get("tested_share") or 0.0), float(topic.get("answerable_share") or 0.0)
+        case = _testcase(suite, "coverage.traffic", f"traffic: {label}")
+        lines = [
+            f"{label}: {volume:,} queries ({volume / total:.1%} of traffic), {tested:.0%} tested, "
+            f"{answerable:.0%} answerable by the documents",
+            *(f"example: {example}" for example in topic.get("examples", [])),
+        ]
+        if topic.get("is_unmet"):
+            lines.append("the documents answer little of it: a gap in the knowledge base, not only in the tests")
+        if tested < UNTESTED_TOPIC_SHARE and volume / total >= MIN_TOPIC_SHARE:
+            _fail(case, f"{label}: only {tested:.0%} of its {volume:,} queries are tested", "\n".join(lines),
+                  "coverage.traffic")
+        else:
+            _system_out(case, "\n".join(lines))
+
+
 def junit_xml(
     report: Mapping,
     gate_metric: str = "basic",
@@ -298,7 +323,7 @@ def junit_xml(
 ) -> str:
     """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 2, or 1).
 
-    Three test suites:
+    Three test suites (four with production traffic):
 
     * ``coverage.metric``: one test case named after ``gate_metric``; it fails
       when the metric is below ``gate_threshold`` (as ``analyze --fail-below``
@@ -313,6 +338,9 @@ def junit_xml(
     * ``coverage.documents``: one test case per document (named after it),
       failing when the report marks it ``is_untested`` (schema 1: coverage
       below ``gap_threshold``).
+    * ``coverage.traffic`` (a report with a ``traffic`` section): one test
+      case per traffic topic, ``traffic: <label>``, failing when the topic is
+      frequent and mostly untested.
 
     Clusters and documents at or above the threshold are passing test cases
     (with their coverage in ``<system-out>``), so CI can track them over time.
@@ -326,6 +354,8 @@ def junit_xml(
     _metric_suite(root, report, gate_metric, gate_threshold)
     _cluster_suite(root, report, threshold)
     _document_suite(root, report, threshold)
+    if report.get("traffic"):
+        _traffic_suite(root, report["traffic"])
     totals = [0, 0, 0]
     for suite in root.findall("testsuite"):
         for i, n in enumerate(_count(suite)):

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from coverage_core import ci
+from coverage_core import ci, vector_store
 from coverage_core.chunking import ChunkingConfig, check_chunking
 from coverage_core.chunking_comparison import DEFAULT_GRID
 from coverage_core.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
@@ -42,6 +42,13 @@ EXIT_OK, EXIT_BELOW_THRESHOLD, EXIT_UNUSABLE = 0, 1, 2
 DEFAULT_STRICTNESS = inspect.signature(QuestionScreener).parameters["strictness"].default
 DEFAULT_GRID_TEXT = ",".join(f"{c.chunk_size}/{c.chunk_overlap}" for c in DEFAULT_GRID)
 DEFAULT_METRIC = "basic"  # the metric the gates of analyze and diff read unless told otherwise
+# The column flags of --vectors, each with the names its column is detected by.
+_VECTOR_COLUMN_FLAGS = (
+    ("text", vector_store.TEXT_COLUMN_NAMES),
+    ("vector", vector_store.VECTOR_COLUMN_NAMES),
+    ("document", vector_store.DOCUMENT_COLUMN_NAMES),
+    ("page", vector_store.PAGE_COLUMN_NAMES),
+)
 
 
 def _prog(argv0: str | None = None) -> str:
@@ -96,10 +103,25 @@ def _add_analyze_command(commands) -> None:
 
 def _add_input_arguments(analyze: argparse.ArgumentParser) -> None:
     add = analyze.add_argument
-    add("--docs", nargs="+", required=True, metavar="PATH", help="document files or folders: PDF, TXT, MD (required)")
+    passages = analyze.add_mutually_exclusive_group(required=True)
+    passages.add_argument("--docs", nargs="+", metavar="PATH",
+                          help="document files or folders: PDF, TXT, MD; this or --vectors (required)")
+    passages.add_argument("--vectors", metavar="PATH",
+                          help="chunk vectors made elsewhere, instead of --docs: a Parquet file or a LanceDB table "
+                               "folder, one row per chunk; --embedder/--model must name the model that made them; "
+                               "this or --docs (required)")
     add("--questions", required=True, metavar="FILE", help="CSV/TSV of test questions (required)")
     add("--out", required=True, metavar="REPORT.json", help="where to write the JSON report (required)")
     add("--question-column", metavar="NAME", help=_default("question column", "detected by name, e.g. question"))
+    for role, names in _VECTOR_COLUMN_FLAGS:
+        add(f"--{role}-column", metavar="NAME",
+            help=_default(f"with --vectors: the {role} column", f"detected by name, e.g. {', '.join(names[:3])}"))
+    add("--traffic", metavar="FILE",
+        help=_default("a query log of production traffic (CSV or JSON Lines: query, optional count and "
+                      "timestamp) to compare with the test set and the documents", "none"))
+    add("--save-analysis", metavar="DIR",
+        help=_default("also save the vectors, clusters, calibration and report to DIR, to open later "
+                      "(e.g. in the dashboard) without embedding again", "not saved"))
 
 
 def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
@@ -113,6 +135,12 @@ def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--base-url", metavar="URL",
         help=_default("OpenAI-compatible or Voyage endpoint; its key comes from EMBEDDING_API_KEY",
                       "the provider's own endpoint"))
+    add("--ray-address", metavar="ADDRESS",
+        help=_default("embed on Ray Data first: local (a Ray on this machine), auto (the cluster this machine "
+                      "belongs to) or ray://host:10001; needs requirements-ray.txt", "no Ray"))
+    add("--ray-workers", type=int, metavar="N",
+        help=_default("with --ray-address: actors (local model: 1 CPU each; OpenAI/Voyage: requests in flight)",
+                      "all CPUs / the provider's concurrency"))
 
 
 def _add_chunking_arguments(analyze: argparse.ArgumentParser) -> None:
@@ -290,6 +318,26 @@ def _analysis_settings(args: argparse.Namespace):
             "--subquestions needs an LLM to break questions into sub-questions; add --llm-model "
             "(with OPENAI_API_KEY) or --llm-base-url (an OpenAI-compatible server such as a local Ollama)."
         )
+    if args.vectors is None:
+        named = [f"--{role}-column" for role, _ in _VECTOR_COLUMN_FLAGS if getattr(args, f"{role}_column")]
+        if named:
+            raise InputError(f"{', '.join(named)} names a column of the --vectors file; add --vectors PATH or leave it out.")
+    elif args.compare_chunking is not None:
+        raise InputError(
+            "--compare-chunking chunks the documents again, which vectors from a store do not allow; "
+            "use it with --docs."
+        )
+    _check_at_least("--ray-workers", args.ray_workers, 1)
+    if args.ray_workers is not None and not args.ray_address:
+        raise InputError("--ray-workers sets the Ray workers; add --ray-address (e.g. local) or leave it out.")
+    if args.ray_address:
+        from coverage_core.embeddings.ray_embedding import import_ray
+
+        import_ray()  # one sentence saying how to install Ray, before anything is read
+    if args.save_analysis:
+        from coverage_core.saved_analysis import check_folder
+
+        check_folder(args.save_analysis)
     grid = _chunking_grid(args.compare_chunking) if args.compare_chunking is not None else None
     config = AnalysisConfig(
         embedding=EmbeddingConfig(args.embedder, args.model, args.dimensions, args.base_url),
@@ -365,17 +413,28 @@ def _run_analyze(args: argparse.Namespace) -> int:
     llm = _llm_client(args)
     documents, questions = _read_inputs(args)
     cache = EmbeddingCache(args.cache_dir)
-    analysis = _analyze_with_progress(config, documents, questions, embedder, cache, llm, args.quiet)
+    if args.ray_address:
+        _embed_on_ray_first(args, config, documents, questions, embedder, cache)
+    if isinstance(documents, _VectorInput):
+        analysis = _analyze_vectors(config, documents, questions, embedder, cache, llm, args.quiet)
+    else:
+        analysis = _analyze_with_progress(config, documents, questions, embedder, cache, llm, args.quiet)
     retrieval, labels, answerability = _check_retrieval_and_answerability(analysis, args)
     chunking = None
     if grid is not None:
         chunking = _compare_chunkings(analysis, grid, retrieval, args.k, embedder, cache, not args.quiet)
     subquestions = _score_subquestions(analysis, args, llm, embedder, cache)
+    traffic = _check_traffic(analysis, args, embedder, cache)
     analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
     report = _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels,
-                            subquestions, chunking)
+                            subquestions, chunking, traffic)
+    if args.save_analysis:
+        from coverage_core.saved_analysis import save_analysis
+
+        save_analysis(analysis, args.save_analysis, report=report, from_vectors=isinstance(documents, _VectorInput),
+                      question_file_name=Path(args.questions).name, inputs=report["config"].get("inputs"))
     _print_results(args, analysis, retrieval, answerability, chunking,
-                   n_shown=len(documents.warnings) + len(questions.warnings))
+                   n_shown=len(documents.warnings) + len(questions.warnings), traffic=traffic)
     return _gate(report, args)
 
 
@@ -388,11 +447,26 @@ def _llm_client(args: argparse.Namespace):
     return None
 
 
+class _VectorInput:
+    """Chunk vectors read with --vectors, standing where the documents would (``documents``, ``warnings``)."""
+
+    def __init__(self, found: vector_store.VectorCorpus):
+        self.found = found
+        self.documents = found.corpus.documents
+        self.warnings = list(found.warnings)
+
+
 def _read_inputs(args: argparse.Namespace):
-    """The documents and questions, with what reading them had to say printed to stderr."""
+    """The documents (or the --vectors corpus) and questions, with what reading them had to say printed to stderr."""
     from coverage_core.ingest import read_documents, read_questions
 
-    documents = read_documents(args.docs, pdf_password=args.pdf_password)
+    if args.vectors is not None:
+        columns = vector_store.VectorColumns(
+            **{role: getattr(args, f"{role}_column") for role, _ in _VECTOR_COLUMN_FLAGS}
+        )
+        documents = _VectorInput(vector_store.read_vectors(args.vectors, columns))
+    else:
+        documents = read_documents(args.docs, pdf_password=args.pdf_password)
     questions = read_questions(args.questions, question_column=args.question_column)
     _check_columns(questions, args.relevant_column, args.label_column)
     for warning in [*documents.warnings, *questions.warnings]:
@@ -414,6 +488,19 @@ def _analyze_with_progress(config, documents, questions, embedder, cache, llm, q
             llm=llm,
             progress=progress,
         )
+    finally:
+        progress.close()
+
+
+def _analyze_vectors(config, vectors: _VectorInput, questions, embedder, cache, llm, quiet: bool):
+    """``pipeline.analyze_corpus`` on the --vectors corpus, once the model is seen to make vectors of its size."""
+    from coverage_core.pipeline import analyze_corpus
+
+    vector_store.check_model(vectors.found, embedder, config.embedding, questions.texts, cache)
+    progress = _ProgressBars(not quiet)
+    try:
+        return analyze_corpus(config, vectors.found.corpus, questions, embedder=embedder, cache=cache, llm=llm,
+                              progress=progress)
     finally:
         progress.close()
 
@@ -444,9 +531,44 @@ def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache
     return subquestions
 
 
-def _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels, subquestions, chunking):
+def _embed_on_ray_first(args, config, documents, questions, embedder, cache) -> None:
+    """With --ray-address: embed every chunk and question on Ray into the cache, where the analysis then finds them."""
+    from coverage_core.embeddings.ray_embedding import embed_on_ray
+    from coverage_core.pipeline import chunk_corpus
+
+    texts = [] if isinstance(documents, _VectorInput) else [
+        chunk.text for chunk in chunk_corpus(documents.documents, config.chunking)]
+    texts += list(questions.texts)
+    progress = _ProgressBars(not args.quiet)
+    try:
+        embed_on_ray(texts, embedder, cache, address=args.ray_address, num_workers=args.ray_workers,
+                     progress=lambda done, total: progress("on Ray", done, total))
+    finally:
+        progress.close()
+
+
+def _check_traffic(analysis, args: argparse.Namespace, embedder, cache):
+    """The production-traffic comparison with --traffic (None without); what reading the log said joins the warnings."""
+    if not args.traffic:
+        return None
+    from coverage_core.pipeline import check_traffic
+    from coverage_core.traffic import read_traffic
+
+    log = read_traffic(args.traffic)
+    progress = _ProgressBars(not args.quiet)
+    try:
+        result = check_traffic(analysis, log, embedder, cache, progress=progress)
+    finally:
+        progress.close()
+    analysis.warnings.extend(log.warnings)  # printed with the others at the end
+    return result
+
+
+def _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels, subquestions, chunking,
+                   traffic=None):
     """Write the JSON report (and the JUnit XML with ``--junit``); return the report."""
     inputs = {
+        **({"vectors": Path(args.vectors).name} if args.vectors is not None else {}),
         "documents": [document.name for document in documents.documents],
         "questions_file": Path(args.questions).name,
         "question_column": questions.question_column,
@@ -456,6 +578,9 @@ def _write_reports(args, analysis, documents, questions, llm, retrieval, answera
         analysis, inputs, retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions,
         chunking=chunking,
     )
+    if traffic is not None:
+        report["config"].setdefault("inputs", {})["traffic_file"] = Path(args.traffic).name
+        report["traffic"] = traffic.to_dict()
     write_report(report, args.out)
     if args.junit:
         xml = ci.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
@@ -463,12 +588,16 @@ def _write_reports(args, analysis, documents, questions, llm, retrieval, answera
     return report
 
 
-def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: int) -> None:
+def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: int, traffic=None) -> None:
     """The summary table, the warnings not printed yet (the first ``n_shown`` were) and where the files went."""
     print(summary_table(analysis, retrieval, answerability, chunking))
+    if traffic is not None:
+        print(traffic.headline())
     for warning in analysis.warnings[n_shown:]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"\nReport written to {args.out}")
+    if args.save_analysis:
+        print(f"Analysis saved to {args.save_analysis}")
     if args.junit:
         print(f"JUnit XML written to {args.junit}")
 
@@ -551,7 +680,11 @@ def _run_diff(args: argparse.Namespace) -> int:
 
 # The core's messages name settings in words, as the dashboard shows them; on the
 # command line, also say which flag sets them.
-_FLAG_HINTS = (("question column", "--question-column"), ("PDF password", "--pdf-password"))
+_FLAG_HINTS = (
+    ("question column", "--question-column"), ("PDF password", "--pdf-password"),
+    *((f"{role} column", f"--{role}-column") for role, _ in _VECTOR_COLUMN_FLAGS),
+    ("name the model that made them", "--embedder, --model"),
+)
 
 
 def _with_flags(message: object) -> str:

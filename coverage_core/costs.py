@@ -3,8 +3,16 @@
 Exact tokenizers are not available offline (tiktoken and Voyage's tokenizer
 download their vocabularies on first use), so token counts here are an
 **approximation**: about four characters of English text per token, the rule
-of thumb OpenAI documents. Every figure this module returns says so in its
-label; callers must show that label next to the number.
+of thumb OpenAI documents, counted in UTF-8 bytes so other scripts are not
+undercounted (:func:`coverage_core.embeddings.base.approximate_token_count`,
+the same count the API embedders use to size their requests). Every figure
+this module returns says so in its label; callers must show that label next
+to the number.
+
+An estimate counts what a run would really send: each distinct text once,
+and none the embedding cache already holds (``uncached``). Both are linear
+in the number of texts (hashing and one indexed cache lookup per 500 texts),
+so estimating 100,000 chunks takes about a second.
 
 Prices change and contracts differ, so they live in an editable table
 (:func:`default_price_table`) that the user corrects before trusting an
@@ -25,6 +33,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from coverage_core.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
+from coverage_core.embeddings.base import approximate_token_count
 from coverage_core.errors import InputError
 from coverage_core.types import Chunk
 
@@ -46,6 +55,7 @@ __all__ = [
 ]
 
 CHARS_PER_TOKEN = 4
+"""Characters of English per token in the approximations below (the LLM prompt sizes)."""
 APPROXIMATION_NOTE = "approximate: about 4 characters per token, counted offline"
 
 CALIBRATION_NOTE = (
@@ -92,12 +102,13 @@ _LLM_REPLY_CHARS = 1_200
 
 
 def approximate_tokens(texts: Iterable[str]) -> int:
-    """Approximate total tokens of ``texts``: ``ceil(len / 4)`` each, at least 1 per text.
+    """Approximate total tokens of ``texts``, each counted by
+    :func:`~coverage_core.embeddings.base.approximate_token_count`.
 
     The same rule the API embedders use to size their requests, so an estimate
     and a run agree on what "a token" is.
     """
-    return sum(max(1, math.ceil(len(str(text)) / CHARS_PER_TOKEN)) for text in texts)
+    return sum(approximate_token_count(str(text)) for text in texts)
 
 
 def default_price_table() -> pd.DataFrame:
@@ -191,6 +202,7 @@ def estimate_calibration_cost(
     *,
     random_state: int = 0,
     uncached: Callable[[Sequence[str]], Sequence[str]] | None = None,
+    counted: Iterable[str] = (),
 ) -> CalibrationCost:
     """Cost of calibrating the support level on ``chunks`` with ``provider``/``model``.
 
@@ -200,10 +212,14 @@ def estimate_calibration_cost(
     :data:`MAX_CALIBRATION_TEXTS`; none when the corpus cannot be
     calibrated). ``uncached`` keeps the texts the embedding cache does not
     hold (e.g. ``embeddings.cache.uncached_texts`` bound to an embedder and
-    cache); without it every distinct text counts.
+    cache); without it every distinct text counts. ``counted`` are texts the
+    caller's own estimate already includes (the passages and questions of the
+    same run): a calibration text equal to one of them is embedded once, so
+    it is not counted again.
     """
-    texts = calibration_texts(chunks, random_state)
-    sent = list(uncached(texts)) if uncached is not None else list(dict.fromkeys(texts))
+    already = set(counted)
+    texts = [text for text in dict.fromkeys(calibration_texts(chunks, random_state)) if text not in already]
+    sent = list(uncached(texts)) if uncached is not None else texts
     return CalibrationCost(len(sent), estimate_embedding_cost(approximate_tokens(sent), provider, model, table))
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "extract_themes",
     "rank_gaps",
     "representative_chunks",
+    "representatives_by_cluster",
 ]
 
 # How many of a cluster's most central chunks count as "representative";
@@ -227,8 +228,44 @@ def rank_gaps(
     return sorted(gaps, key=lambda item: (-item[1], item[0]))
 
 
+# Rows compared with their centroid at a time: bounds the temporaries (the
+# rows as float32 and their centroids) to ~100 MB at 384 dimensions.
+_BLOCK_ROWS = 65_536
+
+
+def _cosine_to_centres(rows: np.ndarray, centres: np.ndarray, centre_norms: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row (m, d) with the centre beside it (m, d); 0 for a zero row.
+
+    Row by row (einsum, no BLAS): a row's value does not depend on which
+    other rows are in the call, so one cluster at a time and all clusters
+    at once rank identically.
+    """
+    dots = np.einsum("ij,ij->i", rows, centres)
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows)) * np.maximum(centre_norms, 1e-12)
+    return dots / np.where(norms > 0, norms, 1.0)
+
+
+def _similarities(vectors: np.ndarray, index, labels: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Cosine of chunks ``index`` (an index array, or None for all) to their own cluster's centroid, in blocks."""
+    centre_norms = np.linalg.norm(centroids, axis=1)
+    n = len(vectors) if index is None else len(index)
+    similarity = np.empty(n, dtype=np.float32)
+    for start in range(0, n, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, n)
+        rows = vectors[start:stop] if index is None else vectors[index[start:stop]]
+        own = labels[start:stop] if index is None else labels[index[start:stop]]
+        # Only these rows are converted: a float64 corpus is never copied whole.
+        similarity[start:stop] = _cosine_to_centres(
+            np.asarray(rows, dtype=np.float32), centroids[own], centre_norms[own]
+        )
+    return similarity
+
+
 def representative_chunks(chunk_vectors, labels, centroids, cluster: int, n: int) -> np.ndarray:
     """Indices of the ``n`` chunks of ``cluster`` closest to its centroid (cosine), closest first.
+
+    For every cluster at once use :func:`representatives_by_cluster` (one
+    pass over the chunks instead of one per cluster); both rank the same.
 
     Parameters
     ----------
@@ -242,17 +279,48 @@ def representative_chunks(chunk_vectors, labels, centroids, cluster: int, n: int
     -------
     ndarray of int, at most ``n`` (fewer if the cluster is smaller).
     """
-    vectors = np.asarray(chunk_vectors, dtype=np.float32)
+    vectors = np.asarray(chunk_vectors)
     labels = np.asarray(labels)
-    centre = np.asarray(centroids, dtype=np.float32)[cluster]
+    centroids = np.asarray(centroids, dtype=np.float32)
     members = np.flatnonzero(labels == cluster)
     if members.size == 0 or n < 1:
         return np.zeros(0, dtype=np.intp)
-    rows = vectors[members]
-    norms = np.linalg.norm(rows, axis=1) * max(float(np.linalg.norm(centre)), 1e-12)
-    similarity = (rows @ centre) / np.where(norms > 0, norms, 1.0)
+    own = np.full(len(labels), 0, dtype=np.intp)  # index into the one-row centroid table below
+    similarity = _similarities(vectors, members, own, centroids[[cluster]])
     order = np.lexsort((members, -similarity))  # ties: lower index first
     return members[order[:n]].astype(np.intp)
+
+
+def representatives_by_cluster(chunk_vectors, labels, centroids, n: int) -> list[np.ndarray]:
+    """:func:`representative_chunks` of every cluster, in one blocked pass over the chunks.
+
+    Parameters
+    ----------
+    chunk_vectors : array-like of shape (n_chunks, d)
+    labels : array-like of shape (n_chunks,), int in 0..K-1
+    centroids : array-like of shape (K, d)
+    n : int
+
+    Returns
+    -------
+    list of K int arrays: each cluster's at most ``n`` chunks closest to
+    its centroid, closest first (ties: lower index first); empty for an
+    empty cluster.
+    """
+    vectors = np.asarray(chunk_vectors)
+    labels = np.asarray(labels, dtype=np.intp)
+    centroids = np.asarray(centroids, dtype=np.float32)
+    k = len(centroids)
+    if labels.shape != (len(vectors),):
+        raise InputError(f"labels must hold one cluster label per chunk ({len(vectors)}); got shape {labels.shape}.")
+    if labels.size and (labels.min() < 0 or labels.max() >= k):
+        raise InputError(f"labels must be cluster numbers 0..{k - 1}.")
+    if n < 1 or not labels.size:
+        return [np.zeros(0, dtype=np.intp) for _ in range(k)]
+    similarity = _similarities(vectors, None, labels, centroids)
+    order = np.lexsort((np.arange(len(labels)), -similarity, labels))
+    starts = np.searchsorted(labels[order], np.arange(k + 1))
+    return [order[starts[c] : min(starts[c] + n, starts[c + 1])].astype(np.intp) for c in range(k)]
 
 
 def _least_covered(representatives: np.ndarray, min_distances: np.ndarray, n: int) -> list[int]:
@@ -528,7 +596,7 @@ def _reaching_passages(fresh, prompt_passages, chunk_vectors, embed, support_thr
     to the prompt passage it is most similar to.
     """
     question_vectors = np.asarray(embed([text for text, _ in fresh]), dtype=np.float64)
-    passages = np.asarray(chunk_vectors, dtype=np.float64)[prompt_passages]
+    passages = np.asarray(np.asarray(chunk_vectors)[prompt_passages], dtype=np.float64)
     similarity = unit_rows(question_vectors) @ unit_rows(passages).T  # (questions, prompt passages)
     kept = []
     for row, (text, index) in enumerate(fresh):
@@ -592,7 +660,7 @@ def analyse_gaps(
     config = config or GapConfig()
     texts = [str(t) for t in chunk_texts]
     documents = list(chunk_documents)
-    vectors = np.asarray(chunk_vectors, dtype=np.float32)
+    vectors = np.asarray(chunk_vectors)
     labels = np.asarray(labels, dtype=np.intp)
     centroids = np.asarray(centroids, dtype=np.float32)
     distances = np.asarray(min_distances, dtype=np.float64)
@@ -609,9 +677,14 @@ def analyse_gaps(
     n_unsupported = 0
 
     gaps = []
+    n_representative = max(N_REPRESENTATIVE, config.n_passages)
+    if len(ranked) > 1:
+        by_cluster = representatives_by_cluster(vectors, labels, centroids, n_representative)
     for cluster, priority in ranked:
-        n_representative = max(N_REPRESENTATIVE, config.n_passages)
-        representatives = representative_chunks(vectors, labels, centroids, cluster, n_representative)
+        if len(ranked) > 1:
+            representatives = by_cluster[cluster]
+        else:  # one gap: its own cluster's rows are all that need reading
+            representatives = representative_chunks(vectors, labels, centroids, cluster, n_representative)
         passages = _least_covered(representatives, distances, config.n_passages)
         gap_themes = list(themes[cluster])
         suggestions = None

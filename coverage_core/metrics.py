@@ -29,7 +29,14 @@ so in practice scores lie in [0, 1].
 Large inputs are processed in row blocks, so 20,000 chunks x 2,000 questions
 never materialise the full similarity matrix. Each function makes its own
 pass over the chunk x question similarities; :func:`scan_similarities` makes
-one pass for all of them, which is what a pipeline should use.
+one pass for all of them, which is what a pipeline should use. At a million
+chunks even that pass is the largest cost (n x m x d = 2 x 10^12
+multiply-adds at 5,000 questions), so the pipeline makes it once:
+:func:`best_matches` (the screener's pass) keeps each chunk's best question
+and each question's best chunks, and :func:`scan_similarities` starts from
+them (``index``), recomputing only the chunks whose best question is
+screened out or does not cover the chunk's cluster. Vectors that are unit
+length already are used in place (:func:`as_unit_rows`), not copied.
 """
 
 from __future__ import annotations
@@ -44,10 +51,13 @@ from coverage_core.errors import InputError
 from coverage_core.validation import check_vectors, unit_rows
 
 __all__ = [
+    "as_unit_rows",
     "balanced_coverage",
     "basic_coverage",
     "cluster_coverages",
     "document_coverage",
+    "best_matches",
+    "BestMatches",
     "duplicate_groups",
     "DuplicateGroups",
     "multi_n_coverage",
@@ -56,6 +66,7 @@ __all__ = [
     "nearest_questions",
     "NearestQuestions",
     "question_support",
+    "RunningTopK",
     "questions_covering_clusters",
     "scan_similarities",
     "SimilarityScan",
@@ -134,6 +145,8 @@ def _scan(
     row_columns: np.ndarray | None = None,
     want_questions: bool = False,
     depth: int = 0,
+    row_penalty: np.ndarray | None = None,
+    col_top: int = 0,
 ) -> dict:
     """One blockwise pass over the chunk x question similarities (unit rows, m >= 1).
 
@@ -148,7 +161,12 @@ def _scan(
       cover its cluster under ``covers[c]`` (a (K, m) boolean), NaN when no
       question covers the cluster. Needs ``labels``;
     * ``top_idx``/``top_sim`` (``depth`` > 0): each chunk's ``depth`` most
-      similar questions, most similar first, ties by question index.
+      similar questions, most similar first, ties by question index;
+    * ``col_support`` (``row_penalty``, one value per chunk): each
+      question's ``max_i (sim(i, j) - row_penalty[i])``;
+    * ``col_top_idx``/``col_top_sim`` (``col_top`` > 0): each question's
+      ``col_top`` most similar chunks, most similar first, ties by chunk
+      index (:class:`RunningTopK`; only without ``labels``).
     """
     n, m = chunks.shape[0], questions.shape[0]
     # Chunks sorted by cluster: each cluster is a run of rows, so its
@@ -156,6 +174,10 @@ def _scan(
     order = np.argsort(labels, kind="stable") if labels is not None else None
     rows = chunks[order] if order is not None else chunks
     sorted_labels = labels[order] if order is not None else None
+    if row_penalty is not None:
+        row_penalty = np.asarray(row_penalty, dtype=np.float32)
+        row_penalty = row_penalty[order] if order is not None else row_penalty
+        col_support = np.full(m, -np.inf, dtype=np.float32)
     # Questions sorted so the row questions come first: their maxima are
     # then taken over a slice of each block, without masking.
     row_set = np.ones(m, dtype=bool) if row_columns is None else np.asarray(row_columns, dtype=bool)
@@ -176,6 +198,7 @@ def _scan(
     sub = min(step, _SUB_BLOCK_ROWS)
     questions_t = np.ascontiguousarray(questions.T)
     sims_buffer = np.empty((min(step, n), m), dtype=np.float32)
+    top_chunks = RunningTopK(m, min(col_top, n)) if col_top else None
     for start in range(0, n, step):
         stop = min(start + step, n)
         sims = np.matmul(rows[start:stop], questions_t, out=sims_buffer[: stop - start])
@@ -189,8 +212,24 @@ def _scan(
             _track_question_best(sims, start, sub, col_sim, col_start)
         if covers:
             _block_cover(sims, start, sorted_labels[start:stop], best, covering, any_cover, same_as_rows, cover_sim)
+        if top_chunks is not None:
+            top_chunks.add(sims, start, entities_on_rows=False)
+        if row_penalty is not None:  # last: it changes the block
+            sims -= row_penalty[start:stop, None]
+            np.maximum(col_support, sims.max(axis=0), out=col_support)
 
     result = {"row_sim": np.clip(row_sim, -1.0, 1.0), "row_idx": row_idx, "cover_sim": cover_sim}
+    if row_penalty is not None:
+        col_support_caller = np.empty(m, dtype=np.float32)
+        col_support_caller[perm] = col_support
+        result["col_support"] = col_support_caller
+    if top_chunks is not None:
+        if order is not None:
+            raise ValueError("col_top needs the chunks in the caller's order (no labels).")
+        result["col_top_idx"] = np.empty_like(top_chunks.indices)
+        result["col_top_idx"][perm] = top_chunks.indices
+        result["col_top_sim"] = np.empty_like(top_chunks.values)
+        result["col_top_sim"][perm] = top_chunks.values
     if depth:
         result["top_idx"], result["top_sim"] = top_idx, top_sim
     if want_questions:
@@ -303,6 +342,117 @@ def _to_chunk_order(result: dict, order: np.ndarray) -> None:
         cover_sim[c] = unsorted
 
 
+class RunningTopK:
+    """Each entity's ``k`` best candidates so far, from blocks of similarities.
+
+    Ranked by value, higher first, then by candidate index, lower first:
+    after every candidate has been added in index order, ``indices`` equals
+    ``argsort(-sims, kind="stable")[:, :k]`` of the full matrix, which is
+    never held. Once ``k`` candidates are in, a block only contributes the
+    values above an entity's current ``k``-th best (equal values lose: a
+    later candidate ranks after an earlier one), and after the first blocks
+    those are few.
+
+    Attributes
+    ----------
+    indices : ndarray of shape (n_entities, k), int
+    values : ndarray of shape (n_entities, k), float32
+    """
+
+    def __init__(self, n_entities: int, k: int):
+        self.k = k
+        self.indices = np.zeros((n_entities, k), dtype=np.intp)
+        self.values = np.full((n_entities, k), -np.inf, dtype=np.float32)
+        self.filled = 0  # candidates in so far, up to k
+
+    def add(self, block: np.ndarray, offset: int, *, entities_on_rows: bool = True) -> None:
+        """Add candidates ``offset .. offset + b - 1``: ``block`` is (entities, b),
+        or (b, entities) with ``entities_on_rows=False``."""
+        k = self.k
+        by_entity = block if entities_on_rows else block.T
+        size = by_entity.shape[1]
+        if self.filled < k:
+            top, values = _block_top_k(np.ascontiguousarray(by_entity), min(k, size))
+            self.indices, self.values = _merge_top_k(
+                self.indices[:, : self.filled], self.values[:, : self.filled], top + offset, values, k
+            )
+            self.filled = min(k, self.filled + size)
+            return
+        kth = self.values[:, -1]
+        if entities_on_rows:
+            entities, candidates = np.nonzero(block > kth[:, None])
+        else:
+            candidates, entities = np.nonzero(block > kth[None, :])
+            order = np.argsort(entities, kind="stable")
+            entities, candidates = entities[order], candidates[order]
+        if not len(entities):
+            return
+        changed, counts = np.unique(entities, return_counts=True)
+        many = changed[counts >= k]
+        if len(many):  # k or more new for some: the block's own best k of those
+            top, values = _block_top_k(np.ascontiguousarray(by_entity[many]), k)
+            self.indices[many], self.values[many] = _merge_top_k(
+                self.indices[many], self.values[many], top + offset, values, k
+            )
+            keep = ~np.isin(entities, many)
+            entities, candidates = entities[keep], candidates[keep]
+            changed = changed[counts < k]
+        if len(entities):
+            values = by_entity[entities, candidates]
+            self.indices[changed], self.values[changed] = _merge_candidates(
+                self.indices[changed], self.values[changed], changed, entities, candidates + offset, values, k
+            )
+
+
+def _block_top_k(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``block``, the k largest values and their columns, largest first.
+
+    Equal values are ordered by column, lowest first, also across the cut-off:
+    the result equals ``argsort(-block, kind="stable")[:, :k]``.
+    """
+    rows, n = block.shape
+    if k == n:
+        part = np.broadcast_to(np.arange(n), (rows, n)).copy()
+        values = block.copy()
+    else:
+        part = np.argpartition(block, n - k, axis=1)[:, n - k :]
+        values = np.take_along_axis(block, part, axis=1)
+        # argpartition picks arbitrarily among values equal to the k-th
+        # largest; where some were left out, pick the lowest columns instead.
+        kth = values.min(axis=1)
+        n_tied = np.count_nonzero(block == kth[:, None], axis=1)
+        n_tied_kept = np.count_nonzero(values == kth[:, None], axis=1)
+        for r in np.flatnonzero(n_tied > n_tied_kept):
+            row = block[r]
+            above = np.flatnonzero(row > kth[r])
+            tied = np.flatnonzero(row == kth[r])[: k - above.size]
+            part[r] = np.concatenate([above, tied])
+            values[r] = row[part[r]]
+    order = np.lexsort((part, -values), axis=1)
+    return np.take_along_axis(part, order, axis=1), np.take_along_axis(values, order, axis=1)
+
+
+def _merge_top_k(indices, values, new_indices, new_values, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the ``k`` best of two ranked lists (higher value first, then lower index)."""
+    all_indices = np.hstack([indices, new_indices])
+    all_values = np.hstack([values, new_values.astype(values.dtype)])
+    order = np.lexsort((all_indices, -all_values), axis=1)[:, :k]
+    return np.take_along_axis(all_indices, order, axis=1), np.take_along_axis(all_values, order, axis=1)
+
+
+def _merge_candidates(indices, values, changed, rows, new_indices, new_values, k: int):
+    """Rows ``changed`` of the running top-k merged with fewer than k new ``(row, index, value)`` each."""
+    slot = np.searchsorted(changed, rows)
+    rank = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rows come sorted from np.nonzero
+    extra_indices = np.zeros((len(changed), k), dtype=indices.dtype)
+    extra_values = np.full((len(changed), k), -np.inf, dtype=values.dtype)
+    extra_indices[slot, rank] = new_indices
+    extra_values[slot, rank] = new_values
+    # Unused slots hold -inf at index 0: they sort last, after every real entry.
+    extra_indices[extra_values == -np.inf] = np.iinfo(indices.dtype).max
+    return _merge_top_k(indices, values, extra_indices, extra_values, k)
+
+
 # --------------------------------------------------------------------------
 # distances
 # --------------------------------------------------------------------------
@@ -332,7 +482,7 @@ def nearest_question_distances(
     nearest : ndarray of shape (n,), int
         Index of the nearest question; -1 when there are no questions.
     """
-    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    chunks = as_unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
     questions = check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
     n = chunks.shape[0]
     if questions.shape[0] == 0:
@@ -495,12 +645,12 @@ def balanced_coverage(min_distances, labels, n_clusters: int) -> float:
 
 
 def _multi_setup(chunk_vectors, question_vectors, labels, centroids):
-    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    chunks = as_unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
     dim = chunks.shape[1]
-    questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+    questions = as_unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
     # Centroids of unit vectors are shorter than 1; normalising them keeps
     # 1 - q.c a true cosine distance, so thresholds mean the same everywhere.
-    centres = unit_rows(check_vectors(centroids, "centroids", dim=dim))
+    centres = as_unit_rows(check_vectors(centroids, "centroids", dim=dim))
     labels = _labels(labels, chunks.shape[0], centres.shape[0])
     return chunks, questions, labels, centres
 
@@ -696,10 +846,105 @@ def nearest_questions(
     """
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
         raise InputError(f"depth must be a whole number of questions, at least 1; got {depth}.")
-    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
-    questions = unit_rows(check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1]))
+    chunks = as_unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    questions = as_unit_rows(check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1]))
     found = _scan(chunks, questions, block_size, want_questions=True, depth=int(depth))
     return NearestQuestions(found["top_idx"], found["top_sim"], found["col_sim"], found["col_idx"])
+
+
+@dataclass(frozen=True)
+class BestMatches:
+    """Results of :func:`best_matches`: each question's best chunk and each chunk's best question.
+
+    Attributes
+    ----------
+    question_similarity, nearest_chunk : ndarray of shape (m,)
+        As :func:`question_support` returns them.
+    chunk_similarity, nearest_question : ndarray of shape (n,)
+        Each chunk's best similarity to any question, and that question.
+    question_support : ndarray of shape (m,), float32, or None
+        ``max_i (sim(chunk_i, q_j) - chunk_penalty[i])`` when a penalty was given.
+    top_chunks, top_similarities : ndarray of shape (m, top_k), or None
+        Each question's ``top_k`` most similar chunks, most similar first
+        (ties: lower chunk index first), and their similarities (float32),
+        when ``top_k`` was given.
+    """
+
+    question_similarity: np.ndarray
+    nearest_chunk: np.ndarray
+    chunk_similarity: np.ndarray
+    nearest_question: np.ndarray
+    question_support: np.ndarray | None = None
+    top_chunks: np.ndarray | None = None
+    top_similarities: np.ndarray | None = None
+
+    def index(self) -> NearestQuestions:
+        """The chunks' best questions as a depth-1 :class:`NearestQuestions`, for :func:`scan_similarities`.
+
+        With depth 1 a chunk whose best question is screened out, or does not
+        cover its cluster, is computed again against the allowed questions
+        alone; with few questions screened out that is a small share of the
+        full product, which this index then saves.
+        """
+        return NearestQuestions(
+            self.nearest_question[:, None],
+            self.chunk_similarity.astype(np.float32)[:, None],
+            self.question_similarity,
+            self.nearest_chunk,
+        )
+
+
+def best_matches(
+    chunk_vectors, question_vectors, *, chunk_penalty=None, top_k: int = 0, block_size: int | None = None
+) -> BestMatches:
+    """Each question's best chunk and each chunk's best question, from one blockwise pass (n x m x d flops).
+
+    ``chunk_penalty`` (shape (n,)), when given, also yields each question's
+    best penalised similarity ``max_i (sim(chunk_i, q_j) - chunk_penalty[i])``
+    from the same blocks (the screener's support, see
+    :class:`coverage_core.screening.QuestionScreener`); ``top_k`` > 0 each
+    question's ``top_k`` most similar chunks (what the retrieval check
+    ranks, :func:`coverage_core.retrieval.top_k_chunks`).
+
+    Parameters
+    ----------
+    chunk_vectors : array-like of shape (n, d)
+    question_vectors : array-like of shape (m, d), m >= 1
+    chunk_penalty : array-like of shape (n,), optional
+    block_size : int, optional
+
+    Returns
+    -------
+    BestMatches
+    """
+    chunks = as_unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    questions = as_unit_rows(check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1]))
+    if chunk_penalty is not None:
+        chunk_penalty = np.asarray(chunk_penalty, dtype=np.float32)
+        if chunk_penalty.shape != (chunks.shape[0],):
+            raise InputError(
+                f"chunk_penalty must hold one value per chunk ({chunks.shape[0]}); got shape {chunk_penalty.shape}."
+            )
+    found = _scan(chunks, questions, block_size, want_questions=True, row_penalty=chunk_penalty, col_top=top_k)
+    return BestMatches(
+        found["col_sim"], found["col_idx"], found["row_sim"], found["row_idx"], found.get("col_support"),
+        found.get("col_top_idx"), found.get("col_top_sim"),
+    )
+
+
+def as_unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """``unit_rows(vectors)``, without the copy when the rows are unit length already.
+
+    Embeddings usually arrive normalised; at a million 384-d chunks the copy
+    is 1.5 GB. Rows within 1e-6 of length 1 (or zero) count as unit length:
+    normalising them again changes similarities by less than float32
+    rounding of a dot product.
+    """
+    if vectors.dtype == np.float32 and vectors.flags.c_contiguous:
+        squared = np.einsum("ij,ij->i", vectors, vectors)
+        if np.all((np.abs(squared - 1.0) <= 2e-6) | (squared == 0.0)):
+            return vectors
+    return unit_rows(vectors)
 
 
 def _best_of(chunks: np.ndarray, rows: np.ndarray, questions: np.ndarray, columns: np.ndarray):
@@ -826,9 +1071,9 @@ def scan_similarities(
             raise InputError("labels and centroids are needed for multi-threshold or multi-N coverage.")
         chunks, questions, labels, centres = _multi_setup(chunk_vectors, question_vectors, labels, centroids)
     else:
-        chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+        chunks = as_unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
         dim = chunks.shape[1]
-        questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
+        questions = as_unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
     n, m = chunks.shape[0], questions.shape[0]
     if inliers is None:
         mask = np.ones(m, dtype=bool)
@@ -906,8 +1151,10 @@ def questions_covering_clusters(question_vectors, centroids, threshold: float) -
     ndarray of shape (K,), int
     """
     threshold = _threshold(threshold)
-    centres = unit_rows(check_vectors(centroids, "centroids"))
-    questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=centres.shape[1]))
+    centres = as_unit_rows(check_vectors(centroids, "centroids"))
+    questions = as_unit_rows(
+        check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=centres.shape[1])
+    )
     return _threshold_covers(questions, centres, threshold).sum(axis=1).astype(np.intp)
 
 
@@ -1013,7 +1260,7 @@ def question_support(
     max_similarity : ndarray of shape (m,), float64 in [-1, 1]
     nearest_chunk : ndarray of shape (m,), int
     """
-    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
+    chunks = as_unit_rows(check_vectors(chunk_vectors, "chunk_vectors"))
     questions = check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
     if questions.shape[0] == 0:
         return np.zeros(0), np.zeros(0, dtype=np.intp)
@@ -1125,7 +1372,7 @@ def duplicate_groups(
     """
     if not np.isfinite(threshold) or not 0 < threshold <= 1:
         raise InputError(f"threshold is a cosine similarity and must be in (0, 1]; got {threshold}.")
-    questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True))
+    questions = as_unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True))
     m = questions.shape[0]
     repeats = dict(repeats or {})
     for j, i in repeats.items():

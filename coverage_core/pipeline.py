@@ -29,15 +29,15 @@ from coverage_core.chunking import ChunkingConfig, chunk_documents
 from coverage_core.clustering import ChunkClusterer
 from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts, make_embedder, redact_url
 from coverage_core.errors import InputError
-from coverage_core.gaps import Gap, GapConfig, analyse_gaps, representative_chunks
+from coverage_core.gaps import Gap, GapConfig, analyse_gaps, representatives_by_cluster
 from coverage_core.topics import topic_labels
 from coverage_core.llm import ChatClient
 from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener, apply_overrides
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 from coverage_core.validation import shorten
 
-if TYPE_CHECKING:  # imported where used: most runs need neither
-    from coverage_core import retrieval
+if TYPE_CHECKING:  # imported where used: most runs need none of them
+    from coverage_core import retrieval, traffic
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "chunks" or "questions"."""
@@ -469,11 +469,19 @@ def _cluster_table(
 
     sizes = np.bincount(labels, minlength=n_clusters)
     covering = metrics.questions_covering_clusters(inliers, centroids, config.multi_threshold)
-    texts = [chunk.text for chunk in corpus.chunks]
-    representatives = [
-        [shorten(texts[i], _PASSAGE_CHARS) for i in representative_chunks(corpus.vectors, labels, centroids, k, 3)]
-        for k in range(n_clusters)
-    ]
+    # Passages and names depend on the corpus and the clustering only: kept
+    # with the clustering, a threshold or override change does not redo
+    # them (naming 50 topics over 200,000 passages takes seconds).
+    named = getattr(clustering, "_named_topics", None)
+    if named is None or named[0] is not corpus:
+        texts = [chunk.text for chunk in corpus.chunks]
+        representatives = [
+            [shorten(texts[i], _PASSAGE_CHARS) for i in chosen]
+            for chosen in representatives_by_cluster(corpus.vectors, labels, centroids, 3)
+        ]
+        named = (corpus, representatives, topic_labels(texts, labels, n_clusters))
+        clustering._named_topics = named
+    _, representatives, names = named
     return pd.DataFrame(
         {
             "cluster": np.arange(n_clusters),
@@ -486,8 +494,8 @@ def _cluster_table(
             "n_tested": n_tested,
             "tested_share": cluster_tested_share,
             "is_gap": is_gap,
-            "representative_chunks": representatives,
-            "label": topic_labels(texts, labels, n_clusters),
+            "representative_chunks": [list(passages) for passages in representatives],
+            "label": list(names),
         }
     )
 
@@ -568,7 +576,9 @@ def measure(
     A fitted ``screener`` may be passed in to reuse its scores when only the
     strictness or the overrides changed, and ``index`` (``metrics.nearest_questions``
     of these chunk and question vectors) to skip the chunk x question product
-    when measuring again. ``calibration`` is the corpus's support threshold
+    when measuring again (without it, the screener's own pass over that
+    product gives each chunk's best question, and only the chunks whose best
+    question is off-topic are recomputed). ``calibration`` is the corpus's support threshold
     (:func:`calibrate_corpus`); None takes ``config.support_threshold`` or,
     unset, the documented default (:data:`calibration.DEFAULT_SUPPORT_THRESHOLD`)
     for the tested share; the screener then gets no τ (as a ``screener``
@@ -582,6 +592,16 @@ def measure(
         config, corpus, questions, question_embedding, clustering, screener, screener_tau,
         force_include, force_exclude, warnings,
     )
+    nearest = getattr(screener, "chunk_nearest_question_", None)
+    if index is None and nearest is not None and nearest.shape == (len(corpus.chunks),) and (
+        screener.max_similarity_.shape == (len(question_vectors),)
+    ):
+        # The screener's pass found each chunk's best question: the scan
+        # starts from it and recomputes only the chunks whose best question
+        # does not count (off-topic, or not covering the chunk's cluster).
+        index = metrics.BestMatches(
+            screener.max_similarity_, screener.nearest_chunk_, screener.chunk_max_similarity_, nearest
+        ).index()
     scan = metrics.scan_similarities(
         corpus.vectors,
         question_vectors,
@@ -747,6 +767,15 @@ def check_retrieval(
     column = retrieval.find_relevant_column([str(c) for c in questions.frame.columns], relevant_column)
     if column is None or column == questions.question_column:
         return None
+    # The screener's pass kept each question's best chunks: no second pass when k fits.
+    ranked = None
+    kept = getattr(analysis.screener, "question_top_chunks_", None)
+    whole = isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+    wanted = min(k, len(analysis.corpus.chunks)) if whole else None
+    if kept is not None and wanted is not None and kept.shape == (len(analysis.question_vectors), kept.shape[1]) and (
+        kept.shape[1] >= wanted
+    ):
+        ranked = (kept, analysis.screener.question_top_similarities_)
     return retrieval.evaluate_retrieval(
         analysis.question_vectors,
         analysis.corpus.vectors,
@@ -757,6 +786,7 @@ def check_retrieval(
         question_texts=questions.texts,
         relevant_column=column,
         documents=analysis.corpus.documents,
+        ranked=ranked,
     )
 
 
@@ -900,3 +930,34 @@ def accept_questions(
         force_exclude=force_exclude,
     )
     return improved, after
+
+
+def check_traffic(
+    analysis: Analysis,
+    log: "traffic.TrafficLog",
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+    *,
+    config: "traffic.TrafficConfig | None" = None,
+    progress: Progress | None = None,
+) -> "traffic.TrafficResult":
+    """Production traffic against this analysis: the log's distinct (masked) queries are embedded with
+    ``embedder`` (the model of the analysis) through ``cache``, then compared with the on-topic test
+    questions at τ and with the passages at the questions' support level (:mod:`coverage_core.traffic`)."""
+    from coverage_core import traffic  # noqa: F811 (the TYPE_CHECKING import is for annotations only)
+
+    embedded = _embed(log.queries, embedder, cache, "traffic queries", progress)
+    inliers = ~np.asarray(analysis.is_outlier, dtype=bool)
+    return traffic.analyse_traffic(
+        log,
+        embedded.vectors,
+        analysis.question_vectors[inliers],
+        [q.text for q, keep in zip(analysis.questions.questions, inliers) if keep],
+        analysis.corpus.vectors,
+        support_threshold=analysis.calibration.support_threshold,
+        answer_threshold=analysis.calibration.question_support_threshold,
+        chunk_texts=[chunk.text for chunk in analysis.corpus.chunks],
+        chunk_documents=analysis.corpus.chunk_documents,
+        chunk_labels=analysis.clustering.labels,
+        config=config or traffic.TrafficConfig(random_state=analysis.config.random_state),
+    )

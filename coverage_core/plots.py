@@ -401,6 +401,8 @@ def map_frames(analysis: "Analysis", projection: "Projection") -> tuple[pd.DataF
 
     The projection may be older than the clustering (it is recomputed only
     when the vectors change): chunk colours always use the current labels.
+    Only the drawn (possibly sampled) chunks and questions are in the
+    tables; ``projection.caption`` says what was sampled.
     Both tables carry the topic ``label`` of each point's cluster when the
     analysis has labels.
     """
@@ -416,15 +418,18 @@ def map_frames(analysis: "Analysis", projection: "Projection") -> tuple[pd.DataF
         }
     )
     table = analysis.question_table
-    n = min(len(table), len(projection.question_xy))
+    drawn = getattr(projection, "question_index", None)  # None: every question, in order
+    rows = np.arange(len(projection.question_xy)) if drawn is None else np.asarray(drawn, dtype=int)
+    keep = rows < len(table)
+    rows, question_xy = rows[keep], np.asarray(projection.question_xy)[keep]
     question_frame = pd.DataFrame(
         {
-            "x": projection.question_xy[:n, 0],
-            "y": projection.question_xy[:n, 1],
-            "text": table["text"].to_numpy()[:n],
-            "document": table["nearest_document"].to_numpy()[:n],
-            "cluster": table["cluster"].to_numpy()[:n],
-            "is_outlier": table["is_outlier"].to_numpy()[:n].astype(bool),
+            "x": question_xy[:, 0],
+            "y": question_xy[:, 1],
+            "text": table["text"].to_numpy()[rows],
+            "document": table["nearest_document"].to_numpy()[rows],
+            "cluster": table["cluster"].to_numpy()[rows],
+            "is_outlier": table["is_outlier"].to_numpy()[rows].astype(bool),
         }
     )
     if "label" in analysis.clusters:

@@ -3,7 +3,10 @@
 The map is computed apart from the metrics: it depends only on the vectors
 (and, for sampling, the cluster labels), so moving K or a threshold never
 recomputes it. Large corpora are sampled evenly across clusters *for the map
-only*; every metric still uses every chunk.
+only*; every metric still uses every chunk. When the questions alone would
+take more than half of the points, they are sampled at random too, so the
+chunks keep at least half of the map. Only the drawn points are normalised
+and projected: a million chunks cost no more than a few thousand.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ class Projection:
     """Coordinates of a 2-D map.
 
     ``chunk_index`` holds the indices (into the full chunk list) of the chunks
-    drawn; ``chunk_xy`` is aligned with it. Every question is drawn.
+    drawn; ``chunk_xy`` is aligned with it. ``question_index`` likewise for
+    the questions (None: every question, in order); ``question_xy`` is
+    aligned with it.
     """
 
     method: str
@@ -33,13 +38,26 @@ class Projection:
     question_xy: np.ndarray
     n_chunks_total: int
     seconds: float
+    question_index: np.ndarray | None = None
+    n_questions_total: int | None = None
+
+    @property
+    def questions_sampled(self) -> bool:
+        return self.question_index is not None and len(self.question_index) < (self.n_questions_total or 0)
 
     @property
     def sampled(self) -> bool:
-        return len(self.chunk_index) < self.n_chunks_total
+        return len(self.chunk_index) < self.n_chunks_total or self.questions_sampled
 
     @property
     def caption(self) -> str:
+        """What the map shows, and what was sampled for it."""
+        if self.questions_sampled:
+            return (
+                f"Map shows {len(self.chunk_index):,} of {self.n_chunks_total:,} chunks (sampled evenly across "
+                f"clusters) and {len(self.question_index):,} of {self.n_questions_total:,} questions (sampled at "
+                "random); metrics use every chunk and question."
+            )
         if self.sampled:
             return (
                 f"Map shows {len(self.chunk_index):,} of {self.n_chunks_total:,} chunks, "
@@ -70,7 +88,10 @@ def sample_evenly(labels: np.ndarray, budget: int, random_state: int | None = 0)
     if len(labels) <= budget:
         return np.arange(len(labels))
     rng = np.random.default_rng(random_state)
-    clusters, counts = np.unique(labels, return_counts=True)
+    # One stable sort groups every cluster's members in index order (a scan of
+    # all labels per cluster would cost K passes over a million labels).
+    order = np.argsort(labels, kind="stable")
+    clusters, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
     quota = np.zeros(len(clusters), dtype=int)
     remaining = budget
     open_clusters = list(np.argsort(counts))
@@ -85,11 +106,22 @@ def sample_evenly(labels: np.ndarray, budget: int, random_state: int | None = 0)
                 still_open.append(position)
         open_clusters = still_open
     chosen = [
-        rng.choice(np.flatnonzero(labels == cluster), size=quota[position], replace=False)
-        for position, cluster in enumerate(clusters)
+        rng.choice(order[starts[position] : starts[position] + counts[position]], size=quota[position], replace=False)
+        for position in range(len(clusters))
         if quota[position]
     ]
     return np.sort(np.concatenate(chosen))
+
+
+def _sample_questions(n_questions: int, n_chunks: int, budget: int, random_state: int | None) -> np.ndarray:
+    """Sorted indices of the questions to draw: all of them unless they would
+    take more than ``max(budget // 2, budget - n_chunks)`` points, else that
+    many at random (seeded)."""
+    allowed = max(budget // 2, budget - n_chunks, 1)
+    if n_questions <= allowed:
+        return np.arange(n_questions)
+    rng = np.random.default_rng(random_state)
+    return np.sort(rng.choice(n_questions, size=allowed, replace=False))
 
 
 def _tsne(points: np.ndarray, random_state: int | None) -> np.ndarray:
@@ -120,7 +152,10 @@ def _tsne(points: np.ndarray, random_state: int | None) -> np.ndarray:
         negative_gradient_method="fft",
         ints_in_interval=2,
         random_state=random_state if random_state is not None else 0,
-        n_jobs=-1,
+        # One thread: the map is the same (checked: identical coordinates),
+        # and on a busy 2-core machine two threads waiting on each other took
+        # 35 s for 5,000 points where one took 13 s.
+        n_jobs=1,
         early_exaggeration_iter=125,
         n_iter=250,
         verbose=False,
@@ -179,16 +214,28 @@ def project_2d(
         1 - cosine dissimilarities is offered for users who know it; it is
         quadratic in memory, so it gets a smaller sampling budget.
     max_points : int
-        Chunks plus questions drawn at most; chunks are sampled to fit.
+        Chunks plus questions drawn at most. Questions keep up to half of
+        it (more when there are few chunks) and are sampled at random beyond
+        that; chunks are sampled to fit the rest (at least 200 of them).
+        What was sampled is in ``Projection.caption``.
     """
-    chunk_vectors = unit_rows(np.asarray(chunk_vectors, dtype=np.float32))
-    question_vectors = unit_rows(np.asarray(question_vectors, dtype=np.float32).reshape(-1, chunk_vectors.shape[1]))
+    chunk_vectors = np.asarray(chunk_vectors)
+    n_chunks = len(chunk_vectors)
+    question_vectors = np.asarray(question_vectors, dtype=np.float32).reshape(-1, chunk_vectors.shape[1])
     if method not in {"tsne", "mds", "pca"}:
         raise ValueError(f"method must be 'tsne', 'mds' or 'pca', got {method!r}.")
     budget = max_points if method != "mds" else min(max_points, 2000)
-    chunk_budget = max(budget - len(question_vectors), min(len(chunk_vectors), 200))
+    question_index = _sample_questions(len(question_vectors), n_chunks, budget, random_state)
+    chunk_budget = max(budget - len(question_index), min(n_chunks, 200))
     chunk_index = sample_evenly(chunk_labels, chunk_budget, random_state)
-    points = np.vstack([chunk_vectors[chunk_index], question_vectors])
+    # Only the drawn rows are converted and normalised (row by row, so the
+    # result is the same as normalising everything first).
+    points = np.vstack(
+        [
+            unit_rows(np.asarray(chunk_vectors[chunk_index], dtype=np.float32)),
+            unit_rows(question_vectors[question_index]),
+        ]
+    )
     started = time.perf_counter()
     if method == "tsne":
         xy = _tsne(points, random_state)
@@ -202,6 +249,8 @@ def project_2d(
         chunk_index=chunk_index,
         chunk_xy=xy[: len(chunk_index)],
         question_xy=xy[len(chunk_index):],
-        n_chunks_total=len(chunk_vectors),
+        n_chunks_total=n_chunks,
         seconds=seconds,
+        question_index=question_index,
+        n_questions_total=len(question_vectors),
     )

@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.errors import InputError
+from coverage_core.metrics import RunningTopK
 from coverage_core.validation import check_vectors, is_blank, listed_columns, resolve_column, shorten, unit_rows
 from coverage_core.types import Chunk, Document, QuestionSet
 
@@ -115,9 +116,9 @@ RELEVANT_COLUMN_NAMES = (
     "filenames",
 )
 
-# Similarities per block of questions, as in coverage_core.metrics: 32 MB in
+# Similarities per block of chunks, as in coverage_core.metrics: 32 MB in
 # all. Each element of a block costs 4 bytes (float32 similarity), 8 bytes
-# (argpartition's index) and 1 byte (the tie mask).
+# (argpartition's index) and 1 byte (the tie or candidate mask).
 _BLOCK_BYTES = 32 * 1024 * 1024
 _BYTES_PER_ELEMENT = 4 + np.dtype(np.intp).itemsize + 1
 
@@ -313,46 +314,21 @@ def _check_k(k) -> int:
     return int(k)
 
 
-def _block_top_k(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``block``, the k largest values and their columns, largest first.
-
-    Equal values are ordered by column, lowest first, also across the cut-off:
-    the result equals ``argsort(-block, kind="stable")[:, :k]``.
-    """
-    rows, n = block.shape
-    if k == n:
-        part = np.broadcast_to(np.arange(n), (rows, n)).copy()
-        values = block.copy()
-    else:
-        part = np.argpartition(block, n - k, axis=1)[:, n - k :]
-        values = np.take_along_axis(block, part, axis=1)
-        # argpartition picks arbitrarily among values equal to the k-th
-        # largest; where some were left out, pick the lowest columns instead.
-        kth = values.min(axis=1)
-        n_tied = np.count_nonzero(block == kth[:, None], axis=1)
-        n_tied_kept = np.count_nonzero(values == kth[:, None], axis=1)
-        for r in np.flatnonzero(n_tied > n_tied_kept):
-            row = block[r]
-            above = np.flatnonzero(row > kth[r])
-            tied = np.flatnonzero(row == kth[r])[: k - above.size]
-            part[r] = np.concatenate([above, tied])
-            values[r] = row[part[r]]
-    order = np.lexsort((part, -values), axis=1)
-    return np.take_along_axis(part, order, axis=1), np.take_along_axis(values, order, axis=1)
-
-
 def top_k_chunks(
     question_vectors, chunk_vectors, k: int, *, block_size: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` chunks most similar to each question, by cosine similarity.
 
     ``sim(q, c) = q.c / (|q| |c|)``; a zero row has similarity 0 to
-    everything. Questions are processed in blocks so that at most about 32 MB
-    of similarities (and their partition indices) exist at a time, and the
-    chunk vectors are not copied (float32 input); within a block the top
-    ``k`` are found with ``argpartition`` and only those are sorted. The
-    result is exact and deterministic: equal similarities are ranked by chunk
-    index, lowest first, as ``argsort(-sims, kind="stable")`` would rank them.
+    everything. Chunks are processed in blocks, so that at most about 32 MB
+    of similarities exist at a time and each chunk vector is read once
+    whatever the number of questions (the chunk vectors are not copied
+    either: float32 input is used in place). Each question keeps its best
+    ``k`` so far; in a later block only similarities above its current
+    ``k``-th best are looked at, which after the first blocks are few. The
+    result is exact and deterministic: equal similarities are ranked by
+    chunk index, lowest first, as ``argsort(-sims, kind="stable")`` would
+    rank them.
 
     Parameters
     ----------
@@ -361,7 +337,7 @@ def top_k_chunks(
     k : int >= 1
         Chunks per question; more than ``n`` is clipped to ``n``.
     block_size : int, optional
-        Questions per block; by default as many as fit in 32 MB.
+        Chunks per block; by default as many as fit in 32 MB of similarities.
 
     Returns
     -------
@@ -374,7 +350,7 @@ def top_k_chunks(
     chunks = check_vectors(chunk_vectors, "chunk_vectors")
     n, dim = chunks.shape
     # Chunk lengths are divided out of each block rather than normalising a
-    # copy of the chunk vectors (as large as the blocks at 20,000 x 384).
+    # copy of the chunk vectors (1.5 GB at a million 384-d chunks).
     lengths = np.sqrt(np.einsum("ij,ij->i", chunks, chunks))
     inverse_lengths = np.divide(1.0, lengths, out=np.zeros_like(lengths), where=lengths > 0)
     questions = unit_rows(check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=dim))
@@ -385,19 +361,16 @@ def top_k_chunks(
             raise InputError(f"block_size must be at least 1; got {block_size}.")
         step = int(block_size)
     else:
-        step = max(1, _BLOCK_BYTES // (_BYTES_PER_ELEMENT * n))
-    indices = np.empty((m, k), dtype=np.intp)
-    similarities = np.empty((m, k), dtype=np.float64)
+        step = max(k, _BLOCK_BYTES // (_BYTES_PER_ELEMENT * max(m, 1)))
+    best = RunningTopK(m, k)
     if m == 0:
-        return indices, similarities
-    chunks_t = chunks.T  # a view: BLAS reads it transposed, no copy
-    buffer = np.empty((min(step, m), n), dtype=np.float32)
-    for start in range(0, m, step):
-        stop = min(start + step, m)
-        block = np.matmul(questions[start:stop], chunks_t, out=buffer[: stop - start])
-        block *= inverse_lengths
-        indices[start:stop], similarities[start:stop] = _block_top_k(block, k)
-    return indices, np.clip(similarities, -1.0, 1.0)
+        return best.indices, best.values.astype(np.float64)
+    for start in range(0, n, step):
+        block = questions @ chunks[start : start + step].T
+        block *= inverse_lengths[start : start + step]
+        best.add(block, start)
+    indices, similarities = best.indices, best.values
+    return indices, np.clip(similarities.astype(np.float64), -1.0, 1.0)
 
 
 # --------------------------------------------------------------------------
@@ -564,6 +537,7 @@ def evaluate_retrieval(
     relevant_column: str | None = None,
     documents: Sequence[Document] | None = None,
     block_size: int | None = None,
+    ranked: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> RetrievalResult:
     """How well each labelled question retrieves its relevant sources in the top ``k``.
 
@@ -615,7 +589,11 @@ def evaluate_retrieval(
         The chunks' documents; with them a chunk's page span runs to the page
         of its last character (otherwise only its start page is known).
     block_size : int, optional
-        Questions per block in :func:`top_k_chunks`.
+        Chunks per block in :func:`top_k_chunks`.
+    ranked : (indices, similarities), optional
+        Each question's most similar chunks, as :func:`top_k_chunks` returns
+        them for these vectors, with at least ``min(k, n)`` columns (e.g.
+        kept by the screener's pass); the search is then skipped.
 
     Returns
     -------
@@ -634,7 +612,17 @@ def evaluate_retrieval(
     index = _CorpusIndex.build(chunks, documents)
     unknown = _unknown_sources(labels, labelled, index)
 
-    top, sims = top_k_chunks(questions[labelled], chunk_array, k, block_size=block_size)
+    if ranked is not None:
+        ranked_indices, ranked_similarities = (np.asarray(a) for a in ranked)
+        if ranked_indices.shape[0] != m or ranked_indices.ndim != 2 or ranked_indices.shape[1] < k:
+            raise InputError(
+                f"ranked holds {ranked_indices.shape} chunk indices; one row of at least {k} per question "
+                f"({m}) is needed; leave it out to search here."
+            )
+        top = ranked_indices[labelled, :k]
+        sims = np.clip(ranked_similarities[labelled, :k].astype(np.float64), -1.0, 1.0)
+    else:
+        top, sims = top_k_chunks(questions[labelled], chunk_array, k, block_size=block_size)
     zero = np.linalg.norm(questions[labelled], axis=1) == 0 if labelled else np.zeros(0, dtype=bool)
     per_question, failure_frame = _score_questions(labels, labelled, top, sims, zero, k, index, chunks, rows, texts)
 

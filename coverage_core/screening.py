@@ -30,7 +30,7 @@ from sklearn.neighbors import LocalOutlierFactor
 from threadpoolctl import threadpool_limits
 
 from coverage_core.errors import InputError
-from coverage_core.validation import unit_rows
+from coverage_core.metrics import as_unit_rows, best_matches
 
 # Fewer questions than this give no usable "bulk" for the robust z-score, so
 # nothing is flagged automatically (users can still force questions out).
@@ -41,6 +41,12 @@ MIN_QUESTIONS_FOR_DECISION = 5
 # chunks sampled from that cluster (k is scaled down with the sample).
 DENSITY_NEIGHBORS = 20
 MAX_REFERENCE = 2000
+# Up to this many neighbours, their mean is taken by repeated maxima, not a partition.
+_REPEATED_MAX_UP_TO = 4
+
+# Chunks kept per question from the screener's pass over the question x chunk
+# similarities, so that the retrieval check (k = 5 by default) needs no second pass.
+TOP_CHUNKS_KEPT = 10
 
 # Question-side smoothing: average with the QUESTION_NEIGHBORS most similar
 # questions.
@@ -157,42 +163,146 @@ def _question_terms(text: str) -> list[bytes]:
     return list(dict.fromkeys(stems))
 
 
-def _stem_forms(stem_id: dict[bytes, int]) -> dict[bytes, int]:
-    """Every surface form whose stem is one of ``stem_id``, mapped to its id.
+# Text hashed per block (bytes of lower-cased UTF-8): big enough that numpy's
+# per-call cost vanishes, small enough that a block's 64-bit work arrays stay
+# near 100 MB.
+HASH_BLOCK_BYTES = 1 << 22
+# Words are hashed as polynomials in this odd base modulo 2**64 (see _hash_words).
+_HASH_BASE = 0x100000001B3
+_HASH_BASE_INVERSE = pow(_HASH_BASE, -1, 1 << 64)
+# Slots of the table that finds word hashes among the wanted ones in _presence (32 MB).
+_TABLE_SIZE = 1 << 23
+_CHUNK_BREAK = "\x01"  # joins the texts of a block; _words makes it a space, _TO_SPACE_KEEP keeps it
+_TO_SPACE_KEEP = bytes(b if b == 1 else _TO_SPACE[b] for b in range(256))
+_powers: dict[int, np.ndarray] = {}
 
-    Stripping is the only normalisation, so every form is the stem plus one
-    suffix (or the stem itself).
+
+def _power_table(base: int, length: int) -> np.ndarray:
+    """``base**i mod 2**64`` for i < length (uint64), kept between calls."""
+    table = _powers.get(base)
+    if table is None or len(table) < length:
+        size = max(length, HASH_BLOCK_BYTES * 2)
+        table = np.full(size, base, dtype=np.uint64)
+        table[0] = 1
+        np.cumprod(table, out=table)  # wraps modulo 2**64
+        _powers[base] = table
+    return table[:length]
+
+
+def _hash_words(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Start offsets and 64-bit hashes of the words of ``raw`` (runs of bytes other than space and 0x01).
+
+    ``hash(w) = sum_i w[i] * B**i mod 2**64`` for the bytes ``w[i]`` of a
+    word, ``B`` = ``_HASH_BASE``, from one running sum over the block:
+    ``(S[end] - S[start]) * B**-start``. A word's hash depends on its
+    bytes only, so hashing the wanted words the same way finds them.
     """
-    form_id: dict[bytes, int] = {}
-    for stem, j in stem_id.items():
-        for form in (stem,) + tuple(stem + suffix for suffix in _SUFFIXES_B):
-            if normalise_word(form) == stem:
-                form_id[form] = j
-    return form_id
+    data = np.frombuffer(raw, dtype=np.uint8)
+    is_word = (data != 32) & (data != 1)
+    edges = np.diff(is_word.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
+    with np.errstate(over="ignore"):
+        running = np.empty(len(data) + 1, dtype=np.uint64)
+        running[0] = 0
+        np.cumsum(data * _power_table(_HASH_BASE, len(data)), out=running[1:])
+        hashes = (running[ends] - running[starts]) * _power_table(_HASH_BASE_INVERSE, len(data))[starts]
+    return starts, hashes
 
 
-def _presence(chunk_texts: Sequence[str], stem_id: dict[bytes, int]) -> sparse.csr_matrix:
-    """Chunk x stem 0/1 matrix: which of the stems occur in which chunk.
+def _lowered(texts: Sequence[str]) -> bytes:
+    """The texts as ``_words`` prepares them (unescaped, lower-cased, UTF-8, separators made spaces),
+    joined by 0x01 bytes."""
+    joined = f" {_CHUNK_BREAK} ".join(t.replace(_CHUNK_BREAK, " ") for t in texts)
+    if "&" in joined:
+        joined = html.unescape(joined)  # "&#39853;", "&amp;"
+    raw = joined.lower().encode("utf-8", "replace")
+    if b"\xc2" in raw or b"\xe2\x80" in raw:
+        raw = _SEPARATORS_UTF8.sub(b" ", raw)
+    return raw.translate(_TO_SPACE_KEEP)
 
-    Only the wanted forms are looked up, so a chunk costs one lower-case,
-    translate, split and set intersection (C speed).
+
+def _text_blocks(chunk_texts: Sequence[str]):
+    """``(chunk of each word, hash of each word)`` of the chunks, one block of text at a time."""
+    n = len(chunk_texts)
+    first = 0
+    while first < n:
+        # As many chunks as fill about HASH_BLOCK_BYTES (characters stand in for bytes).
+        size, last = 0, first
+        while last < n and (last == first or size < HASH_BLOCK_BYTES):
+            size += len(chunk_texts[last]) + 3
+            last += 1
+        raw = _lowered(chunk_texts[first:last])
+        breaks = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 1)
+        if len(breaks) != last - first - 1:  # unescaping made a 0x01 (never seen): chunk by chunk
+            parts = [b" ".join(_words(t)) for t in chunk_texts[first:last]]
+            raw = b" \x01 ".join(parts)
+            breaks = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 1)
+        starts, hashes = _hash_words(raw)
+        yield first + np.searchsorted(breaks, starts), hashes
+        first = last
+
+
+def _presence(chunk_texts: Sequence[str], stem_id: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Which chunks hold each stem, as postings: ``indices[indptr[j] : indptr[j + 1]]`` are
+    the chunks holding stem ``j``, ascending (the layout of a CSC matrix).
+
+    A chunk holds a stem when one of its words normalises to it
+    (:func:`normalise_word`), i.e. is the stem or the stem plus one of
+    ``SUFFIXES``. Every such form is hashed (:func:`_hash_words`) and looked
+    up among the hashes of the chunks' words, so the texts are read at numpy
+    speed; a form found is checked to normalise to its stem. Each block's
+    (chunk, stem) pairs are kept once, as int32, and placed straight into
+    the postings: at a million chunks they are about 10^8.
     """
-    form_id = _stem_forms(stem_id)
-    forms = frozenset(form_id)
-    lookup = form_id.__getitem__
-    indptr = [0]
-    indices: list[int] = []
-    for text in chunk_texts:
-        indices.extend(map(lookup, forms.intersection(_words(text))))
-        indptr.append(len(indices))
-    present = sparse.csr_matrix(
-        (np.ones(len(indices), dtype=np.float32), np.asarray(indices, dtype=np.int64),
-         np.asarray(indptr, dtype=np.int64)),
-        shape=(len(chunk_texts), len(stem_id)),
-    )
-    present.sum_duplicates()  # two forms of one stem in a chunk count once
-    present.data[:] = 1.0
-    return present
+    forms = list(dict.fromkeys(stem + suffix for stem in stem_id for suffix in (b"",) + _SUFFIXES_B))
+    n_stems = len(stem_id)
+    if not forms:
+        return np.zeros(n_stems + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    _, form_hashes = _hash_words(b" ".join(forms))
+    keys, first_form = np.unique(form_hashes, return_index=True)
+    # A table from the low bits of a hash to the one key with those bits
+    # (-1 when several share them) finds most words with one lookup; a
+    # binary search per word was most of the time.
+    low = (keys & (_TABLE_SIZE - 1)).astype(np.int64)
+    table = np.zeros(_TABLE_SIZE, dtype=np.int32)
+    table[low] = np.arange(1, len(keys) + 1, dtype=np.int32)
+    table[low[np.bincount(low, minlength=_TABLE_SIZE)[low] > 1]] = -1
+    # The stem each form found stands for (-1: it normalises to another stem; -2: not seen yet).
+    column = np.full(len(keys), -2, dtype=np.int32)
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []  # per block: stems, and chunks, sorted by stem
+    counts = np.zeros(n_stems, dtype=np.int64)
+    for owner, hashes in _text_blocks(chunk_texts):
+        slot = table[(hashes & (_TABLE_SIZE - 1)).astype(np.int64)]
+        maybe = np.flatnonzero(slot)
+        where = slot[maybe].astype(np.int64) - 1
+        shared = np.flatnonzero(where < 0)
+        if len(shared):
+            where[shared] = np.minimum(np.searchsorted(keys, hashes[maybe[shared]]), len(keys) - 1)
+        hit = keys[where] == hashes[maybe]
+        key, chunk = where[hit], owner[maybe[hit]]
+        for k in np.unique(key[column[key] == -2]).tolist():
+            column[k] = stem_id.get(normalise_word(forms[first_form[k]]), -1)
+        stem = column[key]
+        kept = stem >= 0
+        stem, chunk = stem[kept], chunk[kept].astype(np.int32)
+        order = np.argsort(stem, kind="stable")  # chunks stay ascending within a stem
+        stem, chunk = stem[order], chunk[order]
+        new = np.ones(len(stem), dtype=bool)  # two forms, or two mentions, of a stem in a chunk count once
+        new[1:] = (stem[1:] != stem[:-1]) | (chunk[1:] != chunk[:-1])
+        stem, chunk = stem[new], chunk[new]
+        counts += np.bincount(stem, minlength=n_stems)
+        pairs.append((stem, chunk))
+    indptr = np.zeros(n_stems + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    filled = indptr[:-1].copy()
+    while pairs:  # blocks in chunk order, each freed once placed
+        stem, chunk = pairs.pop(0)
+        first = np.searchsorted(stem, stem)  # where each stem's run starts in this block
+        indices[filled[stem] + (np.arange(len(stem)) - first)] = chunk
+        filled += np.bincount(stem, minlength=n_stems)
+    return indptr, indices
 
 
 def _one_edit(word: bytes) -> set[bytes]:
@@ -210,7 +320,7 @@ def _one_edit(word: bytes) -> set[bytes]:
 
 def _spelling_fixes(
     chunk_texts: Sequence[str], absent: list[bytes]
-) -> tuple[dict[bytes, bytes], sparse.csr_matrix, dict[bytes, int]]:
+) -> tuple[dict[bytes, bytes], dict[bytes, np.ndarray]]:
     """Corpus words one edit away from question words the corpus lacks.
 
     A question word that occurs in no chunk but is one typing slip from a
@@ -220,27 +330,73 @@ def _spelling_fixes(
     fixed (shorter ones have too many neighbours), at most
     ``MAX_SPELLING_FIXES`` of them, and each to its most frequent neighbour.
 
-    Returns the fixes (absent stem -> corpus stem) and the chunk x stem
-    presence of the corpus stems, with their column ids.
+    Returns the fixes (absent stem -> corpus stem) and the chunks holding
+    each corpus stem a fix points to (sorted chunk indices).
     """
     candidates = [t for t in absent if len(t) >= MIN_FIXABLE_LENGTH and t.isalpha()]
     candidates = candidates[:MAX_SPELLING_FIXES]
     if not candidates:
-        return {}, sparse.csr_matrix((len(chunk_texts), 0), dtype=np.float32), {}
+        return {}, {}
     neighbours = {t: {normalise_word(e) for e in _one_edit(t)} for t in candidates}
     variant_id: dict[bytes, int] = {}
     for variants in neighbours.values():
         for v in variants:
             if len(v) >= 3:
                 variant_id.setdefault(v, len(variant_id))
-    present = _presence(chunk_texts, variant_id)
-    df = np.bincount(present.indices, minlength=len(variant_id))
+    indptr, indices = _presence(chunk_texts, variant_id)
+    df = np.diff(indptr)
     fixes = {}
     for stem, variants in neighbours.items():
         found = [(int(df[variant_id[v]]), v) for v in variants if v in variant_id and df[variant_id[v]]]
         if found:
             fixes[stem] = max(found)[1]
-    return fixes, present.tocsc(), variant_id
+    postings = {v: indices[indptr[variant_id[v]] : indptr[variant_id[v] + 1]] for v in set(fixes.values())}
+    return fixes, postings
+
+
+def _best_share(postings: list[np.ndarray], weights: np.ndarray, scratch: np.ndarray) -> tuple[float, int]:
+    """The largest ``sum_i weights[i] * [chunk in postings[i]]`` over the chunks, and the first chunk reaching it.
+
+    Exact, without visiting most chunks: terms are added heaviest (rarest)
+    first to a partial sum over the chunks holding them; once the best
+    partial sum exceeds the weight of the terms not yet added, no chunk
+    outside those seen can reach it, and of those only the ones whose
+    partial sum plus that weight can still reach it are completed.
+    ``postings`` are sorted chunk indices; ``scratch`` is an all-zero
+    float64 array with one entry per chunk, left all zero. Returns
+    (0.0, -1) when no chunk holds any term.
+    """
+    order = np.argsort(-weights, kind="stable")
+    weights = weights[order].astype(np.float64)
+    postings = [postings[i] for i in order]
+    remaining = np.concatenate([np.cumsum(weights[::-1])[::-1][1:], [0.0]])
+    best_partial = 0.0
+    last = len(weights) - 1
+    for j, chunks in enumerate(postings):
+        if len(chunks):
+            scratch[chunks] += weights[j]
+            best_partial = max(best_partial, float(scratch[chunks].max()))
+        if best_partial > remaining[j]:
+            last = j
+            break
+    seen = np.concatenate(postings[: last + 1])
+    if not len(seen):
+        return 0.0, -1
+    partial = scratch[seen]
+    scratch[seen] = 0.0
+    # Rounding slack: a chunk is dropped only when it is clearly below the best.
+    keep = partial + remaining[last] >= best_partial - 1e-9
+    survivors, first = np.unique(seen[keep], return_index=True)
+    full = partial[keep][first]
+    for j in range(last + 1, len(postings)):
+        chunks = postings[j]
+        if len(chunks):
+            where = np.minimum(np.searchsorted(chunks, survivors), len(chunks) - 1)
+            full = full + weights[j] * (chunks[where] == survivors)
+    top = int(np.argmax(full))
+    if full[top] <= 0.0:
+        return 0.0, -1
+    return float(full[top]), int(survivors[top])
 
 
 def lexical_coverage(
@@ -276,43 +432,22 @@ def lexical_coverage(
         for t in ts:
             stem_id.setdefault(t, len(stem_id))
     n_chunks = len(chunk_texts)
-    present = _presence(chunk_texts, stem_id)
-    df = np.bincount(present.indices, minlength=len(stem_id))
-    fixes, variant_present, variant_id = _spelling_fixes(
-        chunk_texts, [t for t, j in stem_id.items() if df[j] == 0]
-    )
-    if fixes:
-        present = present.tocsc()
-        columns = [
-            variant_present[:, variant_id[fixes[t]]] if t in fixes else present[:, j]
-            for t, j in stem_id.items()
-        ]
-        present = sparse.hstack(columns, format="csr", dtype=np.float32)
-        df = np.bincount(present.indices, minlength=len(stem_id))
-    idf = (np.log((1.0 + n_chunks) / (1.0 + df)) + 1.0).astype(np.float32)
+    indptr, indices = _presence(chunk_texts, stem_id)
+    postings = [indices[indptr[j] : indptr[j + 1]] for j in range(len(stem_id))]
+    fixes, fixed_postings = _spelling_fixes(chunk_texts, [t for t, j in stem_id.items() if not len(postings[j])])
+    for t, fix in fixes.items():
+        postings[stem_id[t]] = fixed_postings[fix]
+    df = np.fromiter(map(len, postings), dtype=np.int64, count=len(postings))
+    idf = np.log((1.0 + n_chunks) / (1.0 + df)) + 1.0
 
-    rows = np.repeat(np.arange(n), [len(ts) for ts in terms])
-    cols = np.fromiter((stem_id[t] for ts in terms for t in ts), dtype=np.int64, count=len(rows))
-    total = np.bincount(rows, weights=idf[cols], minlength=n)
-    weights = sparse.csr_matrix(
-        (idf[cols] / total[rows], (rows, cols)), shape=(n, len(stem_id)), dtype=np.float32
-    )
-    coverage = np.zeros(n, dtype=np.float32)
+    coverage = np.full(n, np.nan)
     best_chunk = np.full(n, -1, dtype=np.int64)
-    weights_t = weights.T.tocsr()  # (n_stems, n_questions), small
-    rows_per_block = max(1, (1 << 22) // max(n, 1))  # dense block of ~4M values
-    for start in range(0, n_chunks, rows_per_block):
-        # Share of each question's weight found in each chunk of the block.
-        shares = (present[start : start + rows_per_block] @ weights_t).toarray(order="F")
-        top = shares.argmax(axis=0)
-        value = shares[top, np.arange(n)]
-        better = value > coverage
-        coverage[better] = value[better]
-        best_chunk[better] = start + top[better]
-    coverage = coverage.astype(np.float64)
-    empty = total == 0
-    best_chunk[empty] = -1
-    coverage[empty] = np.nan
+    scratch = np.zeros(n_chunks)
+    for q, ts in enumerate(terms):
+        if ts:
+            ids = [stem_id[t] for t in ts]
+            weights = idf[ids] / idf[ids].sum()
+            coverage[q], best_chunk[q] = _best_share([postings[j] for j in ids], weights, scratch)
     coverage = np.minimum(coverage, 1.0)  # float rounding
     absent_words = [
         [t.decode("utf-8", "replace") for t in ts if df[stem_id[t]] == 0] for ts in terms
@@ -397,13 +532,27 @@ def _as_matrix(X, name: str) -> np.ndarray:
         X = X.astype(np.float32)
     if not np.isfinite(X).all():
         raise InputError(f"{name} contains NaN or infinite values; check the embeddings.")
-    return unit_rows(X).astype(np.float32, copy=False)
+    return as_unit_rows(np.ascontiguousarray(X, dtype=np.float32))
 
 
 def _top_k_mean(sims: np.ndarray, k: int) -> np.ndarray:
     """Mean of the k largest values of each row of ``sims`` (n, m), 1 <= k <= m."""
     if k == 1:
         return sims.max(axis=1)
+    if k <= _REPEATED_MAX_UP_TO:
+        # A few maxima, each taken out in turn, beat a partition of the row
+        # (at a million chunks in 50 clusters, k is 2 of 2,000 references).
+        rows = np.arange(len(sims))
+        total = np.zeros(len(sims), dtype=np.float64)
+        taken = []
+        for _ in range(k):
+            best = sims.argmax(axis=1)
+            total += sims[rows, best]
+            taken.append((best, sims[rows, best].copy()))
+            sims[rows, best] = -np.inf
+        for best, values in taken:  # the caller's block, as it was
+            sims[rows, best] = values
+        return (total / k).astype(sims.dtype)
     part = np.partition(sims, sims.shape[1] - k, axis=1)[:, -k:]
     return part.mean(axis=1)
 
@@ -465,6 +614,17 @@ def chunk_density(
             sims[rows, j[rows]] = -np.inf
             density[block] = _top_k_mean(sims, k)
     return density
+
+
+def _density_threads(n_chunks: int, chunk_labels) -> int:
+    """BLAS threads for :func:`chunk_density`: one for the many small products
+    of small clusters (more threads spun on them and ran 4x slower on a busy
+    2-core machine), all for clusters big enough that each product is
+    ``BLOCK_ROWS x MAX_REFERENCE``."""
+    if chunk_labels is None:
+        return None if n_chunks > 4 * MAX_REFERENCE else 1
+    sizes = np.bincount(np.asarray(chunk_labels))
+    return None if np.median(sizes[sizes > 0]) > 4 * MAX_REFERENCE else 1
 
 
 def _nearest_questions(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -778,6 +938,14 @@ class QuestionScreener:
         Best cosine similarity of each question to any chunk.
     nearest_chunk_ : ndarray of shape (n_questions,), int
         Index of that chunk.
+    question_top_chunks_, question_top_similarities_ : ndarray of shape (n_questions, TOP_CHUNKS_KEPT)
+        Each question's most similar chunks, most similar first (ties: lower
+        chunk index first), from the same pass: the retrieval check at k up
+        to ``TOP_CHUNKS_KEPT`` reads them (``pipeline.check_retrieval``).
+    chunk_nearest_question_, chunk_max_similarity_ : ndarray of shape (n_chunks,)
+        Each chunk's most similar question (any question, off-topic or not)
+        and that similarity, from the same pass: ``pipeline.measure`` starts
+        the coverage figures from them instead of a second pass.
     center_, scale_ : float
         Median and robust spread (1.4826 * MAD) of ``outlier_score_``.
     warnings_ : list of str
@@ -927,33 +1095,26 @@ class QuestionScreener:
         return Q, C, chunk_labels, question_texts, chunk_texts
 
     def _document_support(self, Q: np.ndarray, C: np.ndarray, chunk_labels):
-        """Step 1, one block of questions at a time: each question's best
-        cosine, its chunk, and the embedding score (sets ``embedding_score_``)."""
-        n = Q.shape[0]
+        """Step 1, in one pass over the chunk x question similarities (:func:`metrics.best_matches`):
+        each question's best cosine, its chunk, and the embedding score (sets
+        ``embedding_score_``, and each chunk's best question in
+        ``chunk_nearest_question_`` and ``chunk_max_similarity_``)."""
         if self.density_weight > 0:
-            # Many small products: multi-threaded BLAS spins on them and was
-            # 4x slower than one thread on a busy 2-core machine.
-            with threadpool_limits(limits=1, user_api="blas"):
+            with threadpool_limits(limits=_density_threads(C.shape[0], chunk_labels), user_api="blas"):
                 density = chunk_density(C, chunk_labels, random_state=self.random_state)
             penalty = self.density_weight * density
         else:
             penalty = None
-        max_sim = np.empty(n, dtype=np.float32)
-        nearest = np.empty(n, dtype=np.int64)
-        support = np.empty(n, dtype=np.float32)
-        for start in range(0, n, BLOCK_ROWS):
-            sims = Q[start : start + BLOCK_ROWS] @ C.T
-            idx = sims.argmax(axis=1)
-            nearest[start : start + BLOCK_ROWS] = idx
-            max_sim[start : start + BLOCK_ROWS] = sims[np.arange(len(idx)), idx]
-            if penalty is not None:
-                sims -= penalty
-                support[start : start + BLOCK_ROWS] = sims.max(axis=1)
-            else:
-                support[start : start + BLOCK_ROWS] = max_sim[start : start + BLOCK_ROWS]
+        found = best_matches(C, Q, chunk_penalty=penalty, top_k=TOP_CHUNKS_KEPT)
+        max_sim = found.question_similarity.astype(np.float32)
+        support = found.question_support if penalty is not None else max_sim
+        self.chunk_nearest_question_ = found.nearest_question
+        self.chunk_max_similarity_ = found.chunk_similarity
+        self.question_top_chunks_ = found.top_chunks
+        self.question_top_similarities_ = found.top_similarities
         own = -support.astype(np.float64)
         self.embedding_score_ = own
-        return max_sim, nearest, own
+        return max_sim, found.nearest_chunk.astype(np.int64), own
 
     def _add_lexical_evidence(self, own, question_texts, chunk_texts, lexical, notes):
         """Step 2: the score combined with the lexical evidence when there are

@@ -13,8 +13,10 @@ number-like tokens, single letters, and page furniture (page numbers,
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections import Counter
+from functools import lru_cache
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,11 +39,23 @@ LABEL_SEPARATOR = " · "
 N_LABEL_TERMS = 3
 N_SPARE_TERMS = 8
 
-# Chunks per cluster that are counted. A topic's top terms are stable long
-# before this many passages, and counting words is the costly part on a large
-# corpus (20,000 chunks of ~1,000 characters: ~3 s at 100 per cluster with
-# Zipfian text, 14 s at 300 on uniform word salad; benchmarks/bench_analysis.py).
 MAX_CHUNKS_PER_CLUSTER = 100
+"""Chunks per cluster whose words are counted for its terms (label, gap themes).
+
+A larger cluster is represented by this many of its chunks, evenly spaced
+through it (deterministic, and spread over its documents); a smaller one by
+all of them, so its terms are exactly those of the full count. A topic's top
+terms are stable long before this many passages, and counting words is the
+costly part: the cost is bounded by ``K x 100`` chunks whatever the corpus
+size (K = 50: ~1-2 s at 20,000 and at 1,000,000 chunks of ~150 words,
+benchmarks/bench_scale_topics.py; 14 s at 300 per cluster on uniform word
+salad, benchmarks/bench_analysis.py)."""
+
+# The last few results of cluster_terms, by content hash of what was counted:
+# the cluster table's labels and the gap themes ask the same question of the
+# same chunks, and counting words is the costly part (~1-2 s at K = 50).
+_N_RECENT_TERMS = 4
+_RECENT_TERMS: "OrderedDict[str, tuple[tuple[str, ...], ...]]" = OrderedDict()
 
 # Words that are never a topic: markup and attribute debris, web and file
 # furniture, citation and page furniture.
@@ -67,6 +81,10 @@ _MARKUP = re.compile(
     r"|\b[\w-]+\.(?:jpe?g|png|gif|svg|tiff?|pdf|html?|php)\b",
     re.IGNORECASE,
 )
+# A character or string every _MARKUP match contains: texts without one skip
+# the substitution (its word-by-word attribute and file-name patterns are
+# most of the cost of counting plain prose).
+_MARKUP_HINT = re.compile(r"[=<&{}\[\]|]|''|https?:|www\.|\.(?:jpe?g|png|gif|svg|tiff?|pdf|html?|php)\b", re.IGNORECASE)
 # Punctuation other than in-word apostrophes and hyphens ends a phrase.
 _PHRASE_BREAK = re.compile(r"[^\w\s'-]+|\s['-]|['-]\s")
 # Roman numerals up to 39 (chapter and page numbers), two letters or more.
@@ -77,7 +95,9 @@ _FURNITURE_SHARE = 0.1
 _FURNITURE_MAX_WORDS = 12
 
 
+@lru_cache(maxsize=1 << 17)
 def _is_term_word(word: str) -> bool:
+    # Cached: a corpus repeats its words, and this runs for every word counted.
     return (
         len(word) >= 2
         and word.isalpha()  # no digits: "1990s", "3rd", "p12"
@@ -95,7 +115,10 @@ def _analyse(text: str) -> list[str]:
     largest" gives no fake "area largest").
     """
     terms = []
-    for segment in _PHRASE_BREAK.split(_MARKUP.sub(" . ", text.lower())):
+    text = text.lower()
+    if _MARKUP_HINT.search(text):
+        text = _MARKUP.sub(" . ", text)
+    for segment in _PHRASE_BREAK.split(text):
         words = [w if _is_term_word(w) else None for w in re.findall(r"\w+", segment)]
         terms += [w for w in words if w]
         terms += [f"{a} {b}" for a, b in zip(words, words[1:]) if a and b]
@@ -178,24 +201,37 @@ def _distinct_phrases(ranked: list[tuple[str, float]], n: int) -> list[str]:
 
 
 def _evenly_per_cluster(labels: np.ndarray, cap: int) -> np.ndarray:
-    """Indices keeping at most ``cap`` evenly spaced chunks of each cluster, in order."""
+    """Indices keeping at most ``cap`` evenly spaced chunks of each cluster, in order.
+
+    Evenly spaced rather than random: the same chunks on every run without
+    a seed, and, since chunks come in document order, spread over the
+    cluster's documents.
+    """
+    if not len(labels):
+        return np.array([], dtype=np.intp)
+    # One stable sort groups every cluster's members in index order (a scan of
+    # all labels per cluster would cost K passes over a million labels).
+    order = np.argsort(labels, kind="stable")
+    _, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
     keep = []
-    for cluster in np.unique(labels):
-        members = np.flatnonzero(labels == cluster)
-        if len(members) > cap:
-            members = members[np.linspace(0, len(members) - 1, cap).round().astype(np.intp)]
+    for start, count in zip(starts, counts):
+        members = order[start : start + count]
+        if count > cap:
+            members = members[np.linspace(0, count - 1, cap).round().astype(np.intp)]
         keep.append(members)
-    return np.sort(np.concatenate(keep)) if keep else np.array([], dtype=np.intp)
+    return np.sort(np.concatenate(keep))
 
 
-def _check(chunk_texts, labels, n_clusters) -> tuple[list[str], np.ndarray]:
-    texts = [str(text) for text in chunk_texts]
+def _check(chunk_texts, labels, n_clusters) -> np.ndarray:
+    """The labels as an index array; InputError unless there is one valid label per text."""
     labels = np.asarray(labels, dtype=np.intp)
-    if labels.shape != (len(texts),):
-        raise InputError(f"labels must hold one cluster label per chunk ({len(texts)}); got shape {labels.shape}.")
+    if labels.shape != (len(chunk_texts),):
+        raise InputError(
+            f"labels must hold one cluster label per chunk ({len(chunk_texts)}); got shape {labels.shape}."
+        )
     if labels.size and (labels.min() < 0 or labels.max() >= n_clusters):
         raise InputError(f"labels must be cluster numbers 0..{n_clusters - 1}.")
-    return texts, labels
+    return labels
 
 
 def cluster_terms(
@@ -227,23 +263,51 @@ def cluster_terms(
     n_terms : int, terms per cluster
     max_chunks_per_cluster : int or None
         Larger clusters are represented by this many evenly spaced chunks
-        (None: all), which bounds the work.
+        (None: all), which bounds the work (:data:`MAX_CHUNKS_PER_CLUSTER`).
+        The last few results are remembered by a hash of the counted texts
+        and their clusters, so asking again (gap themes after topic labels)
+        costs one hash.
 
     Returns
     -------
     list of n_clusters lists of up to ``n_terms`` lowercase terms, best
     first; empty for a cluster without usable words.
     """
-    texts, labels = _check(chunk_texts, labels, n_clusters)
-    result: list[list[str]] = [[] for _ in range(n_clusters)]
-    if not texts:
-        return result
+    if not isinstance(chunk_texts, (list, tuple)):
+        chunk_texts = list(chunk_texts)
+    labels = _check(chunk_texts, labels, n_clusters)
     if max_chunks_per_cluster is not None:
         keep = _evenly_per_cluster(labels, max_chunks_per_cluster)
-        texts, labels = [texts[i] for i in keep], labels[keep]
+        texts, labels = [str(chunk_texts[i]) for i in keep], labels[keep]
+    else:
+        texts = [str(text) for text in chunk_texts]
+    key = _memo_key(texts, labels, n_clusters, n_terms)
+    if key not in _RECENT_TERMS:
+        _RECENT_TERMS[key] = _class_terms(texts, labels, n_clusters, n_terms)
+        while len(_RECENT_TERMS) > _N_RECENT_TERMS:
+            _RECENT_TERMS.popitem(last=False)
+    _RECENT_TERMS.move_to_end(key)
+    return [list(terms) for terms in _RECENT_TERMS[key]]
+
+
+def _memo_key(texts: list[str], labels: np.ndarray, n_clusters: int, n_terms: int) -> str:
+    """Content hash of one :func:`cluster_terms` question (the counted texts and their clusters)."""
+    digest = hashlib.sha256(f"{n_clusters}/{n_terms}/{len(texts)}".encode())
+    digest.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def _class_terms(texts: list[str], labels: np.ndarray, n_clusters: int, n_terms: int) -> tuple[tuple[str, ...], ...]:
+    """The c-TF-IDF terms of :func:`cluster_terms` for the texts actually counted."""
+    result: list[list[str]] = [[] for _ in range(n_clusters)]
+    if not texts:
+        return tuple(tuple(t) for t in result)
     counts, terms = _count_terms(_strip_furniture(texts))
     if counts is None:
-        return result
+        return tuple(tuple(t) for t in result)
 
     membership = sp.csr_matrix(
         (np.ones(len(texts)), (labels, np.arange(len(texts)))), shape=(n_clusters, len(texts))
@@ -265,7 +329,7 @@ def cluster_terms(
         keys = (terms[present], -spread[k, present], -np.round(weights[k, present], 12))
         order = present[np.lexsort(keys)][: 10 * n_terms]
         result[k] = _distinct_phrases([(str(terms[t]), float(weights[k, t])) for t in order], n_terms)
-    return result
+    return tuple(tuple(t) for t in result)
 
 
 def labels_from_terms(terms: Sequence[Sequence[str]], n_terms: int = N_LABEL_TERMS) -> list[str]:

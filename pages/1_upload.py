@@ -7,6 +7,11 @@ from coverage_core.errors import CoverageError
 from ui import engine, flow, state
 
 PREVIEW_ROWS = 200
+KNOWLEDGE_BASE = {
+    "documents": "Documents",
+    "vectors": "Vectors from your vector store",
+    "saved": "A saved analysis",
+}
 flow.start_page(
     "Upload",
     "Add the documents of your knowledge base and the CSV of test questions you evaluate your RAG "
@@ -25,26 +30,67 @@ with st.container(border=True):
             if flow.run_embedding() is not None:
                 st.switch_page(flow.RESULTS_PAGE)
 
-st.header("1. Documents")
-uploads = st.file_uploader(
-    "Documents (PDF, TXT or Markdown; several at once)",
-    type=["pdf", "txt", "md"],
-    accept_multiple_files=True,
-    key=state.W_DOC_UPLOADER,
+st.header("1. Knowledge base")
+state.seed_widget(state.W_KNOWLEDGE_BASE, flow.knowledge_base_kind())
+kind = st.radio(
+    "What do you have?", list(KNOWLEDGE_BASE), format_func=KNOWLEDGE_BASE.get, horizontal=True,
+    key=state.W_KNOWLEDGE_BASE,
 )
-password = st.text_input(
-    "PDF password (only if a PDF is encrypted)", type="password", key=state.W_PDF_PASSWORD,
-    help="Tried on every encrypted PDF. Kept only while this page is open; never stored or exported.",
-)
-if uploads:
-    files = [(upload.name, upload.getvalue()) for upload in uploads]
-    signature = engine.digest(*[item for pair in files for item in pair], password or "")
-    if state.get(state.DOCUMENT_UPLOAD) != signature:
+if kind == "documents":
+    uploads = st.file_uploader(
+        "Documents (PDF, TXT or Markdown; several at once)",
+        type=["pdf", "txt", "md"],
+        accept_multiple_files=True,
+        key=state.W_DOC_UPLOADER,
+    )
+    password = st.text_input(
+        "PDF password (only if a PDF is encrypted)", type="password", key=state.W_PDF_PASSWORD,
+        help="Tried on every encrypted PDF. Kept only while this page is open; never stored or exported.",
+    )
+    if uploads:
+        files = [(upload.name, upload.getvalue()) for upload in uploads]
+        signature = engine.digest(*[item for pair in files for item in pair], password or "")
+        if state.get(state.DOCUMENT_UPLOAD) != signature:
+            try:
+                flow.load_uploaded_documents(files, password)
+            except CoverageError as error:
+                flow.show_error(error)
+            state.put(state.DOCUMENT_UPLOAD, signature)
+elif kind == "vectors":
+    st.caption(
+        "Passages your vector store already embedded, exported as Parquet: one row per passage with its text, "
+        "its vector and its document (a page number is optional). Columns are found by their names (text, chunk, "
+        "content or page_content; vector, embedding or values; document, source, doc_id or file; page). The "
+        "questions are embedded with the model you choose on Configure: choose the model that made these vectors."
+    )
+    vector_upload = st.file_uploader("Passage vectors (Parquet)", type=["parquet"], key=state.W_VECTOR_UPLOADER)
+    if vector_upload is not None:
         try:
-            flow.load_uploaded_documents(files, password)
+            flow.load_vector_file(vector_upload.name, vector_upload.getvalue())
         except CoverageError as error:
             flow.show_error(error)
-        state.put(state.DOCUMENT_UPLOAD, signature)
+else:
+    st.caption(
+        "An analysis saved earlier (from the command line with its save option): its passages, questions, vectors, "
+        "topics and support level open as they were, with nothing embedded again."
+    )
+    saved_zip = st.file_uploader("Saved analysis (zip of its folder)", type=["zip"], key=state.W_SAVED_UPLOADER)
+    folders = flow.saved_analysis_choices()
+    folder = None
+    if folders:
+        folder = st.selectbox("Or one saved on this server", folders, index=None, key=state.W_SAVED_FOLDER,
+                              placeholder="Choose a saved analysis")
+    if st.button("Open the saved analysis", key=state.W_OPEN_SAVED, type="primary",
+                 disabled=saved_zip is None and folder is None):
+        try:
+            if saved_zip is not None:
+                flow.open_saved_analysis(saved_zip.getvalue(), saved_zip.name)
+            else:
+                flow.open_saved_analysis(folder=folder)
+        except CoverageError as error:
+            flow.show_error(error)
+        else:
+            st.switch_page(flow.RESULTS_PAGE)
 
 documents = state.documents()
 if documents is not None:
@@ -54,11 +100,7 @@ if documents is not None:
     except CoverageError as error:
         flow.show_error(error)
         counts = {}
-    origin = "the bundled example" if documents.source == "example" else "your upload"
-    st.success(
-        f"{len(documents.documents)} readable document(s) from {origin}, "
-        f"{sum(counts.values()):,} chunks at {settings.chunk_size:,} characters with {settings.chunk_overlap:,} overlap."
-    )
+    st.success(flow.documents_sentence(documents, sum(counts.values()), settings))
     st.dataframe(
         pd.DataFrame(
             {

@@ -113,19 +113,22 @@ else:
 
 # ------------------------------------------------------------------ chunking
 st.header("Chunking")
-left, right = st.columns(2)
-state.seed_widget(state.W_CHUNK_SIZE, settings.chunk_size)
-left.number_input(
-    "Chunk size (characters)", min_value=100, max_value=20_000, step=100, key=state.W_CHUNK_SIZE,
-    help="About 1,000 characters suit the bundled model, which reads 256 tokens.",
-    on_change=lambda: state.update_settings(chunk_size=int(st.session_state[state.W_CHUNK_SIZE])),
-)
-state.seed_widget(state.W_CHUNK_OVERLAP, settings.chunk_overlap)
-right.number_input(
-    "Overlap (characters)", min_value=0, max_value=10_000, step=50, key=state.W_CHUNK_OVERLAP,
-    help="Must be smaller than the chunk size; 20 % is usual.",
-    on_change=lambda: state.update_settings(chunk_overlap=int(st.session_state[state.W_CHUNK_OVERLAP])),
-)
+if documents.embedded:
+    st.caption("The passages came with their vectors: their chunking is fixed.")
+else:
+    left, right = st.columns(2)
+    state.seed_widget(state.W_CHUNK_SIZE, settings.chunk_size)
+    left.number_input(
+        "Chunk size (characters)", min_value=100, max_value=20_000, step=100, key=state.W_CHUNK_SIZE,
+        help="About 1,000 characters suit the bundled model, which reads 256 tokens.",
+        on_change=lambda: state.update_settings(chunk_size=int(st.session_state[state.W_CHUNK_SIZE])),
+    )
+    state.seed_widget(state.W_CHUNK_OVERLAP, settings.chunk_overlap)
+    right.number_input(
+        "Overlap (characters)", min_value=0, max_value=10_000, step=50, key=state.W_CHUNK_OVERLAP,
+        help="Must be smaller than the chunk size; 20 % is usual.",
+        on_change=lambda: state.update_settings(chunk_overlap=int(st.session_state[state.W_CHUNK_OVERLAP])),
+    )
 
 n_chunks = None
 try:
@@ -219,7 +222,7 @@ if paid:
             estimate = costs.estimate_embedding_cost(tokens, settings.provider, model, table)
             # Calibrating the support level embeds short texts from the documents too, unless
             # the user set the level or it is already known for these documents and model.
-            calibration = flow.calibration_cost(model, table, chunk_list)
+            calibration = flow.calibration_cost(model, table, chunk_list, counted=texts)
             if calibration is not None and not calibration.n_texts:
                 calibration = None
             total = estimate if calibration is None else costs.estimate_embedding_cost(

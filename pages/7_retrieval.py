@@ -149,6 +149,10 @@ grid_table = widgets.persistent_editor(
         "chunk_overlap": st.column_config.NumberColumn("overlap (characters)", min_value=0, step=1, format="%d"),
     },
 )
+if inputs.from_vector_store:
+    st.info("These passages came from your vector store with their vectors, so they cannot be chunked again; "
+            "upload the documents themselves to compare chunkings.")
+    st.stop()
 current = inputs.chunking
 st.caption(
     f"The current analysis uses chunk size {current.chunk_size:,} with overlap {current.chunk_overlap:,}. "

@@ -11,12 +11,22 @@ Usage::
     with FakeAPIServer() as server:
         server.script("/v1/embeddings", [Reply(429, {"error": {...}}), DEFAULT])
         client = openai.OpenAI(api_key="k", base_url=server.url + "/v1")
+
+For volume tests the server also behaves like a provider at scale: it refuses
+requests over ``limits`` (inputs and tokens per request) as the real APIs do,
+sleeps ``embedding_delay`` before each embeddings reply (so requests overlap
+and finish out of order), can fail every request after some successes
+(``fail_after``), and counts what it did: ``embedded`` (how often each text
+was embedded successfully, i.e. paid for), ``peak_in_flight`` and
+``completion_order``.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,6 +56,21 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     target: str = ""  # the path as sent, with any query string
+    number: int = 0  # 0-based order of arrival
+
+
+def server_token_count(text: str) -> int:
+    """How many tokens the fake server bills for ``text``: one per 4 UTF-8 bytes, rounded up."""
+    return max(1, math.ceil(len(text.encode("utf-8")) / 4))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A provider's per-request caps; a request over either gets a 400, as from the real API."""
+
+    max_inputs: int
+    max_tokens: int
+    count: Callable[[str], int] = server_token_count
 
 
 def fake_embedding(text: str, dimensions: int) -> list[float]:
@@ -112,6 +137,16 @@ class FakeAPIServer:
     def __init__(self, default_dimensions: int = 16):
         self.default_dimensions = default_dimensions
         self.requests: list[RecordedRequest] = []
+        # Volume settings (see the module docstring); set them before the requests come.
+        self.limits: Limits | None = None
+        self.embedding_delay: float | Callable[[RecordedRequest], float] = 0.0
+        # What the server did, for assertions.
+        self.embedded: collections.Counter[str] = collections.Counter()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.completion_order: list[int] = []  # request numbers, in the order their replies were sent
+        self._fail_after: tuple[int, Reply] | None = None
+        self._successes = 0
         self._scripts: dict[str, list[Reply]] = {}
         self._handlers: dict[str, Callable[[dict], Reply]] = {}
         self._lock = threading.Lock()
@@ -129,6 +164,16 @@ class FakeAPIServer:
         """Answer the next requests to ``path`` with ``replies`` in order."""
         with self._lock:
             self._scripts.setdefault(path, []).extend(replies)
+
+    def fail_after(self, successes: int, reply: Reply) -> None:
+        """Answer every embeddings request with ``reply`` once ``successes`` embeddings requests succeeded."""
+        with self._lock:
+            self._fail_after = (successes, reply)
+
+    def never_fail(self) -> None:
+        """Undo :meth:`fail_after` (the provider is back)."""
+        with self._lock:
+            self._fail_after = None
 
     def handle(self, path: str, handler: Callable[[dict], Reply]) -> None:
         """Answer every unscripted request to ``path`` with ``handler(body)``."""
@@ -161,12 +206,42 @@ class FakeAPIServer:
             return chat_reply("{}")
         return error_reply(404, f"no such path {path}")
 
-    def _next_reply(self, path: str, body: dict) -> Reply:
+    def _over_limits(self, body: dict) -> Reply | None:
+        """The 400 a real provider gives a request over its caps, or None."""
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        if self.limits is None:
+            return None
+        if len(texts) > self.limits.max_inputs:
+            return error_reply(400, f"{len(texts)} inputs; at most {self.limits.max_inputs} per request")
+        tokens = sum(self.limits.count(text) for text in texts)
+        if tokens > self.limits.max_tokens:
+            return error_reply(400, f"{tokens} tokens; at most {self.limits.max_tokens} per request")
+        return None
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        path, body = request.path, request.body
+        embeddings = path.endswith("/embeddings")
         with self._lock:
             queue = self._scripts.get(path)
             reply = queue.pop(0) if queue else None
-        if reply is None or reply.status == -1:
-            reply = self._default(path, body)
+            if embeddings and self._fail_after is not None and self._successes >= self._fail_after[0]:
+                reply = self._fail_after[1]
+            scripted = reply is not None and reply.status != -1
+            refused = None if scripted or not embeddings else self._over_limits(body)
+            if embeddings and not scripted and refused is None:
+                self._successes += 1
+        if scripted:
+            return reply
+        if refused is not None:
+            return refused
+        reply = self._default(path, body)
+        if embeddings and reply.status == 200:
+            texts = body.get("input")
+            with self._lock:
+                self.embedded.update([texts] if isinstance(texts, str) else texts)
+            delay = self.embedding_delay(request) if callable(self.embedding_delay) else self.embedding_delay
+            reply = Reply(reply.status, reply.body, reply.headers, max(reply.delay, float(delay)))
         return reply
 
     def _make_handler(self):
@@ -184,8 +259,19 @@ class FakeAPIServer:
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
                 path = self.path.split("?")[0]
-                server.requests.append(RecordedRequest(path, dict(self.headers), body, self.path))
-                reply = server._next_reply(path, body)
+                with server._lock:
+                    request = RecordedRequest(path, dict(self.headers), body, self.path, len(server.requests))
+                    server.requests.append(request)
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    self._answer(server._next_reply(request))
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                        server.completion_order.append(request.number)
+
+            def _answer(self, reply: Reply) -> None:
                 if reply.delay:
                     time.sleep(reply.delay)
                 payload = reply.body if isinstance(reply.body, (bytes, str)) else json.dumps(reply.body)

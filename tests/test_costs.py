@@ -14,6 +14,34 @@ def test_tokens_are_approximated_at_four_characters_each():
     assert "approximate" in costs.APPROXIMATION_NOTE
 
 
+def test_tokens_count_utf8_bytes_so_other_scripts_are_not_undercounted():
+    from coverage_core.embeddings import make_embedder
+
+    assert costs.approximate_tokens(["日本語の文章です"]) == 6  # 8 characters, 24 bytes
+    assert costs.approximate_tokens(["Привет мир"]) == 5  # 10 characters, 19 bytes
+    assert costs.approximate_tokens(["plain English text"]) == 5  # 18 characters
+    texts = ["日本語の文章です", "Привет мир", "plain English text", "x" * 4001]
+    # The estimate and the requests the API embedders plan count the same tokens.
+    embedder = make_embedder("openai", api_key="sk-test-costs")
+    assert sum(embedder.count_tokens(texts)) == costs.approximate_tokens(texts)
+
+
+def test_an_estimate_counts_only_distinct_texts_the_cache_does_not_hold(cache_dir):
+    import numpy as np
+
+    from coverage_core.embeddings import CacheKey, EmbeddingCache, make_embedder, text_hash
+    from coverage_core.embeddings.cache import uncached_texts
+
+    texts = [f"passage {i} " + "word " * (i % 50) for i in range(3_000)]
+    embedder = make_embedder("voyage", api_key="sk-test-costs")
+    cache = EmbeddingCache(cache_dir)
+    cache.put_many(CacheKey.of(embedder), [(text_hash(t), np.ones(4, np.float32), 1) for t in texts[::2]])
+    unsent = uncached_texts(texts + texts[:500], embedder, cache)  # repeats are sent once
+    assert unsent == texts[1::2]
+    estimate = costs.estimate_embedding_cost(costs.approximate_tokens(unsent), "voyage", "voyage-3.5", costs.default_price_table())
+    assert estimate.input_tokens == sum(costs.approximate_tokens([t]) for t in texts[1::2])
+
+
 def test_default_table_prices_the_providers_models():
     table = costs.default_price_table()
     assert list(table.columns) == list(costs.PRICE_COLUMNS)
@@ -88,14 +116,21 @@ def test_calibration_cost_counts_exactly_the_texts_calibration_would_send():
     assert found.estimate.usd == pytest.approx(found.estimate.input_tokens * 0.02 / 1_000_000)
     assert found.label.startswith(f"Support-level calibration: about {found.n_texts:,} texts, ~")
     assert "approximate" in found.label
-    # Texts the embedding cache holds are not sent, and one document cannot be calibrated at all.
+    # Texts the embedding cache holds are not sent.
     half = set(texts[: len(texts) // 2])
     partly = costs.estimate_calibration_cost(
         chunks, "openai", "text-embedding-3-small", table, random_state=2,
         uncached=lambda candidates: [t for t in dict.fromkeys(candidates) if t not in half],
     )
     assert partly.n_texts == len(texts) - len(half)
-    alone = costs.estimate_calibration_cost(_example_chunks(["Drum.txt"]), "openai", "text-embedding-3-small", table)
+    # Texts the caller's own estimate already counts (the run's passages) are embedded once, counted once.
+    shared = costs.estimate_calibration_cost(
+        chunks, "openai", "text-embedding-3-small", table, random_state=2, counted=texts[:10] + ["unrelated"],
+    )
+    assert shared.n_texts == len(texts) - 10
+    assert shared.estimate.input_tokens == costs.approximate_tokens(texts[10:])
+    # A single passage has no other topic to tell apart from, so calibration embeds nothing.
+    alone = costs.estimate_calibration_cost(_example_chunks(["Drum.txt"])[:1], "openai", "text-embedding-3-small", table)
     assert alone.n_texts == 0 and alone.estimate.input_tokens == 0
 
 

@@ -367,3 +367,72 @@ def test_cache_warnings_reach_the_analysis_warnings(cache_dir):
     assert len(embedded.cache_warnings) == 1 and "was an empty file" in embedded.cache_warnings[0]
     assert cache.warnings == []  # taken: told once, with the vectors embedded after the rebuild
     assert pipeline.embed_questions(questions, CountingEmbedder(), cache).cache_warnings == []
+
+
+def test_plan_batches_caps_texts_and_tokens_and_sends_an_oversized_text_alone():
+    from coverage_core.embeddings.base import plan_batches
+
+    assert plan_batches([1] * 5, 2, None) == [[0, 1], [2, 3], [4]]
+    assert plan_batches([4, 4, 30, 4, 4, 4], 100, 10) == [[0, 1], [2], [3, 4], [5]]
+    assert plan_batches([], 3, 10) == []
+
+
+def test_an_embedder_without_max_concurrency_runs_in_the_calling_thread(cache_dir):
+    threads = []
+
+    class Sequential(CountingEmbedder):  # like the local model: no max_concurrency attribute
+        def embed(self, texts):
+            threads.append(threading.current_thread())
+            return super().embed(texts)
+
+    embed_texts(TEXTS, Sequential(batch_size=3), EmbeddingCache(cache_dir))
+    assert len(threads) == 4 and set(threads) == {threading.current_thread()}
+
+
+def test_concurrent_batches_in_flight_at_a_failure_are_kept(cache_dir):
+    # Batch 2 fails at once while batches 1, 3 and 4 are still being computed: the three are
+    # paid for, so they must reach the cache; batch 5 never starts.
+    release = threading.Event()
+
+    class Concurrent(CountingEmbedder):
+        max_concurrency = 4
+
+        def embed(self, texts):
+            with self.lock:
+                self.embed_calls.append(list(texts))
+                number = len(self.embed_calls)
+            if number == 2:
+                release.set()
+                raise ProviderError("scripted refusal", "bad_request")
+            release.wait(5)
+            return np.array([[len(text), 1.0, 2.0] for text in texts])
+
+    embedder = Concurrent(batch_size=2)
+    cache = EmbeddingCache(cache_dir)
+    progress = []
+    with pytest.raises(ProviderError, match="scripted refusal"):
+        embed_texts(TEXTS, embedder, cache, progress=lambda done, total: progress.append(done))
+    assert len(embedder.embed_calls) == 4  # no batch started after the failure
+    assert cache.count(CacheKey.of(embedder)) == 6
+    assert progress == [0, 2, 4, 6]
+
+
+def test_threads_starting_on_a_new_cache_file_at_once_get_no_false_empty_file_warning(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    start = threading.Barrier(8)
+    errors = []
+
+    def worker(n):
+        start.wait()
+        try:
+            cache.put_many(CacheKey("p", "m", 0), [(text_hash(f"text {n}"), np.ones(4, np.float32), 1)])
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and cache.count() == 8
+    assert cache.warnings == []  # the file was new, not an empty leftover

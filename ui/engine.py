@@ -39,7 +39,7 @@ from coverage_core import metrics, pipeline
 from coverage_core.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.calibration import Calibration
 from coverage_core.chunking import ChunkingConfig
-from coverage_core.errors import CoverageError
+from coverage_core.errors import CoverageError, InputError
 from coverage_core.gaps import GapConfig, is_unfinished_draft
 from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
 from coverage_core.report import build_report, to_safe_csv
@@ -136,6 +136,26 @@ def question_key(questions_fp: str, settings) -> StageKey:
     return StageKey.of(questions_fp, embedding=embedding_config(settings))
 
 
+def embedded_corpus_key(documents_fp: str, settings, chunking: ChunkingConfig | None = None) -> StageKey:
+    """The key of passages that came with their vectors (a vector file, a saved analysis).
+
+    Their chunking is fixed: ``chunking`` when known (a saved analysis of
+    documents), else the default with ``vectors=True``, which marks passages
+    a vector store chunked (they cannot be chunked again). The model is the
+    one the settings name, which must be the one that made the vectors.
+    """
+    return StageKey.of(
+        documents_fp, chunking=chunking or ChunkingConfig(), embedding=embedding_config(settings),
+        vectors=chunking is None,
+    )
+
+
+def corpus_fingerprint(corpus: pipeline.Corpus) -> str:
+    """A content hash of passages that came with their vectors: their documents, texts and vectors."""
+    vectors = np.ascontiguousarray(corpus.vectors)
+    return digest(*[(c.document, c.text, c.page) for c in corpus.chunks], hashlib.sha256(vectors.tobytes()).hexdigest())
+
+
 def inputs_key(corpus: StageKey, questions: StageKey) -> StageKey:
     """The embedded corpus and questions together (maps, MDS, sub-questions are keyed by these only)."""
     return StageKey.of(corpus, questions=questions)
@@ -188,6 +208,11 @@ class EmbeddedInputs:
                    "chunking": self.corpus_key.chunking}
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+
+    @property
+    def from_vector_store(self) -> bool:
+        """Whether the passages were chunked and embedded by the user's vector store (:func:`embedded_corpus_key`)."""
+        return bool(getattr(self.corpus_key, "vectors", False))
 
 
 def clustering_for(inputs: EmbeddedInputs, n_clusters: int | None, seed: int, cache: TuningCache) -> pipeline.Clustering:
@@ -287,7 +312,7 @@ def tune(
 
 def _measure(inputs: EmbeddedInputs, key: StageKey, calibration: Calibration, cache: TuningCache) -> pipeline.Analysis:
     config = key.config
-    tau = calibration.support_threshold
+    tau = calibration.question_support_threshold  # the off-topic rule reads the questions' level
     clustering = clustering_for(inputs, config.n_clusters, config.random_state, cache)
     screener_key = StageKey.of(inputs.key, n_clusters=config.n_clusters, seed=config.random_state, support_threshold=tau)
     # Fitted at the default strictness, so that "default" always means the
@@ -354,6 +379,38 @@ def with_gaps(analysis: pipeline.Analysis, llm=None, embedder=None, embed_cache=
     return pipeline.find_gaps(
         copy, llm, embedder, embed_cache, support_threshold=analysis.calibration.support_threshold
     )
+
+
+def check_passage_vectors(corpus: pipeline.Corpus, embedding: EmbeddingConfig, embedder, questions, cache) -> None:
+    """InputError unless ``embedder`` makes vectors of the passages' size (it embeds one question, through ``cache``)."""
+    from coverage_core.vector_store import check_model
+
+    check_model(int(corpus.vectors.shape[1]), embedder, embedding, questions.texts, cache)
+
+
+def saved_settings(saved, settings):
+    """``settings`` with the model and analysis settings of a saved analysis (``saved_analysis.SavedAnalysis``)."""
+    config = saved.config
+    embedding, gaps = config.embedding, config.gaps
+    return settings.replace(
+        provider=embedding.provider, model=embedding.model or "", dimensions=embedding.dimensions,
+        base_url=embedding.base_url or "", chunk_size=config.chunking.chunk_size,
+        chunk_overlap=config.chunking.chunk_overlap, n_clusters=config.n_clusters, strictness=config.strictness,
+        multi_threshold=config.multi_threshold, multi_n=config.multi_n, gap_threshold=gaps.gap_threshold,
+        support_threshold=config.support_threshold, gap_rule=gaps.rule, tested_share_cut=gaps.tested_share_threshold,
+        seed=config.random_state,
+    )
+
+
+def saved_tuning(saved, corpus_key: StageKey, settings) -> TuningCache:
+    """A tuning cache holding a saved analysis's clustering and τ, so opening it computes neither again."""
+    cache = TuningCache()
+    config = analysis_config(settings, corpus_key.embedding, corpus_key.chunking)
+    cache.clusterings.put(
+        StageKey.of(corpus_key, n_clusters=config.n_clusters, seed=config.random_state), saved.clustering
+    )
+    cache.calibrations.put(calibration_key(corpus_key, config), saved.calibration)
+    return cache
 
 
 def default_k(n_chunks: int) -> int:
@@ -1149,6 +1206,11 @@ def compare_chunkings(
     """The same questions against the documents chunked each way of ``grid`` (the analysis's screening held fixed)."""
     from coverage_core import chunking_comparison, retrieval
 
+    if inputs.from_vector_store:
+        raise InputError(
+            "The chunking comparison chunks the documents again, but these passages came from your vector store "
+            "with their vectors; upload the documents themselves to compare chunkings."
+        )
     questions = analysis.questions
     relevant = retrieval.relevant_from_questions(questions, relevant_column) if relevant_column else None
     table, messages = chunking_comparison.compare_chunkings(

@@ -99,13 +99,18 @@ def show_error(error: object) -> None:
     st.error(user_message(error))
 
 
-def set_documents(document_set, names: Sequence[str], source: str) -> state.LoadedDocuments:
+def set_documents(
+    document_set, names: Sequence[str], source: str, *, passages=None, chunking=None, fingerprint: str | None = None
+) -> state.LoadedDocuments:
+    """Keep what was read; ``passages`` is the embedded corpus of a vector file or saved analysis (see LoadedDocuments)."""
     loaded = state.LoadedDocuments(
-        fingerprint=engine.documents_fingerprint(document_set.documents),
+        fingerprint=fingerprint or engine.documents_fingerprint(document_set.documents),
         names=tuple(names),
         documents=tuple(document_set.documents),
         warnings=tuple(str(w) for w in document_set.warnings),
         source=source,
+        passages=passages,
+        chunking=chunking,
     )
     previous = state.documents()
     if previous is None or previous.fingerprint != loaded.fingerprint:
@@ -122,10 +127,124 @@ def _inputs_changed() -> None:
     sidebar.refresh()
 
 
+def knowledge_base_kind() -> str:
+    """What the loaded knowledge base is: "vectors", "saved", or "documents" (also before anything is loaded)."""
+    documents = state.documents()
+    return documents.source if documents is not None and documents.source in ("vectors", "saved") else "documents"
+
+
+def documents_sentence(documents: state.LoadedDocuments, n_passages: int, settings: state.Settings) -> str:
+    """What was loaded, in one sentence for the Upload page."""
+    if documents.source == "vectors":
+        return (
+            f"{n_passages:,} passages with their vectors ({documents.passages.vectors.shape[1]} dimensions) in "
+            f"{len(documents.documents)} document(s), from {documents.names[0]}."
+        )
+    if documents.source == "saved":
+        return f"A saved analysis: {n_passages:,} passages with their vectors in {len(documents.documents)} document(s)."
+    origin = "the bundled example" if documents.source == "example" else "your upload"
+    return (
+        f"{len(documents.documents)} readable document(s) from {origin}, "
+        f"{n_passages:,} chunks at {settings.chunk_size:,} characters with {settings.chunk_overlap:,} overlap."
+    )
+
+
 def load_uploaded_documents(files: Sequence[tuple[str, bytes]], password: str | None) -> state.LoadedDocuments:
     """Read uploads (raises InputError when none is readable)."""
     document_set = read_uploaded_documents(list(files), pdf_password=password or None)
     return set_documents(document_set, [name for name, _ in files], "upload")
+
+
+def load_vector_file(name: str, data: bytes) -> state.LoadedDocuments | None:
+    """Read an uploaded Parquet file of passage vectors once per content (raises InputError when nothing is usable).
+
+    The questions are embedded later with the model chosen on Configure,
+    which must be the one that made the vectors (checked when the analysis runs).
+    """
+    from coverage_core.types import DocumentSet
+    from coverage_core.vector_store import read_vectors_bytes
+
+    from coverage_core.errors import InputError
+
+    signature = engine.digest(name, data)
+    last = state.get(state.VECTOR_UPLOAD)
+    if last is not None and last[0] == signature:  # read already: say the same again, without reading it again
+        if last[1] is not None:
+            raise InputError(last[1])
+        return state.documents()
+    try:
+        found = read_vectors_bytes(data, name)
+    except CoverageError as error:
+        state.put(state.VECTOR_UPLOAD, (signature, str(error)))
+        raise
+    state.put(state.VECTOR_UPLOAD, (signature, None))
+    corpus = found.corpus
+    document_set = DocumentSet(list(corpus.documents), list(found.warnings))
+    return set_documents(
+        document_set, [name], "vectors", passages=corpus, fingerprint=engine.corpus_fingerprint(corpus)
+    )
+
+
+def saved_analysis_root():
+    """The folder the operator allows saved analyses to be opened from (``$COVERAGE_CORE_SAVED_ANALYSES``), or None."""
+    from coverage_core.saved_analysis import allowed_root
+
+    return allowed_root()
+
+
+def saved_analysis_choices() -> list[str]:
+    """The saved analyses in the allowed folder, by folder name (empty without one)."""
+    from coverage_core.saved_analysis import saved_folders
+
+    root = saved_analysis_root()
+    return saved_folders(root) if root is not None else []
+
+
+def open_saved_analysis(data: bytes | None = None, name: str | None = None, folder: str | None = None) -> None:
+    """Open a saved analysis: an uploaded zip (``data``, ``name``) or a sub-folder of the allowed folder.
+
+    Its passages, questions, vectors, clusters, support level and settings
+    go into the session as if the analysis had just run, so nothing is
+    embedded again. Raises InputError for a folder or zip that is not a
+    complete saved analysis.
+    """
+    from coverage_core import saved_analysis
+    from coverage_core.errors import InputError
+    from coverage_core.types import DocumentSet
+
+    if data is not None:
+        saved = saved_analysis.load_analysis(data, name or "the zip file")
+        signature = engine.digest("zip", name, data)
+    else:
+        root = saved_analysis_root()
+        if root is None or folder is None:
+            raise InputError("No folder of saved analyses is set up on this server.")
+        saved = saved_analysis.load_analysis(saved_analysis.saved_folder(root, folder), folder)
+        signature = engine.digest("folder", folder, saved.manifest.get("created"))
+    corpus = saved.corpus
+    fingerprint = engine.corpus_fingerprint(corpus)
+    state.clear_derived()
+    state.drop(state.DOCUMENTS, *state.SETTINGS_WIDGETS, state.W_QUESTION_COLUMN, state.COLUMN_ERROR,
+               state.VECTOR_UPLOAD)
+    settings = engine.saved_settings(saved, state.settings())
+    state.put(state.SETTINGS, settings)
+    set_documents(
+        DocumentSet(list(corpus.documents), []), [d.name for d in corpus.documents], "saved",
+        passages=corpus, chunking=saved.chunking, fingerprint=fingerprint,
+    )
+    questions = saved.questions
+    file_name = (saved.manifest.get("question_file") or {}).get("name") or "questions.csv"
+    table = questions.frame.to_csv(index=False, sep=questions.delimiter).encode("utf-8")
+    state.put(state.QUESTION_FILE, state.QuestionFile(file_name, table, "saved"))
+    state.put(state.QUESTIONS, questions)
+    state.put(state.QUESTION_COLUMN, questions.question_column)
+    corpus_key = engine.embedded_corpus_key(fingerprint, settings, saved.chunking)
+    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
+    state.put_stage(state.CORPUS, corpus_key, corpus)
+    state.put_stage(state.QUESTION_VECTORS, question_key, (questions, saved.question_embedding))
+    state.put(state.TUNING, engine.saved_tuning(saved, corpus_key, settings))
+    state.put(state.SAVED_OPENED, signature)
+    _inputs_changed()
 
 
 def set_question_file(name: str, data: bytes, source: str = "upload", column: str | None = None):
@@ -150,26 +269,33 @@ def table_columns(file: state.QuestionFile) -> list[str]:
 
 
 def chunks() -> list:
-    """Chunks at the current settings (for cost estimates; nothing is embedded)."""
+    """Chunks at the current settings (for cost estimates; nothing is embedded); the passages as they came with vectors."""
     documents = state.documents()
     if documents is None:
         return []
+    if documents.embedded:
+        return list(documents.passages.chunks)
     return engine.pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()))
 
 
 def chunk_texts() -> list[str]:
-    """Chunk texts at the current settings (for cost estimates; nothing is embedded)."""
+    """Chunk texts at the current settings (for cost estimates; nothing is embedded); none for passages with vectors."""
+    documents = state.documents()
+    if documents is not None and documents.embedded:
+        return []
     return [chunk.text for chunk in chunks()]
 
 
-def calibration_cost(model: str, table, chunk_list: Sequence | None = None):
+def calibration_cost(model: str, table, chunk_list: Sequence | None = None, counted: Sequence[str] = ()):
     """What running with the current settings would send to calibrate the support level.
 
     A :class:`coverage_core.costs.CalibrationCost` of the texts not in the
     embedding cache, or None when nothing would be calibrated: the user set
     the support level, or it is already known for these documents, chunking,
     model and seed. ``chunk_list`` is :func:`chunks` when the caller has it
-    already. Raises CoverageError for settings the core rejects.
+    already; ``counted`` are texts the caller's estimate already counts (a
+    probe sentence that is also a passage is not charged twice). Raises
+    CoverageError for settings the core rejects.
     """
     from coverage_core import costs
 
@@ -179,7 +305,7 @@ def calibration_cost(model: str, table, chunk_list: Sequence | None = None):
         return None
     return costs.estimate_calibration_cost(
         chunks() if chunk_list is None else chunk_list, settings.provider, model, table,
-        random_state=settings.seed, uncached=uncached_texts,
+        random_state=settings.seed, uncached=uncached_texts, counted=counted,
     )
 
 
@@ -187,6 +313,10 @@ def uncached_texts(texts: Sequence[str]) -> list[str]:
     """The distinct texts the current embedder would really send (not in the disk cache)."""
     from coverage_core.embeddings.cache import uncached_texts as not_in_cache
 
+    documents = state.documents()
+    if documents is not None and documents.embedded:  # passages that came with vectors are never sent
+        passages = {chunk.text for chunk in documents.passages.chunks}
+        texts = [text for text in texts if text not in passages]
     try:
         model = embedder()
     except CoverageError:
@@ -211,8 +341,18 @@ def chunk_counts() -> dict[str, int]:
     documents = state.documents()
     if documents is None:
         return {}
+    if documents.embedded:
+        key = engine.StageKey.of(documents.fingerprint, chunking=None)
+        return state.memo(state.CHUNK_COUNTS, key, lambda: _passage_counts(documents.passages.chunks))
     key = engine.StageKey.of(documents.fingerprint, chunking=engine.chunking_config(state.settings()))
     return state.memo(state.CHUNK_COUNTS, key, lambda: engine.chunk_counts(documents.documents, key.chunking))
+
+
+def _passage_counts(passages) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for chunk in passages:
+        counts[chunk.document] = counts.get(chunk.document, 0) + 1
+    return counts
 
 
 def read_question_file(column: str | None):
@@ -259,10 +399,11 @@ def wanted_keys() -> tuple[engine.StageKey, engine.StageKey] | None:
         return None
     settings = state.settings()
     try:
-        return (
-            engine.corpus_key(docs.fingerprint, settings),
-            engine.question_key(engine.questions_fingerprint(questions), settings),
-        )
+        if docs.embedded:
+            corpus = engine.embedded_corpus_key(docs.fingerprint, settings, docs.chunking)
+        else:
+            corpus = engine.corpus_key(docs.fingerprint, settings)
+        return corpus, engine.question_key(engine.questions_fingerprint(questions), settings)
     except CoverageError:  # settings the core rejects (the Configure page says why)
         return None
 
@@ -305,11 +446,18 @@ def run_embedding() -> engine.EmbeddedInputs | None:
                 status.update(label=text)
 
             def embed_corpus():
+                if docs.embedded:  # the vectors came with the passages: check they are this model's
+                    status.update(label="Checking the vectors against the embedding model…")
+                    engine.check_passage_vectors(docs.passages, corpus_key.embedding, model, questions, cache)
+                    return docs.passages
                 status.update(label="Embedding the passages…")
                 return engine.pipeline.embed_corpus(docs.documents, corpus_key.chunking, model, cache, report)
 
             corpus = state.memo(state.CORPUS, corpus_key, embed_corpus)
-            st.write(engine.embedded_sentence("passages", corpus.embedded))
+            if docs.embedded:
+                st.write(f"Took the {len(corpus.chunks):,} passages with their vectors ({corpus.vectors.shape[1]} dimensions).")
+            else:
+                st.write(engine.embedded_sentence("passages", corpus.embedded))
 
             def embed_questions():
                 status.update(label="Embedding the questions…")

@@ -31,6 +31,12 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple(
             r"With \1 questions, each question's neighbourhood score compares it with the \2 others "
             "(a reported score only: it does not decide what is off-topic).",
         ),
+        # coverage_core/vector_store.py: the dashboard finds the columns by name only
+        (r"; name the (text|vector|document|page) column, one of: ",
+         r"; give that column one of these names in your file. Its columns: "),
+        (r"; name the column that holds the embeddings\.",
+         "; give the column that holds the embeddings one of the names listed above the uploader."),
+        (r"; name the model that made them\.", "; choose the model that made them on the Configure page."),
         # coverage_core/retrieval.py
         (r"^k = (\d+) is more than the (\d+) chunks, so k = (\d+) was used\.",
          r"You asked for \1 chunks per question, but there are only \2, so \3 were used."),

@@ -23,6 +23,10 @@ from ui import flow, state, widgets
 _RUN = threading.local()
 
 
+# How the documents came, after their count ("" for an upload of documents).
+_ORIGINS = {"example": " (example)", "vectors": " (passages with vectors)", "saved": " (saved analysis)"}
+
+
 def _reset() -> None:
     for key in list(st.session_state.keys()):
         del st.session_state[key]
@@ -37,7 +41,7 @@ def lines() -> list[str]:
     if documents is None:
         said.append("Documents: none yet")
     else:
-        said.append(f"Documents: {len(documents.documents)} readable" + (" (example)" if documents.source == "example" else ""))
+        said.append(f"Documents: {len(documents.documents)} readable" + _ORIGINS.get(documents.source, ""))
     if questions is None:
         said.append("Questions: none yet")
     else:

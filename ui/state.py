@@ -9,7 +9,8 @@ and nothing here is ever written to disk, exported or logged):
 ========================  =====================================================
 key                       value
 ========================  =====================================================
-``DOCUMENTS``             :class:`LoadedDocuments` — readable documents + warnings
+``DOCUMENTS``             :class:`LoadedDocuments` — readable documents + warnings (or the
+                          passages of a vector file or a saved analysis, with their vectors)
 ``QUESTION_FILE``         :class:`QuestionFile` — the uploaded CSV's name and bytes
 ``QUESTION_COLUMN``       the question column the user chose (None: detected)
 ``QUESTIONS``             :class:`~coverage_core.types.QuestionSet` read with it
@@ -41,6 +42,8 @@ key                       value
 ``DIMENSION_SWEEP``       :class:`Stage` of the dimension sweep table
 ``MDS``                   :class:`Stage` of the MDS map points
 ``SUBQUESTIONS``          :class:`Stage` of the sub-question coverage result
+``VECTOR_UPLOAD``         (signature, error or None) of the vector file last read
+``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
 ========================  =====================================================
 
 The two secrets are kept apart from :class:`Settings` on purpose: settings
@@ -96,6 +99,8 @@ CHUNKING_COMPARISON = "chunking_comparison"
 DIMENSION_SWEEP = "dimension_sweep"
 MDS = "mds"
 SUBQUESTIONS = "subquestions"
+VECTOR_UPLOAD = "vector_upload"
+SAVED_OPENED = "saved_opened"
 
 # ------------------------------------------------------------- widget keys
 W_DOC_UPLOADER = "w_doc_uploader"
@@ -103,6 +108,11 @@ W_CSV_UPLOADER = "w_csv_uploader"
 W_PDF_PASSWORD = "w_pdf_password"
 W_QUESTION_COLUMN = "w_question_column"
 W_EXAMPLE = "w_example"
+W_KNOWLEDGE_BASE = "w_knowledge_base"  # documents, a vector file, or a saved analysis
+W_VECTOR_UPLOADER = "w_vector_uploader"
+W_SAVED_UPLOADER = "w_saved_uploader"
+W_SAVED_FOLDER = "w_saved_folder"
+W_OPEN_SAVED = "w_open_saved"
 W_PROVIDER = "w_provider"
 W_MODEL = "w_model"
 W_DIMENSIONS = "w_dimensions"
@@ -168,6 +178,13 @@ W_SUB_BACKGROUND_WEIGHT = "w_sub_background_weight"
 W_SUB_FOLLOW_UP_WEIGHT = "w_sub_follow_up_weight"
 W_SUB_THRESHOLD = "w_sub_threshold"
 
+# Widgets of the analysis settings (Configure): forgotten when a saved analysis brings its own settings.
+SETTINGS_WIDGETS = (
+    W_PROVIDER, W_MODEL, W_DIMENSIONS, W_BASE_URL, W_EMBED_KEY, W_CHUNK_SIZE, W_CHUNK_OVERLAP, W_AUTO_K, W_K,
+    W_AUTO_STRICTNESS, W_STRICTNESS, W_MULTI_THRESHOLD, W_MULTI_N, W_GAP_THRESHOLD, W_AUTO_SUPPORT, W_SUPPORT,
+    W_GAP_RULE, W_TESTED_SHARE_CUT,
+)
+
 # Keys a new upload or a reset makes stale (everything computed from inputs).
 DERIVED = (
     CORPUS, QUESTION_VECTORS, TUNING, OVERRIDES, GAPS, PROJECTION,
@@ -185,13 +202,27 @@ QUESTION_DERIVED = (
 # ------------------------------------------------------------------ values
 @dataclass(frozen=True)
 class LoadedDocuments:
-    """The readable documents, the warnings about the rest, and what was read."""
+    """The readable documents, the warnings about the rest, and what was read.
+
+    ``source`` is "upload", "example", "vectors" (a vector file) or "saved"
+    (a saved analysis). The last two bring their passages already embedded:
+    ``passages`` is that :class:`~coverage_core.pipeline.Corpus` (its
+    documents are rebuilt from the passages), and ``chunking`` the chunking
+    it was made with (None when unknown: a vector store chunked it).
+    """
 
     fingerprint: str
     names: tuple[str, ...]
     documents: tuple = ()
     warnings: tuple[str, ...] = ()
-    source: str = "upload"  # "upload" or "example"
+    source: str = "upload"
+    passages: Any = field(default=None, repr=False, compare=False)
+    chunking: Any = None
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the passages came with their vectors (nothing to chunk or embed)."""
+        return self.passages is not None
 
 
 @dataclass(frozen=True)

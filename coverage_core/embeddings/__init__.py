@@ -15,8 +15,10 @@ from __future__ import annotations
 from coverage_core.embeddings.base import (
     API_PROVIDERS,
     CUSTOM_KEY_VARIABLE,
+    DEFAULT_MAX_CONCURRENCY,
     Backoff,
     Embedder,
+    RequestGate,
     approximate_token_count,
     environment_key,
     key_variable,
@@ -74,6 +76,7 @@ def make_embedder(
     timeout: float | None = None,
     max_retries: int = 5,
     precision: str = "auto",
+    max_concurrency: int | None = None,
 ) -> Embedder:
     """An embedder for ``provider``; nothing is loaded or sent until first use.
 
@@ -86,14 +89,19 @@ def make_embedder(
             ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` for the provider itself,
             ``EMBEDDING_API_KEY`` for any other ``base_url`` (:func:`key_variable`).
         base_url: Other endpoint for an API provider (compatible server, proxy).
-        batch_size: Texts per request (APIs) or per cache write (local).
+        batch_size: Texts per request (APIs; None = the provider's maximum,
+            2,048 for OpenAI and 1,000 for Voyage, or 128 for a custom base
+            URL) or per cache write (local).
         timeout: Seconds per API request (default 60).
         max_retries: Retries after rate limits, timeouts and connection errors.
         precision: Local only: ``"auto"``, ``"fp32"`` or ``"bf16"``.
+        max_concurrency: APIs only: requests in flight at most; None =
+            :data:`~coverage_core.embeddings.base.DEFAULT_MAX_CONCURRENCY`.
+            The local model always embeds one batch at a time.
 
     Raises:
         InputError: unknown provider or model, unsupported ``dimensions``,
-            missing API key.
+            ``batch_size`` or ``max_concurrency``, missing API key.
     """
     name = (provider or "").strip().lower()
     if name not in PROVIDERS:
@@ -102,12 +110,19 @@ def make_embedder(
         raise InputError(f"batch_size must be at least 1, not {batch_size}.")
     if int(max_retries) < 0:
         raise InputError(f"max_retries must be 0 or more, not {max_retries}.")
+    if max_concurrency is not None and int(max_concurrency) < 1:
+        raise InputError(f"max_concurrency must be at least 1, not {max_concurrency}.")
 
     if name == "local":
         if dimensions is not None:
             raise InputError(
                 "The local model always returns its native size; dimensions applies to OpenAI "
                 "text-embedding-3 and Voyage models only."
+            )
+        if max_concurrency is not None and int(max_concurrency) != 1:
+            raise InputError(
+                "The local model embeds one batch at a time (it already uses every CPU core); "
+                "max_concurrency applies to OpenAI and Voyage only."
             )
         options = {"batch_size": int(batch_size)} if batch_size else {}
         return LocalEmbedder(model or DEFAULT_MODELS[name], precision=precision, **options)
@@ -122,6 +137,8 @@ def make_embedder(
         options["batch_size"] = int(batch_size)
     if timeout is not None:
         options["timeout"] = float(timeout)
+    if max_concurrency is not None:
+        options["max_concurrency"] = int(max_concurrency)
     embedder = OpenAIEmbedder if name == "openai" else VoyageEmbedder
     return embedder(model or DEFAULT_MODELS[name], **options)
 
@@ -132,6 +149,7 @@ __all__ = [
     "CUSTOM_KEY_VARIABLE",
     "CacheKey",
     "DEFAULT_LOCAL_MODEL",
+    "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MODELS",
     "Embedder",
     "EmbeddingCache",
@@ -140,6 +158,7 @@ __all__ = [
     "OPENAI_MODELS",
     "OpenAIEmbedder",
     "PROVIDERS",
+    "RequestGate",
     "VOYAGE_MODELS",
     "VoyageEmbedder",
     "approximate_token_count",

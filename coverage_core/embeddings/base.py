@@ -14,9 +14,11 @@ import math
 import os
 import random
 import re
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -63,20 +65,46 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def approximate_token_count(text: str) -> int:
-    """Approximate token count: ``ceil(len(text) / 4)``, at least 1.
+    """Approximate token count: ``ceil(utf8_bytes(text) / 4)``, at least 1.
 
     OpenAI and Voyage tokenizers are not available offline (tiktoken and the
-    Voyage tokenizer download their vocabularies), so API embedders use this
-    rule of thumb for English text. It is used only to flag texts that may be
-    over the model's limit and to keep request sizes reasonable.
+    Voyage tokenizer download their vocabularies), so API embedders and cost
+    estimates use this rule of thumb. For English it is the documented "about
+    4 characters per token"; counting UTF-8 bytes rather than characters keeps
+    it from undercounting other scripts several times over (a Chinese
+    character is 3 bytes and about 1 token, a Cyrillic one 2 bytes and about
+    half a token), which matters for the cost shown before a run and for
+    keeping requests under the providers' tokens-per-request caps.
     """
-    return max(1, math.ceil(len(text) / 4))
+    return max(1, math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4))
 
 
 def batches(items: list[T], size: int) -> list[list[T]]:
     """``items`` split into consecutive lists of at most ``size``."""
     size = max(1, int(size))
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def plan_batches(tokens: list[int], size: int, max_tokens: int | None) -> list[list[int]]:
+    """Positions ``0..len(tokens)-1`` split into consecutive batches for requests.
+
+    A batch holds at most ``size`` texts and at most ``max_tokens`` tokens in
+    total (None or 0: no token cap); a single text over ``max_tokens`` goes
+    alone in its own batch.
+    """
+    size = max(1, int(size))
+    plan: list[list[int]] = []
+    current: list[int] = []
+    total = 0
+    for index, cost in enumerate(tokens):
+        if current and (len(current) >= size or (max_tokens and total + cost > max_tokens)):
+            plan.append(current)
+            current, total = [], 0
+        current.append(index)
+        total += cost
+    if current:
+        plan.append(current)
+    return plan
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -199,71 +227,143 @@ def resolve_api_key(provider: str, api_key: str | None, base_url: str | None) ->
 # at 3 keeps nearly all a model can read while staying under its limit.
 INPUT_CHARS_PER_TOKEN = 3
 
+DEFAULT_MAX_CONCURRENCY = 4
+"""Requests an API embedder keeps in flight at most (``max_concurrency``).
+
+Most of a request's time is the provider computing the batch, so a few
+requests at once embed a large corpus several times faster than one after the
+other, while staying well inside the request-per-minute limits of even the
+lowest paid tiers; a rate limit lowers it for a while (:class:`RequestGate`).
+The local model always runs one batch at a time: it already uses every core."""
+
+REQUEST_TOKEN_HEADROOM = 0.5
+"""Share of a provider's tokens-per-request cap a batch fills at most, by
+:func:`approximate_token_count`. The real count of a text can be higher than
+the approximation (code, numbers and rare words split into more tokens), and
+a request over the cap is refused whole, so batches keep half the cap free."""
+
+COMPATIBLE_SERVER_BATCH_SIZE = 128
+"""Texts per request to an OpenAI-compatible server at a custom base URL, whose
+limits we cannot know (text-embeddings-inference, vLLM, Ollama, proxies); the
+providers' own endpoints get their documented maximum instead."""
+
 
 @dataclass(eq=False, repr=False)
 class RemoteEmbedder:
     """What the API providers share: settings, approximate token counts,
     batching, the retry loop and the checks on a reply.
 
-    A provider sets its ``model`` default and ``label`` (its name in
-    messages) and implements ``_check_settings()`` (model and dimensions),
+    A provider sets its ``model`` default, ``label`` (its name in
+    messages) and ``max_inputs_per_request`` (the API's cap on texts per
+    request), and implements ``_check_settings()`` (model and dimensions),
+    ``_request_token_cap()`` (the API's cap on tokens per request),
     ``_new_client(**settings)``, ``_embed_batch(texts)`` (one request, sent
     with :meth:`_request`), ``_classify(exc)`` (with the ``_*_failure``
     messages below) and ``_output_dimensions()``.
+
+    ``batch_size`` None means the provider's ``max_inputs_per_request`` (or
+    :data:`COMPATIBLE_SERVER_BATCH_SIZE` for a custom base URL), and
+    ``max_batch_tokens`` is :data:`REQUEST_TOKEN_HEADROOM` of the token cap:
+    :func:`~coverage_core.embeddings.cache.embed_texts` plans requests with
+    both and keeps up to ``max_concurrency`` of them in flight. One
+    :class:`RequestGate` per embedder is shared by all its requests, so a rate
+    limit slows every one of them.
     """
 
     model: str = ""
     dimensions: int | None = None
     api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
-    batch_size: int = 128
+    batch_size: int | None = None
     timeout: float = 60.0
     max_retries: int = 5
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     backoff: "Backoff" = field(default_factory=lambda: Backoff())
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
+    max_batch_tokens: int = field(default=0, init=False)
     _client: Any = field(default=None, init=False, repr=False)
+    _gate: "RequestGate | None" = field(default=None, init=False, repr=False)
 
     label = "The provider"  # not a field: each provider names itself
+    max_inputs_per_request = 1  # not a field: each provider sets its API's cap
 
     def __post_init__(self) -> None:
         self.base_url = (self.base_url or "").strip() or None
         self._check_settings()
+        self._check_request_settings()
         # Resolve the key now (cheap, no network) so a missing key is reported
         # before any work starts.
         self.api_key = resolve_api_key(self.provider, self.api_key, self.base_url)
+
+    def _check_request_settings(self) -> None:
+        """InputError unless ``batch_size`` and ``max_concurrency`` are usable; fills in the defaults."""
+        cap = int(self.max_inputs_per_request)
+        if self.batch_size is None:
+            own_endpoint = is_provider_endpoint(self.provider, self.base_url)
+            self.batch_size = cap if own_endpoint else min(cap, COMPATIBLE_SERVER_BATCH_SIZE)
+        if not 1 <= int(self.batch_size) <= cap:
+            raise InputError(
+                f"batch_size for {self.label} must be between 1 and {cap:,} (the most texts one request "
+                f"may hold), not {self.batch_size}."
+            )
+        self.batch_size = int(self.batch_size)
+        if int(self.max_concurrency) < 1:
+            raise InputError(f"max_concurrency must be at least 1, not {self.max_concurrency}.")
+        self.max_concurrency = int(self.max_concurrency)
+        self.max_batch_tokens = int(self._request_token_cap() * REQUEST_TOKEN_HEADROOM)
 
     def __repr__(self) -> str:
         # Written here, not generated by dataclass: the key stays out and the
         # base URL is shown without credentials.
         return (
             f"{type(self).__name__}(model={self.model!r}, dimensions={self.dimensions!r}, "
-            f"base_url={redact_url(self.base_url)!r}, batch_size={self.batch_size!r})"
+            f"base_url={redact_url(self.base_url)!r}, batch_size={self.batch_size!r}, "
+            f"max_concurrency={self.max_concurrency!r})"
         )
+
+    def __getstate__(self) -> dict:
+        # The client (open connections) and the gate (locks) cannot be pickled,
+        # e.g. to send the embedder to a worker process; each copy makes its own.
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state["_gate"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Approximate token counts (``ceil(chars / 4)``): exact tokenizers need a download."""
         return [approximate_token_count(text) for text in texts]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit float32 vectors for ``texts``, in order, ``batch_size`` per request.
+        """Unit float32 vectors for ``texts``, in order, one request after the other.
 
-        A text far over the model's input is cut to its first
-        ``max_tokens * INPUT_CHARS_PER_TOKEN`` characters before it is sent:
-        OpenAI refuses (400) a whole batch when one input is over its limit,
-        where the local model and Voyage simply read the beginning. The cut
-        is deterministic, so the cache (keyed by the full text) stays right,
-        and callers already warn about texts over ``max_tokens``.
+        Requests hold at most ``batch_size`` texts and ``max_batch_tokens``
+        tokens (:func:`~coverage_core.embeddings.cache.embed_texts` plans the
+        same way and sends its batches concurrently). A text far over the
+        model's input is cut to its first ``max_tokens * INPUT_CHARS_PER_TOKEN``
+        characters before it is sent: OpenAI refuses (400) a whole batch when
+        one input is over its limit, where the local model and Voyage simply
+        read the beginning. The cut is deterministic, so the cache (keyed by
+        the full text) stays right, and callers already warn about texts over
+        ``max_tokens``.
         """
         limit = int(self.max_tokens) * INPUT_CHARS_PER_TOKEN
         texts = [text if len(text) <= limit else text[:limit] for text in texts]
         if not texts:
             return np.zeros((0, self._output_dimensions()), dtype=np.float32)
-        parts = [self._embed_batch(part) for part in batches(texts, self.batch_size)]
+        plan = plan_batches(self.count_tokens(texts), self.batch_size, self.max_batch_tokens)
+        parts = [self._embed_batch([texts[i] for i in batch]) for batch in plan]
         return np.concatenate(parts, axis=0)
 
     def _check_settings(self) -> None:
         """InputError unless ``model`` and ``dimensions`` are valid; may normalise them."""
+        raise NotImplementedError
+
+    def _request_token_cap(self) -> int:
+        """The API's cap on the tokens of all texts in one request."""
         raise NotImplementedError
 
     def _new_client(self, **settings: Any) -> Any:
@@ -325,10 +425,18 @@ class RemoteEmbedder:
         return Failure("bad_request", f"{self.label} refused the request ({status}): {detail}.", retryable=False)
 
     def _request(self, request: Callable[[], T]) -> T:
-        """``request()`` through :func:`call_with_retries` with this embedder's retry settings."""
+        """``request()`` through :func:`call_with_retries` with this embedder's retry settings and gate."""
         return call_with_retries(
-            request, self._classify, max_retries=self.max_retries, backoff=self.backoff, sleep=self.sleep
+            request, self._classify, max_retries=self.max_retries, backoff=self.backoff, sleep=self.sleep,
+            gate=self._get_gate(),
         )
+
+    def _get_gate(self) -> "RequestGate":
+        """The gate all requests of this embedder share, made on first use with ``max_concurrency``."""
+        with _GATE_CREATION:
+            if self._gate is None:
+                self._gate = RequestGate(self.max_concurrency)
+            return self._gate
 
     def _unit_vectors(self, embeddings, n_texts: int) -> np.ndarray:
         """The reply's embeddings as unit float32 rows; ProviderError unless there is one per text."""
@@ -360,6 +468,100 @@ class Backoff:
         return min(base * (1.0 + self.jitter * random.random()), self.maximum)
 
 
+_GATE_CREATION = threading.Lock()  # so concurrent first requests share one gate
+
+
+class RequestGate:
+    """What the concurrent requests of one embedder share: a cap on requests in
+    flight and a common pause after a rate limit.
+
+    A 429 pauses *every* request of the embedder until the wait it asked for
+    (``Retry-After``, or the backoff) is over, not only the one that got it,
+    and halves the cap; each run of ``limit`` successes raises the cap by one
+    again, up to ``max_concurrency`` (additive increase, multiplicative
+    decrease). N requests in flight therefore back off together instead of
+    hammering the limit from N independent retry loops.
+
+    Attributes:
+        max_concurrency: The cap when nothing is rate limited.
+        limit: The cap now.
+        peak_in_flight: The most requests that were in flight at once.
+    """
+
+    def __init__(self, max_concurrency: int, clock: Callable[[], float] = time.monotonic):
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.limit = self.max_concurrency
+        self.peak_in_flight = 0
+        self._clock = clock
+        self._condition = threading.Condition()
+        self._in_flight = 0
+        self._resume_at = -math.inf
+        self._successes = 0
+        self._epoch = 0  # rate limits so far; tickets of older requests do not raise the cap
+
+    def __repr__(self) -> str:
+        return f"RequestGate(max_concurrency={self.max_concurrency}, limit={self.limit})"
+
+    def wait_out_pause(self, sleep: Callable[[float], None], served: float = -math.inf) -> float:
+        """Sleep (with ``sleep``) until the shared pause is over; return at once when there is none.
+
+        Returns the end of the pause slept, to pass back as ``served``: a pause
+        is slept once even when ``sleep`` returns early (tests pass a fake),
+        and again only if a new rate limit extended it meanwhile.
+        """
+        while True:
+            with self._condition:
+                resume_at = self._resume_at
+            remaining = resume_at - self._clock()
+            if resume_at <= served or remaining <= 0:
+                return served
+            sleep(remaining)
+            served = resume_at
+
+    @contextmanager
+    def slot(self, sleep: Callable[[float], None]) -> Iterator[int]:
+        """Hold one of the ``limit`` request slots, after the shared pause; yields a ticket for :meth:`succeeded`."""
+        served = self.wait_out_pause(sleep)
+        with self._condition:
+            while self._in_flight >= self.limit:
+                self._condition.wait()
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        try:
+            # A rate limit may have come while this request waited for its slot.
+            self.wait_out_pause(sleep, served)
+            with self._condition:
+                ticket = self._epoch
+            yield ticket
+        finally:
+            with self._condition:
+                self._in_flight -= 1
+                self._condition.notify_all()
+
+    def rate_limited(self, delay: float) -> None:
+        """A request was rate limited: pause everyone for ``delay`` seconds and halve the cap."""
+        with self._condition:
+            self._resume_at = max(self._resume_at, self._clock() + max(0.0, float(delay)))
+            self.limit = max(1, self.limit // 2)
+            self._successes = 0
+            self._epoch += 1
+
+    def succeeded(self, ticket: int) -> None:
+        """A request holding ``ticket`` succeeded: after ``limit`` successes in a row, allow one more in flight.
+
+        Requests sent before the last rate limit do not count: their success
+        says nothing about the rate the provider accepts now.
+        """
+        with self._condition:
+            if ticket != self._epoch:
+                return
+            self._successes += 1
+            if self._successes >= self.limit and self.limit < self.max_concurrency:
+                self.limit += 1
+                self._successes = 0
+                self._condition.notify_all()
+
+
 @dataclass(frozen=True)
 class Failure:
     """A provider exception translated for the retry loop and for users."""
@@ -388,6 +590,7 @@ def call_with_retries(
     max_retries: int,
     backoff: Backoff,
     sleep: Callable[[float], None] = time.sleep,
+    gate: RequestGate | None = None,
 ) -> T:
     """Run ``request``; retry retryable failures up to ``max_retries`` times.
 
@@ -396,11 +599,20 @@ def call_with_retries(
     Non-retryable failures (auth, bad request) raise at once so a wrong key
     never causes a storm of requests. The original exception is not chained:
     provider exceptions carry the HTTP request, whose headers hold the key.
+
+    With a ``gate``, each attempt holds one of its slots, and a rate limit's
+    wait is the gate's shared pause (every request sharing the gate waits it
+    out) instead of a sleep of this request alone.
     """
     attempt = 0
     while True:
         try:
-            return request()
+            if gate is None:
+                return request()
+            with gate.slot(sleep) as ticket:
+                result = request()
+            gate.succeeded(ticket)
+            return result
         except Exception as exc:  # noqa: BLE001 - narrowed by classify below
             failure = classify(exc)
             if failure is None:
@@ -411,5 +623,9 @@ def call_with_retries(
             else:
                 message = failure.message
             raise ProviderError(message, failure.kind) from None
-        sleep(backoff.delay(attempt, failure.retry_after))
+        delay = backoff.delay(attempt, failure.retry_after)
+        if gate is not None and failure.kind == "rate_limit":
+            gate.rate_limited(delay)  # the next attempt's slot() sleeps it out, as does every other request's
+        else:
+            sleep(delay)
         attempt += 1

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +27,11 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from coverage_core.embeddings.base import Embedder, batches, normalize_rows
+from coverage_core.embeddings.base import Embedder, batches, normalize_rows, plan_batches
 from coverage_core.errors import InputError
 
 CACHE_FILE_NAME = "embeddings.sqlite3"
+_FIRST_USE = threading.Lock()
 # SQLite's default limit on "?" parameters is 32766 in recent versions but
 # 999 in old builds; stay well under both.
 _LOOKUP_CHUNK = 500
@@ -135,6 +138,14 @@ class EmbeddingCache:
 
     def _connect(self) -> sqlite3.Connection:
         """A fresh connection (one per operation, so any thread may call us)."""
+        if not self._ready:
+            # Threads starting on a new file at once would race to create it: one could see it
+            # still empty (a false "was an empty file" warning) or be refused the switch to WAL.
+            with _FIRST_USE:
+                return self._open()
+        return self._open()
+
+    def _open(self) -> sqlite3.Connection:
         if not self._ready:
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -253,21 +264,57 @@ def uncached_texts(texts: Sequence[str], embedder: Embedder, cache: EmbeddingCac
     return [text for text, digest in zip(unique, digests) if digest not in known]
 
 
-def _plan_batches(indices: list[int], tokens: list[int], size: int, max_tokens: int | None) -> list[list[int]]:
-    """Consecutive batches of at most ``size`` texts and about ``max_tokens`` tokens."""
-    plan: list[list[int]] = []
-    current: list[int] = []
-    total = 0
-    for index in indices:
-        cost = tokens[index]
-        if current and (len(current) >= size or (max_tokens and total + cost > max_tokens)):
-            plan.append(current)
-            current, total = [], 0
-        current.append(index)
-        total += cost
-    if current:
-        plan.append(current)
-    return plan
+def _completed_batches(
+    embed: Callable[[list[str]], np.ndarray], requests: list[list[str]], concurrency: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``(position, vectors)`` of each of ``requests`` as it completes, with up to ``concurrency`` in flight.
+
+    Runs in the calling thread (which therefore does the cache writes: a
+    SQLite connection must not cross threads); only ``embed`` runs in worker
+    threads. Completion order may differ from ``requests`` order. After a
+    failure no further request starts: the ones already in flight are waited
+    for and yielded, since they are paid for, and then the first failure is
+    raised. On Ctrl-C the ones already finished are yielded before it goes on.
+    """
+    if concurrency <= 1 or len(requests) <= 1:
+        for position, texts in enumerate(requests):
+            yield position, embed(texts)
+        return
+    pool = ThreadPoolExecutor(max_workers=min(concurrency, len(requests)), thread_name_prefix="embed")
+    upcoming = iter(enumerate(requests))
+    in_flight: dict[Future, int] = {}
+    failure: BaseException | None = None
+
+    def start_next() -> bool:
+        position, texts = next(upcoming, (None, None))
+        if position is None:
+            return False
+        in_flight[pool.submit(embed, texts)] = position
+        return True
+
+    try:
+        while len(in_flight) < concurrency and start_next():
+            pass
+        while in_flight:
+            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=in_flight.__getitem__):
+                position = in_flight.pop(future)
+                error = future.exception()
+                if error is not None:
+                    failure = failure or error
+                    continue
+                yield position, future.result()
+            while failure is None and len(in_flight) < concurrency and start_next():
+                pass
+        if failure is not None:
+            raise failure
+    except KeyboardInterrupt:
+        for future, position in sorted(in_flight.items(), key=lambda item: item[1]):
+            if future.done() and not future.cancelled() and future.exception() is None:
+                yield position, future.result()
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def embed_texts(
@@ -280,12 +327,17 @@ def embed_texts(
 
     Each distinct text is embedded at most once. Missing texts go to the
     embedder in batches (``embedder.batch_size`` texts, and at most
-    ``embedder.max_batch_tokens`` tokens when the embedder sets it), and each
-    batch is written to the cache as soon as it returns: if a later batch
-    fails with a :class:`ProviderError`, a re-run embeds only what is left.
-    If everything is cached the embedder is never called, so its model is
-    never loaded. ``progress(done, total)`` is called after the cache lookup
-    and after every batch, counting input texts.
+    ``embedder.max_batch_tokens`` tokens when the embedder sets it), up to
+    ``embedder.max_concurrency`` batches at once (API embedders; the local
+    model has none and runs one batch at a time). Each batch is written to
+    the cache as soon as it returns, in this thread: if a batch fails with a
+    :class:`ProviderError`, no new batch starts, the ones in flight are
+    kept, and a re-run embeds only what is left. If everything is cached the
+    embedder is never called, so its model is never loaded.
+    ``progress(done, total)`` is called after the cache lookup and after
+    every batch in the order they complete, counting input texts, so
+    ``done`` only grows. The vectors come back row for row with ``texts``
+    whatever the completion order.
     """
     texts = list(texts)
     total = len(texts)
@@ -312,8 +364,12 @@ def embed_texts(
         missing_tokens = [int(t) for t in embedder.count_tokens(missing_texts)]
         size = int(getattr(embedder, "batch_size", None) or 64)
         token_cap = getattr(embedder, "max_batch_tokens", None)
-        for batch in _plan_batches(list(range(len(missing))), missing_tokens, size, token_cap):
-            vectors = normalize_rows(embedder.embed([missing_texts[i] for i in batch]))
+        plan = plan_batches(missing_tokens, size, token_cap)
+        concurrency = int(getattr(embedder, "max_concurrency", None) or 1)
+        requests = [[missing_texts[i] for i in batch] for batch in plan]
+        for position, vectors in _completed_batches(embedder.embed, requests, concurrency):
+            batch = plan[position]
+            vectors = normalize_rows(vectors)
             if len(vectors) != len(batch):
                 raise RuntimeError(f"{embedder.provider} returned {len(vectors)} vectors for {len(batch)} texts")
             items = [(missing[i], vector, missing_tokens[i]) for i, vector in zip(batch, vectors)]

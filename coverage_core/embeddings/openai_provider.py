@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from coverage_core.embeddings.base import RemoteEmbedder, Failure, parse_retry_after, redact
+from coverage_core.embeddings.base import Failure, RemoteEmbedder, parse_retry_after, redact
 from coverage_core.errors import InputError
 
 # Native output size of each model; text-embedding-3 models accept any
@@ -24,6 +24,15 @@ OPENAI_MODELS: dict[str, int] = {
 }
 OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
 OPENAI_MAX_TOKENS = 8191
+
+OPENAI_MAX_INPUTS_PER_REQUEST = 2048
+"""Texts one embeddings request may hold (the API reference of
+``POST /v1/embeddings``: the input array "must be 2048 dimensions or less")."""
+
+OPENAI_MAX_TOKENS_PER_REQUEST = 300_000
+"""Tokens one embeddings request may hold, summed over its texts (the same API
+reference: "all embedding models enforce a maximum of 300,000 tokens summed
+across all inputs in a single request")."""
 
 
 # Models trained for shortened output (Matryoshka): the API's ``dimensions``
@@ -57,19 +66,20 @@ class OpenAIEmbedder(RemoteEmbedder):
             in ``repr``, messages or the cache.
         base_url: A compatible server's URL, e.g. ``http://host:8000/v1``;
             None (or ``https://api.openai.com/v1``) is OpenAI itself.
-        batch_size: Texts per request.
+        batch_size: Texts per request, at most
+            :data:`OPENAI_MAX_INPUTS_PER_REQUEST`; None = that maximum for
+            OpenAI itself, 128 for a compatible server.
         timeout: Seconds to wait for one request.
         max_retries: Retries after rate limits, timeouts and connection errors.
+        max_concurrency: Requests in flight at most (see :class:`~coverage_core.embeddings.base.RequestGate`).
         backoff: Wait policy between retries.
     """
 
     model: str = OPENAI_DEFAULT_MODEL
     label = "OpenAI"  # not a field
+    max_inputs_per_request = OPENAI_MAX_INPUTS_PER_REQUEST  # not a field
     provider: str = field(default="openai", init=False)
     max_tokens: int = field(default=OPENAI_MAX_TOKENS, init=False)
-    # OpenAI allows 300k tokens per request; our counts are approximate, so
-    # stay far below it.
-    max_batch_tokens: int = field(default=100_000, init=False)
 
     def _check_settings(self) -> None:
         if self.model not in OPENAI_MODELS and not self.base_url:
@@ -85,6 +95,9 @@ class OpenAIEmbedder(RemoteEmbedder):
             if int(self.dimensions) < 1 or (native is not None and int(self.dimensions) > native):
                 raise InputError(f"dimensions for {self.model} must be between 1 and {native}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
+
+    def _request_token_cap(self) -> int:
+        return OPENAI_MAX_TOKENS_PER_REQUEST
 
     def _new_client(self, **settings: Any):
         import openai

@@ -11,8 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from coverage_core.embeddings.base import RemoteEmbedder, Failure, parse_retry_after, redact
+from coverage_core.embeddings.base import Failure, RemoteEmbedder, parse_retry_after, redact
 from coverage_core.errors import InputError
+
+
+VOYAGE_MAX_INPUTS_PER_REQUEST = 1000
+"""Texts one embeddings request may hold ("The maximum length of the list is
+1,000": docs.voyageai.com/reference/embeddings-api)."""
 
 
 @dataclass(frozen=True)
@@ -21,23 +26,29 @@ class VoyageModel:
 
     native_dimensions: int
     max_tokens: int
+    # Tokens one request may hold, summed over its texts.
+    request_tokens: int
     # Values accepted as ``output_dimension``; empty = fixed size.
     dimensions: tuple[int, ...] = ()
 
 
 _FLEXIBLE = (256, 512, 1024, 2048)
-# From Voyage's model table (docs.voyageai.com/docs/embeddings); the client
-# library itself carries no list of hosted models.
+# From Voyage's model table (docs.voyageai.com/docs/embeddings) and the
+# per-request token caps of its API reference (docs.voyageai.com/reference/
+# embeddings-api: 1M for the -lite models, 320K for voyage-4, voyage-3.5 and
+# voyage-3, 120K for the -large and code models; voyage-3 and voyage-3-lite
+# are from the earlier edition of that page). The client library itself
+# carries no list of hosted models.
 VOYAGE_MODELS: dict[str, VoyageModel] = {
-    "voyage-3.5": VoyageModel(1024, 32_000, _FLEXIBLE),
-    "voyage-3.5-lite": VoyageModel(1024, 32_000, _FLEXIBLE),
-    "voyage-3-large": VoyageModel(1024, 32_000, _FLEXIBLE),
-    "voyage-3": VoyageModel(1024, 32_000),
-    "voyage-3-lite": VoyageModel(512, 32_000),
-    "voyage-code-3": VoyageModel(1024, 32_000, _FLEXIBLE),
-    "voyage-4": VoyageModel(1024, 32_000, _FLEXIBLE),
-    "voyage-4-lite": VoyageModel(1024, 32_000, _FLEXIBLE),
-    "voyage-4-large": VoyageModel(1024, 32_000, _FLEXIBLE),
+    "voyage-3.5": VoyageModel(1024, 32_000, 320_000, _FLEXIBLE),
+    "voyage-3.5-lite": VoyageModel(1024, 32_000, 1_000_000, _FLEXIBLE),
+    "voyage-3-large": VoyageModel(1024, 32_000, 120_000, _FLEXIBLE),
+    "voyage-3": VoyageModel(1024, 32_000, 320_000),
+    "voyage-3-lite": VoyageModel(512, 32_000, 1_000_000),
+    "voyage-code-3": VoyageModel(1024, 32_000, 120_000, _FLEXIBLE),
+    "voyage-4": VoyageModel(1024, 32_000, 320_000, _FLEXIBLE),
+    "voyage-4-lite": VoyageModel(1024, 32_000, 1_000_000, _FLEXIBLE),
+    "voyage-4-large": VoyageModel(1024, 32_000, 120_000, _FLEXIBLE),
 }
 VOYAGE_DEFAULT_MODEL = "voyage-3.5"
 
@@ -60,9 +71,12 @@ class VoyageEmbedder(RemoteEmbedder):
             :func:`~coverage_core.embeddings.base.key_variable`). Never shown
             in ``repr``, messages or the cache.
         base_url: Another endpoint (e.g. a proxy); None = Voyage's default.
-        batch_size: Texts per request (the API allows up to 1000).
+        batch_size: Texts per request, at most
+            :data:`VOYAGE_MAX_INPUTS_PER_REQUEST`; None = that maximum for
+            Voyage itself, 128 for another base URL.
         timeout: Seconds to wait for one request.
         max_retries: Retries after rate limits, timeouts and connection errors.
+        max_concurrency: Requests in flight at most (see :class:`~coverage_core.embeddings.base.RequestGate`).
         backoff: Wait policy between retries.
         input_type: ``"document"`` (default; fine for chunks and questions
             alike in a coverage comparison), ``"query"`` or None.
@@ -70,12 +84,10 @@ class VoyageEmbedder(RemoteEmbedder):
 
     model: str = VOYAGE_DEFAULT_MODEL
     label = "Voyage"  # not a field
+    max_inputs_per_request = VOYAGE_MAX_INPUTS_PER_REQUEST  # not a field
     input_type: str | None = "document"
     provider: str = field(default="voyage", init=False)
     max_tokens: int = field(default=32_000, init=False)
-    # Voyage caps a request at 120k-1M tokens depending on the model; our
-    # counts are approximate, so stay well below the smallest cap.
-    max_batch_tokens: int = field(default=60_000, init=False)
 
     def _check_settings(self) -> None:
         spec = VOYAGE_MODELS.get(self.model)
@@ -93,6 +105,9 @@ class VoyageEmbedder(RemoteEmbedder):
                 allowed = ", ".join(map(str, spec.dimensions))
                 raise InputError(f"dimensions for {self.model} must be one of {allowed}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
+
+    def _request_token_cap(self) -> int:
+        return VOYAGE_MODELS[self.model].request_tokens
 
     def _new_client(self, **settings: Any):
         import voyageai

@@ -1,0 +1,473 @@
+"""An analysis saved to a folder, to explore later without embedding anything again.
+
+:func:`save_analysis` writes the expensive part of an
+:class:`~coverage_core.pipeline.Analysis`; :func:`load_analysis` reads it back
+from the folder or from a zip of it. The folder holds:
+
+=====================  ============================================================
+file                   content
+=====================  ============================================================
+``manifest.json``      format and schema version, creation time, provider, model,
+                       dimensions, chunking (null for passages read from a vector
+                       store), the analysis settings, row counts; never an API key
+``chunks.parquet``     one row per passage: document, text, start, end, page,
+                       cluster, vector
+``documents.parquet``  one row per document: name, text, page spans
+``questions.parquet``  one row per question: file row, text, token count, vector
+``question_file.parquet``  the question file as read (every column, as text)
+``clusters.parquet``   one row per cluster: number, centre (unit vector)
+``calibration.json``   the support level τ and how it was found
+``report.json``        the JSON report of the analysis (``coverage_core.report``)
+=====================  ============================================================
+
+The manifest is written last, so a folder whose writing was interrupted has
+none and is refused as a whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from coverage_core.errors import InputError
+
+SCHEMA_VERSION = 1
+"""Version of the folder layout; :func:`load_analysis` reads only this one."""
+FORMAT = "coverage-core saved analysis"
+"""The manifest's ``format``: tells a saved analysis from any other JSON."""
+MANIFEST = "manifest.json"
+CHUNKS, DOCUMENTS, QUESTIONS = "chunks.parquet", "documents.parquet", "questions.parquet"
+QUESTION_FILE, CLUSTERS = "question_file.parquet", "clusters.parquet"
+CALIBRATION, REPORT = "calibration.json", "report.json"
+FILES = (CHUNKS, DOCUMENTS, QUESTIONS, QUESTION_FILE, CLUSTERS, CALIBRATION, REPORT)
+"""Every file besides the manifest, in the order they are written."""
+MAX_UNPACKED_BYTES = 4 * 1024**3
+"""Largest total a zip of a saved analysis may unpack to: a zip bomb is refused before it is read."""
+SAVED_ANALYSES_VARIABLE = "COVERAGE_CORE_SAVED_ANALYSES"
+"""Environment variable naming the folder whose sub-folders the dashboard offers to open."""
+
+
+@dataclass
+class SavedAnalysis:
+    """What :func:`load_analysis` read: the inputs of :func:`coverage_core.pipeline.measure`, and the files' extras.
+
+    ``chunking`` is None when the passages came from a vector store (they
+    cannot be chunked again); ``report`` is the saved JSON report.
+    """
+
+    manifest: dict
+    config: Any  # pipeline.AnalysisConfig
+    corpus: Any  # pipeline.Corpus
+    questions: Any  # types.QuestionSet
+    question_embedding: Any  # pipeline.EmbeddedTexts
+    clustering: Any  # pipeline.Clustering
+    calibration: Any  # calibration.Calibration
+    report: dict = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def chunking(self):
+        from coverage_core.chunking import ChunkingConfig
+
+        chunking = self.manifest.get("chunking")
+        return None if chunking is None else ChunkingConfig(**chunking)
+
+    @property
+    def from_vectors(self) -> bool:
+        return self.manifest.get("passages") == "vectors"
+
+    def analysis(self):
+        """The analysis again from the saved vectors, clusters and τ (nothing is embedded; offline gap drafts)."""
+        from coverage_core import pipeline
+
+        measured = pipeline.measure(
+            self.config, self.corpus, self.questions, self.question_embedding, self.clustering,
+            calibration=self.calibration,
+        )
+        return pipeline.find_gaps(measured)
+
+
+# --------------------------------------------------------------------------
+# saving
+# --------------------------------------------------------------------------
+
+
+def save_analysis(
+    analysis, directory: str | Path, *, report: dict | None = None, inputs: dict | None = None,
+    from_vectors: bool = False, question_file_name: str | None = None,
+) -> Path:
+    """Write ``analysis`` to ``directory`` (created if missing); returns the folder.
+
+    ``report`` is the JSON report to keep (built from ``analysis`` and
+    ``inputs`` when None). ``from_vectors`` says the passages came from a
+    vector store, so the manifest records no chunking. A folder that holds
+    other files and no manifest is refused, so nothing of the user's is
+    overwritten; a saved analysis in it is replaced.
+    """
+    from coverage_core.embeddings import DEFAULT_MODELS, redact_url
+    from coverage_core.report import build_report
+
+    folder = check_folder(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MANIFEST).unlink(missing_ok=True)  # the folder is not a complete saved analysis until the end
+
+    corpus, questions, embedding = analysis.corpus, analysis.questions, analysis.question_embedding
+    config = analysis.config
+    chunks = corpus.chunks
+    _write_parquet(folder / CHUNKS, {
+        "document": [c.document for c in chunks], "text": [c.text for c in chunks],
+        "start": np.array([c.start for c in chunks], dtype=np.int64),
+        "end": np.array([c.end for c in chunks], dtype=np.int64),
+        "page": pd.array([c.page for c in chunks], dtype="Int64"),
+        "cluster": np.asarray(analysis.clustering.labels, dtype=np.int64),
+    }, corpus.vectors)
+    _write_parquet(folder / DOCUMENTS, {
+        "name": [d.name for d in corpus.documents], "text": [d.text for d in corpus.documents],
+        "pages": [[[s.page, s.start, s.end] for s in d.pages] for d in corpus.documents],
+    })
+    counts = embedding.token_counts
+    _write_parquet(folder / QUESTIONS, {
+        "row": np.asarray(questions.rows, dtype=np.int64), "text": list(questions.texts),
+        "token_count": pd.array(list(counts) if counts is not None else [None] * len(questions.questions), dtype="Int64"),
+    }, embedding.vectors)
+    frame = questions.frame.copy()
+    frame.columns = [str(column) for column in frame.columns]
+    _write_frame(folder / QUESTION_FILE, frame.astype(object).where(frame.notna(), None))
+    _write_parquet(folder / CLUSTERS, {
+        "cluster": np.arange(len(analysis.clustering.centroids), dtype=np.int64)}, analysis.clustering.centroids)
+    _write_json(folder / CALIBRATION, analysis.calibration.to_dict())
+    _write_json(folder / REPORT, report if report is not None else build_report(analysis, inputs))
+
+    provider = config.embedding.provider
+    manifest = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "provider": provider,
+        "model": config.embedding.model or DEFAULT_MODELS.get(provider),
+        "dimensions": int(corpus.vectors.shape[1]),
+        "base_url": redact_url(config.embedding.base_url),
+        "passages": "vectors" if from_vectors else "documents",
+        "chunking": None if from_vectors else dataclasses.asdict(config.chunking),
+        "config": config.to_dict(),
+        "counts": {
+            "documents": len(corpus.documents), "chunks": len(chunks), "questions": len(questions.questions),
+            "question_file_rows": len(frame), "clusters": int(len(analysis.clustering.centroids)),
+        },
+        "question_file": {
+            "name": question_file_name, "question_column": questions.question_column, "n_blank": questions.n_blank,
+            "duplicates": [[int(row), int(of)] for row, of in questions.duplicates.items()],
+            "encoding": questions.encoding, "delimiter": questions.delimiter,
+            "warnings": [[w.source, w.message] for w in questions.warnings],
+        },
+        "embedded": {
+            "chunks": _embedded_record(corpus.embedded),
+            "questions": _embedded_record(embedding),
+        },
+        "cluster_warnings": list(analysis.clustering.warnings),
+        "inputs": inputs or {},
+    }
+    _write_json(folder / MANIFEST, manifest)
+    return folder
+
+
+def check_folder(directory: str | Path) -> Path:
+    """``directory`` as a Path if an analysis may be saved there (missing, empty, or a saved analysis); else InputError."""
+    folder = Path(directory)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder} is a file; name a folder to save the analysis in.")
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / MANIFEST).is_file():
+        raise InputError(f"The folder {folder} already holds other files; name a new or empty folder to save the analysis in.")
+    return folder
+
+
+def _embedded_record(embedded) -> dict:
+    return {"n_cached": int(embedded.n_cached), "n_embedded": int(embedded.n_embedded),
+            "n_over_limit": int(embedded.n_over_limit), "token_limit": embedded.token_limit,
+            "new_tokens": int(embedded.new_tokens)}
+
+
+def _write_parquet(path: Path, columns: dict, vectors: np.ndarray | None = None) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays = {name: pa.array(values) for name, values in columns.items()}
+    if vectors is not None:
+        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+        arrays["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
+    pq.write_table(pa.table(arrays), path)
+
+
+def _write_frame(path: Path, frame: pd.DataFrame) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({name: pa.array(frame[name].tolist(), type=pa.string()) for name in frame.columns})
+    pq.write_table(table, path)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=_plain), encoding="utf-8")
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def zip_folder(directory: str | Path) -> bytes:
+    """A saved analysis folder as zip bytes (its files at the zip's top level), for a download."""
+    folder = Path(directory)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in (*FILES, MANIFEST):
+            archive.write(folder / name, name)
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------
+# loading
+# --------------------------------------------------------------------------
+
+
+def load_analysis(source: str | Path | bytes, name: str | None = None) -> SavedAnalysis:
+    """A saved analysis from its folder, a zip file of it, or a zip's bytes (``name`` names it in messages).
+
+    Every file is checked: the manifest's format and schema version, each
+    file present and readable, row counts as the manifest says, vectors of
+    one size. Raises :class:`InputError` with one sentence saying what is
+    wrong and what to do.
+    """
+    read, label = _reader(source, name)
+    manifest = _manifest(read, label)
+    return _load(read, label, manifest)
+
+
+def _reader(source, name: str | None) -> tuple[Callable[[str], bytes], str]:
+    """A function giving each file's bytes (InputError when it is missing), and the source's name."""
+    if isinstance(source, (bytes, bytearray)):
+        return _zip_reader(io.BytesIO(source), name or "the zip file"), name or "the zip file"
+    path = Path(source)
+    label = name or path.name
+    if path.is_dir():
+        def read(file: str) -> bytes:
+            target = path / file
+            if not target.is_file():
+                raise _missing(label, file)
+            return target.read_bytes()
+        return read, label
+    if path.is_file() and zipfile.is_zipfile(path):
+        return _zip_reader(path, label), label
+    if not path.exists():
+        raise InputError(f"{label} does not exist; choose a folder (or a zip of one) that an analysis was saved to.")
+    raise InputError(f"{label} is neither a folder nor a zip file; choose a folder (or a zip of one) that an analysis was saved to.")
+
+
+def _zip_reader(source, label: str) -> Callable[[str], bytes]:
+    try:
+        archive = zipfile.ZipFile(source)
+        members = {info.filename: info for info in archive.infolist() if not info.is_dir()}
+    except (zipfile.BadZipFile, OSError, EOFError):
+        raise InputError(f"{label} is not a readable zip file; zip the saved analysis folder again.") from None
+    if sum(info.file_size for info in members.values()) > MAX_UNPACKED_BYTES:
+        raise InputError(
+            f"{label} would unpack to more than {MAX_UNPACKED_BYTES // 1024**3} GB; open the saved folder itself instead."
+        )
+    # The files sit at the top, or in one folder (a zipped folder keeps its name).
+    prefixes = {str(PurePosixPath(n).parent) for n in members if PurePosixPath(n).name == MANIFEST}
+    prefix = "" if "." in prefixes or not prefixes else sorted(prefixes, key=len)[0] + "/"
+
+    def read(file: str) -> bytes:
+        info = members.get(prefix + file)
+        if info is None:
+            raise _missing(label, file)
+        try:
+            return archive.read(info)
+        except (zipfile.BadZipFile, OSError, EOFError, RuntimeError):
+            raise InputError(f"{file} in {label} could not be unpacked; zip the saved analysis folder again.") from None
+
+    return read
+
+
+def _missing(label: str, file: str) -> InputError:
+    if file == MANIFEST:
+        return InputError(
+            f"{label} has no {MANIFEST}, so it is not a saved analysis; choose a folder (or a zip of one) "
+            "that an analysis was saved to."
+        )
+    return InputError(f"{label} is missing {file}; save the analysis again.")
+
+
+def _manifest(read, label: str) -> dict:
+    try:
+        manifest = json.loads(read(MANIFEST).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise InputError(f"The {MANIFEST} of {label} is not valid JSON; save the analysis again.") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InputError(f"The {MANIFEST} of {label} does not describe a saved analysis; choose a folder an analysis was saved to.")
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"{label} was saved in format version {version}, but this version reads version {SCHEMA_VERSION}; "
+            "save the analysis again with this version."
+        )
+    return manifest
+
+
+def _table(read, label: str, file: str, n_rows: int, columns: tuple[str, ...]):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = read(file)  # outside the try: a missing file says so (InputError is a ValueError too)
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError):
+        raise InputError(f"{file} in {label} is not a readable Parquet file; save the analysis again.") from None
+    absent = [c for c in columns if c not in table.column_names]
+    if absent:
+        raise InputError(f"{file} in {label} lacks the column(s) {', '.join(absent)}; save the analysis again.")
+    if table.num_rows != n_rows:
+        raise InputError(
+            f"{file} in {label} has {table.num_rows} rows but the manifest says {n_rows}; the folder is incomplete "
+            "or was changed, so save the analysis again."
+        )
+    return table
+
+
+def _matrix(table, label: str, file: str, dimensions: int) -> np.ndarray:
+    """The ``vector`` column as a (rows, dimensions) float32 array, in one pass."""
+    import pyarrow as pa
+
+    column = table.column("vector").combine_chunks()
+    if (not pa.types.is_fixed_size_list(column.type) or column.type.list_size != dimensions
+            or column.null_count):
+        raise InputError(
+            f"The vectors in {file} of {label} are not all of the manifest's {dimensions} dimensions; "
+            "save the analysis again."
+        )
+    values = column.flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.float32).reshape(len(column), dimensions)
+
+
+def _load(read, label: str, manifest: dict) -> SavedAnalysis:
+    from coverage_core.calibration import Calibration
+    from coverage_core.chunking import ChunkingConfig
+    from coverage_core.gaps import GapConfig
+    from coverage_core.pipeline import AnalysisConfig, Clustering, Corpus, EmbeddedTexts, EmbeddingConfig
+    from coverage_core.types import Chunk, Document, IngestWarning, PageSpan, Question, QuestionSet
+
+    try:
+        counts = {key: int(manifest["counts"][key]) for key in
+                  ("documents", "chunks", "questions", "question_file_rows", "clusters")}
+        dimensions = int(manifest["dimensions"])
+        settings = dict(manifest["config"])
+        config = AnalysisConfig(
+            embedding=EmbeddingConfig(**settings.pop("embedding")),
+            chunking=ChunkingConfig(**settings.pop("chunking")),
+            gaps=GapConfig(**settings.pop("gaps")),
+            **settings,
+        )
+        asked = manifest["question_file"]
+        embedded = manifest["embedded"]
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"The {MANIFEST} of {label} is incomplete; save the analysis again.") from None
+
+    chunk_table = _table(read, label, CHUNKS, counts["chunks"], ("document", "text", "start", "end", "page", "cluster", "vector"))
+    document_table = _table(read, label, DOCUMENTS, counts["documents"], ("name", "text", "pages"))
+    question_table = _table(read, label, QUESTIONS, counts["questions"], ("row", "text", "token_count", "vector"))
+    file_table = _table(read, label, QUESTION_FILE, counts["question_file_rows"], ())
+    cluster_table = _table(read, label, CLUSTERS, counts["clusters"], ("cluster", "vector"))
+
+    documents = [
+        Document(name, text, tuple(PageSpan(*span) for span in pages or ()))
+        for name, text, pages in zip(*(document_table.column(c).to_pylist() for c in ("name", "text", "pages")))
+    ]
+    chunk_columns = {c: chunk_table.column(c).to_pylist() for c in ("document", "text", "start", "end", "page")}
+    chunks = [Chunk(*values) for values in zip(*chunk_columns.values())]
+    labels = chunk_table.column("cluster").to_numpy().astype(np.int64)
+    if len(labels) and (labels.min() < 0 or labels.max() >= counts["clusters"]):
+        raise InputError(f"The cluster numbers in {CHUNKS} of {label} do not match {CLUSTERS}; save the analysis again.")
+    chunk_vectors = _matrix(chunk_table, label, CHUNKS, dimensions)
+    question_vectors = _matrix(question_table, label, QUESTIONS, dimensions)
+    centroids = _matrix(cluster_table, label, CLUSTERS, dimensions)
+
+    frame = file_table.to_pandas().astype(object)
+    frame = frame.where(frame.notna(), None) if len(frame.columns) else frame
+    rows = question_table.column("row").to_pylist()
+    texts = question_table.column("text").to_pylist()
+    if rows and (min(rows) < 0 or max(rows) >= len(frame)):
+        raise InputError(f"The question rows in {QUESTIONS} of {label} are not rows of the question file; save the analysis again.")
+    questions = QuestionSet(
+        frame=frame, question_column=asked["question_column"],
+        questions=[Question(int(row), text) for row, text in zip(rows, texts)],
+        n_blank=int(asked.get("n_blank", 0)),
+        duplicates={int(row): int(of) for row, of in asked.get("duplicates", [])},
+        encoding=asked.get("encoding", "utf-8"), delimiter=asked.get("delimiter", ","),
+        warnings=[IngestWarning(source, message) for source, message in asked.get("warnings", [])],
+    )
+    token_counts = question_table.column("token_count").to_pandas()
+    known = token_counts.notna().all() and len(token_counts)
+    question_embedding = EmbeddedTexts(
+        question_vectors, **_embedded_counts(embedded["questions"]),
+        token_counts=token_counts.to_numpy(dtype=np.int64) if known else None,
+    )
+    corpus = Corpus(documents, chunks, EmbeddedTexts(chunk_vectors, **_embedded_counts(embedded["chunks"])))
+    clustering = Clustering(labels, centroids, list(manifest.get("cluster_warnings", [])))
+    try:
+        calibration = Calibration(**json.loads(read(CALIBRATION).decode("utf-8")))
+        report = json.loads(read(REPORT).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError):
+        raise InputError(f"The {CALIBRATION} or {REPORT} of {label} is damaged; save the analysis again.") from None
+    return SavedAnalysis(manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label)
+
+
+def _embedded_counts(record: dict) -> dict:
+    return {"n_cached": int(record.get("n_cached", 0)), "n_embedded": int(record.get("n_embedded", 0)),
+            "n_over_limit": int(record.get("n_over_limit", 0)), "token_limit": record.get("token_limit"),
+            "new_tokens": int(record.get("new_tokens", 0))}
+
+
+# --------------------------------------------------------------------------
+# the folders an operator allows
+# --------------------------------------------------------------------------
+
+
+def allowed_root(environ: dict | None = None) -> Path | None:
+    """The folder named by ``$COVERAGE_CORE_SAVED_ANALYSES`` (None when unset or not a folder)."""
+    value = (environ if environ is not None else os.environ).get(SAVED_ANALYSES_VARIABLE, "").strip()
+    if not value:
+        return None
+    root = Path(value).expanduser()
+    return root.resolve() if root.is_dir() else None
+
+
+def saved_folders(root: Path) -> list[str]:
+    """Names of the sub-folders of ``root`` holding a saved analysis, sorted; links leading outside are left out."""
+    resolved = Path(root).resolve()
+    names = []
+    for child in sorted(resolved.iterdir(), key=lambda p: p.name.casefold()):
+        if child.name.startswith(".") or not child.is_dir() or child.resolve().parent != resolved:
+            continue
+        if (child / MANIFEST).is_file():
+            names.append(child.name)
+    return names
+
+
+def saved_folder(root: Path, name: str) -> Path:
+    """The sub-folder ``name`` of ``root``; InputError unless it is one :func:`saved_folders` lists."""
+    if name not in saved_folders(root):
+        raise InputError(f"{name!r} is not one of the saved analyses offered here; choose one from the list.")
+    return Path(root).resolve() / name

@@ -1,0 +1,538 @@
+"""Production traffic: does the test set test what users actually ask?
+
+A query log (the questions a RAG application received) is the third input,
+beside the knowledge base and the test set. This module reads it, masks
+personal data, merges repeated queries and measures, weighted by how often
+each query was asked:
+
+* **tested**: some (on-topic) test question matches the query: cosine
+  similarity ≥ τ + (1 − τ) / 4 (:func:`query_match_threshold`). Two
+  questions share their form ("What is …?", "Was … born in …?"), so their
+  similarity runs higher than a question's to a passage; at τ itself a test
+  about the piano "covered" queries about the violin and the tested share
+  came out up to 0.15 above the truth on wiki-qa (``benchmarks/eval_traffic.py``);
+* **answerable**: some passage of the knowledge base reaches it, similarity
+  ≥ the questions' support level (``Calibration.question_support_threshold``,
+  the level the off-topic rule reads);
+* **topics** of the traffic (K-means weighted by count), ranked by
+  ``volume × (1 − tested share)``: most asked, least tested first;
+* **unmet demand**: frequent topics the knowledge base mostly cannot answer
+  (a gap in the documents, not in the tests);
+* **tests nobody needs**: test questions no query comes near (a drift signal);
+* **suggestions**: untested real queries, as candidate test questions with
+  origin ``"traffic"``;
+* **by week**, when the log has timestamps.
+
+Nothing here embeds: the caller passes the vectors (``pipeline.check_traffic``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
+
+from coverage_core.clustering import default_n_clusters
+from coverage_core.errors import InputError
+from coverage_core.gaps import Suggestion
+from coverage_core.ingest import read_table
+from coverage_core.topics import topic_labels
+from coverage_core.validation import find_column, listed_columns, shorten, unit_rows
+
+QUERY_COLUMN_NAMES = ("query", "queries", "question", "user_query", "search_query", "prompt", "message", "input",
+                      "text", "utterance")
+"""Column names taken for the query text, in order of preference (case and spacing ignored)."""
+
+COUNT_COLUMN_NAMES = ("count", "counts", "n", "frequency", "freq", "hits", "volume", "occurrences", "times")
+TIME_COLUMN_NAMES = ("timestamp", "time", "date", "datetime", "created_at", "created", "ts", "asked_at")
+
+MIN_TOPIC_SHARE = 0.01
+"""A traffic topic counts as *frequent* (for unmet demand) from this share of all traffic."""
+
+UNMET_ANSWERABLE_SHARE = 0.5
+"""A frequent topic is unmet demand when less than this share of its traffic is answerable."""
+
+QUERY_MATCH_FRACTION = 0.25
+"""How far from τ towards identical (1.0) a test question must be to match a query. Tuned on seeds 0-9 of
+``benchmarks/eval_traffic.py`` (worst error of the tested share 0.017; 0 gives 0.146), reported on seeds 10-19."""
+
+UNTESTED_TOPIC_SHARE = 0.5
+"""Suggestions come from topics with less than this share of their traffic tested."""
+
+N_EXAMPLES = 3
+"""Representative queries shown per topic (the most asked)."""
+
+MAX_TOPICS = 30
+"""Traffic topics at most: the default K rule (``clustering.default_n_clusters``) capped here, since query
+topics are read as a ranked list."""
+
+SUGGESTIONS_PER_TOPIC = 3
+
+TOPIC_SAMPLE = 6000
+"""Queries the topic K-means is fitted on at most (drawn with probability ∝ count); the rest are assigned
+to the nearest centre."""
+
+_BLOCK_ROWS = 2048
+"""Queries scored at a time: a (2,048 × 20,000) float32 block is 160 MB."""
+
+# Personal data masked in everything shown or exported. Phone numbers need 9+ digits so that year ranges
+# ("1914-1918") and amounts stay readable; long digit runs (account or card numbers) 7+.
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{7,}\d(?!\w)")
+_LONG_DIGITS = re.compile(r"\d{7,}")
+
+
+def query_match_threshold(support_threshold: float) -> float:
+    """The similarity at which a test question matches a traffic query: ``τ + QUERY_MATCH_FRACTION · (1 − τ)``."""
+    return float(support_threshold + QUERY_MATCH_FRACTION * (1.0 - support_threshold))
+
+
+def mask_personal_data(text: str) -> str:
+    """``text`` with e-mail addresses, phone numbers and long digit runs replaced by
+    ``[email]``, ``[phone]`` and ``[number]``."""
+    text = _EMAIL.sub("[email]", text)
+    text = _PHONE.sub(_phone_or_number, text)
+    return _LONG_DIGITS.sub("[number]", text)
+
+
+def _phone_or_number(match: re.Match) -> str:
+    found = match.group()
+    if found.isdigit():  # one unbroken run: an account or card number, masked below
+        return found
+    return "[phone]" if sum(c.isdigit() for c in found) >= 9 else found
+
+
+@dataclass(frozen=True)
+class TrafficLog:
+    """A query log with repeats merged: ``queries[i]`` (masked) was asked ``counts[i]`` times.
+
+    ``weekly`` (None without timestamps) has one row per (query, week):
+    ``query`` (index into ``queries``), ``week`` (Monday, as a date) and
+    ``count``. ``n_rows`` is the log's usable rows; ``warnings`` are plain
+    sentences about what was skipped.
+    """
+
+    name: str
+    queries: list[str]
+    counts: np.ndarray
+    n_rows: int
+    weekly: pd.DataFrame | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def n_queries(self) -> int:
+        """Queries asked in all, counting repeats."""
+        return int(self.counts.sum())
+
+    @property
+    def n_distinct(self) -> int:
+        return len(self.queries)
+
+
+def _read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, int]:
+    records, n_bad = [], 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            n_bad += 1
+            continue
+        if isinstance(record, dict):
+            records.append({str(k): v for k, v in record.items()})
+        elif isinstance(record, str):
+            records.append({"query": record})
+        else:
+            n_bad += 1
+    if not records:
+        raise InputError(f"The query log {name} has no JSON object per line; write one object such as "
+                         '{"query": "…", "count": 3} per line, or use a CSV file.')
+    return pd.DataFrame.from_records(records), n_bad
+
+
+def _is_jsonl(name: str, data: bytes) -> bool:
+    suffix = Path(name).suffix.lower()
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return True
+    return suffix not in (".csv", ".tsv", ".txt") and data.lstrip()[:1] == b"{"
+
+
+def read_traffic(
+    source: str | Path | bytes,
+    name: str | None = None,
+    *,
+    query_column: str | None = None,
+    count_column: str | None = None,
+    time_column: str | None = None,
+) -> TrafficLog:
+    """Read a query log (CSV/TSV, or JSON Lines) into a :class:`TrafficLog`.
+
+    The query column is ``query_column`` or detected (:data:`QUERY_COLUMN_NAMES`);
+    a count column (:data:`COUNT_COLUMN_NAMES`) and a timestamp column
+    (:data:`TIME_COLUMN_NAMES`) are optional. Queries are masked
+    (:func:`mask_personal_data`), then repeats merged (case and spacing
+    ignored; the first spelling is kept) with their counts summed. Blank
+    queries, unreadable counts and counts below 1 are skipped with a warning.
+    """
+    if isinstance(source, bytes):
+        name, data = name or "queries", source
+    else:
+        path = Path(source)
+        name = name or path.name
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise InputError(f"The query log {path} could not be opened ({error.strerror or error}); "
+                             "check the path.") from None
+    if not data.strip():
+        raise InputError(f"The query log {name} is empty; add one query per row.")
+    warnings: list[str] = []
+    if _is_jsonl(name, data):
+        text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+        frame, n_bad = _read_jsonl(text, name)
+        if n_bad:
+            warnings.append(f"{n_bad} line(s) of {name} are not JSON objects and were skipped.")
+        frame = frame.astype(object).where(frame.notna(), "")
+        frame = frame.map(lambda v: v if isinstance(v, str) else str(v))
+    else:
+        frame = read_table(data, name)
+    columns = [str(c) for c in frame.columns]
+    query = _column(columns, query_column, QUERY_COLUMN_NAMES, name, "query")
+    if query is None:
+        if len(columns) == 1:
+            query = columns[0]
+        else:
+            raise InputError(f"No query column found in {name} (columns: {listed_columns(columns)}); "
+                             "name it 'query' or choose the query column.")
+    count = _column(columns, count_column, COUNT_COLUMN_NAMES, name, "count")
+    when = _column(columns, time_column, TIME_COLUMN_NAMES, name, "timestamp")
+
+    texts = frame[query].astype(str).str.strip()
+    counts = pd.Series(1, index=frame.index, dtype="int64")
+    keep = texts != ""
+    if (~keep).any():
+        warnings.append(f"{int((~keep).sum())} row(s) with an empty query were skipped.")
+    if count is not None:
+        cells = frame[count].astype(str).str.replace(",", "").str.strip()
+        parsed = pd.to_numeric(cells.mask(cells == "", "1"), errors="coerce")  # no count: asked once
+        bad = keep & (parsed.isna() | (parsed < 1))
+        if bad.any():
+            warnings.append(f"{int(bad.sum())} row(s) have a '{count}' that is not a whole number of at least 1 "
+                            "and were skipped.")
+        keep &= ~bad
+        counts = parsed.fillna(0).round().astype("int64")
+    if not keep.any():
+        raise InputError(f"The query log {name} has no usable query; fill in the '{query}' column.")
+
+    masked = texts[keep].map(mask_personal_data)
+    keys = masked.str.casefold().str.split().str.join(" ")
+    codes, uniques = pd.factorize(keys, sort=False)
+    first = pd.Series(masked.to_numpy()).groupby(codes).first()
+    merged = np.bincount(codes, weights=counts[keep].to_numpy(dtype=np.float64)).astype(np.int64)
+
+    weekly = None
+    if when is not None:
+        stamps = pd.to_datetime(frame.loc[keep, when], errors="coerce", utc=True, format="mixed")
+        if stamps.isna().any():
+            warnings.append(f"{int(stamps.isna().sum())} row(s) have a '{when}' that is not a date; they count "
+                            "in the totals but not in the weekly figures.")
+        dated = stamps.notna().to_numpy()
+        if dated.any():
+            week = (stamps[dated].dt.tz_localize(None).dt.to_period("W-SUN").dt.start_time.dt.date)
+            weekly = (
+                pd.DataFrame({"query": codes[dated], "week": week.to_numpy(), "count": counts[keep].to_numpy()[dated]})
+                .groupby(["query", "week"], as_index=False)["count"].sum()
+            )
+    return TrafficLog(
+        name=name,
+        queries=first.tolist(),
+        counts=merged,
+        n_rows=int(keep.sum()),
+        weekly=weekly,
+        warnings=warnings,
+    )
+
+
+def _column(columns: list[str], wanted: str | None, names: Sequence[str], source: str, what: str) -> str | None:
+    if wanted:
+        if wanted not in columns:
+            raise InputError(f"The query log {source} has no column '{wanted}' (columns: {listed_columns(columns)}); "
+                             f"choose its {what} column from those.")
+        return wanted
+    return find_column(columns, names)
+
+
+@dataclass(frozen=True)
+class TrafficConfig:
+    """Settings of :func:`analyse_traffic`; each default is documented at its constant."""
+
+    n_topics: int | None = None
+    random_state: int = 0
+    n_examples: int = N_EXAMPLES
+    suggestions_per_topic: int = SUGGESTIONS_PER_TOPIC
+
+
+@dataclass
+class TrafficResult:
+    """What :func:`analyse_traffic` found.
+
+    ``queries`` has one row per distinct query: ``text`` (masked), ``count``,
+    ``topic``, ``best_test_similarity``, ``nearest_test`` (index into the test
+    questions), ``is_tested``, ``best_passage_similarity``, ``best_passage``
+    (chunk index) and ``is_answerable``. ``topics`` has one row per traffic
+    topic, most asked least tested first: ``topic``, ``label``, ``volume``,
+    ``share``, ``tested_share``, ``answerable_share``, ``priority``
+    (``volume × (1 − tested_share)``), ``is_unmet`` and ``examples``.
+    ``unneeded_tests`` lists test questions whose best similarity to any
+    query is below τ; ``weekly`` the tested share per week (None without
+    timestamps).
+    """
+
+    log: TrafficLog
+    support_threshold: float
+    answer_threshold: float
+    queries: pd.DataFrame
+    topics: pd.DataFrame
+    unneeded_tests: pd.DataFrame
+    weekly: pd.DataFrame | None
+    suggestions: list[Suggestion]
+
+    @property
+    def tested_share_weighted(self) -> float:
+        return _weighted(self.queries["is_tested"], self.queries["count"])
+
+    @property
+    def answerable_share_weighted(self) -> float:
+        return _weighted(self.queries["is_answerable"], self.queries["count"])
+
+    def headline(self) -> str:
+        """One sentence: how much real traffic is tested and answerable, and the topic to test first."""
+        sentence = (
+            f"Production traffic: {self.tested_share_weighted:.0%} of {self.log.n_queries:,} queries "
+            f"({self.log.n_distinct:,} distinct) are tested, {self.answerable_share_weighted:.0%} answerable"
+        )
+        untested = self.topics[self.topics["tested_share"] < UNTESTED_TOPIC_SHARE]
+        if len(untested):
+            top = untested.iloc[0]
+            sentence += f"; most asked, least tested: {top['label']} ({int(top['volume']):,} queries)"
+        return sentence + "."
+
+    @property
+    def unmet_demand(self) -> pd.DataFrame:
+        """Frequent topics the knowledge base mostly cannot answer, by volume."""
+        return self.topics[self.topics["is_unmet"]].sort_values("volume", ascending=False)
+
+    def to_dict(self) -> dict:
+        """The report's ``traffic`` section."""
+        topics = [
+            {
+                "label": row.label,
+                "volume": int(row.volume),
+                "tested_share": round(float(row.tested_share), 6),
+                "answerable_share": round(float(row.answerable_share), 6),
+                "priority": round(float(row.priority), 3),
+                "is_unmet": bool(row.is_unmet),
+                "examples": list(row.examples),
+            }
+            for row in self.topics.itertuples()
+        ]
+        section = {
+            "n_queries": self.log.n_queries,
+            "n_distinct": self.log.n_distinct,
+            "tested_share_weighted": round(self.tested_share_weighted, 6),
+            "answerable_share_weighted": round(self.answerable_share_weighted, 6),
+            "support_threshold": round(self.support_threshold, 6),
+            "match_threshold": round(query_match_threshold(self.support_threshold), 6),
+            "answer_threshold": round(self.answer_threshold, 6),
+            "topics": topics,
+            "unneeded_tests": [
+                {"question": row.question, "best_similarity": round(float(row.best_similarity), 6)}
+                for row in self.unneeded_tests.itertuples()
+            ],
+        }
+        if self.weekly is not None:
+            section["weekly"] = [
+                {"week": str(row.week), "volume": int(row.volume), "tested_share": round(float(row.tested_share), 6)}
+                for row in self.weekly.itertuples()
+            ]
+        return section
+
+
+def _weighted(flags: pd.Series, counts: pd.Series) -> float:
+    total = float(counts.sum())
+    return float((flags.to_numpy(dtype=float) * counts.to_numpy(dtype=float)).sum() / total) if total else 0.0
+
+
+def best_matches(rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best cosine similarity to any column vector, and which column, in blocks of rows.
+
+    Both inputs are unit rows; the (rows × columns) matrix is never held whole.
+    Empty ``columns`` give similarity −1 and index −1.
+    """
+    n = rows.shape[0]
+    best = np.full(n, -1.0, dtype=np.float32)
+    which = np.full(n, -1, dtype=np.int64)
+    if columns.shape[0] == 0 or n == 0:
+        return best, which
+    for start in range(0, n, _BLOCK_ROWS):
+        block = rows[start:start + _BLOCK_ROWS] @ columns.T
+        which[start:start + len(block)] = block.argmax(axis=1)
+        best[start:start + len(block)] = block[np.arange(len(block)), which[start:start + len(block)]]
+    return best, which
+
+
+def analyse_traffic(
+    log: TrafficLog,
+    query_vectors,
+    test_vectors,
+    test_texts: Sequence[str],
+    chunk_vectors,
+    *,
+    support_threshold: float,
+    answer_threshold: float,
+    chunk_texts: Sequence[str] = (),
+    chunk_documents: Sequence[str] = (),
+    chunk_labels=None,
+    config: TrafficConfig = TrafficConfig(),
+) -> TrafficResult:
+    """Compare real traffic with the test set and the knowledge base (see the module docstring).
+
+    ``query_vectors`` row ``i`` embeds ``log.queries[i]``; ``test_vectors``
+    are the on-topic test questions (``test_texts``); ``chunk_vectors`` the
+    passages. A query is tested when its best similarity to a test question
+    is ≥ :func:`query_match_threshold` of ``support_threshold`` (τ), answerable when its best similarity to a
+    passage is ≥ ``answer_threshold``. With ``chunk_texts``,
+    ``chunk_documents`` and ``chunk_labels`` the suggestions name the passage
+    that answers them and the knowledge-base topic they belong to.
+    """
+    queries = unit_rows(np.asarray(query_vectors, dtype=np.float32))
+    if queries.shape[0] != log.n_distinct:
+        raise InputError(f"There are {log.n_distinct} distinct queries but {queries.shape[0]} query vectors.")
+    tests = unit_rows(np.asarray(test_vectors, dtype=np.float32).reshape(-1, queries.shape[1]))
+    chunks = unit_rows(np.asarray(chunk_vectors, dtype=np.float32).reshape(-1, queries.shape[1]))
+    counts = np.asarray(log.counts, dtype=np.int64)
+
+    best_test, nearest_test = best_matches(queries, tests)
+    best_passage, nearest_passage = best_matches(queries, chunks)
+    topic, n_topics = _topics(queries, counts, config)
+    table = pd.DataFrame({
+        "text": log.queries,
+        "count": counts,
+        "topic": topic,
+        "best_test_similarity": best_test,
+        "nearest_test": nearest_test,
+        "is_tested": best_test >= query_match_threshold(support_threshold),
+        "best_passage_similarity": best_passage,
+        "best_passage": nearest_passage,
+        "is_answerable": best_passage >= answer_threshold,
+    })
+    topics = _topic_table(table, n_topics, config)
+    unneeded = _unneeded_tests(tests, test_texts, queries, support_threshold)
+    weekly = _weekly(log, table)
+    suggestions = _suggestions(table, topics, config, chunk_texts, chunk_documents, chunk_labels)
+    return TrafficResult(log, float(support_threshold), float(answer_threshold), table, topics, unneeded, weekly,
+                         suggestions)
+
+
+def _topics(queries: np.ndarray, counts: np.ndarray, config: TrafficConfig) -> tuple[np.ndarray, int]:
+    """Traffic topics: K-means on up to :data:`TOPIC_SAMPLE` queries drawn with probability ∝ count
+    (so topics follow volume, and 100,000 queries cost what 6,000 do), then every query to its nearest centre."""
+    n = queries.shape[0]
+    k = config.n_topics if config.n_topics is not None else min(default_n_clusters(n), MAX_TOPICS)
+    k = max(1, min(k, n))
+    if k == 1:
+        return np.zeros(n, dtype=np.int64), 1
+    rng = np.random.default_rng(config.random_state)
+    weights = counts.astype(np.float64)
+    sample = np.arange(n) if n <= TOPIC_SAMPLE else np.sort(
+        rng.choice(n, TOPIC_SAMPLE, replace=False, p=weights / weights.sum()))
+    k = min(k, len(np.unique(queries[sample].round(5), axis=0)))
+    if k <= 1:
+        return np.zeros(n, dtype=np.int64), 1
+    # K-means++ makes many small BLAS calls; threaded BLAS spins on them (see clustering.py).
+    with threadpool_limits(limits=1, user_api="blas"):
+        model = KMeans(n_clusters=k, n_init=1, max_iter=100, random_state=config.random_state)
+        model.fit(queries[sample], sample_weight=weights[sample] if n <= TOPIC_SAMPLE else None)
+    labels = np.empty(n, dtype=np.int64)
+    centres = model.cluster_centers_.astype(np.float32)
+    for start in range(0, n, _BLOCK_ROWS * 8):
+        labels[start:start + _BLOCK_ROWS * 8] = (queries[start:start + _BLOCK_ROWS * 8] @ centres.T).argmax(axis=1)
+    used, labels = np.unique(labels, return_inverse=True)
+    return labels.astype(np.int64), len(used)
+
+
+def _topic_table(table: pd.DataFrame, n_topics: int, config: TrafficConfig) -> pd.DataFrame:
+    total = float(table["count"].sum())
+    weighted = table.assign(tested=table["is_tested"] * table["count"], answerable=table["is_answerable"] * table["count"])
+    grouped = weighted.groupby("topic").agg(volume=("count", "sum"), tested=("tested", "sum"),
+                                            answerable=("answerable", "sum"))
+    grouped = grouped.reindex(range(n_topics), fill_value=0)
+    names = topic_labels(table["text"].tolist(), table["topic"].to_numpy(), n_topics)
+    examples = [
+        [shorten(t, 160, at_word=True) for t in
+         table[table["topic"] == k].sort_values("count", ascending=False, kind="stable")["text"].head(config.n_examples)]
+        for k in range(n_topics)
+    ]
+    volume = grouped["volume"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tested_share = np.where(volume > 0, grouped["tested"].to_numpy(dtype=float) / volume, 0.0)
+        answerable_share = np.where(volume > 0, grouped["answerable"].to_numpy(dtype=float) / volume, 0.0)
+    frame = pd.DataFrame({
+        "topic": np.arange(n_topics),
+        "label": [name or f"queries {k}" for k, name in enumerate(names)],
+        "volume": volume.astype(np.int64),
+        "share": volume / total if total else 0.0,
+        "tested_share": tested_share,
+        "answerable_share": answerable_share,
+        "priority": volume * (1.0 - tested_share),
+        "examples": examples,
+    })
+    frame["is_unmet"] = (frame["share"] >= MIN_TOPIC_SHARE) & (frame["answerable_share"] < UNMET_ANSWERABLE_SHARE)
+    return frame.sort_values(["priority", "volume"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _unneeded_tests(tests: np.ndarray, texts: Sequence[str], queries: np.ndarray, tau: float) -> pd.DataFrame:
+    best, _ = best_matches(tests, queries)
+    far = np.flatnonzero(best < tau)
+    order = far[np.argsort(best[far], kind="stable")]
+    return pd.DataFrame({"question": [texts[i] for i in order], "best_similarity": best[order]})
+
+
+def _weekly(log: TrafficLog, table: pd.DataFrame) -> pd.DataFrame | None:
+    if log.weekly is None or log.weekly.empty:
+        return None
+    rows = log.weekly.assign(tested=table["is_tested"].to_numpy()[log.weekly["query"].to_numpy()])
+    rows["tested_count"] = rows["tested"] * rows["count"]
+    weeks = rows.groupby("week", as_index=False).agg(volume=("count", "sum"), tested=("tested_count", "sum"))
+    weeks["tested_share"] = weeks["tested"] / weeks["volume"]
+    return weeks[["week", "volume", "tested_share"]]
+
+
+def _suggestions(table, topics, config, chunk_texts, chunk_documents, chunk_labels) -> list[Suggestion]:
+    """The most asked untested queries of the least tested topics, as candidate test questions."""
+    suggestions: list[Suggestion] = []
+    labels = None if chunk_labels is None else np.asarray(chunk_labels)
+    for row in topics.itertuples():
+        if row.tested_share >= UNTESTED_TOPIC_SHARE:
+            continue
+        untested = table[(table["topic"] == row.topic) & ~table["is_tested"]]
+        for query in untested.sort_values("count", ascending=False, kind="stable").head(config.suggestions_per_topic).itertuples():
+            passage = int(query.best_passage)
+            answerable = bool(query.is_answerable) and passage >= 0 and passage < len(chunk_texts)
+            suggestions.append(Suggestion(
+                cluster=int(labels[passage]) if labels is not None and passage >= 0 else -1,
+                text=query.text,
+                origin="traffic",
+                document=str(chunk_documents[passage]) if answerable and len(chunk_documents) else "",
+                passage=shorten(chunk_texts[passage], 200, at_word=True) if answerable else "",
+            ))
+    return suggestions

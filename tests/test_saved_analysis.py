@@ -1,0 +1,192 @@
+"""Saved analyses: ``analyze --save-analysis`` writes one, ``load_analysis`` reads it back the same; bad folders are refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from coverage_core import cli, saved_analysis
+from coverage_core.errors import InputError
+from coverage_core.report import build_report
+from coverage_core.saved_analysis import load_analysis, save_analysis, saved_folder, saved_folders, zip_folder
+from tests.test_vector_store import write_knowledge_base
+
+SECRET = "sk-test-never-written-0123456789"
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, module_cache_dir):
+    """A real analysis of three small documents, saved by the command line, and its JSON report."""
+    folder = tmp_path_factory.mktemp("saved-kb")
+    docs, questions = write_knowledge_base(folder)
+    target = folder / "analysis"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EMBEDDING_API_KEY", SECRET)  # a key in the environment must not reach the folder
+    try:
+        code = cli.main([
+            "analyze", "--docs", str(docs), "--questions", str(questions), "--out", str(folder / "report.json"),
+            "--cache-dir", str(module_cache_dir), "--quiet", "--save-analysis", str(target),
+        ])
+    finally:
+        mp.undo()
+    assert code == 0
+    return {"folder": target, "report": json.loads((folder / "report.json").read_text(encoding="utf-8"))}
+
+
+def copy_of(saved, tmp_path):
+    target = tmp_path / "copy"
+    shutil.copytree(saved["folder"], target)
+    return target
+
+
+def test_the_folder_holds_every_file_and_a_manifest_without_keys(saved):
+    folder = saved["folder"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*saved_analysis.FILES, saved_analysis.MANIFEST])
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["schema_version"] == saved_analysis.SCHEMA_VERSION
+    assert (manifest["provider"], manifest["model"], manifest["dimensions"]) == ("local", "all-MiniLM-L6-v2", 384)
+    assert manifest["chunking"] == {"chunk_size": 1000, "chunk_overlap": 200} and manifest["passages"] == "documents"
+    assert manifest["counts"]["chunks"] == saved["report"]["summary"]["n_chunks"]
+    assert "T" in manifest["created"] and manifest["created"].endswith("+00:00")
+    for path in folder.iterdir():
+        assert SECRET.encode() not in path.read_bytes(), path.name
+    assert json.loads((folder / "report.json").read_text(encoding="utf-8")) == saved["report"]
+
+
+def test_loading_gives_the_same_clusters_vectors_and_report(saved):
+    loaded = load_analysis(saved["folder"])
+    report = saved["report"]
+    assert len(loaded.corpus.chunks) == report["summary"]["n_chunks"]
+    assert loaded.corpus.vectors.shape == (report["summary"]["n_chunks"], 384)
+    np.testing.assert_allclose(np.linalg.norm(loaded.corpus.vectors, axis=1), 1.0, atol=1e-5)
+    assert loaded.calibration.to_dict() == pytest.approx(report["calibration"], abs=1e-6)
+    assert loaded.chunking.chunk_size == 1000 and not loaded.from_vectors
+    assert loaded.questions.question_column == "question"
+    assert list(loaded.questions.frame.columns) == ["question", "owner"]
+    assert loaded.questions.texts == [q["text"] for q in report["questions"]]
+    for chunk in loaded.corpus.chunks:
+        document = next(d for d in loaded.corpus.documents if d.name == chunk.document)
+        assert document.text[chunk.start:chunk.end] == chunk.text
+    again = loaded.analysis()  # measured from the stored vectors, clusters and τ: nothing embedded
+    assert again.clustering.labels.tolist() == loaded.clustering.labels.tolist()
+    rebuilt = build_report(again, report["config"].get("inputs"))
+    assert rebuilt["clusters"] == report["clusters"]
+    assert rebuilt["metrics"] == report["metrics"]
+    assert rebuilt == report
+
+
+def test_a_zip_of_the_folder_loads_the_same(saved, tmp_path):
+    data = zip_folder(saved["folder"])
+    from_bytes = load_analysis(data, "analysis.zip")
+    assert from_bytes.clustering.labels.tolist() == load_analysis(saved["folder"]).clustering.labels.tolist()
+    archive = tmp_path / "nested.zip"  # zipped as a folder: the files sit under its name
+    with zipfile.ZipFile(archive, "w") as handle:
+        for path in saved["folder"].iterdir():
+            handle.write(path, f"analysis/{path.name}")
+    assert load_analysis(archive).report == saved["report"]
+
+
+def test_missing_manifest(saved, tmp_path):
+    folder = copy_of(saved, tmp_path)
+    (folder / "manifest.json").unlink()
+    with pytest.raises(InputError) as caught:
+        load_analysis(folder)
+    assert str(caught.value) == (
+        "copy has no manifest.json, so it is not a saved analysis; choose a folder (or a zip of one) that an "
+        "analysis was saved to."
+    )
+
+
+def test_wrong_schema_version(saved, tmp_path):
+    folder = copy_of(saved, tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["schema_version"] = 99
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_analysis(folder)
+    assert str(caught.value) == (
+        "copy was saved in format version 99, but this version reads version 1; save the analysis again with this version."
+    )
+
+
+def test_missing_file(saved, tmp_path):
+    folder = copy_of(saved, tmp_path)
+    (folder / "questions.parquet").unlink()
+    with pytest.raises(InputError) as caught:
+        load_analysis(folder)
+    assert str(caught.value) == "copy is missing questions.parquet; save the analysis again."
+
+
+def test_row_counts_that_do_not_match_the_manifest(saved, tmp_path):
+    folder = copy_of(saved, tmp_path)
+    table = pq.read_table(folder / "chunks.parquet")
+    pq.write_table(table.slice(0, table.num_rows - 1), folder / "chunks.parquet")
+    with pytest.raises(InputError) as caught:
+        load_analysis(folder)
+    assert str(caught.value) == (
+        f"chunks.parquet in copy has {table.num_rows - 1} rows but the manifest says {table.num_rows}; the folder is "
+        "incomplete or was changed, so save the analysis again."
+    )
+
+
+def test_damaged_files(saved, tmp_path):
+    folder = copy_of(saved, tmp_path)
+    (folder / "clusters.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match=r"^clusters.parquet in copy is not a readable Parquet file; save"):
+        load_analysis(folder)
+    (folder / "manifest.json").write_text("{", encoding="utf-8")
+    with pytest.raises(InputError, match=r"^The manifest.json of copy is not valid JSON"):
+        load_analysis(folder)
+    bad_zip = tmp_path / "analysis.zip"
+    bad_zip.write_bytes(b"PK\x03\x04 broken")
+    with pytest.raises(InputError, match="is neither a folder nor a zip file|is not a readable zip file"):
+        load_analysis(bad_zip)
+    with pytest.raises(InputError, match="is not a readable zip file"):
+        load_analysis(b"PK\x03\x04 broken", "upload.zip")
+
+
+def test_saving_never_overwrites_other_files(saved, tmp_path, capsys):
+    occupied = tmp_path / "mine"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(InputError, match="already holds other files"):
+        save_analysis(load_analysis(saved["folder"]).analysis(), occupied)
+    # The command line refuses before reading or embedding anything.
+    code = cli.main(["analyze", "--docs", str(tmp_path / "none"), "--questions", "q.csv", "--out",
+                     str(tmp_path / "r.json"), "--save-analysis", str(occupied)])
+    assert code == cli.EXIT_UNUSABLE
+    assert "already holds other files" in capsys.readouterr().err
+    assert (occupied / "notes.txt").read_text(encoding="utf-8") == "keep me"
+
+
+def test_resaving_a_saved_folder_replaces_it(saved, tmp_path):
+    folder = copy_of(saved, tmp_path)
+    loaded = load_analysis(folder)
+    save_analysis(loaded.analysis(), folder, question_file_name="questions.csv")
+    assert load_analysis(folder).report["metrics"] == saved["report"]["metrics"]
+
+
+def test_only_listed_sub_folders_of_the_allowed_root_open(saved, tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copytree(saved["folder"], root / "march")
+    (root / "empty").mkdir()
+    (root / ".hidden").mkdir()
+    shutil.copy(saved["folder"] / "manifest.json", root / ".hidden" / "manifest.json")
+    outside = tmp_path / "outside"
+    shutil.copytree(saved["folder"], outside)
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    assert saved_folders(root) == ["march"]
+    assert saved_folder(root, "march") == (root / "march").resolve()
+    for name in ("../outside", "link", "empty", str(outside)):
+        with pytest.raises(InputError, match="is not one of the saved analyses offered here"):
+            saved_folder(root, name)
+    monkeypatch.setenv(saved_analysis.SAVED_ANALYSES_VARIABLE, str(root))
+    assert saved_analysis.allowed_root() == root.resolve()
+    monkeypatch.setenv(saved_analysis.SAVED_ANALYSES_VARIABLE, str(tmp_path / "missing"))
+    assert saved_analysis.allowed_root() is None
