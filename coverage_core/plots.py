@@ -65,6 +65,8 @@ __all__ = [
     "metric_comparison_bar",
     "similarity_polar",
     "similarity_ranked",
+    "traffic_topics",
+    "traffic_weekly",
 ]
 
 # Colour encodes the verdict, the same in every figure: the warm colour marks
@@ -909,3 +911,39 @@ def chunking_comparison_chart(table: pd.DataFrame, k: int | None = None) -> go.F
     fig.update_xaxes(title="chunk size / overlap (characters)", type="category")
     fig.update_yaxes(title="value", range=[0, 1])
     return _layout(fig, "Coverage and retrieval per chunk configuration", barmode="group")
+
+
+def traffic_topics(topics: pd.DataFrame, n: int = 12) -> go.Figure:
+    """Horizontal stacked bars of the ``n`` most asked, least tested traffic topics: tested and untested queries.
+
+    ``topics`` is :attr:`coverage_core.traffic.TrafficResult.topics` (already ranked).
+    """
+    shown = topics.head(n).iloc[::-1]
+    names, axis = _category_axis(list(shown["label"]), 40)  # escaped: labels come from users' queries
+    tested = (shown["volume"] * shown["tested_share"]).round().astype(int)
+    untested = shown["volume"] - tested
+    fig = go.Figure()
+    for values, name, colour in ((untested, "not tested", PROBLEM_COLOUR), (tested, "tested", OK_COLOUR)):
+        fig.add_trace(go.Bar(
+            y=names, x=values, name=name, orientation="h", marker={"color": colour},
+            hovertemplate="%{y}<br>%{x:,} queries " + name + "<extra></extra>",
+        ))
+    fig.update_xaxes(title="queries (counting repeats)")
+    fig.update_yaxes(**axis)
+    return _layout(
+        fig, "Most asked, least tested", "Traffic topics ranked by queries × share not tested",
+        barmode="stack", height=max(320, 40 * len(shown) + 160),
+    )
+
+
+def traffic_weekly(weekly: pd.DataFrame) -> go.Figure:
+    """The tested share of each week's traffic (``TrafficResult.weekly``), with the week's volume on hover."""
+    fig = go.Figure(go.Scatter(
+        x=[str(week) for week in weekly["week"]], y=weekly["tested_share"], mode="lines+markers",
+        marker={"color": OK_COLOUR}, customdata=weekly["volume"], name="tested share",
+        hovertemplate="week of %{x}<br>%{y:.0%} tested of %{customdata:,} queries<extra></extra>",
+    ))
+    fig.update_yaxes(title="share of the week's queries tested", tickformat=".0%", range=[0, 1])
+    fig.update_xaxes(title="week (Monday)", type="category")
+    return _layout(fig, "Does the test set keep up with traffic?", "Tested share of each week's queries",
+                   legend=None)

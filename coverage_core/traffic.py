@@ -75,6 +75,9 @@ topics are read as a ranked list."""
 
 SUGGESTIONS_PER_TOPIC = 3
 
+TOPIC_STARTS = 4
+"""K-means starts for the traffic topics; the best (lowest weighted inertia) wins."""
+
 TOPIC_SAMPLE = 6000
 """Queries the topic K-means is fitted on at most (drawn with probability ∝ count); the rest are assigned
 to the nearest centre."""
@@ -460,7 +463,8 @@ def _topics(queries: np.ndarray, counts: np.ndarray, config: TrafficConfig) -> t
         return np.zeros(n, dtype=np.int64), 1
     # K-means++ makes many small BLAS calls; threaded BLAS spins on them (see clustering.py).
     with threadpool_limits(limits=1, user_api="blas"):
-        model = KMeans(n_clusters=k, n_init=1, max_iter=100, random_state=config.random_state)
+        # A few starts: one heavy query can trap a single start in a poor split (and the sample is small).
+        model = KMeans(n_clusters=k, n_init=TOPIC_STARTS, max_iter=100, random_state=config.random_state)
         model.fit(queries[sample], sample_weight=weights[sample] if n <= TOPIC_SAMPLE else None)
     labels = np.empty(n, dtype=np.int64)
     centres = model.cluster_centers_.astype(np.float32)

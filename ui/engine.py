@@ -50,6 +50,7 @@ from ui.memo import Recent, memo
 
 SUGGESTION_COLUMNS = ("accept", "question", "cluster", "origin", "document", "passage")
 USER_ORIGIN = "you"
+TRAFFIC_ORIGIN = "traffic"
 MARKER_COLUMN = "suggested"
 # Clusterings kept per session: the user moving K back and forth is instant.
 KEEP_CLUSTERINGS = 4
@@ -745,9 +746,43 @@ def merge_suggestions(previous: pd.DataFrame | None, fresh: pd.DataFrame) -> pd.
         return normalise_suggestions(fresh)
     previous = normalise_suggestions(previous)
     fresh = normalise_suggestions(fresh)
-    keep = previous[previous["accept"] | (previous["origin"] == USER_ORIGIN)]
+    # Rows the user brought in (typed, or real queries added from the traffic page) outlive the gaps.
+    keep = previous[previous["accept"] | previous["origin"].isin([USER_ORIGIN, TRAFFIC_ORIGIN])]
     extra = fresh[~fresh["question"].isin(set(keep["question"]))]
     return normalise_suggestions(pd.concat([keep, extra], ignore_index=True))
+
+
+def traffic_suggestions_frame(result) -> pd.DataFrame:
+    """The traffic comparison's suggestions (real untested queries) as rows of the suggestions editor."""
+    rows = [
+        {"accept": False, "question": s.text, "cluster": s.cluster if s.cluster >= 0 else None,
+         "origin": s.origin, "document": s.document, "passage": s.passage}
+        for s in result.suggestions
+    ]
+    return normalise_suggestions(pd.DataFrame(rows, columns=list(SUGGESTION_COLUMNS)))
+
+
+def append_suggestions(previous: pd.DataFrame | None, extra: pd.DataFrame) -> pd.DataFrame:
+    """``previous`` with the rows of ``extra`` whose question it does not hold yet, appended."""
+    if previous is None or previous.empty:
+        return normalise_suggestions(extra)
+    previous = normalise_suggestions(previous)
+    extra = normalise_suggestions(extra)
+    new = extra[~extra["question"].isin(set(previous["question"]))]
+    return normalise_suggestions(pd.concat([previous, new], ignore_index=True))
+
+
+def traffic_topic_table(result) -> pd.DataFrame:
+    """The traffic topics as the page shows them, most asked least tested first."""
+    topics = result.topics
+    return pd.DataFrame({
+        "topic": topics["label"],
+        "queries": topics["volume"],
+        "share of traffic": topics["share"],
+        "tested": topics["tested_share"],
+        "answerable": topics["answerable_share"],
+        "most asked": topics["examples"].map(lambda examples: " | ".join(examples)),
+    })
 
 
 def accepted_texts(frame: pd.DataFrame | None) -> list[str]:

@@ -925,3 +925,28 @@ def html_report_builder(analysis, inputs_record: dict):
         ).encode("utf-8")
 
     return build
+
+
+def traffic_for(analysis, log):
+    """The production-traffic comparison of ``log`` against the current analysis, computed once per
+    (analysis, log): the queries are embedded with the analysis's model through the disk cache."""
+    key = engine.StageKey.of(analysis_key(), log=engine.digest(tuple(log.queries), log.counts.tobytes()))
+
+    def compute():
+        inputs = stored_inputs()
+        with st.spinner(f"Embedding {log.n_distinct:,} distinct queries and comparing them…"):
+            return engine.pipeline.check_traffic(analysis, log, embedder_for(inputs), embedding_cache())
+
+    return state.memo(state.TRAFFIC, key, compute)
+
+
+def add_traffic_suggestions(result) -> int:
+    """Put the traffic's suggestions into the Gap page's suggestions editor; returns how many were new."""
+    from ui import widgets
+
+    before = state.get(state.SUGGESTIONS_EDITED, state.get(state.SUGGESTIONS_BASE))
+    merged = engine.append_suggestions(before, engine.traffic_suggestions_frame(result))
+    widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
+    # Also the editor's latest output: the Gap page merges its fresh gap suggestions into it.
+    state.put(state.SUGGESTIONS_EDITED, merged)
+    return len(merged) - (0 if before is None else len(before))

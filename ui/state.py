@@ -42,6 +42,8 @@ key                       value
 ``DIMENSION_SWEEP``       :class:`Stage` of the dimension sweep table
 ``MDS``                   :class:`Stage` of the MDS map points
 ``SUBQUESTIONS``          :class:`Stage` of the sub-question coverage result
+``TRAFFIC_LOG``           the production query log read on the traffic page (masked, repeats merged)
+``TRAFFIC``               :class:`Stage` of the production-traffic comparison
 ``VECTOR_UPLOAD``         (signature, error or None) of the vector file last read
 ``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
 ========================  =====================================================
@@ -99,6 +101,8 @@ CHUNKING_COMPARISON = "chunking_comparison"
 DIMENSION_SWEEP = "dimension_sweep"
 MDS = "mds"
 SUBQUESTIONS = "subquestions"
+TRAFFIC_LOG = "traffic_log"
+TRAFFIC = "traffic"
 VECTOR_UPLOAD = "vector_upload"
 SAVED_OPENED = "saved_opened"
 
@@ -172,6 +176,8 @@ W_RUN_SWEEP = "w_run_sweep"
 W_SWEEP_API = "w_sweep_api"  # consent to re-embed the sweep sizes through the OpenAI API
 # Sub-questions page
 W_SUB_SELECTION = "w_sub_selection"
+W_TRAFFIC_UPLOAD = "w_traffic_upload"
+W_TRAFFIC_ADD = "w_traffic_add"
 W_SUB_RUN = "w_sub_run"
 W_SUB_CORE_WEIGHT = "w_sub_core_weight"
 W_SUB_BACKGROUND_WEIGHT = "w_sub_background_weight"
@@ -189,12 +195,12 @@ SETTINGS_WIDGETS = (
 DERIVED = (
     CORPUS, QUESTION_VECTORS, TUNING, OVERRIDES, GAPS, PROJECTION,
     SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
-    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS,
+    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS, TRAFFIC,
 )
 # Keys that refer to question rows: a different question set makes them stale.
 QUESTION_DERIVED = (
     OVERRIDES, GAPS, SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
-    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS,
+    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS, TRAFFIC,
     W_FORCE_INCLUDE, W_FORCE_EXCLUDE, W_SUGGESTIONS_EDITOR, W_RELEVANT_COLUMN, W_LABEL_COLUMN, W_SUB_SELECTION,
 )
 

@@ -1,0 +1,89 @@
+"""Production traffic: does the test set test what users actually ask?"""
+
+import streamlit as st
+
+from coverage_core import plots
+from coverage_core.errors import CoverageError
+from coverage_core.traffic import read_traffic
+from ui import engine, flow, state, widgets
+
+flow.start_page(
+    "Production traffic",
+    "Upload the questions your RAG application received (a query log). The page shows how much of that real "
+    "traffic your test set tests, what the documents can answer, and which popular topics no test asks about."
+)
+analysis = flow.require_analysis()
+
+upload = st.file_uploader(
+    "Query log (CSV or JSON Lines: one query per row, optionally a count and a date)",
+    type=["csv", "tsv", "txt", "jsonl", "ndjson", "json"], key=state.W_TRAFFIC_UPLOAD,
+    help="E-mail addresses, phone numbers and long digit runs are masked before anything is shown, "
+    "embedded or exported. Repeated queries are merged with their counts added up.",
+)
+if upload is not None:
+    try:
+        state.put(state.TRAFFIC_LOG, read_traffic(upload.getvalue(), upload.name))
+    except CoverageError as error:
+        flow.show_error(error)
+        st.stop()
+log = state.get(state.TRAFFIC_LOG)
+if log is None:
+    st.info("Upload a query log to compare it with your test set and documents.")
+    st.stop()
+for warning in log.warnings:
+    st.warning(warning)
+
+try:
+    result = flow.traffic_for(analysis, log)
+except CoverageError as error:
+    flow.show_error(error)
+    st.stop()
+
+st.subheader(result.headline())
+left, middle, right = st.columns(3)
+left.metric("Traffic tested", f"{result.tested_share_weighted:.0%}", border=True,
+            help="Share of the queries, counting repeats, that a test question matches closely.")
+middle.metric("Traffic answerable", f"{result.answerable_share_weighted:.0%}", border=True,
+              help="Share of the queries, counting repeats, that some passage of the documents supports.")
+right.metric("Queries", f"{log.n_queries:,}", border=True, help=f"{log.n_distinct:,} distinct after merging repeats.")
+
+st.header("Most asked, least tested")
+st.plotly_chart(plots.traffic_topics(result.topics))
+widgets.table(
+    engine.traffic_topic_table(result), medium=("topic",), large=("most asked",), percents=("share of traffic",),
+    columns={
+        "tested": st.column_config.NumberColumn("share tested", format="percent"),
+        "answerable": st.column_config.NumberColumn("share answerable", format="percent"),
+    },
+)
+
+unmet = result.unmet_demand
+st.header("Demand the documents do not meet")
+if unmet.empty:
+    st.success("Every frequent topic of the traffic is mostly answerable from the documents.")
+else:
+    st.write("Frequent topics the documents mostly cannot answer: add documents for these, not only tests.")
+    st.markdown("\n".join(
+        f"- {widgets.plain(row.label)}: {row.volume:,} queries, {row.answerable_share:.0%} answerable"
+        for row in unmet.itertuples()
+    ))
+
+if result.weekly is not None:
+    st.header("Over time")
+    st.plotly_chart(plots.traffic_weekly(result.weekly))
+
+st.header("Suggestions from real phrasing")
+st.write(
+    f"{len(result.suggestions)} untested real queries from the least tested topics can become test questions. "
+    "They join the suggestions table on the Gap analysis page, marked “traffic”, where you accept, edit, "
+    "apply and export them."
+)
+if result.suggestions and st.button("Add them to the suggestions", key=state.W_TRAFFIC_ADD, type="primary"):
+    added = flow.add_traffic_suggestions(result)
+    st.success(f"{added} question(s) added to the suggestions table.")
+    st.page_link("pages/4_gaps.py", label="Open the Gap analysis", icon=":material/troubleshoot:")
+
+with st.expander(f"Tests nobody needs ({len(result.unneeded_tests)})"):
+    st.caption("Test questions no real query comes near: a sign of drift, not a verdict.")
+    widgets.table(result.unneeded_tests.rename(columns={"best_similarity": "closest query"}),
+                  large=("question",), scores=("closest query",))

@@ -1,0 +1,87 @@
+"""The Production traffic page through Streamlit's AppTest, on the same small real slice as tests/test_app.py
+(Drum, Flute and Koala; the Drum/Flute/Zebra questions), embedded once per module with the bundled model."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from coverage_core import pipeline
+from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.ingest import read_documents
+from coverage_core.traffic import read_traffic
+from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
+from ui import engine, state
+
+PAGE = "pages/9_traffic.py"
+KOALA = ["What do koalas eat?", "Where do koalas live in the wild?", "How long do koalas sleep each day?"]
+
+
+@pytest.fixture(scope="module")
+def seeded(module_cache_dir):
+    settings = state.Settings()
+    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
+    values, inputs = seed_session(
+        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings, embedder, cache
+    )
+    return values, analysis_of(values, inputs), embedder, cache
+
+
+def _log(analysis):
+    drum = [q.text for q in analysis.questions.questions if "drum" in q.text.lower()][:3]
+    frame = pd.DataFrame({
+        "query": drum + KOALA + ["Write to me at someone@example.com about koalas"],
+        "count": [5, 5, 5, 60, 30, 10, 1],
+        "date": ["2026-11-02"] * 3 + ["2026-11-09"] * 4,
+    })
+    return read_traffic(frame.to_csv(index=False).encode(), "log.csv")
+
+
+def test_without_a_log_the_page_asks_for_one(seeded):
+    values, _, _, _ = seeded
+    at = run_page(PAGE, values)
+    assert any("Upload a query log" in text for text in texts(at.info))
+
+
+def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page(seeded):
+    values, analysis, embedder, cache = seeded
+    log = _log(analysis)
+    expected = pipeline.check_traffic(analysis, log, embedder, cache)
+    at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
+
+    assert at.subheader[0].value == expected.headline()
+    assert metric(at, "Traffic tested") == f"{expected.tested_share_weighted:.0%}"
+    assert metric(at, "Traffic answerable") == f"{expected.answerable_share_weighted:.0%}"
+    assert metric(at, "Queries") == "116"
+    topics = [d.value for d in at.dataframe if "most asked" in d.value.columns][0]
+    assert topics["topic"].tolist() == expected.topics["label"].tolist()
+    assert "koala" in topics["topic"].iloc[0].lower()
+    shown = " ".join(texts(at.markdown) + texts(at.caption) + topics["most asked"].tolist())
+    assert "someone@example.com" not in shown
+    assert [h.value for h in at.header][:2] == ["Most asked, least tested", "Demand the documents do not meet"]
+    assert "Over time" in [h.value for h in at.header]  # the log has dates
+
+    at.button(key=state.W_TRAFFIC_ADD).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    suggested = at.session_state[state.SUGGESTIONS_EDITED]
+    traffic_rows = suggested[suggested["origin"] == engine.TRAFFIC_ORIGIN]
+    assert set(traffic_rows["question"]) == {s.text for s in expected.suggestions}
+    assert "What do koalas eat?" in set(traffic_rows["question"])
+
+    # The Gap page's editor holds them next to its own suggestions, ready to accept, apply and export.
+    at.switch_page("pages/4_gaps.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    editor = at.session_state[state.SUGGESTIONS_BASE]
+    assert "What do koalas eat?" in set(editor.loc[editor["origin"] == engine.TRAFFIC_ORIGIN, "question"])
+    assert (editor["origin"] != engine.TRAFFIC_ORIGIN).any()  # the gap suggestions are still there
+
+
+def test_an_unreadable_log_is_one_sentence(seeded):
+    values, _, _, _ = seeded
+    from coverage_core.errors import InputError
+
+    with pytest.raises(InputError) as raised:
+        read_traffic(b"a,b\n1,2\n", "log.csv")
+    at = run_page(PAGE, values)
+    assert not at.exception
+    assert "No query column found in log.csv" in str(raised.value)
