@@ -412,6 +412,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
     embedder = _embedder(config, args)
     llm = _llm_client(args)
     documents, questions = _read_inputs(args)
+    traffic_log = _read_traffic(args)
     cache = EmbeddingCache(args.cache_dir)
     if args.ray_address:
         _embed_on_ray_first(args, config, documents, questions, embedder, cache)
@@ -424,7 +425,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
     if grid is not None:
         chunking = _compare_chunkings(analysis, grid, retrieval, args.k, embedder, cache, not args.quiet)
     subquestions = _score_subquestions(analysis, args, llm, embedder, cache)
-    traffic = _check_traffic(analysis, args, embedder, cache)
+    traffic = _check_traffic(analysis, traffic_log, embedder, cache, args.quiet)
     analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
     report = _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels,
                             subquestions, chunking, traffic)
@@ -547,15 +548,22 @@ def _embed_on_ray_first(args, config, documents, questions, embedder, cache) -> 
         progress.close()
 
 
-def _check_traffic(analysis, args: argparse.Namespace, embedder, cache):
-    """The production-traffic comparison with --traffic (None without); what reading the log said joins the warnings."""
+def _read_traffic(args: argparse.Namespace):
+    """The --traffic query log, read (and its problems reported) before anything is embedded; None without."""
     if not args.traffic:
         return None
-    from coverage_core.pipeline import check_traffic
     from coverage_core.traffic import read_traffic
 
-    log = read_traffic(args.traffic)
-    progress = _ProgressBars(not args.quiet)
+    return read_traffic(args.traffic)
+
+
+def _check_traffic(analysis, log, embedder, cache, quiet: bool):
+    """The production-traffic comparison of ``log`` (None without); what reading the log said joins the warnings."""
+    if log is None:
+        return None
+    from coverage_core.pipeline import check_traffic
+
+    progress = _ProgressBars(not quiet)
     try:
         result = check_traffic(analysis, log, embedder, cache, progress=progress)
     finally:

@@ -215,7 +215,7 @@ def read_traffic(
             query = columns[0]
         else:
             raise InputError(f"No query column found in {name} (columns: {listed_columns(columns)}); "
-                             "name it 'query' or choose the query column.")
+                             "name the column holding the queries 'query'.")
     count = _column(columns, count_column, COUNT_COLUMN_NAMES, name, "count")
     when = _column(columns, time_column, TIME_COLUMN_NAMES, name, "timestamp")
 
