@@ -390,6 +390,13 @@ def all_figures(labelled, questions, map_points) -> dict[str, go.Figure]:
         "dimension_sweep_chart": plots.dimension_sweep_chart(sweep, "A long note about truncation. " * 4),
         "mds_map": plots.mds_map(chunks, mds_questions, "All 5 chunks and 3 questions shown."),
         "chunking_comparison_chart": plots.chunking_comparison_chart(table, 5),
+        "traffic_topics": plots.traffic_topics(pd.DataFrame({
+            "label": ["koala · eucalyptus · sleep", "<b>refund</b> · policy"], "volume": [120, 40],
+            "tested_share": [0.1, 0.75],
+        })),
+        "traffic_weekly": plots.traffic_weekly(pd.DataFrame({
+            "week": ["2026-11-02", "2026-11-09"], "volume": [300, 280], "tested_share": [0.4, 0.55],
+        })),
     }
 
 
@@ -402,8 +409,21 @@ def test_all_figures_covers_every_public_figure_builder(labelled, questions, map
 FIGURES = (
     "cluster_coverage_bar", "document_coverage_bar", "before_after_clusters", "metric_comparison_bar", "coverage_map",
     "similarity_ranked", "similarity_polar", "answerability_box", "dimension_sweep_chart", "mds_map",
-    "chunking_comparison_chart",
+    "chunking_comparison_chart", "traffic_topics", "traffic_weekly",
 )
+
+
+def test_traffic_figures_escape_query_text_and_split_tested_from_untested():
+    figure = plots.traffic_topics(pd.DataFrame({
+        "label": ["<b>refund</b> · policy", "koala · sleep"], "volume": [40, 120], "tested_share": [0.75, 0.1],
+    }))
+    untested, tested = figure.data
+    assert (untested.name, tested.name) == ("not tested", "tested")
+    assert list(untested.x) == [108, 10] and list(tested.x) == [12, 30]  # bottom-up: the first row drawn on top
+    ticks = figure.layout.yaxis.ticktext
+    assert "&lt;b&gt;refund&lt;/b&gt; · policy" in ticks and not any("<b>" in t for t in ticks)
+    weekly = plots.traffic_weekly(pd.DataFrame({"week": ["2026-11-02"], "volume": [3], "tested_share": [0.5]}))
+    assert weekly.to_dict()["layout"]["yaxis"]["tickformat"] == ".0%"
 
 
 @pytest.mark.parametrize("name", FIGURES)
