@@ -330,7 +330,7 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
     times.wrap(metrics, "duplicate_groups", "  measure: duplicates")
     times.wrap(metrics, "document_coverage", "  measure: document table")
     times.wrap(pipeline, "topic_labels", "  measure: topic names")
-    times.wrap(pipeline, "representative_chunks", "  measure: representative passages")
+    times.wrap(pipeline, "representatives_by_cluster", "  measure: representative passages")
     times.wrap(gaps, "representative_chunks", "  gaps: representative passages")
     times.wrap(retrieval, "top_k_chunks", "  retrieval: top-k search")
 

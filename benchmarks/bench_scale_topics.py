@@ -256,11 +256,11 @@ def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> l
         chunk_texts = [chunk.text for chunk in corpus.chunks]
         timed("topics", "topics.topic_labels (c-TF-IDF)", lambda: topic_labels(chunk_texts, labels, k))
         per_cluster = timed(
-            "passages", "gaps.representative_chunks, 3 per cluster, cluster by cluster (pipeline today)",
+            "passages", "gaps.representative_chunks, 3 per cluster, cluster by cluster (as before)",
             lambda: [representative_chunks(vectors, labels, centroids, c, 3) for c in range(k)],
         )
         one_pass = timed(
-            "passages", "gaps.representatives_by_cluster, 3 per cluster, one pass (proposed)",
+            "passages", "gaps.representatives_by_cluster, 3 per cluster, one pass (what the pipeline uses)",
             lambda: representatives_by_cluster(vectors, labels, centroids, 3),
         )
         assert all(np.array_equal(a, b) for a, b in zip(per_cluster, one_pass))
