@@ -370,6 +370,12 @@ class ChunkClusterer:
         """Fit and return ``labels_`` (shape (n_chunks,))."""
         return self.fit(X).labels_
 
+    def _sample_centres(self, sample: np.ndarray, k: int) -> np.ndarray:
+        """K-means centres fitted on ``sample`` with this estimator's settings: the seed of the large-corpus paths."""
+        return KMeans(
+            n_clusters=k, n_init=self.n_init, max_iter=self.max_iter, random_state=self.random_state,
+        ).fit(sample).cluster_centers_
+
     def _kmeans(self, Xn: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
         """Labels, the blocked path's per-label row sums (None otherwise), and notes."""
         notes: list[str] = []
@@ -388,26 +394,16 @@ class ChunkClusterer:
                 rng = np.random.default_rng(self.random_state)
                 size = min(LARGE_SAMPLE_MAX, max(SAMPLE_SIZE, n // LARGE_SAMPLE_SHARE))
                 sample = np.sort(rng.choice(n, size=size, replace=False))
-                seed = KMeans(
-                    n_clusters=k,
-                    n_init=self.n_init,
-                    max_iter=self.max_iter,
-                    random_state=self.random_state,
-                ).fit(Xn[sample])
-                labels, sums, _ = _lloyd_in_blocks(Xn, seed.cluster_centers_, REFINE_MAX_ITER)
+                seed = self._sample_centres(Xn[sample], k)
+                labels, sums, _ = _lloyd_in_blocks(Xn, seed, REFINE_MAX_ITER)
             elif n > SAMPLE_FIT_ABOVE:
                 # Large corpus: K-means on a sample, then refine on everything.
                 rng = np.random.default_rng(self.random_state)
                 sample = rng.choice(n, size=SAMPLE_SIZE, replace=False)
-                seed = KMeans(
-                    n_clusters=k,
-                    n_init=self.n_init,
-                    max_iter=self.max_iter,
-                    random_state=self.random_state,
-                ).fit(Xn[sample])
+                seed = self._sample_centres(Xn[sample], k)
                 model = KMeans(
                     n_clusters=k,
-                    init=seed.cluster_centers_,
+                    init=seed,
                     n_init=1,
                     max_iter=REFINE_MAX_ITER,
                     random_state=self.random_state,

@@ -20,12 +20,13 @@ upload = st.file_uploader(
     help="E-mail addresses, phone numbers and long digit runs are masked before anything is shown, "
     "embedded or exported. Repeated queries are merged with their counts added up.",
 )
-if upload is not None:
+if upload is not None and state.get(state.TRAFFIC_LOG_FILE) != upload.file_id:  # read once per upload
     try:
         state.put(state.TRAFFIC_LOG, read_traffic(upload.getvalue(), upload.name))
     except CoverageError as error:
         flow.show_error(error)
         st.stop()
+    state.put(state.TRAFFIC_LOG_FILE, upload.file_id)
 log = state.get(state.TRAFFIC_LOG)
 if log is None:
     st.info("Upload a query log to compare it with your test set and documents.")

@@ -13,6 +13,7 @@ downloads a browser here.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -54,20 +55,16 @@ def server_log(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("server") / "streamlit.log"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_log):
-    """`streamlit run app.py` on a free local port, with an empty embedding cache.
+@contextlib.contextmanager
+def streamlit_server(cache_dir: Path, log_path: Path, **extra_env: str):
+    """`streamlit run app.py` on a free local port with the embedding cache ``cache_dir``; yields its URL.
 
     It runs with the project's own .streamlit/config.toml, as run.sh does.
     """
     port = _free_port()
     env = dict(os.environ)
-    env.update(
-        COVERAGE_CORE_CACHE_DIR=str(tmp_path_factory.mktemp("browser-cache")),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-    )
-    log = server_log.open("w")
+    env.update(COVERAGE_CORE_CACHE_DIR=str(cache_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra_env)
+    log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", f"--server.port={port}",
          "--server.address=127.0.0.1", "--server.headless=true", "--browser.gatherUsageStats=false"],
@@ -86,13 +83,22 @@ def server(tmp_path_factory, server_log):
             process.kill()
             pytest.fail(f"streamlit did not start; see {log.name}")
         time.sleep(0.5)
-    yield url
-    process.terminate()
     try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_log):
+    """The app with an empty embedding cache."""
+    with streamlit_server(tmp_path_factory.mktemp("browser-cache"), server_log) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

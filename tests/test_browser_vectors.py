@@ -12,10 +12,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 
 import numpy as np
 import pyarrow as pa
@@ -24,8 +20,7 @@ import pytest
 
 from coverage_core import cli
 from coverage_core.saved_analysis import SAVED_ANALYSES_VARIABLE, zip_folder
-from tests.conftest import PROJECT
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, SLOW, _free_port, _goto, _screenshot_on_error
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, SLOW, _goto, _screenshot_on_error, streamlit_server
 from tests.test_vector_store import embedded_chunks, vector_table, write_knowledge_base
 
 
@@ -73,39 +68,9 @@ def server_log(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_log, data):
     """`streamlit run app.py` with an empty embedding cache and the folder of saved analyses set."""
-    port = _free_port()
-    env = dict(os.environ)
-    env.update(
-        COVERAGE_CORE_CACHE_DIR=str(tmp_path_factory.mktemp("vectors-browser-cache")),
-        HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-        **{SAVED_ANALYSES_VARIABLE: str(data["root"])},
-    )
-    log = server_log.open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", f"--server.port={port}",
-         "--server.address=127.0.0.1", "--server.headless=true", "--browser.gatherUsageStats=false"],
-        cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log.name}")
-        time.sleep(0.5)
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    cache = tmp_path_factory.mktemp("vectors-browser-cache")
+    with streamlit_server(cache, server_log, **{SAVED_ANALYSES_VARIABLE: str(data["root"])}) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,7 @@ key                       value
 ``MDS``                   :class:`Stage` of the MDS map points
 ``SUBQUESTIONS``          :class:`Stage` of the sub-question coverage result
 ``TRAFFIC_LOG``           the production query log read on the traffic page (masked, repeats merged)
+``TRAFFIC_LOG_FILE``      the upload that log was read from (so a rerun does not read it again)
 ``TRAFFIC``               :class:`Stage` of the production-traffic comparison
 ``VECTOR_UPLOAD``         (signature, error or None) of the vector file last read
 ``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
@@ -102,6 +103,7 @@ DIMENSION_SWEEP = "dimension_sweep"
 MDS = "mds"
 SUBQUESTIONS = "subquestions"
 TRAFFIC_LOG = "traffic_log"
+TRAFFIC_LOG_FILE = "traffic_log_file"
 TRAFFIC = "traffic"
 VECTOR_UPLOAD = "vector_upload"
 SAVED_OPENED = "saved_opened"

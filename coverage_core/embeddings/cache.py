@@ -382,10 +382,24 @@ def embed_texts(
             if progress is not None:
                 progress(done, total)
 
+    return assemble_run(digests, known, embedder, key, n_cached, new_tokens)
+
+
+def assemble_run(
+    digests: Sequence[bytes],
+    known: dict[bytes, tuple[np.ndarray, int]],
+    embedder: Embedder,
+    key: CacheKey,
+    n_cached: int,
+    new_tokens: int,
+) -> EmbeddingRun:
+    """The :class:`EmbeddingRun` for ``digests`` (input order) from the ``(vector, tokens)`` in ``known``:
+    what :func:`embed_texts` and the Ray backend return once every text has its vector."""
+    total = len(digests)
     if total == 0:
         vectors = np.zeros((0, 0), dtype=np.float32)
     else:
-        sizes = {len(known[digest][0]) for digest in unique}
+        sizes = {len(known[digest][0]) for digest in set(digests)}
         if len(sizes) != 1:
             raise RuntimeError(f"cached vectors for {key.provider}/{key.model} have mixed sizes {sorted(sizes)}")
         vectors = np.stack([known[digest][0] for digest in digests]).astype(np.float32, copy=False)

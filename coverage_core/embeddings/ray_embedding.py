@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from coverage_core.embeddings.base import Embedder, environment_key, key_variable, redact
-from coverage_core.embeddings.cache import CacheKey, EmbeddingCache, EmbeddingRun, embed_texts, text_hash
+from coverage_core.embeddings.cache import CacheKey, EmbeddingCache, EmbeddingRun, assemble_run, embed_texts, text_hash
 from coverage_core.errors import CoverageError, InputError, ProviderError
 
 LOCAL_ADDRESS = "local"
@@ -446,32 +446,4 @@ def embed_on_ray(
             )
             raise failure.error(f"{n_failed} of {len(missing)} texts were not embedded; {kept}.")
 
-    return _assemble(digests, known, embedder, key, n_cached, new_tokens)
-
-
-def _assemble(
-    digests: list[bytes],
-    known: dict[bytes, tuple[np.ndarray, int]],
-    embedder: Embedder,
-    key: CacheKey,
-    n_cached: int,
-    new_tokens: int,
-) -> EmbeddingRun:
-    """The :class:`EmbeddingRun` for ``digests`` (input order) from the vectors in ``known``."""
-    total = len(digests)
-    if total == 0:
-        vectors = np.zeros((0, 0), dtype=np.float32)
-    else:
-        sizes = {len(known[digest][0]) for digest in set(digests)}
-        if len(sizes) != 1:
-            raise RuntimeError(f"vectors for {key.provider}/{key.model} have mixed sizes {sorted(sizes)}")
-        vectors = np.stack([known[digest][0] for digest in digests]).astype(np.float32, copy=False)
-    token_counts = np.array([known[digest][1] for digest in digests], dtype=np.int64)
-    return EmbeddingRun(
-        vectors=vectors,
-        token_counts=token_counts,
-        n_cached=n_cached,
-        n_embedded=total - n_cached,
-        n_over_limit=int((token_counts > int(embedder.max_tokens)).sum()),
-        new_tokens=new_tokens,
-    )
+    return assemble_run(digests, known, embedder, key, n_cached, new_tokens)
