@@ -28,6 +28,7 @@ from coverage_core import ci, vector_store
 from coverage_core.chunking import ChunkingConfig, check_chunking
 from coverage_core.chunking_comparison import DEFAULT_GRID
 from coverage_core.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
+from coverage_core.embeddings import DEFAULT_MAX_CONCURRENCY
 from coverage_core.errors import CoverageError, InputError
 from coverage_core.calibration import SUPPORT_THRESHOLD_RANGE
 from coverage_core.gaps import COVERAGE_THRESHOLD_RANGE, GAP_RULES, GapConfig
@@ -135,6 +136,9 @@ def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--base-url", metavar="URL",
         help=_default("OpenAI-compatible or Voyage endpoint; its key comes from EMBEDDING_API_KEY",
                       "the provider's own endpoint"))
+    add("--max-concurrency", type=int, metavar="N",
+        help=_default("OpenAI/Voyage: requests in flight at most (a rate limit halves it for a while)",
+                      DEFAULT_MAX_CONCURRENCY))
     add("--ray-address", metavar="ADDRESS",
         help=_default("embed on Ray Data first: local (a Ray on this machine), auto (the cluster this machine "
                       "belongs to) or ray://host:10001; needs requirements-ray.txt", "no Ray"))
@@ -328,6 +332,9 @@ def _analysis_settings(args: argparse.Namespace):
             "use it with --docs."
         )
     _check_at_least("--ray-workers", args.ray_workers, 1)
+    _check_at_least("--max-concurrency", args.max_concurrency, 1)
+    if args.max_concurrency is not None and args.embedder == "local":
+        raise InputError("--max-concurrency limits requests to OpenAI or Voyage; the local model sends none, so leave it out.")
     if args.ray_workers is not None and not args.ray_address:
         raise InputError("--ray-workers sets the Ray workers; add --ray-address (e.g. local) or leave it out.")
     if args.ray_address:
@@ -388,13 +395,14 @@ def _embedder(config, args: argparse.Namespace):
 
     from coverage_core.pipeline import build_embedder  # looked up now, so tests can stand in a fake
 
+    limits = {} if args.max_concurrency is None else {"max_concurrency": args.max_concurrency}
     try:
-        return build_embedder(config.embedding)
+        return build_embedder(config.embedding, **limits)
     except InputError as error:
         if args.dimensions is None:
             raise
         try:
-            build_embedder(dataclasses.replace(config.embedding, dimensions=None))
+            build_embedder(dataclasses.replace(config.embedding, dimensions=None), **limits)
             without = None
         except InputError as other:
             without = str(other)

@@ -10,8 +10,8 @@ Cost grows with the corpus in three steps: scikit-learn's K-means on every
 chunk (up to :data:`SAMPLE_FIT_ABOVE`), on a sample refined by scikit-learn
 on every chunk (up to :data:`BLOCKED_REFINE_ABOVE`), and above that on a
 larger sample refined by a few passes over the chunks in blocks, which
-keeps a million 384-d chunks within ~10 s and ~200 MB above the vectors
-themselves (benchmarks/bench_scale_topics.py).
+keeps a million 384-d chunks within ~5 s and ~200 MB above the vectors
+themselves, 200,000 within ~1 s (benchmarks/bench_scale_topics.py).
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ inertia than scikit-learn's 6,000 sample refined by ten full iterations
 (benchmarks/bench_scale_topics.py data)."""
 
 LARGE_SAMPLE_MAX = 40_000
-"""The largest K-means sample (see :data:`LARGE_SAMPLE_SHARE`): about 4 s for
-K = 50 on a busy 2-core machine."""
+"""The largest K-means sample (see :data:`LARGE_SAMPLE_SHARE`): about 2 s for
+K = 50 at :data:`LARGE_SAMPLE_MAX_ITER` iterations on a 2-core machine."""
 
 BLOCK_ROWS = 65_536
 """Rows handled at a time wherever a pass over all chunks would otherwise
@@ -69,10 +69,24 @@ in one block."""
 
 REFINE_TOLERANCE = 1e-3
 """The blocked refinement stops once fewer than this share of chunks change
-cluster in a pass (1,000 of a million). Starting from the sample's
-centroids, the first reassignment moves well under 1 % of the chunks and
-each later pass lowers the inertia by less than 0.01 % while costing a full
-pass (~3 s at a million chunks)."""
+cluster in a pass (1,000 of a million), or once a pass lowers the inertia
+by less than :data:`REFINE_INERTIA_TOLERANCE`."""
+
+REFINE_INERTIA_TOLERANCE = 3e-4
+"""The blocked refinement also stops once a pass lowers the inertia by less
+than this share of it. On overlapping topics chunks keep trading places
+between neighbouring clusters for ten passes and more (each a full pass
+over the chunks) while the inertia falls by one or two parts in 1,000 in
+all: on the bench_scale data (200 topic directions, K = 50) stopping here,
+after two passes, left the inertia within 0.01-0.2 % of ten passes at
+200,000 chunks and 0.04-0.07 % at a million (seeds 0-2; seed to seed the
+ten-pass inertia itself varies by 0.1-0.15 %), with the same silhouette."""
+
+LARGE_SAMPLE_MAX_ITER = 30
+"""Lloyd iterations at most for the sample's K-means on the blocked path
+(the estimator's ``max_iter`` if lower). The passes over all chunks that
+follow finish the job; the sample's last iterations moved its centres by
+little and, at 20,000 sample rows and K = 50, cost about a second."""
 
 UNIT_LENGTH_TOLERANCE = 1e-4
 """On the blocked path rows whose lengths are all within this of 1 are used
@@ -159,10 +173,10 @@ def _unit_rows_without_copy(X: np.ndarray) -> tuple[np.ndarray, int] | None:
     return X, 0
 
 
-def _membership(labels: np.ndarray, k: int) -> sparse.csr_matrix:
+def _membership(labels: np.ndarray, k: int, dtype=np.float64) -> sparse.csr_matrix:
     """The (k, n) 0/1 matrix with a 1 at (label of row i, i)."""
     n = len(labels)
-    return sparse.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+    return sparse.csr_matrix((np.ones(n, dtype=dtype), (labels, np.arange(n))), shape=(k, n))
 
 
 def _lloyd_in_blocks(
@@ -175,16 +189,23 @@ def _lloyd_in_blocks(
     ``|c|^2 - 2 x.c`` (``|x|^2`` is the same for every centre), then each
     centre moves to the mean of its rows; a centre left without rows stays
     where it was. Stops when fewer than :data:`REFINE_TOLERANCE` of the rows
-    change cluster, or after ``max_iter`` passes. No copy of ``Xn`` is made:
-    one block's scores and one-hot matrix are the only temporaries.
+    change cluster, when a pass lowers the inertia by less than
+    :data:`REFINE_INERTIA_TOLERANCE` of it, or after ``max_iter`` passes.
+    No copy of ``Xn`` is made: one block's scores are the only temporary.
+
+    The inertia, the sum of squared distances of the rows to their label's
+    mean, comes from the sums without another pass: over one cluster,
+    ``sum |x - m|^2 = sum |x|^2 - n |m|^2``.
 
     Returns (labels of shape (n,), float64 sums of the rows of each label
-    (k, d), passes run).
+    (k, d), inertia, passes run).
     """
     n, k = len(Xn), len(centers)
     centers = np.asarray(centers, dtype=Xn.dtype)
     labels = np.full(n, -1, dtype=np.int64)
     sums = np.zeros(centers.shape, dtype=np.float64)
+    squared_lengths = 0.0
+    inertia = math.inf
     passes = 0
     for passes in range(1, max_iter + 1):
         sums = np.zeros(centers.shape, dtype=np.float64)
@@ -192,23 +213,26 @@ def _lloyd_in_blocks(
         n_changed = 0
         for start, stop in _blocks(n):
             block = Xn[start:stop]
+            if passes == 1:
+                squared_lengths += float(np.einsum("ij,ij->", block, block, dtype=np.float64))
             scores = block @ centers.T
             scores -= half_squared_norms
             new = scores.argmax(axis=1)
             n_changed += int(np.count_nonzero(new != labels[start:stop]))
             labels[start:stop] = new
-            # A dense one-hot product is one BLAS call, far faster than a
-            # (single-threaded) sparse membership matrix at this size.
-            one_hot = np.zeros((k, stop - start), dtype=block.dtype)
-            one_hot[new, np.arange(stop - start)] = 1.0
-            sums += one_hot @ block
+            # A sparse one-hot product: half the time of a dense one-hot BLAS
+            # call on one thread, and no (k, rows) temporary.
+            sums += _membership(new, k, block.dtype) @ block
         counts = np.bincount(labels, minlength=k)
         filled = counts > 0
         centers = centers.copy()
-        centers[filled] = (sums[filled] / counts[filled, None]).astype(centers.dtype)
-        if n_changed <= REFINE_TOLERANCE * n:
+        means = sums[filled] / counts[filled, None]
+        centers[filled] = means.astype(centers.dtype)
+        previous = inertia
+        inertia = max(squared_lengths - float((counts[filled] * np.einsum("ij,ij->i", means, means)).sum()), 0.0)
+        if n_changed <= REFINE_TOLERANCE * n or previous - inertia <= REFINE_INERTIA_TOLERANCE * inertia:
             break
-    return labels, sums, passes
+    return labels, sums, inertia, passes
 
 
 class ChunkClusterer:
@@ -229,7 +253,8 @@ class ChunkClusterer:
         embeddings and ten times cheaper.
     max_iter : int, default=100
         Maximum Lloyd iterations (embeddings of real documents converge in
-        about 15-30).
+        about 15-30); above :data:`BLOCKED_REFINE_ABOVE` chunks the sample's
+        fit stops at :data:`LARGE_SAMPLE_MAX_ITER`.
 
     Attributes
     ----------
@@ -316,11 +341,11 @@ class ChunkClusterer:
             )
             k = n_distinct
 
-        sums = None
+        refined = None
         if k == 1:
             labels = np.zeros(n, dtype=np.int64)
         else:
-            labels, sums, more = self._kmeans(Xn, k)
+            labels, refined, more = self._kmeans(Xn, k)
             notes.extend(more)
 
         # Renumber compactly so every label 0..K-1 is used (K-means can leave a
@@ -335,16 +360,11 @@ class ChunkClusterer:
         labels = (np.cumsum(sizes > 0) - 1)[labels]
         k = len(used)
         counts = sizes[used].astype(np.float64)
-        if sums is not None:
+        if refined is not None:
             # The blocked refinement summed each cluster's rows on its last
-            # pass; with |x - m|^2 summed over a cluster = sum |x|^2 - n |m|^2,
-            # no pass over the rows is needed for the means or the inertia.
+            # pass: no pass over the rows is needed for the means or the inertia.
+            sums, inertia = refined
             means = sums[used] / counts[:, None]
-            squared_lengths = sum(
-                float(np.einsum("ij,ij->", Xn[start:stop], Xn[start:stop], dtype=np.float64))
-                for start, stop in _blocks(n)
-            )
-            inertia = max(squared_lengths - float((counts * np.einsum("ij,ij->i", means, means)).sum()), 0.0)
         else:
             sums = np.zeros((k, Xn.shape[1]))
             for start, stop in _blocks(n):
@@ -370,14 +390,14 @@ class ChunkClusterer:
         """Fit and return ``labels_`` (shape (n_chunks,))."""
         return self.fit(X).labels_
 
-    def _sample_centres(self, sample: np.ndarray, k: int) -> np.ndarray:
+    def _sample_centres(self, sample: np.ndarray, k: int, max_iter: int) -> np.ndarray:
         """K-means centres fitted on ``sample`` with this estimator's settings: the seed of the large-corpus paths."""
         return KMeans(
-            n_clusters=k, n_init=self.n_init, max_iter=self.max_iter, random_state=self.random_state,
+            n_clusters=k, n_init=self.n_init, max_iter=max_iter, random_state=self.random_state,
         ).fit(sample).cluster_centers_
 
-    def _kmeans(self, Xn: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
-        """Labels, the blocked path's per-label row sums (None otherwise), and notes."""
+    def _kmeans(self, Xn: np.ndarray, k: int) -> tuple[np.ndarray, tuple[np.ndarray, float] | None, list[str]]:
+        """Labels, the blocked path's (per-label row sums, inertia) (None otherwise), and notes."""
         notes: list[str] = []
         n = Xn.shape[0]
         # K-means++ makes many small BLAS calls; multi-threaded BLAS spins on
@@ -394,13 +414,14 @@ class ChunkClusterer:
                 rng = np.random.default_rng(self.random_state)
                 size = min(LARGE_SAMPLE_MAX, max(SAMPLE_SIZE, n // LARGE_SAMPLE_SHARE))
                 sample = np.sort(rng.choice(n, size=size, replace=False))
-                seed = self._sample_centres(Xn[sample], k)
-                labels, sums, _ = _lloyd_in_blocks(Xn, seed, REFINE_MAX_ITER)
+                seed = self._sample_centres(Xn[sample], k, min(self.max_iter, LARGE_SAMPLE_MAX_ITER))
+                labels, sums, inertia, _ = _lloyd_in_blocks(Xn, seed, REFINE_MAX_ITER)
+                refined = (sums, inertia)
             elif n > SAMPLE_FIT_ABOVE:
                 # Large corpus: K-means on a sample, then refine on everything.
                 rng = np.random.default_rng(self.random_state)
                 sample = rng.choice(n, size=SAMPLE_SIZE, replace=False)
-                seed = self._sample_centres(Xn[sample], k)
+                seed = self._sample_centres(Xn[sample], k, self.max_iter)
                 model = KMeans(
                     n_clusters=k,
                     init=seed,
@@ -408,7 +429,7 @@ class ChunkClusterer:
                     max_iter=REFINE_MAX_ITER,
                     random_state=self.random_state,
                 ).fit(Xn)
-                labels, sums = model.labels_, None
+                labels, refined = model.labels_, None
             else:
                 model = KMeans(
                     n_clusters=k,
@@ -416,8 +437,8 @@ class ChunkClusterer:
                     max_iter=self.max_iter,
                     random_state=self.random_state,
                 ).fit(Xn)
-                labels, sums = model.labels_, None
+                labels, refined = model.labels_, None
         for w in caught:
             if issubclass(w.category, ConvergenceWarning):
                 notes.append(f"K-means: {w.message}")
-        return labels, sums, notes
+        return labels, refined, notes

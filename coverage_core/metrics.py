@@ -83,6 +83,20 @@ _SQUARE_BLOCK_ROWS = int(np.sqrt(_BLOCK_ELEMENTS))
 # Rows per sub-block when tracking each question's best chunk (see _scan).
 _SUB_BLOCK_ROWS = 64
 
+# Trackers that can skip sub-blocks (_track_penalised_best,
+# RunningTopK.add with group_maxima) read the block whole instead when more than this share of (sub-block, question)
+# pairs must be read: gathering a value costs several times streaming one.
+_GATHER_SHARE = 0.1
+
+# Consecutive chunks per step when only some chunks' similarities are
+# needed (_best_of): 8,192 x 384 float32 = 12 MB, a piece that stays in cache.
+_SLAB_ROWS = 8192
+
+# _best_of multiplies a whole slab, rather than copy the wanted rows out of
+# it, when they are more than this share of the slab (measured at 200,000
+# chunks: copying most rows costs more than the product with a few questions).
+_SLAB_DENSE_SHARE = 0.25
+
 # float32 dot products of a unit vector with itself land a few ulps below 1.
 _SIMILARITY_TOLERANCE = 1e-6
 
@@ -208,15 +222,19 @@ def _scan(
             row_sim[start:stop] = best
         if depth:
             top_idx[start:stop], top_sim[start:stop] = _block_top_questions(sims, depth, perm)
+        # One reduction of the block to sub-block maxima serves all three
+        # per-question trackers below: each then reads only the few
+        # (sub-block, question) pairs that can still change its result.
+        per_question = want_questions or top_chunks is not None or row_penalty is not None
+        part_max = _sub_block_maxima(sims, sub) if per_question else None
         if want_questions:
-            _track_question_best(sims, start, sub, col_sim, col_start)
+            _track_question_best(part_max, start, sub, col_sim, col_start)
         if covers:
             _block_cover(sims, start, sorted_labels[start:stop], best, covering, any_cover, same_as_rows, cover_sim)
         if top_chunks is not None:
-            top_chunks.add(sims, start, entities_on_rows=False)
-        if row_penalty is not None:  # last: it changes the block
-            sims -= row_penalty[start:stop, None]
-            np.maximum(col_support, sims.max(axis=0), out=col_support)
+            top_chunks.add(sims, start, entities_on_rows=False, group_maxima=part_max, group_rows=sub)
+        if row_penalty is not None:
+            _track_penalised_best(sims, part_max, sub, row_penalty[start:stop], col_support)
 
     result = {"row_sim": np.clip(row_sim, -1.0, 1.0), "row_idx": row_idx, "cover_sim": cover_sim}
     if row_penalty is not None:
@@ -272,23 +290,78 @@ def _block_top_questions(sims: np.ndarray, depth: int, perm: np.ndarray) -> tupl
     return perm[np.take_along_axis(part, ranked, axis=1)], np.take_along_axis(values, ranked, axis=1)
 
 
-def _track_question_best(sims: np.ndarray, start: int, sub: int, col_sim: np.ndarray, col_start: np.ndarray) -> None:
-    """Raise ``col_sim`` to the block's best value per question, recording in
-    ``col_start`` the first row of the sub-block holding it."""
-    # argmax down the columns is slow; instead keep, per question, the
-    # best value and the small sub-block holding it, and find the row
-    # within that sub-block after the loop.
+def _sub_block_maxima(sims: np.ndarray, sub: int) -> np.ndarray:
+    """Each question's best value in each run of ``sub`` rows (the last run
+    may be shorter): shape (ceil(b / sub), m)."""
     b, m = sims.shape
     full = b // sub * sub
     parts = [sims[:full].reshape(-1, sub, m).max(axis=1)] if full else []
     if full < b:
         parts.append(sims[full:].max(axis=0, keepdims=True))
-    part_max = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _track_question_best(
+    part_max: np.ndarray, start: int, sub: int, col_sim: np.ndarray, col_start: np.ndarray
+) -> None:
+    """Raise ``col_sim`` to the block's best value per question, recording in
+    ``col_start`` the first row of the sub-block holding it."""
+    # argmax down the columns is slow; instead keep, per question, the
+    # best value and the small sub-block holding it, and find the row
+    # within that sub-block after the loop.
+    m = part_max.shape[1]
     best_part = part_max.argmax(axis=0)
     block_max = part_max[best_part, np.arange(m)]
     better = block_max > col_sim
     col_sim[better] = block_max[better]
     col_start[better] = start + best_part[better] * sub
+
+
+def _group_values(block: np.ndarray, groups: np.ndarray, columns: np.ndarray, group_rows: int):
+    """The values of ``block`` in row group ``groups[p]`` (rows ``groups[p] * group_rows ..``), column ``columns[p]``.
+
+    ``groups`` must be ascending (as ``np.nonzero`` of a (groups, columns)
+    array gives them). Returns ``(rows, values, inside)``, each of shape
+    (len(groups), group_rows); ``inside`` is False past the last row of the
+    block (the last group may be short), where ``values`` is -inf.
+    """
+    b = block.shape[0]
+    rows = groups[:, None] * group_rows + np.arange(group_rows)
+    inside = rows < b
+    values = np.full(rows.shape, -np.inf, dtype=block.dtype)
+    # One group's rows at a time: reading a few whole rows is far cheaper
+    # than gathering single values a row apart.
+    bounds = np.flatnonzero(np.diff(groups)) + 1
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(groups)]) if len(groups) else ():
+        first = groups[lo] * group_rows
+        last = min(first + group_rows, b)
+        values[lo:hi, : last - first] = block[first:last].take(columns[lo:hi], axis=1).T
+    return rows, values, inside
+
+
+def _track_penalised_best(sims, part_max, sub: int, penalty, col_support) -> None:
+    """Raise ``col_support`` to the block's ``max_i (sims[i, j] - penalty[i])`` per question.
+
+    Within a sub-block, ``part_max - max(penalty)`` is reached and
+    ``part_max - min(penalty)`` cannot be beaten, so only the pairs whose
+    bound beats the best reached so far are read (float32 subtraction
+    rounds monotonically, so the bounds hold exactly).
+    """
+    group_starts = np.arange(0, len(sims), sub)
+    lowest = np.minimum.reduceat(penalty, group_starts)
+    highest = np.maximum.reduceat(penalty, group_starts)
+    np.maximum(col_support, (part_max - highest[:, None]).max(axis=0), out=col_support)
+    open_pairs = part_max - lowest[:, None] > col_support
+    n_open = np.count_nonzero(open_pairs)
+    if not n_open:
+        return
+    if n_open > _GATHER_SHARE * open_pairs.size:
+        np.maximum(col_support, (sims - penalty[:, None]).max(axis=0), out=col_support)
+        return
+    groups, columns = np.nonzero(open_pairs)
+    rows, values, inside = _group_values(sims, groups, columns, sub)
+    values -= penalty[np.minimum(rows, len(sims) - 1)]
+    np.maximum.at(col_support, columns, values.max(axis=1))
 
 
 def _block_cover(sims, start, run_labels, best, covering, any_cover, same_as_rows, cover_sim) -> None:
@@ -365,9 +438,23 @@ class RunningTopK:
         self.values = np.full((n_entities, k), -np.inf, dtype=np.float32)
         self.filled = 0  # candidates in so far, up to k
 
-    def add(self, block: np.ndarray, offset: int, *, entities_on_rows: bool = True) -> None:
+    def add(
+        self,
+        block: np.ndarray,
+        offset: int,
+        *,
+        entities_on_rows: bool = True,
+        group_maxima: np.ndarray | None = None,
+        group_rows: int = 0,
+    ) -> None:
         """Add candidates ``offset .. offset + b - 1``: ``block`` is (entities, b),
-        or (b, entities) with ``entities_on_rows=False``."""
+        or (b, entities) with ``entities_on_rows=False``.
+
+        With ``entities_on_rows=False``, ``group_maxima`` (each entity's best
+        value in each run of ``group_rows`` candidates, as
+        :func:`_sub_block_maxima` computes it) lets the block be read only
+        where a run can beat an entity's ``k``-th best, instead of whole.
+        """
         k = self.k
         by_entity = block if entities_on_rows else block.T
         size = by_entity.shape[1]
@@ -382,8 +469,16 @@ class RunningTopK:
         if entities_on_rows:
             entities, candidates = np.nonzero(block > kth[:, None])
         else:
-            candidates, entities = np.nonzero(block > kth[None, :])
-            order = np.argsort(entities, kind="stable")
+            open_groups = None if group_maxima is None else group_maxima > kth[None, :]
+            if open_groups is None or np.count_nonzero(open_groups) > _GATHER_SHARE * open_groups.size:
+                candidates, entities = np.nonzero(block > kth[None, :])
+            else:
+                groups, columns = np.nonzero(open_groups)
+                rows, values, inside = _group_values(block, groups, columns, group_rows)
+                above = (values > kth[columns, None]) & inside
+                candidates = rows[above]
+                entities = np.broadcast_to(columns[:, None], rows.shape)[above]
+            order = np.lexsort((candidates, entities))
             entities, candidates = entities[order], candidates[order]
         if not len(entities):
             return
@@ -948,16 +1043,25 @@ def as_unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def _best_of(chunks: np.ndarray, rows: np.ndarray, questions: np.ndarray, columns: np.ndarray):
-    """Best similarity (and question index) of chunks ``rows`` among questions ``columns``."""
+    """Best similarity (and question index) of chunks ``rows`` (ascending) among questions ``columns``."""
     sims = np.empty(rows.size)
     idx = np.empty(rows.size, dtype=np.intp)
-    step = _block_rows(columns.size, None)
+    step = min(_block_rows(columns.size, None), _SLAB_ROWS)
     candidates_t = np.ascontiguousarray(questions[columns].T)
-    for start in range(0, rows.size, step):
-        block = chunks[rows[start : start + step]] @ candidates_t
+    # One slab of consecutive chunks at a time: when the rows fill much of
+    # a slab, multiplying the whole slab beats copying the rows out of it.
+    slab_starts = np.arange(0, chunks.shape[0] + step, step)
+    cuts = np.searchsorted(rows, slab_starts)
+    for first, lo, hi in zip(slab_starts, cuts[:-1], cuts[1:]):
+        if lo == hi:
+            continue
+        if hi - lo > _SLAB_DENSE_SHARE * step:
+            block = (chunks[first : first + step] @ candidates_t)[rows[lo:hi] - first]
+        else:
+            block = chunks[rows[lo:hi]] @ candidates_t
         best = block.argmax(axis=1)
-        sims[start : start + step] = block[np.arange(best.size), best]
-        idx[start : start + step] = columns[best]
+        sims[lo:hi] = block[np.arange(best.size), best]
+        idx[lo:hi] = columns[best]
     return sims, idx
 
 
@@ -994,7 +1098,15 @@ def _scan_from_index(
 
     cover_sim = []
     for cover in covers:
-        sim, _, hit = first_allowed(cover[labels[:, None], index.indices])
+        # Only chunks of a cluster some question covers can find one in their list.
+        coverable = cover.any(axis=1)[labels]
+        if coverable.all():
+            allowed = cover[labels[:, None], index.indices]
+        else:
+            allowed = np.zeros(index.indices.shape, dtype=bool)
+            coverable = np.flatnonzero(coverable)
+            allowed[coverable] = cover[labels[coverable, None], index.indices[coverable]]
+        sim, _, hit = first_allowed(allowed)
         if not index.complete and not hit.all():
             missed = np.flatnonzero(~hit)
             for k in np.unique(labels[missed]):

@@ -7,6 +7,7 @@ stages one by one so that only what changed is recomputed:
     chunk_corpus ──▶ embed_chunks ─┬─▶ cluster_chunks   (K changes: ~1 s at 20k chunks)
     questions ─────▶ embed_questions ─┤   (slow, cached on disk by content)
                                       ├─▶ calibrate_corpus (τ, once per corpus, against the automatic topics)
+                                      ├─▶ fit_screener     (off-topic scores, once per corpus and τ: the automatic topics too)
                                       └─▶ measure           (thresholds, overrides: fast)
                                             └─▶ find_gaps   (LLM optional)
 
@@ -212,6 +213,13 @@ class Analysis:
     question_embedding: EmbeddedTexts
     gaps: list[Gap] = field(default_factory=list)
     calibration: Calibration = field(default_factory=calibration_module.default)
+    # The screener's topics (see measure); None: the clustering's own labels.
+    topics: np.ndarray | None = None
+
+    @property
+    def screening_topics(self) -> np.ndarray:
+        """Each chunk's topic as the off-topic screener saw it: the automatic topics, whatever K is shown."""
+        return self.clustering.labels if self.topics is None else self.topics
 
     @property
     def inlier_vectors(self) -> np.ndarray:
@@ -248,13 +256,15 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
-def build_embedder(config: EmbeddingConfig, api_key: str | None = None) -> Embedder:
+def build_embedder(config: EmbeddingConfig, api_key: str | None = None, *, max_concurrency: int | None = None) -> Embedder:
+    """The embedder ``config`` names; ``max_concurrency`` caps an API's requests in flight (None: the default)."""
     return make_embedder(
         config.provider,
         config.model,
         dimensions=config.dimensions,
         api_key=api_key,
         base_url=config.base_url,
+        max_concurrency=max_concurrency,
     )
 
 
@@ -357,6 +367,7 @@ def fit_screener(
     *,
     lexical: tuple | None = None,
     support_threshold: float | None = None,
+    topics: np.ndarray | None = None,
 ) -> QuestionScreener:
     """The off-topic screener fitted on these questions against this corpus.
 
@@ -364,12 +375,14 @@ def fit_screener(
     words no passage contains) is what catches off-topic questions whose
     embeddings sit close to a related topic. ``lexical`` is that evidence
     from an earlier fit on the same texts (``screening.lexical_coverage``),
-    reused when only the clustering changed.
+    reused when only the clustering changed. ``topics`` bound the
+    screener's search for each passage's neighbours (see :func:`measure`);
+    None uses ``clustering.labels``.
     """
     return config.screener(support_threshold).fit(
         question_embedding.vectors,
         corpus.vectors,
-        clustering.labels,
+        clustering.labels if topics is None else topics,
         question_texts=questions.texts,
         chunk_texts=[chunk.text for chunk in corpus.chunks],
         lexical=lexical,
@@ -417,6 +430,7 @@ def _screen_questions(
     clustering: Clustering,
     screener: QuestionScreener | None,
     screener_tau: float | None,
+    topics: np.ndarray | None,
     force_include: Sequence[int],
     force_exclude: Sequence[int],
     warnings: list[str],
@@ -424,7 +438,10 @@ def _screen_questions(
     """The fitted screener (``screener`` reused when given), the off-topic decision after the
     overrides, and the vectors of the questions kept."""
     if screener is None:
-        screener = fit_screener(config, corpus, questions, question_embedding, clustering, support_threshold=screener_tau)
+        screener = fit_screener(
+            config, corpus, questions, question_embedding, clustering,
+            support_threshold=screener_tau, topics=topics,
+        )
         decision = screener.is_outlier_
     else:
         decision = screener.decide(config.strictness) if config.strictness is not None else screener.is_outlier_
@@ -570,6 +587,7 @@ def measure(
     screener: QuestionScreener | None = None,
     index: metrics.NearestQuestions | None = None,
     calibration: Calibration | None = None,
+    topics: np.ndarray | None = None,
 ) -> Analysis:
     """Screen the questions and compute every coverage figure.
 
@@ -583,13 +601,17 @@ def measure(
     unset, the documented default (:data:`calibration.DEFAULT_SUPPORT_THRESHOLD`)
     for the tested share; the screener then gets no τ (as a ``screener``
     fitted without one), so measuring with and without a fitted screener agree.
+    ``topics`` are the corpus's automatic topics (``cluster_chunks(corpus,
+    None, seed).labels``): the screener searches each passage's neighbours
+    within its topic, so with them the off-topic decision is the same for
+    every K a user picks; None uses ``clustering.labels``.
     """
     screener_tau, calibration = _resolve_calibration(config, calibration)
     tau = calibration.support_threshold
     question_vectors = question_embedding.vectors
     warnings = _input_warnings(corpus, questions, question_embedding, clustering)
     screener, is_outlier, inliers = _screen_questions(
-        config, corpus, questions, question_embedding, clustering, screener, screener_tau,
+        config, corpus, questions, question_embedding, clustering, screener, screener_tau, topics,
         force_include, force_exclude, warnings,
     )
     nearest = getattr(screener, "chunk_nearest_question_", None)
@@ -637,6 +659,7 @@ def measure(
         warnings=warnings,
         question_embedding=question_embedding,
         calibration=calibration,
+        topics=topics,
     )
 
 
@@ -744,10 +767,12 @@ def analyze_corpus(
         raise InputError("The question file has no questions; add at least one question.")
     question_embedding = embed_questions(questions, embedder, cache, progress)
     clustering = cluster_chunks(corpus, config.n_clusters, config.random_state)
-    # The calibration's topics are the automatic ones, so τ does not move with a chosen K.
-    topics = clustering.labels if config.n_clusters is None else None
-    calibration = calibrate_corpus(config, corpus, embedder, cache, topic_labels=topics)
-    analysis = measure(config, corpus, questions, question_embedding, clustering, calibration=calibration)
+    # τ and the off-topic decision are judged against the automatic topics, so neither moves with a chosen K.
+    automatic = clustering if config.n_clusters is None else cluster_chunks(corpus, None, config.random_state)
+    calibration = calibrate_corpus(config, corpus, embedder, cache, topic_labels=automatic.labels)
+    analysis = measure(
+        config, corpus, questions, question_embedding, clustering, calibration=calibration, topics=automatic.labels
+    )
     return find_gaps(analysis, llm, embedder, cache)
 
 
@@ -899,6 +924,7 @@ def rescore(
         force_include=force_include,
         force_exclude=force_exclude,
         calibration=analysis.calibration,
+        topics=analysis.topics,
     )
 
 

@@ -11,7 +11,8 @@ file                   content
                        dimensions, chunking (null for passages read from a vector
                        store), the analysis settings, row counts; never an API key
 ``chunks.parquet``     one row per passage: document, text, start, end, page,
-                       cluster, vector
+                       cluster, topic (the automatic topic the off-topic
+                       screening was judged against), vector
 ``documents.parquet``  one row per document: name, text, page spans
 ``questions.parquet``  one row per question: file row, text, token count, vector
 ``question_file.parquet``  the question file as read (every column, as text)
@@ -62,7 +63,9 @@ class SavedAnalysis:
     """What :func:`load_analysis` read: the inputs of :func:`coverage_core.pipeline.measure`, and the files' extras.
 
     ``chunking`` is None when the passages came from a vector store (they
-    cannot be chunked again); ``report`` is the saved JSON report.
+    cannot be chunked again); ``report`` is the saved JSON report;
+    ``topics`` each passage's automatic topic (None in folders saved before
+    it was kept: the clusters stand in).
     """
 
     manifest: dict
@@ -74,6 +77,7 @@ class SavedAnalysis:
     calibration: Any  # calibration.Calibration
     report: dict = field(default_factory=dict)
     source: str = ""
+    topics: np.ndarray | None = None
 
     @property
     def chunking(self):
@@ -92,9 +96,27 @@ class SavedAnalysis:
 
         measured = pipeline.measure(
             self.config, self.corpus, self.questions, self.question_embedding, self.clustering,
-            calibration=self.calibration,
+            calibration=self.calibration, topics=self.topics,
         )
         return pipeline.find_gaps(measured)
+
+    def topic_clustering(self):
+        """The automatic topics as a ``pipeline.Clustering`` (centres: the members' normalised means, as
+        ``ChunkClusterer`` leaves them), so opening the folder needs no clustering; None without saved topics."""
+        from scipy import sparse
+
+        from coverage_core.pipeline import Clustering
+        from coverage_core.validation import unit_rows
+
+        if self.topics is None:
+            return None
+        vectors = self.corpus.vectors
+        k = int(self.topics.max()) + 1 if len(self.topics) else 0
+        membership = sparse.csr_matrix(
+            (np.ones(len(self.topics)), (self.topics, np.arange(len(self.topics)))), shape=(k, len(self.topics))
+        )
+        centres = unit_rows(np.asarray(membership @ vectors.astype(np.float64)))
+        return Clustering(self.topics, centres.astype(vectors.dtype, copy=False), [])
 
 
 # --------------------------------------------------------------------------
@@ -130,6 +152,7 @@ def save_analysis(
         "end": np.array([c.end for c in chunks], dtype=np.int64),
         "page": pd.array([c.page for c in chunks], dtype="Int64"),
         "cluster": np.asarray(analysis.clustering.labels, dtype=np.int64),
+        "topic": np.asarray(analysis.screening_topics, dtype=np.int64),
     }, corpus.vectors)
     _write_parquet(folder / DOCUMENTS, {
         "name": [d.name for d in corpus.documents], "text": [d.text for d in corpus.documents],
@@ -400,6 +423,9 @@ def _load(read, label: str, manifest: dict) -> SavedAnalysis:
     labels = chunk_table.column("cluster").to_numpy().astype(np.int64)
     if len(labels) and (labels.min() < 0 or labels.max() >= counts["clusters"]):
         raise InputError(f"The cluster numbers in {CHUNKS} of {label} do not match {CLUSTERS}; save the analysis again.")
+    topics = chunk_table.column("topic").to_numpy().astype(np.int64) if "topic" in chunk_table.column_names else None
+    if topics is not None and len(topics) and topics.min() < 0:
+        raise InputError(f"The topic numbers in {CHUNKS} of {label} are damaged; save the analysis again.")
     chunk_vectors = _matrix(chunk_table, label, CHUNKS, dimensions)
     question_vectors = _matrix(question_table, label, QUESTIONS, dimensions)
     centroids = _matrix(cluster_table, label, CLUSTERS, dimensions)
@@ -431,7 +457,9 @@ def _load(read, label: str, manifest: dict) -> SavedAnalysis:
         report = json.loads(read(REPORT).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, TypeError):
         raise InputError(f"The {CALIBRATION} or {REPORT} of {label} is damaged; save the analysis again.") from None
-    return SavedAnalysis(manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label)
+    return SavedAnalysis(
+        manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label, topics
+    )
 
 
 def _embedded_counts(record: dict) -> dict:

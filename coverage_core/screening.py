@@ -18,10 +18,13 @@ but no decision rests on it.
 from __future__ import annotations
 
 import html
+import os
 import re
 import string
 import warnings
-from typing import Sequence
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -55,6 +58,12 @@ QUESTION_NEIGHBORS = 10
 # Rows of questions per block of the question x chunk similarity matrix
 # (block x n_chunks float32: 512 x 20,000 is 40 MB).
 BLOCK_ROWS = 512
+
+# Threads for the chunk density's products and the word check's blocks of
+# text (see _in_threads): at most this many, so that the blocks under way
+# (up to 4 MB of products or 50 MB of word arrays each) stay a small part of
+# the memory whatever the machine reports.
+MAX_THREADS = 8
 
 # The question-neighbour search prunes from PRUNE_FACTOR * k * NEIGHBOR_GROUP
 # questions on (see _nearest_questions); below that the plain search is as
@@ -163,84 +172,182 @@ def _question_terms(text: str) -> list[bytes]:
     return list(dict.fromkeys(stems))
 
 
-# Text hashed per block (bytes of lower-cased UTF-8): big enough that numpy's
-# per-call cost vanishes, small enough that a block's 64-bit work arrays stay
-# near 100 MB.
+# Text read per block (bytes of lower-cased UTF-8): big enough that numpy's
+# per-call cost vanishes, small enough that a block's work arrays (a few
+# 8-byte values per word) stay near 50 MB.
 HASH_BLOCK_BYTES = 1 << 22
-# Words are hashed as polynomials in this odd base modulo 2**64 (see _hash_words).
-_HASH_BASE = 0x100000001B3
-_HASH_BASE_INVERSE = pow(_HASH_BASE, -1, 1 << 64)
-# Slots of the table that finds word hashes among the wanted ones in _presence (32 MB).
-_TABLE_SIZE = 1 << 23
+# Odd 64-bit constants of the word hash (see _span_hashes).
+_HASH_FOLD = np.uint64(0x100000001B3)
+_HASH_MIX = np.uint64(0x9E3779B97F4A7C15)
+# Slots per wanted hash in the table that finds words among them (see
+# _lookup_table), a power of two up to _MAX_TABLE_SLOTS (32 MB): at 16, about
+# one wanted hash in 16 shares its slot, and only words landing there need a
+# binary search.
+_SLOTS_PER_KEY = 16
+_MAX_TABLE_SLOTS = 1 << 23
 _CHUNK_BREAK = "\x01"  # joins the texts of a block; _words makes it a space, _TO_SPACE_KEEP keeps it
 _TO_SPACE_KEEP = bytes(b if b == 1 else _TO_SPACE[b] for b in range(256))
-_powers: dict[int, np.ndarray] = {}
+_LOWER_TO_SPACE_KEEP = _TO_SPACE_KEEP.translate(
+    bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase.encode())
+)
+# Blocks are padded with spaces so that an 8-byte read at any word's start or
+# before its end stays inside the buffer.
+_PADDING = b" " * 8
+# The first i bytes of a little-endian 8-byte read, i = 0..8.
+_BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
+# normalise_word on numbers: each suffix as the little-endian value of its
+# bytes (what the top bytes of the 8 bytes before a word's end hold when the
+# word ends with it), and the last bytes that can end one.
+_SUFFIX_VALUES = tuple((np.uint64(int.from_bytes(s, "little")), len(s)) for s in _SUFFIXES_B)
+_SS_VALUE = np.uint64(int.from_bytes(b"ss", "little"))
+_ENDS_A_SUFFIX = np.zeros(256, dtype=bool)
+_ENDS_A_SUFFIX[[s[-1] for s in _SUFFIXES_B]] = True
+
+# Lexical coverage at scale: with at least SINGLE_PASS_MIN_CHARS characters of
+# chunk text, a sample is read first: one chunk in PRESENCE_SAMPLE_STEP and
+# the chunks likely to hold the questions' words (LIKELY_CHUNKS_PER_QUESTION
+# of each question's most similar ones, when the screener passes them). The
+# words one edit away from the first PREDICTED_FIXES fixable question stems
+# the sample lacks are then looked up in the same pass as the stems, so the
+# texts are read once, not twice (a stem the sample lacks may still occur
+# elsewhere; a misspelt one occurs nowhere; one found absent beyond those
+# gets a second pass). Below that size the second pass costs less than the
+# edits of the sample's false alarms (about 0.3 ms each).
+SINGLE_PASS_MIN_CHARS = 20_000_000
+PRESENCE_SAMPLE_STEP = 10
+LIKELY_CHUNKS_PER_QUESTION = 2
+PREDICTED_FIXES = 2 * MAX_SPELLING_FIXES
 
 
-def _power_table(base: int, length: int) -> np.ndarray:
-    """``base**i mod 2**64`` for i < length (uint64), kept between calls."""
-    table = _powers.get(base)
-    if table is None or len(table) < length:
-        size = max(length, HASH_BLOCK_BYTES * 2)
-        table = np.full(size, base, dtype=np.uint64)
-        table[0] = 1
-        np.cumprod(table, out=table)  # wraps modulo 2**64
-        _powers[base] = table
-    return table[:length]
+def _byte_reads(padded: bytes) -> np.ndarray:
+    """Element i: the 8 bytes of ``padded`` from offset i on, as a little-endian uint64 (a view, no copy)."""
+    return np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
 
 
-def _hash_words(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Start offsets and 64-bit hashes of the words of ``raw`` (runs of bytes other than space and 0x01).
+def _span_hashes(reads: np.ndarray, starts: np.ndarray, lengths: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """64-bit hashes of the byte spans ``[start, start + length)``, length >= 1, of ``reads``'s buffer
+    (``heads`` = ``reads[starts]``).
 
-    ``hash(w) = sum_i w[i] * B**i mod 2**64`` for the bytes ``w[i]`` of a
-    word, ``B`` = ``_HASH_BASE``, from one running sum over the block:
-    ``(S[end] - S[start]) * B**-start``. A word's hash depends on its
-    bytes only, so hashing the wanted words the same way finds them.
+    A span is read as little-endian 8-byte integers ``c_0, c_1, ...``, the
+    last one cut to the bytes that remain, and hashed as
+    ``h = (((c_0 * F + c_1) * F + c_2) ...) * M mod 2**64`` (``F`` =
+    ``_HASH_FOLD``, ``M`` = ``_HASH_MIX``, both odd). Words hold no byte
+    below 33, so spans of up to 8 bytes (most words) get distinct hashes;
+    longer ones may collide with probability about 2**-64. The hash depends
+    on the bytes only, so hashing the wanted stems the same way finds them.
     """
-    data = np.frombuffer(raw, dtype=np.uint8)
-    is_word = (data != 32) & (data != 1)
-    edges = np.diff(is_word.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    with np.errstate(over="ignore"):
-        running = np.empty(len(data) + 1, dtype=np.uint64)
-        running[0] = 0
-        np.cumsum(data * _power_table(_HASH_BASE, len(data)), out=running[1:])
-        hashes = (running[ends] - running[starts]) * _power_table(_HASH_BASE_INVERSE, len(data))[starts]
-    return starts, hashes
+    hashes = heads & _BYTE_MASKS[np.minimum(lengths, 8)]
+    longer = np.flatnonzero(lengths > 8)
+    offset = 8
+    while len(longer):
+        rest = lengths[longer] - offset
+        more = reads[starts[longer] + offset] & _BYTE_MASKS[np.minimum(rest, 8)]
+        hashes[longer] = hashes[longer] * _HASH_FOLD + more
+        longer = longer[rest > 8]
+        offset += 8
+    hashes *= _HASH_MIX
+    return hashes
+
+
+def _stem_lengths(reads: np.ndarray, ends: np.ndarray, lengths: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """Length of each word (``heads`` = its first 8 bytes) once :func:`normalise_word` has cut its suffix."""
+    # The 8 bytes up to each word's end, its last byte on top: the head moved
+    # up for words of up to 8 bytes, a second read for longer ones.
+    tails = heads << (np.uint64(64) - (np.minimum(lengths, 8) << 3).astype(np.uint64))
+    longer = np.flatnonzero(lengths > 8)
+    tails[longer] = reads[ends[longer] - 8]
+    may_cut = np.flatnonzero(_ENDS_A_SUFFIX[tails >> np.uint64(56)] & (lengths >= 4))
+    tails, kept = tails[may_cut], lengths[may_cut]
+    cut = np.zeros(len(may_cut), dtype=lengths.dtype)
+    # The bytes compared lie inside the word: the length test asks for more.
+    open_ = (tails >> np.uint64(48)) != _SS_VALUE
+    for value, size in _SUFFIX_VALUES:
+        match = open_ & ((tails >> np.uint64(64 - 8 * size)) == value) & (kept >= size + 3)
+        cut[match] = size
+        open_ &= ~match
+    stem_lengths = lengths.copy()
+    stem_lengths[may_cut] -= cut
+    return stem_lengths
+
+
+def _word_spans(padded: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end offsets of the words of ``padded`` (runs of bytes above 32: after
+    ``_lowered`` separators are spaces or 0x01), which starts and ends with a space."""
+    is_word = np.frombuffer(padded, dtype=np.uint8) > 32
+    edges = np.flatnonzero(is_word[1:] != is_word[:-1]) + 1
+    return edges[0::2], edges[1::2]
+
+
+def _word_stem_hashes(padded: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Start offsets of the words of ``padded`` and the :func:`_span_hashes` of their
+    :func:`normalise_word` stems, cut from the words in place."""
+    reads = _byte_reads(padded)
+    starts, ends = _word_spans(padded)
+    heads = reads[starts]
+    stem_lengths = _stem_lengths(reads, ends, ends - starts, heads)
+    return starts, _span_hashes(reads, starts, stem_lengths, heads)
+
+
+def _stem_hashes(stems: Sequence[bytes]) -> np.ndarray:
+    """:func:`_span_hashes` of each stem as it is (no suffix cut), in order."""
+    padded = _PADDING + b" ".join(stems) + _PADDING
+    reads = _byte_reads(padded)
+    starts, ends = _word_spans(padded)
+    return _span_hashes(reads, starts, ends - starts, reads[starts])
 
 
 def _lowered(texts: Sequence[str]) -> bytes:
     """The texts as ``_words`` prepares them (unescaped, lower-cased, UTF-8, separators made spaces),
-    joined by 0x01 bytes."""
-    joined = f" {_CHUNK_BREAK} ".join(t.replace(_CHUNK_BREAK, " ") for t in texts)
+    joined by 0x01 bytes (a text holding one has more of them: the caller checks the count)."""
+    joined = f" {_CHUNK_BREAK} ".join(texts)
     if "&" in joined:
         joined = html.unescape(joined)  # "&#39853;", "&amp;"
+    if joined.isascii():  # lower-cased by the byte table: 4x faster, the same for ASCII
+        return joined.encode("ascii").translate(_LOWER_TO_SPACE_KEEP)
     raw = joined.lower().encode("utf-8", "replace")
-    if b"\xc2" in raw or b"\xe2\x80" in raw:
+    if b"\xc2" in raw or b"\xe2" in raw:  # single bytes: found at memchr speed
         raw = _SEPARATORS_UTF8.sub(b" ", raw)
     return raw.translate(_TO_SPACE_KEEP)
 
 
-def _text_blocks(chunk_texts: Sequence[str]):
-    """``(chunk of each word, hash of each word)`` of the chunks, one block of text at a time."""
+def _text_blocks(chunk_texts: Sequence[str]) -> list[tuple[int, int]]:
+    """``(first, last)`` chunks of each block of text: a block ends with the chunk that brings
+    it to ``HASH_BLOCK_BYTES`` (characters stand in for bytes)."""
     n = len(chunk_texts)
-    first = 0
+    reach = np.cumsum(np.fromiter(map(len, chunk_texts), dtype=np.int64, count=n) + 3)
+    blocks, first = [], 0
     while first < n:
-        # As many chunks as fill about HASH_BLOCK_BYTES (characters stand in for bytes).
-        size, last = 0, first
-        while last < n and (last == first or size < HASH_BLOCK_BYTES):
-            size += len(chunk_texts[last]) + 3
-            last += 1
-        raw = _lowered(chunk_texts[first:last])
-        breaks = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 1)
-        if len(breaks) != last - first - 1:  # unescaping made a 0x01 (never seen): chunk by chunk
-            parts = [b" ".join(_words(t)) for t in chunk_texts[first:last]]
-            raw = b" \x01 ".join(parts)
-            breaks = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 1)
-        starts, hashes = _hash_words(raw)
-        yield first + np.searchsorted(breaks, starts), hashes
+        before = int(reach[first - 1]) if first else 0
+        last = min(n, int(np.searchsorted(reach, before + HASH_BLOCK_BYTES)) + 1)
+        blocks.append((first, last))
         first = last
+    return blocks
+
+
+def _block_words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The text (index into ``texts``) and the stem hash (:func:`_word_stem_hashes`) of each word of ``texts``."""
+    padded = _PADDING + _lowered(texts) + _PADDING
+    breaks = np.flatnonzero(np.frombuffer(padded, dtype=np.uint8) == 1)
+    if len(breaks) != len(texts) - 1:  # a text held a 0x01, or unescaping made one: text by text
+        padded = _PADDING + b" \x01 ".join(b" ".join(_words(t)) for t in texts) + _PADDING
+        breaks = np.flatnonzero(np.frombuffer(padded, dtype=np.uint8) == 1)
+    starts, hashes = _word_stem_hashes(padded)
+    # Words before the first break are in text 0, and so on.
+    per_text = np.diff(np.searchsorted(starts, breaks), prepend=0, append=len(starts))
+    return np.repeat(np.arange(len(texts)), per_text), hashes
+
+
+def _lookup_table(keys: np.ndarray) -> tuple[np.ndarray, np.uint64]:
+    """A table from the top bits of a hash to the one key of ``keys`` (sorted, distinct) with
+    those bits: 1 + its index, 0 for none, -1 for several; and the shift that gives those bits.
+    The hashes are mixed (``_HASH_MIX``), so their top bits are spread evenly."""
+    slots = min(_MAX_TABLE_SLOTS, 1 << max(10, int(len(keys) * _SLOTS_PER_KEY - 1).bit_length()))
+    shift = np.uint64(64 - (slots.bit_length() - 1))
+    slot = (keys >> shift).astype(np.int64)
+    table = np.zeros(slots, dtype=np.int32)
+    table[slot] = np.arange(1, len(keys) + 1, dtype=np.int32)
+    table[slot[np.bincount(slot, minlength=slots)[slot] > 1]] = -1
+    return table, shift
 
 
 def _presence(chunk_texts: Sequence[str], stem_id: dict[bytes, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -248,60 +355,58 @@ def _presence(chunk_texts: Sequence[str], stem_id: dict[bytes, int]) -> tuple[np
     the chunks holding stem ``j``, ascending (the layout of a CSC matrix).
 
     A chunk holds a stem when one of its words normalises to it
-    (:func:`normalise_word`), i.e. is the stem or the stem plus one of
-    ``SUFFIXES``. Every such form is hashed (:func:`_hash_words`) and looked
-    up among the hashes of the chunks' words, so the texts are read at numpy
-    speed; a form found is checked to normalise to its stem. Each block's
-    (chunk, stem) pairs are kept once, as int32, and placed straight into
-    the postings: at a million chunks they are about 10^8.
+    (:func:`normalise_word`). Each word's stem is cut and hashed in place
+    (:func:`_word_stem_hashes`) and looked up among the hashes of the wanted
+    stems, so the texts are read at numpy speed, blocks of them in threads
+    (:func:`_in_threads`). Each block's (stem, chunk) pairs are sorted and
+    kept once, the chunks as int32 with the stems' run lengths, and placed
+    straight into the postings: at a million chunks they are about 10^8.
     """
-    forms = list(dict.fromkeys(stem + suffix for stem in stem_id for suffix in (b"",) + _SUFFIXES_B))
     n_stems = len(stem_id)
-    if not forms:
-        return np.zeros(n_stems + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    _, form_hashes = _hash_words(b" ".join(forms))
-    keys, first_form = np.unique(form_hashes, return_index=True)
-    # A table from the low bits of a hash to the one key with those bits
-    # (-1 when several share them) finds most words with one lookup; a
-    # binary search per word was most of the time.
-    low = (keys & (_TABLE_SIZE - 1)).astype(np.int64)
-    table = np.zeros(_TABLE_SIZE, dtype=np.int32)
-    table[low] = np.arange(1, len(keys) + 1, dtype=np.int32)
-    table[low[np.bincount(low, minlength=_TABLE_SIZE)[low] > 1]] = -1
-    # The stem each form found stands for (-1: it normalises to another stem; -2: not seen yet).
-    column = np.full(len(keys), -2, dtype=np.int32)
-    pairs: list[tuple[np.ndarray, np.ndarray]] = []  # per block: stems, and chunks, sorted by stem
-    counts = np.zeros(n_stems, dtype=np.int64)
-    for owner, hashes in _text_blocks(chunk_texts):
-        slot = table[(hashes & (_TABLE_SIZE - 1)).astype(np.int64)]
+    if not n_stems:
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    ids = np.fromiter(stem_id.values(), dtype=np.int64, count=n_stems)
+    stem_hashes = _stem_hashes(list(stem_id))
+    order = np.argsort(stem_hashes)
+    keys, key_stem = stem_hashes[order], ids[order]
+    table, shift = _lookup_table(keys)
+
+    def block_postings(block: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The block's stems found, in order, how many of its chunks hold each, and those chunks."""
+        first, last = block
+        owner, hashes = _block_words(chunk_texts[first:last])
+        slot = table[hashes >> shift]
         maybe = np.flatnonzero(slot)
         where = slot[maybe].astype(np.int64) - 1
         shared = np.flatnonzero(where < 0)
         if len(shared):
             where[shared] = np.minimum(np.searchsorted(keys, hashes[maybe[shared]]), len(keys) - 1)
         hit = keys[where] == hashes[maybe]
-        key, chunk = where[hit], owner[maybe[hit]]
-        for k in np.unique(key[column[key] == -2]).tolist():
-            column[k] = stem_id.get(normalise_word(forms[first_form[k]]), -1)
-        stem = column[key]
-        kept = stem >= 0
-        stem, chunk = stem[kept], chunk[kept].astype(np.int32)
-        order = np.argsort(stem, kind="stable")  # chunks stay ascending within a stem
-        stem, chunk = stem[order], chunk[order]
-        new = np.ones(len(stem), dtype=bool)  # two forms, or two mentions, of a stem in a chunk count once
-        new[1:] = (stem[1:] != stem[:-1]) | (chunk[1:] != chunk[:-1])
-        stem, chunk = stem[new], chunk[new]
-        counts += np.bincount(stem, minlength=n_stems)
-        pairs.append((stem, chunk))
+        # One number per (stem, chunk), sorted: runs of a stem, its chunks ascending.
+        n_block = last - first
+        pair = key_stem[where[hit]] * n_block + owner[maybe[hit]]
+        pair.sort()
+        if len(pair) > 1:  # two forms, or two mentions, of a stem in a chunk count once
+            pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
+        stem = pair // n_block
+        chunk = (pair - stem * n_block + first).astype(np.int32)
+        run_starts = np.flatnonzero(np.concatenate(([True], stem[1:] != stem[:-1]))) if len(stem) else stem
+        return stem[run_starts], np.diff(np.append(run_starts, len(stem))), chunk
+
+    blocks = _in_threads(block_postings, _text_blocks(chunk_texts))
+    counts = np.zeros(n_stems, dtype=np.int64)
+    for run_stems, run_lengths, _ in blocks:
+        counts[run_stems] += run_lengths
     indptr = np.zeros(n_stems + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
     filled = indptr[:-1].copy()
-    while pairs:  # blocks in chunk order, each freed once placed
-        stem, chunk = pairs.pop(0)
-        first = np.searchsorted(stem, stem)  # where each stem's run starts in this block
-        indices[filled[stem] + (np.arange(len(stem)) - first)] = chunk
-        filled += np.bincount(stem, minlength=n_stems)
+    blocks.reverse()
+    while blocks:  # in chunk order, each freed once placed
+        run_stems, run_lengths, chunk = blocks.pop()
+        run_offsets = np.cumsum(run_lengths) - run_lengths
+        indices[np.repeat(filled[run_stems] - run_offsets, run_lengths) + np.arange(len(chunk))] = chunk
+        filled[run_stems] += run_lengths
     return indptr, indices
 
 
@@ -318,40 +423,59 @@ def _one_edit(word: bytes) -> set[bytes]:
     return edits
 
 
+def _fixable(stem: bytes) -> bool:
+    """Whether an absent stem may be matched to a corpus word one edit away (see ``_spelling_fixes``)."""
+    return len(stem) >= MIN_FIXABLE_LENGTH and stem.isalpha()
+
+
+def _edit_stems(stem: bytes) -> set[bytes]:
+    """Stems (at least 3 bytes) of the words one edit away from ``stem``."""
+    return {v for v in map(normalise_word, _one_edit(stem)) if len(v) >= 3}
+
+
+def _maybe_absent(chunk_texts: Sequence[str], stems: list[bytes], likely_chunks) -> list[bytes]:
+    """The first ``PREDICTED_FIXES`` of ``stems`` that a sample of the chunks lacks, in order
+    (none below ``SINGLE_PASS_MIN_CHARS`` characters of text; see there)."""
+    n = len(chunk_texts)
+    if not stems or sum(map(len, chunk_texts)) < SINGLE_PASS_MIN_CHARS:
+        return []
+    sample = np.arange(0, n, PRESENCE_SAMPLE_STEP)
+    if likely_chunks is not None:
+        likely = np.asarray(likely_chunks, dtype=np.int64).ravel()
+        sample = np.union1d(sample, likely[(likely >= 0) & (likely < n)])  # a hint: only the speed depends on it
+    indptr, _ = _presence([chunk_texts[i] for i in sample], {t: j for j, t in enumerate(stems)})
+    return [t for t, found in zip(stems, np.diff(indptr)) if not found][:PREDICTED_FIXES]
+
+
 def _spelling_fixes(
-    chunk_texts: Sequence[str], absent: list[bytes]
-) -> tuple[dict[bytes, bytes], dict[bytes, np.ndarray]]:
-    """Corpus words one edit away from question words the corpus lacks.
+    absent: list[bytes], edit_stems: dict[bytes, set[bytes]], holding: dict[bytes, np.ndarray]
+) -> dict[bytes, bytes]:
+    """Corpus stems one edit away from question stems the corpus lacks.
 
     A question word that occurs in no chunk but is one typing slip from a
     word that does ("borvn", "cimbals") is almost always that word
     misspelt; counting it as absent made well-supported questions look
     off-topic. Only stems of at least ``MIN_FIXABLE_LENGTH`` letters are
-    fixed (shorter ones have too many neighbours), at most
-    ``MAX_SPELLING_FIXES`` of them, and each to its most frequent neighbour.
+    fixed (shorter ones have too many neighbours), the first
+    ``MAX_SPELLING_FIXES`` of them, and each to its most frequent neighbour
+    (of equally frequent ones, the greatest in byte order).
 
-    Returns the fixes (absent stem -> corpus stem) and the chunks holding
-    each corpus stem a fix points to (sorted chunk indices).
+    ``edit_stems`` holds :func:`_edit_stems` of each stem to fix, ``holding``
+    the chunks holding each of those. Returns absent stem -> corpus stem.
     """
-    candidates = [t for t in absent if len(t) >= MIN_FIXABLE_LENGTH and t.isalpha()]
-    candidates = candidates[:MAX_SPELLING_FIXES]
-    if not candidates:
-        return {}, {}
-    neighbours = {t: {normalise_word(e) for e in _one_edit(t)} for t in candidates}
-    variant_id: dict[bytes, int] = {}
-    for variants in neighbours.values():
-        for v in variants:
-            if len(v) >= 3:
-                variant_id.setdefault(v, len(variant_id))
-    indptr, indices = _presence(chunk_texts, variant_id)
-    df = np.diff(indptr)
     fixes = {}
-    for stem, variants in neighbours.items():
-        found = [(int(df[variant_id[v]]), v) for v in variants if v in variant_id and df[variant_id[v]]]
+    for stem in [t for t in absent if _fixable(t)][:MAX_SPELLING_FIXES]:
+        found = [(len(holding[v]), v) for v in edit_stems[stem] if len(holding[v])]
         if found:
             fixes[stem] = max(found)[1]
-    postings = {v: indices[indptr[variant_id[v]] : indptr[variant_id[v] + 1]] for v in set(fixes.values())}
-    return fixes, postings
+    return fixes
+
+
+def _chunks_holding(chunk_texts: Sequence[str], stems: Iterable[bytes]) -> dict[bytes, np.ndarray]:
+    """Each of ``stems`` -> the chunks holding it, ascending (:func:`_presence`)."""
+    stem_id = {t: j for j, t in enumerate(dict.fromkeys(stems))}
+    indptr, indices = _presence(chunk_texts, stem_id)
+    return {t: indices[indptr[j] : indptr[j + 1]] for t, j in stem_id.items()}
 
 
 def _best_share(postings: list[np.ndarray], weights: np.ndarray, scratch: np.ndarray) -> tuple[float, int]:
@@ -398,9 +522,8 @@ def _best_share(postings: list[np.ndarray], weights: np.ndarray, scratch: np.nda
         return 0.0, -1
     return float(full[top]), int(survivors[top])
 
-
 def lexical_coverage(
-    question_texts: Sequence[str], chunk_texts: Sequence[str]
+    question_texts: Sequence[str], chunk_texts: Sequence[str], *, likely_chunks=None
 ) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
     """How well the best chunk covers each question's distinctive words.
 
@@ -412,6 +535,12 @@ def lexical_coverage(
     coverage is the largest, over chunks, idf-weighted share of its words
     that the chunk contains. A word found in no chunk but one typing slip
     away from a corpus word counts as that word (see ``_spelling_fixes``).
+
+    ``likely_chunks`` (array-like of chunk indices, optional) are chunks
+    likely to hold the questions' words, such as each question's most
+    similar chunks: on a large corpus they are read first to tell which
+    words may be misspelt (see ``SINGLE_PASS_MIN_CHARS``). Only the speed
+    depends on them, never the result.
 
     Returns
     -------
@@ -432,11 +561,19 @@ def lexical_coverage(
         for t in ts:
             stem_id.setdefault(t, len(stem_id))
     n_chunks = len(chunk_texts)
-    indptr, indices = _presence(chunk_texts, stem_id)
-    postings = [indices[indptr[j] : indptr[j + 1]] for j in range(len(stem_id))]
-    fixes, fixed_postings = _spelling_fixes(chunk_texts, [t for t, j in stem_id.items() if not len(postings[j])])
-    for t, fix in fixes.items():
-        postings[stem_id[t]] = fixed_postings[fix]
+    # The edits of the fixable stems a sample lacks are looked up in the same
+    # pass as the stems (see SINGLE_PASS_MIN_CHARS).
+    fixable = [t for t in stem_id if _fixable(t)]
+    edit_stems = {t: _edit_stems(t) for t in _maybe_absent(chunk_texts, fixable, likely_chunks)}
+    holding = _chunks_holding(chunk_texts, [*stem_id, *(v for vs in edit_stems.values() for v in vs)])
+    absent = [t for t in stem_id if not len(holding[t])]
+    late = [t for t in absent if _fixable(t)][:MAX_SPELLING_FIXES]
+    late = [t for t in late if t not in edit_stems]
+    if late:  # absent stems whose edits were not looked up: a second pass for those
+        edit_stems.update((t, _edit_stems(t)) for t in late)
+        holding.update(_chunks_holding(chunk_texts, [v for t in late for v in edit_stems[t] if v not in holding]))
+    fixes = _spelling_fixes(absent, edit_stems, holding)
+    postings = [holding[fixes.get(t, t)] for t in stem_id]
     df = np.fromiter(map(len, postings), dtype=np.int64, count=len(postings))
     idf = np.log((1.0 + n_chunks) / (1.0 + df)) + 1.0
 
@@ -592,39 +729,68 @@ def chunk_density(
     labels = np.zeros(n, dtype=np.int64) if chunk_labels is None else np.asarray(chunk_labels)
     rng = np.random.default_rng(random_state)
     density = np.zeros(n, dtype=np.float32)
-    for label in np.unique(labels):
-        members = np.flatnonzero(labels == label)
-        if len(members) < 2:
-            continue
-        if len(members) > max_reference:
-            reference = np.sort(rng.choice(members, size=max_reference, replace=False))
-        else:
-            reference = members
-        k = max(1, round(min(n_neighbors, len(members) - 1) * len(reference) / len(members)))
-        k = min(k, len(reference) - 1)
-        ref_vectors = chunk_vectors[reference]
-        position = np.full(n, -1, dtype=np.int64)
-        position[reference] = np.arange(len(reference))
-        for start in range(0, len(members), BLOCK_ROWS):
-            block = members[start : start + BLOCK_ROWS]
-            sims = chunk_vectors[block] @ ref_vectors.T
-            # A chunk is not its own neighbour.
-            j = position[block]
-            rows = np.flatnonzero(j >= 0)
-            sims[rows, j[rows]] = -np.inf
-            density[block] = _top_k_mean(sims, k)
+    # Each cluster's members, ascending, without comparing every label with every cluster.
+    by_label = np.argsort(labels, kind="stable")
+    sorted_labels = labels[by_label]
+    bounds = np.concatenate(([0], np.flatnonzero(sorted_labels[1:] != sorted_labels[:-1]) + 1, [n]))
+
+    def blocks():
+        """(rows, reference vectors, rows' places among the references, k) per block of a cluster's members."""
+        for begin, stop in zip(bounds[:-1], bounds[1:]):
+            members = by_label[begin:stop]
+            if len(members) < 2:
+                continue
+            if len(members) > max_reference:
+                reference = np.sort(rng.choice(members, size=max_reference, replace=False))
+            else:
+                reference = members
+            k = max(1, round(min(n_neighbors, len(members) - 1) * len(reference) / len(members)))
+            k = min(k, len(reference) - 1)
+            ref_vectors = chunk_vectors[reference]
+            for first in range(0, len(members), BLOCK_ROWS):
+                rows = members[first : first + BLOCK_ROWS]
+                place = np.minimum(np.searchsorted(reference, rows), len(reference) - 1)
+                yield rows, ref_vectors, np.where(reference[place] == rows, place, -1), k
+
+    def fill(block) -> None:
+        rows, ref_vectors, place, k = block
+        sims = chunk_vectors[rows] @ ref_vectors.T
+        own = np.flatnonzero(place >= 0)
+        sims[own, place[own]] = -np.inf  # a chunk is not its own neighbour
+        density[rows] = _top_k_mean(sims, k)
+
+    # One BLAS thread per block, blocks in threads: OpenBLAS's own threads
+    # spin, and ran fourfold slower on the many small products of a busy 2-core machine.
+    with threadpool_limits(limits=1, user_api="blas"):
+        _in_threads(fill, blocks())
     return density
 
 
-def _density_threads(n_chunks: int, chunk_labels) -> int:
-    """BLAS threads for :func:`chunk_density`: one for the many small products
-    of small clusters (more threads spun on them and ran 4x slower on a busy
-    2-core machine), all for clusters big enough that each product is
-    ``BLOCK_ROWS x MAX_REFERENCE``."""
-    if chunk_labels is None:
-        return None if n_chunks > 4 * MAX_REFERENCE else 1
-    sizes = np.bincount(np.asarray(chunk_labels))
-    return None if np.median(sizes[sizes > 0]) > 4 * MAX_REFERENCE else 1
+def _worker_threads() -> int:
+    """Threads for :func:`_in_threads`: the CPUs this process may use, at most ``MAX_THREADS``."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_THREADS))
+
+
+def _in_threads(function, items: Iterable) -> list:
+    """``[function(item) for item in items]``, computed in :func:`_worker_threads` threads
+    (numpy releases the GIL in its loops), with at most two items per thread under way, so
+    a lazy ``items`` is read only as fast as it is used."""
+    workers = _worker_threads()
+    if workers == 1:
+        return [function(item) for item in items]
+    results = []
+    with ThreadPoolExecutor(workers, thread_name_prefix="screening") as pool:
+        pending: deque = deque()
+        for item in items:
+            if len(pending) >= 2 * workers:
+                results.append(pending.popleft().result())
+            pending.append(pool.submit(function, item))
+        results.extend(future.result() for future in pending)
+    return results
 
 
 def _nearest_questions(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1100,8 +1266,7 @@ class QuestionScreener:
         ``embedding_score_``, and each chunk's best question in
         ``chunk_nearest_question_`` and ``chunk_max_similarity_``)."""
         if self.density_weight > 0:
-            with threadpool_limits(limits=_density_threads(C.shape[0], chunk_labels), user_api="blas"):
-                density = chunk_density(C, chunk_labels, random_state=self.random_state)
+            density = chunk_density(C, chunk_labels, random_state=self.random_state)
             penalty = self.density_weight * density
         else:
             penalty = None
@@ -1127,7 +1292,8 @@ class QuestionScreener:
         if question_texts is None or not n:
             return own, False
         if lexical is None:
-            lexical = lexical_coverage(question_texts, chunk_texts)
+            likely = self.question_top_chunks_[:, :LIKELY_CHUNKS_PER_QUESTION]
+            lexical = lexical_coverage(question_texts, chunk_texts, likely_chunks=likely)
         elif len(lexical[0]) != n:
             raise InputError(
                 f"lexical holds evidence for {len(lexical[0])} questions, not {n}; "

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from coverage_core.errors import InputError
 
@@ -47,13 +47,12 @@ through it (deterministic, and spread over its documents); a smaller one by
 all of them, so its terms are exactly those of the full count. A topic's top
 terms are stable long before this many passages, and counting words is the
 costly part: the cost is bounded by ``K x 100`` chunks whatever the corpus
-size (K = 50: ~1-2 s at 20,000 and at 1,000,000 chunks of ~150 words,
-benchmarks/bench_scale_topics.py; 14 s at 300 per cluster on uniform word
-salad, benchmarks/bench_analysis.py)."""
+size (K = 50: ~0.5-0.8 s at 200,000 chunks of ~150 words,
+benchmarks/bench_scale_topics.py and bench_scale.py's data)."""
 
 # The last few results of cluster_terms, by content hash of what was counted:
 # the cluster table's labels and the gap themes ask the same question of the
-# same chunks, and counting words is the costly part (~1-2 s at K = 50).
+# same chunks, and counting words is the costly part (~0.5-0.8 s at K = 50).
 _N_RECENT_TERMS = 4
 _RECENT_TERMS: "OrderedDict[str, tuple[tuple[str, ...], ...]]" = OrderedDict()
 
@@ -85,8 +84,9 @@ _MARKUP = re.compile(
 # the substitution (its word-by-word attribute and file-name patterns are
 # most of the cost of counting plain prose).
 _MARKUP_HINT = re.compile(r"[=<&{}\[\]|]|''|https?:|www\.|\.(?:jpe?g|png|gif|svg|tiff?|pdf|html?|php)\b", re.IGNORECASE)
-# Punctuation other than in-word apostrophes and hyphens ends a phrase.
-_PHRASE_BREAK = re.compile(r"[^\w\s'-]+|\s['-]|['-]\s")
+# A word (the group), or anything else that ends a phrase: punctuation other
+# than in-word apostrophes and hyphens (findall gives "" for those).
+_TOKEN = re.compile(r"(\w+)|[^\w\s'-]+|\s['-]|['-]\s")
 # Roman numerals up to 39 (chapter and page numbers), two letters or more.
 _ROMAN = re.compile(r"x{0,3}(?:ix|iv|v?i{0,3})")
 # A line is furniture when, digits aside, it repeats in this many chunks (and
@@ -107,22 +107,20 @@ def _is_term_word(word: str) -> bool:
     )
 
 
-def _analyse(text: str) -> list[str]:
-    """Words and adjacent word pairs of a text, for ``CountVectorizer(analyzer=...)``.
+def _tokens(text: str) -> list[str]:
+    """The lowercase words of a text in order, with ``""`` wherever a phrase ends.
 
-    Pairs are only formed from words next to each other in the text: no pair
-    spans a removed word, a number, markup or punctuation ("area is among the
+    Markup goes first (it ends a phrase too), then every punctuation mark
+    other than an apostrophe or hyphen inside a word ends a phrase. The
+    terms of a text are its term words (:func:`_is_term_word`) and every
+    pair of term words next to each other in one phrase: no pair spans a
+    removed word, a number, markup or punctuation ("area is among the
     largest" gives no fake "area largest").
     """
-    terms = []
     text = text.lower()
     if _MARKUP_HINT.search(text):
         text = _MARKUP.sub(" . ", text)
-    for segment in _PHRASE_BREAK.split(text):
-        words = [w if _is_term_word(w) else None for w in re.findall(r"\w+", segment)]
-        terms += [w for w in words if w]
-        terms += [f"{a} {b}" for a, b in zip(words, words[1:]) if a and b]
-    return terms
+    return _TOKEN.findall(text)
 
 
 def _line_key(line: str) -> str:
@@ -150,16 +148,62 @@ def _strip_furniture(texts: list[str]) -> list[str]:
 
 
 def _count_terms(texts: list[str]):
-    """Chunk x term counts of words and word pairs, or (None, None) if no term survives."""
-    # On tiny corpora a term seen in two chunks may not exist; then one is enough.
+    """Chunk x term counts of words and word pairs (:func:`_tokens`), or (None, None) if no term survives.
+
+    The counts, and the columns (the terms in alphabetical order), are those
+    of scikit-learn's ``CountVectorizer`` with ``min_df`` 2 (1 below 20
+    texts, or when no term is in two); they are found with array operations
+    on word numbers rather than one Python step per term, a third of the
+    time on 4,000 chunks.
+    """
+    tokens: list[str] = []
+    lengths = []
+    for text in texts:
+        found = _tokens(text)
+        found.append("")  # a text's end ends its last phrase
+        tokens += found
+        lengths.append(len(found))
+    words = list(dict.fromkeys(tokens))
+    number = {word: i for i, word in enumerate(words)}
+    ids = np.fromiter(map(number.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    is_term = np.fromiter(map(_is_term_word, words), dtype=bool, count=len(words))
+    chunk_of = np.repeat(np.arange(len(texts)), lengths)
+
+    at_term = is_term[ids]
+    word_at = np.flatnonzero(at_term)
+    pair_at = np.flatnonzero(at_term[:-1] & at_term[1:])
+    pair_codes, pair_column = np.unique(ids[pair_at] * len(words) + ids[pair_at + 1], return_inverse=True)
+    # Columns: the term words, then the pairs (named once it is known which are kept).
+    term_words = np.flatnonzero(is_term)
+    word_column = np.zeros(len(words), dtype=np.int64)
+    word_column[term_words] = np.arange(len(term_words))
+    n_terms = len(term_words) + len(pair_codes)
+    if not n_terms:
+        return None, None
+    counts = sp.csr_matrix(
+        (
+            np.ones(len(word_at) + len(pair_at), dtype=np.int64),
+            (
+                np.concatenate([chunk_of[word_at], chunk_of[pair_at]]),
+                np.concatenate([word_column[ids[word_at]], len(term_words) + pair_column.ravel()]),
+            ),
+        ),
+        shape=(len(texts), n_terms),
+    )
+    counts.sum_duplicates()
+    chunks_with = np.bincount(counts.indices, minlength=n_terms)
+    # On tiny corpora no term may be in two chunks; then one is enough.
     for min_df in ((2, 1) if len(texts) >= 20 else (1,)):
-        vectorizer = CountVectorizer(analyzer=_analyse, min_df=min_df)
-        try:
-            counts = vectorizer.fit_transform(texts)
-        except ValueError:  # "empty vocabulary": only stop words, numbers, markup, or nothing
-            continue
-        return counts, vectorizer.get_feature_names_out()
-    return None, None
+        kept = np.flatnonzero(chunks_with >= min_df)
+        if len(kept):
+            break
+    else:
+        return None, None
+    kept_words = kept[kept < len(term_words)]
+    first, second = np.divmod(pair_codes[kept[len(kept_words):] - len(term_words)], len(words))
+    names = [words[i] for i in term_words[kept_words]] + [f"{words[a]} {words[b]}" for a, b in zip(first, second)]
+    order = np.argsort(np.array(names), kind="stable")
+    return counts[:, kept[order]].tocsr(), np.asarray(names, dtype=object)[order]
 
 
 def stem_word(word: str) -> str:

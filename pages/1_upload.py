@@ -71,7 +71,8 @@ elif kind == "vectors":
             flow.show_error(error)
 else:
     st.caption(
-        "An analysis saved earlier (from the command line with its save option): its passages, questions, vectors, "
+        "An analysis saved earlier (the Gap analysis page's \"whole analysis\" download, or the command line's save "
+        "option): its passages, questions, vectors, "
         "topics and support level open as they were, with nothing embedded again."
     )
     saved_zip = st.file_uploader("Saved analysis (zip of its folder)", type=["zip"], key=state.W_SAVED_UPLOADER)

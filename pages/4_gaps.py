@@ -159,7 +159,7 @@ question_file = state.question_file()
 stem = PurePosixPath(question_file.name).stem if question_file is not None else "questions"
 suffix = (PurePosixPath(question_file.name).suffix if question_file is not None else "") or ".csv"
 inputs_record = engine.inputs_record(state.documents(), question_file)
-left, middle, right = st.columns(3)
+left, middle, right, last = st.columns(4)
 with left:
     widgets.csv_download(
         f"Improved test set (CSV, +{len(accepted)} rows)",
@@ -170,20 +170,16 @@ with left:
         "in the 'suggested' column. Text cells are quoted, and any line a spreadsheet would run as a formula "
         "is prefixed with '.",
     )
-middle.download_button(
-    "Report (JSON)",
-    data=engine.report_json(gapped, inputs_record, flow.checks_for(analysis), flow.current_improvement(analysis)),
-    file_name="coverage-report.json",
-    mime="application/json",
-    key=state.W_DOWNLOAD_JSON,
-    on_click="ignore",  # no rerun: the other buttons keep their files
+report = engine.report_json(gapped, inputs_record, flow.checks_for(analysis), flow.current_improvement(analysis))
+widgets.file_download(middle, "Report (JSON)", report, "coverage-report.json", "application/json",
+                      key=state.W_DOWNLOAD_JSON)
+widgets.file_download(
+    right, "Report with charts (HTML)", flow.html_report_builder(gapped, inputs_record), "coverage-report.html",
+    "text/html", key=state.W_DOWNLOAD_HTML, help="One self-contained file (charts included, works offline).",
 )
-right.download_button(
-    "Report with charts (HTML)",
-    data=flow.html_report_builder(gapped, inputs_record),
-    file_name="coverage-report.html",
-    mime="text/html",
-    key=state.W_DOWNLOAD_HTML,
-    on_click="ignore",  # no rerun: the other buttons keep their files
-    help="One self-contained file (charts included, works offline).",
+widgets.file_download(
+    last, "The whole analysis (zip)", flow.saved_analysis_builder(gapped, report), "coverage-analysis.zip",
+    "application/zip", key=state.W_DOWNLOAD_SAVED,
+    help="Passages, vectors, topics and the report. Open it again on the Upload page (A saved analysis): "
+    "nothing is embedded again.",
 )

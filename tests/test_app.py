@@ -326,7 +326,9 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     suggestions = editor.value
     assert not suggestions["accept"].any() and len(suggestions) >= 1
     labels = [b.label for b in at.download_button]
-    assert labels == ["Improved test set (CSV, +0 rows)", "Report (JSON)", "Report with charts (HTML)"]
+    assert labels == [
+        "Improved test set (CSV, +0 rows)", "Report (JSON)", "Report with charts (HTML)", "The whole analysis (zip)"
+    ]
 
     # An offline draft accepted as it stands is not a question yet: it is left out, with a warning.
     draft_rows = suggestions.index[suggestions["question"].map(is_unfinished_draft)]
@@ -537,7 +539,9 @@ def test_gap_threshold_change_relabels_without_recomputing(seeded):
     assert moved.config.gaps.gap_threshold == 0.2
     again = engine.tune(inputs, settings.replace(gap_threshold=0.2, strictness=0.9), state.Overrides(), cache)
     assert again.is_outlier.sum() >= first.is_outlier.sum()  # stricter screening, same screener
-    assert len(cache.screeners) == 1 and len(cache.clusterings) == 1 and len(cache.calibrations) == 1
+    # One clustering for the chosen K, and the automatic topics the screener and τ are judged against.
+    n_clusterings = 1 if settings.n_clusters is None else 2
+    assert len(cache.screeners) == 1 and len(cache.clusterings) == n_clusterings and len(cache.calibrations) == 1
     # The tested-share rule relabels from the tested share, still without recomputing.
     shared = engine.tune(
         inputs, settings.replace(gap_threshold=0.2, strictness=0.9, gap_rule="tested_share", tested_share_cut=0.9),
@@ -550,19 +554,26 @@ def test_gap_threshold_change_relabels_without_recomputing(seeded):
     np.testing.assert_array_equal(back.is_outlier, first.is_outlier)
 
 
-def test_tuning_reuses_the_index_and_lexical_evidence_and_matches_a_fresh_analysis(seeded):
+def test_tuning_reuses_the_index_and_screener_and_matches_a_fresh_analysis(seeded):
     values, reference, inputs = seeded
     cache = engine.TuningCache()
     settings = values[state.SETTINGS]
     overrides = state.Overrides(exclude=frozenset({int(inputs.questions.rows[0])}))
-    engine.tune(inputs, settings, state.Overrides(), cache)
+    first = engine.tune(inputs, settings, state.Overrides(), cache)
     index = cache.indexes.get(inputs.key)
     changed = settings.replace(n_clusters=3, multi_threshold=0.4, strictness=0.8)
     tuned = engine.tune(inputs, changed, overrides, cache)
     assert cache.indexes.get(inputs.key) is index and len(cache.indexes) == 1
-    assert len(cache.screeners) == 2  # refitted for the new K ...
-    first_screener, new_screener = cache.screeners.values()
-    assert new_screener.absent_words_ is first_screener.absent_words_  # ... reusing the lexical evidence
+    # A new K keeps the screener: it judges against the automatic topics.
+    assert len(cache.screeners) == 1 and tuned.screener is first.screener
+    automatic = engine.clustering_for(inputs, None, settings.seed, cache)
+    assert tuned.clustering.n_clusters == 3 and automatic.n_clusters != 3
+    np.testing.assert_array_equal(tuned.screening_topics, automatic.labels)
+    np.testing.assert_array_equal(first.screening_topics, automatic.labels)
+    # A new seed refits it, reusing the lexical evidence (it depends on the texts only).
+    reseeded = engine.tune(inputs, changed.replace(seed=1), overrides, cache)
+    assert len(cache.screeners) == 2 and reseeded.screener is not first.screener
+    assert reseeded.screener.absent_words_ is first.screener.absent_words_
     # The same figures as computing everything from scratch.
     fresh = engine.tune(inputs, changed, overrides, engine.TuningCache())
     np.testing.assert_allclose(tuned.min_distances, fresh.min_distances, atol=1e-6)
@@ -576,9 +587,11 @@ def test_tuning_reuses_the_index_and_lexical_evidence_and_matches_a_fresh_analys
         tuned.clustering,
         force_exclude=sorted(overrides.exclude),
         calibration=tuned.calibration,
+        topics=automatic.labels,
     )
     assert tuned.metrics == pytest.approx(plain.metrics, abs=1e-6)
     np.testing.assert_array_equal(tuned.is_outlier, plain.is_outlier)
+    np.testing.assert_array_equal(tuned.screener.outlier_score_, plain.screener.outlier_score_)
 
 
 def test_the_json_export_carries_the_checks_the_columns_allow(seeded):
@@ -753,6 +766,19 @@ def test_exports_after_apply_carry_before_after_and_the_accepted_questions(seede
     html = build().decode("utf-8")
     assert worded in html
     assert "<h2>Retrieval</h2>" in html  # the example's source column was used
+
+    # The whole analysis: a saved-analysis zip that opens again as the same analysis, with this report.
+    from coverage_core.saved_analysis import load_analysis
+
+    build = served["The whole analysis (zip)"]
+    assert callable(build), "the zip is built only when the button is clicked"
+    saved = load_analysis(build(), "coverage-analysis.zip")
+    assert saved.report == report and saved.manifest["question_file"]["name"] == values[state.QUESTION_FILE].name
+    assert saved.clustering.labels.tolist() == reference.clustering.labels.tolist()
+    assert saved.topics.tolist() == reference.screening_topics.tolist()
+    reopened = saved.analysis()
+    assert reopened.metrics == pytest.approx(reference.metrics, abs=1e-6)
+    assert reopened.is_outlier.tolist() == reference.is_outlier.tolist()
 
     # An Apply result made from other settings is not reported as this analysis's.
     values = dict(values)

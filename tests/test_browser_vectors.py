@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coverage_core import cli
-from coverage_core.saved_analysis import SAVED_ANALYSES_VARIABLE, zip_folder
+from coverage_core.saved_analysis import SAVED_ANALYSES_VARIABLE, load_analysis, zip_folder
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, SLOW, _goto, _screenshot_on_error, streamlit_server
 from tests.test_vector_store import embedded_chunks, vector_table, write_knowledge_base
 
@@ -161,6 +161,23 @@ def test_open_a_saved_analysis_from_a_zip(server, page, data):
     # Moving to other pages recomputes from the stored vectors: the gaps page shows its verdict too.
     _goto(page, "Gap analysis", "Gap analysis")
     page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
+
+    # The dashboard saves the whole analysis too, and that zip opens again as the same analysis.
+    with page.expect_download() as download:
+        page.get_by_role("button", name="The whole analysis (zip)").click()
+    assert download.value.suggested_filename == "coverage-analysis.zip"
+    saved = load_analysis(download.value.path(), "coverage-analysis.zip")
+    original = load_analysis(data["zip"], "ants-vectors.zip")
+    assert saved.from_vectors and saved.corpus.vectors.shape == original.corpus.vectors.shape
+    assert saved.clustering.labels.tolist() == original.clustering.labels.tolist()
+    assert saved.report["metrics"] == original.report["metrics"]
+    _choose(page, server, "A saved analysis")
+    page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(
+        {"name": download.value.suggested_filename, "mimeType": "application/zip",
+         "buffer": download.value.path().read_bytes()}
+    )
+    page.get_by_role("button", name="Open the saved analysis").click()
+    assert data["verdict"] in _verdict(page)
 
 
 def test_open_a_saved_analysis_from_the_servers_folder(server, page, data):

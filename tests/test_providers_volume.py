@@ -315,3 +315,46 @@ def test_a_used_embedder_can_be_pickled_for_a_worker_process(provider, fake_api,
         embedder.model, 10, 2, embedder.max_batch_tokens,
     )
     np.testing.assert_allclose(copy.embed(["after the trip"]), expected(["after the trip"]), atol=1e-6)
+
+
+# ------------------------------------------------------------ the command line
+
+
+def test_the_command_lines_max_concurrency_reaches_the_real_client(tmp_path, fake_api, cache_dir, monkeypatch):
+    from coverage_core import cli, pipeline
+    from tests.conftest import PROJECT
+
+    monkeypatch.setenv("EMBEDDING_API_KEY", KEY)
+    built = []
+    real = pipeline.build_embedder
+
+    def recording(config, api_key=None, **options):
+        embedder = real(config, api_key, **options)
+        built.append(embedder)
+        return embedder
+
+    monkeypatch.setattr(pipeline, "build_embedder", recording)
+    questions = tmp_path / "q.csv"
+    questions.write_text("question\nWhat is a drum?\nHow is a flute played?\n", encoding="utf-8")
+    docs = [str(PROJECT / "examples" / "wiki-qa" / "docs" / name) for name in ("Drum.txt", "Flute.txt")]
+    args = ["analyze", "--docs", *docs, "--questions", str(questions), "--out", str(tmp_path / "r.json"),
+            "--embedder", "openai", "--model", "fake-embed", "--base-url", f"{fake_api.url}/v1",
+            "--cache-dir", str(cache_dir), "--quiet"]
+    assert cli.main([*args, "--max-concurrency", "1"]) == 0
+    assert built and all(embedder.max_concurrency == 1 for embedder in built)
+    assert fake_api.peak_in_flight == 1 and fake_api.requests_to(PATH)
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--max-concurrency", "0"], "--max-concurrency must be at least 1 (got 0)."),
+    (["--max-concurrency", "2"], "--max-concurrency limits requests to OpenAI or Voyage; the local model sends none"),
+])
+def test_a_max_concurrency_that_cannot_apply_is_one_sentence(tmp_path, capsys, extra, expected):
+    from coverage_core import cli
+
+    questions = tmp_path / "q.csv"
+    questions.write_text("question\nWhat is a drum?\n", encoding="utf-8")
+    code = cli.main(["analyze", "--docs", str(tmp_path), "--questions", str(questions), "--out", str(tmp_path / "r.json"),
+                     *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -190,3 +190,67 @@ def test_only_listed_sub_folders_of_the_allowed_root_open(saved, tmp_path, monke
     assert saved_analysis.allowed_root() == root.resolve()
     monkeypatch.setenv(saved_analysis.SAVED_ANALYSES_VARIABLE, str(tmp_path / "missing"))
     assert saved_analysis.allowed_root() is None
+
+
+def test_a_chosen_k_keeps_the_automatic_topics_the_screening_was_judged_against(saved, tmp_path, module_cache_dir):
+    """With --clusters the screening still uses the automatic topics: the same scores as the automatic run, saved
+    beside the chosen clusters, and read back (older folders without them still open)."""
+    docs, questions = write_knowledge_base(tmp_path)
+    target = tmp_path / "chosen-k"
+    code = cli.main([
+        "analyze", "--docs", str(docs), "--questions", str(questions), "--out", str(tmp_path / "report.json"),
+        "--cache-dir", str(module_cache_dir), "--quiet", "--clusters", "2", "--save-analysis", str(target),
+    ])
+    assert code == 0
+    chosen, automatic = load_analysis(target), load_analysis(saved["folder"])
+    assert chosen.clustering.n_clusters == 2 != automatic.clustering.n_clusters
+    assert chosen.topics.tolist() == automatic.clustering.labels.tolist()
+    chosen_questions = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["questions"]
+    automatic_questions = saved["report"]["questions"]
+    assert [q["outlier_score"] for q in chosen_questions] == pytest.approx(
+        [q["outlier_score"] for q in automatic_questions], abs=1e-9
+    )
+    assert [q["is_outlier"] for q in chosen_questions] == [q["is_outlier"] for q in automatic_questions]
+    again = chosen.analysis()
+    assert again.screening_topics.tolist() == automatic.clustering.labels.tolist()
+    assert again.is_outlier.tolist() == [q["is_outlier"] for q in chosen_questions]
+    topics = chosen.topic_clustering()  # what the dashboard caches, so opening the folder clusters nothing
+    np.testing.assert_allclose(topics.centroids, automatic.clustering.centroids, atol=1e-5)
+
+    older = copy_of({"folder": target}, tmp_path / "older")
+    table = pq.read_table(older / saved_analysis.CHUNKS)
+    pq.write_table(table.drop(["topic"]), older / saved_analysis.CHUNKS)
+    opened = load_analysis(older)
+    assert opened.topics is None and opened.topic_clustering() is None
+    assert opened.analysis().screening_topics.tolist() == opened.clustering.labels.tolist()
+
+
+def test_the_dashboard_opens_a_chosen_k_analysis_without_clustering_again(tmp_path, module_cache_dir, monkeypatch):
+    from coverage_core import pipeline
+    from ui import engine
+    from ui.settings import Settings
+    from ui.state import Overrides
+
+    docs, questions = write_knowledge_base(tmp_path)
+    target = tmp_path / "chosen-k"
+    assert cli.main([
+        "analyze", "--docs", str(docs), "--questions", str(questions), "--out", str(tmp_path / "report.json"),
+        "--cache-dir", str(module_cache_dir), "--quiet", "--clusters", "2", "--save-analysis", str(target),
+    ]) == 0
+    saved = load_analysis(target)
+    settings = engine.saved_settings(saved, Settings())
+    corpus_key = engine.embedded_corpus_key(engine.corpus_fingerprint(saved.corpus), settings, saved.chunking)
+    inputs = engine.EmbeddedInputs(
+        saved.corpus, corpus_key, saved.questions, saved.question_embedding,
+        engine.question_key(engine.questions_fingerprint(saved.questions), settings),
+    )
+
+    def no_clustering(*args, **kwargs):
+        raise AssertionError("opening a saved analysis must not cluster again")
+
+    monkeypatch.setattr(pipeline, "cluster_chunks", no_clustering)
+    tuned = engine.tune(inputs, settings, Overrides(), engine.saved_tuning(saved, corpus_key, settings))
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert tuned.clustering.n_clusters == 2
+    assert tuned.screening_topics.tolist() == saved.topics.tolist()
+    assert tuned.is_outlier.tolist() == [q["is_outlier"] for q in report["questions"]]

@@ -5,11 +5,13 @@ their size thresholds, so the same code that runs on a million chunks runs
 here in seconds, on several blocks.
 """
 
+import re
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.metrics import adjusted_rand_score
 
 from coverage_core import clustering, gaps, plots, topics
@@ -102,9 +104,10 @@ def test_blocked_path_counts_duplicate_rows(blocked):
 def test_lloyd_in_blocks_is_lloyd(monkeypatch):
     monkeypatch.setattr(clustering, "BLOCK_ROWS", 1_000)
     monkeypatch.setattr(clustering, "REFINE_TOLERANCE", 0.0)
+    monkeypatch.setattr(clustering, "REFINE_INERTIA_TOLERANCE", -np.inf)
     X, _ = topic_vectors(5_000, n_topics=6, seed=4)
     start = X[:6].copy()
-    labels, sums, passes = clustering._lloyd_in_blocks(X, start, 3)
+    labels, sums, inertia, passes = clustering._lloyd_in_blocks(X, start, 3)
     # The same three Lloyd steps done by hand, on all rows at once.
     centres = start.astype(np.float64)
     for _ in range(3):
@@ -113,6 +116,46 @@ def test_lloyd_in_blocks_is_lloyd(monkeypatch):
     assert passes == 3
     np.testing.assert_array_equal(labels, expected)
     np.testing.assert_allclose(sums, np.stack([X[labels == k].sum(axis=0) for k in range(6)]), rtol=1e-5)
+    direct = ((X.astype(np.float64) - centres[labels]) ** 2).sum()
+    assert inertia == pytest.approx(direct, rel=1e-6)
+
+
+def test_lloyd_in_blocks_stops_when_a_pass_barely_lowers_the_inertia(monkeypatch):
+    monkeypatch.setattr(clustering, "BLOCK_ROWS", 1_000)
+    monkeypatch.setattr(clustering, "REFINE_TOLERANCE", 0.0)
+    monkeypatch.setattr(clustering, "REFINE_INERTIA_TOLERANCE", -np.inf)
+    X, _ = topic_vectors(5_000, n_topics=6, tightness=0.2, seed=4)  # overlapping: passes keep moving rows
+    start = X[:6].copy()
+    inertias = [clustering._lloyd_in_blocks(X, start, n_passes)[2] for n_passes in range(1, 7)]
+    gains = -np.diff(inertias) / np.array(inertias[1:])
+    assert (gains >= 0).all() and gains.max() > 0
+    # A tolerance between the gains: the refinement stops after the first pass gaining no more.
+    tolerance = float(np.median(gains))
+    monkeypatch.setattr(clustering, "REFINE_INERTIA_TOLERANCE", tolerance)
+    labels, _, inertia, passes = clustering._lloyd_in_blocks(X, start, 6)
+    expected = 2 + int(np.flatnonzero(gains <= tolerance)[0])
+    assert passes == expected and inertia == pytest.approx(inertias[expected - 1], rel=1e-9)
+    monkeypatch.setattr(clustering, "REFINE_INERTIA_TOLERANCE", -np.inf)
+    np.testing.assert_array_equal(labels, clustering._lloyd_in_blocks(X, start, expected)[0])
+
+
+def test_blocked_path_caps_the_sample_fit_iterations(blocked, monkeypatch):
+    seen = []
+
+    class RecordingKMeans(clustering.KMeans):
+        def fit(self, X, *args, **kwargs):
+            seen.append((len(X), self.max_iter))
+            return super().fit(X, *args, **kwargs)
+
+    monkeypatch.setattr(clustering, "KMeans", RecordingKMeans)
+    X, truth = topic_vectors(30_000)
+    model = ChunkClusterer(n_clusters=12, random_state=5).fit(X)
+    assert seen == [(clustering.SAMPLE_SIZE, clustering.LARGE_SAMPLE_MAX_ITER)]
+    assert clustering.LARGE_SAMPLE_MAX_ITER < ChunkClusterer().max_iter
+    assert adjusted_rand_score(truth, model.labels_) > 0.99
+    seen.clear()
+    ChunkClusterer(n_clusters=12, max_iter=5).fit(X)
+    assert seen == [(clustering.SAMPLE_SIZE, 5)]  # a lower max_iter of the estimator wins
 
 
 # --------------------------------------------------------------------------
@@ -177,6 +220,39 @@ def test_the_same_question_is_counted_once(monkeypatch):
     assert len(counted) == 2  # other texts: counted again
 
 
+def _reference_analyse(text):
+    """Terms of a text the straightforward way: phrase by phrase, word by word."""
+    terms = []
+    for segment in re.split(r"[^\w\s'-]+|\s['-]|['-]\s", topics._MARKUP.sub(" . ", text.lower())):
+        words = [w if topics._is_term_word(w) else None for w in re.findall(r"\w+", segment)]
+        terms += [w for w in words if w]
+        terms += [f"{a} {b}" for a, b in zip(words, words[1:]) if a and b]
+    return terms
+
+
+def _reference_counts(texts):
+    """scikit-learn's CountVectorizer on :func:`_reference_analyse`, with the min_df rule of ``topics._count_terms``."""
+    for min_df in ((2, 1) if len(texts) >= 20 else (1,)):
+        vectorizer = CountVectorizer(analyzer=_reference_analyse, min_df=min_df)
+        try:
+            return vectorizer.fit_transform(texts), vectorizer.get_feature_names_out()
+        except ValueError:  # empty vocabulary, or nothing left at this min_df
+            continue
+    return None, None
+
+
+def _assert_same_counts(texts):
+    """True when both have terms (and they are equal), False when neither has."""
+    expected, expected_terms = _reference_counts(texts)
+    counts, terms = topics._count_terms(texts)
+    if expected is None:
+        assert counts is None and terms is None
+        return False
+    assert list(terms) == list(expected_terms)
+    assert counts.shape == expected.shape and (counts != expected).nnz == 0
+    return True
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -188,14 +264,38 @@ def test_the_same_question_is_counted_once(monkeypatch):
     ],
 )
 def test_plain_prose_skips_the_markup_pass_without_changing_terms(text):
-    import re
+    assert _assert_same_counts([text, text.upper(), "koala eats"])
 
-    expected = []
-    for segment in topics._PHRASE_BREAK.split(topics._MARKUP.sub(" . ", text.lower())):
-        words = [w if topics._is_term_word(w) else None for w in re.findall(r"\w+", segment)]
-        expected += [w for w in words if w]
-        expected += [f"{a} {b}" for a, b in zip(words, words[1:]) if a and b]
-    assert topics._analyse(text) == expected
+
+_PIECES = [
+    "koala", "Koala", "steam", "engine", "the", "of", "ÉTÉ", "naïve", "漢字", "x", "ab", "iv", "xii", "_", "a_b",
+    "1990s", "42", "page", "copyright", "don't", "well-known", "'s", "-x", "x-", " ", "  ", "\t", "\n", ".", ",",
+    "!", "'", "-", "--", "''", "'''", "=", "alt=", "<b>", "</b>", "&amp;", "{{", "]]", "|", "http://x.org/a",
+    "www.k.org", "koala.JPG",
+]
+
+
+def test_counted_terms_equal_count_vectorizer_on_random_texts():
+    rng = np.random.default_rng(11)
+    with_terms = 0
+    for _ in range(300):
+        texts = []
+        for _ in range(int(rng.integers(0, 30))):
+            pieces = rng.choice(_PIECES, int(rng.integers(0, 25)))
+            # Glued pieces make words, punctuation and markup meet in every order.
+            texts.append("".join(pieces) if rng.random() < 0.5 else " ".join(pieces))
+        with_terms += _assert_same_counts(texts)
+    assert with_terms > 200  # most draws have terms; the others check the "no term" answer
+
+
+def test_ranked_terms_equal_those_from_count_vectorizer_counts(monkeypatch):
+    texts, labels = _texts(120, seed=3)
+    assert _assert_same_counts(texts)
+    # Terms tied in weight and spread are ranked by name: the same ranking either way.
+    ours = topics._class_terms(texts, labels, 3, 12)
+    monkeypatch.setattr(topics, "_count_terms", lambda t: _reference_counts(t))
+    assert topics._class_terms(texts, labels, 3, 12) == ours
+    assert "koala" in " ".join(ours[0])
 
 
 # --------------------------------------------------------------------------

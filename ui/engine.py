@@ -11,9 +11,10 @@ Cost model (why the stages are split this way):
   core and kept in the session;
 * clustering — about a second at 20,000 chunks; redone only when K changes
   (the last few clusterings are kept, so toggling K back is free);
-* screening fit — redone only when the clustering or the questions change;
-  strictness and overrides reuse the fitted screener, and a refit after a
-  new K reuses the lexical evidence (it does not depend on the clustering);
+* screening fit — judged against the automatic topics, so redone only when
+  the questions, the seed or τ change, never for a new K; strictness and
+  overrides reuse the fitted screener, and a refit reuses the lexical
+  evidence (it depends on the texts only);
 * chunk x question similarities — one pass per data set builds each chunk's
   nearest questions (``metrics.nearest_questions``);
 * measure — fast, read from that index; redone on every threshold,
@@ -168,8 +169,9 @@ class TuningCache:
     """What the cheap stages reuse between reruns of one session (each a :class:`ui.memo.Recent`).
 
     ``clusterings`` by a :class:`StageKey` of the corpus, K and seed,
-    ``screeners`` by one of the inputs, K, seed and τ (the last few of each,
-    so moving K back is instant), ``indexes`` (the chunks' nearest
+    ``screeners`` by one of the inputs, seed and τ (the screener judges
+    against the automatic topics, so a new K reuses it; the last few of
+    each, so moving K back is instant), ``indexes`` (the chunks' nearest
     questions) by :func:`inputs_key`, ``calibrations`` (τ) by
     :func:`calibration_key`; ``analyses`` holds the last measured analysis
     by its :func:`analysis_key`.
@@ -266,7 +268,8 @@ def calibration_for(
                 model = pipeline.build_embedder(inputs.embedding)
             except CoverageError as error:
                 raise _NoEmbedder from error
-        return pipeline.calibrate_corpus(config, inputs.corpus, model, embed_cache)
+        topics = clustering_for(inputs, None, config.random_state, cache).labels
+        return pipeline.calibrate_corpus(config, inputs.corpus, model, embed_cache, topic_labels=topics)
 
     try:
         return memo(cache.calibrations, calibration_key(inputs.corpus_key, config), compute)
@@ -315,7 +318,9 @@ def _measure(inputs: EmbeddedInputs, key: StageKey, calibration: Calibration, ca
     config = key.config
     tau = calibration.question_support_threshold  # the off-topic rule reads the questions' level
     clustering = clustering_for(inputs, config.n_clusters, config.random_state, cache)
-    screener_key = StageKey.of(inputs.key, n_clusters=config.n_clusters, seed=config.random_state, support_threshold=tau)
+    # The screener judges against the automatic topics, as pipeline.analyze_corpus does: a new K reuses it.
+    topics = clustering_for(inputs, None, config.random_state, cache)
+    screener_key = StageKey.of(inputs.key, seed=config.random_state, support_threshold=tau)
     # Fitted at the default strictness, so that "default" always means the
     # screener's own default; other strictness values re-decide from its scores.
     screener = memo(cache.screeners, screener_key, lambda: pipeline.fit_screener(
@@ -323,14 +328,14 @@ def _measure(inputs: EmbeddedInputs, key: StageKey, calibration: Calibration, ca
         inputs.corpus,
         inputs.questions,
         inputs.question_embedding,
-        clustering,
+        topics,
         lexical=_lexical_evidence(inputs, cache),
         support_threshold=tau,  # as measure() fits it when given a calibration
     ))
     return pipeline.measure(
         config, inputs.corpus, inputs.questions, inputs.question_embedding, clustering,
         force_include=key.include, force_exclude=key.exclude, screener=screener,
-        index=similarity_index(inputs, cache), calibration=calibration,
+        index=similarity_index(inputs, cache), calibration=calibration, topics=topics.labels,
     )
 
 
@@ -404,12 +409,16 @@ def saved_settings(saved, settings):
 
 
 def saved_tuning(saved, corpus_key: StageKey, settings) -> TuningCache:
-    """A tuning cache holding a saved analysis's clustering and τ, so opening it computes neither again."""
+    """A tuning cache holding a saved analysis's clustering, automatic topics and τ, so opening it computes
+    none of them again."""
     cache = TuningCache()
     config = analysis_config(settings, corpus_key.embedding, corpus_key.chunking)
     cache.clusterings.put(
         StageKey.of(corpus_key, n_clusters=config.n_clusters, seed=config.random_state), saved.clustering
     )
+    topics = saved.topic_clustering()
+    if config.n_clusters is not None and topics is not None:  # the screener's automatic topics
+        cache.clusterings.put(StageKey.of(corpus_key, n_clusters=None, seed=config.random_state), topics)
     cache.calibrations.put(calibration_key(corpus_key, config), saved.calibration)
     return cache
 
@@ -973,6 +982,24 @@ def report_json(
         accepted=(list(improvement.accepted_rows) or None) if improvement is not None else None,
     )
     return json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def saved_analysis_zip(
+    analysis: pipeline.Analysis, report: bytes, *, from_vectors: bool, question_file_name: str | None
+) -> bytes:
+    """``analysis`` as the zip of a saved-analysis folder (``coverage_core.saved_analysis``), holding ``report``
+    (:func:`report_json`): the Upload page opens it again without embedding anything."""
+    import tempfile
+    from pathlib import Path
+
+    from coverage_core.saved_analysis import save_analysis, zip_folder
+
+    with tempfile.TemporaryDirectory(prefix="coverage-save-") as scratch:
+        folder = Path(scratch) / "analysis"
+        parsed = json.loads(report)
+        save_analysis(analysis, folder, report=parsed, inputs=parsed.get("config", {}).get("inputs"),
+                      from_vectors=from_vectors, question_file_name=question_file_name)
+        return zip_folder(folder)
 
 
 def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:

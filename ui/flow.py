@@ -927,6 +927,20 @@ def html_report_builder(analysis, inputs_record: dict):
     return build
 
 
+def saved_analysis_builder(analysis, report: bytes):
+    """A function that zips ``analysis`` as a saved analysis with ``report`` (run only when the user downloads it);
+    what it needs from the session is read now."""
+    inputs = stored_inputs()
+    from_vectors = bool(inputs is not None and inputs.from_vector_store)
+    question_file = state.question_file()
+    name = question_file.name if question_file is not None else None
+
+    def build() -> bytes:
+        return engine.saved_analysis_zip(analysis, report, from_vectors=from_vectors, question_file_name=name)
+
+    return build
+
+
 def traffic_for(analysis, log):
     """The production-traffic comparison of ``log`` against the current analysis, computed once per
     (analysis, log): the queries are embedded with the analysis's model through the disk cache."""

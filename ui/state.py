@@ -164,6 +164,7 @@ W_RESET = "w_reset"
 W_DOWNLOAD_CSV = "w_download_csv"
 W_DOWNLOAD_JSON = "w_download_json"
 W_DOWNLOAD_HTML = "w_download_html"
+W_DOWNLOAD_SAVED = "w_download_saved"
 # Retrieval page
 W_RETRIEVAL_K = "w_retrieval_k"
 W_RELEVANT_COLUMN = "w_relevant_column"

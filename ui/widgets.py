@@ -248,6 +248,14 @@ def csv_download(
     )
 
 
+def file_download(column, label: str, data, file_name: str, mime: str, *, key: str, help: str | None = None) -> None:
+    """A download button in ``column`` for finished bytes or a function building them when clicked."""
+    column.download_button(
+        label, data=data, file_name=file_name, mime=mime, key=key, help=help,
+        on_click="ignore",  # no rerun: the other buttons keep their files, nothing is recomputed
+    )
+
+
 # ---------------------------------------------------------------- scores
 # The relative scores shown side by side (the tested share has its own card).
 RELATIVE_SCORES = ("basic", "balanced", "multi_threshold", "multi_n")

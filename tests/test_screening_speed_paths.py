@@ -1,0 +1,314 @@
+"""The screener's fast paths equal the plain computations they replace.
+
+The word check (``lexical_coverage``) reads the chunk texts once where it
+used to read them twice; the chunk density runs its products in threads.
+Each is compared here with a straightforward implementation of the
+documented rule, on random inputs with many ties and on the real example's
+texts, with the switches that choose the paths set both ways.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from coverage_core import screening
+from coverage_core.chunking import chunk_documents
+from coverage_core.ingest import read_documents, read_questions
+from coverage_core.screening import QuestionScreener, chunk_density, lexical_coverage
+from tests.conftest import PROJECT
+
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+
+
+# --- plain reference implementations ---------------------------------------
+
+
+def plain_lexical_coverage(question_texts, chunk_texts):
+    """The documented rule with sets and a dense chunk x word matrix: every
+    chunk's stems, the misspelt words' edits looked up one by one."""
+    chunk_stems = [{screening.normalise_word(w) for w in screening._words(t)} for t in chunk_texts]
+    terms = [screening._question_terms(t) for t in question_texts]
+    stems = list(dict.fromkeys(t for ts in terms for t in ts))
+    df = {t: sum(t in c for c in chunk_stems) for t in stems}
+    fixable = [t for t in stems if df[t] == 0 and len(t) >= screening.MIN_FIXABLE_LENGTH and t.isalpha()]
+    fixes = {}
+    for t in fixable[: screening.MAX_SPELLING_FIXES]:
+        edits = {screening.normalise_word(e) for e in screening._one_edit(t)}
+        counted = [(sum(e in c for c in chunk_stems), e) for e in edits if len(e) >= 3]
+        counted = [c for c in counted if c[0]]
+        if counted:
+            fixes[t] = max(counted)[1]  # the most frequent; of equals, the greatest
+    holds = {t: np.array([fixes.get(t, t) in c for c in chunk_stems], dtype=bool) for t in stems}
+    n = len(chunk_texts)
+    coverage, best, absent = [], [], []
+    for ts in terms:
+        if not ts:
+            coverage.append(np.nan)
+            best.append(-1)
+            absent.append([])
+            continue
+        idf = np.array([np.log((1 + n) / (1 + holds[t].sum())) + 1 for t in ts])
+        shares = np.stack([holds[t] for t in ts], axis=1).astype(float) @ (idf / idf.sum())
+        top = int(np.argmax(shares)) if n else 0
+        value = shares[top] if n else 0.0
+        coverage.append(min(value, 1.0))
+        best.append(top if value > 0 else -1)
+        absent.append([t.decode() for t in ts if not holds[t].any()])
+    return np.array(coverage, dtype=float), np.array(best), absent
+
+
+def plain_chunk_density(vectors, labels, n_neighbors=screening.DENSITY_NEIGHBORS,
+                        max_reference=screening.MAX_REFERENCE, random_state=0):
+    """Per cluster, in label order: the same seeded reference sample, every
+    similarity, a full sort, the mean of the k largest (self excluded)."""
+    n = len(vectors)
+    labels = np.zeros(n, dtype=int) if labels is None else np.asarray(labels)
+    rng = np.random.default_rng(random_state)
+    density = np.zeros(n)
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        if len(members) < 2:
+            continue
+        reference = members
+        if len(members) > max_reference:
+            reference = np.sort(rng.choice(members, size=max_reference, replace=False))
+        k = max(1, round(min(n_neighbors, len(members) - 1) * len(reference) / len(members)))
+        k = min(k, len(reference) - 1)
+        for i in members:
+            sims = vectors[reference].astype(np.float64) @ vectors[i].astype(np.float64)
+            sims = sims[reference != i]
+            density[i] = np.sort(sims)[-k:].mean()
+    return density
+
+
+def assert_same_lexical(found, expected):
+    np.testing.assert_allclose(found[0], expected[0], atol=1e-12, equal_nan=True)
+    np.testing.assert_array_equal(found[1], expected[1])
+    assert found[2] == expected[2]
+
+
+# --- the word check ----------------------------------------------------------
+
+WORDS = ["alpha", "betas", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "mu",
+         "retire", "retired", "retirement", "retires", "drum", "drums", "flute", "koala", "koalas",
+         "grind", "grunt", "boss", "bosses", "ments", "aments", "sings", "ing", "tied", "ties", "ies",
+         "Éclair", "éclairs", "naïve", "CAFÉ", "a&amp;b", "x", "ab", "abcdefgh", "abcdefghs",
+         "abcdefghij", "supercalifragilisticexpialidocious", "self-made", "don’t", "2024"]
+TYPOS = ["gammma", "thetta", "koalla", "grint", "flutte", "zebra", "epsilom", "lambada", "retirment"]
+
+
+def random_texts(rng, n_chunks, n_questions):
+    chunks = [" ".join(rng.choice(WORDS, rng.integers(0, 14))) + str(rng.choice([".", "!", "", "\u2014x"]))
+              for _ in range(n_chunks)]
+    questions = ["What " + " ".join(rng.choice(WORDS + TYPOS, rng.integers(1, 6))) + "?" for _ in range(n_questions)]
+    return chunks, questions
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_pass_word_check_equals_the_plain_rule_on_random_texts(monkeypatch, seed):
+    rng = np.random.default_rng(seed)
+    chunks, questions = random_texts(rng, 150, 60)
+    expected = plain_lexical_coverage(questions, chunks)
+    assert any(expected[2]) and not all(expected[2])  # some words are absent, some typos get fixed
+    monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", int(rng.choice([1, 50, 400, 1 << 22])))
+    # Small corpus: no sample, absent words' edits in a second pass.
+    assert_same_lexical(lexical_coverage(questions, chunks), expected)
+    # Large-corpus path forced: the sample predicts well, badly (step 50, budget 1), or not at all (budget 0).
+    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
+    for step, budget in [(1, 400), (3, 400), (50, 1), (2, 0)]:
+        monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", step)
+        monkeypatch.setattr(screening, "PREDICTED_FIXES", budget)
+        for likely in (None, rng.integers(-5, 160, size=(60, 2)), []):  # hints, some out of range
+            assert_same_lexical(lexical_coverage(questions, chunks, likely_chunks=likely), expected)
+
+
+def test_the_cap_on_spelling_fixes_counts_the_same_words_on_both_paths(monkeypatch):
+    rng = np.random.default_rng(9)
+    chunks, questions = random_texts(rng, 80, 40)
+    for cap in (0, 1, 2):
+        monkeypatch.setattr(screening, "MAX_SPELLING_FIXES", cap)
+        expected = plain_lexical_coverage(questions, chunks)
+        monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 10**12)
+        assert_same_lexical(lexical_coverage(questions, chunks), expected)
+        monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
+        monkeypatch.setattr(screening, "PREDICTED_FIXES", 1)
+        assert_same_lexical(lexical_coverage(questions, chunks), expected)
+
+
+def test_equally_frequent_corrections_pick_the_greatest_word(monkeypatch):
+    chunks = ["The windmill will grind the grain.", "A pig will grunt.", "Nothing here."]
+    question = ["Does a windmill grint?"]
+    expected = plain_lexical_coverage(question, chunks)
+    for minimum in (10**12, 0):  # two passes, then the one-pass path
+        monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", minimum)
+        coverage, best, absent = lexical_coverage(question, chunks)
+        # "grint" is one letter from "grind" and from "grunt" (one chunk each): "grunt" wins the tie, so
+        # no chunk holds both words, and the best (the first of two) covers half.
+        assert absent == [[]] and best[0] == 0 and coverage[0] == pytest.approx(0.5)
+        assert_same_lexical((coverage, best, absent), expected)
+
+
+def test_the_one_pass_path_reads_the_texts_once(monkeypatch):
+    rng = np.random.default_rng(4)
+    chunks, questions = random_texts(rng, 400, 50)
+    read = []
+    block_words = screening._block_words
+    monkeypatch.setattr(screening, "_block_words", lambda texts: read.append(len(texts)) or block_words(texts))
+    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
+    monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", 4)
+    expected = plain_lexical_coverage(questions, chunks)
+    assert_same_lexical(lexical_coverage(questions, chunks), expected)
+    assert sum(read) == 400 + 100  # every chunk once, and the sample of one in four
+    read.clear()
+    monkeypatch.setattr(screening, "PREDICTED_FIXES", 0)  # nothing predicted: the edits need a second pass
+    assert_same_lexical(lexical_coverage(questions, chunks), expected)
+    assert sum(read) == 2 * 400 + 100
+
+
+def test_word_stems_are_cut_and_hashed_in_place_as_normalise_word_does():
+    rng = np.random.default_rng(1)
+    letters = list(b"abcdegimnstyz") + [0xC3, 0xA9, 0xE2]  # the suffixes' letters, and UTF-8 bytes
+    words = [np.array(rng.choice(letters, rng.integers(1, 30)), dtype=np.uint8).tobytes() for _ in range(3000)]
+    words += [w.encode() for w in ["ss", "boss", "bosses", "ments", "aments", "moments", "sing", "sings", "ied",
+                                   "tied", "ties", "ies", "abies", "eyes", "y", "ey", "abcdefgh", "abcdefghs"]]
+    padded = screening._PADDING + b" ".join(words) + b" \x01 " + screening._PADDING
+    starts, hashes = screening._word_stem_hashes(padded)
+    assert len(starts) == len(words)
+    stems = [screening.normalise_word(w) for w in words]
+    np.testing.assert_array_equal(hashes, screening._stem_hashes(stems))
+    # Distinct stems, distinct hashes (a collision would merge two words).
+    distinct = list(dict.fromkeys(stems))
+    assert len(np.unique(screening._stem_hashes(distinct))) == len(distinct)
+
+
+def test_block_text_is_split_into_the_words_of_each_chunk_as_words_does():
+    texts = ["Café CULTURE: the espresso\u2014strong coffee", "", "A &amp; B &#39853; don\u2019t",
+             "Control \x01 chars", "ÉCOLE école", "plain ascii TEXT, with-punctuation!", "\x01"]
+    for chosen in ([0, 1, 2], [5], [5, 1], [3, 4], [6, 0], list(range(len(texts)))):
+        block = [texts[i] for i in chosen]
+        owner, hashes = screening._block_words(block)
+        expected_owner = [i for i, t in enumerate(block) for _ in screening._words(t)]
+        expected = [screening.normalise_word(w) for t in block for w in screening._words(t)]
+        np.testing.assert_array_equal(owner, expected_owner)
+        np.testing.assert_array_equal(hashes, screening._stem_hashes(expected))
+
+
+def test_one_pass_word_check_on_the_real_example_equals_the_plain_rule(monkeypatch):
+    documents = read_documents([EXAMPLE / "docs"]).documents
+    chunk_texts = [chunk.text for chunk in chunk_documents(documents)]
+    question_texts = [q.text for q in read_questions(EXAMPLE / "questions.csv").questions]
+    expected = plain_lexical_coverage(question_texts, chunk_texts)
+    monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", 5000)
+    assert_same_lexical(lexical_coverage(question_texts, chunk_texts), expected)
+    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
+    assert_same_lexical(lexical_coverage(question_texts, chunk_texts), expected)
+    monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", 1000)  # a poor sample: most words look absent
+    monkeypatch.setattr(screening, "PREDICTED_FIXES", 3)
+    assert_same_lexical(lexical_coverage(question_texts, chunk_texts), expected)
+
+
+def test_screener_fit_with_its_hints_equals_the_fit_on_precomputed_evidence(monkeypatch):
+    rng = np.random.default_rng(2)
+    chunks, questions = random_texts(rng, 120, 40)
+    C = rng.normal(size=(120, 16)).astype(np.float32)
+    Q = rng.normal(size=(40, 16)).astype(np.float32)
+    labels = rng.integers(0, 4, 120)
+    two_passes = lexical_coverage(questions, chunks)
+    assert_same_lexical(two_passes, plain_lexical_coverage(questions, chunks))
+    reference = QuestionScreener(support_threshold=0.3).fit(Q, C, labels, question_texts=questions,
+                                                             chunk_texts=chunks, lexical=two_passes)
+    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
+    monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", 7)
+    fitted = QuestionScreener(support_threshold=0.3).fit(Q, C, labels, question_texts=questions, chunk_texts=chunks)
+    np.testing.assert_array_equal(fitted.lexical_coverage_, two_passes[0])
+    np.testing.assert_array_equal(fitted.lexical_chunk_, two_passes[1])
+    assert fitted.absent_words_ == two_passes[2]
+    np.testing.assert_array_equal(fitted.outlier_score_, reference.outlier_score_)
+    np.testing.assert_array_equal(fitted.is_outlier_, reference.is_outlier_)
+
+
+# --- the chunk density -------------------------------------------------------
+
+
+def tied_unit_vectors(rng, n, d):
+    """Few distinct directions: many exactly equal similarities."""
+    basis = rng.normal(size=(5, d))
+    vectors = basis[rng.integers(0, 5, n)] + (rng.random((n, 1)) < 0.5) * 0.1 * rng.normal(size=(n, d))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_chunk_density_equals_the_plain_computation(monkeypatch, workers):
+    monkeypatch.setattr(screening, "_worker_threads", lambda: workers)
+    monkeypatch.setattr(screening, "BLOCK_ROWS", 7)
+    rng = np.random.default_rng(workers)
+    vectors = tied_unit_vectors(rng, 260, 12)
+    # Clusters of 1, 2, 3, 50 and 204 chunks with gaps in the labels, in mixed order.
+    labels = np.repeat([9, 4, 7, 0, 12], [1, 2, 3, 50, 204])
+    rng.shuffle(labels)
+    for n_neighbors, max_reference in [(20, 2000), (5, 40), (1, 3), (3, 60)]:
+        expected = plain_chunk_density(vectors, labels, n_neighbors, max_reference, random_state=5)
+        found = chunk_density(vectors, labels, n_neighbors, max_reference, random_state=5)
+        assert found.dtype == np.float32 and found.shape == (260,)
+        np.testing.assert_allclose(found, expected, atol=1e-5, rtol=0)
+    assert found[labels == 9][0] == 0.0  # alone in its cluster
+    expected = plain_chunk_density(vectors, None, 20, 100, random_state=1)
+    np.testing.assert_allclose(chunk_density(vectors, None, 20, 100, random_state=1), expected, atol=1e-5, rtol=0)
+
+
+def test_chunk_density_is_the_same_in_any_number_of_threads(monkeypatch):
+    rng = np.random.default_rng(8)
+    vectors = tied_unit_vectors(rng, 3000, 24)
+    labels = rng.integers(0, 6, 3000)
+    monkeypatch.setattr(screening, "_worker_threads", lambda: 1)
+    alone = chunk_density(vectors, labels, max_reference=300)
+    used = set()
+    top_k_mean = screening._top_k_mean
+
+    def slow_top_k_mean(sims, k):  # long enough that the blocks overlap
+        used.add(threading.get_ident())
+        time.sleep(0.01)
+        return top_k_mean(sims, k)
+
+    monkeypatch.setattr(screening, "_top_k_mean", slow_top_k_mean)
+    monkeypatch.setattr(screening, "_worker_threads", lambda: 4)
+    np.testing.assert_array_equal(chunk_density(vectors, labels, max_reference=300), alone)
+    assert len(used) > 1  # the blocks really ran in several threads
+
+
+def test_in_threads_keeps_the_order_reads_lazily_and_passes_errors_on(monkeypatch):
+    monkeypatch.setattr(screening, "_worker_threads", lambda: 3)
+    drawn = []
+
+    def items():
+        for i in range(40):
+            drawn.append(i)
+            yield i
+
+    def square(i):
+        assert len(drawn) - i <= 2 * 3 + 1  # never more than two items per thread ahead
+        return i * i
+
+    assert screening._in_threads(square, items()) == [i * i for i in range(40)]
+
+    def fail(i):
+        if i == 17:
+            raise ValueError("item 17")
+        return i
+
+    with pytest.raises(ValueError, match="item 17"):
+        screening._in_threads(fail, range(40))
+
+
+def test_threads_follow_the_cpus_this_process_may_use_up_to_the_cap(monkeypatch):
+    monkeypatch.setattr(screening.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert screening._worker_threads() == screening.MAX_THREADS
+    monkeypatch.setattr(screening.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert screening._worker_threads() == 1
+    calls = []
+    assert screening._in_threads(lambda i: calls.append(threading.get_ident()) or i + 1, range(5)) == [1, 2, 3, 4, 5]
+    assert set(calls) == {threading.get_ident()}  # one CPU: no pool, the caller's own thread
