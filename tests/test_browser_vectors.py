@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +19,9 @@ import pytest
 
 from coverage_core import cli
 from coverage_core.saved_analysis import SAVED_ANALYSES_VARIABLE, load_analysis, zip_folder
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, SLOW, _goto, _screenshot_on_error, streamlit_server
+from tests.test_browser import (  # noqa: F401  (browser and page are pytest fixtures, shared with the main browser tests)
+    _goto, browser, page, streamlit_server,
+)
 from tests.test_vector_store import embedded_chunks, vector_table, write_knowledge_base
 
 
@@ -71,30 +72,6 @@ def server(tmp_path_factory, server_log, data):
     cache = tmp_path_factory.mktemp("vectors-browser-cache")
     with streamlit_server(cache, server_log, **{SAVED_ANALYSES_VARIABLE: str(data["root"])}) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Chromium is missing: apt-get update && apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(SLOW)
-    failed_before = request.session.testsfailed
-    yield page
-    if request.session.testsfailed > failed_before:
-        _screenshot_on_error(page, request.node.name)
-    context.close()
 
 
 # The uploader each choice on the Upload page shows: waited for, so files go to it and not the one it replaced.
