@@ -56,6 +56,24 @@ class CountingEmbedder:
 TEXTS = [f"text number {i} " + "word " * (i % 7) for i in range(10)]
 
 
+def errors_in_threads(worker, n_threads: int) -> list[Exception]:
+    """Run ``worker(0 .. n_threads - 1)`` in as many threads at once; the exceptions they raised."""
+    errors = []
+
+    def guarded(n):
+        try:
+            worker(n)
+        except Exception as exc:  # collected for the caller to assert on
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(n,)) for n in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
 def test_fake_follows_the_protocol():
     assert isinstance(CountingEmbedder(), Embedder)
     assert isinstance(make_embedder("local"), Embedder)
@@ -170,21 +188,13 @@ def test_batches_respect_the_token_cap(cache_dir):
 
 def test_concurrent_threads_share_one_cache(cache_dir):
     cache = EmbeddingCache(cache_dir)
-    errors, results = [], {}
+    results = {}
     texts = [f"shared text {i}" for i in range(60)]
 
     def worker(n):
-        try:
-            results[n] = embed_texts(texts[n % 3 :: 2], CountingEmbedder(batch_size=5), cache).vectors
-        except Exception as exc:  # collected and asserted below
-            errors.append(exc)
+        results[n] = embed_texts(texts[n % 3 :: 2], CountingEmbedder(batch_size=5), cache).vectors
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert errors_in_threads(worker, 8) == []
     assert cache.count() == 60
     # A fresh cache object (as another process or session would have) sees everything.
     again = CountingEmbedder()
@@ -420,19 +430,10 @@ def test_concurrent_batches_in_flight_at_a_failure_are_kept(cache_dir):
 def test_threads_starting_on_a_new_cache_file_at_once_get_no_false_empty_file_warning(cache_dir):
     cache = EmbeddingCache(cache_dir)
     start = threading.Barrier(8)
-    errors = []
 
     def worker(n):
         start.wait()
-        try:
-            cache.put_many(CacheKey("p", "m", 0), [(text_hash(f"text {n}"), np.ones(4, np.float32), 1)])
-        except Exception as exc:  # collected and asserted below
-            errors.append(exc)
+        cache.put_many(CacheKey("p", "m", 0), [(text_hash(f"text {n}"), np.ones(4, np.float32), 1)])
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == [] and cache.count() == 8
+    assert errors_in_threads(worker, 8) == [] and cache.count() == 8
     assert cache.warnings == []  # the file was new, not an empty leftover

@@ -15,6 +15,7 @@ from coverage_core.ingest import read_documents, read_questions
 from coverage_core.pipeline import AnalysisConfig, analyze, check_retrieval, measure
 from coverage_core.screening import lexical_coverage
 from tests.conftest import PROJECT
+from tests.helpers import plain_lexical_coverage
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 
@@ -25,39 +26,6 @@ def unit(x):
 
 
 # --- the lexical coverage ---------------------------------------------------
-
-
-def reference_lexical_coverage(question_texts, chunk_texts):
-    """lexical_coverage's documented rule, computed the plain way: every chunk's stems, a dense share matrix."""
-    chunk_stems = [{screening.normalise_word(w) for w in screening._words(t)} for t in chunk_texts]
-    terms = [screening._question_terms(t) for t in question_texts]
-    stems = list(dict.fromkeys(t for ts in terms for t in ts))
-    df = {t: sum(t in c for c in chunk_stems) for t in stems}
-    absent = [t for t in stems if df[t] == 0]
-    candidates = [t for t in absent if len(t) >= screening.MIN_FIXABLE_LENGTH and t.isalpha()]
-    fixes = {}
-    for t in candidates[: screening.MAX_SPELLING_FIXES]:
-        variants = {screening.normalise_word(e) for e in screening._one_edit(t)}
-        found = [(sum(v in c for c in chunk_stems), v) for v in variants if len(v) >= 3]
-        found = [f for f in found if f[0]]
-        if found:
-            fixes[t] = max(found)[1]
-    holds = {t: np.array([fixes.get(t, t) in c for c in chunk_stems]) for t in stems}
-    n = len(chunk_texts)
-    coverage, best, absent_words = [], [], []
-    for ts in terms:
-        if not ts:
-            coverage.append(np.nan)
-            best.append(-1)
-            absent_words.append([])
-            continue
-        idf = np.array([np.log((1 + n) / (1 + holds[t].sum())) + 1 for t in ts])
-        shares = np.stack([holds[t] for t in ts], axis=1) @ (idf / idf.sum())
-        top = int(np.argmax(shares))
-        coverage.append(min(shares[top], 1.0))
-        best.append(top if shares[top] > 0 else -1)
-        absent_words.append([t.decode() for t in ts if not holds[t].any()])
-    return np.array(coverage), np.array(best), absent_words
 
 
 CHUNKS = [
@@ -92,7 +60,7 @@ def test_lexical_coverage_equals_the_plain_computation(monkeypatch, block_bytes)
     # Tiny blocks split the chunks at every possible place.
     monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", block_bytes)
     coverage, best, absent = lexical_coverage(QUESTIONS, CHUNKS)
-    expected_coverage, expected_best, expected_absent = reference_lexical_coverage(QUESTIONS, CHUNKS)
+    expected_coverage, expected_best, expected_absent = plain_lexical_coverage(QUESTIONS, CHUNKS)
     np.testing.assert_allclose(coverage, expected_coverage, atol=1e-12, equal_nan=True)
     np.testing.assert_array_equal(best, expected_best)
     assert absent == expected_absent
@@ -110,7 +78,7 @@ def test_lexical_coverage_equals_the_plain_computation_on_random_texts(monkeypat
                  for _ in range(120)]
     monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", 200)
     coverage, best, absent = lexical_coverage(questions, chunks)
-    expected_coverage, expected_best, expected_absent = reference_lexical_coverage(questions, chunks)
+    expected_coverage, expected_best, expected_absent = plain_lexical_coverage(questions, chunks)
     np.testing.assert_allclose(coverage, expected_coverage, atol=1e-12, equal_nan=True)
     np.testing.assert_array_equal(best, expected_best)
     assert absent == expected_absent

@@ -373,16 +373,29 @@ def embed_texts(
             if len(vectors) != len(batch):
                 raise RuntimeError(f"{embedder.provider} returned {len(vectors)} vectors for {len(batch)} texts")
             items = [(missing[i], vector, missing_tokens[i]) for i, vector in zip(batch, vectors)]
-            if cache is not None:
-                cache.put_many(key, items)
-            for digest, vector, tokens in items:
-                known[digest] = (vector, tokens)
-                done += positions_of[digest]
-                new_tokens += tokens
+            texts_done, tokens_paid = keep_batch(cache, key, items, known, positions_of)
+            done += texts_done
+            new_tokens += tokens_paid
             if progress is not None:
                 progress(done, total)
 
     return assemble_run(digests, known, embedder, key, n_cached, new_tokens)
+
+
+def keep_batch(
+    cache: "EmbeddingCache | None", key: "CacheKey", items: list, known: dict, repeats: dict[bytes, int]
+) -> tuple[int, int]:
+    """Store a finished batch's ``(digest, vector, tokens)`` items in ``cache`` at once (so a run stopped later
+    keeps them) and in ``known``; returns the texts it finished (each digest counted ``repeats`` times) and its
+    new tokens."""
+    if cache is not None:
+        cache.put_many(key, items)
+    texts_done = tokens_paid = 0
+    for digest, vector, tokens in items:
+        known[digest] = (vector, tokens)
+        texts_done += repeats[digest]
+        tokens_paid += tokens
+    return texts_done, tokens_paid
 
 
 def assemble_run(

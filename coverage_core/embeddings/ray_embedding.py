@@ -41,7 +41,9 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from coverage_core.embeddings.base import Embedder, environment_key, key_variable, redact
-from coverage_core.embeddings.cache import CacheKey, EmbeddingCache, EmbeddingRun, assemble_run, embed_texts, text_hash
+from coverage_core.embeddings.cache import (
+    CacheKey, EmbeddingCache, EmbeddingRun, assemble_run, embed_texts, keep_batch, text_hash,
+)
 from coverage_core.errors import CoverageError, InputError, ProviderError
 
 LOCAL_ADDRESS = "local"
@@ -415,12 +417,9 @@ def embed_on_ray(
         def store(positions: list[int], vectors: list[np.ndarray], tokens: list[int]) -> None:
             nonlocal done, new_tokens
             items = [(missing[position], vector, count) for position, vector, count in zip(positions, vectors, tokens)]
-            if cache is not None:
-                cache.put_many(key, items)
-            for digest, vector, count in items:
-                known[digest] = (vector, count)
-                done += repeats[digest]
-                new_tokens += count
+            texts_done, tokens_paid = keep_batch(cache, key, items, known, repeats)
+            done += texts_done
+            new_tokens += tokens_paid
             if progress is not None:
                 progress(done, total)
 
