@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from coverage_core.chunking import ChunkingConfig
+from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.pipeline import (
     AnalysisConfig,
     Corpus,

@@ -29,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a script, not a page: run from anywhere
 
-from coverage_core import plots  # noqa: E402
+from coverage_core.outputs import plots  # noqa: E402
 from coverage_core.pipeline import Corpus, EmbeddedTexts  # noqa: E402
 from coverage_core.types import Chunk, Document, Question, QuestionSet  # noqa: E402
 from ui import engine  # noqa: E402
@@ -128,7 +128,7 @@ def main() -> None:
     rows.append(("Results page tables and charts", seconds, "every rerun"))
 
     if args.map:
-        from coverage_core.projection import project_2d
+        from coverage_core.outputs.projection import project_2d
 
         seconds, projection = timed(
             lambda: project_2d(inputs.corpus.vectors, inputs.question_embedding.vectors, analysis.clustering.labels)

@@ -316,7 +316,11 @@ class StageTimes:
 
 
 def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bool) -> dict:
-    from coverage_core import calibration, gaps, metrics, pipeline, report, retrieval, screening
+    from coverage_core.stages import calibration, screening
+    from coverage_core.suggest import gaps
+    from coverage_core import metrics, pipeline
+    from coverage_core.outputs import report
+    from coverage_core.checks import retrieval
     from coverage_core.pipeline import AnalysisConfig
 
     times = StageTimes()
@@ -386,7 +390,7 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
 def _probe_embedder(corpus, random_state: int):
     """An embed function for the calibration: each probe sentence near its chunk's vector
     (cosine 0.7), each chunk-without-its-sentence nearer (0.95); anything else at random."""
-    from coverage_core import calibration
+    from coverage_core.stages import calibration
 
     probes = calibration.sample_probes(corpus.chunks, random_state=random_state)
     where = {}
@@ -410,7 +414,9 @@ def float16_effect(n_chunks: int, n_questions: int, dims: int, seed: int) -> Non
     """
     import dataclasses
 
-    from coverage_core import calibration, pipeline
+    from coverage_core.stages import calibration
+
+    from coverage_core import pipeline
     from coverage_core.pipeline import AnalysisConfig
 
     corpus, questions, question_embedding = load(data_dir(n_chunks, n_questions, dims, seed))

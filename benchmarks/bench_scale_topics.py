@@ -231,11 +231,11 @@ def _reset_peak() -> None:
 
 def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> list[dict]:
     from coverage_core import metrics
-    from coverage_core.calibration import DEFAULT_SUPPORT_THRESHOLD
-    from coverage_core.gaps import GapConfig, analyse_gaps, representative_chunks, representatives_by_cluster
+    from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
+    from coverage_core.suggest.gaps import GapConfig, analyse_gaps, representative_chunks, representatives_by_cluster
     from coverage_core.pipeline import Corpus, EmbeddedTexts, cluster_chunks
-    from coverage_core.projection import project_2d
-    from coverage_core.topics import topic_labels
+    from coverage_core.outputs.projection import project_2d
+    from coverage_core.stages.topics import topic_labels
     from coverage_core.types import Chunk, Document
 
     vectors, texts, documents, questions, min_distances = load(n_chunks, n_questions, seed)

@@ -12,7 +12,7 @@ article at all), are "not covered"; every other question is "covered". For
 each split it prints the labelled counts, the point-biserial r between the
 best similarity and the label with its p-value, the AUROC, and the Youden
 threshold with its J, sensitivity and specificity
-(``coverage_core.answerability.answerability``). Then, for the first split,
+(``coverage_core.checks.answerability.answerability``). Then, for the first split,
 the dimension sweep (``dimension_sweep``: rank agreement with the full 384
 dimensions and r / AUROC per size, with ``truncation_note`` for the model),
 the mean AUROC per size over all splits, and the time of the MDS map
@@ -76,11 +76,12 @@ def main() -> int:
     parser.add_argument("--html", type=Path, default=None, help="folder for the first split's figures")
     args = parser.parse_args()
 
-    from coverage_core import answerability as ans
-    from coverage_core import metrics, plots
-    from coverage_core.chunking import ChunkingConfig
+    from coverage_core.checks import answerability as ans
+    from coverage_core import metrics
+    from coverage_core.outputs import plots
+    from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-    from coverage_core.ingest import read_documents
+    from coverage_core.inputs.ingest import read_documents
     from coverage_core.pipeline import chunk_corpus
 
     started = time.perf_counter()

@@ -62,7 +62,7 @@ from shared_data import PDFS, WIKI_QA, require  # noqa: E402
 
 from coverage_core import pipeline  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, make_embedder  # noqa: E402
-from coverage_core.ingest import read_documents, read_questions  # noqa: E402
+from coverage_core.inputs.ingest import read_documents, read_questions  # noqa: E402
 from coverage_core.types import Document  # noqa: E402
 
 CACHE = Path(os.environ.get("EVAL_MIXES_CACHE", "/tmp/eval_mixes_cache"))

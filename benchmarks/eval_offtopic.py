@@ -21,7 +21,7 @@ Design:
   questions, which have no article, join the report half's off-topic pool);
   the questions of the half's other articles are on-topic. Whichever side is
   in excess is subsampled so that off-topic questions are ``p`` of the set.
-* tau comes from ``coverage_core.calibration.calibrate`` on each corpus
+* tau comes from ``coverage_core.stages.calibration.calibrate`` on each corpus
   (pseudo-queries from the chunks, no labels), as in the product.
 * Seeds 0..2 draw the removed articles and the subsamples.
 * ``--tune`` grids the rule's constants on the tuning half only and prints
@@ -151,10 +151,10 @@ DESIGNS = {
 
 
 def main() -> int:
-    from coverage_core import calibration, screening
-    from coverage_core.clustering import ChunkClusterer
+    from coverage_core.stages import calibration, screening
+    from coverage_core.stages.clustering import ChunkClusterer
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-    from coverage_core.screening import QuestionScreener, lexical_coverage
+    from coverage_core.stages.screening import QuestionScreener, lexical_coverage
     from coverage_core.types import Chunk
 
     t0 = time.perf_counter()

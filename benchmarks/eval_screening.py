@@ -186,8 +186,8 @@ def timing(n_chunks: int = 20_000, n_questions: int = 2_000, repeats: int = 3) -
     (sigma 0.03 per dimension, renormalised) up to the target counts, which
     keeps their topic structure.
     """
-    from coverage_core.clustering import ChunkClusterer
-    from coverage_core.screening import QuestionScreener, lexical_coverage
+    from coverage_core.stages.clustering import ChunkClusterer
+    from coverage_core.stages.screening import QuestionScreener, lexical_coverage
 
     data = load_wiki_qa()
     rng = np.random.default_rng(0)
@@ -248,8 +248,8 @@ def timing(n_chunks: int = 20_000, n_questions: int = 2_000, repeats: int = 3) -
 def main() -> int:
     from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
-    from coverage_core.clustering import ChunkClusterer
-    from coverage_core.screening import QuestionScreener
+    from coverage_core.stages.clustering import ChunkClusterer
+    from coverage_core.stages.screening import QuestionScreener
 
     if "--timing" in sys.argv:
         timing()

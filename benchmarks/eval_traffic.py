@@ -36,8 +36,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from coverage_core.calibration import calibrate  # noqa: E402
-from coverage_core.traffic import analyse_traffic, read_traffic  # noqa: E402
+from coverage_core.stages.calibration import calibrate  # noqa: E402
+from coverage_core.checks.traffic import analyse_traffic, read_traffic  # noqa: E402
 
 SEEDS = tuple(range(10, 20))  # seeds 0-9 tuned traffic.QUERY_MATCH_FRACTION
 N_ASKED, N_TESTED = 30, 10

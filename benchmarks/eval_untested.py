@@ -6,7 +6,7 @@ articles) and each of ``SEEDS``, all questions of a random share of the
 articles are removed: those articles are truly untested, the others tested.
 A document is flagged untested when less than ``cut`` of its passages is
 reached by a remaining question, at the support threshold τ calibrated
-without labels on the corpus (:func:`coverage_core.calibration.calibrate`,
+without labels on the corpus (:func:`coverage_core.stages.calibration.calibrate`,
 exactly as ``analyze`` does).
 
 The articles are split in two halves (seeded). The cut is tuned on the first
@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import WIKI_QA as DATA, require  # noqa: E402
 
 from coverage_core import metrics  # noqa: E402
-from coverage_core.calibration import calibrate  # noqa: E402
-from coverage_core.chunking import ChunkingConfig  # noqa: E402
-from coverage_core.clustering import ChunkClusterer  # noqa: E402
+from coverage_core.stages.calibration import calibrate  # noqa: E402
+from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
+from coverage_core.stages.clustering import ChunkClusterer  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
-from coverage_core.gaps import GAP_TESTED_SHARE  # noqa: E402
-from coverage_core.ingest import read_documents  # noqa: E402
+from coverage_core.suggest.gaps import GAP_TESTED_SHARE  # noqa: E402
+from coverage_core.inputs.ingest import read_documents  # noqa: E402
 from coverage_core.pipeline import chunk_corpus  # noqa: E402
 
 CACHE = Path(os.environ.get("EVAL_UNTESTED_CACHE", "/tmp/eval_untested_cache"))

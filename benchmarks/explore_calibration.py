@@ -32,9 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import eval_mixes as mixes  # noqa: E402
 
-from coverage_core import calibration, pipeline  # noqa: E402
-from coverage_core.chunking import ChunkingConfig  # noqa: E402
-from coverage_core.clustering import ChunkClusterer  # noqa: E402
+from coverage_core.stages import calibration
+
+from coverage_core import pipeline  # noqa: E402
+from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
+from coverage_core.stages.clustering import ChunkClusterer  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.validation import unit_rows  # noqa: E402
 

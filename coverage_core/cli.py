@@ -24,18 +24,20 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from coverage_core import ci, vector_store
-from coverage_core.chunking import ChunkingConfig, check_chunking
-from coverage_core.chunking_comparison import DEFAULT_GRID
-from coverage_core.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
+from coverage_core.outputs import junit
+
+from coverage_core.inputs import vector_store
+from coverage_core.stages.chunking import ChunkingConfig, check_chunking
+from coverage_core.checks.chunking_comparison import DEFAULT_GRID
+from coverage_core.stages.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
 from coverage_core.embeddings import DEFAULT_MAX_CONCURRENCY
 from coverage_core.errors import CoverageError, InputError
-from coverage_core.calibration import SUPPORT_THRESHOLD_RANGE
-from coverage_core.gaps import COVERAGE_THRESHOLD_RANGE, GAP_RULES, GapConfig
+from coverage_core.stages.calibration import SUPPORT_THRESHOLD_RANGE
+from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GAP_RULES, GapConfig
 from coverage_core.pipeline import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig, EmbeddingConfig
-from coverage_core.report import METRIC_NAMES, build_report, summary_table, write_report
-from coverage_core.retrieval import DEFAULT_K
-from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener
+from coverage_core.outputs.report import METRIC_NAMES, build_report, summary_table, write_report
+from coverage_core.checks.retrieval import DEFAULT_K
+from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
 
 EXIT_OK, EXIT_BELOW_THRESHOLD, EXIT_UNUSABLE = 0, 1, 2
 
@@ -342,7 +344,7 @@ def _analysis_settings(args: argparse.Namespace):
 
         import_ray()  # one sentence saying how to install Ray, before anything is read
     if args.save_analysis:
-        from coverage_core.saved_analysis import check_folder
+        from coverage_core.inputs.saved_analysis import check_folder
 
         check_folder(args.save_analysis)
     grid = _chunking_grid(args.compare_chunking) if args.compare_chunking is not None else None
@@ -362,7 +364,7 @@ def _analysis_settings(args: argparse.Namespace):
 
 def _chunking_grid(text: str):
     """The configurations of ``--compare-chunking``; InputError naming the flag and the bad pair."""
-    from coverage_core.chunking_comparison import parse_grid
+    from coverage_core.checks.chunking_comparison import parse_grid
 
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -438,7 +440,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
     report = _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels,
                             subquestions, chunking, traffic)
     if args.save_analysis:
-        from coverage_core.saved_analysis import save_analysis
+        from coverage_core.inputs.saved_analysis import save_analysis
 
         save_analysis(analysis, args.save_analysis, report=report, from_vectors=isinstance(documents, _VectorInput),
                       question_file_name=Path(args.questions).name, inputs=report["config"].get("inputs"))
@@ -449,7 +451,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
 def _llm_client(args: argparse.Namespace):
     """The chat client the LLM flags ask for (nothing is sent yet); None without them."""
-    from coverage_core.llm import DEFAULT_LLM_MODEL, ChatClient, LLMConfig
+    from coverage_core.suggest.llm import DEFAULT_LLM_MODEL, ChatClient, LLMConfig
 
     if args.llm_model or args.llm_base_url:
         return ChatClient(LLMConfig(model=args.llm_model or DEFAULT_LLM_MODEL, base_url=args.llm_base_url))
@@ -467,7 +469,7 @@ class _VectorInput:
 
 def _read_inputs(args: argparse.Namespace):
     """The documents (or the --vectors corpus) and questions, with what reading them had to say printed to stderr."""
-    from coverage_core.ingest import read_documents, read_questions
+    from coverage_core.inputs.ingest import read_documents, read_questions
 
     if args.vectors is not None:
         columns = vector_store.VectorColumns(
@@ -531,7 +533,7 @@ def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache
     if not args.subquestions:
         return None
     from coverage_core.pipeline import check_subquestions
-    from coverage_core.subquestions import SubQuestionConfig
+    from coverage_core.checks.subquestions import SubQuestionConfig
 
     subquestions = check_subquestions(
         analysis, args.subquestions, llm, embedder, cache, config=SubQuestionConfig(top_k=args.k)
@@ -560,7 +562,7 @@ def _read_traffic(args: argparse.Namespace):
     """The --traffic query log, read (and its problems reported) before anything is embedded; None without."""
     if not args.traffic:
         return None
-    from coverage_core.traffic import read_traffic
+    from coverage_core.checks.traffic import read_traffic
 
     return read_traffic(args.traffic)
 
@@ -599,8 +601,8 @@ def _write_reports(args, analysis, documents, questions, llm, retrieval, answera
         report["traffic"] = traffic.to_dict()
     write_report(report, args.out)
     if args.junit:
-        xml = ci.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
-        ci.write_junit(xml, args.junit)
+        xml = junit.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
+        junit.write_junit(xml, args.junit)
     return report
 
 
@@ -621,7 +623,7 @@ def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: 
 def _gate(report: dict, args: argparse.Namespace) -> int:
     # The gate reads the report's value, so the exit code and the JUnit file agree.
     value = report["metrics"][args.metric]
-    if ci.gate_failed(value, args.fail_below):
+    if junit.gate_failed(value, args.fail_below):
         if value is None:
             message = f"{args.metric} coverage is not defined, so it cannot meet the required {args.fail_below:.3f}."
         else:
@@ -633,8 +635,8 @@ def _gate(report: dict, args: argparse.Namespace) -> int:
 
 def _check_columns(questions, relevant_column: str | None, label_column: str | None) -> None:
     """Fail before embedding when a column the user named is not in the file."""
-    from coverage_core.answerability import find_label_column
-    from coverage_core.retrieval import find_relevant_column
+    from coverage_core.checks.answerability import find_label_column
+    from coverage_core.checks.retrieval import find_relevant_column
 
     columns = [str(c) for c in questions.frame.columns]
     if relevant_column:
@@ -645,8 +647,8 @@ def _check_columns(questions, relevant_column: str | None, label_column: str | N
 
 def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_progress: bool):
     """The chunking comparison table; the screening decision of ``analysis`` is held fixed."""
-    from coverage_core.chunking_comparison import compare_chunkings
-    from coverage_core.retrieval import relevant_from_questions
+    from coverage_core.checks.chunking_comparison import compare_chunkings
+    from coverage_core.checks.retrieval import relevant_from_questions
 
     def progress(done, total, config, step):
         if show_progress and step == "embedding":
@@ -671,9 +673,9 @@ def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_
 
 def _run_diff(args: argparse.Namespace) -> int:
     _check_at_least("--fail-on-drop", args.fail_on_drop, 0.0)
-    old, new = ci.load_report(args.old), ci.load_report(args.new)
-    diff = ci.diff_reports(old, new)
-    print(ci.format_diff(diff, args.old, args.new))
+    old, new = junit.load_report(args.old), junit.load_report(args.new)
+    diff = junit.diff_reports(old, new)
+    print(junit.format_diff(diff, args.old, args.new))
     if args.json:
         Path(args.json).write_text(
             json.dumps({"old": args.old, "new": args.new, **diff.to_dict()}, indent=2, ensure_ascii=False),
@@ -682,7 +684,7 @@ def _run_diff(args: argparse.Namespace) -> int:
         print(f"\nComparison written to {args.json}")
     if args.fail_on_drop is None:
         return EXIT_OK
-    drop = ci.metric_drop(diff, args.metric)
+    drop = junit.metric_drop(diff, args.metric)
     if drop is None:
         raise InputError(f"{args.metric} coverage is not defined in both reports, so its drop cannot be checked.")
     if drop > args.fail_on_drop:

@@ -20,7 +20,7 @@ estimate. Nothing here sends a request.
 
 Besides the chunks and the questions, an analysis that calibrates its
 support level embeds short texts taken from the corpus (up to
-:data:`coverage_core.calibration.MAX_CALIBRATION_TEXTS`);
+:data:`coverage_core.stages.calibration.MAX_CALIBRATION_TEXTS`);
 :func:`estimate_calibration_cost` counts exactly those not yet cached.
 """
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from coverage_core.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
+from coverage_core.stages.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
 from coverage_core.embeddings.base import approximate_token_count
 from coverage_core.errors import InputError
 from coverage_core.types import Chunk
@@ -207,7 +207,7 @@ def estimate_calibration_cost(
     """Cost of calibrating the support level on ``chunks`` with ``provider``/``model``.
 
     The texts are exactly those calibration would embed
-    (:func:`coverage_core.calibration.calibration_texts` with ``random_state``:
+    (:func:`coverage_core.stages.calibration.calibration_texts` with ``random_state``:
     probe sentences and their chunks without them, at most
     :data:`MAX_CALIBRATION_TEXTS`; none when the corpus cannot be
     calibrated). ``uncached`` keeps the texts the embedding cache does not

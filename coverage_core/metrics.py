@@ -684,7 +684,7 @@ def tested_chunks(min_distances, support_threshold: float) -> np.ndarray:
     ``tested_i = (1 - mindist(d_i)) >= τ``, with ``mindist`` the cosine
     distance to the nearest inlier question (:func:`scan_similarities`) and
     ``τ`` the support threshold (a cosine similarity, see
-    :mod:`coverage_core.calibration`). A chunk with no inlier question at all
+    :mod:`coverage_core.stages.calibration`). A chunk with no inlier question at all
     has ``mindist = 1`` and is untested for any τ > 0.
 
     Returns
@@ -997,9 +997,9 @@ def best_matches(
     ``chunk_penalty`` (shape (n,)), when given, also yields each question's
     best penalised similarity ``max_i (sim(chunk_i, q_j) - chunk_penalty[i])``
     from the same blocks (the screener's support, see
-    :class:`coverage_core.screening.QuestionScreener`); ``top_k`` > 0 each
+    :class:`coverage_core.stages.screening.QuestionScreener`); ``top_k`` > 0 each
     question's ``top_k`` most similar chunks (what the retrieval check
-    ranks, :func:`coverage_core.retrieval.top_k_chunks`).
+    ranks, :func:`coverage_core.checks.retrieval.top_k_chunks`).
 
     Parameters
     ----------

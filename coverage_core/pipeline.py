@@ -23,22 +23,22 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from coverage_core import calibration as calibration_module
+from coverage_core.stages import calibration as calibration_module
 from coverage_core import metrics
-from coverage_core.calibration import Calibration
-from coverage_core.chunking import ChunkingConfig, chunk_documents
-from coverage_core.clustering import ChunkClusterer
+from coverage_core.stages.calibration import Calibration
+from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
+from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts, make_embedder, redact_url
 from coverage_core.errors import InputError
-from coverage_core.gaps import Gap, GapConfig, analyse_gaps, representatives_by_cluster
-from coverage_core.topics import topic_labels
-from coverage_core.llm import ChatClient
-from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener, apply_overrides
+from coverage_core.suggest.gaps import Gap, GapConfig, analyse_gaps, representatives_by_cluster
+from coverage_core.stages.topics import topic_labels
+from coverage_core.suggest.llm import ChatClient
+from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener, apply_overrides
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 from coverage_core.validation import shorten
 
 if TYPE_CHECKING:  # imported where used: most runs need none of them
-    from coverage_core import retrieval, traffic
+    from coverage_core.checks import retrieval, traffic
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "chunks" or "questions"."""
@@ -74,7 +74,7 @@ class EmbeddingConfig:
 class AnalysisConfig:
     """Every parameter of an analysis; the report records all of them.
 
-    ``n_clusters=None`` picks K with :func:`coverage_core.clustering.default_n_clusters`.
+    ``n_clusters=None`` picks K with :func:`coverage_core.stages.clustering.default_n_clusters`.
     ``strictness`` is the screening strictness of :class:`QuestionScreener`.
     ``redundancy_threshold`` is the cosine similarity from which two
     questions count as near-duplicates (grouped by :func:`metrics.duplicate_groups`).
@@ -189,7 +189,7 @@ class Clustering:
 
 @dataclass
 class Analysis:
-    """Everything an analysis found; ``coverage_core.report`` serialises it.
+    """Everything an analysis found; ``coverage_core.outputs.report`` serialises it.
 
     Question-level arrays (``outlier_score``, ``is_outlier`` …) are aligned
     with ``questions.questions``; chunk-level arrays with ``corpus.chunks``.
@@ -328,7 +328,7 @@ def calibrate_corpus(
 
     ``config.support_threshold`` set: that value (``method="override"``),
     nothing embedded. Otherwise calibrated without labels from sentences of
-    the corpus (:func:`coverage_core.calibration.calibrate`), embedding about
+    the corpus (:func:`coverage_core.stages.calibration.calibrate`), embedding about
     800 short texts with ``embedder`` through ``cache``; without an embedder
     the documented default. ``topic_labels`` are the corpus's automatic
     topics (``cluster_chunks(corpus, None, config.random_state).labels``)
@@ -786,7 +786,7 @@ def check_retrieval(
     sources. Every labelled question counts, off-topic or not: a question
     labelled with a source is a retrieval test whatever its topic.
     """
-    from coverage_core import retrieval
+    from coverage_core.checks import retrieval
 
     questions = analysis.questions
     column = retrieval.find_relevant_column([str(c) for c in questions.frame.columns], relevant_column)
@@ -822,7 +822,7 @@ def check_answerability(analysis: Analysis, label_column: str | None = None):
     None when the questions carry no labels) and the
     ``answerability.AnswerabilityResult``, or None without labels.
     """
-    from coverage_core import answerability
+    from coverage_core.checks import answerability
 
     labels = answerability.question_labels(analysis.questions, label_column)
     if labels.column is None:
@@ -838,9 +838,9 @@ def check_subquestions(
     embedder: Embedder,
     cache: EmbeddingCache | None = None,
     *,
-    config: "coverage_core.subquestions.SubQuestionConfig | None" = None,
+    config: "coverage_core.checks.subquestions.SubQuestionConfig | None" = None,
     progress: Callable[[int, int], None] | None = None,
-) -> "coverage_core.subquestions.SubQuestionResult":
+) -> "coverage_core.checks.subquestions.SubQuestionResult":
     """Sub-question coverage of some of the analysis's questions (one LLM request each).
 
     ``positions`` are indices into ``analysis.questions.questions`` (not
@@ -855,7 +855,7 @@ def check_subquestions(
     when no question is chosen or a position is out of range; LLM failures
     never raise (see ``subquestions.decompose_questions``).
     """
-    from coverage_core import subquestions
+    from coverage_core.checks import subquestions
 
     questions = analysis.questions.questions
     if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
@@ -969,7 +969,7 @@ def check_traffic(
 ) -> "traffic.TrafficResult":
     """Production traffic against this analysis: the log's distinct (masked) queries are embedded with
     ``embedder`` (the model of the analysis) through ``cache``, then compared with the on-topic test
-    questions at τ and with the passages at the questions' support level (:mod:`coverage_core.traffic`)."""
+    questions at τ and with the passages at the questions' support level (:mod:`coverage_core.checks.traffic`)."""
     from coverage_core import traffic  # noqa: F811 (the TYPE_CHECKING import is for annotations only)
 
     embedded = _embed(log.queries, embedder, cache, "traffic queries", progress)

@@ -9,7 +9,7 @@ from coverage_core.embeddings import API_PROVIDERS, CUSTOM_KEY_VARIABLE
 from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS
 from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS
 from coverage_core.errors import CoverageError
-from coverage_core.llm import DEFAULT_LLM_MODEL, llm_key_variable
+from coverage_core.suggest.llm import DEFAULT_LLM_MODEL, llm_key_variable
 from ui import engine, flow, state, widgets
 
 PROVIDERS = {

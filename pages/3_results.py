@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from coverage_core import plots
+from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
 from coverage_core.metrics import UNTESTED_SHARE
 from ui import engine, flow, formats, state, widgets

@@ -5,7 +5,9 @@ from pathlib import PurePosixPath
 
 import streamlit as st
 
-from coverage_core import costs, plots
+from coverage_core import costs
+
+from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
 from ui import engine, flow, formats, state, widgets
 

@@ -4,7 +4,9 @@ import math
 
 import streamlit as st
 
-from coverage_core import answerability, plots
+from coverage_core.checks import answerability
+
+from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
 from ui import engine, flow, formats, state, widgets
 from ui.messages import user_message

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from coverage_core import plots
+from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
-from coverage_core.ingest import read_questions
+from coverage_core.inputs.ingest import read_questions
 from ui import engine, flow, formats, state, widgets
 
 SOURCES = {

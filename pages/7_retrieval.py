@@ -3,7 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from coverage_core import chunking_comparison, plots
+from coverage_core.checks import chunking_comparison
+
+from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
 from ui import engine, flow, formats, state, widgets
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from coverage_core.errors import CoverageError
-from coverage_core.subquestions import SubQuestionConfig, estimate_decomposition_cost, unavailable_reason
+from coverage_core.checks.subquestions import SubQuestionConfig, estimate_decomposition_cost, unavailable_reason
 from ui import engine, flow, formats, state, widgets
 from ui.messages import user_message
 

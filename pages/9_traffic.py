@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from coverage_core import plots
+from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
-from coverage_core.traffic import read_traffic
+from coverage_core.checks.traffic import read_traffic
 from ui import engine, flow, state, widgets
 
 flow.start_page(

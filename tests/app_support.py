@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from streamlit.testing.v1 import AppTest
 
 from coverage_core import pipeline
-from coverage_core.ingest import read_questions
+from coverage_core.inputs.ingest import read_questions
 from tests.conftest import PROJECT
 from ui import engine, state
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from coverage_core import screening
-from coverage_core.llm import ChatClient, LLMConfig
+from coverage_core.stages import screening
+from coverage_core.suggest.llm import ChatClient, LLMConfig
 
 
 def chat_client(server, api_key: str, **overrides) -> ChatClient:

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from coverage_core import answerability as ans
+from coverage_core.checks import answerability as ans
 from coverage_core import metrics
 from coverage_core.errors import InputError
-from coverage_core.ingest import read_questions
+from coverage_core.inputs.ingest import read_questions
 from tests.conftest import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
@@ -469,9 +469,9 @@ def example(tmp_path_factory):
     example's README): truly "not covered". The label column ``in_docs`` is
     built here from the article files actually present.
     """
-    from coverage_core.chunking import ChunkingConfig
+    from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-    from coverage_core.ingest import read_documents
+    from coverage_core.inputs.ingest import read_documents
     from coverage_core.pipeline import chunk_corpus
 
     documents = read_documents([EXAMPLE / "docs"]).documents

@@ -18,8 +18,8 @@ from streamlit.testing.v1 import AppTest
 
 from coverage_core import pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.ingest import read_documents
-from coverage_core.gaps import is_unfinished_draft
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.suggest.gaps import is_unfinished_draft
 from tests.app_support import (
     DOCS,
     EXAMPLE,
@@ -475,7 +475,7 @@ def _first_elements(at, n: int = 3) -> list:
 
 @pytest.mark.parametrize("page", ["results", "gaps"])
 def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
-    from coverage_core.report import headline
+    from coverage_core.outputs.report import headline
 
     values, reference, _ = seeded
     at = app(page, values)
@@ -523,7 +523,7 @@ def test_a_support_level_override_changes_the_headline(seeded):
 
 
 def reference_headline(analysis) -> str:
-    from coverage_core.report import headline
+    from coverage_core.outputs.report import headline
 
     return headline(analysis)
 
@@ -628,7 +628,7 @@ def _paid_values(values: dict, **changes) -> dict:
 
 def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monkeypatch):
     from coverage_core import costs
-    from coverage_core.calibration import calibration_texts
+    from coverage_core.stages.calibration import calibration_texts
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, inputs = seeded
@@ -653,7 +653,8 @@ def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monke
 
 
 def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, monkeypatch):
-    from coverage_core import calibration, costs
+    from coverage_core.stages import calibration
+    from coverage_core import costs
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, inputs = seeded
@@ -768,7 +769,7 @@ def test_exports_after_apply_carry_before_after_and_the_accepted_questions(seede
     assert "<h2>Retrieval</h2>" in html  # the example's source column was used
 
     # The whole analysis: a saved-analysis zip that opens again as the same analysis, with this report.
-    from coverage_core.saved_analysis import load_analysis
+    from coverage_core.inputs.saved_analysis import load_analysis
 
     build = served["The whole analysis (zip)"]
     assert callable(build), "the zip is built only when the button is clicked"
@@ -919,7 +920,7 @@ def test_memo_takes_named_frozen_keys_only():
 
 
 def test_settings_defaults_come_from_the_core():
-    from coverage_core.llm import DEFAULT_LLM_MODEL
+    from coverage_core.suggest.llm import DEFAULT_LLM_MODEL
     from coverage_core.pipeline import AnalysisConfig
 
     assert state.Settings().analysis_config() == AnalysisConfig()

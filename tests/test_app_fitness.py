@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import answerability, costs, pipeline
+from coverage_core.checks import answerability
+
+from coverage_core import costs, pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents, read_questions
 from tests.app_support import EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
 from ui import engine, formats, state
 

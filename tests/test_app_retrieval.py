@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import retrieval
-from coverage_core.chunking import ChunkingConfig
-from coverage_core.chunking_comparison import grid_frame
+from coverage_core.checks import retrieval
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.checks.chunking_comparison import grid_frame
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents, read_questions
 from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, texts
 from ui import state
 

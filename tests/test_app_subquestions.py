@@ -16,9 +16,9 @@ from streamlit.testing.v1 import AppTest
 
 from coverage_core.costs import default_price_table
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-from coverage_core.ingest import read_documents
-from coverage_core.llm import ChatClient, LLMConfig
-from coverage_core.subquestions import (
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.suggest.llm import ChatClient, LLMConfig
+from coverage_core.checks.subquestions import (
     UNAVAILABLE_REASON,
     SubQuestionConfig,
     analyse_subquestions,

@@ -8,8 +8,8 @@ import pytest
 
 from coverage_core import pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.ingest import read_documents
-from coverage_core.traffic import read_traffic
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.checks.traffic import read_traffic
 from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
 from ui import engine, state
 

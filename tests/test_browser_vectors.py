@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coverage_core import cli
-from coverage_core.saved_analysis import SAVED_ANALYSES_VARIABLE, load_analysis, zip_folder
+from coverage_core.inputs.saved_analysis import SAVED_ANALYSES_VARIABLE, load_analysis, zip_folder
 from tests.test_browser import (  # noqa: F401  (browser and page are pytest fixtures, shared with the main browser tests)
     _goto, browser, page, streamlit_server,
 )

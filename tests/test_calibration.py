@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core import ci, metrics
-from coverage_core.calibration import (
+from coverage_core.outputs import junit
+
+from coverage_core import metrics
+from coverage_core.stages.calibration import (
     DEFAULT_SUPPORT_THRESHOLD,
     Calibration,
     calibrate,
@@ -17,10 +19,10 @@ from coverage_core.calibration import (
     youden_threshold,
 )
 from coverage_core.errors import InputError
-from coverage_core.gaps import GapConfig
-from coverage_core.ingest import read_questions
+from coverage_core.suggest.gaps import GapConfig
+from coverage_core.inputs.ingest import read_questions
 from coverage_core.pipeline import AnalysisConfig, Clustering, Corpus, EmbeddedTexts, measure
-from coverage_core.report import SCHEMA_VERSION, build_report, headline
+from coverage_core.outputs.report import SCHEMA_VERSION, build_report, headline
 from coverage_core.types import Chunk, Document
 
 TOPICS = ("alpha", "beta", "gamma", "delta")
@@ -127,7 +129,7 @@ def test_two_levels_passages_tell_documents_apart_questions_tell_topics_apart():
 
 
 def test_probe_sentences_come_from_a_bounded_pool_of_chunks_on_a_large_corpus(monkeypatch):
-    from coverage_core import calibration
+    from coverage_core.stages import calibration
 
     chunks = _chunks(per_document=30, sentences=3)  # 120 chunks
     monkeypatch.setattr(calibration, "PROBE_CHUNK_POOL", 20)
@@ -142,7 +144,7 @@ def test_probes_are_capped_and_spread_over_documents():
     chunks = _chunks(per_document=10, sentences=6)  # 240 candidate sentences
     result = calibrate(chunks, _fake_embed([c.text for c in chunks]), _fake_embed, max_probes=40)
     assert result.n_probes == 40
-    from coverage_core.calibration import sample_probes
+    from coverage_core.stages.calibration import sample_probes
 
     probes = sample_probes(chunks, 40, random_state=3)
     per_document = pd.Series([chunks[i].document for i, _, _ in probes]).value_counts()
@@ -264,12 +266,12 @@ def test_report_schema_2_carries_calibration_and_decisions():
     assert documents["beta.txt"]["is_untested"] and documents["beta.txt"]["n_tested"] == 0
     assert documents["alpha.txt"]["tested_share"] == 1.0 and "is_low" in documents["alpha.txt"]
     assert [c["tested_share"] for c in report["clusters"]] == [1.0, 0.0, 0.0]
-    ci.check_report(report)  # the CI tools read version 2 (and 1)
+    junit.check_report(report)  # the CI tools read version 2 (and 1)
     assert headline(analysis) == (
         "33% of the knowledge base is tested (4 of 12 passages); 2 documents untested; 0 questions off-topic."
     )
 
-    from coverage_core.answerability import answerability
+    from coverage_core.checks.answerability import answerability
 
     labelled = answerability(np.array([0.9, 0.8, 0.7, 0.3, 0.2, 0.1]), np.array([1, 1, 1, 0, 0, 0], dtype=float))
     with_labels = build_report(analysis, answerability=labelled)
@@ -282,10 +284,10 @@ def test_junit_fails_by_the_reports_decisions_not_by_coverage():
     # Make the decisions disagree with any coverage threshold: a low-coverage cluster that is not a gap.
     report["clusters"][1]["is_gap"] = False
     report["clusters"][0]["coverage"] = 0.01
-    root = ET.fromstring(ci.junit_xml(report, "tested_share", 0.2, gap_threshold=0.99).encode())
+    root = ET.fromstring(junit.junit_xml(report, "tested_share", 0.2, gap_threshold=0.99).encode())
     failed = {case.get("name").split(":")[0] for case in root.iter("testcase") if case.find("failure") is not None}
     assert failed == {"cluster 2", "beta.txt", "gamma.txt"}  # tested_share 0.33 passes the 0.2 gate
-    root = ET.fromstring(ci.junit_xml(report, "tested_share", 0.5).encode())
+    root = ET.fromstring(junit.junit_xml(report, "tested_share", 0.5).encode())
     failed = {case.get("name").split(":")[0] for case in root.iter("testcase") if case.find("failure") is not None}
     assert "tested_share" in failed
 
@@ -306,7 +308,7 @@ def test_metric_tested_share_gates_the_cli(tmp_path, monkeypatch):
                                                "--support-threshold", bad])
         with pytest.raises(InputError, match="--support-threshold"):
             cli._analysis_settings(args)
-    assert ci.gate_failed(0.33, 0.5) and not ci.gate_failed(0.6, 0.5)
+    assert junit.gate_failed(0.33, 0.5) and not junit.gate_failed(0.6, 0.5)
 
 
 def test_diff_reads_a_version_1_report_against_a_version_2_one():
@@ -314,6 +316,6 @@ def test_diff_reads_a_version_1_report_against_a_version_2_one():
 
     old = make_report()
     new = make_report(schema_version=2, metrics={**old["metrics"], "tested_share": 0.6})
-    diff = ci.diff_reports(ci.check_report(old), ci.check_report(new))
+    diff = junit.diff_reports(junit.check_report(old), junit.check_report(new))
     assert diff.metric("basic").delta == pytest.approx(0.0)
     assert diff.metric("tested_share") is None  # only metrics both reports carry are compared

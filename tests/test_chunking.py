@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coverage_core.chunking import ChunkingConfig, chunk_documents
+from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
 from coverage_core.errors import InputError
-from coverage_core.ingest import read_documents
+from coverage_core.inputs.ingest import read_documents
 from coverage_core.types import Document
 from tests.conftest import PDFS, WIKI
 

@@ -5,9 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core import costs, retrieval
-from coverage_core.chunking import ChunkingConfig
-from coverage_core.chunking_comparison import (
+from coverage_core import costs
+
+from coverage_core.checks import retrieval
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.checks.chunking_comparison import (
     DEFAULT_GRID,
     RESULT_COLUMNS,
     compare_chunkings,
@@ -17,7 +19,7 @@ from coverage_core.chunking_comparison import (
 )
 from coverage_core.embeddings import EmbeddingCache
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents, read_questions
 from coverage_core.pipeline import chunk_corpus, embed_questions
 from tests.conftest import PROJECT
 
@@ -174,7 +176,7 @@ def test_grid_table_round_trip_and_validation():
 
 
 def test_grid_from_text_and_the_report_rows():
-    from coverage_core.chunking_comparison import comparison_section, parse_grid
+    from coverage_core.checks.chunking_comparison import comparison_section, parse_grid
 
     assert parse_grid("500/0, 1000/200,800") == [ChunkingConfig(500, 0), ChunkingConfig(1000, 200), ChunkingConfig(800, 0)]
     for bad, message in (("big", "not a chunk configuration"), ("100/100", "smaller than chunk_size"), (" , ", "empty")):
@@ -193,7 +195,7 @@ def test_grid_from_text_and_the_report_rows():
 
 
 def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs, cache_dir):
-    from coverage_core import calibration
+    from coverage_core.stages import calibration
     from coverage_core.pipeline import AnalysisConfig, analyze, cluster_chunks, embed_corpus, measure
 
     documents, questions = inputs
@@ -263,7 +265,7 @@ def test_a_support_level_the_user_set_is_used_for_every_configuration(inputs, ca
 
 
 def test_plan_counts_the_calibration_texts_the_comparison_then_sends(inputs, cache_dir):
-    from coverage_core.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
+    from coverage_core.stages.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
 
     documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir, **PAID)
     grid = [ChunkingConfig(1000, 0), ChunkingConfig(700, 100)]
@@ -286,7 +288,7 @@ def test_plan_counts_the_calibration_texts_the_comparison_then_sends(inputs, cac
 
 
 def test_support_sources_read_as_plain_words():
-    from coverage_core.chunking_comparison import support_source
+    from coverage_core.checks.chunking_comparison import support_source
 
     assert support_source("pseudo-queries") == "calibrated"
     assert support_source("override") == "set by you"

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from coverage_core import ci
+from coverage_core.outputs import junit
 from coverage_core.cli import main
 from coverage_core.errors import InputError
 
@@ -79,7 +79,7 @@ def _parse(xml):
 
 
 def test_junit_counts_every_cluster_and_document_and_fails_the_gaps():
-    root, cases = _parse(ci.junit_xml(make_report(), "basic", None))
+    root, cases = _parse(junit.junit_xml(make_report(), "basic", None))
     assert root.tag == "testsuites"
     assert [s.get("name") for s in root.findall("testsuite")] == ["coverage.metric", "coverage.clusters", "coverage.documents"]
     # 1 metric + 3 clusters + 3 documents; below 0.7: cluster 1 and Koala.txt.
@@ -104,20 +104,20 @@ def test_junit_counts_every_cluster_and_document_and_fails_the_gaps():
 
 def test_junit_gate_fails_below_the_threshold_and_passes_otherwise():
     report = make_report()
-    _, cases = _parse(ci.junit_xml(report, "balanced", 0.7))
+    _, cases = _parse(junit.junit_xml(report, "balanced", 0.7))
     gate = cases[("coverage.metric", "balanced")]
     failure = gate.find("failure")
     assert failure is not None and failure.get("type") == "coverage.below_threshold"
     assert "0.650" in failure.get("message") and "0.700" in failure.get("message")
     assert "value=0.650000 threshold=0.700000" in gate.find("system-out").text
 
-    root, cases = _parse(ci.junit_xml(report, "basic", 0.7))
+    root, cases = _parse(junit.junit_xml(report, "basic", 0.7))
     gate = cases[("coverage.metric", "basic")]
     assert gate.find("failure") is None
     assert "value=0.720000 threshold=0.700000" in gate.find("system-out").text
     assert root.get("failures") == "2"  # only the gaps
 
-    _, cases = _parse(ci.junit_xml(report, "basic", None))
+    _, cases = _parse(junit.junit_xml(report, "basic", None))
     assert "no threshold" in cases[("coverage.metric", "basic")].find("system-out").text
     properties = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert properties["balanced"] == "0.650000" and properties["fail_below"] == "0.700000"
@@ -126,10 +126,10 @@ def test_junit_gate_fails_below_the_threshold_and_passes_otherwise():
 def test_junit_gap_threshold_comes_from_the_report_or_the_argument():
     report = make_report()
     report["config"]["gaps"]["gap_threshold"] = 0.79
-    root, _ = _parse(ci.junit_xml(report))
+    root, _ = _parse(junit.junit_xml(report))
     # cluster 1 (0.42), cluster 2 (0.77), Koala (0.41), Flute (0.78)
     assert root.get("failures") == "4"
-    root, _ = _parse(ci.junit_xml(report, gap_threshold=0.3))
+    root, _ = _parse(junit.junit_xml(report, gap_threshold=0.3))
     assert root.get("failures") == "0"
 
 
@@ -137,11 +137,11 @@ def test_junit_undefined_values():
     report = make_report()
     report["clusters"].append(_cluster(3, None, size=0))
     report["metrics"]["basic"] = None
-    root, cases = _parse(ci.junit_xml(report, "basic", 0.5))
+    root, cases = _parse(junit.junit_xml(report, "basic", 0.5))
     assert cases[("coverage.clusters", "cluster 3")].find("skipped") is not None
     assert root.get("skipped") == "1"
     assert "not defined" in cases[("coverage.metric", "basic")].find("failure").get("message")
-    assert ci.gate_failed(None, 0.5) and not ci.gate_failed(None, None) and not ci.gate_failed(0.5, 0.5)
+    assert junit.gate_failed(None, 0.5) and not junit.gate_failed(None, None) and not junit.gate_failed(0.5, 0.5)
 
 
 def test_junit_strips_control_characters_and_escapes_markup():
@@ -150,7 +150,7 @@ def test_junit_strips_control_characters_and_escapes_markup():
     report["documents"][0]["name"] = "Koala & <friends>\x07.pdf"
     report["clusters"][1]["themes"] = ["<script>", "a&b", "form\x0bfeed"]
     report["clusters"][1]["representative_chunks"] = [dirty]
-    xml = ci.junit_xml(report, "basic", 0.9)
+    xml = junit.junit_xml(report, "basic", 0.9)
     assert "&amp;" in xml and "&lt;script&gt;" in xml and "<script>" not in xml
     for bad in "\x00\x07\x0b\x0c\x1b\ud800\ufffe":
         assert bad not in xml
@@ -161,13 +161,13 @@ def test_junit_strips_control_characters_and_escapes_markup():
     gap = cases[("coverage.clusters", "cluster 1")].find("failure")
     assert "<script>, a&b, formfeed" in gap.get("message")
     assert "Tom & Jerry <b>bold</b>[0m end" in gap.text
-    assert ci.xml_safe("a\tb\nc\rd") == "a\tb\nc\rd"
+    assert junit.xml_safe("a\tb\nc\rd") == "a\tb\nc\rd"
 
 
 def test_junit_shortens_long_passages():
     report = make_report()
     report["clusters"][1]["representative_chunks"] = ["word " * 400]
-    gap = _parse(ci.junit_xml(report))[1][("coverage.clusters", "cluster 1")].find("failure")
+    gap = _parse(junit.junit_xml(report))[1][("coverage.clusters", "cluster 1")].find("failure")
     passage = next(line for line in gap.text.splitlines() if line.startswith("passage: "))
     assert len(passage) <= len("passage: ") + 160 and passage.endswith("…")
 
@@ -191,13 +191,13 @@ def test_diff_metric_deltas_and_documents_matched_by_name():
         {"name": "Drum.txt", "n_chunks": 15, "coverage": 0.85, "is_low": False},
         {"name": "Lobster.txt", "n_chunks": 5, "coverage": 0.3, "is_low": True},
     ]
-    diff = ci.diff_reports(old, new)
+    diff = junit.diff_reports(old, new)
     assert [m.name for m in diff.metrics] == list(METRICS)
     assert diff.metric("basic").old == 0.72 and diff.metric("basic").new == 0.75
     assert diff.metric("basic").delta == pytest.approx(0.03)
     assert diff.metric("balanced").delta == pytest.approx(-0.05)
     assert diff.metric("weighted").delta == 0
-    assert ci.metric_drop(diff, "balanced") == pytest.approx(0.05)
+    assert junit.metric_drop(diff, "balanced") == pytest.approx(0.05)
     # Biggest drop first; Koala is gone and Lobster is new.
     assert [(d.name, d.delta) for d in diff.documents] == [("Flute.txt", pytest.approx(-0.08)), ("Drum.txt", pytest.approx(0.05))]
     assert diff.documents[0].old_chunks == 15 and diff.documents[0].new_chunks == 16
@@ -206,7 +206,7 @@ def test_diff_metric_deltas_and_documents_matched_by_name():
     assert diff.questions_added == diff.questions_removed == ()
     assert diff.config_changes == ()  # renamed clusters and other inputs are not settings
 
-    text = ci.format_diff(diff, "old.json", "new.json")
+    text = junit.format_diff(diff, "old.json", "new.json")
     assert "old.json → new.json" in text
     assert "basic" in text and "0.720" in text and "0.750" in text and "+0.030" in text and "-0.050" in text
     assert text.index("Flute.txt") < text.index("Drum.txt")
@@ -222,10 +222,10 @@ def test_diff_questions_matched_by_whitespace_normalised_text():
         _question(2, "What do koalas eat?", "Koala.txt"),
         _question(3, "Where do zebras live?", outlier=True),
     ])
-    diff = ci.diff_reports(old, new)
+    diff = junit.diff_reports(old, new)
     assert diff.questions_added == ("What do koalas eat?", "What do koalas eat?")
     assert diff.questions_removed == ("How is a flute played?",)
-    text = ci.format_diff(diff)
+    text = junit.format_diff(diff)
     assert "Questions added (2)" in text and "+ What do koalas eat?" in text
     assert "Questions removed (1)" in text and "- How is a flute played?" in text
     assert "questions 3 → 3" in text
@@ -236,16 +236,16 @@ def test_diff_notes_changed_settings():
     new["config"]["chunking"]["chunk_size"] = 500
     new["config"]["screening_threshold"] = 9.9  # an outcome, not a setting
     new["config"]["gaps"]["gap_threshold"] = 0.5  # applied after scoring
-    diff = ci.diff_reports(make_report(), new)
+    diff = junit.diff_reports(make_report(), new)
     assert diff.config_changes == (("chunking.chunk_size", 1000, 500),)
-    assert "Settings differ" in ci.format_diff(diff)
+    assert "Settings differ" in junit.format_diff(diff)
 
 
 def test_diff_lists_are_capped_in_text_but_complete_in_json():
     new = make_report(questions=[_question(i, f"Question number {i}?") for i in range(60)])
-    diff = ci.diff_reports(make_report(), new)
+    diff = junit.diff_reports(make_report(), new)
     assert len(diff.questions_added) == 60
-    text = ci.format_diff(diff, limit=50)
+    text = junit.format_diff(diff, limit=50)
     assert "… and 10 more" in text and "Question number 49?" in text and "Question number 50?" not in text
     assert len(json.loads(json.dumps(diff.to_dict()))["questions_added"]) == 60
 
@@ -263,7 +263,7 @@ def test_diff_lists_are_capped_in_text_but_complete_in_json():
 )
 def test_check_report_rejects_non_reports(report, expected):
     with pytest.raises(InputError, match=expected):
-        ci.check_report(report, "x.json")
+        junit.check_report(report, "x.json")
 
 
 # --------------------------------------------------------------------------- CLI
@@ -360,8 +360,8 @@ def test_cli_diff_usage_errors_exit_2(reports, capsys):
 
 
 def test_ci_reads_the_schema_the_report_writes():
-    from coverage_core import ci as ci_module
-    from coverage_core.report import SCHEMA_VERSION
+    from coverage_core.outputs import junit as ci_module
+    from coverage_core.outputs.report import SCHEMA_VERSION
 
     assert ci_module.SUPPORTED_SCHEMA_VERSION == SCHEMA_VERSION
 
@@ -369,6 +369,6 @@ def test_ci_reads_the_schema_the_report_writes():
 def test_junit_names_clusters_by_their_topic_label():
     report = make_report()
     report["clusters"][1]["label"] = "koala · marsupial · eucalyptus"
-    root, cases = _parse(ci.junit_xml(report, "basic", None))
+    root, cases = _parse(junit.junit_xml(report, "basic", None))
     names = {name for suite, name in cases if suite == "coverage.clusters"}
     assert names == {"cluster 0", "cluster 1: koala · marsupial · eucalyptus", "cluster 2"}

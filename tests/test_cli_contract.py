@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 from coverage_core import cli
-from coverage_core.chunking import ChunkingConfig
+from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.cli import main
 from coverage_core.embeddings import local as local_embedder
 from coverage_core.embeddings.cache import CACHE_FILE_NAME
-from coverage_core.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
+from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
 from coverage_core.pipeline import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig
-from coverage_core.retrieval import DEFAULT_K
-from coverage_core.screening import STRICTNESS_RANGE
+from coverage_core.checks.retrieval import DEFAULT_K
+from coverage_core.stages.screening import STRICTNESS_RANGE
 from tests.conftest import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
@@ -89,7 +89,7 @@ BAD_ANALYZE_VALUES = [
 @pytest.fixture
 def nothing_read(monkeypatch):
     """Fail the test if the CLI reads a document or question file."""
-    from coverage_core import ingest
+    from coverage_core.inputs import ingest
 
     def refuse(*args, **kwargs):
         raise AssertionError("an input file was read before the flags were checked")

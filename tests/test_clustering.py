@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from coverage_core import clustering
-from coverage_core.clustering import ChunkClusterer, default_n_clusters
+from coverage_core.stages import clustering
+from coverage_core.stages.clustering import ChunkClusterer, default_n_clusters
 
 
 def blobs(n_per=30, k=4, d=16, spread=0.05, seed=0):

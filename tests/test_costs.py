@@ -94,8 +94,8 @@ def test_price_table_is_checked():
 
 
 def _example_chunks(names=None, size=1000, overlap=200):
-    from coverage_core.chunking import ChunkingConfig
-    from coverage_core.ingest import read_documents
+    from coverage_core.stages.chunking import ChunkingConfig
+    from coverage_core.inputs.ingest import read_documents
     from coverage_core.pipeline import chunk_corpus
     from tests.conftest import PROJECT
 
@@ -105,7 +105,7 @@ def _example_chunks(names=None, size=1000, overlap=200):
 
 
 def test_calibration_cost_counts_exactly_the_texts_calibration_would_send():
-    from coverage_core.calibration import calibration_texts
+    from coverage_core.stages.calibration import calibration_texts
 
     chunks = _example_chunks(["Drum.txt", "Flute.txt", "Koala.txt"])
     table = costs.default_price_table()
@@ -137,7 +137,7 @@ def test_calibration_cost_counts_exactly_the_texts_calibration_would_send():
 def test_the_number_of_calibration_texts_lives_in_the_core_once():
     import inspect
 
-    from coverage_core import calibration
+    from coverage_core.stages import calibration
 
     assert costs.MAX_CALIBRATION_TEXTS is calibration.MAX_CALIBRATION_TEXTS == 2 * calibration.MAX_PROBES
     assert f"{calibration.MAX_CALIBRATION_TEXTS:,}" in costs.CALIBRATION_NOTE

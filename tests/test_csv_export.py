@@ -27,8 +27,8 @@ import pytest
 import streamlit
 
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.ingest import read_documents, read_questions
-from coverage_core.report import neutralise_formula, to_safe_csv
+from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.outputs.report import neutralise_formula, to_safe_csv
 from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, subset_csv
 from tests.conftest import PROJECT
 from ui import engine, state

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from coverage_core.errors import InputError
-from coverage_core.gaps import (
+from coverage_core.suggest.gaps import (
     Gap,
     GapConfig,
     Suggestion,
@@ -15,7 +15,7 @@ from coverage_core.gaps import (
     rank_gaps,
     representative_chunks,
 )
-from coverage_core.llm import ChatClient, LLMConfig
+from coverage_core.suggest.llm import ChatClient, LLMConfig
 from tests.fake_api import chat_reply, error_reply
 
 CHAT = "/v1/chat/completions"
@@ -297,7 +297,7 @@ def test_llm_auth_failure_stops_asking_and_falls_back(fake_api):
 
 
 def test_themes_of_large_clusters_come_from_an_even_sample():
-    from coverage_core.topics import _evenly_per_cluster
+    from coverage_core.stages.topics import _evenly_per_cluster
 
     labels = np.array([0] * 10 + [1] * 2)
     assert _evenly_per_cluster(labels, 3).tolist() == [0, 4, 9, 10, 11]
@@ -376,7 +376,7 @@ def test_offline_drafts_quote_a_real_sentence_and_skip_markup():
 def test_unfinished_drafts_are_left_out_of_apply_and_export():
     import pandas as pd
 
-    from coverage_core.gaps import DRAFT_PREFIX, is_unfinished_draft
+    from coverage_core.suggest.gaps import DRAFT_PREFIX, is_unfinished_draft
     from ui import engine
 
     draft = f"{DRAFT_PREFIX} “The koala cannot legally be kept as a pet.”"

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.chunking import ChunkingConfig
-from coverage_core.html_report import build_html_report
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.outputs.html_report import build_html_report
 from coverage_core.pipeline import AnalysisConfig, Corpus, EmbeddedTexts, cluster_chunks, find_gaps, measure
-from coverage_core.projection import project_2d
+from coverage_core.outputs.projection import project_2d
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 
 EVIL = "<script>alert('owned')</script>"
@@ -118,7 +118,7 @@ def improved_analysis(analysis, texts=("Where do comets orbit?",)):
 
 def accepted_questions():
     """One LLM suggestion whose text is a script, one draft worded by the user (a table row), one user row."""
-    from coverage_core.gaps import Suggestion
+    from coverage_core.suggest.gaps import Suggestion
 
     return [
         Suggestion(cluster=2, text=EVIL, origin="llm", document="<b>gamma</b>.md", passage=LONG_PASSAGE),
@@ -129,7 +129,7 @@ def accepted_questions():
 
 
 def retrieval_result(analysis):
-    from coverage_core.retrieval import evaluate_retrieval
+    from coverage_core.checks.retrieval import evaluate_retrieval
 
     relevant = ["alpha.txt", "alpha.txt", "beta.txt", "beta.txt", None, "alpha.txt", "<b>gamma</b>.md|missing.pdf"]
     return evaluate_retrieval(
@@ -140,7 +140,7 @@ def retrieval_result(analysis):
 
 
 def answerability_result(analysis):
-    from coverage_core.answerability import QuestionLabels, answerability
+    from coverage_core.checks.answerability import QuestionLabels, answerability
 
     labels = QuestionLabels("<i>answerable</i>", np.array([1, 1, 1, 1, 0, 1, 0], dtype=float))
     similarity = analysis.question_table["max_similarity"].to_numpy(dtype=float)
@@ -148,7 +148,7 @@ def answerability_result(analysis):
 
 
 def subquestion_result(analysis):
-    from coverage_core.subquestions import Decomposition, SubQuestion, SubQuestionConfig, score_subquestions
+    from coverage_core.checks.subquestions import Decomposition, SubQuestion, SubQuestionConfig, score_subquestions
 
     decompositions = [
         Decomposition(6, EVIL, (SubQuestion(EVIL, "core"), SubQuestion("What is a comet?", "background"))),
@@ -183,7 +183,7 @@ def test_after_apply_lists_the_accepted_questions_escaped(analysis):
     assert "written by the user" in section
     assert "&lt;b&gt;gamma&lt;/b&gt;.md" in section
     # The source passage is shortened to the report's limit.
-    from coverage_core.report import ACCEPTED_PASSAGE_CHARS
+    from coverage_core.outputs.report import ACCEPTED_PASSAGE_CHARS
     from coverage_core.validation import shorten
 
     shown = shorten(LONG_PASSAGE, ACCEPTED_PASSAGE_CHARS)
@@ -206,8 +206,8 @@ def _metric_rows(report):
 
 
 def test_before_after_table_holds_both_analyses_metrics(analysis):
-    from coverage_core import plots
-    from coverage_core.report import METRIC_NAMES
+    from coverage_core.outputs import plots
+    from coverage_core.outputs.report import METRIC_NAMES
 
     improved = improved_analysis(analysis)
     for report in (
@@ -261,7 +261,7 @@ def test_retrieval_answerability_and_subquestion_sections(analysis):
 
 
 def test_the_report_leads_with_the_tested_share_sentence_and_what_tau_means(analysis):
-    from coverage_core.report import headline
+    from coverage_core.outputs.report import headline
 
     html = build_html_report(analysis)
     sentence = headline(analysis)

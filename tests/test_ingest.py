@@ -12,7 +12,7 @@ import pytest
 from pypdf.errors import DependencyError
 
 from coverage_core.errors import InputError
-from coverage_core.ingest import (
+from coverage_core.inputs.ingest import (
     PAGE_SEPARATOR,
     QUESTION_COLUMN_NAMES,
     find_column,

@@ -21,8 +21,8 @@ import pytest
 from coverage_core.cli import main
 from coverage_core.embeddings import Backoff, EmbeddingCache, key_variable, make_embedder, redact_url
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.ingest import read_documents, read_questions
-from coverage_core.llm import ChatClient, LLMConfig, llm_key_variable
+from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.suggest.llm import ChatClient, LLMConfig, llm_key_variable
 from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, subset_csv, texts
 from ui import engine, state
 
@@ -219,9 +219,9 @@ def test_redact_url_forms():
 
 
 def test_analysis_report_and_html_hide_credentials_in_the_url(fake_api, cache_dir):
-    from coverage_core.html_report import build_html_report
+    from coverage_core.outputs.html_report import build_html_report
     from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig, analyze
-    from coverage_core.report import build_report
+    from coverage_core.outputs.report import build_report
 
     credentialed = fake_api.url.replace("http://", f"http://user:{URL_SECRET}@") + "/v1"
     config = AnalysisConfig(embedding=EmbeddingConfig("openai", base_url=credentialed), n_clusters=2)

@@ -12,7 +12,7 @@ import pytest
 
 from coverage_core.cli import main
 from coverage_core.errors import InputError
-from coverage_core.ingest import read_documents
+from coverage_core.inputs.ingest import read_documents
 
 
 def _write(path, text="Some text about drums and flutes."):

@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from coverage_core.errors import ProviderError
-from coverage_core.llm import ChatClient, LLMConfig, parse_json_loose
+from coverage_core.suggest.llm import ChatClient, LLMConfig, parse_json_loose
 from tests.fake_api import Reply, chat_reply, error_reply
 from tests.helpers import chat_client
 

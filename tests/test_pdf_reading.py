@@ -23,9 +23,9 @@ from pypdf.generic import (
     StreamObject,
 )
 
-from coverage_core import ingest
+from coverage_core.inputs import ingest
 from coverage_core.errors import InputError
-from coverage_core.ingest import read_documents, read_uploaded_documents
+from coverage_core.inputs.ingest import read_documents, read_uploaded_documents
 from tests.conftest import PDFS
 
 TOO_LARGE_PAGE = (

@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.chunking import ChunkingConfig
+from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.errors import InputError
-from coverage_core.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents, read_questions
 from coverage_core.pipeline import AnalysisConfig, accept_questions, add_questions, analyze, measure
-from coverage_core.report import build_report, to_safe_csv
+from coverage_core.outputs.report import build_report, to_safe_csv
 from tests.conftest import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"

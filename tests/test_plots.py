@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from coverage_core import plots
+from coverage_core.outputs import plots
 
 
 def values(data) -> list:

@@ -3,7 +3,7 @@ import io
 import pandas as pd
 import pytest
 
-from coverage_core.report import neutralise_formula, to_safe_csv
+from coverage_core.outputs.report import neutralise_formula, to_safe_csv
 
 
 @pytest.mark.parametrize(
@@ -36,8 +36,8 @@ def test_safe_csv_neutralises_every_cell_and_header_but_keeps_text():
 # ---------------------------------------------------------------- after Apply and the optional sections
 import json  # noqa: E402
 
-from coverage_core.html_report import build_html_report  # noqa: E402
-from coverage_core.report import ACCEPTED_PASSAGE_CHARS, METRIC_NAMES, build_report  # noqa: E402
+from coverage_core.outputs.html_report import build_html_report  # noqa: E402
+from coverage_core.outputs.report import ACCEPTED_PASSAGE_CHARS, METRIC_NAMES, build_report  # noqa: E402
 from tests.test_html_report import (  # noqa: E402,F401  (analysis is a fixture)
     EVIL,
     LONG_PASSAGE,

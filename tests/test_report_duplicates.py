@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.chunking import ChunkingConfig
-from coverage_core.html_report import MAX_DUPLICATE_GROUPS, build_html_report
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.outputs.html_report import MAX_DUPLICATE_GROUPS, build_html_report
 from coverage_core.pipeline import AnalysisConfig, Corpus, EmbeddedTexts, cluster_chunks, measure
-from coverage_core.report import build_report, summary_table, write_report
+from coverage_core.outputs.report import build_report, summary_table, write_report
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 from ui import engine
 

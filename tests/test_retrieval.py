@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from coverage_core.errors import InputError
-from coverage_core.ingest import read_questions
-from coverage_core.retrieval import (
+from coverage_core.inputs.ingest import read_questions
+from coverage_core.checks.retrieval import (
     RELEVANT_COLUMN_NAMES,
     SourceRef,
     evaluate_retrieval,
@@ -545,9 +545,9 @@ def test_retrieval_section_without_labels_is_json():
 
 
 def test_bundled_example_end_to_end(tmp_path):
-    from coverage_core.chunking import ChunkingConfig
+    from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.embeddings import EmbeddingCache, make_embedder
-    from coverage_core.ingest import read_documents
+    from coverage_core.inputs.ingest import read_documents
     from coverage_core.pipeline import embed_corpus, embed_questions
 
     documents = read_documents([EXAMPLE / "docs"]).documents

@@ -10,10 +10,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from coverage_core import cli, saved_analysis
+from coverage_core import cli
+
+from coverage_core.inputs import saved_analysis
 from coverage_core.errors import InputError
-from coverage_core.report import build_report
-from coverage_core.saved_analysis import load_analysis, save_analysis, saved_folder, saved_folders, zip_folder
+from coverage_core.outputs.report import build_report
+from coverage_core.inputs.saved_analysis import load_analysis, save_analysis, saved_folder, saved_folders, zip_folder
 from tests.test_vector_store import write_knowledge_base
 
 SECRET = "sk-test-never-written-0123456789"

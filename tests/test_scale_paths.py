@@ -9,11 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core import metrics, retrieval, screening
+from coverage_core import metrics
+
+from coverage_core.checks import retrieval
+
+from coverage_core.stages import screening
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents, read_questions
 from coverage_core.pipeline import AnalysisConfig, analyze, check_retrieval, measure
-from coverage_core.screening import lexical_coverage
+from coverage_core.stages.screening import lexical_coverage
 from tests.conftest import PROJECT
 from tests.helpers import plain_lexical_coverage
 

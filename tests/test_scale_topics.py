@@ -14,10 +14,14 @@ import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.metrics import adjusted_rand_score
 
-from coverage_core import clustering, gaps, plots, topics
-from coverage_core.clustering import ChunkClusterer
-from coverage_core.gaps import analyse_gaps, representative_chunks, representatives_by_cluster
-from coverage_core.projection import project_2d
+from coverage_core.stages import clustering, topics
+
+from coverage_core.suggest import gaps
+
+from coverage_core.outputs import plots
+from coverage_core.stages.clustering import ChunkClusterer
+from coverage_core.suggest.gaps import analyse_gaps, representative_chunks, representatives_by_cluster
+from coverage_core.outputs.projection import project_2d
 from coverage_core.types import Chunk
 
 

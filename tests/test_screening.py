@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from coverage_core.screening import (
+from coverage_core.stages.screening import (
     margin_cut,
     QuestionScreener,
     apply_overrides,
@@ -506,7 +506,7 @@ def test_absolute_strictness_moves_the_cut_monotonically(corpus):
 
 
 def test_support_margin_formula_and_missing_lexical_evidence():
-    from coverage_core import screening
+    from coverage_core.stages import screening
 
     m = screening.support_margin(np.array([0.6, 0.4, 0.6]), np.array([1.0, 0.0, np.nan]), 0.5)
     w = screening.MARGIN_LEXICAL_WEIGHT
@@ -566,7 +566,7 @@ def test_misspelt_question_words_count_as_the_corpus_word_one_edit_away():
 
 
 def test_spelling_fixes_leave_short_words_and_respect_the_cap(monkeypatch):
-    from coverage_core import screening
+    from coverage_core.stages import screening
 
     chunks = ["The panda eats bamboo.", "Mozart wrote operas."]
     # "pand" (4 letters) is below MIN_FIXABLE_LENGTH: not matched to "panda".

@@ -15,10 +15,10 @@ import time
 import numpy as np
 import pytest
 
-from coverage_core import screening
-from coverage_core.chunking import chunk_documents
-from coverage_core.ingest import read_documents, read_questions
-from coverage_core.screening import QuestionScreener, chunk_density, lexical_coverage
+from coverage_core.stages import screening
+from coverage_core.stages.chunking import chunk_documents
+from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.stages.screening import QuestionScreener, chunk_density, lexical_coverage
 from tests.conftest import PROJECT
 from tests.helpers import plain_lexical_coverage
 

@@ -9,8 +9,8 @@ import pytest
 
 from coverage_core.costs import approximate_tokens, default_price_table
 from coverage_core.errors import InputError
-from coverage_core.llm import ChatClient
-from coverage_core.subquestions import (
+from coverage_core.suggest.llm import ChatClient
+from coverage_core.checks.subquestions import (
     UNAVAILABLE_REASON,
     Decomposition,
     SubQuestion,
@@ -546,8 +546,8 @@ def test_section_headline_follows_the_config():
 
 
 def test_package_modules_and_reexports():
-    import coverage_core.subquestions as package
-    from coverage_core.subquestions import config, decompose, parsing, prompt, report, results, scoring
+    import coverage_core.checks.subquestions as package
+    from coverage_core.checks.subquestions import config, decompose, parsing, prompt, report, results, scoring
 
     assert package.SubQuestionConfig is config.SubQuestionConfig
     assert package.parse_decomposition is parsing.parse_decomposition
@@ -562,7 +562,7 @@ def test_package_modules_and_reexports():
 
 
 def test_long_texts_are_cut_at_a_word():
-    from coverage_core.subquestions.config import PROMPT_QUESTION_CHARS, SUB_QUESTION_CHARS
+    from coverage_core.checks.subquestions.config import PROMPT_QUESTION_CHARS, SUB_QUESTION_CHARS
 
     long_question = "word " * 1000
     line = build_prompt(long_question, 8).splitlines()[0]

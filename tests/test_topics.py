@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from coverage_core.errors import InputError
-from coverage_core.topics import cluster_name, cluster_terms, display_names, topic_labels
+from coverage_core.stages.topics import cluster_name, cluster_terms, display_names, topic_labels
 from tests.conftest import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
@@ -64,8 +64,8 @@ def test_empty_clusters_and_validation():
 
 
 def test_bundled_example_labels_name_the_animals():
-    from coverage_core.chunking import ChunkingConfig, chunk_documents
-    from coverage_core.ingest import read_documents
+    from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
+    from coverage_core.inputs.ingest import read_documents
 
     documents = read_documents(sorted((EXAMPLE / "docs").glob("*.txt"))).documents
     chunks = chunk_documents(documents, ChunkingConfig())

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from coverage_core.errors import InputError
-from coverage_core.traffic import (
+from coverage_core.checks.traffic import (
     QUERY_MATCH_FRACTION,
     TrafficConfig,
     analyse_traffic,
@@ -201,7 +201,7 @@ def test_weekly_tested_share():
 
 
 def test_best_matches_in_blocks_equals_the_full_matrix(monkeypatch):
-    from coverage_core import traffic
+    from coverage_core.checks import traffic
 
     rng = np.random.default_rng(0)
     rows, columns = rng.normal(size=(50, 8)), rng.normal(size=(30, 8))

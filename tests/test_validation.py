@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core import answerability, llm
-from coverage_core.clustering import ChunkClusterer
+from coverage_core.checks import answerability
+
+from coverage_core.suggest import llm
+from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.embeddings import DEFAULT_MODELS, trained_for_truncation
 from coverage_core.errors import CoverageError, InputError
-from coverage_core.screening import QuestionScreener
+from coverage_core.stages.screening import QuestionScreener
 from coverage_core.validation import (
     check_vectors,
     column_key,

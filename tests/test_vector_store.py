@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from coverage_core import cli
-from coverage_core.chunking import ChunkingConfig
+from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
 from coverage_core.errors import InputError
-from coverage_core.ingest import read_documents
+from coverage_core.inputs.ingest import read_documents
 from coverage_core.pipeline import chunk_corpus
-from coverage_core.vector_store import (
+from coverage_core.inputs.vector_store import (
     VectorColumns,
     check_dimensions,
     read_vector_table,
@@ -364,7 +364,7 @@ def test_the_dashboard_words_for_a_missing_column():
 
 def test_many_row_groups_and_batches_read_like_one_table(kb, tmp_path, monkeypatch):
     """Rows are decoded a few at a time; bad rows in any batch are found as in one table."""
-    import coverage_core.vector_store as vector_store
+    import coverage_core.inputs.vector_store as vector_store
 
     vectors = [row.tolist() for row in np.asarray(kb["vectors"], dtype=float)]
     vectors[1], vectors[4] = None, vectors[4][:10]

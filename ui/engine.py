@@ -37,13 +37,13 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import metrics, pipeline
-from coverage_core.answerability import DEFAULT_FITNESS_THRESHOLD
-from coverage_core.calibration import Calibration
-from coverage_core.chunking import ChunkingConfig
+from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
+from coverage_core.stages.calibration import Calibration
+from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.errors import CoverageError, InputError
-from coverage_core.gaps import GapConfig, is_unfinished_draft
+from coverage_core.suggest.gaps import GapConfig, is_unfinished_draft
 from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
-from coverage_core.report import build_report, to_safe_csv
+from coverage_core.outputs.report import build_report, to_safe_csv
 from coverage_core.types import QuestionSet
 from ui import formats
 from ui.messages import user_message
@@ -389,7 +389,7 @@ def with_gaps(analysis: pipeline.Analysis, llm=None, embedder=None, embed_cache=
 
 def check_passage_vectors(corpus: pipeline.Corpus, embedding: EmbeddingConfig, embedder, questions, cache) -> None:
     """InputError unless ``embedder`` makes vectors of the passages' size (it embeds one question, through ``cache``)."""
-    from coverage_core.vector_store import check_model
+    from coverage_core.inputs.vector_store import check_model
 
     check_model(int(corpus.vectors.shape[1]), embedder, embedding, questions.texts, cache)
 
@@ -424,7 +424,7 @@ def saved_tuning(saved, corpus_key: StageKey, settings) -> TuningCache:
 
 
 def default_k(n_chunks: int) -> int:
-    from coverage_core.clustering import default_n_clusters
+    from coverage_core.stages.clustering import default_n_clusters
 
     return int(default_n_clusters(n_chunks))
 
@@ -479,7 +479,7 @@ def chunk_counts(documents: Sequence, chunking: ChunkingConfig) -> dict[str, int
 
 
 def metric_label(name: str) -> str:
-    from coverage_core.plots import METRIC_LABELS
+    from coverage_core.outputs.plots import METRIC_LABELS
 
     return METRIC_LABELS.get(name, name.replace("_", " "))
 
@@ -508,7 +508,7 @@ class Verdict:
 
 
 def verdict(analysis: pipeline.Analysis, top: int = TOP_GAPS) -> Verdict:
-    from coverage_core.gaps import rank_gaps
+    from coverage_core.suggest.gaps import rank_gaps
 
     documents = analysis.documents
     untested = documents[documents["is_untested"]].sort_values(["tested_share", "document"])
@@ -642,7 +642,7 @@ def with_labels(table: pd.DataFrame, analysis: pipeline.Analysis, labels) -> pd.
 
 def detected_label_column(analysis: pipeline.Analysis, chosen: str, labels) -> str | None:
     """The label column found by its name, for the picker's "Detected: …" (``labels`` is what the checks read)."""
-    from coverage_core.answerability import find_label_column
+    from coverage_core.checks.answerability import find_label_column
 
     if chosen:  # the checks read the chosen column: look for the one a blank choice would find
         questions = analysis.questions
@@ -652,7 +652,7 @@ def detected_label_column(analysis: pipeline.Analysis, chosen: str, labels) -> s
 
 def mds_frames(analysis: pipeline.Analysis, points, labels=None):
     """The chunk and question tables of the MDS map (``labels``: answerability labels to colour by, or None)."""
-    from coverage_core.answerability import mds_frames as frames
+    from coverage_core.checks.answerability import mds_frames as frames
 
     return frames(
         points, [c.text for c in analysis.corpus.chunks], analysis.questions.texts,
@@ -987,12 +987,12 @@ def report_json(
 def saved_analysis_zip(
     analysis: pipeline.Analysis, report: bytes, *, from_vectors: bool, question_file_name: str | None
 ) -> bytes:
-    """``analysis`` as the zip of a saved-analysis folder (``coverage_core.saved_analysis``), holding ``report``
+    """``analysis`` as the zip of a saved-analysis folder (``coverage_core.inputs.saved_analysis``), holding ``report``
     (:func:`report_json`): the Upload page opens it again without embedding anything."""
     import tempfile
     from pathlib import Path
 
-    from coverage_core.saved_analysis import save_analysis, zip_folder
+    from coverage_core.inputs.saved_analysis import save_analysis, zip_folder
 
     with tempfile.TemporaryDirectory(prefix="coverage-save-") as scratch:
         folder = Path(scratch) / "analysis"
@@ -1027,7 +1027,7 @@ SWEEP_SCORE_COLUMNS = tuple(name for key, name in SWEEP_COLUMNS.items() if key n
 
 def sweep_sizes(full: int) -> list[int]:
     """The sweep's sizes below ``full`` dimensions (the full size itself is always compared too)."""
-    from coverage_core.answerability import DEFAULT_SWEEP_DIMS
+    from coverage_core.checks.answerability import DEFAULT_SWEEP_DIMS
 
     return [d for d in DEFAULT_SWEEP_DIMS if d is not None and d < full]
 
@@ -1071,7 +1071,7 @@ def sweep_consent_label(dims: Sequence[int], estimate) -> str:
 
 
 def sweep_embed_at(chunk_texts: Sequence[str], question_texts: Sequence[str], embedder_at, cache, progress=None):
-    """``embed_at`` for :func:`coverage_core.answerability.dimension_sweep`: each size embedded afresh.
+    """``embed_at`` for :func:`coverage_core.checks.answerability.dimension_sweep`: each size embedded afresh.
 
     ``embedder_at(d)`` builds the embedder of size ``d`` (through ``cache``);
     ``progress(text, fraction)`` hears "32 dimensions: embedded 10 of 40
@@ -1095,7 +1095,7 @@ def sweep_embed_at(chunk_texts: Sequence[str], question_texts: Sequence[str], em
 
 def dimension_sweep(analysis: pipeline.Analysis, labels=None, embed_at=None) -> pd.DataFrame:
     """The core's dimension sweep of the analysis's vectors (``labels``: answerability labels to score, or None)."""
-    from coverage_core.answerability import dimension_sweep as sweep
+    from coverage_core.checks.answerability import dimension_sweep as sweep
 
     return sweep(
         analysis.question_vectors, analysis.corpus.vectors,
@@ -1136,7 +1136,7 @@ class RelevantColumnChoice:
 
 def relevant_column_choice(questions: QuestionSet, chosen: str) -> RelevantColumnChoice:
     """The columns that may name each question's source; a remembered column of another file is kept (and refused later)."""
-    from coverage_core.retrieval import find_relevant_column
+    from coverage_core.checks.retrieval import find_relevant_column
 
     columns = [str(column) for column in questions.frame.columns]
     candidates = tuple(column for column in columns if column != questions.question_column)
@@ -1212,7 +1212,8 @@ class ChunkingCost:
 
 def chunking_cost(inputs: EmbeddedInputs, config: AnalysisConfig, grid, embedder, cache, prices) -> ChunkingCost:
     """The texts and tokens each configuration would embed, and the estimated cost (raises CoverageError)."""
-    from coverage_core import chunking_comparison, costs
+    from coverage_core.checks import chunking_comparison
+    from coverage_core import costs
 
     plans = chunking_comparison.plan_chunkings(inputs.corpus.documents, grid, embedder, cache, config=config)
     estimate = costs.estimate_embedding_cost(
@@ -1244,7 +1245,7 @@ class ChunkingComparison:
 
     def shown(self) -> pd.DataFrame:
         """The table as the page shows it: columns that say nothing here left out, support sources in words."""
-        from coverage_core.chunking_comparison import support_source
+        from coverage_core.checks.chunking_comparison import support_source
 
         table = self.table
         hidden = [] if self.paid else ["new_tokens", "cost_usd"]
@@ -1266,7 +1267,7 @@ def compare_chunkings(
     progress=None,
 ) -> ChunkingComparison:
     """The same questions against the documents chunked each way of ``grid`` (the analysis's screening held fixed)."""
-    from coverage_core import chunking_comparison, retrieval
+    from coverage_core.checks import chunking_comparison, retrieval
 
     if inputs.from_vector_store:
         raise InputError(
@@ -1292,7 +1293,7 @@ class WatchedLLM:
 
     def complete_json(self, system: str, user: str):
         from coverage_core.errors import ProviderError
-        from coverage_core.subquestions import FATAL_KINDS
+        from coverage_core.checks.subquestions import FATAL_KINDS
 
         try:
             return self.client.complete_json(system, user)
@@ -1304,7 +1305,7 @@ class WatchedLLM:
 
 def merge_subquestions(old, new, config):
     """``old`` with ``new``'s questions added or replacing the same rows, rescored together (no LLM call)."""
-    from coverage_core.subquestions import SubQuestionResult, rescore_subquestions
+    from coverage_core.checks.subquestions import SubQuestionResult, rescore_subquestions
 
     by_row = {q.row: q for q in old.questions} if old is not None else {}
     by_row.update({q.row: q for q in new.questions})

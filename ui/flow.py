@@ -16,7 +16,7 @@ import streamlit as st
 
 from coverage_core.embeddings import EmbeddingCache, environment_key, key_variable, make_embedder
 from coverage_core.errors import CoverageError
-from coverage_core.ingest import read_documents, read_questions, read_uploaded_documents
+from coverage_core.inputs.ingest import read_documents, read_questions, read_uploaded_documents
 from ui import engine, formats, state
 from ui.messages import user_message, user_messages
 
@@ -162,7 +162,7 @@ def load_vector_file(name: str, data: bytes) -> state.LoadedDocuments | None:
     which must be the one that made the vectors (checked when the analysis runs).
     """
     from coverage_core.types import DocumentSet
-    from coverage_core.vector_store import read_vectors_bytes
+    from coverage_core.inputs.vector_store import read_vectors_bytes
 
     from coverage_core.errors import InputError
 
@@ -187,14 +187,14 @@ def load_vector_file(name: str, data: bytes) -> state.LoadedDocuments | None:
 
 def saved_analysis_root():
     """The folder the operator allows saved analyses to be opened from (``$COVERAGE_CORE_SAVED_ANALYSES``), or None."""
-    from coverage_core.saved_analysis import allowed_root
+    from coverage_core.inputs.saved_analysis import allowed_root
 
     return allowed_root()
 
 
 def saved_analysis_choices() -> list[str]:
     """The saved analyses in the allowed folder, by folder name (empty without one)."""
-    from coverage_core.saved_analysis import saved_folders
+    from coverage_core.inputs.saved_analysis import saved_folders
 
     root = saved_analysis_root()
     return saved_folders(root) if root is not None else []
@@ -208,7 +208,7 @@ def open_saved_analysis(data: bytes | None = None, name: str | None = None, fold
     embedded again. Raises InputError for a folder or zip that is not a
     complete saved analysis.
     """
-    from coverage_core import saved_analysis
+    from coverage_core.inputs import saved_analysis
     from coverage_core.errors import InputError
     from coverage_core.types import DocumentSet
 
@@ -258,7 +258,7 @@ def set_question_file(name: str, data: bytes, source: str = "upload", column: st
 
 def question_table(file: state.QuestionFile):
     """The rows of a question table whose question column was not detected (for the preview). Raises InputError."""
-    from coverage_core.ingest import read_table
+    from coverage_core.inputs.ingest import read_table
 
     return read_table(file.data, file.name)
 
@@ -560,7 +560,7 @@ def llm_client():
     settings = state.settings()
     if not settings.llm_enabled:
         return None
-    from coverage_core.llm import ChatClient, LLMConfig
+    from coverage_core.suggest.llm import ChatClient, LLMConfig
 
     return ChatClient(
         LLMConfig(model=settings.llm_model, base_url=settings.llm_base_url or None, api_key=state.llm_api_key())
@@ -619,7 +619,7 @@ def projection_for(analysis, method: str = "tsne"):
     override never recomputes it (cluster colours come from the current
     labels when it is drawn).
     """
-    from coverage_core.projection import project_2d
+    from coverage_core.outputs.projection import project_2d
 
     def compute():
         with st.spinner(f"Drawing the map of {len(analysis.corpus.chunks):,} chunks (once per data set)…"):
@@ -633,7 +633,7 @@ def projection_for(analysis, method: str = "tsne"):
 
 def mds_for(analysis):
     """The MDS points of the fitness page, computed once per embedded inputs (never on a threshold or K change)."""
-    from coverage_core import answerability
+    from coverage_core.checks import answerability
 
     def compute():
         n = len(analysis.corpus.chunks) + len(analysis.questions.questions)
@@ -734,7 +734,7 @@ def subquestions_key() -> engine.StageKey:
     Keyed by the embedded inputs first (:func:`subquestions_for_inputs` relies on that). Weights and the
     support threshold only rescore, so they are not in it.
     """
-    from coverage_core.subquestions import SubQuestionConfig
+    from coverage_core.checks.subquestions import SubQuestionConfig
 
     return engine.StageKey.of(
         stored_inputs().key, llm=llm_key(), max_sub_questions=SubQuestionConfig().max_sub_questions,
@@ -755,7 +755,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
     result to show (``previous`` when the run failed). An error that made the
     core stop asking (a rejected key, a server down) is shown after the run.
     """
-    from coverage_core.subquestions import SubQuestionConfig
+    from coverage_core.checks.subquestions import SubQuestionConfig
 
     key = subquestions_key()
     run_config = SubQuestionConfig(top_k=int(state.settings().retrieval_k))
@@ -791,7 +791,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
 
 def rescore_subquestions(result, config):
     """``result`` scored with ``config`` (weights, threshold; no LLM call), stored when it changed."""
-    from coverage_core.subquestions import rescore_subquestions as rescore
+    from coverage_core.checks.subquestions import rescore_subquestions as rescore
 
     if config == result.config:
         return result
@@ -904,7 +904,7 @@ def html_report_builder(analysis, inputs_record: dict):
     the fitness threshold, and the checks that ran (retrieval, answerability,
     sub-questions).
     """
-    from coverage_core.html_report import build_html_report
+    from coverage_core.outputs.html_report import build_html_report
 
     inputs = stored_inputs()
     projection = None

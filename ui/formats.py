@@ -1,6 +1,6 @@
 """One number format per quantity, shared by every page. No Streamlit.
 
-The charts of :mod:`coverage_core.plots` print similarity thresholds with
+The charts of :mod:`coverage_core.outputs.plots` print similarity thresholds with
 two decimals, so every similarity and threshold the dashboard shows has two
 too; relative coverage scores have three; shares are percentages.
 A change is rounded to the digits shown *before* its sign is chosen, so no

@@ -17,27 +17,27 @@ from collections.abc import Iterable
 REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
-        # coverage_core/ingest.py, encrypted PDFs
+        # coverage_core/inputs/ingest.py, encrypted PDFs
         (r"\s*\(the PDF password field, or --pdf-password on the command line\)", " in the PDF password field"),
         (r"\s*\(or --pdf-password on the command line\)", ""),
-        # coverage_core/ingest.py, question column
+        # coverage_core/inputs/ingest.py, question column
         (r"name another column with --question-column", "choose another column under the file preview"),
         (r"for example with --question-column", "in the box under the file preview"),
-        # coverage_core/subquestions/config.py
+        # coverage_core/checks/subquestions/config.py
         (r"\s*\(on the Configure page, or with --llm-model / --llm-base-url\)", " on the Configure page"),
-        # coverage_core/screening.py: the LOF score is reported but decides nothing
+        # coverage_core/stages/screening.py: the LOF score is reported but decides nothing
         (
             r"n_neighbors=\d+ is not below the number of questions \((\d+)\); LOF uses (\d+) neighbours\.",
             r"With \1 questions, each question's neighbourhood score compares it with the \2 others "
             "(a reported score only: it does not decide what is off-topic).",
         ),
-        # coverage_core/vector_store.py: the dashboard finds the columns by name only
+        # coverage_core/inputs/vector_store.py: the dashboard finds the columns by name only
         (r"; name the (text|vector|document|page) column, one of: ",
          r"; give that column one of these names in your file. Its columns: "),
         (r"; name the column that holds the embeddings\.",
          "; give the column that holds the embeddings one of the names listed above the uploader."),
         (r"; name the model that made them\.", "; choose the model that made them on the Configure page."),
-        # coverage_core/retrieval.py
+        # coverage_core/checks/retrieval.py
         (r"^k = (\d+) is more than the (\d+) chunks, so k = (\d+) was used\.",
          r"You asked for \1 chunks per question, but there are only \2, so \3 were used."),
     )

@@ -1,8 +1,8 @@
 """The dashboard's settings: the core's configuration, flattened for widgets. No Streamlit.
 
 Every default comes from the core (:class:`coverage_core.pipeline.AnalysisConfig`,
-:class:`~coverage_core.gaps.GapConfig`, :class:`~coverage_core.chunking.ChunkingConfig`,
-``coverage_core.llm.DEFAULT_LLM_MODEL``, ``coverage_core.retrieval.DEFAULT_K``),
+:class:`~coverage_core.suggest.gaps.GapConfig`, :class:`~coverage_core.stages.chunking.ChunkingConfig`,
+``coverage_core.suggest.llm.DEFAULT_LLM_MODEL``, ``coverage_core.checks.retrieval.DEFAULT_K``),
 so the command line and the dashboard cannot drift apart.
 :meth:`Settings.analysis_config` turns them back into the core's config,
 which validates them.
@@ -14,12 +14,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from coverage_core.chunking import ChunkingConfig
-from coverage_core.gaps import GapConfig
-from coverage_core.llm import DEFAULT_LLM_MODEL
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.suggest.gaps import GapConfig
+from coverage_core.suggest.llm import DEFAULT_LLM_MODEL
 from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
-from coverage_core.retrieval import DEFAULT_K
-from coverage_core.screening import STRICTNESS_RANGE, QuestionScreener
+from coverage_core.checks.retrieval import DEFAULT_K
+from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
 
 CORE = AnalysisConfig()
 """The core's defaults, read once: the single source of every default below."""

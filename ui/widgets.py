@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from coverage_core.report import headline, to_safe_csv
+from coverage_core.outputs.report import headline, to_safe_csv
 from ui import engine, formats, state
-from coverage_core.calibration import DEFAULT_SUPPORT_THRESHOLD
+from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
 from ui.settings import DEFAULT_STRICTNESS, STRICTNESS_RANGE
 
 HELP_K = (
@@ -229,7 +229,7 @@ def csv_download(
     key: str | None = None,
     help: str | None = None,
 ) -> None:
-    """A button that downloads ``table`` as CSV through :func:`coverage_core.report.to_safe_csv`.
+    """A button that downloads ``table`` as CSV through :func:`coverage_core.outputs.report.to_safe_csv`.
 
     ``table`` is a frame, or a function returning finished CSV bytes (the
     improved test set, which keeps the user's delimiter). This replaces

@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from coverage_core.llm import parse_json_loose
-from coverage_core.subquestions.config import DEFAULT_TYPE, SUB_QUESTION_CHARS, SUBQUESTION_TYPES
-from coverage_core.subquestions.results import SubQuestion
+from coverage_core.suggest.llm import parse_json_loose
+from coverage_core.checks.subquestions.config import DEFAULT_TYPE, SUB_QUESTION_CHARS, SUBQUESTION_TYPES
+from coverage_core.checks.subquestions.results import SubQuestion
 from coverage_core.validation import shorten
 
 
@@ -126,7 +126,7 @@ def parse_decomposition(reply: Any, question: str, max_sub_questions: int = 8) -
     """Typed sub-questions from the model's reply, tolerating the usual deviations.
 
     Accepts the JSON value (or the raw reply text, parsed with
-    :func:`~coverage_core.llm.parse_json_loose`: code fences, prose, trailing
+    :func:`~coverage_core.suggest.llm.parse_json_loose`: code fences, prose, trailing
     commas). The list may be under ``sub_questions`` (any spelling), another
     list-valued key, grouped by type (``{"core": [...], ...}``), or be the
     reply itself; items may be objects (text under ``text``/``question``/...,

@@ -20,7 +20,7 @@ Every figure must read at 1280 px wide and in a half-width column
   :data:`LEGEND_MAX_CHARS` characters (:func:`legend_name`), the full name
   stays in the hover label;
 * clusters are named by their topic label (``"koala · species · australia"``,
-  :func:`coverage_core.topics.display_names`), never by their number alone
+  :func:`coverage_core.stages.topics.display_names`), never by their number alone
   when a label exists;
 * colour encodes the verdict the same way everywhere: problems (gap,
   untested, not supported, not answerable, off-topic) are the warm
@@ -41,11 +41,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from coverage_core.topics import display_names
+from coverage_core.stages.topics import display_names
 
 if TYPE_CHECKING:  # only for type hints: this module must import without the pipeline
     from coverage_core.pipeline import Analysis
-    from coverage_core.projection import Projection
+    from coverage_core.outputs.projection import Projection
 
 __all__ = [
     "CLUSTER_COLOURS",
@@ -223,7 +223,7 @@ def _layout(
 
 
 def _topic_names(clusters: Sequence[int], labels=None) -> dict[int, str]:
-    """One display name per cluster (:func:`coverage_core.topics.display_names`).
+    """One display name per cluster (:func:`coverage_core.stages.topics.display_names`).
 
     ``labels`` is the clusters table (``cluster`` and ``label`` columns, as
     ``Analysis.clusters``), a mapping cluster → label, a sequence indexed by
@@ -719,7 +719,7 @@ CHUNK_COLOUR = "#9ecae1"
 
 def _answerable_floats(labels, n: int) -> np.ndarray:
     """Labels as 1.0 / 0.0 / NaN (strings parsed as ``answerability.parse_answerable`` does)."""
-    from coverage_core.answerability import binary_labels
+    from coverage_core.checks.answerability import binary_labels
 
     return binary_labels(labels, n)
 
@@ -916,7 +916,7 @@ def chunking_comparison_chart(table: pd.DataFrame, k: int | None = None) -> go.F
 def traffic_topics(topics: pd.DataFrame, n: int = 12) -> go.Figure:
     """Horizontal stacked bars of the ``n`` most asked, least tested traffic topics: tested and untested queries.
 
-    ``topics`` is :attr:`coverage_core.traffic.TrafficResult.topics` (already ranked).
+    ``topics`` is :attr:`coverage_core.checks.traffic.TrafficResult.topics` (already ranked).
     """
     shown = topics.head(n).iloc[::-1]
     names, axis = _category_axis(list(shown["label"]), 40)  # escaped: labels come from users' queries

@@ -9,7 +9,7 @@ first) and, when the questions name their relevant sources, the retrieval
 check, and returns one row per configuration.
 
 Each chunking is a different corpus, so each gets its own τ, calibrated on
-its own chunks as the analysis calibrates it (:func:`coverage_core.calibration.calibrate`,
+its own chunks as the analysis calibrates it (:func:`coverage_core.stages.calibration.calibrate`,
 with the same embedder and embedding cache), unless the user set the support
 level (``AnalysisConfig.support_threshold``): then that level is used for
 every configuration. Judging 500-character chunks by the τ of
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coverage_core import calibration as calibration_module
-from coverage_core import retrieval
-from coverage_core.calibration import Calibration
-from coverage_core.chunking import ChunkingConfig
+from coverage_core.stages import calibration as calibration_module
+from coverage_core.checks import retrieval
+from coverage_core.stages.calibration import Calibration
+from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.costs import estimate_embedding_cost
 from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts
 from coverage_core.embeddings.cache import uncached_texts
@@ -217,7 +217,7 @@ def plan_chunkings(
     approximated offline (:func:`coverage_core.embeddings.base.approximate_token_count`).
     Unless ``config`` sets the support level, each configuration also counts
     the texts calibrating its own level would send
-    (:func:`coverage_core.calibration.calibration_texts`, with ``config.random_state``).
+    (:func:`coverage_core.stages.calibration.calibration_texts`, with ``config.random_state``).
     """
     from coverage_core.embeddings.base import approximate_token_count
 

@@ -3,7 +3,7 @@
 A cluster's label is its three most distinctive terms joined with " · ",
 e.g. ``"koala · marsupial · eucalyptus"``. Terms are words and adjacent word
 pairs ("steam engine"), scored by class-based TF-IDF (:func:`cluster_terms`).
-The same terms are the gap ``themes`` of :mod:`coverage_core.gaps`.
+The same terms are the gap ``themes`` of :mod:`coverage_core.suggest.gaps`.
 
 Noise never becomes a term: English stop words, markup and attribute debris
 (``alt=``, ``href``, ``http``, ``www``, ``px``, HTML/wiki markup), numbers and

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from coverage_core.costs import CostEstimate, approximate_tokens, default_price_table, estimate_llm_cost
-from coverage_core.subquestions.config import (
+from coverage_core.checks.subquestions.config import (
     PROMPT_QUESTION_CHARS,
     REPLY_TOKENS_OVERHEAD,
     REPLY_TOKENS_PER_SUB_QUESTION,

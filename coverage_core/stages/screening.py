@@ -992,7 +992,7 @@ class QuestionScreener:
        0.075 at 40 of 90, and to 0 when most of the set is off-topic. With a
        calibrated support level ``tau`` (the cosine at which a question
        reaches a passage for this model and corpus;
-       ``coverage_core.calibration``) each question is judged on its own
+       ``coverage_core.stages.calibration``) each question is judged on its own
        evidence alone, its *support margin* (:func:`support_margin`): how
        far its raw best cosine to any chunk is above tau (the scale tau is
        calibrated on; the density correction of step 1 is relative to the
@@ -1065,7 +1065,7 @@ class QuestionScreener:
         Weight ``w`` of the neighbouring questions in step 3, in ``[0, 1)``.
     support_threshold : float or None, default=None
         Calibrated support level tau, a cosine in ``(0, 1]``
-        (``coverage_core.calibration.calibrate(...).support_threshold``).
+        (``coverage_core.stages.calibration.calibrate(...).support_threshold``).
         Given, ``is_outlier_`` is decided per question against the
         documents (step 5) and does not depend on the other questions;
         None keeps the relative rule of step 4.
@@ -1218,7 +1218,7 @@ class QuestionScreener:
         ):
             raise InputError(
                 f"support_threshold must be a cosine similarity in (0, 1] or None, got "
-                f"{tau!r}. Pass the calibrated level (coverage_core.calibration), or None "
+                f"{tau!r}. Pass the calibrated level (coverage_core.stages.calibration), or None "
                 "to decide by the questions' robust z-scores."
             )
 

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coverage_core.gaps import Suggestion
-from coverage_core.topics import cluster_name
+from coverage_core.suggest.gaps import Suggestion
+from coverage_core.stages.topics import cluster_name
 from coverage_core.pipeline import Analysis
 from coverage_core.validation import shorten
 
@@ -117,7 +117,7 @@ def build_report(
     analysis after Apply (``analysis`` is then the one before, with its
     gaps), or ``before``, the analysis or its metrics before Apply
     (``analysis`` is then the one after); and ``accepted``, the accepted
-    questions (:class:`~coverage_core.gaps.Suggestion` objects, or mappings
+    questions (:class:`~coverage_core.suggest.gaps.Suggestion` objects, or mappings
     with ``text`` or ``question``, ``origin``, ``cluster``, ``document``,
     ``passage``, such as the rows of the dashboard's suggestions table).
     See :func:`after_apply_section` for its fields. Without ``accepted``, the
@@ -265,19 +265,19 @@ def _optional_sections(retrieval, answerability, labels, subquestions, chunking)
     """The sections present only when computed, each from its own module's section builder."""
     sections = {}
     if retrieval is not None:
-        from coverage_core.retrieval import retrieval_section
+        from coverage_core.checks.retrieval import retrieval_section
 
         sections["retrieval"] = retrieval_section(retrieval)
     if answerability is not None:
-        from coverage_core.answerability import answerability_section
+        from coverage_core.checks.answerability import answerability_section
 
         sections["answerability"] = answerability_section(answerability, labels.column if labels else None)
     if subquestions is not None:
-        from coverage_core.subquestions import subquestion_section
+        from coverage_core.checks.subquestions import subquestion_section
 
         sections["subquestions"] = subquestion_section(subquestions)
     if chunking is not None:
-        from coverage_core.chunking_comparison import comparison_section
+        from coverage_core.checks.chunking_comparison import comparison_section
 
         sections["chunking_comparison"] = comparison_section(chunking)
     return sections
@@ -326,7 +326,7 @@ def accepted_question_entries(
 ) -> list[dict]:
     """The accepted questions as plain dicts ``{"text", "origin", "cluster", "document", "passage"}``.
 
-    ``accepted`` holds :class:`~coverage_core.gaps.Suggestion` objects or
+    ``accepted`` holds :class:`~coverage_core.suggest.gaps.Suggestion` objects or
     mappings (the text under ``text`` or ``question``). Texts are put on one
     line; ``passage`` is shortened to :data:`ACCEPTED_PASSAGE_CHARS`; a blank
     ``document``, ``passage`` or ``origin`` becomes None. Without

@@ -11,7 +11,7 @@ import numpy as np
 from coverage_core.errors import InputError
 
 if TYPE_CHECKING:
-    from coverage_core.llm import ChatClient
+    from coverage_core.suggest.llm import ChatClient
 
 SUBQUESTION_TYPES = ("core", "background", "follow-up")
 SUPPORT_NOTIONS = ("knowledge_base", "retrieved")
@@ -28,7 +28,7 @@ UNAVAILABLE_REASON = (
 )
 
 # LLM failures after which asking again for the next question is pointless;
-# the same policy as coverage_core.gaps.
+# the same policy as coverage_core.suggest.gaps.
 FATAL_KINDS = frozenset({"auth", "connection", "timeout", "rate_limit"})
 
 # Longest question text put into the prompt, and longest sub-question kept, in characters.

@@ -8,7 +8,7 @@ covered of its most representative chunks), and suggested questions:
 * offline (default): question **drafts** templated from those passages,
   marked ``origin="draft"``; they are a starting point for a person to edit,
   not finished test questions;
-* with an LLM (:class:`~coverage_core.llm.ChatClient`): questions the model
+* with an LLM (:class:`~coverage_core.suggest.llm.ChatClient`): questions the model
   wrote from the passages, marked ``origin="llm"``. If the LLM fails for a
   gap, that gap falls back to drafts and a warning says so.
 """
@@ -23,9 +23,9 @@ import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.llm import ChatClient
+from coverage_core.suggest.llm import ChatClient
 from coverage_core.validation import shorten, unit_rows
-from coverage_core.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms, stem_word
+from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms, stem_word
 
 __all__ = [
     "Gap",
@@ -70,7 +70,7 @@ class GapConfig:
 
     * ``"tested_share"`` (default): fewer than ``tested_share_threshold`` of
       the cluster's passages are reached by a question (similarity >= the
-      calibrated support threshold τ, :mod:`coverage_core.calibration`). An
+      calibrated support threshold τ, :mod:`coverage_core.stages.calibration`). An
       absolute decision: it does not depend on the other clusters' scores.
     * ``"coverage"``: the cluster's mean coverage (``1 - mean mindist``) is
       below ``gap_threshold``, the rule of schema-1 reports.
@@ -160,7 +160,7 @@ class Gap:
 
 
 # --------------------------------------------------------------------------
-# themes: the cluster terms of coverage_core.topics
+# themes: the cluster terms of coverage_core.stages.topics
 # --------------------------------------------------------------------------
 
 
@@ -171,7 +171,7 @@ def extract_themes(
     n_themes: int = 5,
     max_chunks_per_cluster: int | None = MAX_CHUNKS_PER_CLUSTER,
 ) -> list[list[str]]:
-    """Keyphrases that set each cluster apart: :func:`coverage_core.topics.cluster_terms` (c-TF-IDF).
+    """Keyphrases that set each cluster apart: :func:`coverage_core.stages.topics.cluster_terms` (c-TF-IDF).
 
     Returns n_clusters lists of up to ``n_themes`` lowercase phrases, best
     first; the first three are the cluster's topic label.

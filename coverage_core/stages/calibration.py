@@ -51,7 +51,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from coverage_core.clustering import ChunkClusterer
+from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.errors import InputError
 from coverage_core.metrics import as_unit_rows
 from coverage_core.validation import unit_rows
@@ -252,7 +252,7 @@ def calibrate(
     texts with the same model (the pipeline passes the cached embedder).
     ``topic_labels`` give each chunk's topic (the corpus's automatic
     K-means clusters); None clusters the chunks here with
-    :class:`~coverage_core.clustering.ChunkClusterer` and ``random_state``.
+    :class:`~coverage_core.stages.clustering.ChunkClusterer` and ``random_state``.
     Embeds ``2 x n_probes`` texts (the probes and their chunks without them).
     """
     vectors = np.asarray(chunk_vectors)

@@ -25,19 +25,19 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from coverage_core import plots
-from coverage_core.answerability import DEFAULT_FITNESS_THRESHOLD
-from coverage_core.topics import cluster_name
-from coverage_core.report import METRIC_NAMES, ApplyPair, accepted_question_entries, apply_pair, headline
+from coverage_core.outputs import plots
+from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
+from coverage_core.stages.topics import cluster_name
+from coverage_core.outputs.report import METRIC_NAMES, ApplyPair, accepted_question_entries, apply_pair, headline
 from coverage_core.validation import shorten
 
 if TYPE_CHECKING:
-    from coverage_core.answerability import AnswerabilityResult, QuestionLabels
-    from coverage_core.gaps import Suggestion
+    from coverage_core.checks.answerability import AnswerabilityResult, QuestionLabels
+    from coverage_core.suggest.gaps import Suggestion
     from coverage_core.pipeline import Analysis
-    from coverage_core.projection import Projection
-    from coverage_core.retrieval import RetrievalResult
-    from coverage_core.subquestions import SubQuestionResult
+    from coverage_core.outputs.projection import Projection
+    from coverage_core.checks.retrieval import RetrievalResult
+    from coverage_core.checks.subquestions import SubQuestionResult
 
 __all__ = ["build_html_report", "METRIC_NOTES"]
 
@@ -157,12 +157,12 @@ def build_html_report(
     before : the analysis (or its metrics) before Apply, when ``analysis`` is
         the one after; give ``improved`` or ``before``, not both
     accepted : the accepted questions (``gaps.Suggestion`` objects or mappings,
-        as for :func:`coverage_core.report.build_report`), listed with their
+        as for :func:`coverage_core.outputs.report.build_report`), listed with their
         origin and source passage in the before → after section
     fitness_threshold : best-similarity below which a question is marked
         "the knowledge base may not answer this"
     retrieval, answerability (with its ``labels``), subquestions : the optional
-        checks, as for :func:`coverage_core.report.build_report`; each adds its
+        checks, as for :func:`coverage_core.outputs.report.build_report`; each adds its
         section when given
     """
     figure = _Figures()

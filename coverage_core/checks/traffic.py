@@ -39,11 +39,11 @@ import pandas as pd
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from coverage_core.clustering import default_n_clusters
+from coverage_core.stages.clustering import default_n_clusters
 from coverage_core.errors import InputError
-from coverage_core.gaps import Suggestion
-from coverage_core.ingest import read_table
-from coverage_core.topics import topic_labels
+from coverage_core.suggest.gaps import Suggestion
+from coverage_core.inputs.ingest import read_table
+from coverage_core.stages.topics import topic_labels
 from coverage_core.validation import find_column, listed_columns, shorten, unit_rows
 
 QUERY_COLUMN_NAMES = ("query", "queries", "question", "user_query", "search_query", "prompt", "message", "input",

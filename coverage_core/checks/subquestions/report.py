@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from coverage_core.subquestions.config import SUPPORT_NOTIONS
-from coverage_core.subquestions.results import QuestionScore, SubQuestionResult, SupportSummary
+from coverage_core.checks.subquestions.config import SUPPORT_NOTIONS
+from coverage_core.checks.subquestions.results import QuestionScore, SubQuestionResult, SupportSummary
 
 
 def _plain(value: Any) -> Any:

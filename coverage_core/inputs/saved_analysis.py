@@ -18,7 +18,7 @@ file                   content
 ``question_file.parquet``  the question file as read (every column, as text)
 ``clusters.parquet``   one row per cluster: number, centre (unit vector)
 ``calibration.json``   the support level τ and how it was found
-``report.json``        the JSON report of the analysis (``coverage_core.report``)
+``report.json``        the JSON report of the analysis (``coverage_core.outputs.report``)
 =====================  ============================================================
 
 The manifest is written last, so a folder whose writing was interrupted has
@@ -81,7 +81,7 @@ class SavedAnalysis:
 
     @property
     def chunking(self):
-        from coverage_core.chunking import ChunkingConfig
+        from coverage_core.stages.chunking import ChunkingConfig
 
         chunking = self.manifest.get("chunking")
         return None if chunking is None else ChunkingConfig(**chunking)
@@ -137,7 +137,7 @@ def save_analysis(
     overwritten; a saved analysis in it is replaced.
     """
     from coverage_core.embeddings import DEFAULT_MODELS, redact_url
-    from coverage_core.report import build_report
+    from coverage_core.outputs.report import build_report
 
     folder = check_folder(directory)
     folder.mkdir(parents=True, exist_ok=True)
@@ -386,9 +386,9 @@ def _matrix(table, label: str, file: str, dimensions: int) -> np.ndarray:
 
 
 def _load(read, label: str, manifest: dict) -> SavedAnalysis:
-    from coverage_core.calibration import Calibration
-    from coverage_core.chunking import ChunkingConfig
-    from coverage_core.gaps import GapConfig
+    from coverage_core.stages.calibration import Calibration
+    from coverage_core.stages.chunking import ChunkingConfig
+    from coverage_core.suggest.gaps import GapConfig
     from coverage_core.pipeline import AnalysisConfig, Clustering, Corpus, EmbeddedTexts, EmbeddingConfig
     from coverage_core.types import Chunk, Document, IngestWarning, PageSpan, Question, QuestionSet
 

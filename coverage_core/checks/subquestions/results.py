@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coverage_core.subquestions.config import SubQuestionConfig
+from coverage_core.checks.subquestions.config import SubQuestionConfig
 
 
 @dataclass(frozen=True)

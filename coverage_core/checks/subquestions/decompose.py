@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.llm import ChatClient
-from coverage_core.subquestions.config import FATAL_KINDS, UNAVAILABLE_REASON, SubQuestionConfig
-from coverage_core.subquestions.parsing import parse_decomposition
-from coverage_core.subquestions.prompt import SYSTEM_PROMPT, build_prompt
-from coverage_core.subquestions.results import Decomposition, SubQuestionResult
-from coverage_core.subquestions.scoring import check_embeddings, score_subquestions
+from coverage_core.suggest.llm import ChatClient
+from coverage_core.checks.subquestions.config import FATAL_KINDS, UNAVAILABLE_REASON, SubQuestionConfig
+from coverage_core.checks.subquestions.parsing import parse_decomposition
+from coverage_core.checks.subquestions.prompt import SYSTEM_PROMPT, build_prompt
+from coverage_core.checks.subquestions.results import Decomposition, SubQuestionResult
+from coverage_core.checks.subquestions.scoring import check_embeddings, score_subquestions
 from coverage_core.types import Question
 
 

@@ -17,12 +17,12 @@ Functions are pure and take plain arrays, like :mod:`coverage_core.metrics`:
 * dimensions: :func:`dimension_sweep` (how the per-question similarities
   change with fewer embedding dimensions) and :func:`truncation_note`;
 * a map: :func:`mds_points` (metric MDS on 1 - cosine, via
-  :func:`coverage_core.projection.project_2d`) and :func:`mds_frames`.
+  :func:`coverage_core.outputs.projection.project_2d`) and :func:`mds_frames`.
 
 Labels are floats: 1.0 answerable, 0.0 not answerable, NaN unlabelled.
 
 scipy and scikit-learn are imported inside the functions that need them, so
-importing this module (as :mod:`coverage_core.plots` does) stays cheap.
+importing this module (as :mod:`coverage_core.outputs.plots` does) stays cheap.
 """
 
 from __future__ import annotations
@@ -716,7 +716,7 @@ def mds_points(
 ) -> MdsPoints:
     """Place questions and chunks on one 2-D map by metric MDS on ``1 - cos``.
 
-    Uses :func:`coverage_core.projection.project_2d` with ``method="mds"``
+    Uses :func:`coverage_core.outputs.projection.project_2d` with ``method="mds"``
     (scikit-learn ``MDS(metric="precomputed", init="classical_mds")`` on the
     cosine dissimilarities of all drawn points), after sampling so that at
     most ``max_points`` points are drawn: questions keep up to half of the
@@ -737,7 +737,7 @@ def mds_points(
     -------
     MdsPoints
     """
-    from coverage_core.projection import project_2d, sample_evenly
+    from coverage_core.outputs.projection import project_2d, sample_evenly
 
     chunks = check_vectors(chunk_vectors, "chunk_vectors")
     questions = check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
@@ -788,7 +788,7 @@ def mds_frames(
     labels=None,
     similarities=None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The tables :func:`coverage_core.plots.mds_map` draws.
+    """The tables :func:`coverage_core.outputs.plots.mds_map` draws.
 
     Returns ``(chunks, questions)``: ``chunks`` with ``x``, ``y``, ``text``,
     ``document``; ``questions`` with ``x``, ``y``, ``text`` and, when given,

@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from coverage_core.topics import cluster_name
+from coverage_core.stages.topics import cluster_name
 from coverage_core.errors import InputError
-from coverage_core.gaps import GAP_COVERAGE_THRESHOLD
+from coverage_core.suggest.gaps import GAP_COVERAGE_THRESHOLD
 from coverage_core.validation import shorten
 
 __all__ = [
@@ -292,8 +292,8 @@ def _document_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> 
 
 def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
     """One case per production-traffic topic, failing when its traffic is mostly untested and it is frequent
-    (the thresholds of :mod:`coverage_core.traffic`)."""
-    from coverage_core.traffic import MIN_TOPIC_SHARE, UNTESTED_TOPIC_SHARE
+    (the thresholds of :mod:`coverage_core.checks.traffic`)."""
+    from coverage_core.checks.traffic import MIN_TOPIC_SHARE, UNTESTED_TOPIC_SHARE
 
     suite = _suite(root, "coverage.traffic")
     total = max(int(traffic.get("n_queries") or 0), 1)

@@ -52,14 +52,14 @@ result dataclasses), ``prompt`` (the prompt and its cost estimate),
 ``parsing`` (reading the model's reply), ``decompose`` (asking the LLM, and
 :func:`analyse_subquestions`, the entry point), ``scoring`` (support in the
 knowledge base) and ``report`` (the JSON report section). Every public name
-is importable from ``coverage_core.subquestions``; the entry point for a
+is importable from ``coverage_core.checks.subquestions``; the entry point for a
 :class:`~coverage_core.pipeline.Analysis` is
 :func:`coverage_core.pipeline.check_subquestions`.
 """
 
 from __future__ import annotations
 
-from coverage_core.subquestions.config import (
+from coverage_core.checks.subquestions.config import (
     DEFAULT_TYPE,
     FATAL_KINDS,
     PROMPT_QUESTION_CHARS,
@@ -72,16 +72,16 @@ from coverage_core.subquestions.config import (
     SubQuestionConfig,
     unavailable_reason,
 )
-from coverage_core.subquestions.decompose import analyse_subquestions, decompose_questions
-from coverage_core.subquestions.parsing import normalise_type, parse_decomposition
-from coverage_core.subquestions.prompt import (
+from coverage_core.checks.subquestions.decompose import analyse_subquestions, decompose_questions
+from coverage_core.checks.subquestions.parsing import normalise_type, parse_decomposition
+from coverage_core.checks.subquestions.prompt import (
     SYSTEM_PROMPT,
     DecompositionCost,
     build_prompt,
     estimate_decomposition_cost,
 )
-from coverage_core.subquestions.report import subquestion_section
-from coverage_core.subquestions.results import (
+from coverage_core.checks.subquestions.report import subquestion_section
+from coverage_core.checks.subquestions.results import (
     Decomposition,
     QuestionScore,
     ScoredSubQuestion,
@@ -90,7 +90,7 @@ from coverage_core.subquestions.results import (
     SupportSummary,
     TypeCoverage,
 )
-from coverage_core.subquestions.scoring import rescore_subquestions, score_subquestions
+from coverage_core.checks.subquestions.scoring import rescore_subquestions, score_subquestions
 
 __all__ = [
     "SUBQUESTION_TYPES",

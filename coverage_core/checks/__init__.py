@@ -1,0 +1,1 @@
+"""Checks beside the coverage analysis: retrieval, answerability, chunking comparison, production traffic, sub-questions."""

@@ -1,0 +1,1 @@
+"""What users bring: documents, question tables, vectors from a store, saved analyses."""

@@ -1,0 +1,1 @@
+"""Closing the gap: gap ranking, themes, suggested questions and the LLM client."""
