@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (Python packages, and Debian's Chromium for the browser test), then run every test.
+# Set up (Python packages, and Debian's Chromium for the browser test), lint, then run every test.
+# Arguments go to pytest: ./test.sh -m "not slow" is the developer lane (no model end to end, Ray or browser).
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ ! -x /usr/bin/chromium ]; then
@@ -10,5 +11,6 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 scripts/setup.sh requirements-dev.txt
+.venv/bin/ruff check .
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec .venv/bin/python -m pytest -q "$@"

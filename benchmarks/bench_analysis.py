@@ -16,16 +16,13 @@ import time
 import numpy as np
 import pandas as pd
 
+from coverage_core.config import AnalysisConfig
+from coverage_core.pipeline import cluster_chunks, find_gaps
+from coverage_core.results import Corpus, EmbeddedTexts
 from coverage_core.stages.chunking import ChunkingConfig
-from coverage_core.pipeline import (
-    AnalysisConfig,
-    Corpus,
-    EmbeddedTexts,
-    cluster_chunks,
-    find_gaps,
-    measure,
-)
+from coverage_core.stages.measure import measure
 from coverage_core.types import Chunk, Document, Question, QuestionSet
+
 
 def synthetic(n_chunks: int, n_questions: int, dims: int, seed: int = 0):
     """Topic-structured unit vectors and matching word-salad texts."""

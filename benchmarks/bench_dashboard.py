@@ -6,7 +6,7 @@ wall time of each interaction the dashboard promises to keep fast:
 
 * moving a threshold / the strictness / an override: <= 0.5 s
   (reuses the clustering, the fitted screener and each chunk's nearest
-  questions, built once per data set; ``pipeline.measure`` only)
+  questions, built once per data set; ``measure`` only)
 * changing K: <= 2 s at 20,000 chunks, <= 3 s at 200,000 (``pipeline.cluster_chunks``
   + measure; the screener is judged against the automatic topics, so it is reused)
 * moving K back to a value seen before: cached clustering and screener
@@ -30,13 +30,18 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a script, not a page: run from anywhere
 
 from coverage_core.outputs import plots  # noqa: E402
-from coverage_core.pipeline import Corpus, EmbeddedTexts  # noqa: E402
-from coverage_core.types import Chunk, Document, Question, QuestionSet  # noqa: E402
+from coverage_core.pipeline import with_gaps  # noqa: E402
+from coverage_core.results import Corpus, EmbeddedTexts  # noqa: E402  # noqa: E402
+from coverage_core.session import AnalysisSession  # noqa: E402
+from coverage_core.types import Chunk, Document, Question, QuestionSet  # noqa: E402  # noqa: E402
 from ui import engine  # noqa: E402
+from ui.views import results as view  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_analysis import synthetic  # noqa: E402  (the same data as the analysis benchmark)
+
 from ui.state import Overrides, Settings  # noqa: E402
+
 
 def synthetic_inputs(n_chunks: int, n_questions: int, dims: int, seed: int = 0) -> engine.EmbeddedInputs:
     chunks, questions, texts = synthetic(n_chunks, n_questions, dims, seed)
@@ -77,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
 
     inputs = synthetic_inputs(args.chunks, args.questions, args.dims)
-    cache = engine.TuningCache()
+    cache = AnalysisSession()
     settings = Settings()
     none = Overrides()
     rows: list[tuple[str, float, str]] = []
@@ -115,13 +120,13 @@ def main() -> None:
     seconds, _ = timed(lambda: engine.tune(inputs, settings.replace(multi_n=4), none, cache))
     rows.append((f"K back to {k} (clustering and screener cached; measure)", seconds, "<= 0.5 s"))
 
-    seconds, gapped = timed(lambda: engine.with_gaps(analysis))
+    seconds, gapped = timed(lambda: with_gaps(analysis))
     rows.append((f"gap analysis, offline drafts ({len(gapped.gaps)} gaps)", seconds, "Gap page, once per analysis"))
 
     def figures():
         plots.cluster_coverage_bar(analysis.clusters, 0.7).to_json()
         plots.document_coverage_bar(analysis.documents).to_json()
-        engine.cluster_table(analysis), engine.document_table(analysis), engine.off_topic_table(analysis, none)
+        view.cluster_table(analysis), view.document_table(analysis), view.off_topic_table(analysis, none)
         return None
 
     seconds, _ = timed(figures, args.repeat)

@@ -15,19 +15,20 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from coverage_core.stages.clustering import ChunkClusterer
-from coverage_core.outputs.projection import project_2d
 from shared_data import WIKI_QA, require
+
+from coverage_core.outputs.projection import project_2d
+from coverage_core.stages.clustering import ChunkClusterer
 
 PROJECT = Path(__file__).resolve().parents[1]
 WIKI = WIKI_QA
 
 
 def wiki_vectors() -> tuple[np.ndarray, np.ndarray]:
-    from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-    from coverage_core.inputs.ingest import read_documents, read_questions
+    from coverage_core.inputs.ingest import read_documents
+    from coverage_core.inputs.questions import read_questions
+    from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
 
     documents = read_documents([require(WIKI) / "articles"]).documents
     chunks = chunk_documents(documents, ChunkingConfig())

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from coverage_core import costs  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.embeddings.cache import uncached_texts  # noqa: E402
-from tests.fake_api import FakeAPIServer  # noqa: E402
+from tests.fakes import FakeAPIServer  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--texts", type=int, default=100_000)

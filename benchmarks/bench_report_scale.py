@@ -49,9 +49,10 @@ from shared_data import PROJECT  # noqa: E402
 
 sys.path.insert(0, str(PROJECT))  # a script: run from anywhere
 
-from coverage_core.stages.chunking import ChunkingConfig, chunk_documents  # noqa: E402
 from coverage_core.embeddings import CacheKey, EmbeddingCache, embed_texts, make_embedder, text_hash  # noqa: E402
-from coverage_core.inputs.ingest import read_documents, read_questions  # noqa: E402
+from coverage_core.inputs.ingest import read_documents  # noqa: E402
+from coverage_core.inputs.questions import read_questions  # noqa: E402
+from coverage_core.stages.chunking import ChunkingConfig, chunk_documents  # noqa: E402
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 PREFIXES = ("", "Quick question: ", "Tell me: ", "Please answer: ", "I wonder: ", "Can you say: ",

@@ -29,8 +29,8 @@ keyed by size and seed, so reruns skip generation):
 
 Everything after embedding is the product's code: ``pipeline.cluster_chunks``,
 ``calibration.calibrate`` (its embed function returns vectors near the
-probe's chunk, so no model runs), the screener fit, ``pipeline.measure``,
-``pipeline.find_gaps`` (offline suggestions), ``pipeline.check_retrieval``
+probe's chunk, so no model runs), the screener fit, ``measure``,
+``pipeline.find_gaps`` (offline suggestions), ``pipeline.run_retrieval_check``
 (k=5), and the JSON report (``report.build_report`` + ``json.dumps``).
 Sub-stages inside those calls are timed by wrapping the functions they call.
 
@@ -254,7 +254,7 @@ def data_dir(n_chunks: int, n_questions: int, dims: int, seed: int) -> Path:
 
 
 def load(path: Path):
-    from coverage_core.pipeline import Corpus, EmbeddedTexts
+    from coverage_core.results import Corpus, EmbeddedTexts
     from coverage_core.types import Chunk, Document, Question, QuestionSet
 
     vectors = np.load(path / "vectors.npy")
@@ -316,12 +316,13 @@ class StageTimes:
 
 
 def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bool) -> dict:
-    from coverage_core.stages import calibration, screening
-    from coverage_core.suggest import gaps
     from coverage_core import metrics, pipeline
-    from coverage_core.outputs import report
     from coverage_core.checks import retrieval
-    from coverage_core.pipeline import AnalysisConfig
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.outputs import report
+    from coverage_core.stages import calibration, measure as measure_stage, screening, similarity
+    from coverage_core.stages.measure import fit_screener, measure
+    from coverage_core.suggest import gaps
 
     times = StageTimes()
     path = data_dir(n_chunks, n_questions, dims, seed)
@@ -330,11 +331,11 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
     times.wrap(screening, "lexical_coverage", "  screening: lexical coverage")
     times.wrap(screening, "chunk_density", "  screening: chunk density")
     times.wrap(screening, "_nearest_questions", "  screening: question neighbours")
-    times.wrap(metrics, "scan_similarities", "  measure: similarity scan")
+    times.wrap(similarity, "scan_similarities", "  measure: similarity scan")
     times.wrap(metrics, "duplicate_groups", "  measure: duplicates")
     times.wrap(metrics, "document_coverage", "  measure: document table")
-    times.wrap(pipeline, "topic_labels", "  measure: topic names")
-    times.wrap(pipeline, "representatives_by_cluster", "  measure: representative passages")
+    times.wrap(measure_stage, "topic_labels", "  measure: topic names")
+    times.wrap(measure_stage, "representatives_by_cluster", "  measure: representative passages")
     times.wrap(gaps, "representative_chunks", "  gaps: representative passages")
     times.wrap(retrieval, "top_k_chunks", "  retrieval: top-k search")
 
@@ -351,15 +352,15 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
     else:
         calibrated = calibration.override(SUPPORT_THRESHOLD)
     screener = times.run(
-        "fit_screener", pipeline.fit_screener, config, corpus, questions, question_embedding, clustering,
+        "fit_screener", fit_screener, config, corpus, questions, question_embedding, clustering,
         support_threshold=calibrated.support_threshold,
     )
     analysis = times.run(
-        "measure", pipeline.measure, config, corpus, questions, question_embedding, clustering,
+        "measure", measure, config, corpus, questions, question_embedding, clustering,
         screener=screener, calibration=calibrated,
     )
     analysis = times.run("find_gaps (offline)", pipeline.find_gaps, analysis)
-    checked = times.run("check_retrieval (k=5)", pipeline.check_retrieval, analysis, "source", 5)
+    checked = times.run("run_retrieval_check (k=5)", pipeline.run_retrieval_check, analysis, "source", 5)
     built = times.run("build_report", report.build_report, analysis, retrieval=checked)
     text = times.run("json.dumps", json.dumps, built)
     total = time.perf_counter() - started
@@ -414,10 +415,10 @@ def float16_effect(n_chunks: int, n_questions: int, dims: int, seed: int) -> Non
     """
     import dataclasses
 
-    from coverage_core.stages import calibration
-
     from coverage_core import pipeline
-    from coverage_core.pipeline import AnalysisConfig
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.stages import calibration
+    from coverage_core.stages.measure import measure
 
     corpus, questions, question_embedding = load(data_dir(n_chunks, n_questions, dims, seed))
     config = AnalysisConfig()
@@ -428,7 +429,7 @@ def float16_effect(n_chunks: int, n_questions: int, dims: int, seed: int) -> Non
         rounded = dataclasses.replace(corpus, embedded=dataclasses.replace(
             corpus.embedded, vectors=corpus.vectors.astype(dtype).astype(np.float32)))
         asked = dataclasses.replace(question_embedding, vectors=question_embedding.vectors.astype(dtype).astype(np.float32))
-        runs[name] = pipeline.measure(config, rounded, questions, asked, clustering, calibration=tau)
+        runs[name] = measure(config, rounded, questions, asked, clustering, calibration=tau)
     a, b = runs["float32"], runs["float16"]
     print(f"float16 storage vs float32 at {n_chunks:,} chunks x {n_questions:,} questions (same clusters, τ = {SUPPORT_THRESHOLD}):")
     print(f"  max |difference| of a chunk's best similarity: {np.abs(a.min_distances - b.min_distances).max():.2e}")

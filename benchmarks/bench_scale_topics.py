@@ -24,7 +24,7 @@ lower, then naming those topics; stage ``changek``),
 the cluster table's topic labels (``topics.topic_labels``) and
 representative passages (cluster by cluster as ``pipeline._cluster_table``
 does today, and in one pass with ``gaps.representatives_by_cluster``),
-``gaps.analyse_gaps`` (offline suggestions, as
+``gaps.analyze_gaps`` (offline suggestions, as
 ``pipeline.find_gaps`` calls it) and ``projection.project_2d`` (t-SNE, the
 dashboard's default map). "peak" is the process's resident-set high-water
 mark during that stage (reset before each stage), "+peak" that minus the
@@ -231,11 +231,12 @@ def _reset_peak() -> None:
 
 def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> list[dict]:
     from coverage_core import metrics
-    from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
-    from coverage_core.suggest.gaps import GapConfig, analyse_gaps, representative_chunks, representatives_by_cluster
-    from coverage_core.pipeline import Corpus, EmbeddedTexts, cluster_chunks
     from coverage_core.outputs.projection import project_2d
+    from coverage_core.pipeline import cluster_chunks
+    from coverage_core.results import Corpus, EmbeddedTexts
+    from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
     from coverage_core.stages.topics import topic_labels
+    from coverage_core.suggest.gaps import GapConfig, analyze_gaps, representative_chunks, representatives_by_cluster
     from coverage_core.types import Chunk, Document
 
     vectors, texts, documents, questions, min_distances = load(n_chunks, n_questions, seed)
@@ -259,9 +260,8 @@ def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> l
 
     def quality(labels) -> str:
         """Inertia of the unit rows around their cluster means, and a sample's cosine silhouette."""
-        from sklearn.metrics import silhouette_score
-
         from scipy import sparse
+        from sklearn.metrics import silhouette_score
 
         counts = np.bincount(labels)
         membership = sparse.csr_matrix((np.ones(n_chunks), (labels, np.arange(n_chunks))), shape=(len(counts), n_chunks))
@@ -303,8 +303,8 @@ def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> l
         is_gap = tested_share < GapConfig().tested_share_threshold
         question_texts = [f"What is {texts[i].split()[0].lower()}?" for i in range(n_questions)]
         gaps, _ = timed(
-            "gaps", f"gaps.analyse_gaps ({int(is_gap.sum())} gaps, offline)",
-            lambda: analyse_gaps(
+            "gaps", f"gaps.analyze_gaps ({int(is_gap.sum())} gaps, offline)",
+            lambda: analyze_gaps(
                 chunk_texts, corpus.chunk_documents, vectors, labels, centroids, min_distances, coverage,
                 question_texts, GapConfig(), is_gap=is_gap,
             ),

@@ -76,13 +76,13 @@ def main() -> int:
     parser.add_argument("--html", type=Path, default=None, help="folder for the first split's figures")
     args = parser.parse_args()
 
-    from coverage_core.checks import answerability as ans
     from coverage_core import metrics
-    from coverage_core.outputs import plots
-    from coverage_core.stages.chunking import ChunkingConfig
+    from coverage_core.checks import answerability as ans
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
     from coverage_core.inputs.ingest import read_documents
+    from coverage_core.outputs import plots
     from coverage_core.pipeline import chunk_corpus
+    from coverage_core.stages.chunking import ChunkingConfig
 
     started = time.perf_counter()
     documents = read_documents([require(DATA) / "articles"]).documents

@@ -5,7 +5,7 @@ the embedding cache warm)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/eval_mixes.py
 
-Every figure comes from the product's own path, ``pipeline.analyze`` with
+Every figure comes from the product's own path, ``session.analyze`` with
 the default ``AnalysisConfig`` (bundled local model, calibrated support
 level, default strictness and gap rule), so the decisions measured are the
 ones a user sees: ``documents[].is_untested``, ``questions[].is_outlier`` and
@@ -60,9 +60,11 @@ from eval_offtopic import KINDS, KINDS_REMOVED, prf  # noqa: E402
 from eval_screening import ALWAYS_OFF_TOPIC, load_wiki_qa  # noqa: E402
 from shared_data import PDFS, WIKI_QA, require  # noqa: E402
 
-from coverage_core import pipeline  # noqa: E402
+from coverage_core.config import AnalysisConfig  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, make_embedder  # noqa: E402
-from coverage_core.inputs.ingest import read_documents, read_questions  # noqa: E402
+from coverage_core.inputs.ingest import read_documents  # noqa: E402
+from coverage_core.inputs.questions import read_questions  # noqa: E402
+from coverage_core.session import analyze  # noqa: E402
 from coverage_core.types import Document  # noqa: E402
 
 CACHE = Path(os.environ.get("EVAL_MIXES_CACHE", "/tmp/eval_mixes_cache"))
@@ -78,6 +80,7 @@ SEEDS = (0, 1, 2)
 def foreign_documents() -> list[Document]:
     """The non-Wikipedia documents, read as the product reads uploads."""
     import pydoc_data.topics
+
     import sklearn
 
     pdfs = read_documents([require(PDFS) / name for name in PDF_FILES]).documents
@@ -109,7 +112,7 @@ def main() -> int:
     foreign = foreign_documents()
     embedder = make_embedder("local")
     cache = EmbeddingCache(CACHE)
-    config = pipeline.AnalysisConfig()
+    config = AnalysisConfig()
     kinds = {
         "PDF": sum(d.name.endswith(".pdf") for d in foreign),
         "Python reference": sum(d.name.startswith("python-") for d in foreign),
@@ -120,7 +123,7 @@ def main() -> int:
           f"wiki-qa: {len(articles)} articles, {len(data.question_texts)} questions")
 
     def run(documents, questions):
-        return pipeline.analyze(config, documents, question_set(questions),
+        return analyze(config, documents, question_set(questions),
                                 embedder=embedder, cache=cache)
 
     print("\n== Untested documents (foreign documents have no questions)")
@@ -199,7 +202,7 @@ def main() -> int:
         print(f"{mix:>5.0%} {m[0]:>4.0f}/{m[1]:<5.0f} {m[2]:>5.2f} {m[3]:>5.2f} "
               f"{f[:, 2].min():>5.2f} {f[:, 3].min():>5.2f}  {m[4]:>5.3f} {m[5]:>5.3f}")
     print(f"mean over {len(SEEDS)} seeds (min = worst seed); tau = passages' support level, q-lvl = the "
-          "questions' (calibration.topic_threshold), which the off-topic rule reads.")
+          "questions' (calibration.question_support_threshold), which the off-topic rule reads.")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -7,7 +7,7 @@ Run from the project root::
 The relative rule (robust z-score over the questions) lets off-topic
 questions raise their own bar: its recall collapses once they are a large
 share of the set. This script compares it with the absolute rule
-(``QuestionScreener(support_threshold=tau)``), which judges every question
+(``QuestionScreener(question_support_threshold=tau)``), which judges every question
 against the documents alone.
 
 Design:
@@ -151,10 +151,11 @@ DESIGNS = {
 
 
 def main() -> int:
+    from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
     from coverage_core.stages import calibration, screening
     from coverage_core.stages.clustering import ChunkClusterer
-    from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-    from coverage_core.stages.screening import QuestionScreener, lexical_coverage
+    from coverage_core.stages.lexical import lexical_coverage
+    from coverage_core.stages.screening import QuestionScreener
     from coverage_core.types import Chunk
 
     t0 = time.perf_counter()
@@ -212,7 +213,7 @@ def main() -> int:
     if "--tune" in sys.argv:
         # Tuned on the kinds design (clean labels), tuning half only.
         tune = list(runs("kinds", report=False))
-        fits = [(mix, y, tau, fit(args, support_threshold=tau)) for mix, _, y, tau, args in tune]
+        fits = [(mix, y, tau, fit(args, question_support_threshold=tau)) for mix, _, y, tau, args in tune]
         print(f"tuning half: {len(fits)} sets, tau {min(f[2] for f in fits):.3f}.."
               f"{max(f[2] for f in fits):.3f}")
         results = []
@@ -251,7 +252,7 @@ def main() -> int:
         rows: dict[float, list] = {m: [] for m in MIXES}
         sweep: dict[float, list] = {m: [] for m in MIXES}
         for mix, seed, y, tau, args in runs(design, report=True):
-            new = fit(args, support_threshold=tau)
+            new = fit(args, question_support_threshold=tau)
             old = fit(args)
             rows[mix].append(
                 (int(y.sum()), len(y), tau) + prf(y, new.is_outlier_) + prf(y, old.is_outlier_)
@@ -266,7 +267,7 @@ def main() -> int:
                 f"{m[3]:>5.2f} {m[4]:>5.2f} {m[5]:>5.2f} {r[:, 4].min():>5.2f}  "
                 f"{m[6]:>5.2f} {m[7]:>5.2f} {m[8]:>6.2f}"
             )
-        print("P/R/F1: absolute rule (support_threshold=tau, default strictness 0.5), mean "
+        print("P/R/F1: absolute rule (question_support_threshold=tau, default strictness 0.5), mean "
               "over seeds; minR = worst seed's recall; old: relative rule (no tau).")
         print("Absolute rule by strictness (precision / recall, mean over seeds):")
         print(f"{'mix':>5}  "

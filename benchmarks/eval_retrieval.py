@@ -39,17 +39,15 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
-from coverage_core.embeddings import EmbeddingCache, make_embedder  # noqa: E402
-from coverage_core.inputs.ingest import read_documents, read_questions  # noqa: E402
-from coverage_core.pipeline import embed_corpus, embed_questions  # noqa: E402
 from shared_data import WIKI_QA, require  # noqa: E402
-from coverage_core.checks.retrieval import (  # noqa: E402
-    evaluate_retrieval,
-    find_relevant_column,
-    relevant_from_questions,
-    top_k_chunks,
-)
+
+from coverage_core.checks.retrieval import evaluate_retrieval, top_k_chunks  # noqa: E402
+from coverage_core.checks.retrieval_labels import find_relevant_column, relevant_from_questions  # noqa: E402
+from coverage_core.embeddings import EmbeddingCache, make_embedder  # noqa: E402
+from coverage_core.inputs.ingest import read_documents  # noqa: E402
+from coverage_core.inputs.questions import read_questions  # noqa: E402
+from coverage_core.pipeline import embed_corpus, embed_questions  # noqa: E402
+from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
 
 DATA = WIKI_QA
 

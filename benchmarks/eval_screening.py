@@ -187,7 +187,8 @@ def timing(n_chunks: int = 20_000, n_questions: int = 2_000, repeats: int = 3) -
     keeps their topic structure.
     """
     from coverage_core.stages.clustering import ChunkClusterer
-    from coverage_core.stages.screening import QuestionScreener, lexical_coverage
+    from coverage_core.stages.lexical import lexical_coverage
+    from coverage_core.stages.screening import QuestionScreener
 
     data = load_wiki_qa()
     rng = np.random.default_rng(0)

@@ -36,8 +36,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from coverage_core.checks.traffic import analyze_traffic, read_traffic  # noqa: E402
 from coverage_core.stages.calibration import calibrate  # noqa: E402
-from coverage_core.checks.traffic import analyse_traffic, read_traffic  # noqa: E402
 
 SEEDS = tuple(range(10, 20))  # seeds 0-9 tuned traffic.QUERY_MATCH_FRACTION
 N_ASKED, N_TESTED = 30, 10
@@ -52,6 +52,7 @@ def _log_csv(texts, counts) -> bytes:
 
 def wiki_qa() -> int:
     import eval_untested as data
+
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
 
     chunks, questions, question_article, articles = data.load()
@@ -81,9 +82,9 @@ def wiki_qa() -> int:
         log = read_traffic(_log_csv(texts, counts), "traffic.csv")
         article_of = {q.casefold(): question_article[i] for q, i in zip(texts, picked)}
         tests = [questions[i] for i in picked if question_article[i] in tested_articles]
-        result = analyse_traffic(
+        result = analyze_traffic(
             log, np.stack([vector_of[q] for q in log.queries]), np.stack([vector_of[q] for q in tests]), tests,
-            chunk_vectors, support_threshold=tau, answer_threshold=level,
+            chunk_vectors, support_threshold=tau, question_support_threshold=level,
         )
         mass = pd.Series(log.counts, index=[article_of[q.casefold()] for q in log.queries]).groupby(level=0).sum()
         truth = mass[mass.index.isin(tested_articles)].sum() / mass.sum()
@@ -121,8 +122,8 @@ def scale(n_queries: int = 100_000, n_chunks: int = 20_000, n_tests: int = 2_000
     assert log.n_distinct == n_queries
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
-    result = analyse_traffic(log, queries, tests, [f"test {i}" for i in range(n_tests)], chunks,
-                             support_threshold=0.5, answer_threshold=0.45)
+    result = analyze_traffic(log, queries, tests, [f"test {i}" for i in range(n_tests)], chunks,
+                             support_threshold=0.5, question_support_threshold=0.45)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"scale: {n_queries:,} queries × {n_chunks:,} chunks × {n_tests:,} tests: {seconds:.1f} s, "

@@ -34,16 +34,19 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared_data import WIKI_QA as DATA, require  # noqa: E402
+from shared_data import (
+    WIKI_QA as DATA,  # noqa: E402
+    require,
+)
 
-from coverage_core import metrics  # noqa: E402
+from coverage_core import metrics, verdicts  # noqa: E402
+from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
+from coverage_core.inputs.ingest import read_documents  # noqa: E402
+from coverage_core.pipeline import chunk_corpus  # noqa: E402
 from coverage_core.stages.calibration import calibrate  # noqa: E402
 from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
 from coverage_core.stages.clustering import ChunkClusterer  # noqa: E402
-from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.suggest.gaps import GAP_TESTED_SHARE  # noqa: E402
-from coverage_core.inputs.ingest import read_documents  # noqa: E402
-from coverage_core.pipeline import chunk_corpus  # noqa: E402
 
 CACHE = Path(os.environ.get("EVAL_UNTESTED_CACHE", "/tmp/eval_untested_cache"))
 LEVELS = (0.1, 0.5, 0.8)
@@ -150,10 +153,10 @@ def main() -> None:
     # The smallest cut within TIE of the best: a tie within seed noise goes to flagging less.
     best_f1 = max(tuning.values())
     best_cut = min(cut for cut, f1 in tuning.items() if f1 >= best_f1 - TIE)
-    print(f"chosen cut {best_cut:.2f} (metrics.UNTESTED_SHARE = {metrics.UNTESTED_SHARE})")
+    print(f"chosen cut {best_cut:.2f} (verdicts.UNTESTED_SHARE = {verdicts.UNTESTED_SHARE})")
 
     print(f"\nheld-out half ({int(half['test'].sum())} articles, {len(SEEDS)} seeds each)")
-    for cut, name in ((best_cut, "tuned"), (metrics.UNTESTED_SHARE, "UNTESTED_SHARE")):
+    for cut, name in ((best_cut, "tuned"), (verdicts.UNTESTED_SHARE, "UNTESTED_SHARE")):
         for level in LEVELS:
             precision, recall, f1 = evaluate(cut, "test", level)
             print(f"  is_untested ({name} cut {cut:.2f}), {level:.0%} of articles untested: "

@@ -1,7 +1,7 @@
 """Which negatives make the calibrated support level τ track the labelled one?
 
 An exploration, not a product figure; it is why the calibration gives two levels
-(``support_threshold`` from other documents, ``topic_threshold`` from other
+(``support_threshold`` from other documents, ``question_support_threshold`` from other
 topics, which the off-topic rule reads). Scoring each probe sentence against
 "the closest passage of another *document*" alone: on a
 corpus of sibling documents (15 pages of Python's reference manual) that
@@ -32,12 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import eval_mixes as mixes  # noqa: E402
 
-from coverage_core.stages import calibration
-
 from coverage_core import pipeline  # noqa: E402
+from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
+from coverage_core.stages import calibration
 from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
 from coverage_core.stages.clustering import ChunkClusterer  # noqa: E402
-from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.validation import unit_rows  # noqa: E402
 
 

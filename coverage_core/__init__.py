@@ -18,7 +18,26 @@ from coverage_core.types import (
 
 __version__ = "0.1.0"
 
+# Imported on first use: ``import coverage_core`` stays light (no numpy models, no scikit-learn).
+_LAZY = {
+    "analyze": "coverage_core.session",
+    "analyze_corpus": "coverage_core.session",
+    "AnalysisSession": "coverage_core.session",
+    "AnalysisConfig": "coverage_core.config",
+    "EmbeddingConfig": "coverage_core.config",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'coverage_core' has no attribute {name!r}")
+
 __all__ = [
+    "AnalysisConfig",
+    "AnalysisSession",
     "Chunk",
     "CoverageError",
     "Document",
@@ -29,4 +48,7 @@ __all__ = [
     "ProviderError",
     "Question",
     "QuestionSet",
+    "analyze",
+    "analyze_corpus",
+    "EmbeddingConfig",
 ]

@@ -18,26 +18,28 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import math
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
-from coverage_core.outputs import junit
-
-from coverage_core.inputs import vector_store
-from coverage_core.stages.chunking import ChunkingConfig, check_chunking
 from coverage_core.checks.chunking_comparison import DEFAULT_GRID
-from coverage_core.stages.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
-from coverage_core.embeddings import DEFAULT_MAX_CONCURRENCY
+from coverage_core.checks.retrieval import DEFAULT_K, check_k
+from coverage_core.config import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig, EmbeddingConfig
+from coverage_core.embeddings import CUSTOM_KEY_VARIABLE, DEFAULT_MAX_CONCURRENCY, PROVIDERS, provider_spec
 from coverage_core.errors import CoverageError, InputError
-from coverage_core.stages.calibration import SUPPORT_THRESHOLD_RANGE
-from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GAP_RULES, GapConfig
-from coverage_core.pipeline import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig, EmbeddingConfig
+from coverage_core.inputs import vector_store
+from coverage_core.outputs import junit
 from coverage_core.outputs.report import METRIC_NAMES, build_report, summary_table, write_report
-from coverage_core.checks.retrieval import DEFAULT_K
+from coverage_core.session import EMBEDDING_STAGES, STAGES
+from coverage_core.stages.calibration import SUPPORT_THRESHOLD_RANGE
+from coverage_core.stages.chunking import ChunkingConfig, check_chunking
+from coverage_core.stages.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
 from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
+from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GAP_RULES, GapConfig
+from coverage_core.validation import SettingError, check_scalar
+from coverage_core.verdicts import gate_failed
 
 EXIT_OK, EXIT_BELOW_THRESHOLD, EXIT_UNUSABLE = 0, 1, 2
 
@@ -127,25 +129,33 @@ def _add_input_arguments(analyze: argparse.ArgumentParser) -> None:
                       "(e.g. in the dashboard) without embedding again", "not saved"))
 
 
+def _remote_providers(joiner: str) -> str:
+    """The labels of the providers that send texts to a server, e.g. "OpenAI/Voyage" (from the registry)."""
+    return joiner.join(spec.label for spec in PROVIDERS.values() if spec.remote)
+
+
 def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
     add = analyze.add_argument
-    add("--embedder", choices=["local", "openai", "voyage"], default=AnalysisConfig().embedding.provider,
-        help=_default("embedding provider; keys come from OPENAI_API_KEY / VOYAGE_API_KEY",
-                      AnalysisConfig().embedding.provider))
-    add("--model", metavar="NAME", help=_default("embedding model", "the provider's default"))
+    key_variables = " / ".join(spec.key_variable for spec in PROVIDERS.values() if spec.key_variable)
+    add("--embedder", choices=list(PROVIDERS), default=AnalysisConfig().embedding.provider,
+        help=_default(f"embedding provider; keys come from {key_variables}", AnalysisConfig().embedding.provider))
+    defaults = ", ".join(f"{spec.default_model} for {name}" for name, spec in PROVIDERS.items())
+    add("--model", metavar="NAME", help=_default("embedding model", f"the provider's default: {defaults}"))
     add("--dimensions", type=int, metavar="N",
         help=_default("output dimensions (text-embedding-3, voyage-3.5 and similar)", "the model's native size"))
     add("--base-url", metavar="URL",
-        help=_default("OpenAI-compatible or Voyage endpoint; its key comes from EMBEDDING_API_KEY",
+        help=_default(f"another endpoint of the provider's API (a compatible server, a proxy); its key comes from "
+                      f"{CUSTOM_KEY_VARIABLE}",
                       "the provider's own endpoint"))
     add("--max-concurrency", type=int, metavar="N",
-        help=_default("OpenAI/Voyage: requests in flight at most (a rate limit halves it for a while)",
+        help=_default(f"{_remote_providers('/')}: requests in flight at most (a rate limit halves it for a while)",
                       DEFAULT_MAX_CONCURRENCY))
     add("--ray-address", metavar="ADDRESS",
         help=_default("embed on Ray Data first: local (a Ray on this machine), auto (the cluster this machine "
                       "belongs to) or ray://host:10001; needs requirements-ray.txt", "no Ray"))
     add("--ray-workers", type=int, metavar="N",
-        help=_default("with --ray-address: actors (local model: 1 CPU each; OpenAI/Voyage: requests in flight)",
+        help=_default(f"with --ray-address: actors (local model: 1 CPU each; {_remote_providers('/')}: requests "
+                      "in flight)",
                       "all CPUs / the provider's concurrency"))
 
 
@@ -168,7 +178,7 @@ def _add_measurement_arguments(analyze: argparse.ArgumentParser) -> None:
         help=_default(f"off-topic screening strictness, {STRICTNESS_RANGE[0]:g} (flag only extreme questions) "
                       f"to {STRICTNESS_RANGE[1]:g} (flag many)", f"{DEFAULT_STRICTNESS:g}"))
     add("--support-threshold", type=float, default=AnalysisConfig.support_threshold, metavar="X",
-        help=_default(f"cosine similarity at which a question reaches a passage, "
+        help=_default(f"support level: the cosine similarity at which a question reaches a passage, "
                       f"{SUPPORT_THRESHOLD_RANGE[0]:g} < X <= {SUPPORT_THRESHOLD_RANGE[1]:g}",
                       "calibrated on the documents"))
     add("--gap-rule", choices=GAP_RULES, default=GapConfig.rule,
@@ -266,7 +276,8 @@ class _ProgressBars:
 
         bar = self.bars.get(stage)
         if bar is None:
-            bar = self.bars[stage] = tqdm(total=total, desc=f"embedding {stage}", unit="text", file=sys.stderr)
+            unit = "text" if stage in EMBEDDING_STAGES else "step"
+            bar = self.bars[stage] = tqdm(total=total, desc=STAGES.get(stage, stage), unit=unit, file=sys.stderr)
         bar.n = done
         bar.refresh()
         if done >= total:
@@ -277,48 +288,76 @@ class _ProgressBars:
             bar.close()  # a second close does nothing
 
 
-def _shown(value) -> str:
-    """A flag's value as the user would write it (2 for 2.0, nan, inf)."""
-    return f"{value:g}" if isinstance(value, float) else str(value)
+# The core's settings as its checks name them (check_scalar's ``name``), and
+# the flag that sets each: a refusal on the command line names the flag.
+_SETTING_FLAGS = {
+    "the output dimensions": "--dimensions",
+    "the number of clusters": "--clusters",
+    "the random seed": "--seed",
+    "the screening strictness": "--strictness",
+    "the multi-cluster threshold": "--multi-threshold",
+    "the multi-cluster N": "--multi-n",
+    "the support level": "--support-threshold",
+    "gap_threshold": "--gap-threshold",
+    "k": "--k",
+}
 
 
-def _check_range(flag: str, value, low, high, *, open_low: bool = False) -> None:
-    """Refuse ``value`` (NaN and infinities included) outside [low, high], or (low, high] with ``open_low``."""
-    if value is None:
-        return
-    inside = (low < value if open_low else low <= value) and value <= high  # False for NaN
-    if not inside:
-        bounds = f"greater than {low:g} and at most {high:g}" if open_low else f"between {_shown(low)} and {_shown(high)}"
-        raise InputError(f"{flag} must be {bounds} (got {_shown(value)}).")
-
-
-def _check_at_least(flag: str, value, low) -> None:
-    """Refuse ``value`` below ``low``, NaN or infinite."""
-    if value is None:
-        return
-    if not (value >= low and (not isinstance(value, float) or math.isfinite(value))):
-        raise InputError(f"{flag} must be {_shown(low)} or more and finite (got {_shown(value)})."
-                         if isinstance(value, float) else f"{flag} must be at least {low} (got {value}).")
+@contextmanager
+def _named_by_flag():
+    """A core :class:`SettingError` raised inside becomes the same sentence starting with its flag."""
+    try:
+        yield
+    except SettingError as error:
+        flag = _SETTING_FLAGS.get(error.setting)
+        if flag is None:
+            raise
+        raise InputError(f"{flag} {error.requirement}") from None
 
 
 def _analysis_settings(args: argparse.Namespace):
     """The AnalysisConfig and chunking grid the flags ask for; InputError naming the flag if one is unusable.
 
-    Runs before any file is read or any text embedded. The limits are the
-    core's own (ChunkingConfig, AnalysisConfig, GapConfig, the screener);
-    building the AnalysisConfig at the end checks everything once more.
+    Runs before any file is read or any text embedded. The flags are only
+    mapped onto the core's configs and checks, which hold every limit.
     """
-    check_chunking(args.chunk_size, args.chunk_overlap, "--chunk-size", "--chunk-overlap")
-    _check_at_least("--clusters", args.clusters, 1)
-    _check_range("--strictness", args.strictness, *STRICTNESS_RANGE)
-    _check_range("--gap-threshold", args.gap_threshold, *COVERAGE_THRESHOLD_RANGE, open_low=True)
-    _check_range("--support-threshold", args.support_threshold, *SUPPORT_THRESHOLD_RANGE, open_low=True)
-    _check_range("--multi-threshold", args.multi_threshold, *MULTI_THRESHOLD_RANGE, open_low=True)
-    _check_at_least("--multi-n", args.multi_n, 1)
-    _check_range("--seed", args.seed, *SEED_RANGE)
-    _check_range("--fail-below", args.fail_below, *COVERAGE_THRESHOLD_RANGE, open_low=True)
-    _check_at_least("--k", args.k, 1)
-    _check_at_least("--subquestions", args.subquestions, 1)
+    with _named_by_flag():
+        # check_chunking first: its sentence about the two sizes names both flags.
+        check_chunking(args.chunk_size, args.chunk_overlap, "--chunk-size", "--chunk-overlap")
+        config = AnalysisConfig(
+            embedding=EmbeddingConfig(args.embedder, args.model, args.dimensions, args.base_url),
+            chunking=ChunkingConfig(args.chunk_size, args.chunk_overlap),
+            n_clusters=args.clusters,
+            random_state=args.seed,
+            strictness=args.strictness,
+            multi_threshold=args.multi_threshold,
+            multi_n=args.multi_n,
+            gaps=GapConfig(gap_threshold=args.gap_threshold, rule=args.gap_rule),
+            support_threshold=args.support_threshold,
+        )
+        check_k(args.k)
+    _check_unconfigured_flags(args)
+    _check_flag_combinations(args)
+    grid = _chunking_grid(args.compare_chunking) if args.compare_chunking is not None else None
+    return config, grid
+
+
+def _check_unconfigured_flags(args: argparse.Namespace) -> None:
+    """The flags no config of the core holds: the gate, how many questions to split, Ray workers."""
+    if args.fail_below is not None:
+        low, high = COVERAGE_THRESHOLD_RANGE
+        check_scalar(args.fail_below, "--fail-below", float, min_val=low, max_val=high, include_boundaries="right")
+    if args.subquestions is not None:
+        check_scalar(args.subquestions, "--subquestions", int, min_val=1)
+    if args.ray_workers is not None:
+        from coverage_core.embeddings.ray_embedding import check_num_workers
+
+        check_num_workers(args.ray_workers, "--ray-workers")
+    _check_max_concurrency(args.max_concurrency, args.embedder)
+
+
+def _check_flag_combinations(args: argparse.Namespace) -> None:
+    """Flags that need another flag or exclude one; Ray and the --save-analysis folder, before anything is read."""
     if args.subquestions and not (args.llm_model or args.llm_base_url):
         raise InputError(
             "--subquestions needs an LLM to break questions into sub-questions; add --llm-model "
@@ -333,10 +372,6 @@ def _analysis_settings(args: argparse.Namespace):
             "--compare-chunking chunks the documents again, which vectors from a store do not allow; "
             "use it with --docs."
         )
-    _check_at_least("--ray-workers", args.ray_workers, 1)
-    _check_at_least("--max-concurrency", args.max_concurrency, 1)
-    if args.max_concurrency is not None and args.embedder == "local":
-        raise InputError("--max-concurrency limits requests to OpenAI or Voyage; the local model sends none, so leave it out.")
     if args.ray_workers is not None and not args.ray_address:
         raise InputError("--ray-workers sets the Ray workers; add --ray-address (e.g. local) or leave it out.")
     if args.ray_address:
@@ -347,19 +382,18 @@ def _analysis_settings(args: argparse.Namespace):
         from coverage_core.inputs.saved_analysis import check_folder
 
         check_folder(args.save_analysis)
-    grid = _chunking_grid(args.compare_chunking) if args.compare_chunking is not None else None
-    config = AnalysisConfig(
-        embedding=EmbeddingConfig(args.embedder, args.model, args.dimensions, args.base_url),
-        chunking=ChunkingConfig(args.chunk_size, args.chunk_overlap),
-        n_clusters=args.clusters,
-        random_state=args.seed,
-        strictness=args.strictness,
-        multi_threshold=args.multi_threshold,
-        multi_n=args.multi_n,
-        gaps=GapConfig(gap_threshold=args.gap_threshold, rule=args.gap_rule),
-        support_threshold=args.support_threshold,
-    )
-    return config, grid
+
+
+def _check_max_concurrency(value: int | None, provider: str) -> None:
+    """InputError unless --max-concurrency is at least 1 and ``provider`` sends requests it could limit."""
+    if value is not None:
+        check_scalar(value, "--max-concurrency", int, min_val=1)
+    spec = provider_spec(provider)
+    if value is not None and not spec.remote:
+        raise InputError(
+            f"--max-concurrency limits requests to {_remote_providers(' or ')}; {spec.label} sends none, "
+            "so leave it out."
+        )
 
 
 def _chunking_grid(text: str):
@@ -430,12 +464,12 @@ def _run_analyze(args: argparse.Namespace) -> int:
         analysis = _analyze_vectors(config, documents, questions, embedder, cache, llm, args.quiet)
     else:
         analysis = _analyze_with_progress(config, documents, questions, embedder, cache, llm, args.quiet)
-    retrieval, labels, answerability = _check_retrieval_and_answerability(analysis, args)
+    retrieval, labels, answerability = _run_retrieval_and_answerability_checks(analysis, args)
     chunking = None
     if grid is not None:
         chunking = _compare_chunkings(analysis, grid, retrieval, args.k, embedder, cache, not args.quiet)
     subquestions = _score_subquestions(analysis, args, llm, embedder, cache)
-    traffic = _check_traffic(analysis, traffic_log, embedder, cache, args.quiet)
+    traffic = _run_traffic_check(analysis, traffic_log, embedder, cache, args.quiet)
     analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
     report = _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels,
                             subquestions, chunking, traffic)
@@ -469,7 +503,8 @@ class _VectorInput:
 
 def _read_inputs(args: argparse.Namespace):
     """The documents (or the --vectors corpus) and questions, with what reading them had to say printed to stderr."""
-    from coverage_core.inputs.ingest import read_documents, read_questions
+    from coverage_core.inputs.ingest import read_documents
+    from coverage_core.inputs.questions import read_questions
 
     if args.vectors is not None:
         columns = vector_store.VectorColumns(
@@ -486,7 +521,7 @@ def _read_inputs(args: argparse.Namespace):
 
 
 def _analyze_with_progress(config, documents, questions, embedder, cache, llm, quiet: bool):
-    from coverage_core.pipeline import analyze
+    from coverage_core.session import analyze
 
     progress = _ProgressBars(not quiet)
     try:
@@ -504,8 +539,8 @@ def _analyze_with_progress(config, documents, questions, embedder, cache, llm, q
 
 
 def _analyze_vectors(config, vectors: _VectorInput, questions, embedder, cache, llm, quiet: bool):
-    """``pipeline.analyze_corpus`` on the --vectors corpus, once the model is seen to make vectors of its size."""
-    from coverage_core.pipeline import analyze_corpus
+    """``session.analyze_corpus`` on the --vectors corpus, once the model is seen to make vectors of its size."""
+    from coverage_core.session import analyze_corpus
 
     vector_store.check_model(vectors.found, embedder, config.embedding, questions.texts, cache)
     progress = _ProgressBars(not quiet)
@@ -516,12 +551,12 @@ def _analyze_vectors(config, vectors: _VectorInput, questions, embedder, cache, 
         progress.close()
 
 
-def _check_retrieval_and_answerability(analysis, args: argparse.Namespace):
+def _run_retrieval_and_answerability_checks(analysis, args: argparse.Namespace):
     """The retrieval check, the answerability labels and their check; their notes join the warnings."""
-    from coverage_core.pipeline import check_answerability, check_retrieval
+    from coverage_core.pipeline import run_answerability_check, run_retrieval_check
 
-    retrieval = check_retrieval(analysis, args.relevant_column, args.k)
-    labels, answerability = check_answerability(analysis, args.label_column)
+    retrieval = run_retrieval_check(analysis, args.relevant_column, args.k)
+    labels, answerability = run_answerability_check(analysis, args.label_column)
     analysis.warnings.extend([*(retrieval.notes if retrieval else ()), *labels.notes])
     if answerability is not None and answerability.note:
         analysis.warnings.append(answerability.note)
@@ -532,10 +567,10 @@ def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache
     """The sub-question check of ``--subquestions``, its warnings joining the analysis's; None without the flag."""
     if not args.subquestions:
         return None
-    from coverage_core.pipeline import check_subquestions
     from coverage_core.checks.subquestions import SubQuestionConfig
+    from coverage_core.pipeline import run_subquestion_check
 
-    subquestions = check_subquestions(
+    subquestions = run_subquestion_check(
         analysis, args.subquestions, llm, embedder, cache, config=SubQuestionConfig(top_k=args.k)
     )
     analysis.warnings.extend(subquestions.warnings)
@@ -567,15 +602,15 @@ def _read_traffic(args: argparse.Namespace):
     return read_traffic(args.traffic)
 
 
-def _check_traffic(analysis, log, embedder, cache, quiet: bool):
+def _run_traffic_check(analysis, log, embedder, cache, quiet: bool):
     """The production-traffic comparison of ``log`` (None without); what reading the log said joins the warnings."""
     if log is None:
         return None
-    from coverage_core.pipeline import check_traffic
+    from coverage_core.pipeline import run_traffic_check
 
     progress = _ProgressBars(not quiet)
     try:
-        result = check_traffic(analysis, log, embedder, cache, progress=progress)
+        result = run_traffic_check(analysis, log, embedder, cache, progress=progress)
     finally:
         progress.close()
     analysis.warnings.extend(log.warnings)  # printed with the others at the end
@@ -623,7 +658,7 @@ def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: 
 def _gate(report: dict, args: argparse.Namespace) -> int:
     # The gate reads the report's value, so the exit code and the JUnit file agree.
     value = report["metrics"][args.metric]
-    if junit.gate_failed(value, args.fail_below):
+    if gate_failed(value, args.fail_below):
         if value is None:
             message = f"{args.metric} coverage is not defined, so it cannot meet the required {args.fail_below:.3f}."
         else:
@@ -635,8 +670,8 @@ def _gate(report: dict, args: argparse.Namespace) -> int:
 
 def _check_columns(questions, relevant_column: str | None, label_column: str | None) -> None:
     """Fail before embedding when a column the user named is not in the file."""
-    from coverage_core.checks.answerability import find_label_column
-    from coverage_core.checks.retrieval import find_relevant_column
+    from coverage_core.checks.answerability_labels import find_label_column
+    from coverage_core.checks.retrieval_labels import find_relevant_column
 
     columns = [str(c) for c in questions.frame.columns]
     if relevant_column:
@@ -648,7 +683,7 @@ def _check_columns(questions, relevant_column: str | None, label_column: str | N
 def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_progress: bool):
     """The chunking comparison table; the screening decision of ``analysis`` is held fixed."""
     from coverage_core.checks.chunking_comparison import compare_chunkings
-    from coverage_core.checks.retrieval import relevant_from_questions
+    from coverage_core.checks.retrieval_labels import relevant_from_questions
 
     def progress(done, total, config, step):
         if show_progress and step == "embedding":
@@ -672,7 +707,8 @@ def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    _check_at_least("--fail-on-drop", args.fail_on_drop, 0.0)
+    if args.fail_on_drop is not None:
+        check_scalar(args.fail_on_drop, "--fail-on-drop", float, min_val=0)
     old, new = junit.load_report(args.old), junit.load_report(args.new)
     diff = junit.diff_reports(old, new)
     print(junit.format_diff(diff, args.old, args.new))

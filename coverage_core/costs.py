@@ -15,8 +15,8 @@ in the number of texts (hashing and one indexed cache lookup per 500 texts),
 so estimating 100,000 chunks takes about a second.
 
 Prices change and contracts differ, so they live in an editable table
-(:func:`default_price_table`) that the user corrects before trusting an
-estimate. Nothing here sends a request.
+(:func:`default_price_table`, built from the embedding providers' specs and
+the LLM prices here) that the user corrects before trusting an estimate. Nothing here sends a request.
 
 Besides the chunks and the questions, an analysis that calibrates its
 support level embeds short texts taken from the corpus (up to
@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from coverage_core.stages.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
 from coverage_core.embeddings.base import approximate_token_count
+from coverage_core.embeddings.registry import embedding_prices
 from coverage_core.errors import InputError
+from coverage_core.stages.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
 from coverage_core.types import Chunk
 
 __all__ = [
@@ -65,22 +66,14 @@ CALIBRATION_NOTE = (
 
 PRICE_COLUMNS = ("provider", "model", "kind", "usd_per_1m_input", "usd_per_1m_output")
 
-# List prices in US dollars per million tokens when this table was written.
+# LLM list prices in US dollars per million tokens when this table was written;
+# each embedding provider's spec carries its own (coverage_core.embeddings.registry).
 # They are a starting point: the dashboard lets the user edit every row.
-_DEFAULT_PRICES_CSV = """
+_LLM_PRICES_CSV = """
 provider, model,                  kind,      usd_per_1m_input, usd_per_1m_output
-openai,   text-embedding-3-small, embedding, 0.02,             0.0
-openai,   text-embedding-3-large, embedding, 0.13,             0.0
-openai,   text-embedding-ada-002, embedding, 0.10,             0.0
-voyage,   voyage-3,               embedding, 0.06,             0.0
-voyage,   voyage-3-lite,          embedding, 0.02,             0.0
-voyage,   voyage-3-large,         embedding, 0.18,             0.0
-voyage,   voyage-3.5,             embedding, 0.06,             0.0
-voyage,   voyage-3.5-lite,        embedding, 0.02,             0.0
 openai,   gpt-4o-mini,            llm,       0.15,             0.60
 openai,   gpt-4o,                 llm,       2.50,             10.00
 openai,   gpt-4.1-mini,           llm,       0.40,             1.60
-local,    all-MiniLM-L6-v2,       embedding, 0.0,              0.0
 """
 
 
@@ -92,7 +85,7 @@ def _price_rows(csv: str) -> tuple[tuple[str, str, str, float, float], ...]:
     return tuple((provider, model, kind, float(i), float(o)) for provider, model, kind, i, o in rows)
 
 
-_DEFAULT_PRICES = _price_rows(_DEFAULT_PRICES_CSV)
+_LLM_PRICES = _price_rows(_LLM_PRICES_CSV)
 
 # What one gap-analysis request to an LLM sends and gets back, in characters,
 # besides the passages: the instructions, the topic words and up to 20
@@ -112,8 +105,17 @@ def approximate_tokens(texts: Iterable[str]) -> int:
 
 
 def default_price_table() -> pd.DataFrame:
-    """The editable price table: one row per (provider, model, kind)."""
-    return pd.DataFrame(list(_DEFAULT_PRICES), columns=list(PRICE_COLUMNS))
+    """The editable price table: one row per (provider, model, kind).
+
+    The embedding rows come from the registered providers' specs, read at each
+    call: the paid providers' first, then the LLMs', then the free providers'
+    zero rows, so the prices a user should check lead the table.
+    """
+    paid: list[tuple] = []
+    free: list[tuple] = []
+    for provider, model, usd, is_paid in embedding_prices():
+        (paid if is_paid else free).append((provider, model, "embedding", usd, 0.0))
+    return pd.DataFrame(paid + list(_LLM_PRICES) + free, columns=list(PRICE_COLUMNS))
 
 
 def clean_price_table(table: pd.DataFrame) -> pd.DataFrame:

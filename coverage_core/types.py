@@ -1,4 +1,7 @@
-"""Plain data passed between the stages of the pipeline."""
+"""The plain input data: documents, their passages and the test questions.
+
+What an analysis computes from them is in :mod:`coverage_core.results`.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ with one plain sentence saying what to do.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -18,10 +19,14 @@ import numpy as np
 from coverage_core.errors import InputError
 
 __all__ = [
+    "SettingError",
+    "check_scalar",
     "check_vectors",
     "column_key",
     "find_column",
     "is_blank",
+    "is_number",
+    "is_whole",
     "listed_columns",
     "resolve_column",
     "shorten",
@@ -43,6 +48,129 @@ def shorten(text: Any, limit: int, *, at_word: bool = False) -> str:
         cut = flat.rfind(" ", 0, limit)
         return flat[: cut if cut > limit // 2 else limit].rstrip(" ,;:") + "…"
     return flat[: limit - 1].rstrip() + "…"
+
+
+# --------------------------------------------------------------------------
+# numbers and settings
+# --------------------------------------------------------------------------
+
+
+def is_whole(value: Any) -> bool:
+    """True for an int or numpy integer; bool is an int subclass but ``True`` as a count is surely a mistake."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value: Any) -> bool:
+    """True for a real number (int, float or their numpy kinds, NaN included); never for bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+class SettingError(InputError):
+    """An :class:`InputError` about one named setting.
+
+    ``setting`` is the name as given to :func:`check_scalar` and
+    ``requirement`` the rest of the sentence ("must be at least 1 (got 0)."),
+    so a caller can name the setting its own way: the CLI says ``--multi-n``.
+    """
+
+    def __init__(self, message: str, setting: str | None = None, requirement: str | None = None):
+        super().__init__(message)
+        self.setting = setting
+        self.requirement = requirement
+
+
+_BOUNDARIES = ("both", "left", "right", "neither")
+
+
+def check_scalar(
+    x: Any,
+    name: str,
+    target_type: type | tuple[type, ...],
+    *,
+    min_val: float | None = None,
+    max_val: float | None = None,
+    include_boundaries: str = "both",
+    hint: str | None = None,
+):
+    """``x`` if it is a finite number of ``target_type`` within the bounds; else :class:`SettingError`.
+
+    Modelled on scikit-learn's ``check_scalar``, with one plain sentence
+    instead of its TypeError/ValueError: "The multi-cluster N must be at
+    least 1 (got 0)." ``int`` (or ``numbers.Integral``) accepts numpy
+    integers and refuses bool and floats; ``float`` (or ``numbers.Real``)
+    accepts any real number but bool; NaN and infinities are always refused.
+
+    Parameters
+    ----------
+    x : object
+    name : str
+        The setting as the message names it: a parameter name (``"top_k"``,
+        ``"--k"``) is used as it is, a name in words (``"the random seed"``)
+        starts the sentence capitalised.
+    target_type : type or tuple of types
+    min_val, max_val : number, optional
+        The bounds; None leaves that side open.
+    include_boundaries : {"both", "left", "right", "neither"}, default "both"
+        Which bounds ``x`` may equal, as in scikit-learn.
+    hint : str, optional
+        Ends the sentence after a semicolon, e.g. which values are sensible.
+
+    Returns
+    -------
+    x, unchanged
+    """
+    if include_boundaries not in _BOUNDARIES:
+        raise ValueError(f"include_boundaries must be one of {', '.join(_BOUNDARIES)}; got {include_boundaries!r}.")
+    types = target_type if isinstance(target_type, tuple) else (target_type,)
+    whole = all(issubclass(kind, numbers.Integral) for kind in types)
+    right_type = is_whole(x) if whole else is_number(x)
+    finite = right_type and math.isfinite(x)
+    inside = finite and _within(x, min_val, max_val, include_boundaries)
+    if inside:
+        return x
+    bounds = _bounds_phrase(min_val, max_val, include_boundaries)
+    if not right_type:
+        kind = "a whole number" if whole else "a number"
+    elif not finite and (min_val is None or max_val is None):
+        kind = "a finite number"  # the bounds alone would not rule it out
+    else:
+        kind = ""
+    if kind and bounds.startswith("at "):
+        bounds = "of " + bounds
+    requirement = f"must be {' '.join(part for part in (kind, bounds) if part)} (got {_shown(x)})"
+    requirement += f"; {hint}." if hint else "."
+    raise SettingError(f"{_subject(name)} {requirement}", setting=name, requirement=requirement)
+
+
+def _within(x, low, high, include_boundaries: str) -> bool:
+    closed_low = include_boundaries in ("both", "left")
+    closed_high = include_boundaries in ("both", "right")
+    above = low is None or (x >= low if closed_low else x > low)
+    below = high is None or (x <= high if closed_high else x < high)
+    return above and below
+
+
+def _bounds_phrase(low, high, include_boundaries: str) -> str:
+    """"between 0 and 1", "greater than 0 and at most 2", "at least 1" …; "" without bounds."""
+    closed_low = include_boundaries in ("both", "left")
+    closed_high = include_boundaries in ("both", "right")
+    if low is not None and high is not None and closed_low and closed_high:
+        return f"between {_shown(low)} and {_shown(high)}"
+    lower = None if low is None else f"{'at least' if closed_low else 'greater than'} {_shown(low)}"
+    upper = None if high is None else f"{'at most' if closed_high else 'less than'} {_shown(high)}"
+    return " and ".join(part for part in (lower, upper) if part)
+
+
+def _shown(value: Any) -> str:
+    """A value as a user would write it: 2 for 2.0, nan, inf; repr for anything not a number."""
+    if isinstance(value, (float, np.floating)):
+        return f"{value:g}"
+    return str(value) if is_whole(value) else repr(value)
+
+
+def _subject(name: str) -> str:
+    """``name`` starting a sentence: a name in words capitalised, a parameter or flag name as it is."""
+    return name[:1].upper() + name[1:] if " " in name else name
 
 
 # --------------------------------------------------------------------------
@@ -175,18 +303,30 @@ def check_vectors(x: Any, name: str, *, allow_empty: bool = False, dim: int | No
     return array
 
 
-def unit_rows(vectors: Any, name: str = "vectors") -> np.ndarray:
+def unit_rows(vectors: Any, name: str = "vectors", *, copy: bool = True, out: np.ndarray | None = None) -> np.ndarray:
     """Rows scaled to length 1; a zero row stays zero (similarity 0 to anything).
 
-    Float input keeps its precision (float64 stays float64); anything else
-    becomes float32. The input is not modified. Raises :class:`InputError`
-    unless ``vectors`` is 2-d.
+    The one place where the core normalises vectors. Float input keeps its
+    precision (float64 stays float64); anything else becomes float32.
+    Raises :class:`InputError` unless ``vectors`` is 2-d.
 
     Parameters
     ----------
     vectors : array-like of shape (n, d)
     name : str
         For the message.
+    copy : bool, default True
+        False lets the result be ``vectors`` itself, untouched, when it is a
+        C-contiguous float32 array whose rows have unit length already
+        (squared length within 2e-6 of 1, or 0); otherwise a new array is
+        returned, as with True. Embeddings usually arrive normalised, a
+        copy of a million 384-d rows is 1.5 GB, and normalising such rows
+        again changes similarities by less than the float32 rounding of a
+        dot product.
+    out : ndarray of shape (n, d), optional
+        Where to write the result; ``out=vectors`` normalises a float array
+        the caller gives up in place. The lengths are then summed in
+        float64 without an (n, d) temporary.
 
     Returns
     -------
@@ -200,5 +340,18 @@ def unit_rows(vectors: Any, name: str = "vectors") -> np.ndarray:
             raise InputError(f"{name} must be a 2-d array of numbers.") from None
     if array.ndim != 2:
         raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
+    if out is not None:
+        norms = np.sqrt(np.einsum("ij,ij->i", array, array, dtype=np.float64))
+        return np.divide(array, np.where(norms > 0, norms, 1.0).astype(array.dtype)[:, None], out=out)
+    if not copy and _has_unit_rows(array):
+        return array
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     return array / np.where(norms > 0, norms, 1.0).astype(array.dtype)
+
+
+def _has_unit_rows(array: np.ndarray) -> bool:
+    """Whether ``array`` can serve as unit rows as it is (see ``copy`` in :func:`unit_rows`)."""
+    if array.dtype != np.float32 or not array.flags.c_contiguous:
+        return False
+    squared = np.einsum("ij,ij->i", array, array)
+    return bool(np.all((np.abs(squared - 1.0) <= 2e-6) | (squared == 0.0)))

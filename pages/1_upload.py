@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from coverage_core.errors import CoverageError
-from ui import engine, flow, state
+from ui import engine, flow, loading, state
 
 PREVIEW_ROWS = 200
 KNOWLEDGE_BASE = {
@@ -23,7 +23,7 @@ with st.container(border=True):
                 "and see a full analysis with the local model (no key, nothing leaves this server).")
     if st.button("Try the example", key=state.W_EXAMPLE, type="primary"):
         try:
-            flow.load_example()
+            loading.load_example()
         except CoverageError as error:
             flow.show_error(error)
         else:
@@ -31,7 +31,7 @@ with st.container(border=True):
                 st.switch_page(flow.RESULTS_PAGE)
 
 st.header("1. Knowledge base")
-state.seed_widget(state.W_KNOWLEDGE_BASE, flow.knowledge_base_kind())
+state.seed_widget(state.W_KNOWLEDGE_BASE, loading.knowledge_base_kind())
 kind = st.radio(
     "What do you have?", list(KNOWLEDGE_BASE), format_func=KNOWLEDGE_BASE.get, horizontal=True,
     key=state.W_KNOWLEDGE_BASE,
@@ -52,7 +52,7 @@ if kind == "documents":
         signature = engine.digest(*[item for pair in files for item in pair], password or "")
         if state.get(state.DOCUMENT_UPLOAD) != signature:
             try:
-                flow.load_uploaded_documents(files, password)
+                loading.load_uploaded_documents(files, password)
             except CoverageError as error:
                 flow.show_error(error)
             state.put(state.DOCUMENT_UPLOAD, signature)
@@ -66,7 +66,7 @@ elif kind == "vectors":
     vector_upload = st.file_uploader("Passage vectors (Parquet)", type=["parquet"], key=state.W_VECTOR_UPLOADER)
     if vector_upload is not None:
         try:
-            flow.load_vector_file(vector_upload.name, vector_upload.getvalue())
+            loading.load_vector_file(vector_upload.name, vector_upload.getvalue())
         except CoverageError as error:
             flow.show_error(error)
 else:
@@ -76,7 +76,7 @@ else:
         "topics and support level open as they were, with nothing embedded again."
     )
     saved_zip = st.file_uploader("Saved analysis (zip of its folder)", type=["zip"], key=state.W_SAVED_UPLOADER)
-    folders = flow.saved_analysis_choices()
+    folders = loading.saved_analysis_choices()
     folder = None
     if folders:
         folder = st.selectbox("Or one saved on this server", folders, index=None, key=state.W_SAVED_FOLDER,
@@ -85,9 +85,9 @@ else:
                  disabled=saved_zip is None and folder is None):
         try:
             if saved_zip is not None:
-                flow.open_saved_analysis(saved_zip.getvalue(), saved_zip.name)
+                loading.open_saved_analysis(saved_zip.getvalue(), saved_zip.name)
             else:
-                flow.open_saved_analysis(folder=folder)
+                loading.open_saved_analysis(folder=folder)
         except CoverageError as error:
             flow.show_error(error)
         else:
@@ -101,7 +101,7 @@ if documents is not None:
     except CoverageError as error:
         flow.show_error(error)
         counts = {}
-    st.success(flow.documents_sentence(documents, sum(counts.values()), settings))
+    st.success(loading.documents_sentence(documents, sum(counts.values()), settings))
     st.dataframe(
         pd.DataFrame(
             {
@@ -128,7 +128,7 @@ if csv_upload is not None:
     known = state.question_file()
     if known is None or known.data != data or known.name != csv_upload.name:
         try:
-            flow.set_question_file(csv_upload.name, data)
+            loading.set_question_file(csv_upload.name, data)
         except CoverageError as error:
             flow.show_error(error)
 
@@ -137,7 +137,7 @@ if question_file is not None:
     questions = state.questions()
     # The file first, so the column is chosen with the rows in view.
     try:
-        preview = questions.frame if questions is not None else flow.question_table(question_file)
+        preview = questions.frame if questions is not None else loading.question_table(question_file)
     except CoverageError as error:
         flow.show_error(error)
         preview = None
@@ -155,7 +155,7 @@ if question_file is not None:
             "Column with the questions",
             [str(column) for column in preview.columns],
             key=state.W_QUESTION_COLUMN,
-            on_change=flow.choose_question_column,
+            on_change=loading.choose_question_column,
             placeholder="Choose the column that holds the questions",
             help="Detected from its name (question, query, prompt, …). Choose another if it is wrong.",
         )

@@ -5,19 +5,10 @@ import os
 import streamlit as st
 
 from coverage_core import costs
-from coverage_core.embeddings import API_PROVIDERS, CUSTOM_KEY_VARIABLE
-from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS
-from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS
+from coverage_core.embeddings import CUSTOM_KEY_VARIABLE, PROVIDERS
 from coverage_core.errors import CoverageError
 from coverage_core.suggest.llm import DEFAULT_LLM_MODEL, llm_key_variable
 from ui import engine, flow, state, widgets
-
-PROVIDERS = {
-    "local": "Local model (bundled all-MiniLM-L6-v2; free, nothing leaves this server)",
-    "openai": "OpenAI (or an OpenAI-compatible server)",
-    "voyage": "Voyage AI",
-}
-MODELS = {"openai": (list(OPENAI_MODELS), OPENAI_DEFAULT_MODEL), "voyage": (list(VOYAGE_MODELS), VOYAGE_DEFAULT_MODEL)}
 
 flow.start_page("Configure")
 documents, questions = state.documents(), state.questions()
@@ -49,43 +40,44 @@ def choose_llm_base_url() -> None:
 st.header("Embedding model")
 state.seed_widget(state.W_PROVIDER, settings.provider)
 provider = st.selectbox(
-    "Provider", list(PROVIDERS), format_func=PROVIDERS.get, key=state.W_PROVIDER, on_change=choose_provider,
+    "Provider", list(PROVIDERS), format_func=lambda name: PROVIDERS[name].description, key=state.W_PROVIDER,
+    on_change=choose_provider,
 )
+spec = PROVIDERS[provider]
 settings = state.settings()
-if provider == "local":
-    model_key = f"{state.W_MODEL}_local"
+model_key = f"{state.W_MODEL}_{provider}"
+model_area, size_area = st.columns(2) if spec.shortens_output else (st, st)
+if spec.typed_model:
     state.seed_widget(model_key, settings.model)
-    st.text_input(
-        "Model (leave empty for the bundled all-MiniLM-L6-v2)", key=model_key,
-        help="Any sentence-transformers model name or folder already on this server.",
+    model_area.text_input(
+        f"Model (leave empty for {spec.default_model})", key=model_key, help=spec.model_help or None,
         on_change=lambda: state.update_settings(model=st.session_state[model_key].strip()),
     )
 else:
-    names, default = MODELS[provider]
-    model_key = f"{state.W_MODEL}_{provider}"
-    state.seed_widget(model_key, settings.model if settings.model in names else default)
+    names = list(spec.models)
+    state.seed_widget(model_key, settings.model if settings.model in names else spec.default_model)
     if settings.model not in names:
         state.update_settings(model=st.session_state[model_key])
-    left, right = st.columns(2)
-    left.selectbox(
+    model_area.selectbox(
         "Model", names, key=model_key,
         on_change=lambda: state.update_settings(model=st.session_state[model_key], dimensions=None),
     )
+if spec.shortens_output:
     state.seed_widget(state.W_DIMENSIONS, settings.dimensions or 0)
-    right.number_input(
+    size_area.number_input(
         "Dimensions (0 = the model's own size)", min_value=0, max_value=4096, step=64, key=state.W_DIMENSIONS,
         on_change=lambda: state.update_settings(dimensions=int(st.session_state[state.W_DIMENSIONS]) or None),
     )
-    if provider == "openai":
-        state.seed_widget(state.W_BASE_URL, settings.base_url)
-        st.text_input(
-            "Base URL of an OpenAI-compatible server (empty = OpenAI)", key=state.W_BASE_URL,
-            placeholder="http://localhost:8000/v1", on_change=choose_base_url,
-        )
+if spec.compatible_servers:
+    state.seed_widget(state.W_BASE_URL, settings.base_url)
+    st.text_input(
+        f"Base URL of a server compatible with {spec.label} (empty = {spec.label})", key=state.W_BASE_URL,
+        placeholder="http://localhost:8000/v1", on_change=choose_base_url,
+    )
+if spec.key_variable:
     settings = state.settings()
     # The same rule the embedder applies, so this says which key will really be sent.
     variable = flow.embed_key_variable(settings)
-    own = API_PROVIDERS[provider]
     custom_server = variable == CUSTOM_KEY_VARIABLE
     if state.embed_api_key():  # a typed key comes first, wherever the server has one
         st.success("An API key is set for this session (kept in memory only, never saved or exported).")
@@ -98,7 +90,7 @@ else:
     else:
         if custom_server:
             st.caption(
-                f"The server's {own.key_variable} is sent only to {own.name} itself, never to another base URL; "
+                f"The server's {spec.key_variable} is sent only to {spec.label} itself, never to another base URL; "
                 f"enter the key for this server, or set {variable} on the server."
             )
         key = st.text_input(
@@ -201,8 +193,8 @@ if llm_on:
 
 # ------------------------------------------------------------------ costs
 settings = state.settings()
-paid = settings.provider != "local" or settings.llm_enabled
-if paid:
+embedding_paid = settings.embedding_provider.paid
+if embedding_paid or settings.llm_enabled:
     st.header("Cost before anything is sent")
     st.caption(
         "Token counts are approximate (about 4 characters per token, counted offline). "
@@ -213,11 +205,11 @@ if paid:
         costs.default_price_table, num_rows="dynamic", hide_index=True, column_config=widgets.PRICE_COLUMNS,
     )
     try:
-        if settings.provider != "local":
+        if embedding_paid:
             chunk_list = flow.chunks()
             texts = [chunk.text for chunk in chunk_list] + list(questions.texts)
             uncached = flow.uncached_texts(texts)
-            model = settings.model or MODELS[settings.provider][1]
+            model = settings.embedding_model
             tokens = costs.approximate_tokens(uncached)
             estimate = costs.estimate_embedding_cost(tokens, settings.provider, model, table)
             # Calibrating the support level embeds short texts from the documents too, unless
@@ -251,13 +243,13 @@ if paid:
 
 # ------------------------------------------------------------------ run
 st.header("Run")
-inputs = flow.stored_inputs()
-needs_run = inputs is None or flow.is_stale(inputs)
+inputs = state.stored_inputs()
+needs_run = inputs is None or state.is_stale(inputs)
 if not needs_run:
     st.success("The analysis is up to date with these inputs and settings.")
     st.page_link(flow.RESULTS_PAGE, label="See the results", icon=":material/monitoring:")
 consent = True
-if settings.provider != "local":
+if settings.embedding_provider.paid:
     consent = st.checkbox("I accept the estimated embedding cost", key=state.W_COST_OK)
 if st.button("Run analysis", key=state.W_RUN, type="primary", disabled=not consent or not needs_run):
     if flow.run_embedding() is not None and flow.current_analysis(show_notes=False) is not None:

@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
-from coverage_core.metrics import UNTESTED_SHARE
+from coverage_core.outputs import plots
+from coverage_core.verdicts import UNTESTED_SHARE, Verdicts
 from ui import engine, flow, formats, state, widgets
+from ui.views import results as view
 
 TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"]
 OFF_TOPIC_TAB = TABS[2]
@@ -16,7 +17,7 @@ n_chunks = len(analysis.corpus.chunks)
 
 # ------------------------------------------------------------------ the verdict first
 widgets.show_headline(analysis)
-verdict = engine.verdict(analysis)
+verdict = Verdicts.from_analysis(analysis)
 if verdict.untested:
     st.markdown(
         f"**Untested documents** (fewer than {UNTESTED_SHARE:.0%} of their passages are reached by a question):"
@@ -48,7 +49,7 @@ if verdict.n_off_topic:
 
 with st.expander("Secondary scores (relative: for comparing test sets on the same corpus and settings)"):
     for name, value, sentence in engine.secondary_scores(analysis):
-        st.markdown(f"**{engine.metric_label(name)} {formats.score(value)}** — {sentence}")
+        st.markdown(f"**{formats.metric_label(name)} {formats.score(value)}** — {sentence}")
 
 with st.expander("Tune clusters and thresholds (applies at once)"):
     try:
@@ -76,7 +77,7 @@ if clusters_tab.open:
                 analysis.config.gaps.gap_threshold if analysis.config.gaps.rule == "coverage" else None,
             )
         )
-        clusters = engine.cluster_table(analysis)
+        clusters = view.cluster_table(analysis)
         st.dataframe(
             clusters,
             hide_index=True,
@@ -99,7 +100,7 @@ if clusters_tab.open:
 
 if documents_tab.open:
     with documents_tab:
-        documents = engine.document_table(analysis)
+        documents = view.document_table(analysis)
         low = documents[documents["is_low"] & ~documents["is_untested"]]
         if len(low):
             st.warning(
@@ -127,7 +128,7 @@ if documents_tab.open:
 if outliers_tab.open:
     with outliers_tab:
         overrides = state.overrides()
-        table = engine.off_topic_table(analysis, overrides)
+        table = view.off_topic_table(analysis, overrides)
         flagged = table[table["off-topic"]]
         st.write(
             f"{len(flagged)} of {len(table)} questions look off-topic (not about this knowledge base) and are "
@@ -178,7 +179,7 @@ if outliers_tab.open:
 
 if duplicates_tab.open:
     with duplicates_tab:
-        groups = engine.duplicate_table(analysis)
+        groups = view.duplicate_table(analysis)
         threshold = analysis.config.redundancy_threshold
         if groups.empty:
             st.success(f"No near-duplicate questions (similarity ≥ {formats.similarity(threshold)}).")
@@ -199,7 +200,7 @@ if duplicates_tab.open:
                 "Show the questions of one group", list(heads),
                 format_func=lambda row: f"row {row}: {heads[row][:90]}" + ("…" if len(heads[row]) > 90 else ""),
             )
-            st.dataframe(engine.duplicate_members(analysis, head), hide_index=True, column_config={
+            st.dataframe(view.duplicate_members(analysis, head), hide_index=True, column_config={
                 "question": st.column_config.TextColumn(width="large"),
                 "similarity to the representative": st.column_config.NumberColumn(format=formats.SIMILARITY_FORMAT),
             })

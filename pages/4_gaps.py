@@ -6,10 +6,10 @@ from pathlib import PurePosixPath
 import streamlit as st
 
 from coverage_core import costs
-
-from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
-from ui import engine, flow, formats, state, widgets
+from coverage_core.outputs import plots
+from ui import engine, exports, flow, formats, state, widgets
+from ui.views import compare as compare_view, gaps as view
 
 flow.start_page("Gap analysis")
 analysis = flow.require_analysis()
@@ -41,11 +41,7 @@ except CoverageError as error:
     gapped = flow.gaps_for(analysis, use_llm=False)
 
 gap_config = analysis.config.gaps
-threshold = gap_config.gap_threshold
-if gap_config.rule == "coverage":
-    rule_text = f"coverage score below the gap threshold ({formats.score(threshold)})"
-else:
-    rule_text = f"less than {gap_config.tested_share_threshold:.0%} of their passages tested"
+rule_text = view.gap_rule(gap_config)
 for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
     st.warning(message)
 
@@ -55,14 +51,11 @@ if not gapped.gaps:
         "to look for weaker spots."
     )
 else:
-    origin = "written by the LLM" if any(s.origin == "llm" for g in gapped.gaps for s in g.suggestions) else (
-        "offline drafts from the least-covered passages — edit them before use"
-    )
     st.write(
         f"{len(gapped.gaps)} topic(s) with {rule_text}, most urgent first "
-        f"(priority = {engine.priority_formula(gap_config)}). Suggestions are {origin}."
+        f"(priority = {engine.priority_formula(gap_config)}). Suggestions are {view.suggestions_origin(gapped)}."
     )
-    gap_rows = engine.gap_table(gapped)
+    gap_rows = view.gap_table(gapped)
     st.markdown("\n".join(
         f"{row['rank']}. {widgets.plain(row['topic'] or 'cluster ' + str(row['cluster']))}: "
         f"{row['tested share']:.0%} of {row['size']} passages tested"
@@ -75,7 +68,7 @@ else:
     )
     with st.expander("Least-covered passages of each gap"):
         widgets.table(
-            engine.least_covered_passages(gapped), large=("passage",), scores=("distance to nearest question",)
+            view.least_covered_passages(gapped), large=("passage",), scores=("distance to nearest question",)
         )
 
 # ------------------------------------------------------------------ suggestions editor
@@ -87,8 +80,8 @@ st.write(
 flow.suggestions_table(gapped)
 edited = widgets.persistent_editor(
     state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR,
-    lambda: engine.suggestions_frame(gapped),
-    normalise=engine.normalise_suggestions,
+    lambda: view.suggestions_frame(gapped),
+    normalize=view.normalize_suggestions,
     num_rows="dynamic",
     hide_index=True,
     disabled=["cluster", "origin", "document", "passage"],
@@ -101,9 +94,9 @@ edited = widgets.persistent_editor(
         "passage": st.column_config.TextColumn("source passage", width="large"),
     },
 )
-accepted = engine.accepted_texts(edited)
+accepted = view.accepted_texts(edited)
 st.caption(f"{len(accepted)} accepted question(s).")
-n_drafts = engine.unfinished_drafts(edited)
+n_drafts = view.unfinished_drafts(edited)
 if n_drafts:
     st.warning(
         f"{n_drafts} accepted row(s) still begin “Write a question answered by”: rewrite each as the question "
@@ -116,7 +109,7 @@ if st.button("Apply", key=state.W_APPLY, type="primary"):
     else:
         try:
             with st.spinner(f"Embedding {len(accepted)} new question(s) and rescoring on the same clusters…"):
-                flow.improve(analysis, accepted, engine.accepted_rows(edited, accepted))
+                flow.improve(analysis, accepted, view.accepted_rows(edited, accepted))
         except CoverageError as error:
             flow.show_error(error)
 
@@ -129,8 +122,8 @@ if improvement is not None:
     n_added = len(improvement.texts)
     # The headline figure first: an absolute share, so its change is in percentage points.
     before, after = improvement.before.metrics["tested_share"], improvement.after.metrics["tested_share"]
-    shown, change = engine.tested_share_change(before, after)
-    unchanged = change == engine.NO_CHANGE
+    shown, change = formats.share_change(before, after)
+    unchanged = change == formats.NO_CHANGE
     columns[0].metric(
         plots.METRIC_LABELS["tested_share"], shown, delta=change, border=True,
         delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
@@ -146,7 +139,7 @@ if improvement is not None:
         )
     st.plotly_chart(plots.before_after_clusters(improvement.before.clusters, improvement.after.clusters))
     st.dataframe(
-        engine.cluster_deltas(improvement.before, improvement.after),
+        compare_view.cluster_deltas(improvement.before, improvement.after),
         hide_index=True,
         column_config={
             "before": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
@@ -160,19 +153,19 @@ st.header("Export")
 question_file = state.question_file()
 stem = PurePosixPath(question_file.name).stem if question_file is not None else "questions"
 suffix = (PurePosixPath(question_file.name).suffix if question_file is not None else "") or ".csv"
-inputs_record = engine.inputs_record(state.documents(), question_file)
+inputs_record = exports.inputs_record(state.documents(), question_file)
 left, middle, right, last = st.columns(4)
 with left:
     widgets.csv_download(
         f"Improved test set (CSV, +{len(accepted)} rows)",
-        functools.partial(engine.improved_csv, analysis.questions, accepted),
+        functools.partial(exports.improved_csv, analysis.questions, accepted),
         f"{stem}-improved{suffix}",
         key=state.W_DOWNLOAD_CSV,
         help="Your file with its columns, rows and delimiter untouched, accepted questions appended and marked "
         "in the 'suggested' column. Text cells are quoted, and any line a spreadsheet would run as a formula "
         "is prefixed with '.",
     )
-report = engine.report_json(gapped, inputs_record, flow.checks_for(analysis), flow.current_improvement(analysis))
+report = exports.report_json(gapped, inputs_record, flow.checks_for(analysis), flow.current_improvement(analysis))
 widgets.file_download(middle, "Report (JSON)", report, "coverage-report.json", "application/json",
                       key=state.W_DOWNLOAD_JSON)
 widgets.file_download(

@@ -5,11 +5,11 @@ import math
 import streamlit as st
 
 from coverage_core.checks import answerability
-
-from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
-from ui import engine, flow, formats, state, widgets
+from coverage_core.outputs import plots
+from ui import flow, formats, state, widgets
 from ui.messages import user_message
+from ui.views import fitness as view
 
 RANKED_VIEW = "Ranked and polar"
 MDS_VIEW = "MDS map"
@@ -56,11 +56,8 @@ def choose_label_column() -> None:
 
 
 def label_column_picker(analysis, detected: str | None) -> None:
-    questions = analysis.questions
     current = state.settings().label_column
-    options = [""] + [str(c) for c in questions.frame.columns if str(c) != questions.question_column]
-    if current and current not in options:
-        options.append(current)  # a column of an earlier file: the error below says it is missing
+    options = view.label_column_options(analysis, current)
     if st.session_state.get(state.W_LABEL_COLUMN) not in options:
         state.drop(state.W_LABEL_COLUMN)
     state.seed_widget(state.W_LABEL_COLUMN, current)
@@ -82,10 +79,10 @@ flow.start_page(
     "base supports it. Questions far from every passage may be unanswerable from these documents."
 )
 analysis = flow.require_analysis()
-inputs = flow.stored_inputs()
+inputs = state.stored_inputs()
 similarities = analysis.question_table["max_similarity"].to_numpy(dtype=float)
 
-state.seed_widget(state.W_FITNESS_THRESHOLD, float(state.get(state.FITNESS_THRESHOLD, flow.DEFAULT_FITNESS_THRESHOLD)))
+state.seed_widget(state.W_FITNESS_THRESHOLD, float(state.get(state.FITNESS_THRESHOLD, answerability.DEFAULT_FITNESS_THRESHOLD)))
 threshold = st.slider(
     "Similarity below which the knowledge base may not answer a question",
     min_value=0.0, max_value=1.0, step=0.01, format=formats.SIMILARITY_FORMAT, key=state.W_FITNESS_THRESHOLD,
@@ -93,7 +90,7 @@ threshold = st.slider(
     help="Similarities are relative to the embedding model; look at where the ranked curve drops, or use "
     "the threshold learnt from answerability labels below.",
 )
-table = engine.fitness_table(analysis, threshold)
+table = view.fitness_table(analysis, threshold)
 weak = table[table["verdict"] != ""]
 left, middle, right = st.columns(3)
 left.metric("Questions", f"{len(table):,}", border=True)
@@ -112,7 +109,7 @@ if checks.answerability_error:
 labels = checks.labels
 result = checks.answerability
 settings = state.settings()
-detected = engine.detected_label_column(analysis, settings.label_column, labels)
+detected = view.detected_label_column(analysis, settings.label_column, labels)
 with picker:
     left, _ = st.columns([1, 2])
     with left:
@@ -152,14 +149,14 @@ else:
     )
 
 # ------------------------------------------------------------------ views
-view = st.segmented_control(
+map_view = st.segmented_control(
     "View", [RANKED_VIEW, MDS_VIEW], default=RANKED_VIEW, required=True, key=state.W_FITNESS_VIEW,
     help="The MDS map is computed once per data set when you pick it (a few seconds on large sets).",
 )
-if view == MDS_VIEW:
+if map_view == MDS_VIEW:
     try:
         points = flow.mds_for(analysis)
-        chunk_frame, question_frame = engine.mds_frames(analysis, points, labels if labelled else None)
+        chunk_frame, question_frame = view.mds_frames(analysis, points, labels if labelled else None)
     except CoverageError as error:
         flow.show_error(error)
     else:
@@ -176,7 +173,7 @@ else:
 # ------------------------------------------------------------------ table
 st.subheader("Every question and its nearest passage")
 if labelled:
-    table = engine.with_labels(table, analysis, labels)
+    table = view.with_labels(table, analysis, labels)
     weak = table[table["verdict"] != ""]
 only_weak = st.toggle("Only questions the knowledge base may not answer", key=state.W_FITNESS_ONLY_WEAK)
 shown = weak if only_weak else table
@@ -198,7 +195,7 @@ widgets.csv_download(
 st.subheader("Fewer dimensions")
 config = inputs.embedding
 full = int(analysis.question_vectors.shape[1])
-smaller = engine.sweep_sizes(full)
+smaller = view.sweep_sizes(full)
 if smaller:
     st.write(
         f"Each question's best similarity recomputed from only the first {', '.join(str(d) for d in smaller)} "
@@ -210,12 +207,12 @@ else:
 note = answerability.truncation_note(config.provider, config.model)
 if note:
     st.info(user_message(note), icon=":material/info:")
-api_model = engine.sweep_model(config)
+api_model = view.sweep_model(config)
 use_api = False
 if api_model and smaller:
     texts = [c.text for c in analysis.corpus.chunks] + list(analysis.questions.texts)
     estimate = flow.sweep_estimate(config, api_model, texts, smaller)
-    use_api = st.checkbox(engine.sweep_consent_label(smaller, estimate), key=state.W_SWEEP_API)
+    use_api = st.checkbox(view.sweep_consent_label(smaller, estimate), key=state.W_SWEEP_API)
     st.caption(
         f"{api_model} was trained so that its first dimensions form a smaller embedding: unticked, the "
         "stored vectors are cut, and nothing is sent. Ticked, the texts not in the embedding cache are sent "
@@ -230,12 +227,12 @@ if sweep is None and smaller and run_slot.button("Run the dimension sweep", key=
     if sweep is not None:
         run_slot.empty()
 if sweep is not None:
-    sweep_table = engine.sweep_table(sweep)
+    sweep_table = view.sweep_table(sweep)
     st.dataframe(
         sweep_table,
         hide_index=True,
         column_config={
-            name: st.column_config.NumberColumn(format=formats.SCORE_FORMAT) for name in engine.SWEEP_SCORE_COLUMNS
+            name: st.column_config.NumberColumn(format=formats.SCORE_FORMAT) for name in view.SWEEP_SCORE_COLUMNS
         },
     )
     widgets.csv_download("Download the sweep (CSV)", sweep_table, "dimension-sweep.csv")

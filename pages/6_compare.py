@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from coverage_core.outputs import plots
 from coverage_core.errors import CoverageError
-from coverage_core.inputs.ingest import read_questions
-from ui import engine, flow, formats, state, widgets
+from coverage_core.inputs.questions import read_questions
+from coverage_core.outputs import plots
+from ui import flow, formats, loading, state, widgets
+from ui.views import compare as view, gaps as gaps_view
 
 SOURCES = {
     "upload": "Upload a second question file",
@@ -35,7 +36,7 @@ if source == "upload":
         except CoverageError as error:
             flow.show_error(error)
             try:
-                columns = flow.table_columns(state.QuestionFile(upload.name, upload.getvalue()))
+                columns = loading.table_columns(state.QuestionFile(upload.name, upload.getvalue()))
             except CoverageError:
                 columns = []
             if columns:
@@ -44,11 +45,11 @@ if source == "upload":
             st.caption(f"{len(other.questions):,} questions in column “{other.question_column}” of {upload.name}.")
             flow.show_warnings([str(w) for w in other.warnings])
 else:
-    texts = engine.accepted_texts(state.get(state.SUGGESTIONS_EDITED))
+    texts = gaps_view.accepted_texts(state.get(state.SUGGESTIONS_EDITED))
     if not texts:
         st.info("No accepted suggestions yet: tick **accept** on the Gap analysis page first.")
     else:
-        other = engine.improved_questions(analysis.questions, texts)
+        other = gaps_view.improved_questions(analysis.questions, texts)
         other_name = f"{first_name} + {len(texts)} accepted"
         st.caption(f"{len(texts)} accepted suggestion(s) added to the {len(analysis.questions.questions):,} questions.")
 
@@ -80,12 +81,12 @@ for column, name in zip(st.columns(len(widgets.RELATIVE_SCORES)), widgets.RELATI
     )
 names = (comparison.name_a, comparison.name_b)
 st.dataframe(
-    engine.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True,
+    view.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True,
     column_config=widgets.score_columns(names),
 )
 st.plotly_chart(plots.metric_comparison_bar(dict(zip(names, (comparison.a.metrics, comparison.b.metrics)))))
 st.plotly_chart(plots.before_after_clusters(comparison.a.clusters, comparison.b.clusters, names))
-deltas = engine.cluster_deltas(comparison.a, comparison.b, names)
+deltas = view.cluster_deltas(comparison.a, comparison.b, names)
 st.dataframe(
     deltas,
     hide_index=True,

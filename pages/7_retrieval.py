@@ -4,10 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from coverage_core.checks import chunking_comparison
-
-from coverage_core.outputs import plots
+from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import CoverageError
-from ui import engine, flow, formats, state, widgets
+from coverage_core.outputs import plots
+from ui import flow, formats, state, widgets
+from ui.views import retrieval as view
 
 K_RANGE = (1, 50)
 HELP = {
@@ -31,7 +32,7 @@ flow.start_page(
     "how coverage and retrieval change when the documents are chunked differently."
 )
 analysis = flow.require_analysis()
-inputs = flow.stored_inputs()
+inputs = state.stored_inputs()
 questions = analysis.questions
 settings = state.settings()
 
@@ -42,9 +43,9 @@ st.write(
     "analysis uses), and the files of the retrieved chunks are compared with the relevant source(s) the question "
     "file names for it."
 )
-choice = engine.relevant_column_choice(questions, settings.relevant_column)
+choice = view.relevant_column_choice(questions, settings.relevant_column)
 left, right = st.columns([2, 1])
-state.seed_widget(state.W_RELEVANT_COLUMN, settings.relevant_column or engine.DETECTED)
+state.seed_widget(state.W_RELEVANT_COLUMN, settings.relevant_column or view.DETECTED)
 left.selectbox(
     "Column naming each question's relevant source(s)", choice.options, format_func=choice.label,
     key=state.W_RELEVANT_COLUMN,
@@ -72,7 +73,7 @@ if result is None:
         st.info(NO_COLUMN)
     elif column == questions.question_column:
         st.error(f"'{column}' is the question column itself; choose the column that names each question's source file.")
-elif engine.all_labels_unknown(result):
+elif view.all_labels_unknown(result):
     examples = ", ".join(f"'{label}'" for label in result.unknown_sources[:3])
     st.error(
         f"No value in '{result.relevant_column}' (such as {examples}) names a document of the knowledge base; "
@@ -99,7 +100,7 @@ else:
 
     if result.n_labelled:
         st.subheader("Failures")
-        failures = engine.retrieval_failure_table(result)
+        failures = view.retrieval_failure_table(result)
         if failures.empty:
             st.success(f"Every labelled question retrieved one of its relevant sources in its top {k}.")
         else:
@@ -114,7 +115,7 @@ else:
                 help=f"Each question that retrieved none of its sources in the top {k}, with what it retrieved instead.",
             )
         st.subheader("Every labelled question")
-        labelled = engine.retrieval_question_table(result)
+        labelled = view.retrieval_question_table(result)
         widgets.table(
             labelled, medium=("question",), large=("retrieved (rank order)",), scores=("reciprocal rank",),
             columns={
@@ -168,14 +169,14 @@ except CoverageError as error:
     st.stop()
 
 relevant_column = usable.relevant_column if usable is not None else None
-paid = inputs.embedding.provider != "local"
+paid = is_paid(inputs.embedding.provider)
 embedder = None
 prices = flow.price_table() if paid else None
 consent = True
 if paid:
     try:
         embedder = flow.embedder_for(inputs)
-        cost = engine.chunking_cost(inputs, analysis.config, grid, embedder, flow.embedding_cache(), prices)
+        cost = view.chunking_cost(inputs, analysis.config, grid, embedder, flow.embedding_cache(), prices)
     except CoverageError as error:
         flow.show_error(error)
         st.stop()

@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from coverage_core.errors import CoverageError
 from coverage_core.checks.subquestions import SubQuestionConfig, estimate_decomposition_cost, unavailable_reason
-from ui import engine, flow, formats, state, widgets
+from coverage_core.errors import CoverageError
+from ui import flow, formats, state, widgets
 from ui.messages import user_message
+from ui.views import subquestions as view
 
 QUICK_PICK = 10
 TYPE_LABELS = {"core": "Core", "background": "Background", "follow-up": "Follow-up"}
@@ -39,7 +40,7 @@ done_rows = {q.row for q in result.questions if q.status == "ok"} if result is n
 
 # ------------------------------------------------------------------ selection
 questions = analysis.questions.questions
-least_supported = engine.least_supported(analysis)
+least_supported = view.least_supported(analysis)
 
 
 def _pick(positions) -> None:
@@ -149,11 +150,11 @@ for column, coverage in zip(st.columns(3), result.by_type):
         help=f"{coverage.n_supported} of {coverage.n}, pooled over the questions; {coverage.n_supported_by_retrieved} "
         f"by the retrieved chunks ({formats.percent(coverage.share_by_retrieved)}).",
     )
-widgets.table(engine.subquestion_type_table(result), bars=("share supported", "share by retrieval"))
+widgets.table(view.subquestion_type_table(result), bars=("share supported", "share by retrieval"))
 
 # ------------------------------------------------------------------ the gaps
-every = engine.subquestion_rows(result, analysis.corpus.chunks)
-gaps = engine.unsupported_core_table(every)
+every = view.subquestion_rows(result, analysis.corpus.chunks)
+gaps = view.unsupported_core_table(every)
 st.header(f"Unsupported core sub-questions ({len(gaps)})")
 if gaps.empty:
     st.success("The knowledge base supports every core sub-question of these questions.")
@@ -167,10 +168,10 @@ else:
 # ------------------------------------------------------------------ per question
 st.header("Per question")
 widgets.table(
-    engine.subquestion_question_table(result), medium=("question",),
+    view.subquestion_question_table(result), medium=("question",),
     bars=("core supported", "weighted score", "core supported by retrieval"),
 )
-failed = engine.subquestion_failures(result)
+failed = view.subquestion_failures(result)
 if len(failed):
     st.warning(
         f"{len(failed)} question{'s' if len(failed) != 1 else ''} could not be broken down. "

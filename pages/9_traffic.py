@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from coverage_core.outputs import plots
-from coverage_core.errors import CoverageError
 from coverage_core.checks.traffic import read_traffic
-from ui import engine, flow, state, widgets
+from coverage_core.errors import CoverageError
+from coverage_core.outputs import plots
+from ui import flow, state, widgets
+from ui.views import traffic as view
 
 flow.start_page(
     "Production traffic",
@@ -51,7 +52,7 @@ right.metric("Queries", f"{log.n_queries:,}", border=True, help=f"{log.n_distinc
 st.header("Most asked, least tested")
 st.plotly_chart(plots.traffic_topics(result.topics))
 widgets.table(
-    engine.traffic_topic_table(result), medium=("topic",), large=("most asked",), percents=("share of traffic",),
+    view.traffic_topic_table(result), medium=("topic",), large=("most asked",), percents=("share of traffic",),
     columns={
         "tested": st.column_config.NumberColumn("share tested", format="percent"),
         "answerable": st.column_config.NumberColumn("share answerable", format="percent"),
@@ -86,5 +87,4 @@ if result.suggestions and st.button("Add them to the suggestions", key=state.W_T
 
 with st.expander(f"Tests nobody needs ({len(result.unneeded_tests)})"):
     st.caption("Test questions no real query comes near: a sign of drift, not a verdict.")
-    widgets.table(result.unneeded_tests.rename(columns={"best_similarity": "closest query"}),
-                  large=("question",), scores=("closest query",))
+    widgets.table(view.unneeded_tests_table(result), large=("question",), scores=("closest query",))

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from streamlit.testing.v1 import AppTest
 
 from coverage_core import pipeline
-from coverage_core.inputs.ingest import read_questions
-from tests.conftest import PROJECT
+from coverage_core.inputs.questions import read_questions
+from coverage_core.session import AnalysisSession
+from tests.helpers import PROJECT
 from ui import engine, state
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
@@ -56,8 +57,8 @@ def seed_session(document_set, data: bytes, settings: state.Settings, embedder, 
 
 
 def analysis_of(values: dict, inputs: engine.EmbeddedInputs):
-    """The analysis the seeded session shows (default overrides, a fresh tuning cache)."""
-    return engine.tune(inputs, values[state.SETTINGS], state.Overrides(), engine.TuningCache())
+    """The analysis the seeded session shows (default overrides, a fresh analysis session)."""
+    return engine.tune(inputs, values[state.SETTINGS], state.Overrides(), AnalysisSession())
 
 
 def run_page(page: str | None, values: dict | None = None) -> AppTest:

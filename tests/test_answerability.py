@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from coverage_core.checks import answerability as ans
 from coverage_core import metrics
+from coverage_core.checks import answerability as ans, answerability_labels
 from coverage_core.errors import InputError
-from coverage_core.inputs.ingest import read_questions
-from tests.conftest import PROJECT
+from coverage_core.inputs.questions import read_questions
+from coverage_core.stages import blockwise
+from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 
@@ -81,14 +82,14 @@ def test_junk_numbers_and_many_junk_values():
 
 
 def test_find_label_column_is_tolerant_and_prefers_specific_names():
-    assert ans.find_label_column(["question", "Is Answerable"]) == "Is Answerable"
-    assert ans.find_label_column(["question", "COVERED"]) == "COVERED"
-    assert ans.find_label_column(["label", "question", "covered"]) == "covered"  # "label" is the last resort
-    assert ans.find_label_column(["question", "label"]) == "label"
-    assert ans.find_label_column(["question", "answer"]) is None
-    assert ans.find_label_column(["question", "Gold Label"], explicit="gold-label") == "Gold Label"
+    assert answerability_labels.find_label_column(["question", "Is Answerable"]) == "Is Answerable"
+    assert answerability_labels.find_label_column(["question", "COVERED"]) == "COVERED"
+    assert answerability_labels.find_label_column(["label", "question", "covered"]) == "covered"  # "label" is the last resort
+    assert answerability_labels.find_label_column(["question", "label"]) == "label"
+    assert answerability_labels.find_label_column(["question", "answer"]) is None
+    assert answerability_labels.find_label_column(["question", "Gold Label"], explicit="gold-label") == "Gold Label"
     with pytest.raises(InputError, match="'question', 'answer'"):
-        ans.find_label_column(["question", "answer"], explicit="covered")
+        answerability_labels.find_label_column(["question", "answer"], explicit="covered")
 
 
 def _question_set(frame: pd.DataFrame):
@@ -99,7 +100,7 @@ def test_question_labels_align_with_the_questions_not_the_rows():
     frame = pd.DataFrame(
         {"question": ["What is a?", "", "What is b?", "What is c?"], "Answerable": ["yes", "no", "", "No"]}
     )
-    found = ans.question_labels(_question_set(frame))
+    found = answerability_labels.question_labels(_question_set(frame))
     assert found.column == "Answerable"
     # The blank question row is skipped, its label with it.
     np.testing.assert_array_equal(found.labels, [1.0, math.nan, 0.0])
@@ -108,12 +109,12 @@ def test_question_labels_align_with_the_questions_not_the_rows():
 
 def test_question_labels_strict_when_named_lenient_when_guessed():
     frame = pd.DataFrame({"question": ["a?", "b?", "c?"], "label": ["history", "physics", "history"]})
-    guessed = ans.question_labels(_question_set(frame))
+    guessed = answerability_labels.question_labels(_question_set(frame))
     assert guessed.column is None and np.isnan(guessed.labels).all()
     assert len(guessed.notes) == 1 and "'label'" in guessed.notes[0] and "'history' (2 rows)" in guessed.notes[0]
     with pytest.raises(InputError, match="'physics'"):
-        ans.question_labels(_question_set(frame), label_column="label")
-    none = ans.question_labels(_question_set(frame[["question"]]))
+        answerability_labels.question_labels(_question_set(frame), label_column="label")
+    none = answerability_labels.question_labels(_question_set(frame[["question"]]))
     assert none.column is None and none.notes == () and none.labels.shape == (3,)
 
 
@@ -360,7 +361,7 @@ def test_sweep_never_builds_the_full_similarity_matrix(monkeypatch):
         largest.append(out.size)
         return out
 
-    monkeypatch.setattr(metrics, "_BLOCK_ELEMENTS", 50 * 40)
+    monkeypatch.setattr(blockwise, "BLOCK_ELEMENTS", 50 * 40)
     monkeypatch.setattr(metrics.np, "matmul", spy)
     ans.dimension_sweep(q, c, dims=(8, None))
     assert largest and max(largest) <= 50 * 40 < q.shape[0] * c.shape[0]
@@ -469,10 +470,10 @@ def example(tmp_path_factory):
     example's README): truly "not covered". The label column ``in_docs`` is
     built here from the article files actually present.
     """
-    from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
     from coverage_core.inputs.ingest import read_documents
     from coverage_core.pipeline import chunk_corpus
+    from coverage_core.stages.chunking import ChunkingConfig
 
     documents = read_documents([EXAMPLE / "docs"]).documents
     chunks = chunk_corpus(documents, ChunkingConfig(1000, 200))
@@ -487,13 +488,14 @@ def example(tmp_path_factory):
     return questions, question_vectors, chunk_vectors
 
 
+@pytest.mark.slow
 def test_real_example_best_similarity_separates_covered_questions(example):
     questions, question_vectors, chunk_vectors = example
-    labels = ans.question_labels(questions, label_column="in_docs")
+    labels = answerability_labels.question_labels(questions, label_column="in_docs")
     assert labels.column == "in_docs"
     assert (labels.n_labelled, int((labels.labels == 0).sum())) == (185, 14)  # Zebra and Berlin
     if "answerable" in questions.frame:  # the example's own label column, when it has one, agrees
-        shipped = ans.question_labels(questions)
+        shipped = answerability_labels.question_labels(questions)
         assert shipped.column == "answerable"
         np.testing.assert_array_equal(shipped.labels, labels.labels)
     similarity = metrics.question_support(question_vectors, chunk_vectors)[0]
@@ -504,9 +506,10 @@ def test_real_example_best_similarity_separates_covered_questions(example):
     json.dumps(ans.answerability_section(result, labels.column), allow_nan=False)
 
 
+@pytest.mark.slow
 def test_real_example_dimension_sweep(example):
     questions, question_vectors, chunk_vectors = example
-    labels = ans.question_labels(questions, label_column="in_docs").labels
+    labels = answerability_labels.question_labels(questions, label_column="in_docs").labels
     frame = ans.dimension_sweep(question_vectors, chunk_vectors, labels=labels).set_index("d")
     assert frame.index.tolist() == [32, 64, 128, 256, 384]
     assert frame.loc[384, "spearman"] == 1.0

@@ -16,10 +16,12 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
-from coverage_core.suggest.gaps import is_unfinished_draft
+from coverage_core.session import AnalysisSession, StageKey, calibration_key
+from coverage_core.stages.measure import measure
+from coverage_core.suggest.questions import is_unfinished_draft
+from coverage_core.verdicts import Verdicts
 from tests.app_support import (
     DOCS,
     EXAMPLE,
@@ -31,7 +33,8 @@ from tests.app_support import (
     subset_csv,
     texts,
 )
-from ui import engine, state, widgets
+from ui import engine, exports, formats, state, widgets
+from ui.views import compare as compare_view, gaps as gaps_view
 
 PROJECT_UI = EXAMPLE.parents[1] / "ui"
 
@@ -157,6 +160,7 @@ def test_unreadable_inputs_are_errors_not_tracebacks():
     assert "not a text table" in errors
 
 
+@pytest.mark.slow
 def test_example_button_runs_a_full_analysis(cache_dir):
     at = app()
     at.button(key=state.W_EXAMPLE).click().run()
@@ -183,6 +187,7 @@ def test_example_button_runs_a_full_analysis(cache_dir):
 # ---------------------------------------------------------------- configure
 
 
+@pytest.mark.slow
 def test_configure_shows_auto_k_and_runs_when_inputs_changed(seeded):
     values, reference, inputs = seeded
     values = dict(values)
@@ -200,6 +205,7 @@ def test_configure_shows_auto_k_and_runs_when_inputs_changed(seeded):
     assert not at.exception
 
 
+@pytest.mark.slow
 def test_paid_provider_shows_tokens_and_cost_before_sending(seeded, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, _ = seeded
@@ -229,6 +235,7 @@ def test_paid_provider_shows_tokens_and_cost_before_sending(seeded, monkeypatch)
 # ---------------------------------------------------------------- results
 
 
+@pytest.mark.slow
 def test_results_show_the_metrics_with_help_and_tables(seeded):
     values, reference, _ = seeded
     at = app("results", values)
@@ -245,6 +252,7 @@ def test_results_show_the_metrics_with_help_and_tables(seeded):
     assert "Koala.txt is untested" in " ".join(texts(at.warning))
 
 
+@pytest.mark.slow
 def test_tuning_k_and_thresholds_recompute_without_reembedding(seeded):
     values, reference, inputs = seeded
     at = app("results", values)
@@ -262,6 +270,7 @@ def test_tuning_k_and_thresholds_recompute_without_reembedding(seeded):
     assert at.session_state[state.CORPUS].value is inputs.corpus
 
 
+@pytest.mark.slow
 def test_override_recomputes_coverage_at_once(seeded):
     values, reference, inputs = seeded
     at = app("results", values)
@@ -273,7 +282,7 @@ def test_override_recomputes_coverage_at_once(seeded):
     assert set(flagged["row"]) == set(outlier_rows)
     at.multiselect(key=state.W_FORCE_INCLUDE).set_value(outlier_rows).run()
     assert not at.exception
-    expected = pipeline.measure(
+    expected = measure(
         reference.config, inputs.corpus, inputs.questions, inputs.question_embedding, reference.clustering,
         force_include=outlier_rows, screener=reference.screener,
     )
@@ -281,6 +290,7 @@ def test_override_recomputes_coverage_at_once(seeded):
     assert secondary_score(at, "Basic") != f"{reference.metrics['basic']:.3f}"
 
 
+@pytest.mark.slow
 def test_near_duplicates_and_map_tabs(seeded):
     values, reference, inputs = seeded
     at = app("results", values)
@@ -313,6 +323,7 @@ def test_near_duplicates_and_map_tabs(seeded):
 # ---------------------------------------------------------------- gaps
 
 
+@pytest.mark.slow
 def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     values, reference, _ = seeded
     at = app("gaps", values)
@@ -357,7 +368,7 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     assert [b.label for b in at.download_button][0] == "Improved test set (CSV, +2 rows)"
 
     # The export is the user's own table with the new rows appended and formulas neutralised.
-    exported = engine.improved_csv(values[state.QUESTIONS], improvement.texts).decode("utf-8-sig")
+    exported = exports.improved_csv(values[state.QUESTIONS], improvement.texts).decode("utf-8-sig")
     frame = pd.read_csv(pd.io.common.StringIO(exported), dtype=str, keep_default_na=False)
     original = values[state.QUESTIONS].frame
     assert list(frame.columns) == list(original.columns) + ["suggested"]
@@ -370,10 +381,11 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     at.switch_page(PAGES["gaps"]).run()
     assert not at.exception
     editor = [d for d in at.dataframe if d.key == state.W_SUGGESTIONS_EDITOR][0]
-    kept = engine.normalise_suggestions(editor.value)
+    kept = gaps_view.normalize_suggestions(editor.value)
     assert kept["accept"].sum() == 2 and '=HYPERLINK("http://x")' in list(kept["question"])
 
 
+@pytest.mark.slow
 def test_gap_page_with_a_failing_llm_shows_an_error(seeded, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, _ = seeded
@@ -390,6 +402,7 @@ def test_gap_page_with_a_failing_llm_shows_an_error(seeded, monkeypatch):
 # ---------------------------------------------------------------- fitness
 
 
+@pytest.mark.slow
 def test_fitness_page_ranks_questions_and_marks_unsupported_ones(seeded):
     values, reference, _ = seeded
     at = app("fitness", values)
@@ -408,6 +421,7 @@ def test_fitness_page_ranks_questions_and_marks_unsupported_ones(seeded):
 # ---------------------------------------------------------------- compare
 
 
+@pytest.mark.slow
 def test_compare_page_scores_a_second_set_on_the_same_clusters(seeded):
     values, reference, _ = seeded
     at = app("compare", values)
@@ -426,10 +440,11 @@ def test_compare_page_scores_a_second_set_on_the_same_clusters(seeded):
     assert metric(at, "Basic") == f"{comparison.b.metrics['basic']:.3f}"
 
 
+@pytest.mark.slow
 def test_compare_with_accepted_suggestions(seeded):
     values, _, _ = seeded
     values = dict(values)
-    values[state.SUGGESTIONS_EDITED] = engine.normalise_suggestions(
+    values[state.SUGGESTIONS_EDITED] = gaps_view.normalize_suggestions(
         pd.DataFrame({"accept": [True], "question": ["How do koalas sleep?"]})
     )
     at = app("compare", values)
@@ -445,7 +460,7 @@ def test_compare_with_accepted_suggestions(seeded):
 
 
 def test_suggestion_merging_keeps_the_users_work():
-    previous = engine.normalise_suggestions(
+    previous = gaps_view.normalize_suggestions(
         pd.DataFrame(
             {
                 "accept": [True, False, None],
@@ -455,15 +470,15 @@ def test_suggestion_merging_keeps_the_users_work():
             }
         )
     )
-    assert list(previous["origin"]) == ["draft", "draft", engine.USER_ORIGIN]
-    fresh = engine.normalise_suggestions(
+    assert list(previous["origin"]) == ["draft", "draft", gaps_view.USER_ORIGIN]
+    fresh = gaps_view.normalize_suggestions(
         pd.DataFrame({"accept": [False, False], "question": ["new draft", "kept draft"], "cluster": [3, 1], "origin": ["draft", "draft"]})
     )
-    merged = engine.merge_suggestions(previous, fresh)
+    merged = gaps_view.merge_suggestions(previous, fresh)
     assert list(merged["question"]) == ["kept draft", "my own question", "new draft"]
     assert list(merged["accept"]) == [True, False, False]
-    assert engine.accepted_texts(merged) == ["kept draft"]
-    assert engine.accepted_texts(
+    assert gaps_view.accepted_texts(merged) == ["kept draft"]
+    assert gaps_view.accepted_texts(
         pd.DataFrame({"accept": [True, True, True], "question": ["  a  b ", "a b", ""]})
     ) == ["a b"]
 
@@ -473,9 +488,10 @@ def _first_elements(at, n: int = 3) -> list:
     return [at.main.children[i] for i in sorted(at.main.children)[:n]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ["results", "gaps"])
 def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
-    from coverage_core.outputs.report import headline
+    from coverage_core.verdicts import headline
 
     values, reference, _ = seeded
     at = app(page, values)
@@ -500,6 +516,7 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
         assert [link.label for link in at.get("page_link")][0].startswith("Suggest questions")
 
 
+@pytest.mark.slow
 def test_a_support_level_override_changes_the_headline(seeded):
     values, reference, _ = seeded
     at = app("results", values)  # calibrates the support level once
@@ -523,14 +540,15 @@ def test_a_support_level_override_changes_the_headline(seeded):
 
 
 def reference_headline(analysis) -> str:
-    from coverage_core.outputs.report import headline
+    from coverage_core.verdicts import headline
 
     return headline(analysis)
 
 
+@pytest.mark.slow
 def test_gap_threshold_change_relabels_without_recomputing(seeded):
     values, reference, inputs = seeded
-    cache = engine.TuningCache()
+    cache = AnalysisSession()
     settings = values[state.SETTINGS].replace(gap_rule="coverage")
     first = engine.tune(inputs, settings, state.Overrides(), cache)
     moved = engine.tune(inputs, settings.replace(gap_threshold=0.2), state.Overrides(), cache)
@@ -554,9 +572,10 @@ def test_gap_threshold_change_relabels_without_recomputing(seeded):
     np.testing.assert_array_equal(back.is_outlier, first.is_outlier)
 
 
+@pytest.mark.slow
 def test_tuning_reuses_the_index_and_screener_and_matches_a_fresh_analysis(seeded):
     values, reference, inputs = seeded
-    cache = engine.TuningCache()
+    cache = AnalysisSession()
     settings = values[state.SETTINGS]
     overrides = state.Overrides(exclude=frozenset({int(inputs.questions.rows[0])}))
     first = engine.tune(inputs, settings, state.Overrides(), cache)
@@ -566,7 +585,7 @@ def test_tuning_reuses_the_index_and_screener_and_matches_a_fresh_analysis(seede
     assert cache.indexes.get(inputs.key) is index and len(cache.indexes) == 1
     # A new K keeps the screener: it judges against the automatic topics.
     assert len(cache.screeners) == 1 and tuned.screener is first.screener
-    automatic = engine.clustering_for(inputs, None, settings.seed, cache)
+    automatic = cache.clustering(inputs, None, settings.seed)
     assert tuned.clustering.n_clusters == 3 and automatic.n_clusters != 3
     np.testing.assert_array_equal(tuned.screening_topics, automatic.labels)
     np.testing.assert_array_equal(first.screening_topics, automatic.labels)
@@ -575,11 +594,11 @@ def test_tuning_reuses_the_index_and_screener_and_matches_a_fresh_analysis(seede
     assert len(cache.screeners) == 2 and reseeded.screener is not first.screener
     assert reseeded.screener.absent_words_ is first.screener.absent_words_
     # The same figures as computing everything from scratch.
-    fresh = engine.tune(inputs, changed, overrides, engine.TuningCache())
+    fresh = engine.tune(inputs, changed, overrides, AnalysisSession())
     np.testing.assert_allclose(tuned.min_distances, fresh.min_distances, atol=1e-6)
     np.testing.assert_array_equal(tuned.is_outlier, fresh.is_outlier)
     assert tuned.metrics == pytest.approx(fresh.metrics, abs=1e-6)
-    plain = pipeline.measure(
+    plain = measure(
         engine.analysis_config(changed, inputs.embedding, inputs.chunking),
         inputs.corpus,
         inputs.questions,
@@ -594,24 +613,25 @@ def test_tuning_reuses_the_index_and_screener_and_matches_a_fresh_analysis(seede
     np.testing.assert_array_equal(tuned.screener.outlier_score_, plain.screener.outlier_score_)
 
 
+@pytest.mark.slow
 def test_the_json_export_carries_the_checks_the_columns_allow(seeded):
     import json
 
     values, reference, _ = seeded
     settings = values[state.SETTINGS]
-    found = engine.checks(reference, settings)
+    found = exports.checks(reference, settings)
     assert found.retrieval_error is None and found.answerability_error is None
-    report = json.loads(engine.report_json(reference, {"questions": "subset.csv"}, found))
+    report = json.loads(exports.report_json(reference, {"questions": "subset.csv"}, found))
     assert report["retrieval"]["relevant_column"] == "source" and report["retrieval"]["k"] == settings.retrieval_k
     assert report["answerability"]["label_column"] == "answerable"
     labelled = {q["row"]: q["label"] for q in report["questions"]}
     articles = reference.questions.frame["article"]
     assert {row for row, label in labelled.items() if label == 0} == set(articles.index[articles == "Zebra"])
     # A column the user named that cannot be used leaves that check out, and only that one.
-    broken = engine.checks(reference, settings.replace(relevant_column="gold_source"))
+    broken = exports.checks(reference, settings.replace(relevant_column="gold_source"))
     assert broken.retrieval is None and "gold_source" in broken.retrieval_error
     assert broken.answerability is not None
-    report = json.loads(engine.report_json(reference, None, broken))
+    report = json.loads(exports.report_json(reference, None, broken))
     assert "retrieval" not in report and "answerability" in report
 
 
@@ -626,6 +646,7 @@ def _paid_values(values: dict, **changes) -> dict:
     return values
 
 
+@pytest.mark.slow
 def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monkeypatch):
     from coverage_core import costs
     from coverage_core.stages.calibration import calibration_texts
@@ -652,9 +673,10 @@ def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monke
     assert "support_threshold" not in shown and "--" not in shown  # plain words, no field names or flags
 
 
+@pytest.mark.slow
 def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, monkeypatch):
-    from coverage_core.stages import calibration
     from coverage_core import costs
+    from coverage_core.stages import calibration
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, inputs = seeded
@@ -669,10 +691,10 @@ def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, m
     assert metric(at, "Embedding with text-embedding-3-small") == alone.label.split(" (")[0]
     # The level is already known for these documents, this chunking, model and seed.
     paid = _paid_values(values)
-    cache = engine.TuningCache()
+    cache = AnalysisSession()
     corpus_key = engine.corpus_key(paid[state.DOCUMENTS].fingerprint, paid[state.SETTINGS])
     config = engine.analysis_config(paid[state.SETTINGS])
-    cache.calibrations.put(engine.calibration_key(corpus_key, config), calibration.default())
+    cache.calibrations.put(calibration_key(corpus_key, config), calibration.default())
     assert not engine.calibration_pending(corpus_key, paid[state.SETTINGS], cache)
     paid[state.TUNING] = cache
     at = app("configure", paid)
@@ -682,15 +704,16 @@ def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, m
 
 
 def test_tested_share_change_is_rounded_before_it_is_signed():
-    assert engine.tested_share_change(0.423, 0.451) == ("45.1%", "+2.8 pts")
-    assert engine.tested_share_change(0.6, 0.55) == ("55.0%", "-5.0 pts")
+    assert formats.share_change(0.423, 0.451) == ("45.1%", "+2.8 pts")
+    assert formats.share_change(0.6, 0.55) == ("55.0%", "-5.0 pts")
     # Changes too small to show are "no change", never "-0.0 pts" or "+0.0 pts".
-    assert engine.tested_share_change(0.50004, 0.49998) == ("50.0%", engine.NO_CHANGE)
-    assert engine.tested_share_change(0.3, 0.3) == ("30.0%", engine.NO_CHANGE)
+    assert formats.share_change(0.50004, 0.49998) == ("50.0%", formats.NO_CHANGE)
+    assert formats.share_change(0.3, 0.3) == ("30.0%", formats.NO_CHANGE)
     # The change is between the shown values: 42.3% -> 42.4% reads +0.1, whatever the raw difference.
-    assert engine.tested_share_change(0.42349, 0.42351) == ("42.4%", "+0.1 pts")
+    assert formats.share_change(0.42349, 0.42351) == ("42.4%", "+0.1 pts")
 
 
+@pytest.mark.slow
 def test_apply_shows_the_tested_share_first_with_its_change_in_points(seeded):
     values, reference, _ = seeded
     at = app("gaps", values)
@@ -706,7 +729,7 @@ def test_apply_shows_the_tested_share_first_with_its_change_in_points(seeded):
     assert after > before  # a question about the untested Koala article
     first = at.metric[0]
     assert first.label == "Tested share"
-    assert (first.value, first.delta) == engine.tested_share_change(before, after)
+    assert (first.value, first.delta) == formats.share_change(before, after)
     assert first.value.endswith("%") and first.delta.startswith("+") and first.delta.endswith(" pts")
     assert [m.label for m in at.metric][1:] == [
         "Basic", "Balanced", "Multi-threshold", "Multi-N"
@@ -723,10 +746,11 @@ def test_apply_shows_the_tested_share_first_with_its_change_in_points(seeded):
     improvement = at.session_state[state.IMPROVED].value
     assert improvement.after.metrics["tested_share"] == pytest.approx(improvement.before.metrics["tested_share"])
     first = at.metric[0]
-    assert first.label == "Tested share" and first.delta == engine.NO_CHANGE
+    assert first.label == "Tested share" and first.delta == formats.NO_CHANGE
     assert first.proto.color == first.proto.GRAY and first.proto.direction == first.proto.NONE  # no green arrow
 
 
+@pytest.mark.slow
 def test_exports_after_apply_carry_before_after_and_the_accepted_questions(seeded, monkeypatch):
     import json
 
@@ -751,7 +775,7 @@ def test_exports_after_apply_carry_before_after_and_the_accepted_questions(seede
     assert not at.exception, [e.value for e in at.exception]
     improvement = at.session_state[state.IMPROVED].value
     assert [row["question"] for row in improvement.accepted_rows] == [worded]
-    assert improvement.accepted_rows[0]["origin"] == engine.USER_ORIGIN
+    assert improvement.accepted_rows[0]["origin"] == gaps_view.USER_ORIGIN
 
     report = json.loads(served["Report (JSON)"])
     after_apply = report["after_apply"]
@@ -759,7 +783,7 @@ def test_exports_after_apply_carry_before_after_and_the_accepted_questions(seede
     assert after_apply["after"]["tested_share"] == pytest.approx(improvement.after.metrics["tested_share"], abs=1e-6)
     assert after_apply["after"]["tested_share"] > after_apply["before"]["tested_share"]
     assert [q["text"] for q in after_apply["accepted_questions"]] == [worded]
-    assert after_apply["accepted_questions"][0]["origin"] == engine.USER_ORIGIN
+    assert after_apply["accepted_questions"][0]["origin"] == gaps_view.USER_ORIGIN
     assert report["retrieval"]["relevant_column"] == "source"
 
     build = served["Report with charts (HTML)"]
@@ -805,12 +829,13 @@ def _all_text(at) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_results_page_leads_with_the_verdict_and_gap_links(seeded):
     values, reference, _ = seeded
     at = app("results", values)
     order = [n.type for n in at.main if n.type in ("subheader", "expandable", "expander", "page_link", "metric", "tabs", "tab")]
     assert order[0] == "subheader"  # the tested-share sentence first
-    verdict = engine.verdict(reference)
+    verdict = Verdicts.from_analysis(reference)
     links = [n for n in at.main if n.type == "page_link"]
     assert len(links) == len(verdict.gaps) and all("Gap analysis" in link.proto.label for link in links)
     assert all(widgets.plain(gap.topic) in " ".join(link.proto.label for link in links) for gap in verdict.gaps)
@@ -822,13 +847,15 @@ def test_results_page_leads_with_the_verdict_and_gap_links(seeded):
     assert "Basic" in scores and "Balanced" in scores and "equals basic" in scores
 
 
+@pytest.mark.slow
 def test_verdict_lists_untested_documents(seeded):
     _, reference, _ = seeded
-    verdict = engine.verdict(reference)
+    verdict = Verdicts.from_analysis(reference)
     untested = set(reference.documents.loc[reference.documents["is_untested"], "document"])
     assert {u.document for u in verdict.untested} == untested
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", list(PAGES))
 def test_no_page_shows_command_line_flags_or_field_names(seeded, page):
     values, _, _ = seeded
@@ -880,7 +907,7 @@ def test_changes_are_rounded_before_they_are_signed():
     assert formats.change(0.4321, 0.43209) == formats.NO_CHANGE
     assert formats.change(0.5, 0.4994) == "-0.001"
     assert formats.share_change(0.45, 0.44999) == ("45.0%", formats.NO_CHANGE)
-    deltas = engine.metric_deltas({"basic": 0.4321}, {"basic": 0.43209})
+    deltas = compare_view.metric_deltas({"basic": 0.4321}, {"basic": 0.43209})
     assert not np.signbit(deltas["change"]).any()
     assert list(deltas["metric"]) == ["Basic"]  # plain names, not field names
 
@@ -898,9 +925,10 @@ def test_progress_text_has_rate_and_time_left():
     assert engine.progress_text("questions", 0, 10, 0.0) == "Embedding questions: 0 of 10"
 
 
+@pytest.mark.slow
 def test_off_topic_decision_does_not_depend_on_k(seeded):
     values, _, inputs = seeded
-    cache = engine.TuningCache()
+    cache = AnalysisSession()
     settings = values[state.SETTINGS]
     three = engine.tune(inputs, settings.replace(n_clusters=3), state.Overrides(), cache)
     five = engine.tune(inputs, settings.replace(n_clusters=5), state.Overrides(), cache)
@@ -908,11 +936,11 @@ def test_off_topic_decision_does_not_depend_on_k(seeded):
 
 
 def test_memo_takes_named_frozen_keys_only():
-    from ui.memo import Recent, memo
+    from coverage_core.session import Recent, memo
 
     slot = Recent(keep=2)
     calls = []
-    key = engine.StageKey.of("docs", chunking=None)
+    key = StageKey.of("docs", chunking=None)
     assert memo(slot, key, lambda: calls.append(1) or 7) == 7
     assert memo(slot, key, lambda: calls.append(1) or 8) == 7 and calls == [1]
     with pytest.raises(TypeError):
@@ -920,8 +948,8 @@ def test_memo_takes_named_frozen_keys_only():
 
 
 def test_settings_defaults_come_from_the_core():
+    from coverage_core.config import AnalysisConfig
     from coverage_core.suggest.llm import DEFAULT_LLM_MODEL
-    from coverage_core.pipeline import AnalysisConfig
 
     assert state.Settings().analysis_config() == AnalysisConfig()
     assert state.Settings().llm_model == DEFAULT_LLM_MODEL

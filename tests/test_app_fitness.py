@@ -9,16 +9,16 @@ page's numbers are checked against the core's functions on the same data.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core.checks import answerability
-
-from coverage_core import costs, pipeline
+from coverage_core import costs
+from coverage_core.checks import answerability, answerability_labels
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
+from coverage_core.results import Analysis
 from tests.app_support import EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
 from ui import engine, formats, state
 
@@ -26,7 +26,7 @@ DOCS = ["Drum.txt", "Flute.txt"]
 PAGE = "pages/5_fitness.py"
 
 
-def _seed(settings, embedder, cache, data: bytes) -> tuple[dict, pipeline.Analysis]:
+def _seed(settings, embedder, cache, data: bytes) -> tuple[dict, Analysis]:
     """Session-state values of a finished run on the slice, and the analysis they give."""
     values, inputs = seed_session(read_documents([EXAMPLE / "docs" / name for name in DOCS]), data, settings,
                                   embedder, cache, DOCS)
@@ -51,7 +51,7 @@ def app(values: dict | None = None) -> AppTest:
 
 
 def expected(analysis) -> answerability.AnswerabilityResult:
-    labels = answerability.question_labels(analysis.questions).labels
+    labels = answerability_labels.question_labels(analysis.questions).labels
     return answerability.answerability(analysis.question_table["max_similarity"].to_numpy(dtype=float), labels)
 
 
@@ -73,6 +73,7 @@ def test_without_an_analysis_the_page_says_what_to_do():
 # ---------------------------------------------------------------- labels
 
 
+@pytest.mark.slow
 def test_label_statistics_are_the_cores_with_a_box_plot(seeded):
     values, reference = seeded
     found = expected(reference)
@@ -96,6 +97,7 @@ def test_label_statistics_are_the_cores_with_a_box_plot(seeded):
     assert (table["label"] == "not answerable").sum() == found.n_unanswerable
 
 
+@pytest.mark.slow
 def test_use_the_best_threshold_moves_the_slider_and_the_weak_count(seeded):
     values, reference = seeded
     found = expected(reference)
@@ -112,6 +114,7 @@ def test_use_the_best_threshold_moves_the_slider_and_the_weak_count(seeded):
     assert at.button(key=state.W_USE_BEST_THRESHOLD).disabled
 
 
+@pytest.mark.slow
 def test_without_a_label_column_a_caption_says_what_to_add(unlabelled):
     values, _ = unlabelled
     at = app(values)
@@ -122,6 +125,7 @@ def test_without_a_label_column_a_caption_says_what_to_add(unlabelled):
     assert "AUROC" not in [m.label for m in at.metric]
 
 
+@pytest.mark.slow
 def test_a_guessed_column_that_holds_no_labels_is_noted_and_left_out(unlabelled):
     values, _ = unlabelled
     values = dict(values)
@@ -140,6 +144,7 @@ def test_a_guessed_column_that_holds_no_labels_is_noted_and_left_out(unlabelled)
     assert "AUROC" not in [m.label for m in at.metric]
 
 
+@pytest.mark.slow
 def test_a_chosen_column_holding_junk_is_an_error_not_a_crash(seeded):
     values, _ = seeded
     at = app(values)
@@ -158,6 +163,7 @@ def test_a_chosen_column_holding_junk_is_an_error_not_a_crash(seeded):
 # ---------------------------------------------------------------- MDS view
 
 
+@pytest.mark.slow
 def test_mds_view_is_computed_once_and_explained(seeded):
     values, reference = seeded
     at = app(values)
@@ -184,6 +190,7 @@ def test_mds_view_is_computed_once_and_explained(seeded):
 # ---------------------------------------------------------------- dimension sweep
 
 
+@pytest.mark.slow
 def test_dimension_sweep_has_one_row_per_size_and_the_truncation_note(seeded):
     values, reference = seeded
     at = app(values)
@@ -196,7 +203,7 @@ def test_dimension_sweep_has_one_row_per_size_and_the_truncation_note(seeded):
     assert list(sweep["dimensions"]) == [32, 64, 128, 256, 384]
     assert set(sweep["vectors"]) == {"truncated", "full"}
     assert sweep["rank agreement with full size (Spearman)"].iloc[-1] == 1.0
-    labels = answerability.question_labels(reference.questions).labels
+    labels = answerability_labels.question_labels(reference.questions).labels
     core = answerability.dimension_sweep(reference.question_vectors, reference.corpus.vectors, labels=labels)
     assert np.allclose(sweep["AUROC"], core["auroc"])
     assert np.allclose(sweep["point-biserial r"], core["point_biserial_r"])
@@ -208,7 +215,7 @@ def test_dimension_sweep_has_one_row_per_size_and_the_truncation_note(seeded):
     assert len(at.dataframe[1].value) == 5 and not [b for b in at.button if b.key == state.W_RUN_SWEEP]
 
 
-def _openai_session(fake_api, tmp_path, monkeypatch) -> tuple[dict, pipeline.Analysis]:
+def _openai_session(fake_api, tmp_path, monkeypatch) -> tuple[dict, Analysis]:
     """The slice embedded by the fake OpenAI API with text-embedding-3-small at 64 dimensions, key typed."""
     monkeypatch.setenv("COVERAGE_CORE_CACHE_DIR", str(tmp_path / "cache"))
     base_url = fake_api.url + "/v1"
@@ -221,6 +228,7 @@ def _openai_session(fake_api, tmp_path, monkeypatch) -> tuple[dict, pipeline.Ana
     return values, reference
 
 
+@pytest.mark.slow
 def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp_path, monkeypatch):
     values, _ = _openai_session(fake_api, tmp_path, monkeypatch)
     at = app(values)
@@ -240,6 +248,7 @@ def test_openai_text_embedding_3_sweep_asks_before_calling_the_api(fake_api, tmp
     assert asked == {32}
 
 
+@pytest.mark.slow
 def test_api_sweep_consent_prices_the_uncached_texts_once_per_size(fake_api, tmp_path, monkeypatch):
     values, reference = _openai_session(fake_api, tmp_path, monkeypatch)
     at = app(values)

@@ -10,17 +10,17 @@ same vectors.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core.checks import retrieval
-from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.checks import retrieval, retrieval_labels
 from coverage_core.checks.chunking_comparison import grid_frame
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
+from coverage_core.stages.chunking import ChunkingConfig
 from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, texts
 from ui import state
 
@@ -84,7 +84,7 @@ def expected(values: dict, k: int, column: str = "source") -> retrieval.Retrieva
     corpus = values[state.CORPUS].value
     questions, embedding = values[state.QUESTION_VECTORS].value
     return retrieval.evaluate_retrieval(
-        embedding.vectors, corpus.vectors, corpus.chunks, retrieval.relevant_from_questions(questions, column), k,
+        embedding.vectors, corpus.vectors, corpus.chunks, retrieval_labels.relevant_from_questions(questions, column), k,
         rows=questions.rows, question_texts=questions.texts, documents=corpus.documents,
     )
 
@@ -116,6 +116,7 @@ def test_page_without_data_says_what_to_do():
 # ---------------------------------------------------------------- retrieval check
 
 
+@pytest.mark.slow
 def test_metric_cards_equal_the_core_figures_with_failures_and_unknown_sources(seeded):
     values, _ = seeded
     at = app(values)
@@ -147,6 +148,7 @@ def test_metric_cards_equal_the_core_figures_with_failures_and_unknown_sources(s
     np.testing.assert_allclose(per_question["reciprocal rank"], result.per_question["reciprocal_rank"])
 
 
+@pytest.mark.slow
 def test_changing_k_updates_the_figures(seeded):
     values, _ = seeded
     at = app(values)
@@ -162,6 +164,7 @@ def test_changing_k_updates_the_figures(seeded):
     assert twenty.recall_at_k >= one.recall_at_k and twenty.precision_at_k != one.precision_at_k
 
 
+@pytest.mark.slow
 def test_a_column_that_names_no_source_is_an_error_not_an_exception(seeded):
     values, _ = seeded
     at = app(values)
@@ -177,6 +180,7 @@ def test_a_column_that_names_no_source_is_an_error_not_an_exception(seeded):
     assert_cards_match(at, expected(values, 5))
 
 
+@pytest.mark.slow
 def test_a_remembered_column_missing_from_the_file_is_an_error(seeded):
     values, _ = seeded
     values = dict(values)
@@ -192,6 +196,7 @@ def test_a_remembered_column_missing_from_the_file_is_an_error(seeded):
     assert_cards_match(at, expected(values, 5))
 
 
+@pytest.mark.slow
 def test_without_a_source_column_the_page_says_what_to_add(seeded):
     _, values = seeded
     at = app(values)
@@ -205,6 +210,7 @@ def test_without_a_source_column_the_page_says_what_to_add(seeded):
 # ---------------------------------------------------------------- chunking comparison
 
 
+@pytest.mark.slow
 def test_chunking_comparison_runs_each_configuration_and_reuses_the_cache(seeded):
     values, _ = seeded
     at = app(values)
@@ -249,6 +255,7 @@ def test_chunking_comparison_runs_each_configuration_and_reuses_the_cache(seeded
     assert comparison_table(at) is not None
 
 
+@pytest.mark.slow
 def test_a_bad_grid_row_is_an_error(seeded):
     values, _ = seeded
     values = dict(values)
@@ -261,6 +268,7 @@ def test_a_bad_grid_row_is_an_error(seeded):
 # ---------------------------------------------------------------- paid provider
 
 
+@pytest.mark.slow
 def test_a_paid_provider_shows_the_cost_and_needs_consent(cache_dir, documents, fake_api):
     settings = state.Settings(provider="openai", base_url=f"{fake_api.url}/v1", n_clusters=3)
     embedder = make_embedder("openai", base_url=settings.base_url, api_key="sk-test")
@@ -305,6 +313,7 @@ def _shown_table(at: AppTest):
     return [d for d in at.dataframe if "newly_embedded" in d.value.columns][0]
 
 
+@pytest.mark.slow
 def test_chunking_comparison_shows_each_chunkings_tested_share_at_its_own_level(seeded):
     values, _ = seeded
     at = _compare_two_chunkings(values)
@@ -330,6 +339,7 @@ def test_chunking_comparison_shows_each_chunkings_tested_share_at_its_own_level(
     assert "calibration_embedded" not in table.columns  # local model: no cost columns
 
 
+@pytest.mark.slow
 def test_chunking_comparison_uses_the_support_level_the_user_set_for_every_chunking(seeded):
     values, _ = seeded
     values = dict(values)

@@ -14,20 +14,21 @@ import math
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core.costs import default_price_table
-from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-from coverage_core.inputs.ingest import read_documents
-from coverage_core.suggest.llm import ChatClient, LLMConfig
 from coverage_core.checks.subquestions import (
     UNAVAILABLE_REASON,
     SubQuestionConfig,
-    analyse_subquestions,
+    analyze_subquestions,
     estimate_decomposition_cost,
     rescore_subquestions,
 )
+from coverage_core.costs import default_price_table
+from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.session import inputs_key
+from coverage_core.suggest.llm import ChatClient, LLMConfig
 from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, subset_csv, texts
-from tests.fake_api import FakeAPIServer, chat_reply, error_reply
-from ui import engine, state
+from tests.fakes import FakeAPIServer, chat_reply, error_reply
+from ui import state
 from ui.messages import user_message
 
 PAGE = "pages/8_subquestions.py"
@@ -102,7 +103,7 @@ def expected(reference, server, positions, config=None):
     questions = [reference.questions.questions[i] for i in positions]
     client = ChatClient(LLMConfig(model="fake-chat", base_url=f"{server.url}/v1"))
     embedder = make_embedder("local")
-    return analyse_subquestions(
+    return analyze_subquestions(
         questions, reference.question_vectors[positions], reference.corpus.vectors,
         lambda texts: embed_texts(texts, embedder, EmbeddingCache()).vectors, client,
         config or SubQuestionConfig(top_k=5),
@@ -120,6 +121,7 @@ def same(a: float, b: float) -> bool:
 # ---------------------------------------------------------------- tests
 
 
+@pytest.mark.slow
 def test_without_an_llm_the_page_says_why_and_links_to_configure(seeded):
     values, _, _, _ = seeded
     at = app(values)
@@ -129,6 +131,7 @@ def test_without_an_llm_the_page_says_why_and_links_to_configure(seeded):
     assert state.W_SUB_RUN not in [b.key for b in at.button]
 
 
+@pytest.mark.slow
 def test_llm_on_without_a_key_is_a_plain_error(seeded, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, _, _ = seeded
@@ -138,6 +141,7 @@ def test_llm_on_without_a_key_is_a_plain_error(seeded, monkeypatch):
     assert "No OpenAI API key" in " ".join(texts(at.error))
 
 
+@pytest.mark.slow
 def test_select_estimate_run_and_rescore_without_asking_again(seeded, server):
     values, reference, _, _ = seeded
     at = app(_with_llm(values, server))
@@ -187,13 +191,14 @@ def test_select_estimate_run_and_rescore_without_asking_again(seeded, server):
     rescored = rescore_subquestions(truth, SubQuestionConfig(core_weight=2.0, top_k=5))
     assert after != before and same(after, rescored.questions[0].weighted_score)
     stored = at.session_state[state.SUBQUESTIONS]
-    assert stored.key.source == engine.inputs_key(values[state.CORPUS].key, values[state.QUESTION_VECTORS].key)
+    assert stored.key.source == inputs_key(values[state.CORPUS].key, values[state.QUESTION_VECTORS].key)
     assert stored.value.config.core_weight == 2.0  # the report gets the user's weights
 
     # The same selection is not sent again.
     assert at.button(key=state.W_SUB_RUN).disabled
 
 
+@pytest.mark.slow
 def test_malformed_reply_fails_that_question_and_scores_the_others(seeded, server):
     values, reference, _, _ = seeded
     questions = reference.questions.questions
@@ -214,6 +219,7 @@ def test_malformed_reply_fails_that_question_and_scores_the_others(seeded, serve
     assert not at.button(key=state.W_SUB_RUN).disabled
 
 
+@pytest.mark.slow
 def test_rejected_key_is_a_plain_error_and_nothing_else_is_sent(seeded, server):
     values, reference, _, _ = seeded
     questions = reference.questions.questions

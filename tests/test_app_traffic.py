@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 
 from coverage_core import pipeline
+from coverage_core.checks.traffic import read_traffic
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
-from coverage_core.checks.traffic import read_traffic
 from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
-from ui import engine, state
+from ui import state
+from ui.views.gaps import TRAFFIC_ORIGIN
 
 PAGE = "pages/9_traffic.py"
 KOALA = ["What do koalas eat?", "Where do koalas live in the wild?", "How long do koalas sleep each day?"]
@@ -37,16 +38,18 @@ def _log(analysis):
     return read_traffic(frame.to_csv(index=False).encode(), "log.csv")
 
 
+@pytest.mark.slow
 def test_without_a_log_the_page_asks_for_one(seeded):
     values, _, _, _ = seeded
     at = run_page(PAGE, values)
     assert any("Upload a query log" in text for text in texts(at.info))
 
 
+@pytest.mark.slow
 def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page(seeded):
     values, analysis, embedder, cache = seeded
     log = _log(analysis)
-    expected = pipeline.check_traffic(analysis, log, embedder, cache)
+    expected = pipeline.run_traffic_check(analysis, log, embedder, cache)
     at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
 
     assert at.subheader[0].value == expected.headline()
@@ -64,7 +67,7 @@ def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page
     at.button(key=state.W_TRAFFIC_ADD).click().run()
     assert not at.exception, [e.value for e in at.exception]
     suggested = at.session_state[state.SUGGESTIONS_EDITED]
-    traffic_rows = suggested[suggested["origin"] == engine.TRAFFIC_ORIGIN]
+    traffic_rows = suggested[suggested["origin"] == TRAFFIC_ORIGIN]
     assert set(traffic_rows["question"]) == {s.text for s in expected.suggestions}
     assert "What do koalas eat?" in set(traffic_rows["question"])
 
@@ -72,10 +75,11 @@ def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page
     at.switch_page("pages/4_gaps.py").run()
     assert not at.exception, [e.value for e in at.exception]
     editor = at.session_state[state.SUGGESTIONS_BASE]
-    assert "What do koalas eat?" in set(editor.loc[editor["origin"] == engine.TRAFFIC_ORIGIN, "question"])
-    assert (editor["origin"] != engine.TRAFFIC_ORIGIN).any()  # the gap suggestions are still there
+    assert "What do koalas eat?" in set(editor.loc[editor["origin"] == TRAFFIC_ORIGIN, "question"])
+    assert (editor["origin"] != TRAFFIC_ORIGIN).any()  # the gap suggestions are still there
 
 
+@pytest.mark.slow
 def test_an_unreadable_log_is_one_sentence(seeded):
     values, _, _, _ = seeded
     from coverage_core.errors import InputError

@@ -13,117 +13,24 @@ downloads a browser here.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT
+from tests.helpers import ARTIFACTS, BROWSER_TIMEOUT_MS, PROJECT, check_figures, open_page, screenshot
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
-ARTIFACTS = PROJECT / "test-artifacts"
+pytestmark = pytest.mark.slow
+
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 FORMULA = '=HYPERLINK("http://example.com","click me")'
 # A lone carriage return inside a cell: left unquoted, every CSV reader starts a new row at it.
 CR_QUESTION = "What is a drum?\r=cmd|' /C calc'!A0"
 NEW_QUESTION = "How long do koalas sleep each day?"
-SLOW = 240_000  # ms: two cores, a model to load, other jobs running
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server_log(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("server") / "streamlit.log"
-
-
-@contextlib.contextmanager
-def streamlit_server(cache_dir: Path, log_path: Path, **extra_env: str):
-    """`streamlit run app.py` on a free local port with the embedding cache ``cache_dir``; yields its URL.
-
-    It runs with the project's own .streamlit/config.toml, as run.sh does.
-    """
-    port = _free_port()
-    env = dict(os.environ)
-    env.update(COVERAGE_CORE_CACHE_DIR=str(cache_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra_env)
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", f"--server.port={port}",
-         "--server.address=127.0.0.1", "--server.headless=true", "--browser.gatherUsageStats=false"],
-        cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log.name}")
-        time.sleep(0.5)
-    try:
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_log):
-    """The app with an empty embedding cache."""
-    with streamlit_server(tmp_path_factory.mktemp("browser-cache"), server_log) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is missing: apt-get update && apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(SLOW)
-    failed_before = request.session.testsfailed
-    yield page
-    if request.session.testsfailed > failed_before:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
-    context.close()
 
 
 def _question_csv() -> bytes:
@@ -139,21 +46,11 @@ def _question_csv() -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def _goto(page, name: str, heading: str) -> None:
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=name).click()
-    page.get_by_role("heading", name=heading, exact=True).wait_for()
-
-
-def _screenshot_on_error(page, name: str):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def test_upload_analyse_improve_and_export(server, page):
+def test_upload_analyze_improve_and_export(server, page):
     try:
         _run_the_whole_flow(server, page)
     except Exception:
-        _screenshot_on_error(page, "test_upload_analyse_improve_and_export-step")
+        screenshot(page, "test_upload_analyze_improve_and_export-step")
         raise
 
 
@@ -174,7 +71,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     page.get_by_text("14 questions in column “question” of drum-questions.csv").wait_for()
 
     # ---- configure and run
-    _goto(page, "Configure", "Configure")
+    open_page(page, "Configure", "Configure")
     page.get_by_role("button", name="Run analysis").click()
     page.get_by_role("heading", name="Results", exact=True).wait_for()
     # The relative scores sit in an expander below the verdict, one sentence each; weighted
@@ -202,7 +99,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     assert "What is a drum?\r'=cmd|' /C calc'!A0" in [row[rows[0].index("question")] for row in rows[1:]]
 
     # ---- edit and accept a suggestion, apply
-    _goto(page, "Gap analysis", "Gap analysis")
+    open_page(page, "Gap analysis", "Gap analysis")
     page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
     page.get_by_role("heading", name="Improve the test set").wait_for()
     assert "koala" in page.get_by_test_id("stMain").inner_text().lower()  # the gaps by topic name
@@ -228,8 +125,8 @@ def _run_the_whole_flow(server: str, page) -> None:
     page.get_by_text("1 accepted question(s).").wait_for()
 
     # ---- the edit survives a visit to another page
-    _goto(page, "Results", "Results")
-    _goto(page, "Gap analysis", "Gap analysis")
+    open_page(page, "Results", "Results")
+    open_page(page, "Gap analysis", "Gap analysis")
     page.get_by_text("1 accepted question(s).").wait_for()
     editor = page.get_by_test_id("stDataFrame").filter(has=page.locator("#glide-cell-2-0")).last
     accepted = _Grid(page, editor)
@@ -239,7 +136,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     # The heading renders before the metric cards below it.
     page.get_by_test_id("stMetricDelta").first.wait_for()
     deltas = page.get_by_test_id("stMetricDelta").all_inner_texts()
-    _check_figures(page, "Gap analysis, before → after")  # the per-topic change reads too
+    check_figures(page, "Gap analysis, before → after")  # the per-topic change reads too
     changes = [float(re.sub(r"[^0-9.+-]", "", d)) for d in deltas if re.search(r"\d", d)]
     assert changes and max(changes) > 0 and not any(d.strip() in ("-0.000", "-0.0", "-0") for d in deltas), deltas
 
@@ -264,7 +161,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Report (JSON)").click()
     report = json.loads(Path(download_info.value.path()).read_text(encoding="utf-8"))
-    assert report["schema_version"] == 2 and report["summary"]["n_documents"] == 2
+    assert report["schema_version"] == 3 and report["summary"]["n_documents"] == 2
     assert report["config"]["inputs"] == {"documents": ["Drum.txt", "Koala.txt"], "questions": "drum-questions.csv"}
     after = report["after_apply"]  # the before and after figures and the accepted question travel with it
     assert after["after"]["basic"] > after["before"]["basic"]
@@ -289,7 +186,7 @@ def test_example_retrieval_and_answerability_checks(server, page):
         page.get_by_role("heading", name="Results", exact=True).wait_for()
         page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
 
-        _goto(page, "Retrieval and chunking", "Retrieval and chunking")
+        open_page(page, "Retrieval and chunking", "Retrieval and chunking")
         page.get_by_text("Precision@5").first.wait_for()
         cards = dict(zip(
             [t.strip() for t in page.get_by_test_id("stMetricLabel").all_inner_texts()],
@@ -298,7 +195,7 @@ def test_example_retrieval_and_answerability_checks(server, page):
         assert float(cards["Hit@5"]) > 0.9 and float(cards["MRR"]) > 0.8, cards
         page.get_by_role("heading", name="Failures").wait_for()
 
-        _goto(page, "Knowledge-base fitness", "Knowledge-base fitness")
+        open_page(page, "Knowledge-base fitness", "Knowledge-base fitness")
         page.get_by_text("AUROC").first.wait_for()
         cards = dict(zip(
             [t.strip() for t in page.get_by_test_id("stMetricLabel").all_inner_texts()],
@@ -309,7 +206,7 @@ def test_example_retrieval_and_answerability_checks(server, page):
         page.get_by_role("button", name=f"Use {threshold} as the threshold").click()
         page.get_by_test_id("stSliderThumbValue").filter(has_text=threshold).wait_for()
     except Exception:
-        _screenshot_on_error(page, "test_example_retrieval_and_answerability_checks-step")
+        screenshot(page, "test_example_retrieval_and_answerability_checks-step")
         raise
 
 
@@ -373,52 +270,6 @@ def _wait_for(condition, what: str, seconds: float = 60) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-# Geometry of every Plotly figure on screen, read from the DOM: the figure's box,
-# its plotting area (cartesian or polar), its legend and its title.
-_FIGURE_GEOMETRY = """
-els => els.filter(el => el.offsetParent !== null && el._fullLayout).map(el => {
-  const box = el.getBoundingClientRect();
-  const rect = node => { if (!node) return null; const b = node.getBoundingClientRect();
-                         return {left: b.left, right: b.right, top: b.top, bottom: b.bottom, width: b.width}; };
-  const size = el._fullLayout._size;  // the plotting area inside the margins, in px
-  const legend = el.querySelector('.legend');
-  const title = el.querySelector('.gtitle');
-  return {
-    left: box.left, right: box.right, width: box.width,
-    area: {left: box.left + size.l, right: box.left + size.l + size.w, bottom: box.top + size.t + size.h,
-           width: size.w},
-    legend: rect(legend), legendText: legend ? legend.textContent : '',
-    title: rect(title), titleText: title ? title.textContent : '',
-  };
-})
-"""
-
-
-def _check_figures(page, where: str, at_least: int = 1) -> list[dict]:
-    """Every figure in view reads at this width: the title fits, the legend leaves the plot
-    most of the width (or sits below it), and no cluster is called by its number."""
-    page.locator(".js-plotly-plot").first.wait_for()
-    page.wait_for_timeout(1500)  # Plotly lays out after the element appears
-    figures = page.locator(".js-plotly-plot").evaluate_all(_FIGURE_GEOMETRY)
-    assert len(figures) >= at_least, f"{where}: {len(figures)} figure(s)"
-    for figure in figures:
-        name = f"{where}: {figure['titleText']!r}"
-        assert figure["titleText"].strip(), f"{where}: a figure without a title"
-        assert figure["title"]["right"] <= figure["right"] + 1, f"{name}: the title is cut off"
-        if figure["legend"] and figure["legend"]["width"] > 0 and figure["area"]:
-            below = figure["legend"]["top"] >= figure["area"]["bottom"] - 1
-            assert below or figure["legend"]["width"] <= 0.35 * figure["width"], (
-                f"{name}: the legend takes {figure['legend']['width']:.0f} of {figure['width']:.0f} px"
-            )
-            assert figure["legend"]["right"] <= figure["right"] + 1, f"{name}: the legend is cut off"
-        if figure["area"]:
-            assert figure["area"]["width"] >= 0.5 * figure["width"], f"{name}: the plot is squeezed"
-        assert not re.search(r"\bcluster \d+\b|\bC\d+\b", figure["legendText"]), (
-            f"{name}: clusters are named by number in the legend: {figure['legendText'][:200]!r}"
-        )
-    return figures
-
-
 def _shot(page, name: str) -> None:
     """The page as seen, then each figure on it on its own (Streamlit scrolls inside its own
     container, so a full-page screenshot shows only the first screen)."""
@@ -437,7 +288,7 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
     stop go to test-artifacts/walk-1280/ for a person to look at."""
     context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     page = context.new_page()
-    page.set_default_timeout(SLOW)
+    page.set_default_timeout(BROWSER_TIMEOUT_MS)
     try:
         page.goto(server)
         page.get_by_role("button", name="Try the example").click()
@@ -457,12 +308,12 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
         # The verdict comes before the secondary scores and the tables.
         assert headline.bounding_box()["y"] < untested.bounding_box()["y"] < links.first.bounding_box()["y"]
         _shot(page, "1-results-verdict")
-        _check_figures(page, "Results, clusters")
+        check_figures(page, "Results, clusters")
         _shot(page, "2-results-clusters")
         for tab, name in (("Documents", "3-results-documents"), ("Map", "4-results-map")):
             page.get_by_role("tab", name=tab).click()
             page.wait_for_timeout(500)
-            _check_figures(page, f"Results, {tab.lower()}")
+            check_figures(page, f"Results, {tab.lower()}")
             _shot(page, name)
 
         # ---- the next step: a gap's link opens the Gap analysis with its suggestions
@@ -487,17 +338,17 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
         assert "of the knowledge base is tested" in html and gaps[0]["label"] in html
 
         # ---- the reverse view: ranked and polar charts side by side must still read
-        _goto(page, "Knowledge-base fitness", "Knowledge-base fitness")
-        figures = _check_figures(page, "Fitness", at_least=2)
+        open_page(page, "Knowledge-base fitness", "Knowledge-base fitness")
+        figures = check_figures(page, "Fitness", at_least=2)
         assert any("support" in f["titleText"].lower() for f in figures)
         _shot(page, "6-fitness")
         page.get_by_role("button", name="Run the dimension sweep").click()
         page.get_by_text("Download the sweep (CSV)").first.wait_for()
-        figures = _check_figures(page, "Fitness with the dimension sweep", at_least=3)
+        figures = check_figures(page, "Fitness with the dimension sweep", at_least=3)
         assert any("dimension" in f["titleText"].lower() for f in figures), [f["titleText"] for f in figures]
         _shot(page, "7-fitness-sweep")
     except Exception:
-        _screenshot_on_error(page, "test_walk_the_example_at_1280_px-step")
+        screenshot(page, "test_walk_the_example_at_1280_px-step")
         raise
     finally:
         context.close()

@@ -10,15 +10,11 @@ from __future__ import annotations
 import json
 import re
 
-from tests.test_browser import (  # noqa: F401  (pytest fixtures, shared with the main browser tests)
-    _check_figures,
-    _goto,
-    _screenshot_on_error,
-    browser,
-    page,
-    server,
-    server_log,
-)
+import pytest
+
+from tests.helpers import check_figures, open_page, screenshot
+
+pytestmark = pytest.mark.slow
 
 LOG = [
     {"query": "What do koalas eat?", "count": 60, "date": "2026-11-02"},
@@ -35,7 +31,7 @@ def test_traffic_page_on_the_example(server, page):
         page.get_by_role("button", name="Try the example").click()
         page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
 
-        _goto(page, "Production traffic", "Production traffic")
+        open_page(page, "Production traffic", "Production traffic")
         page.get_by_text("Upload a query log").first.wait_for()
         data = "\n".join(json.dumps(line) for line in LOG).encode("utf-8")
         page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
@@ -46,7 +42,7 @@ def test_traffic_page_on_the_example(server, page):
         assert re.search(r"\d+% of 113 queries \(5 distinct\) are tested, \d+% answerable", headline.inner_text())
         assert "koala" in headline.inner_text().lower()  # the most asked, least tested topic is named
         page.get_by_role("heading", name="Over time").wait_for()
-        figures = _check_figures(page, "Production traffic", at_least=2)
+        figures = check_figures(page, "Production traffic", at_least=2)
         assert len(figures) >= 2
         body = page.get_by_test_id("stMain").inner_text()
         assert "jo@example.com" not in body
@@ -56,5 +52,5 @@ def test_traffic_page_on_the_example(server, page):
         page.get_by_role("link", name="Open the Gap analysis").click()
         page.get_by_role("heading", name="Improve the test set").wait_for()
     except Exception:
-        _screenshot_on_error(page, "test_traffic_page_on_the_example")
+        screenshot(page, "test_traffic_page_on_the_example")
         raise

@@ -19,10 +19,9 @@ import pytest
 
 from coverage_core import cli
 from coverage_core.inputs.saved_analysis import SAVED_ANALYSES_VARIABLE, load_analysis, zip_folder
-from tests.test_browser import (  # noqa: F401  (browser and page are pytest fixtures, shared with the main browser tests)
-    _goto, browser, page, streamlit_server,
-)
-from tests.test_vector_store import embedded_chunks, vector_table, write_knowledge_base
+from tests.helpers import embedded_chunks, open_page, streamlit_server, vector_table, write_knowledge_base
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +101,7 @@ def test_upload_passage_vectors_and_questions_then_run(server, page, data):
     page.get_by_text("2 passages with their vectors (1536 dimensions) in 1 document(s), from openai.parquet.").wait_for()
     uploaders.nth(1).set_input_files({"name": "ants.csv", "mimeType": "text/csv", "buffer": data["questions"]})
     page.get_by_text("24 questions in column “question” of ants.csv").wait_for()
-    _goto(page, "Configure", "Configure")
+    open_page(page, "Configure", "Configure")
     page.get_by_role("button", name="Run analysis").click()
     page.get_by_text(
         "The vectors have 1536 dimensions but all-MiniLM-L6-v2 makes 384; choose the model that made them on the "
@@ -110,7 +109,7 @@ def test_upload_passage_vectors_and_questions_then_run(server, page, data):
     ).wait_for()
 
     # The vectors of the bundled model: the analysis runs and says what the command line said.
-    _goto(page, "Upload", "Upload")  # the page remembers what kind of knowledge base is loaded
+    open_page(page, "Upload", "Upload")  # the page remembers what kind of knowledge base is loaded
     page.get_by_text(UPLOADER_LABELS["Vectors from your vector store"]).wait_for()
     page.get_by_test_id("stFileUploaderDropzoneInput").nth(0).set_input_files(
         {"name": "vectors.parquet", "mimeType": "application/octet-stream", "buffer": data["parquet"]}
@@ -119,7 +118,7 @@ def test_upload_passage_vectors_and_questions_then_run(server, page, data):
         f"{data['n_chunks']} passages with their vectors (384 dimensions) in 3 document(s), from vectors.parquet."
     ).wait_for()
     assert "Documents: 3 readable (passages with vectors)" in page.get_by_test_id("stSidebar").inner_text()
-    _goto(page, "Configure", "Configure")
+    open_page(page, "Configure", "Configure")
     page.get_by_role("button", name="Run analysis").click()
     assert data["verdict"] in _verdict(page)
     assert "inputs changed" not in page.get_by_test_id("stSidebar").inner_text()
@@ -136,7 +135,7 @@ def test_open_a_saved_analysis_from_a_zip(server, page, data):
     sidebar.get_by_text("Documents: 3 readable (saved analysis)").first.wait_for()
     assert "inputs changed" not in sidebar.inner_text()
     # Moving to other pages recomputes from the stored vectors: the gaps page shows its verdict too.
-    _goto(page, "Gap analysis", "Gap analysis")
+    open_page(page, "Gap analysis", "Gap analysis")
     page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
 
     # The dashboard saves the whole analysis too, and that zip opens again as the same analysis.

@@ -8,9 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from coverage_core import metrics, verdicts
+from coverage_core.config import AnalysisConfig
+from coverage_core.errors import InputError
+from coverage_core.inputs.questions import read_questions
 from coverage_core.outputs import junit
-
-from coverage_core import metrics
+from coverage_core.outputs.report import SCHEMA_VERSION, build_report
+from coverage_core.results import Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages.calibration import (
     DEFAULT_SUPPORT_THRESHOLD,
     Calibration,
@@ -18,11 +22,8 @@ from coverage_core.stages.calibration import (
     override,
     youden_threshold,
 )
-from coverage_core.errors import InputError
+from coverage_core.stages.measure import measure
 from coverage_core.suggest.gaps import GapConfig
-from coverage_core.inputs.ingest import read_questions
-from coverage_core.pipeline import AnalysisConfig, Clustering, Corpus, EmbeddedTexts, measure
-from coverage_core.outputs.report import SCHEMA_VERSION, build_report, headline
 from coverage_core.types import Chunk, Document
 
 TOPICS = ("alpha", "beta", "gamma", "delta")
@@ -106,19 +107,19 @@ def test_two_levels_passages_tell_documents_apart_questions_tell_topics_apart():
     vectors = _fake_embed([c.text for c in chunks])
     topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
     by_topic = calibrate(chunks, vectors, _fake_embed, topic_labels=topics)
-    assert by_topic.topic_threshold == pytest.approx(by_topic.support_threshold, abs=0.02)  # documents = topics here
+    assert by_topic.question_support_threshold == pytest.approx(by_topic.support_threshold, abs=0.02)  # documents = topics here
     # Every chunk its own document, same four topics: the nearest other document is a sibling on the same
     # topic, so τ rises to the top of the scale, while the question level stays where it was.
     split = [Chunk(f"page-{i}.txt", c.text, 0, len(c.text)) for i, c in enumerate(chunks)]
     siblings = calibrate(split, vectors, _fake_embed, topic_labels=topics)
     assert siblings.support_threshold > by_topic.support_threshold + 0.2
-    assert siblings.topic_threshold == pytest.approx(by_topic.topic_threshold, abs=0.02)
-    assert siblings.question_support_threshold == siblings.topic_threshold
+    assert siblings.question_support_threshold == pytest.approx(by_topic.question_support_threshold, abs=0.02)
+    assert siblings.question_support_threshold < siblings.support_threshold
     # One document holding the four topics: its topics stand in for other documents.
     merged = [Chunk("all.txt", c.text, 0, len(c.text)) for c in chunks]
     single = calibrate(merged, vectors, _fake_embed, topic_labels=topics)
     assert single.method == "pseudo-queries" and single.separation > 0.9
-    assert single.support_threshold == pytest.approx(single.topic_threshold)
+    assert single.support_threshold == pytest.approx(single.question_support_threshold)
     # One topic: nothing to tell apart from.
     same = calibrate(chunks, vectors, lambda texts: pytest.fail("embedded"), topic_labels=np.zeros(len(chunks)))
     assert same.method.startswith("default: a single topic")
@@ -189,7 +190,7 @@ def test_tested_share_and_is_untested_on_a_hand_made_case():
     table = metrics.document_coverage(distances, documents, support_threshold=0.5).set_index("document")
     assert table["n_tested"].to_dict() == {"A": 3, "B": 0, "C": 1}
     assert table["tested_share"].to_dict() == pytest.approx({"A": 0.75, "B": 0.0, "C": 0.25})
-    assert table["is_untested"].to_dict() == {"A": False, "B": True, "C": 0.25 < metrics.UNTESTED_SHARE}
+    assert table["is_untested"].to_dict() == {"A": False, "B": True, "C": 0.25 < verdicts.UNTESTED_SHARE}
     n_tested, share = metrics.cluster_tested(distances, np.array([0] * 5 + [1] * 5), 3, 0.5)
     assert n_tested.tolist() == [3, 1, 0] and share[:2].tolist() == [0.6, 0.2] and np.isnan(share[2])
 
@@ -251,15 +252,15 @@ def test_measure_uses_the_calibration_and_the_override():
         GapConfig(rule="nope")
 
 
-def test_report_schema_2_carries_calibration_and_decisions():
+def test_report_schema_3_carries_calibration_and_decisions():
     calibration = Calibration(0.5, "pseudo-queries", n_probes=99, positive_median=0.8, negative_median=0.1,
                               separation=0.9)
     analysis = _measure(AnalysisConfig(n_clusters=3), calibration)
     report = json.loads(json.dumps(build_report(analysis)))
-    assert report["schema_version"] == SCHEMA_VERSION == 2
+    assert report["schema_version"] == SCHEMA_VERSION == 3
     assert report["calibration"] == {
         "support_threshold": 0.5, "method": "pseudo-queries", "n_probes": 99, "positive_median": 0.8,
-        "negative_median": 0.1, "separation": 0.9, "labelled_threshold": None, "topic_threshold": None,
+        "negative_median": 0.1, "separation": 0.9, "labelled_threshold": None, "question_support_threshold": 0.5,
     }
     assert report["metrics"]["tested_share"] == pytest.approx(1 / 3, abs=1e-6)
     documents = {d["name"]: d for d in report["documents"]}
@@ -267,7 +268,7 @@ def test_report_schema_2_carries_calibration_and_decisions():
     assert documents["alpha.txt"]["tested_share"] == 1.0 and "is_low" in documents["alpha.txt"]
     assert [c["tested_share"] for c in report["clusters"]] == [1.0, 0.0, 0.0]
     junit.check_report(report)  # the CI tools read version 2 (and 1)
-    assert headline(analysis) == (
+    assert verdicts.headline(analysis) == (
         "33% of the knowledge base is tested (4 of 12 passages); 2 documents untested; 0 questions off-topic."
     )
 
@@ -308,11 +309,11 @@ def test_metric_tested_share_gates_the_cli(tmp_path, monkeypatch):
                                                "--support-threshold", bad])
         with pytest.raises(InputError, match="--support-threshold"):
             cli._analysis_settings(args)
-    assert junit.gate_failed(0.33, 0.5) and not junit.gate_failed(0.6, 0.5)
+    assert verdicts.gate_failed(0.33, 0.5) and not verdicts.gate_failed(0.6, 0.5)
 
 
 def test_diff_reads_a_version_1_report_against_a_version_2_one():
-    from tests.test_ci import make_report
+    from tests.helpers import make_report
 
     old = make_report()
     new = make_report(schema_version=2, metrics={**old["metrics"], "tested_share": 0.6})

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
 from coverage_core.errors import InputError
 from coverage_core.inputs.ingest import read_documents
+from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
 from coverage_core.types import Document
-from tests.conftest import PDFS, WIKI
+from tests.helpers import PDFS, WIKI
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +28,9 @@ def test_defaults():
     [
         ({"chunk_size": 500, "chunk_overlap": 1000}, r"smaller than chunk_size \(got 1000 >= 500\)"),
         ({"chunk_size": 200, "chunk_overlap": 200}, r"got 200 >= 200"),
-        ({"chunk_size": 0, "chunk_overlap": 0}, r"chunk_size must be at least 1 character \(got 0\)"),
-        ({"chunk_overlap": -1}, r"chunk_overlap must be 0 or more \(got -1\)"),
-        ({"chunk_size": 10.5}, r"chunk_size must be a whole number of characters \(got 10.5\)"),
+        ({"chunk_size": 0, "chunk_overlap": 0}, r"^chunk_size must be at least 1 \(got 0\); it counts characters\.$"),
+        ({"chunk_overlap": -1}, r"^chunk_overlap must be at least 0 \(got -1\); it counts characters\.$"),
+        ({"chunk_size": 10.5}, r"^chunk_size must be a whole number of at least 1 \(got 10\.5\)"),
         ({"chunk_overlap": True}, r"chunk_overlap must be a whole number"),
     ],
 )

@@ -1,14 +1,9 @@
-import hashlib
-import re
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from coverage_core import costs
-
-from coverage_core.checks import retrieval
-from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.checks import retrieval_labels
 from coverage_core.checks.chunking_comparison import (
     DEFAULT_GRID,
     RESULT_COLUMNS,
@@ -18,40 +13,23 @@ from coverage_core.checks.chunking_comparison import (
     plan_chunkings,
 )
 from coverage_core.embeddings import EmbeddingCache
-from coverage_core.errors import InputError, ProviderError
-from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.errors import InputError
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
 from coverage_core.pipeline import chunk_corpus, embed_questions
-from tests.conftest import PROJECT
+from coverage_core.stages.chunking import ChunkingConfig
+from tests.fakes import FakeEmbedder
+from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 DOCS = ["Alessandro_Volta.txt", "Octopus.txt", "Trumpet.txt"]
 PAID = {"provider": "openai", "model": "text-embedding-3-small"}  # a provider with a price
 
 
-class WordEmbedder:
-    """Hashed bag of words: similarity follows shared words, so retrieval means something."""
-
-    def __init__(self, provider="fake", model="bag-of-words", fail_after=None):
-        self.provider, self.model, self.dimensions = provider, model, None
-        self.max_tokens = 10_000
-        self.batch_size = 32
-        self.calls = 0
-        self.sent: list[str] = []
-        self.fail_after = fail_after
-
-    def embed(self, texts):
-        self.calls += 1
-        if self.fail_after is not None and len(self.sent) >= self.fail_after:
-            raise ProviderError("The provider rate-limited the requests; wait a minute and run again.", "rate_limit")
-        self.sent.extend(texts)
-        rows = np.zeros((len(texts), 256))
-        for row, text in zip(rows, texts):
-            for word in re.findall(r"[a-z]{4,}", text.lower()):
-                row[int.from_bytes(hashlib.sha256(word.encode()).digest()[:2], "little") % 256] += 1
-        return rows + 1e-3
-
-    def count_tokens(self, texts):
-        return [len(t.split()) for t in texts]
+def word_embedder(**options):
+    """A bag-of-words fake: similarity follows shared words, so retrieval means something."""
+    settings = dict(model="bag-of-words", vectors="words", width=256, max_tokens=10_000, batch_size=32)
+    return FakeEmbedder(**(settings | options))
 
 
 @pytest.fixture(scope="module")
@@ -64,16 +42,17 @@ def inputs():
 
 
 def embedded_inputs(inputs, cache_dir, **embedder_options):
-    """The documents, the questions, an empty cache, a WordEmbedder and the questions embedded with it."""
+    """The documents, the questions, an empty cache, a word_embedder and the questions embedded with it."""
     documents, questions = inputs
     cache = EmbeddingCache(cache_dir)
-    embedder = WordEmbedder(**embedder_options)
+    embedder = word_embedder(**embedder_options)
     return documents, questions, cache, embedder, embed_questions(questions, embedder, cache)
 
 
+@pytest.mark.slow
 def test_each_configuration_gets_a_row_and_cached_texts_cost_nothing(inputs, cache_dir):
     documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir)
-    relevant = retrieval.relevant_from_questions(questions, "source")
+    relevant = retrieval_labels.relevant_from_questions(questions, "source")
     grid = [ChunkingConfig(500, 0), ChunkingConfig(1000, 200)]
     seen = []
     table, warnings = compare_chunkings(
@@ -113,7 +92,7 @@ def test_each_configuration_gets_a_row_and_cached_texts_cost_nothing(inputs, cac
 def test_plan_counts_what_would_be_sent_before_anything_is(inputs, cache_dir):
     documents, questions = inputs
     cache = EmbeddingCache(cache_dir)
-    embedder = WordEmbedder()
+    embedder = word_embedder()
     grid = [ChunkingConfig(1000, 0), ChunkingConfig(1000, 200)]
     plans = plan_chunkings(documents, grid, embedder, cache)
     assert embedder.calls == 0
@@ -141,7 +120,7 @@ def test_paid_provider_rows_carry_the_cost_of_new_tokens_only(inputs, cache_dir)
 
 def test_a_provider_error_keeps_finished_rows_and_their_embeddings(inputs, cache_dir):
     documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir)
-    failing = WordEmbedder(fail_after=0)
+    failing = word_embedder(fail_from_batch=1)
     grid = [ChunkingConfig(1000, 200), ChunkingConfig(500, 0)]
     first, _ = compare_chunkings(documents, questions, question_embedding, grid[:1], embedder, cache)
     table, warnings = compare_chunkings(documents, questions, question_embedding, grid, failing, cache)
@@ -194,13 +173,17 @@ def test_grid_from_text_and_the_report_rows():
 # ---------------------------------------------------------------- support level per configuration
 
 
+@pytest.mark.slow
 def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs, cache_dir):
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.pipeline import cluster_chunks, embed_corpus
+    from coverage_core.session import analyze
     from coverage_core.stages import calibration
-    from coverage_core.pipeline import AnalysisConfig, analyze, cluster_chunks, embed_corpus, measure
+    from coverage_core.stages.measure import measure
 
     documents, questions = inputs
     cache = EmbeddingCache(cache_dir)
-    embedder = WordEmbedder()
+    embedder = word_embedder()
     config = AnalysisConfig(chunking=ChunkingConfig(1000, 200), random_state=3)
     analysis = analyze(config, documents, questions, embedder=embedder, cache=cache)
     grid = [ChunkingConfig(300, 0), ChunkingConfig(1000, 200), ChunkingConfig(2500, 0)]
@@ -243,7 +226,7 @@ def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs
 
 
 def test_a_support_level_the_user_set_is_used_for_every_configuration(inputs, cache_dir):
-    from coverage_core.pipeline import AnalysisConfig
+    from coverage_core.config import AnalysisConfig
 
     documents, questions, cache, embedder, question_embedding = embedded_inputs(inputs, cache_dir)
     sent_before = len(embedder.sent)
@@ -264,6 +247,7 @@ def test_a_support_level_the_user_set_is_used_for_every_configuration(inputs, ca
     assert [p.n_calibration for p in plans] == [0, 0]
 
 
+@pytest.mark.slow
 def test_plan_counts_the_calibration_texts_the_comparison_then_sends(inputs, cache_dir):
     from coverage_core.stages.calibration import MAX_CALIBRATION_TEXTS, calibration_texts
 

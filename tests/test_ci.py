@@ -6,67 +6,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from coverage_core.outputs import junit
+from coverage_core import verdicts
 from coverage_core.cli import main
 from coverage_core.errors import InputError
-
-METRICS = {"basic": 0.72, "weighted": 0.72, "balanced": 0.65, "multi_threshold": 0.5, "multi_n": 0.55}
-
-
-def _question(row, text, document="Drum.txt", outlier=False):
-    return {
-        "row": row, "text": text, "max_similarity": 0.6, "nearest_document": document, "cluster": 0,
-        "outlier_score": 0.1, "lof_score": 1.0, "is_outlier": outlier, "duplicate_of": None,
-    }
-
-
-def _cluster(ident, coverage, size=10, gap_rank=None, themes=(), passages=("A passage.",), suggestions=()):
-    return {
-        "id": ident, "size": size, "share": size / 40, "coverage": coverage,
-        "multi_threshold_coverage": coverage, "multi_n_coverage": coverage, "n_questions": 3,
-        "is_gap": gap_rank is not None, "gap_rank": gap_rank, "themes": list(themes),
-        "suggested_questions": [{"text": s, "origin": "draft", "document": "Koala.txt", "passage": "p"} for s in suggestions],
-        "representative_chunks": list(passages),
-    }
-
-
-def make_report(**changes):
-    """A minimal valid schema-1 report: 3 clusters (1 gap), 3 documents (1 below 0.7), 3 questions."""
-    report = {
-        "schema_version": 1,
-        "config": {
-            "embedding": {"provider": "local", "model": None, "dimensions": None, "base_url": None},
-            "chunking": {"chunk_size": 1000, "chunk_overlap": 200},
-            "n_clusters": None, "random_state": 0, "strictness": None, "multi_threshold": 0.5, "multi_n": 2,
-            "redundancy_threshold": 0.95, "gaps": {"gap_threshold": 0.7, "size_weight": 0.3},
-            "n_clusters_used": 3, "screening_threshold": 1.2,
-            "inputs": {"documents": ["Drum.txt", "Flute.txt", "Koala.txt"], "questions_file": "q.csv"},
-        },
-        "metrics": dict(METRICS),
-        "summary": {"n_documents": 3, "n_chunks": 40, "n_questions": 3, "n_outliers": 1,
-                    "n_blank_questions": 0, "n_chunks_over_token_limit": 0, "embedded": 0, "from_cache": 43},
-        "clusters": [
-            _cluster(0, 0.81, size=15),
-            _cluster(1, 0.42, size=10, gap_rank=1, themes=("koala", "eucalyptus", "marsupial"),
-                     passages=("The koala is an arboreal herbivorous marsupial.",),
-                     suggestions=("What do koalas eat?",)),
-            _cluster(2, 0.77, size=15),
-        ],
-        "documents": [
-            {"name": "Koala.txt", "n_chunks": 10, "coverage": 0.41, "is_low": True},
-            {"name": "Drum.txt", "n_chunks": 15, "coverage": 0.8, "is_low": False},
-            {"name": "Flute.txt", "n_chunks": 15, "coverage": 0.78, "is_low": False},
-        ],
-        "questions": [
-            _question(0, "What is a drum?"),
-            _question(1, "How is a flute  played?", "Flute.txt"),
-            _question(2, "Where do zebras live?", outlier=True),
-        ],
-        "redundant_pairs": [],
-        "warnings": [],
-    }
-    report.update(changes)
-    return report
+from coverage_core.outputs import junit
+from tests.helpers import REPORT_METRICS, make_report, report_cluster, report_question
 
 
 def _parse(xml):
@@ -135,13 +79,14 @@ def test_junit_gap_threshold_comes_from_the_report_or_the_argument():
 
 def test_junit_undefined_values():
     report = make_report()
-    report["clusters"].append(_cluster(3, None, size=0))
+    report["clusters"].append(report_cluster(3, None, size=0))
     report["metrics"]["basic"] = None
     root, cases = _parse(junit.junit_xml(report, "basic", 0.5))
     assert cases[("coverage.clusters", "cluster 3")].find("skipped") is not None
     assert root.get("skipped") == "1"
     assert "not defined" in cases[("coverage.metric", "basic")].find("failure").get("message")
-    assert junit.gate_failed(None, 0.5) and not junit.gate_failed(None, None) and not junit.gate_failed(0.5, 0.5)
+    assert verdicts.gate_failed(None, 0.5)
+    assert not verdicts.gate_failed(None, None) and not verdicts.gate_failed(0.5, 0.5)
 
 
 def test_junit_strips_control_characters_and_escapes_markup():
@@ -192,7 +137,7 @@ def test_diff_metric_deltas_and_documents_matched_by_name():
         {"name": "Lobster.txt", "n_chunks": 5, "coverage": 0.3, "is_low": True},
     ]
     diff = junit.diff_reports(old, new)
-    assert [m.name for m in diff.metrics] == list(METRICS)
+    assert [m.name for m in diff.metrics] == list(REPORT_METRICS)
     assert diff.metric("basic").old == 0.72 and diff.metric("basic").new == 0.75
     assert diff.metric("basic").delta == pytest.approx(0.03)
     assert diff.metric("balanced").delta == pytest.approx(-0.05)
@@ -214,13 +159,13 @@ def test_diff_metric_deltas_and_documents_matched_by_name():
     assert "No questions added or removed." in text
 
 
-def test_diff_questions_matched_by_whitespace_normalised_text():
+def test_diff_questions_matched_by_whitespace_normalized_text():
     old = make_report()
     new = make_report(questions=[
-        _question(0, "  What is a   drum?\n"),  # same question, other whitespace
-        _question(1, "What do koalas eat?", "Koala.txt"),
-        _question(2, "What do koalas eat?", "Koala.txt"),
-        _question(3, "Where do zebras live?", outlier=True),
+        report_question(0, "  What is a   drum?\n"),  # same question, other whitespace
+        report_question(1, "What do koalas eat?", "Koala.txt"),
+        report_question(2, "What do koalas eat?", "Koala.txt"),
+        report_question(3, "Where do zebras live?", outlier=True),
     ])
     diff = junit.diff_reports(old, new)
     assert diff.questions_added == ("What do koalas eat?", "What do koalas eat?")
@@ -242,7 +187,7 @@ def test_diff_notes_changed_settings():
 
 
 def test_diff_lists_are_capped_in_text_but_complete_in_json():
-    new = make_report(questions=[_question(i, f"Question number {i}?") for i in range(60)])
+    new = make_report(questions=[report_question(i, f"Question number {i}?") for i in range(60)])
     diff = junit.diff_reports(make_report(), new)
     assert len(diff.questions_added) == 60
     text = junit.format_diff(diff, limit=50)
@@ -255,7 +200,7 @@ def test_diff_lists_are_capped_in_text_but_complete_in_json():
     [
         ([1, 2], "no schema_version"),
         ({"metrics": {}}, "no schema_version"),
-        (make_report(schema_version=3), "schema version 3"),
+        (make_report(schema_version=4), "schema version 4"),
         (make_report(metrics=None), "metrics"),
         (make_report(documents=[{"coverage": 0.5}]), "documents"),
         (make_report(questions="nope"), "questions"),
@@ -273,7 +218,7 @@ def test_check_report_rejects_non_reports(report, expected):
 def reports(tmp_path):
     old, new = make_report(), _renamed_clusters(make_report())
     new["metrics"]["basic"] = 0.69  # fell by 0.03
-    new["questions"].append(_question(3, "What do koalas eat?", "Koala.txt"))
+    new["questions"].append(report_question(3, "What do koalas eat?", "Koala.txt"))
     paths = tmp_path / "old.json", tmp_path / "new.json"
     for path, report in zip(paths, (old, new)):
         path.write_text(json.dumps(report), encoding="utf-8")
@@ -321,7 +266,7 @@ def test_cli_diff_a_rise_never_fails(reports, capsys):
         (b"\xff\xfe\x00garbage", "new.json is not a coverage report (it is not UTF-8 text)."),
         ('{"a": 1}', "new.json is not a coverage report (it has no schema_version)."),
         ("[]", "new.json is not a coverage report (it has no schema_version)."),
-        (json.dumps(make_report(schema_version=3)), "new.json has report schema version 3"),
+        (json.dumps(make_report(schema_version=4)), "new.json has report schema version 4"),
         (None, "could not read or write"),
     ],
 )
@@ -349,7 +294,7 @@ def test_cli_diff_undefined_metric_or_negative_drop_exits_2(reports, tmp_path, c
     assert main(["diff", reports[0], str(path), "--fail-on-drop", "0.1"]) == 2
     assert "not defined in both reports" in capsys.readouterr().err
     assert main(["diff", *reports, "--fail-on-drop", "-1"]) == 2
-    assert "must be 0 or more" in capsys.readouterr().err
+    assert "must be at least 0" in capsys.readouterr().err
 
 
 def test_cli_diff_usage_errors_exit_2(reports, capsys):
@@ -357,6 +302,25 @@ def test_cli_diff_usage_errors_exit_2(reports, capsys):
     assert main(["diff", *reports, "--metric", "nonsense"]) == 2
     assert main(["diff", *reports, "--fail-on-drop", "lots"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_cli_diff_reads_a_schema_2_report_against_a_schema_3_one(tmp_path, capsys):
+    """Schema 3 renamed calibration.topic_threshold and traffic.answer_threshold; older reports still diff."""
+    old = make_report(schema_version=2, calibration={"support_threshold": 0.48, "topic_threshold": 0.37},
+                      traffic={"support_threshold": 0.48, "answer_threshold": 0.37})
+    new = make_report(schema_version=3, calibration={"support_threshold": 0.48, "question_support_threshold": 0.37})
+    new["metrics"]["basic"] -= 0.05
+    paths = [tmp_path / "old.json", tmp_path / "new.json"]
+    for path, report in zip(paths, (old, new)):
+        path.write_text(json.dumps(report), encoding="utf-8")
+    loaded = junit.load_report(paths[0])
+    assert loaded["calibration"] == {"support_threshold": 0.48, "question_support_threshold": 0.37}
+    assert loaded["traffic"] == {"support_threshold": 0.48, "question_support_threshold": 0.37}
+    assert old["calibration"]["topic_threshold"] == 0.37  # the caller's dict is left as it was
+    diff = junit.diff_reports(old, new)
+    assert diff.metric("basic").delta == pytest.approx(-0.05)
+    assert main(["diff", *map(str, paths), "--fail-on-drop", "0.1"]) == 0
+    assert "basic" in capsys.readouterr().out
 
 
 def test_ci_reads_the_schema_the_report_writes():

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from coverage_core.cli import main
-from tests.conftest import PDFS, PROJECT
+from tests.helpers import PDFS, PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 UNTESTED = {"Koala.txt", "Lobster.txt"}
@@ -50,11 +50,12 @@ def example_cache(example_run):
     return result.args[result.args.index("--out") + 1].rsplit("/", 1)[0] + "/cache"
 
 
+@pytest.mark.slow
 def test_cold_run_writes_a_complete_report(example_run):
     (result, report), _ = example_run
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     assert set(report["metrics"]) == {"tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n"}
     for value in report["metrics"].values():
         assert 0.0 < value < 1.0
@@ -71,12 +72,14 @@ def test_cold_run_writes_a_complete_report(example_run):
     assert "basic" in result.stdout and "cluster" in result.stdout
 
 
+@pytest.mark.slow
 def test_untested_articles_come_out_least_covered(example_run):
     (_, report), _ = example_run
     by_coverage = sorted(report["documents"], key=lambda d: d["coverage"])
     assert {d["name"] for d in by_coverage[:2]} == UNTESTED
 
 
+@pytest.mark.slow
 def test_decisions_on_the_example_are_absolute(example_run):
     """τ is calibrated without labels; the untested articles are is_untested, a minority of clusters are gaps."""
     (result, report), _ = example_run
@@ -95,6 +98,7 @@ def test_decisions_on_the_example_are_absolute(example_run):
     assert "% of the knowledge base is tested" in first
 
 
+@pytest.mark.slow
 def test_gaps_point_at_the_untested_articles(example_run):
     (_, report), _ = example_run
     gaps = sorted((c for c in report["clusters"] if c["is_gap"]), key=lambda c: c["gap_rank"])
@@ -107,6 +111,7 @@ def test_gaps_point_at_the_untested_articles(example_run):
     assert not {s["text"].lower() for s in top["suggested_questions"]} & existing
 
 
+@pytest.mark.slow
 def test_off_topic_questions_are_flagged(example_run):
     (_, report), _ = example_run
     off_topic = _off_topic_rows()
@@ -118,6 +123,7 @@ def test_off_topic_questions_are_flagged(example_run):
         assert {"row", "text", "max_similarity", "nearest_document", "cluster", "outlier_score", "is_outlier", "duplicate_of"} <= set(question)
 
 
+@pytest.mark.slow
 def test_cached_rerun_embeds_nothing_and_agrees(example_run):
     (_, cold), (result, cached) = example_run
     assert result.returncode == 0, result.stderr
@@ -126,6 +132,7 @@ def test_cached_rerun_embeds_nothing_and_agrees(example_run):
     assert cached["metrics"] == cold["metrics"]
 
 
+@pytest.mark.slow
 def test_fail_below_exits_1(tmp_path, cache_dir, example_run, capsys):
     # Reuses the module run's cache only through content keys: copy its dir.
     args = [
@@ -167,6 +174,7 @@ def test_bad_option_exits_2_without_usage_dump(capsys):
     assert err.count("\n") == 1 and "nonsense" in err
 
 
+@pytest.mark.slow
 def test_junit_and_diff_on_the_example(tmp_path, tmp_path_factory, example_run, capsys):
     """analyze --junit (gate failing) on the example, from the module run's cache; then diff."""
     (_, cold), _ = example_run
@@ -199,6 +207,7 @@ def test_junit_and_diff_on_the_example(tmp_path, tmp_path_factory, example_run, 
     assert "No questions added or removed." in text and "+0.000" in text and "Koala.txt" in text
 
 
+@pytest.mark.slow
 def test_report_carries_retrieval_and_answerability_from_the_example_columns(example_run):
     (result, report), _ = example_run
     # The example names each question's article file in "source" (empty for
@@ -235,8 +244,9 @@ def test_named_columns_that_do_not_exist_fail_before_embedding(tmp_path, capsys)
     assert not (tmp_path / "cache").exists() and not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.slow
 def test_subquestions_through_a_local_openai_compatible_server(tmp_path, example_cache, fake_api, capsys):
-    from tests.fake_api import chat_reply
+    from tests.fakes import chat_reply
 
     reply = json.dumps({"sub_questions": [
         {"text": "Who was Alessandro Volta?", "type": "core"},
@@ -263,6 +273,7 @@ def test_subquestions_through_a_local_openai_compatible_server(tmp_path, example
     assert subs[0]["supported"] and not subs[1]["supported"]
 
 
+@pytest.mark.slow
 def test_compare_chunking_adds_a_row_per_configuration(tmp_path, example_cache, capsys):
     out = tmp_path / "r.json"
     base = ["analyze", "--docs", str(EXAMPLE / "docs"), "--questions", str(EXAMPLE / "questions.csv"),

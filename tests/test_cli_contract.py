@@ -12,21 +12,21 @@ import math
 import re
 import subprocess
 import sys
-import zlib
 
 import numpy as np
 import pytest
 
 from coverage_core import cli
-from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.checks.retrieval import DEFAULT_K
 from coverage_core.cli import main
+from coverage_core.config import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig
 from coverage_core.embeddings import local as local_embedder
 from coverage_core.embeddings.cache import CACHE_FILE_NAME
-from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
-from coverage_core.pipeline import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig
-from coverage_core.checks.retrieval import DEFAULT_K
+from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.stages.screening import STRICTNESS_RANGE
-from tests.conftest import PROJECT
+from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
+from tests.fakes import FakeEmbedder
+from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 TWO_DOCS = [str(EXAMPLE / "docs" / "Drum.txt"), str(EXAMPLE / "docs" / "Flute.txt")]
@@ -37,9 +37,9 @@ TWO_DOCS = [str(EXAMPLE / "docs" / "Drum.txt"), str(EXAMPLE / "docs" / "Flute.tx
 # --------------------------------------------------------------------------
 
 BAD_ANALYZE_VALUES = [
-    (["--strictness", "2"], "--strictness must be between 0 and 1 (got 2)."),
-    (["--strictness", "-0.5"], "--strictness must be between 0 and 1 (got -0.5)."),
-    (["--strictness", "nan"], "--strictness must be between 0 and 1 (got nan)."),
+    (["--strictness", "2"], "--strictness must be between 0 and 1 (got 2); 0 flags only extreme questions, 1 flags many."),
+    (["--strictness", "-0.5"], "--strictness must be between 0 and 1 (got -0.5); 0 flags only extreme questions, 1 flags many."),
+    (["--strictness", "nan"], "--strictness must be between 0 and 1 (got nan); 0 flags only extreme questions, 1 flags many."),
     (["--strictness", "inf"], "--strictness"),
     (["--seed", "-1"], f"--seed must be between 0 and {SEED_RANGE[1]} (got -1)."),
     (["--seed", str(2**32)], f"--seed must be between 0 and {SEED_RANGE[1]} (got {2**32})."),
@@ -47,34 +47,35 @@ BAD_ANALYZE_VALUES = [
     (["--fail-below", "inf"], "--fail-below"),
     (["--fail-below=-inf"], "--fail-below must be greater than -1 and at most 1 (got -inf)."),
     (["--fail-below", "1.5"], "--fail-below"),
-    (["--chunk-size", "0"], "--chunk-size must be at least 1 character (got 0)."),
+    (["--chunk-size", "0"], "--chunk-size must be at least 1 (got 0); it counts characters."),
     (["--chunk-size", "-5"], "--chunk-size"),
     (["--chunk-size", "150"], "--chunk-overlap must be smaller than --chunk-size (got 200 >= 150); "
                               "lower --chunk-overlap or raise --chunk-size."),
-    (["--chunk-overlap", "-1"], "--chunk-overlap must be 0 or more (got -1)."),
+    (["--chunk-overlap", "-1"], "--chunk-overlap must be at least 0 (got -1); it counts characters."),
     (["--chunk-overlap", "1000"], "--chunk-overlap must be smaller than --chunk-size"),
     (["--clusters", "0"], "--clusters must be at least 1 (got 0)."),
     (["--clusters", "-3"], "--clusters"),
-    (["--gap-threshold", "5"], "--gap-threshold must be greater than -1 and at most 1 (got 5)."),
+    (["--gap-threshold", "5"], "--gap-threshold must be greater than -1 and at most 1 (got 5); it is a coverage score."),
     (["--gap-threshold", "-1"], "--gap-threshold"),
     (["--gap-threshold", "nan"], "--gap-threshold"),
     (["--gap-threshold", "inf"], "--gap-threshold"),
-    (["--multi-threshold", "0"], "--multi-threshold must be greater than 0 and at most 2 (got 0)."),
+    (["--multi-threshold", "0"], "--multi-threshold must be greater than 0 and at most 2 (got 0); it is a cosine "
+                                    "distance, sensible from 0.15 to 0.8."),
     (["--multi-threshold", "3"], "--multi-threshold"),
     (["--multi-threshold", "nan"], "--multi-threshold"),
     (["--multi-n", "0"], "--multi-n must be at least 1 (got 0)."),
     (["--dimensions", "64"], "--dimensions 64 cannot be used: the local model always returns its native size"),
-    (["--dimensions", "-1"], "--dimensions -1 cannot be used"),
-    (["--embedder", "openai", "--dimensions", "0"], "--dimensions 0 cannot be used"),
+    (["--dimensions", "-1"], "--dimensions must be at least 1 (got -1)."),
+    (["--embedder", "openai", "--dimensions", "0"], "--dimensions must be at least 1 (got 0)."),
     (["--embedder", "openai", "--dimensions", "5000"], "--dimensions 5000 cannot be used"),
     (["--embedder", "voyage", "--dimensions", "100"], "--dimensions 100 cannot be used"),
-    (["--k", "0"], "--k must be at least 1 (got 0)."),
+    (["--k", "0"], "--k must be at least 1 (got 0); it is the number of chunks retrieved per question."),
     (["--k", "-2"], "--k"),
     (["--subquestions", "0"], "--subquestions must be at least 1 (got 0)."),
     (["--subquestions", "2"], "--subquestions needs an LLM"),
     (["--compare-chunking", "1000/abc"], "--compare-chunking: '1000/abc' is not a chunk configuration"),
     (["--compare-chunking", "500/0,150/200"], "--compare-chunking 150/200: OVERLAP must be smaller than SIZE"),
-    (["--compare-chunking", "0/0"], "--compare-chunking 0/0: SIZE must be at least 1 character"),
+    (["--compare-chunking", "0/0"], "--compare-chunking 0/0: SIZE must be at least 1 (got 0); it counts characters."),
     (["--compare-chunking", ",,"], "--compare-chunking: the chunking grid is empty"),
     # argparse's own refusals name the flag too
     (["--k", "nan"], "argument --k: invalid int value: 'nan'"),
@@ -89,13 +90,13 @@ BAD_ANALYZE_VALUES = [
 @pytest.fixture
 def nothing_read(monkeypatch):
     """Fail the test if the CLI reads a document or question file."""
-    from coverage_core.inputs import ingest
+    from coverage_core.inputs import ingest, questions
 
     def refuse(*args, **kwargs):
         raise AssertionError("an input file was read before the flags were checked")
 
     monkeypatch.setattr(ingest, "read_documents", refuse)
-    monkeypatch.setattr(ingest, "read_questions", refuse)
+    monkeypatch.setattr(questions, "read_questions", refuse)
     # Keys for the API providers (constructing an embedder sends nothing).
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
@@ -126,11 +127,14 @@ def test_bad_analyze_value_is_refused_before_anything_is_read(tmp_path, capsys, 
     assert len(local_embedder._MODELS) == models_loaded  # no model loaded
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-0.1", "-inf"])
-def test_bad_fail_on_drop_is_refused_before_reports_are_read(tmp_path, capsys, value):
+@pytest.mark.parametrize("value, requirement", [
+    ("nan", "a finite number of at least 0"), ("inf", "a finite number of at least 0"), ("-0.1", "at least 0"),
+    ("-inf", "a finite number of at least 0"),
+])
+def test_bad_fail_on_drop_is_refused_before_reports_are_read(tmp_path, capsys, value, requirement):
     # The report files do not exist: the flag is checked first.
     assert main(["diff", str(tmp_path / "old.json"), str(tmp_path / "new.json"), f"--fail-on-drop={value}"]) == 2
-    _assert_one_sentence(capsys.readouterr().err, f"--fail-on-drop must be 0 or more and finite (got {value}).")
+    _assert_one_sentence(capsys.readouterr().err, f"--fail-on-drop must be {requirement} (got {value}).")
 
 
 def test_the_cli_reads_limits_from_the_core():
@@ -209,6 +213,7 @@ def test_usage_names_the_command_as_run(monkeypatch):
     assert cli._build_parser().format_usage().startswith("usage: python -m coverage_core ")
 
 
+@pytest.mark.slow
 def test_console_script_usage_line():
     script = PROJECT / ".venv" / "bin" / "coverage-core"
     if not script.exists():
@@ -223,30 +228,14 @@ def test_console_script_usage_line():
 # --------------------------------------------------------------------------
 
 
-class HashEmbedder:
-    """Bag-of-words vectors from word hashes; token = word; reads the first ``max_tokens`` words."""
-
-    provider, model, dimensions = "fake", "hash-64", None
-    max_tokens = 256
-    batch_size = 64
-
-    def count_tokens(self, texts):
-        return [len(text.split()) for text in texts]
-
-    def embed(self, texts):
-        vectors = np.zeros((len(texts), 64), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split()[: self.max_tokens]:
-                vectors[row, zlib.crc32(word.encode()) % 64] += 1.0
-            vectors[row, 0] += 1e-3
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
 @pytest.fixture
 def hash_embedder(monkeypatch):
     from coverage_core import pipeline
 
-    monkeypatch.setattr(pipeline, "build_embedder", lambda config, api_key=None: HashEmbedder())
+    def bag_of_words(config, api_key=None):
+        return FakeEmbedder(model="hash-64", vectors="words", width=64, max_tokens=256, batch_size=64)
+
+    monkeypatch.setattr(pipeline, "build_embedder", bag_of_words)
 
 
 def _questions(tmp_path, cells):
@@ -326,7 +315,7 @@ def test_a_damaged_cache_file_stops_with_one_sentence(tmp_path, capsys, cache_di
 
 
 def test_provider_error_starts_on_its_own_line_after_the_progress_bar(tmp_path, capsys, cache_dir, fake_api, monkeypatch):
-    from tests.fake_api import error_reply
+    from tests.fakes import error_reply
 
     monkeypatch.setenv("EMBEDDING_API_KEY", "sk-fake-for-tests")  # the key for a server other than OpenAI's
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-for-tests")
@@ -338,10 +327,10 @@ def test_provider_error_starts_on_its_own_line_after_the_progress_bar(tmp_path, 
     ]  # no --quiet: the bars are drawn on stderr
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "embedding chunks" in err  # a bar was drawn
+    assert "Embedding passages" in err  # a bar was drawn
     assert "Traceback" not in err
     lines = err.split("\n")
     errors = [line for line in lines if "coverage_core:" in line]
     assert len(errors) == 1 and errors[0].startswith("coverage_core: "), repr(err)
-    assert "embedding chunks" not in errors[0]
+    assert "Embedding passages" not in errors[0]
     assert not (tmp_path / "r.json").exists()

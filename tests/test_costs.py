@@ -50,6 +50,19 @@ def test_default_table_prices_the_providers_models():
     assert (table[["usd_per_1m_input", "usd_per_1m_output"]] >= 0).all().all()
 
 
+def test_default_table_takes_embedding_prices_from_the_provider_registry():
+    from coverage_core.embeddings.registry import embedding_prices
+
+    table = costs.default_price_table()
+    embedding = table[table["kind"] == "embedding"]
+    assert sorted(map(tuple, embedding[["provider", "model", "usd_per_1m_input"]].values.tolist())) == sorted(
+        (provider, model, usd) for provider, model, usd, _ in embedding_prices()
+    )
+    # The rows to check come first: paid providers' prices, then the LLMs', then the free model's zero row.
+    assert list(table["kind"]).index("llm") > max(embedding.index[embedding["provider"] != "local"])
+    assert table.iloc[-1].tolist() == ["local", "all-MiniLM-L6-v2", "embedding", 0.0, 0.0]
+
+
 def test_embedding_cost_from_the_table():
     table = costs.default_price_table()
     estimate = costs.estimate_embedding_cost(2_000_000, "openai", "text-embedding-3-small", table)
@@ -94,10 +107,10 @@ def test_price_table_is_checked():
 
 
 def _example_chunks(names=None, size=1000, overlap=200):
-    from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.inputs.ingest import read_documents
     from coverage_core.pipeline import chunk_corpus
-    from tests.conftest import PROJECT
+    from coverage_core.stages.chunking import ChunkingConfig
+    from tests.helpers import PROJECT
 
     folder = PROJECT / "examples" / "wiki-qa" / "docs"
     paths = [folder / name for name in names] if names else [folder]

@@ -1,7 +1,7 @@
 """Every CSV the project writes: readers see exactly the rows exported, and nothing starts a formula.
 
 The core (``report.neutralise_formula``, ``report.to_safe_csv`` and the
-improved test set, ``engine.improved_csv``) is checked exhaustively on short
+improved test set, ``ui.exports.improved_csv``) is checked exhaustively on short
 strings over an alphabet of formula prefixes, line breaks, quotes and
 delimiters, and on a list of hostile cells, reading every file back with both
 ``csv.reader`` and ``pandas.read_csv``. The dashboard side: Streamlit's own
@@ -27,11 +27,13 @@ import pytest
 import streamlit
 
 from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
 from coverage_core.outputs.report import neutralise_formula, to_safe_csv
 from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, subset_csv
-from tests.conftest import PROJECT
-from ui import engine, state
+from tests.helpers import PROJECT
+from ui import exports, state
+from ui.views.gaps import MARKER_COLUMN
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 HOSTILE = [
@@ -184,9 +186,9 @@ def test_improved_csv_is_the_users_file_plus_the_accepted_rows(delimiter):
     assert len(original) == len(HOSTILE) and original["notes"].tolist() == HOSTILE  # the input itself is intact
     accepted = ["=HYPERLINK(\"http://example.com\")", "How long do koalas sleep?", "@SUM(A1) bananas"]
 
-    data = engine.improved_csv(questions, accepted)
+    data = exports.improved_csv(questions, accepted)
     rows, back = read_back(data, delimiter)  # read with the user's own delimiter
-    header = ["question", "notes", "'=owner", engine.MARKER_COLUMN]
+    header = ["question", "notes", "'=owner", MARKER_COLUMN]
     kept = [[neutralise_formula(v) for v in row] + [""] for row in original.values.tolist()]
     added = [[neutralise_formula(text), "", "", "yes"] for text in accepted]
     assert rows == [header, *kept, *added]
@@ -291,6 +293,7 @@ def shown_with(at, column: str) -> pd.DataFrame:
     return found[0]
 
 
+@pytest.mark.slow
 def test_results_page_downloads_are_formula_safe(hostile_session, served):
     values = hostile_session
     at = run_page("pages/3_results.py", values)
@@ -313,6 +316,7 @@ def test_results_page_downloads_are_formula_safe(hostile_session, served):
     assert "What is a drum?\r'=cmd|' /C calc'!A0" in questions
 
 
+@pytest.mark.slow
 def test_fitness_page_download_is_formula_safe(hostile_session, served):
     at = run_page("pages/5_fitness.py", hostile_session)
     rows = assert_safe_table(served_csv(served, "Download these questions (CSV)"), shown_with(at, "nearest passage"))
@@ -320,6 +324,7 @@ def test_fitness_page_download_is_formula_safe(hostile_session, served):
     assert "What is a drum?\r'=cmd|' /C calc'!A0" in [row[header.index("question")] for row in rows[1:]]
 
 
+@pytest.mark.slow
 def test_retrieval_page_downloads_are_formula_safe(hostile_session, served):
     at = run_page("pages/7_retrieval.py", hostile_session)
     failures = shown_with(at, "expected is in the knowledge base")
@@ -330,11 +335,12 @@ def test_retrieval_page_downloads_are_formula_safe(hostile_session, served):
     assert "'=evil.txt" in relevant
 
 
+@pytest.mark.slow
 def test_gap_page_improved_csv_is_formula_safe(hostile_session, served):
-    at = run_page("pages/4_gaps.py", hostile_session)
+    run_page("pages/4_gaps.py", hostile_session)
     data = served_csv(served, "Improved test set (CSV, +0 rows)")
     questions = hostile_session[state.QUESTIONS]
-    assert data == engine.improved_csv(questions, [])
+    assert data == exports.improved_csv(questions, [])
     rows, _ = read_back(data, questions.delimiter)
     assert len(rows) == 1 + len(questions.frame)
     assert rows[-3][:2] == ["What is a drum?\r'=cmd|' /C calc'!A0", "'\r'=1+1"]

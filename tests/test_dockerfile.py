@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT
+from tests.helpers import PROJECT
 
 DOCKERFILE = PROJECT / "Dockerfile"
 RUN_SCRIPT = PROJECT / "run.sh"
@@ -41,7 +41,7 @@ def _instructions() -> list[tuple[str, str]]:
     return result
 
 
-def _normalise(argv: list[str]) -> list[str]:
+def _normalize(argv: list[str]) -> list[str]:
     """A command line reduced to what it runs: no exec, env prefix, venv path or "$@"."""
     argv = [a for a in argv if a != "$@"]
     while argv and (argv[0] == "exec" or re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0])):
@@ -56,7 +56,7 @@ def _normalise(argv: list[str]) -> list[str]:
 def docker_command() -> list[str]:
     commands = [rest for word, rest in _instructions() if word == "CMD"]
     assert len(commands) == 1, "the Dockerfile needs exactly one CMD"
-    return _normalise(json.loads(commands[0]))
+    return _normalize(json.loads(commands[0]))
 
 
 def run_script_command() -> list[str]:
@@ -64,7 +64,7 @@ def run_script_command() -> list[str]:
     lines = [line.strip() for line in RUN_SCRIPT.read_text(encoding="utf-8").splitlines()]
     runs = [line for line in lines if line and not line.startswith("#") and "streamlit" in line and " run " in line]
     assert runs, "run.sh does not start the dashboard (no 'streamlit run' line)"
-    return _normalise(shlex.split(runs[-1]))
+    return _normalize(shlex.split(runs[-1]))
 
 
 def test_hadolint_finds_nothing():

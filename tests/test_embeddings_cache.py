@@ -1,6 +1,5 @@
 """The on-disk cache and the cache-aware embed_texts driver."""
 
-import hashlib
 import threading
 
 import numpy as np
@@ -8,8 +7,9 @@ import pytest
 
 from coverage_core.embeddings import (
     CacheKey,
-    EmbeddingCache,
     Embedder,
+    EmbeddingCache,
+    LocalEmbedder,
     default_cache_dir,
     embed_texts,
     make_embedder,
@@ -17,41 +17,7 @@ from coverage_core.embeddings import (
 )
 from coverage_core.embeddings.cache import CACHE_FILE_NAME
 from coverage_core.errors import ProviderError
-
-
-class CountingEmbedder:
-    """A fake Embedder that records every call; can fail on a given batch."""
-
-    def __init__(self, provider="fake", model="m", dimensions=None, d=8, batch_size=4, fail_on_batch=None):
-        self.provider, self.model, self.dimensions = provider, model, dimensions
-        self.max_tokens = 5
-        self.batch_size = batch_size
-        self.d = d
-        self.fail_on_batch = fail_on_batch
-        self.embed_calls: list[list[str]] = []
-        self.count_calls: list[list[str]] = []
-        self.lock = threading.Lock()
-
-    def embed(self, texts):
-        with self.lock:
-            self.embed_calls.append(list(texts))
-            if self.fail_on_batch is not None and len(self.embed_calls) == self.fail_on_batch:
-                raise ProviderError("scripted failure", "rate_limit")
-        rows = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-            rows.append(np.random.default_rng(seed).standard_normal(self.d) * 3)  # not unit on purpose
-        return np.array(rows, dtype=np.float64)
-
-    def count_tokens(self, texts):
-        with self.lock:
-            self.count_calls.append(list(texts))
-        return [len(text.split()) for text in texts]
-
-    @property
-    def n_embedded(self):
-        return sum(len(call) for call in self.embed_calls)
-
+from tests.fakes import FakeEmbedder
 
 TEXTS = [f"text number {i} " + "word " * (i % 7) for i in range(10)]
 
@@ -75,13 +41,13 @@ def errors_in_threads(worker, n_threads: int) -> list[Exception]:
 
 
 def test_fake_follows_the_protocol():
-    assert isinstance(CountingEmbedder(), Embedder)
+    assert isinstance(FakeEmbedder(), Embedder)
     assert isinstance(make_embedder("local"), Embedder)
 
 
 def test_first_run_embeds_second_run_is_fully_cached(cache_dir):
     cache = EmbeddingCache(cache_dir)
-    first_embedder = CountingEmbedder()
+    first_embedder = FakeEmbedder()
     first = embed_texts(TEXTS, first_embedder, cache)
     assert (first.n_cached, first.n_embedded) == (0, 10)
     assert first_embedder.n_embedded == 10
@@ -90,7 +56,7 @@ def test_first_run_embeds_second_run_is_fully_cached(cache_dir):
     assert list(first.token_counts) == [len(t.split()) for t in TEXTS]
     assert first.n_over_limit == sum(len(t.split()) > 5 for t in TEXTS)
 
-    second_embedder = CountingEmbedder()
+    second_embedder = FakeEmbedder()
     second = embed_texts(TEXTS, second_embedder, cache)
     assert (second.n_cached, second.n_embedded) == (10, 0)
     assert first.new_tokens == sum(first.token_counts) and second.new_tokens == 0
@@ -101,7 +67,8 @@ def test_first_run_embeds_second_run_is_fully_cached(cache_dir):
     assert second.n_over_limit == first.n_over_limit
 
 
-def test_fully_cached_run_never_loads_the_local_model(cache_dir):
+@pytest.mark.slow
+def test_fully_cached_run_never_loads_the_local_model(cache_dir, forced_precision):
     cache = EmbeddingCache(cache_dir)
     texts = ["Volta built the first battery.", "Ants are social insects."]
     first = embed_texts(texts, make_embedder("local"), cache)
@@ -109,23 +76,23 @@ def test_fully_cached_run_never_loads_the_local_model(cache_dir):
     again = embed_texts(texts, fresh, cache)
     assert not fresh.is_loaded
     assert again.n_cached == 2
-    np.testing.assert_array_equal(again.vectors, first.vectors)
+    np.testing.assert_array_equal(again.vectors, first.vectors)  # exact: the cache returns the float32 bytes
 
 
 def test_partial_cache_embeds_only_missing_and_keeps_input_order(cache_dir):
     cache = EmbeddingCache(cache_dir)
-    embed_texts(TEXTS[:6], CountingEmbedder(), cache)
-    embedder = CountingEmbedder()
+    embed_texts(TEXTS[:6], FakeEmbedder(), cache)
+    embedder = FakeEmbedder()
     run = embed_texts(list(reversed(TEXTS)), embedder, cache)
     assert sorted(t for call in embedder.embed_calls for t in call) == sorted(TEXTS[6:])
     assert (run.n_cached, run.n_embedded) == (6, 4)
     assert run.new_tokens == sum(len(t.split()) for t in TEXTS[6:])  # what a paid provider bills
-    reference = embed_texts(list(reversed(TEXTS)), CountingEmbedder(), None).vectors
+    reference = embed_texts(list(reversed(TEXTS)), FakeEmbedder(), None).vectors
     np.testing.assert_allclose(run.vectors, reference, atol=1e-7)
 
 
 def test_duplicates_are_embedded_once(cache_dir):
-    embedder = CountingEmbedder()
+    embedder = FakeEmbedder()
     texts = ["a b", "c", "a b", "c", "a b", "d"]
     run = embed_texts(texts, embedder, None)
     assert embedder.n_embedded == 3
@@ -138,10 +105,10 @@ def test_duplicates_are_embedded_once(cache_dir):
 
 def test_progress_counts_cached_and_duplicate_texts(cache_dir):
     cache = EmbeddingCache(cache_dir)
-    embed_texts(TEXTS[:3], CountingEmbedder(), cache)
+    embed_texts(TEXTS[:3], FakeEmbedder(), cache)
     calls = []
     texts = TEXTS + TEXTS[:2]  # 12 inputs, 10 distinct, 3 distinct cached
-    embed_texts(texts, CountingEmbedder(batch_size=4), cache, progress=lambda done, total: calls.append((done, total)))
+    embed_texts(texts, FakeEmbedder(batch_size=4), cache, progress=lambda done, total: calls.append((done, total)))
     assert calls[0] == (5, 12)  # 3 cached texts, two of them twice
     assert calls[-1] == (12, 12)
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
@@ -150,36 +117,54 @@ def test_progress_counts_cached_and_duplicate_texts(cache_dir):
 
 def test_failure_half_way_keeps_finished_batches(cache_dir):
     cache = EmbeddingCache(cache_dir)
-    failing = CountingEmbedder(batch_size=3, fail_on_batch=3)
+    failing = FakeEmbedder(batch_size=3, fail_from_batch=3)
     with pytest.raises(ProviderError):
         embed_texts(TEXTS, failing, cache)
     assert cache.count(CacheKey.of(failing)) == 6  # batches 1 and 2 were written
 
-    retry = CountingEmbedder(batch_size=3)
+    retry = FakeEmbedder(batch_size=3)
     run = embed_texts(TEXTS, retry, cache)
     assert retry.n_embedded == 4
     assert (run.n_cached, run.n_embedded) == (6, 4)
-    np.testing.assert_allclose(run.vectors, embed_texts(TEXTS, CountingEmbedder(), None).vectors, atol=1e-7)
+    np.testing.assert_allclose(run.vectors, embed_texts(TEXTS, FakeEmbedder(), None).vectors, atol=1e-7)
 
 
 def test_keys_differ_by_provider_model_and_dimensions(cache_dir):
     cache = EmbeddingCache(cache_dir)
-    base = CountingEmbedder()
+    base = FakeEmbedder()
     embed_texts(TEXTS, base, cache)
     for other in (
-        CountingEmbedder(provider="other"),
-        CountingEmbedder(model="m2"),
-        CountingEmbedder(dimensions=8),
+        FakeEmbedder(provider="other"),
+        FakeEmbedder(model="m2"),
+        FakeEmbedder(dimensions=8),
     ):
         run = embed_texts(TEXTS, other, cache)
         assert run.n_cached == 0, (other.provider, other.model, other.dimensions)
         assert other.n_embedded == 10
     assert cache.count() == 40
-    assert CacheKey.of(CountingEmbedder(dimensions=None)) == CacheKey("fake", "m", 0)
+    assert CacheKey.of(FakeEmbedder(dimensions=None)) == CacheKey("fake", "m", 0)
+
+
+@pytest.mark.slow
+def test_bf16_and_fp32_vectors_of_one_text_are_stored_under_different_keys(cache_dir):
+    cache = EmbeddingCache(cache_dir)
+    text = ["Volta built the first battery."]
+    fp32, bf16 = LocalEmbedder(precision="fp32"), LocalEmbedder(precision="bf16")
+    # fp32 keeps the key every cache was written with before precisions were told apart.
+    assert CacheKey.of(fp32) == CacheKey("local", "all-MiniLM-L6-v2", 0)
+    assert CacheKey.of(bf16) == CacheKey("local", "all-MiniLM-L6-v2@bf16", 0)
+    first = embed_texts(text, fp32, cache)
+    other = embed_texts(text, bf16, cache)
+    assert (other.n_cached, other.n_embedded, cache.count()) == (0, 1, 2)  # not served the fp32 vector
+    assert not np.array_equal(first.vectors, other.vectors)
+    for precision, run in (("fp32", first), ("bf16", other)):
+        again = embed_texts(text, LocalEmbedder(precision=precision), cache)
+        assert again.n_cached == 1
+        np.testing.assert_array_equal(again.vectors, run.vectors)  # exact: the cache returns the float32 bytes
 
 
 def test_batches_respect_the_token_cap(cache_dir):
-    embedder = CountingEmbedder(batch_size=100)
+    embedder = FakeEmbedder(batch_size=100)
     embedder.max_batch_tokens = 10
     texts = ["one two three four"] + [f"w{i} x y z" for i in range(5)]  # 4 tokens each
     embed_texts(texts, embedder, None)
@@ -192,12 +177,12 @@ def test_concurrent_threads_share_one_cache(cache_dir):
     texts = [f"shared text {i}" for i in range(60)]
 
     def worker(n):
-        results[n] = embed_texts(texts[n % 3 :: 2], CountingEmbedder(batch_size=5), cache).vectors
+        results[n] = embed_texts(texts[n % 3 :: 2], FakeEmbedder(batch_size=5), cache).vectors
 
     assert errors_in_threads(worker, 8) == []
     assert cache.count() == 60
     # A fresh cache object (as another process or session would have) sees everything.
-    again = CountingEmbedder()
+    again = FakeEmbedder()
     run = embed_texts(texts, again, EmbeddingCache(cache_dir))
     assert run.n_cached == 60 and again.embed_calls == []
     np.testing.assert_array_equal(run.vectors[0::2], results[0])
@@ -206,7 +191,7 @@ def test_concurrent_threads_share_one_cache(cache_dir):
 def test_database_holds_no_plaintext(cache_dir):
     cache = EmbeddingCache(cache_dir)
     secret_text = "Unique-Plaintext-Marker-4711 about the Antwerp diamond district"
-    embed_texts([secret_text], CountingEmbedder(), cache)
+    embed_texts([secret_text], FakeEmbedder(), cache)
     files = list(cache_dir.iterdir())
     assert cache.path in files
     blob = b"".join(path.read_bytes() for path in files)
@@ -228,8 +213,8 @@ def test_default_directory_from_environment(cache_dir, monkeypatch, tmp_path):
 def test_cache_is_created_lazily_and_can_be_cleared(cache_dir):
     cache = EmbeddingCache(cache_dir)
     assert not cache_dir.exists()
-    embed_texts(TEXTS, CountingEmbedder(), cache)
-    embed_texts(TEXTS, CountingEmbedder(model="m2"), cache)
+    embed_texts(TEXTS, FakeEmbedder(), cache)
+    embed_texts(TEXTS, FakeEmbedder(model="m2"), cache)
     cache.clear(CacheKey("fake", "m", 0))
     assert cache.count() == 10
     cache.clear()
@@ -237,7 +222,7 @@ def test_cache_is_created_lazily_and_can_be_cleared(cache_dir):
 
 
 def test_empty_input(cache_dir):
-    embedder = CountingEmbedder()
+    embedder = FakeEmbedder()
     run = embed_texts([], embedder, EmbeddingCache(cache_dir))
     assert run.vectors.shape[0] == 0 and run.token_counts.shape == (0,)
     assert embedder.embed_calls == [] and embedder.count_calls == []
@@ -261,20 +246,20 @@ def test_unusable_cache_file_is_a_clear_input_error(cache_dir):
     cache_dir.mkdir(parents=True)
     (cache_dir / CACHE_FILE_NAME).write_bytes(b"this is not a database" * 100)
     with pytest.raises(InputError, match="delete the file"):
-        embed_texts(["x"], CountingEmbedder(), EmbeddingCache(cache_dir))
+        embed_texts(["x"], FakeEmbedder(), EmbeddingCache(cache_dir))
 
 
 def test_uncached_texts_names_what_a_run_would_send(cache_dir):
     from coverage_core.embeddings.cache import uncached_texts
 
     cache = EmbeddingCache(cache_dir)
-    embedder = CountingEmbedder()
+    embedder = FakeEmbedder()
     assert uncached_texts(TEXTS[:3] + TEXTS[:1], embedder, None) == TEXTS[:3]
     embed_texts(TEXTS[:4], embedder, cache)
     wanted = TEXTS[2:8] + [TEXTS[6]]
     assert uncached_texts(wanted, embedder, cache) == TEXTS[4:8]
-    assert uncached_texts(wanted, CountingEmbedder(model="other"), cache) == TEXTS[2:8]
-    run = embed_texts(wanted, CountingEmbedder(), cache)
+    assert uncached_texts(wanted, FakeEmbedder(model="other"), cache) == TEXTS[2:8]
+    run = embed_texts(wanted, FakeEmbedder(), cache)
     assert run.n_embedded == 5 and len(uncached_texts(wanted, embedder, cache)) == 0
 
 
@@ -307,7 +292,7 @@ def test_damaged_pages_make_every_cache_operation_a_clear_input_error(cache_dir)
         "count": lambda: cache.count(),
         "count one model": lambda: cache.count(key),
         "clear": lambda: cache.clear(key),
-        "embed_texts": lambda: embed_texts(["text 1", "new text"], CountingEmbedder(model="m"), cache),
+        "embed_texts": lambda: embed_texts(["text 1", "new text"], FakeEmbedder(model="m"), cache),
     }
     for name, operation in operations.items():
         with pytest.raises(InputError) as raised:
@@ -338,32 +323,33 @@ def test_an_empty_cache_file_is_rebuilt_with_a_warning(cache_dir):
     (cache_dir / CACHE_FILE_NAME).write_bytes(b"")
     cache = EmbeddingCache(cache_dir)
     assert cache.warnings == []
-    first = embed_texts(TEXTS, CountingEmbedder(), cache)
+    first = embed_texts(TEXTS, FakeEmbedder(), cache)
     assert first.n_embedded == len(TEXTS)
     assert cache.warnings == [
         f"The embedding cache {cache_dir / CACHE_FILE_NAME} was an empty file, so it was started afresh and "
         "earlier embeddings will be computed again; if this happens again, check the free space on that disk."
     ]
     assert cache.count() == len(TEXTS)
-    embed_texts(TEXTS, CountingEmbedder(), cache)
+    embed_texts(TEXTS, FakeEmbedder(), cache)
     assert len(cache.warnings) == 1  # said once
     # The rebuilt file is a working cache: a new instance finds everything and warns of nothing.
     again = EmbeddingCache(cache_dir)
-    assert embed_texts(TEXTS, CountingEmbedder(), again).n_cached == len(TEXTS)
+    assert embed_texts(TEXTS, FakeEmbedder(), again).n_cached == len(TEXTS)
     assert again.warnings == []
 
 
 def test_a_new_cache_file_is_no_warning(cache_dir):
     cache = EmbeddingCache(cache_dir)
-    embed_texts(TEXTS, CountingEmbedder(), cache)
+    embed_texts(TEXTS, FakeEmbedder(), cache)
     assert cache.warnings == []
 
 
 def test_cache_warnings_reach_the_analysis_warnings(cache_dir):
     """The pipeline copies the cache's sentences into the analysis warnings (CLI stderr, report, dashboard)."""
+    import pandas as pd
+
     from coverage_core import pipeline
     from coverage_core.types import Question, QuestionSet
-    import pandas as pd
 
     cache_dir.mkdir(parents=True)
     (cache_dir / CACHE_FILE_NAME).write_bytes(b"")
@@ -373,10 +359,10 @@ def test_cache_warnings_reach_the_analysis_warnings(cache_dir):
         frame=pd.DataFrame({"question": texts}), question_column="question",
         questions=[Question(row, text) for row, text in enumerate(texts)],
     )
-    embedded = pipeline.embed_questions(questions, CountingEmbedder(), cache)
+    embedded = pipeline.embed_questions(questions, FakeEmbedder(), cache)
     assert len(embedded.cache_warnings) == 1 and "was an empty file" in embedded.cache_warnings[0]
     assert cache.warnings == []  # taken: told once, with the vectors embedded after the rebuild
-    assert pipeline.embed_questions(questions, CountingEmbedder(), cache).cache_warnings == []
+    assert pipeline.embed_questions(questions, FakeEmbedder(), cache).cache_warnings == []
 
 
 def test_plan_batches_caps_texts_and_tokens_and_sends_an_oversized_text_alone():
@@ -390,7 +376,7 @@ def test_plan_batches_caps_texts_and_tokens_and_sends_an_oversized_text_alone():
 def test_an_embedder_without_max_concurrency_runs_in_the_calling_thread(cache_dir):
     threads = []
 
-    class Sequential(CountingEmbedder):  # like the local model: no max_concurrency attribute
+    class Sequential(FakeEmbedder):  # like the local model: no max_concurrency attribute
         def embed(self, texts):
             threads.append(threading.current_thread())
             return super().embed(texts)
@@ -404,7 +390,7 @@ def test_concurrent_batches_in_flight_at_a_failure_are_kept(cache_dir):
     # paid for, so they must reach the cache; batch 5 never starts.
     release = threading.Event()
 
-    class Concurrent(CountingEmbedder):
+    class Concurrent(FakeEmbedder):
         max_concurrency = 4
 
         def embed(self, texts):

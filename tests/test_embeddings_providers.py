@@ -1,5 +1,5 @@
 """OpenAI and Voyage embedders through their real client libraries, against
-the local fake API server (tests/fake_api.py)."""
+the local fake API server (tests/fakes.py); the provider registry."""
 
 import time
 
@@ -7,15 +7,21 @@ import numpy as np
 import pytest
 
 from coverage_core.embeddings import (
+    DEFAULT_MODELS,
     Backoff,
     EmbeddingCache,
+    ModelSpec,
     OpenAIEmbedder,
+    ProviderSpec,
     VoyageEmbedder,
     embed_texts,
+    key_variable,
     make_embedder,
+    registry,
+    trained_for_truncation,
 )
 from coverage_core.errors import InputError, ProviderError
-from tests.fake_api import DEFAULT, Reply, error_reply, fake_embedding
+from tests.fakes import DEFAULT, FakeEmbedder, Reply, error_reply, fake_embedding
 
 PATH = "/v1/embeddings"  # both clients append /embeddings to the base URL
 KEY = "sk-test-SECRET-key-0123456789"
@@ -247,3 +253,58 @@ def test_text_far_over_the_input_limit_is_cut_before_it_is_sent(provider, fake_a
     again = embed_texts([huge], embedder, EmbeddingCache(cache_dir))  # cached under the full text
     assert again.n_cached == 1 and len(fake_api.requests_to(PATH)) == n_requests
     np.testing.assert_allclose(again.vectors[0], run.vectors[1])
+
+
+# ---------------------------------------------------------------- the registry
+
+
+def acme_spec(built: list) -> ProviderSpec:
+    """A paid API provider that exists only in this test, declared the way a provider module declares its SPEC."""
+
+    def factory(model, options):
+        built.append((model, options))
+        return FakeEmbedder("acme", model, options.dimensions)
+
+    return ProviderSpec(
+        name="acme", label="Acme", description="Acme embeddings (a test provider)", default_model="acme-embed-1",
+        models={"acme-embed-1": ModelSpec(256, 512, 100_000, (64, 128), usd_per_1m_tokens=0.05)},
+        factory=factory, trained_for_truncation=lambda model: True if model == "acme-embed-1" else None,
+        key_variable="ACME_API_KEY", hosts=("api.acme.example",), paid=True, remote=True, max_inputs_per_request=100,
+    )
+
+
+def test_a_provider_registered_as_one_spec_reaches_make_embedder_the_cli_and_the_price_table(monkeypatch, capsys):
+    from coverage_core import cli, costs
+
+    built = []
+    monkeypatch.setitem(registry.PROVIDERS, "acme", acme_spec(built))
+
+    embedder = make_embedder("Acme", dimensions=64, batch_size=10)
+    assert (embedder.provider, embedder.model, embedder.dimensions) == ("acme", "acme-embed-1", 64)
+    assert built[-1][1].batch_size == 10 and built[-1][1].max_retries == 5
+
+    assert cli.main(["analyze", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "{local,openai,voyage,acme}" in help_text and "acme-embed-1 for acme" in help_text
+    assert "ACME_API_KEY" in help_text and "OpenAI/Voyage/Acme: requests in flight" in help_text
+
+    table = costs.default_price_table()
+    assert table[table["provider"] == "acme"].values.tolist() == [["acme", "acme-embed-1", "embedding", 0.05, 0.0]]
+    assert costs.estimate_embedding_cost(2_000_000, "acme", "acme-embed-1", table).usd == pytest.approx(0.1)
+
+    assert DEFAULT_MODELS["acme"] == "acme-embed-1" and trained_for_truncation("acme") is True
+    # Its key goes to its own host only, as every provider's does.
+    assert key_variable("acme", None) == key_variable("acme", "https://api.acme.example/v1") == "ACME_API_KEY"
+    assert key_variable("acme", "http://127.0.0.1:9/v1") == "EMBEDDING_API_KEY"
+
+
+def test_every_registered_spec_is_consistent():
+    assert list(registry.PROVIDERS) == ["local", "openai", "voyage"]
+    for name, spec in registry.PROVIDERS.items():
+        assert spec.name == name and spec.default_model in spec.models
+        assert DEFAULT_MODELS[name] == spec.default_model
+        assert not spec.paid or (spec.key_variable and spec.hosts)  # a paid endpoint takes its own key
+        assert spec.remote == (spec.max_inputs_per_request is not None)
+    assert registry.provider_spec(" OpenAI ") is registry.PROVIDERS["openai"]
+    with pytest.raises(InputError, match="local, openai, voyage"):
+        registry.provider_spec("cohere")

@@ -1,6 +1,7 @@
 """Gap ranking, c-TF-IDF themes, offline drafts and the LLM path."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,13 +11,14 @@ from coverage_core.suggest.gaps import (
     Gap,
     GapConfig,
     Suggestion,
-    analyse_gaps,
+    analyze_gaps,
     extract_themes,
     rank_gaps,
     representative_chunks,
 )
 from coverage_core.suggest.llm import ChatClient, LLMConfig
-from tests.fake_api import chat_reply, error_reply
+from coverage_core.verdicts import is_gap
+from tests.fakes import chat_reply, error_reply
 
 CHAT = "/v1/chat/completions"
 
@@ -61,9 +63,15 @@ MIN_DISTANCES = np.array([0.3, 0.5, 0.8, 0.2] * 2 + [0.05] * 4)
 COVERAGE = np.array([0.45, 0.55, 0.95])
 
 
+def below(coverage, config=GapConfig()):
+    """The coverage rule of verdicts.is_gap: the gap decision these tests hand to the gap analysis."""
+    return is_gap(coverage, None, replace(config, rule="coverage"))
+
+
 def run(existing=(), llm=None, **config):
-    return analyse_gaps(
-        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, list(existing), GapConfig(**config), llm
+    return analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, list(existing), GapConfig(**config), llm,
+        is_gap=below(COVERAGE, GapConfig(**config)),
     )
 
 
@@ -79,18 +87,18 @@ def test_rank_gaps_order_and_threshold():
     # cluster 0: 0.7 * (1 - 0.3) + 0.3 * 0.0625 = 0.49 + 0.01875 = 0.50875
     # cluster 1: 0.7 * (1 - 0.5) + 0.3 * 0.5625 = 0.35 + 0.16875 = 0.51875
     # cluster 2: 0.9 >= 0.7, not a gap; 3: empty; 4: NaN; 5: exactly 0.7, not below
-    ranked = rank_gaps(coverage, sizes, GapConfig())
+    ranked = rank_gaps(coverage, sizes, GapConfig(), is_gap=below(coverage))
     assert [k for k, _ in ranked] == [1, 0]
     assert np.allclose([p for _, p in ranked], [0.51875, 0.50875])
     # size ignored: worst coverage first
-    assert [k for k, _ in rank_gaps(coverage, sizes, GapConfig(size_weight=0.0))] == [0, 1]
+    assert [k for k, _ in rank_gaps(coverage, sizes, GapConfig(size_weight=0.0), is_gap=below(coverage))] == [0, 1]
     # stricter threshold
-    assert [k for k, _ in rank_gaps(coverage, sizes, GapConfig(gap_threshold=0.4))] == [0]
+    assert [k for k, _ in rank_gaps(coverage, sizes, GapConfig(gap_threshold=0.4), is_gap=below(coverage, GapConfig(gap_threshold=0.4)))] == [0]
 
 
 def test_rank_gaps_validation():
     with pytest.raises(InputError, match="equal length"):
-        rank_gaps([0.1, 0.2], [1])
+        rank_gaps([0.1, 0.2], [1], is_gap=[True, True])
     with pytest.raises(InputError, match="size_weight"):
         GapConfig(size_weight=1.5)
     with pytest.raises(InputError, match="n_suggestions"):
@@ -149,10 +157,10 @@ def test_passages_are_least_covered_representatives():
     # they must be skipped: passages come from the 10 most representative.
     vectors = np.array([[1.0, 0.05 * i] for i in range(12)])
     distances = np.linspace(0.1, 0.9, 12)
-    gaps, _ = analyse_gaps(
+    gaps, _ = analyze_gaps(
         [f"Chunk number {i} talks about violin bows and strings." for i in range(12)],
         ["doc"] * 12, vectors, np.zeros(12, dtype=int), [[1.0, 0.0]], distances, [0.5], [],
-        GapConfig(n_passages=3),
+        GapConfig(n_passages=3), is_gap=[True],
     )
     assert gaps[0].passages == (9, 8, 7)
 
@@ -196,9 +204,9 @@ def test_drafts_never_repeat_existing_questions():
 
 
 def test_tiny_corpus_gives_drafts_without_themes():
-    gaps, warnings = analyse_gaps(
+    gaps, warnings = analyze_gaps(
         ["42 and 43.", "the of and"], ["a", "b"], [[1.0, 0.0], [0.9, 0.1]], [0, 0], [[1.0, 0.0]],
-        [0.9, 0.9], [0.1], [], GapConfig(),
+        [0.9, 0.9], [0.1], [], GapConfig(), is_gap=[True],
     )
     assert len(gaps) == 1 and gaps[0].themes == ()
     assert gaps[0].suggestions == ()  # nothing quotable: no filler
@@ -206,17 +214,20 @@ def test_tiny_corpus_gives_drafts_without_themes():
 
 
 def test_no_gaps_when_everything_is_covered():
-    gaps, warnings = analyse_gaps(
-        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, [0.9, 0.9, 0.9], [], GapConfig()
+    gaps, warnings = analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, [0.9, 0.9, 0.9], [], GapConfig(),
+        is_gap=below([0.9, 0.9, 0.9]),
     )
     assert gaps == [] and warnings == []
 
 
-def test_analyse_gaps_validates_lengths():
+def test_analyze_gaps_validates_lengths():
     with pytest.raises(InputError, match="chunk_documents"):
-        analyse_gaps(TEXTS, DOCUMENTS[:-1], VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [], GapConfig())
+        analyze_gaps(TEXTS, DOCUMENTS[:-1], VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [], GapConfig(),
+                     is_gap=below(COVERAGE))
     with pytest.raises(InputError, match="cluster_coverage"):
-        analyse_gaps(TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE[:2], [], GapConfig())
+        analyze_gaps(TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE[:2], [], GapConfig(),
+                     is_gap=below(COVERAGE[:2]))
 
 
 # --------------------------------------------------------------------------
@@ -335,9 +346,9 @@ def test_llm_questions_that_do_not_reach_their_passage_are_dropped_and_counted(f
     }
     jakarta_answer = {"themes": [], "questions": [{"question": "Why is Jakarta sinking?", "passage": 1}]}
     fake_api.script(CHAT, [chat_reply(json.dumps(violin_answer)), chat_reply(json.dumps(jakarta_answer))])
-    gaps, warnings = analyse_gaps(
+    gaps, warnings = analyze_gaps(
         TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [], GapConfig(),
-        llm_for(fake_api), embed=_embed_by_words, support_threshold=0.9,
+        llm_for(fake_api), embed=_embed_by_words, support_threshold=0.9, is_gap=below(COVERAGE),
     )
     violin, jakarta = gaps
     assert [s.text for s in violin.suggestions] == ["What is a violin bow strung with?"]
@@ -351,9 +362,9 @@ def test_llm_questions_that_do_not_reach_their_passage_are_dropped_and_counted(f
 def test_without_a_support_threshold_llm_questions_are_not_checked(fake_api):
     answer = {"themes": [], "questions": [{"question": "How deep is the Jakarta harbour?", "passage": 1}]}
     fake_api.handle(CHAT, lambda body: chat_reply(json.dumps(answer)))
-    gaps, warnings = analyse_gaps(
+    gaps, warnings = analyze_gaps(
         TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [], GapConfig(),
-        llm_for(fake_api), embed=_embed_by_words,
+        llm_for(fake_api), embed=_embed_by_words, is_gap=below(COVERAGE),
     )
     assert gaps[0].suggestions[0].text == "How deep is the Jakarta harbour?"
     assert not any("did not reach" in w for w in warnings)
@@ -364,8 +375,8 @@ def test_offline_drafts_quote_a_real_sentence_and_skip_markup():
         "alt=Photo of a violin. 1 2 3 4 5 6 7 8 9. * Violin makers list",
         "The violin is a wooden string instrument played with a bow in orchestras.",
     ]
-    gaps, _ = analyse_gaps(
-        noisy, ["v.txt"] * 2, [[1.0, 0.0], [0.9, 0.1]], [0, 0], [[1.0, 0.0]], [0.9, 0.8], [0.1], [], GapConfig(),
+    gaps, _ = analyze_gaps(
+        noisy, ["v.txt"] * 2, [[1.0, 0.0], [0.9, 0.1]], [0, 0], [[1.0, 0.0]], [0.9, 0.8], [0.1], [], GapConfig(), is_gap=[True],
     )
     texts = [s.text for s in gaps[0].suggestions]
     assert texts == ["What is the violin?"]  # the markup-only passage offers nothing
@@ -376,8 +387,8 @@ def test_offline_drafts_quote_a_real_sentence_and_skip_markup():
 def test_unfinished_drafts_are_left_out_of_apply_and_export():
     import pandas as pd
 
-    from coverage_core.suggest.gaps import DRAFT_PREFIX, is_unfinished_draft
-    from ui import engine
+    from coverage_core.suggest.questions import DRAFT_PREFIX, is_unfinished_draft
+    from ui.views import gaps as view
 
     draft = f"{DRAFT_PREFIX} “The koala cannot legally be kept as a pet.”"
     assert is_unfinished_draft(draft) and is_unfinished_draft("  write a QUESTION answered by: x")
@@ -388,5 +399,5 @@ def test_unfinished_drafts_are_left_out_of_apply_and_export():
             "question": [draft, "Can a koala be kept as a pet?", "What is a lobster?"],
         }
     )
-    assert engine.accepted_texts(table) == ["Can a koala be kept as a pet?"]
-    assert engine.unfinished_drafts(table) == 1
+    assert view.accepted_texts(table) == ["Can a koala be kept as a pet?"]
+    assert view.unfinished_drafts(table) == 1

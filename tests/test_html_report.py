@@ -5,45 +5,20 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
-import pytest
 
-from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.outputs.html_report import build_html_report
-from coverage_core.pipeline import AnalysisConfig, Corpus, EmbeddedTexts, cluster_chunks, find_gaps, measure
 from coverage_core.outputs.projection import project_2d
-from coverage_core.types import Chunk, Document, Question, QuestionSet
-
-EVIL = "<script>alert('owned')</script>"
-
-
-def _question_set(texts):
-    frame = pd.DataFrame({"question": texts})
-    return QuestionSet(frame, "question", [Question(i, t) for i, t in enumerate(texts)])
-
-
-@pytest.fixture(scope="module")
-def analysis():
-    """A synthetic analysis (no model): three topics, questions on two of them."""
-    rng = np.random.default_rng(0)
-    centres = rng.standard_normal((3, 16)).astype(np.float32)
-    topic = np.repeat([0, 1, 2], 20)
-    chunk_vectors = centres[topic] + 0.3 * rng.standard_normal((60, 16)).astype(np.float32)
-    chunk_vectors /= np.linalg.norm(chunk_vectors, axis=1, keepdims=True)
-    names = ["alpha.txt", "beta.txt", "<b>gamma</b>.md"]
-    words = ["river delta water flow.", "violin string bow music.", "comet orbit ice tail."]
-    chunks = [Chunk(names[t], f"{words[t]} Passage {i} about {words[t]}", 0, 10) for i, t in enumerate(topic)]
-    corpus = Corpus([Document(n, "") for n in names], chunks, EmbeddedTexts(chunk_vectors, 0, 60, 0))
-    question_vectors = centres[[0, 0, 1, 1, 0, 1]] + 0.3 * rng.standard_normal((6, 16)).astype(np.float32)
-    question_vectors = np.vstack([question_vectors, -centres[2:3] + rng.standard_normal((1, 16)).astype(np.float32)])
-    question_vectors /= np.linalg.norm(question_vectors, axis=1, keepdims=True)
-    texts = ["Where does the river flow?", "How deep is the delta?", "How is a violin tuned?",
-             "What is a bow made of?", "=HYPERLINK(\"x\")", "Who plays violin?", EVIL]
-    questions = _question_set(texts)
-    embedded = EmbeddedTexts(question_vectors.astype(np.float32), 0, 7, 0)
-    config = AnalysisConfig(chunking=ChunkingConfig(), n_clusters=3)
-    clustering = cluster_chunks(corpus, 3, 0)
-    return find_gaps(measure(config, corpus, questions, embedded, clustering))
+from coverage_core.results import EmbeddedTexts
+from coverage_core.stages.measure import measure
+from tests.helpers import (
+    EVIL,
+    LONG_PASSAGE,
+    accepted_questions,
+    answerability_result,
+    improved_analysis,
+    retrieval_result,
+    subquestion_result,
+)
 
 
 def test_report_is_one_offline_document_with_charts(analysis):
@@ -100,66 +75,6 @@ def test_map_and_before_after_sections(analysis):
 
 
 # ---------------------------------------------------------------- after Apply, optional checks
-# Shared with tests/test_report.py (the JSON report reads the same objects).
-
-LONG_PASSAGE = "The comet's tail points away from the sun. " * 30
-
-
-def improved_analysis(analysis, texts=("Where do comets orbit?",)):
-    """``analysis`` rescored with ``texts`` appended (the third topic's chunks stand in for their vectors)."""
-    from coverage_core.pipeline import add_questions
-
-    questions = add_questions(analysis.questions, list(texts))
-    vectors = np.vstack([analysis.question_vectors, analysis.corpus.vectors[50:50 + len(texts)]])
-    return measure(
-        analysis.config, analysis.corpus, questions, EmbeddedTexts(vectors, 0, len(vectors), 0), analysis.clustering,
-    )
-
-
-def accepted_questions():
-    """One LLM suggestion whose text is a script, one draft worded by the user (a table row), one user row."""
-    from coverage_core.suggest.gaps import Suggestion
-
-    return [
-        Suggestion(cluster=2, text=EVIL, origin="llm", document="<b>gamma</b>.md", passage=LONG_PASSAGE),
-        {"accept": True, "question": "Where do comets orbit?", "cluster": 2, "origin": "draft",
-         "document": "<b>gamma</b>.md", "passage": "comet orbit ice tail."},
-        {"question": "My own question?", "cluster": None, "origin": "you", "document": "", "passage": ""},
-    ]
-
-
-def retrieval_result(analysis):
-    from coverage_core.checks.retrieval import evaluate_retrieval
-
-    relevant = ["alpha.txt", "alpha.txt", "beta.txt", "beta.txt", None, "alpha.txt", "<b>gamma</b>.md|missing.pdf"]
-    return evaluate_retrieval(
-        analysis.question_vectors, analysis.corpus.vectors, analysis.corpus.chunks, relevant, 3,
-        rows=analysis.questions.rows, question_texts=analysis.questions.texts, relevant_column="<i>source</i>",
-        documents=analysis.corpus.documents,
-    )
-
-
-def answerability_result(analysis):
-    from coverage_core.checks.answerability import QuestionLabels, answerability
-
-    labels = QuestionLabels("<i>answerable</i>", np.array([1, 1, 1, 1, 0, 1, 0], dtype=float))
-    similarity = analysis.question_table["max_similarity"].to_numpy(dtype=float)
-    return labels, answerability(similarity, labels.labels)
-
-
-def subquestion_result(analysis):
-    from coverage_core.checks.subquestions import Decomposition, SubQuestion, SubQuestionConfig, score_subquestions
-
-    decompositions = [
-        Decomposition(6, EVIL, (SubQuestion(EVIL, "core"), SubQuestion("What is a comet?", "background"))),
-        Decomposition(0, "Where does the river flow?", status="failed", reason="<b>bad</b> reply"),
-    ]
-    chunks = analysis.corpus.vectors
-    return score_subquestions(
-        decompositions, analysis.question_vectors[[6, 0]], chunks, lambda texts: chunks[: len(texts)],
-        SubQuestionConfig(top_k=3), model="<fake-model>",
-    )
-
 
 OPTIONAL_HEADINGS = ("Improved test set", "Retrieval", "Answerability", "Sub-question coverage")
 
@@ -261,7 +176,7 @@ def test_retrieval_answerability_and_subquestion_sections(analysis):
 
 
 def test_the_report_leads_with_the_tested_share_sentence_and_what_tau_means(analysis):
-    from coverage_core.outputs.report import headline
+    from coverage_core.verdicts import headline
 
     html = build_html_report(analysis)
     sentence = headline(analysis)

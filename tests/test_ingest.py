@@ -12,16 +12,11 @@ import pytest
 from pypdf.errors import DependencyError
 
 from coverage_core.errors import InputError
-from coverage_core.inputs.ingest import (
-    PAGE_SEPARATOR,
-    QUESTION_COLUMN_NAMES,
-    find_column,
-    read_document_bytes,
-    read_documents,
-    read_questions,
-    read_uploaded_documents,
-)
-from tests.conftest import FIXTURES, PDFS, WIKI
+from coverage_core.inputs.ingest import read_document_bytes, read_documents, read_uploaded_documents
+from coverage_core.inputs.pdf import PAGE_SEPARATOR
+from coverage_core.inputs.questions import QUESTION_COLUMN_NAMES, read_questions
+from coverage_core.validation import find_column
+from tests.helpers import FIXTURES, PDFS, WIKI
 
 INGEST = FIXTURES / "ingest"
 DOCS = INGEST / "docs"
@@ -167,7 +162,7 @@ def test_folder_names_are_relative_sorted_and_skip_hidden_and_other_types():
     assert result.warnings == []  # picture.png and hidden files are ignored silently
 
 
-def test_text_line_endings_are_normalised():
+def test_text_line_endings_are_normalized():
     notes = read_documents([DOCS / "NOTES.TXT"]).documents[0]
     assert notes.text == "Upper-case suffixes are documents too.\nSecond line.\n"
     assert notes.pages == () and notes.page_at(5) is None
@@ -535,7 +530,7 @@ def test_missing_question_file():
         read_questions(INGEST / "nope.csv")
 
 
-def test_find_column_normalises_and_prefers_earlier_candidates():
+def test_find_column_normalizes_and_prefers_earlier_candidates():
     columns = ["ID", "User Input", "Question_Text", "Source-Document"]
     assert find_column(columns, QUESTION_COLUMN_NAMES) == "Question_Text"
     assert find_column(["user-input", "Text"], QUESTION_COLUMN_NAMES) == "user-input"

@@ -5,7 +5,7 @@ themselves only; any other base URL takes ``EMBEDDING_API_KEY`` or a key
 given explicitly (the dashboard's password field). Credentials written into
 a base URL never reach a report, a message or a repr.
 
-Every "custom server" here is the loopback fake API (tests/fake_api.py),
+Every "custom server" here is the loopback fake API (tests/fakes.py),
 which records each request, so a test can check that the operator's secret
 never arrived. Nothing contacts a real provider: the official endpoints are
 only resolved, never called.
@@ -19,9 +19,10 @@ import socket
 import pytest
 
 from coverage_core.cli import main
-from coverage_core.embeddings import Backoff, EmbeddingCache, key_variable, make_embedder, redact_url
+from coverage_core.embeddings import PROVIDERS, Backoff, EmbeddingCache, key_variable, make_embedder, redact_url
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.inputs.ingest import read_documents, read_questions
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
 from coverage_core.suggest.llm import ChatClient, LLMConfig, llm_key_variable
 from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, subset_csv, texts
 from ui import engine, state
@@ -101,6 +102,26 @@ def test_a_custom_base_url_never_takes_the_provider_variable(provider, operator_
     operator_env.setenv("EMBEDDING_API_KEY", CUSTOM_KEY)
     assert make_embedder(provider, base_url="http://127.0.0.1:9/v1").api_key == CUSTOM_KEY
     assert make_embedder(provider, base_url="http://127.0.0.1:9/v1", api_key=TYPED_KEY).api_key == TYPED_KEY
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_every_registered_provider_follows_the_rule(provider, operator_env):
+    """The rule holds for whatever the registry lists: a provider's key variable serves its own https
+    hosts only, and a provider without one (the local model) never names a variable of its own."""
+    spec = PROVIDERS[provider]
+    custom = "http://127.0.0.1:9/v1"
+    assert key_variable(provider, custom) == "EMBEDDING_API_KEY"
+    if spec.key_variable is None:
+        assert key_variable(provider, None) == "EMBEDDING_API_KEY" and not spec.hosts
+        return
+    assert spec.hosts and key_variable(provider, None) == spec.key_variable
+    for host in spec.hosts:
+        assert key_variable(provider, f"https://{host}/v1") == spec.key_variable
+        assert key_variable(provider, f"http://{host}/v1") == "EMBEDDING_API_KEY"
+        assert key_variable(provider, f"https://{host}.evil.example/v1") == "EMBEDDING_API_KEY"
+    for other in PROVIDERS.values():  # another provider's host is a custom server for this one
+        for host in set(other.hosts) - set(spec.hosts):
+            assert key_variable(provider, f"https://{host}/v1") == "EMBEDDING_API_KEY"
 
 
 # ---------------------------------------------------------------- the command line
@@ -219,9 +240,10 @@ def test_redact_url_forms():
 
 
 def test_analysis_report_and_html_hide_credentials_in_the_url(fake_api, cache_dir):
+    from coverage_core.config import AnalysisConfig, EmbeddingConfig
     from coverage_core.outputs.html_report import build_html_report
-    from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig, analyze
     from coverage_core.outputs.report import build_report
+    from coverage_core.session import analyze
 
     credentialed = fake_api.url.replace("http://", f"http://user:{URL_SECRET}@") + "/v1"
     config = AnalysisConfig(embedding=EmbeddingConfig("openai", base_url=credentialed), n_clusters=2)
@@ -340,3 +362,17 @@ def test_fitness_dimension_sweep_does_not_send_the_operators_key(operator_env, f
     assert not at.exception, [e.value for e in at.exception]
     assert "EMBEDDING_API_KEY" in " ".join(texts(at.error))
     assert len(fake_api.requests) == sent_before and not fake_api.received(SECRET)
+
+
+def test_configure_page_offers_a_provider_registered_as_one_spec(operator_env, cache_dir):
+    from tests.test_embeddings_providers import acme_spec
+
+    operator_env.setitem(PROVIDERS, "acme", acme_spec([]))
+    operator_env.delenv("ACME_API_KEY", raising=False)
+    at = run_page(CONFIGURE, configure_values(state.Settings(provider="acme")))
+    assert "Acme embeddings (a test provider)" in at.selectbox(key=state.W_PROVIDER).options
+    assert at.selectbox(key=f"{state.W_MODEL}_acme").options == ["acme-embed-1"]
+    field = at.text_input(key=state.W_EMBED_KEY)  # its own variable, named on its own page
+    assert field.proto.type == field.proto.PASSWORD and "ACME_API_KEY" in field.label
+    assert any("Embedding with acme-embed-1" in metric.label for metric in at.metric)  # paid: its cost first
+    assert at.checkbox(key=state.W_COST_OK).label == "I accept the estimated embedding cost"

@@ -7,7 +7,7 @@ import pytest
 
 from coverage_core.errors import ProviderError
 from coverage_core.suggest.llm import ChatClient, LLMConfig, parse_json_loose
-from tests.fake_api import Reply, chat_reply, error_reply
+from tests.fakes import Reply, chat_reply, error_reply
 from tests.helpers import chat_client
 
 KEY = "sk-test-SECRET-4242"

@@ -5,6 +5,7 @@ import pytest
 
 from coverage_core import metrics as M
 from coverage_core.errors import InputError
+from coverage_core.stages import similarity as S
 
 ATOL = 1e-6  # similarities are computed in float32
 R = 1 - np.sqrt(0.5)  # cosine distance between vectors 45 degrees apart = 0.292893...
@@ -151,7 +152,7 @@ def _random_problem(seed, n=150, m=30, d=8, k=5):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_unnormalised_centroids_give_same_answer(seed):
+def test_unnormalized_centroids_give_same_answer(seed):
     chunks, questions, labels, centroids = _random_problem(seed)
     assert np.all(np.linalg.norm(centroids, axis=1) < 0.99)
     unit = centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
@@ -230,7 +231,7 @@ def test_blockwise_equals_dense(block_size):
 
 def test_scan_similarities_matches_single_functions():
     chunks, questions, labels, centroids = _random_problem(3, n=300, m=40)
-    scan = M.scan_similarities(chunks, questions, labels, centroids, threshold=0.5, n_nearest=2, block_size=17)
+    scan = S.scan_similarities(chunks, questions, labels, centroids, threshold=0.5, n_nearest=2, block_size=17)
     distances, nearest = M.nearest_question_distances(chunks, questions)
     assert np.allclose(scan.min_distances, distances, atol=ATOL)
     assert scan.nearest_question.tolist() == nearest.tolist()
@@ -241,7 +242,7 @@ def test_scan_similarities_matches_single_functions():
     assert np.isclose(scan.multi_threshold_score, score) and close(scan.multi_threshold_per_cluster, per)
     score, per = M.multi_n_coverage(chunks, questions, labels, centroids, 2)
     assert np.isclose(scan.multi_n_score, score) and close(scan.multi_n_per_cluster, per)
-    plain = M.scan_similarities(chunks, questions)
+    plain = S.scan_similarities(chunks, questions)
     assert plain.multi_threshold_score is None and plain.multi_n_score is None
 
 
@@ -250,7 +251,7 @@ def test_scan_similarities_with_outlier_questions(block_size):
     chunks, questions, labels, centroids = _random_problem(4, n=200, m=30)
     inliers = np.random.default_rng(0).random(30) < 0.6
     inlier_positions = np.flatnonzero(inliers)
-    scan = M.scan_similarities(
+    scan = S.scan_similarities(
         chunks, questions, labels, centroids, inliers=inliers, threshold=0.6, n_nearest=1, block_size=block_size
     )
     # coverage uses the inliers only ...
@@ -266,12 +267,12 @@ def test_scan_similarities_with_outlier_questions(block_size):
     assert np.allclose(scan.question_similarity, similarity, atol=ATOL)
     assert scan.nearest_chunk.tolist() == nearest_chunk.tolist()
 
-    none = M.scan_similarities(chunks, questions, labels, centroids, inliers=np.zeros(30, bool), threshold=0.6)
+    none = S.scan_similarities(chunks, questions, labels, centroids, inliers=np.zeros(30, bool), threshold=0.6)
     assert none.min_distances.tolist() == [1.0] * 200 and set(none.nearest_question.tolist()) == {-1}
     assert none.multi_threshold_score == 0.0
     assert np.allclose(none.question_similarity, similarity, atol=ATOL)
     with pytest.raises(InputError, match="boolean mask"):
-        M.scan_similarities(chunks, questions, inliers=[1, 0])
+        S.scan_similarities(chunks, questions, inliers=[1, 0])
 
 
 @pytest.mark.parametrize("depth", [1, 3, 64])
@@ -281,11 +282,11 @@ def test_scan_from_the_nearest_questions_index_matches_the_full_scan(depth, inli
     # chunks; depth 64 > m keeps every question (no fallback).
     chunks, questions, labels, centroids = _random_problem(5, n=400, m=50)
     inliers = np.random.default_rng(1).random(50) < inlier_share
-    index = M.nearest_questions(chunks, questions, depth=depth, block_size=23)
+    index = S.nearest_questions(chunks, questions, depth=depth, block_size=23)
     for kwargs in ({}, {"threshold": 0.6, "n_nearest": 2}, {"threshold": 0.2, "n_nearest": 1}):
         args = (chunks, questions, labels, centroids) if kwargs else (chunks, questions)
-        full = M.scan_similarities(*args, inliers=inliers, **kwargs)
-        fast = M.scan_similarities(*args, inliers=inliers, index=index, **kwargs)
+        full = S.scan_similarities(*args, inliers=inliers, **kwargs)
+        fast = S.scan_similarities(*args, inliers=inliers, index=index, **kwargs)
         assert np.allclose(fast.min_distances, full.min_distances, atol=ATOL)
         assert fast.nearest_question.tolist() == full.nearest_question.tolist()
         assert np.allclose(fast.question_similarity, full.question_similarity, atol=ATOL)
@@ -303,22 +304,22 @@ def test_nearest_questions_lists_each_chunks_best_questions_in_order():
     chunks, questions, *_ = _random_problem(6, n=120, m=30)
     from sklearn.metrics.pairwise import cosine_distances
 
-    index = M.nearest_questions(chunks, questions, depth=4, block_size=7)
+    index = S.nearest_questions(chunks, questions, depth=4, block_size=7)
     sims = 1 - cosine_distances(chunks, questions)
     expected = np.argsort(-sims, axis=1, kind="stable")[:, :4]
     assert index.indices.tolist() == expected.tolist()
     assert np.allclose(index.similarities, np.take_along_axis(sims, expected, axis=1), atol=ATOL)
     assert index.shape == (120, 30) and not index.complete
-    assert M.nearest_questions(chunks, questions, depth=500).complete
+    assert S.nearest_questions(chunks, questions, depth=500).complete
 
 
 def test_nearest_questions_index_rejects_bad_depth_and_other_vectors():
     chunks, questions, labels, centroids = _random_problem(7, n=50, m=10)
     with pytest.raises(InputError, match="depth"):
-        M.nearest_questions(chunks, questions, depth=0)
-    index = M.nearest_questions(chunks, questions)
+        S.nearest_questions(chunks, questions, depth=0)
+    index = S.nearest_questions(chunks, questions)
     with pytest.raises(InputError, match="rebuild it"):
-        M.scan_similarities(chunks, questions[:5], index=index)
+        S.scan_similarities(chunks, questions[:5], index=index)
 
 
 # --------------------------------------------------------------------------
@@ -341,7 +342,7 @@ def test_zero_questions_give_zero_coverage_everywhere():
     assert similarity.shape == (0,) and nearest_chunk.shape == (0,)
     assert M.duplicate_groups(none).n_groups == 0
     assert M.document_coverage(distances, ["a", "a", "b", "c"])["coverage"].tolist() == [0.0, 0.0, 0.0]
-    scan = M.scan_similarities(CHUNKS, [], LABELS, CENTROIDS, threshold=0.5, n_nearest=1)
+    scan = S.scan_similarities(CHUNKS, [], LABELS, CENTROIDS, threshold=0.5, n_nearest=1)
     assert scan.multi_threshold_score == 0.0 and scan.multi_n_score == 0.0
 
 
@@ -424,8 +425,9 @@ def test_zero_vector_is_unrelated_to_everything():
         (lambda: M.cluster_coverages([0.1, 0.2], [0, 2], 2), "only 2 clusters"),
         (lambda: M.cluster_coverages([0.1], [-1], 2), "negative label"),
         (lambda: M.cluster_coverages([0.1], [0.5], 2), "integer"),
-        (lambda: M.multi_threshold_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 0), r"\(0, 2\]"),
-        (lambda: M.multi_threshold_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 2.5), r"\(0, 2\]"),
+        (lambda: M.multi_threshold_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 0),
+         r"^threshold must be greater than 0 and at most 2 \(got 0\); it is a cosine distance"),
+        (lambda: M.multi_threshold_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 2.5), "at most 2 \\(got 2.5\\)"),
         (lambda: M.multi_n_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 0), "at least 1"),
         (lambda: M.multi_n_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 1.5), "whole number"),
         (lambda: M.multi_n_coverage(CHUNKS, QUESTIONS, [0, 0, 1, 2], CENTROIDS, 1), "only 2 clusters"),
@@ -433,7 +435,7 @@ def test_zero_vector_is_unrelated_to_everything():
         (lambda: M.duplicate_groups(QUESTIONS, threshold=1.5), r"\(0, 1\]"),
         (lambda: M.question_support(QUESTIONS, np.zeros((0, 2))), "chunk_vectors is empty"),
         (lambda: M.nearest_question_distances(CHUNKS, QUESTIONS, block_size=0), "block_size"),
-        (lambda: M.scan_similarities(CHUNKS, QUESTIONS, threshold=0.5), "labels and centroids"),
+        (lambda: S.scan_similarities(CHUNKS, QUESTIONS, threshold=0.5), "labels and centroids"),
     ],
 )
 def test_input_validation_messages(call, message):

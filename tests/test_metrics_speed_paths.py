@@ -1,6 +1,6 @@
 """The fast paths of the similarity pass give exactly what straightforward code gives.
 
-The per-question trackers of ``metrics._scan`` read only the sub-blocks that
+The per-question trackers of ``blockwise.scan_blocks`` read only the sub-blocks that
 can still change their result; these tests compare them, value for value and
 index for index, with the dense definitions on random inputs full of ties.
 """
@@ -8,7 +8,7 @@ index for index, with the dense definitions on random inputs full of ties.
 import numpy as np
 import pytest
 
-from coverage_core import metrics
+from coverage_core.stages import blockwise, similarity
 
 
 def tied_block_values(rng, rows, columns):
@@ -31,7 +31,7 @@ def exact_unit_vectors(rng, n, dim=32, nonzero=16):
 @pytest.fixture(params=[0.0, 0.1, 1.0], ids=["always-whole", "default", "always-gather"])
 def gather_share(request, monkeypatch):
     """Both ways of reading a block (whole, or only the open sub-blocks) must agree."""
-    monkeypatch.setattr(metrics, "_GATHER_SHARE", request.param)
+    monkeypatch.setattr(blockwise, "_GATHER_SHARE", request.param)
     return request.param
 
 
@@ -40,11 +40,11 @@ def gather_share(request, monkeypatch):
 def test_pruned_running_top_k_equals_a_stable_sort(k, block_rows, group_rows, gather_share):
     rng = np.random.default_rng(k * 1000 + block_rows)
     values = tied_block_values(rng, 600, 13)  # (candidates, entities)
-    best = metrics.RunningTopK(13, k)
+    best = blockwise.RunningTopK(13, k)
     for start in range(0, len(values), block_rows):
         block = values[start : start + block_rows]
         best.add(block, start, entities_on_rows=False,
-                 group_maxima=metrics._sub_block_maxima(block, group_rows), group_rows=group_rows)
+                 group_maxima=blockwise._sub_block_maxima(block, group_rows), group_rows=group_rows)
     expected = np.argsort(-values.T, axis=1, kind="stable")[:, :k]
     np.testing.assert_array_equal(best.indices, expected)
     np.testing.assert_array_equal(best.values, np.take_along_axis(values.T, expected, axis=1))
@@ -61,7 +61,7 @@ def test_pruned_penalised_best_equals_the_dense_maximum(block_rows, group_rows, 
     support = np.full(17, -np.inf, dtype=np.float32)
     for start in range(0, len(sims), block_rows):
         block = sims[start : start + block_rows]
-        metrics._track_penalised_best(block, metrics._sub_block_maxima(block, group_rows), group_rows,
+        blockwise._track_penalised_best(block, blockwise._sub_block_maxima(block, group_rows), group_rows,
                                       penalty[start : start + block_rows], support)
     np.testing.assert_array_equal(support, (sims - penalty[:, None]).max(axis=0))
 
@@ -69,7 +69,7 @@ def test_pruned_penalised_best_equals_the_dense_maximum(block_rows, group_rows, 
 def test_sub_block_maxima_cover_a_short_last_sub_block():
     rng = np.random.default_rng(5)
     block = tied_block_values(rng, 70, 4)
-    maxima = metrics._sub_block_maxima(block, 16)
+    maxima = blockwise._sub_block_maxima(block, 16)
     expected = np.stack([block[lo : lo + 16].max(axis=0) for lo in range(0, 70, 16)])
     np.testing.assert_array_equal(maxima, expected)
 
@@ -81,7 +81,7 @@ def test_best_matches_equals_the_full_matrix_exactly(block_size, gather_share):
     chunks[7] = 0.0  # a failed embedding: similarity 0 to everything
     penalty = (rng.integers(0, 16, 3000) / 64).astype(np.float32)  # exact subtraction, many ties
     sims = chunks @ questions.T  # exact: multiples of 1/16
-    found = metrics.best_matches(chunks, questions, chunk_penalty=penalty, top_k=10, block_size=block_size)
+    found = similarity.best_matches(chunks, questions, chunk_penalty=penalty, top_k=10, block_size=block_size)
     np.testing.assert_array_equal(found.question_similarity, sims.max(axis=0))
     np.testing.assert_array_equal(found.nearest_chunk, sims.argmax(axis=0))
     np.testing.assert_array_equal(found.chunk_similarity, sims.max(axis=1))
@@ -94,20 +94,20 @@ def test_best_matches_equals_the_full_matrix_exactly(block_size, gather_share):
 
 @pytest.mark.parametrize("share", [0.05, 0.5, 1.0])
 def test_best_of_a_few_chunks_equals_the_dense_argmax(share, monkeypatch):
-    monkeypatch.setattr(metrics, "_SLAB_ROWS", 64)  # many slabs, some dense, some sparse, a short last one
+    monkeypatch.setattr(similarity, "_SLAB_ROWS", 64)  # many slabs, some dense, some sparse, a short last one
     rng = np.random.default_rng(int(share * 100))
     chunks, questions = exact_unit_vectors(rng, 1000), exact_unit_vectors(rng, 30)
     rows = np.flatnonzero(rng.random(1000) < share)
     columns = np.sort(rng.choice(30, 7, replace=False))
     sims = chunks[rows] @ questions[columns].T
-    best, which = metrics._best_of(chunks, rows, questions, columns)
+    best, which = similarity._best_of(chunks, rows, questions, columns)
     np.testing.assert_array_equal(best, sims.max(axis=1))
     np.testing.assert_array_equal(which, columns[sims.argmax(axis=1)])
 
 
 @pytest.mark.parametrize("n_inliers", [3, 25, 60])
 def test_scan_from_the_index_with_few_inliers_equals_the_full_scan_exactly(n_inliers, monkeypatch):
-    monkeypatch.setattr(metrics, "_SLAB_ROWS", 128)
+    monkeypatch.setattr(similarity, "_SLAB_ROWS", 128)
     rng = np.random.default_rng(n_inliers)
     chunks, questions = exact_unit_vectors(rng, 1500), exact_unit_vectors(rng, 60)
     labels = rng.integers(0, 8, 1500)
@@ -116,9 +116,9 @@ def test_scan_from_the_index_with_few_inliers_equals_the_full_scan_exactly(n_inl
     inliers[rng.choice(60, n_inliers, replace=False)] = True
     # Few inliers leave most chunks' whole depth-4 list excluded and some clusters uncovered.
     settings = dict(inliers=inliers, threshold=0.8, n_nearest=1)
-    full = metrics.scan_similarities(chunks, questions, labels, centroids, **settings)
-    index = metrics.nearest_questions(chunks, questions, depth=4)
-    reused = metrics.scan_similarities(chunks, questions, labels, centroids, index=index, **settings)
+    full = similarity.scan_similarities(chunks, questions, labels, centroids, **settings)
+    index = similarity.nearest_questions(chunks, questions, depth=4)
+    reused = similarity.scan_similarities(chunks, questions, labels, centroids, index=index, **settings)
     for name in ("min_distances", "question_similarity", "multi_threshold_per_cluster", "multi_n_per_cluster"):
         np.testing.assert_array_equal(getattr(reused, name), getattr(full, name), err_msg=name)
     sims = chunks @ questions.T

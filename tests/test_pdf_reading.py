@@ -23,10 +23,10 @@ from pypdf.generic import (
     StreamObject,
 )
 
-from coverage_core.inputs import ingest
 from coverage_core.errors import InputError
+from coverage_core.inputs import pdf
 from coverage_core.inputs.ingest import read_documents, read_uploaded_documents
-from tests.conftest import PDFS
+from tests.helpers import PDFS
 
 TOO_LARGE_PAGE = (
     "are too large for the reader's safety limit, so their text was left out; "
@@ -101,6 +101,7 @@ def assert_pypdf_settings_unchanged() -> None:
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_large_valid_page_beyond_pypdf_default_limit_is_read_fully():
     # A filing page of text around a detailed chart: 2.1 million graphics
     # operators, more than pypdf's default budget of tokens per content stream
@@ -171,7 +172,7 @@ def test_oversized_page_among_good_ones_is_left_out_with_a_page_warning(bomb):
 
 def test_page_over_the_readers_own_budget_is_left_out(monkeypatch):
     # The raised budget still bounds each page: lowered here to keep it small.
-    monkeypatch.setitem(ingest._PDF_LIMITS, "stream_parsing_work_maximum_count", 10_000)
+    monkeypatch.setitem(pdf._PDF_LIMITS, "stream_parsing_work_maximum_count", 10_000)
     dense = _text("Dense table") + b"0 0 m 1 1 l S\n" * 2_000
     data = _pdf(_text("Summary of results"), dense, _text("Notes to the statements"))
 

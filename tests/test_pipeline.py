@@ -7,13 +7,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.config import AnalysisConfig
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.errors import InputError
-from coverage_core.inputs.ingest import read_documents, read_questions
-from coverage_core.pipeline import AnalysisConfig, accept_questions, add_questions, analyze, measure
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
 from coverage_core.outputs.report import build_report, to_safe_csv
-from tests.conftest import PROJECT
+from coverage_core.pipeline import accept_questions, add_questions
+from coverage_core.session import analyze
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.stages.measure import measure
+from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
@@ -34,6 +38,7 @@ def setting(tmp_path_factory):
     return analysis, embedder, cache
 
 
+@pytest.mark.slow
 def test_analysis_finds_the_untested_document(setting):
     analysis, _, _ = setting
     documents = analysis.documents.set_index("document")
@@ -43,6 +48,7 @@ def test_analysis_finds_the_untested_document(setting):
     assert analysis.gaps and analysis.gaps[0].cluster in koala_clusters
 
 
+@pytest.mark.slow
 def test_accepting_gap_suggestions_raises_that_clusters_coverage(setting):
     analysis, embedder, cache = setting
     gap = analysis.gaps[0]
@@ -59,6 +65,7 @@ def test_accepting_gap_suggestions_raises_that_clusters_coverage(setting):
     assert after_analysis.clustering is analysis.clustering
 
 
+@pytest.mark.slow
 def test_add_questions_keeps_the_users_schema(setting):
     analysis, _, _ = setting
     original = analysis.questions
@@ -73,6 +80,7 @@ def test_add_questions_keeps_the_users_schema(setting):
     assert "'=HYPERLINK" in exported and "\n=HYPERLINK" not in exported
 
 
+@pytest.mark.slow
 def test_overrides_change_the_inliers_and_the_coverage(setting):
     analysis, _, _ = setting
     rows = analysis.questions.rows
@@ -94,6 +102,7 @@ def test_overrides_change_the_inliers_and_the_coverage(setting):
     assert excluded.metrics["basic"] < analysis.metrics["basic"] - 1e-4
 
 
+@pytest.mark.slow
 def test_reusing_the_screener_matches_a_fresh_fit(setting):
     analysis, _, _ = setting
     strictness = analysis.screener.strictness
@@ -105,6 +114,7 @@ def test_reusing_the_screener_matches_a_fresh_fit(setting):
     assert reused.metrics == pytest.approx(fresh.metrics)
 
 
+@pytest.mark.slow
 def test_no_inliers_gives_zero_coverage_and_says_why(setting):
     analysis, _, _ = setting
     result = measure(
@@ -115,10 +125,11 @@ def test_no_inliers_gives_zero_coverage_and_says_why(setting):
     assert any("screened out" in w for w in result.warnings)
 
 
+@pytest.mark.slow
 def test_report_is_json_and_follows_the_schema(setting):
     analysis, _, _ = setting
     report = json.loads(json.dumps(build_report(analysis)))
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     assert {"config", "metrics", "clusters", "documents", "questions", "warnings"} <= set(report)
     assert report["metrics"]["balanced"] == pytest.approx(float(np.mean(analysis.clusters["coverage"])), abs=1e-5)
     cluster = report["clusters"][0]
@@ -132,6 +143,7 @@ def test_report_is_json_and_follows_the_schema(setting):
     assert [q["duplicate_of"] for q in report["questions"]] == [head_of.get(q["row"]) for q in report["questions"]]
 
 
+@pytest.mark.slow
 def test_exact_repeats_join_their_originals_group(setting):
     analysis, embedder, cache = setting
     questions = add_questions(analysis.questions, [analysis.questions.texts[0], analysis.questions.texts[3]])
@@ -147,6 +159,7 @@ def test_exact_repeats_join_their_originals_group(setting):
         assert table.loc[row, "duplicate_of"] == (first if pd.isna(head) else head)
 
 
+@pytest.mark.slow
 def test_analyze_refuses_empty_inputs(setting):
     analysis, embedder, cache = setting
     with pytest.raises(InputError, match="no readable documents"):

@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 import pytest
 
 from coverage_core.outputs import plots
+from coverage_core.outputs.plots import style
+from coverage_core.outputs.plots.checks import CHUNKING_METRICS
 
 
 def values(data) -> list:
@@ -60,7 +62,7 @@ def test_cluster_bar_sorts_worst_first_and_colours_gaps(clusters):
     assert bar["type"] == "bar"
     assert bar["x"] == ["C1", "C2", "C0", "C3"]
     assert values(bar["y"]) == pytest.approx([0.3, 0.65, 0.8, 0.9])
-    assert bar["marker"]["color"] == [plots.GAP_COLOUR, plots.GAP_COLOUR, plots.COVERED_COLOUR, plots.COVERED_COLOUR]
+    assert bar["marker"]["color"] == [style.GAP_COLOUR, style.GAP_COLOUR, style.COVERED_COLOUR, style.COVERED_COLOUR]
     shapes = data["layout"]["shapes"]
     assert shapes[0]["y0"] == shapes[0]["y1"] == 0.7
     assert "gap threshold 0.70" in data["layout"]["annotations"][0]["text"]
@@ -69,7 +71,7 @@ def test_cluster_bar_sorts_worst_first_and_colours_gaps(clusters):
 def test_cluster_bar_without_is_gap_uses_the_threshold(clusters):
     fig = plots.cluster_coverage_bar(clusters.drop(columns=["is_gap"]), gap_threshold=0.7)
     colours = fig.to_dict()["data"][0]["marker"]["color"]
-    assert colours.count(plots.GAP_COLOUR) == 2
+    assert colours.count(style.GAP_COLOUR) == 2
 
 
 def test_cluster_bar_handles_an_empty_cluster():
@@ -88,7 +90,7 @@ def test_document_bar_flags_low_documents_and_escapes_names():
     bar = data["data"][0]
     assert bar["orientation"] == "h"
     assert bar["y"] == ["&lt;b&gt;b&lt;/b&gt;.md", "a.txt"]
-    assert bar["marker"]["color"] == [plots.LOW_COLOUR, plots.COVERED_COLOUR]
+    assert bar["marker"]["color"] == [style.LOW_COLOUR, style.COVERED_COLOUR]
     assert "untested or possibly misaligned" in str(bar["customdata"])
 
 
@@ -120,7 +122,7 @@ def test_coverage_map_draws_clusters_questions_and_outliers_apart():
     assert question["marker"]["symbol"] == "diamond-open" and outlier["marker"]["symbol"] == "x-thin-open"
     # Hover: shortened text, its file and its cluster; user text escaped.
     hover = values(chunk_traces[0]["customdata"])
-    assert hover[0][0].endswith("…") and len(hover[0][0]) <= plots.HOVER_CHARS
+    assert hover[0][0].endswith("…") and len(hover[0][0]) <= style.HOVER_CHARS
     assert hover[0][1] == "a.txt"
     assert "topic: C0" in chunk_traces[0]["hovertemplate"]
     outlier_hover = values(outlier["customdata"])[0]
@@ -261,7 +263,7 @@ def test_mds_map_separates_chunks_and_labelled_questions_and_escapes_text():
     chunk_trace, answerable, unanswerable, unlabelled = data["data"]
     assert values(chunk_trace["x"]) == [0.0, 1.0, 2.0]
     hover = values(chunk_trace["customdata"])
-    assert hover[0][0].endswith("…") and len(hover[0][0]) <= plots.HOVER_CHARS
+    assert hover[0][0].endswith("…") and len(hover[0][0]) <= style.HOVER_CHARS
     assert hover[2] == ["&lt;i&gt;x&lt;/i&gt;", "&lt;c&gt;.txt"]
     assert values(answerable["x"]) == [0.5, 1.5] and values(unanswerable["x"]) == [2.5]
     assert values(answerable["customdata"])[1] == ["&lt;script&gt;alert(1)&lt;/script&gt;", "0.600"]
@@ -434,7 +436,7 @@ def test_every_figure_has_a_short_title_room_for_it_and_a_compact_legend(name, l
     assert 0 < len(html.unescape(title["text"])) <= plots.TITLE_MAX_CHARS
     assert title["xanchor"] == "left" and title["yanchor"] == "top"
     subtitle_lines = title.get("subtitle", {}).get("text", "").split("<br>") if "subtitle" in title else []
-    assert all(len(html.unescape(line)) <= plots.SUBTITLE_LINE_CHARS for line in subtitle_lines)
+    assert all(len(html.unescape(line)) <= style.SUBTITLE_LINE_CHARS for line in subtitle_lines)
     assert layout["margin"]["t"] >= 56 + 17 * len(subtitle_lines)  # the title and subtitle never touch the plot
     legend = layout.get("legend", {})
     if layout.get("showlegend") is False:
@@ -449,7 +451,7 @@ def test_every_figure_has_a_short_title_room_for_it_and_a_compact_legend(name, l
 
 def test_layout_rejects_a_title_too_long_to_fit():
     with pytest.raises(ValueError, match="title longer"):
-        plots._layout(go.Figure(), "x" * (plots.TITLE_MAX_CHARS + 1))
+        style.layout(go.Figure(), "x" * (plots.TITLE_MAX_CHARS + 1))
 
 
 def texts_of(fig: go.Figure) -> list[str]:
@@ -514,7 +516,7 @@ def test_polar_chart_has_a_fitting_title_thinned_radial_ticks_and_topic_sectors(
     assert set(hover) == {TOPICS[0], TOPICS[1], TOPICS[2]}
     # The radial axis sits in an empty wedge: no question is drawn within it.
     theta = values(data["data"][0]["theta"]) + values(data["data"][1]["theta"])
-    assert all(abs(t - radial["angle"]) >= plots.POLAR_AXIS_GAP / 2 for t in theta)
+    assert all(abs(t - radial["angle"]) >= style.POLAR_AXIS_GAP / 2 for t in theta)
 
 
 def test_polar_chart_thins_sector_names_when_there_are_many_clusters():
@@ -525,8 +527,8 @@ def test_polar_chart_thins_sector_names_when_there_are_many_clusters():
     )
     labels = {i: f"topic{i} · longer word · third" for i in range(n)}
     axis = plots.similarity_polar(many, 0.5, labels=labels).to_dict()["layout"]["polar"]["angularaxis"]
-    assert len(axis["ticktext"]) <= plots.POLAR_MAX_TICKS
-    assert all(len(text) <= plots.POLAR_TICK_CHARS for text in axis["ticktext"])
+    assert len(axis["ticktext"]) <= style.POLAR_MAX_TICKS
+    assert all(len(text) <= style.POLAR_TICK_CHARS for text in axis["ticktext"])
 
 
 def test_polar_chart_falls_back_to_cluster_numbers_without_labels(questions):
@@ -586,6 +588,6 @@ def test_healthy_values_are_never_red_and_verdicts_share_their_colours(clusters,
     # Series that are neither good nor bad (question sets, metrics) are never warm.
     neutral = [
         *(t["marker"]["color"] for t in plots.metric_comparison_bar({str(i): {"basic": 0.5} for i in range(6)}).data),
-        *(colour for _, _, colour in plots.CHUNKING_METRICS),
+        *(colour for _, _, colour in CHUNKING_METRICS),
     ]
     assert not any(is_warm(colour) for colour in neutral), neutral

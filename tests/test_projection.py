@@ -29,6 +29,7 @@ def test_sample_evenly_keeps_everything_under_budget():
         sample_evenly(labels, 0)
 
 
+@pytest.mark.slow
 def test_tsne_map_is_seeded_and_separates_clusters():
     chunks, labels = _clustered(60)
     questions = chunks[::15] + 0.01

@@ -1,6 +1,6 @@
 """Paid providers at volume: request limits, concurrency, shared backoff,
 interrupted runs and row order, through the real ``openai`` and ``voyageai``
-clients against the loopback fake API (tests/fake_api.py).
+clients against the loopback fake API (tests/fakes.py).
 
 The fake server counts every text it embedded successfully (``embedded``),
 which is what a provider bills, so "nothing is paid for twice" is checked on
@@ -30,7 +30,7 @@ from coverage_core.embeddings.base import REQUEST_TOKEN_HEADROOM
 from coverage_core.embeddings.openai_provider import OPENAI_MAX_INPUTS_PER_REQUEST, OPENAI_MAX_TOKENS_PER_REQUEST
 from coverage_core.embeddings.voyage_provider import VOYAGE_MAX_INPUTS_PER_REQUEST, VOYAGE_MODELS
 from coverage_core.errors import InputError, ProviderError
-from tests.fake_api import Limits, error_reply, fake_embedding
+from tests.fakes import Limits, error_reply, fake_embedding
 
 PATH = "/v1/embeddings"
 KEY = "sk-test-VOLUME-key-0123456789"
@@ -322,7 +322,7 @@ def test_a_used_embedder_can_be_pickled_for_a_worker_process(provider, fake_api,
 
 def test_the_command_lines_max_concurrency_reaches_the_real_client(tmp_path, fake_api, cache_dir, monkeypatch):
     from coverage_core import cli, pipeline
-    from tests.conftest import PROJECT
+    from tests.helpers import PROJECT
 
     monkeypatch.setenv("EMBEDDING_API_KEY", KEY)
     built = []

@@ -26,11 +26,11 @@ import ray
 from coverage_core.embeddings import CacheKey, EmbeddingCache, LocalEmbedder, embed_texts, make_embedder
 from coverage_core.embeddings.ray_embedding import RAY_MISSING, EmbedderRecipe, embed_on_ray
 from coverage_core.errors import InputError, ProviderError
-from tests.conftest import PROJECT, WIKI
-from tests.fake_api import embeddings_reply, fake_embedding
+from tests.fakes import embeddings_reply, fake_embedding
+from tests.helpers import PROJECT, WIKI
 
 # Ray Data reads its own deprecated settings when it copies its context.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")]
 
 EMBEDDINGS_PATH = "/v1/embeddings"
 RAY_CPUS = 2
@@ -233,6 +233,17 @@ def test_the_recipe_an_actor_builds_from_has_no_key_and_one_request_at_a_time(fa
     assert (type(rebuilt), rebuilt.base_url, rebuilt.batch_size, rebuilt.api_key) == (
         type(embedder), embedder.base_url, 7, key)
     assert embedder.max_concurrency > 1 and rebuilt.max_concurrency == 1
+
+
+def test_an_actor_runs_the_precision_the_driver_runs(monkeypatch):
+    # "auto" would let a worker on an AMX machine pick bf16 while the driver files its vectors as fp32.
+    monkeypatch.setenv("COVERAGE_CORE_PRECISION", "bf16")
+    driver = LocalEmbedder()
+    monkeypatch.delenv("COVERAGE_CORE_PRECISION")
+    settings = dict(EmbedderRecipe.of(driver).settings)
+    assert driver.precision == "auto" and driver.precision_used == "bf16"
+    assert settings["precision"] == "bf16"
+    assert EmbedderRecipe.of(driver).build().precision_used == "bf16"
 
 
 def test_a_key_entered_by_hand_is_refused_before_anything_is_sent(fake_api, tmp_path):

@@ -6,7 +6,7 @@ import re
 import shlex
 import subprocess
 
-from tests.conftest import PROJECT
+from tests.helpers import PROJECT
 
 README = (PROJECT / "README.md").read_text(encoding="utf-8")
 

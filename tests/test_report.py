@@ -38,11 +38,10 @@ import json  # noqa: E402
 
 from coverage_core.outputs.html_report import build_html_report  # noqa: E402
 from coverage_core.outputs.report import ACCEPTED_PASSAGE_CHARS, METRIC_NAMES, build_report  # noqa: E402
-from tests.test_html_report import (  # noqa: E402,F401  (analysis is a fixture)
+from tests.helpers import (  # noqa: E402
     EVIL,
     LONG_PASSAGE,
     accepted_questions,
-    analysis,
     answerability_result,
     improved_analysis,
     retrieval_result,
@@ -54,7 +53,7 @@ def test_optional_json_sections_absent_without_their_data(analysis):
     report = build_report(analysis)
     for key in ("after_apply", "retrieval", "answerability", "subquestions", "chunking_comparison"):
         assert key not in report
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
 
 
 def test_after_apply_holds_before_after_metrics_and_accepted_questions(analysis):

@@ -13,12 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.config import AnalysisConfig
 from coverage_core.outputs.html_report import MAX_DUPLICATE_GROUPS, build_html_report
-from coverage_core.pipeline import AnalysisConfig, Corpus, EmbeddedTexts, cluster_chunks, measure
 from coverage_core.outputs.report import build_report, summary_table, write_report
+from coverage_core.pipeline import cluster_chunks
+from coverage_core.results import Corpus, EmbeddedTexts
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.stages.measure import measure
 from coverage_core.types import Chunk, Document, Question, QuestionSet
-from ui import engine
+from ui.views import results as view
 
 DIMS = 32
 
@@ -96,11 +99,11 @@ def test_report_lists_duplicate_groups_instead_of_pairs(small):
 def test_summary_dashboard_and_html_show_the_groups(small):
     groups = small.duplicate_groups
     assert f"{groups.n_questions} questions form {groups.n_groups} groups of near-duplicates" in summary_table(small)
-    table = engine.duplicate_table(small)
+    table = view.duplicate_table(small)
     assert list(table.columns) == ["row", "question", "questions", "other rows", "lowest similarity"]
     assert table["questions"].sum() == groups.n_questions and len(table) == groups.n_groups
     head = int(table["row"].iloc[0])
-    members = engine.duplicate_members(small, head)
+    members = view.duplicate_members(small, head)
     assert members["row"].iloc[0] == head and len(members) == table["questions"].iloc[0]
     assert (members["similarity to the representative"] >= 0.95 - 1e-6).all()
     assert table["other rows"].iloc[0] == ", ".join(map(str, members["row"].iloc[1:]))
@@ -121,7 +124,7 @@ def test_no_groups_is_said_plainly():
     assert build_report(alone)["duplicate_groups"] == {"n_groups": 0, "n_questions": 0, "threshold": 0.95, "groups": []}
     assert "No near-duplicate questions (similarity ≥ 0.95)." in build_html_report(alone)
     assert "near-duplicates" not in summary_table(alone)
-    assert engine.duplicate_table(alone).empty
+    assert view.duplicate_table(alone).empty
 
 
 def test_report_grows_linearly_with_near_duplicate_questions(tmp_path):

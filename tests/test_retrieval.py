@@ -8,20 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.errors import InputError
-from coverage_core.inputs.ingest import read_questions
 from coverage_core.checks.retrieval import (
-    RELEVANT_COLUMN_NAMES,
     SourceRef,
     evaluate_retrieval,
-    find_relevant_column,
     parse_relevant,
-    relevant_from_questions,
     retrieval_section,
     top_k_chunks,
 )
+from coverage_core.checks.retrieval_labels import RELEVANT_COLUMN_NAMES, find_relevant_column, relevant_from_questions
+from coverage_core.errors import InputError
+from coverage_core.inputs.questions import read_questions
 from coverage_core.types import Chunk, Document, PageSpan
-from tests.conftest import PROJECT
+from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 
@@ -452,7 +450,7 @@ def test_explicit_column():
     assert "'origin'" in message and "'question', 'answer', 'src'" in message
 
 
-def test_column_names_are_distinct_after_normalising():
+def test_column_names_are_distinct_after_normalizing():
     keys = [name.replace("_", "").lower() for name in RELEVANT_COLUMN_NAMES]
     assert len(set(keys)) == len(keys)
 
@@ -544,11 +542,12 @@ def test_retrieval_section_without_labels_is_json():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bundled_example_end_to_end(tmp_path):
-    from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.embeddings import EmbeddingCache, make_embedder
     from coverage_core.inputs.ingest import read_documents
     from coverage_core.pipeline import embed_corpus, embed_questions
+    from coverage_core.stages.chunking import ChunkingConfig
 
     documents = read_documents([EXAMPLE / "docs"]).documents
     questions = read_questions(EXAMPLE / "questions.csv")

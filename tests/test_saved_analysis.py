@@ -11,12 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from coverage_core import cli
-
-from coverage_core.inputs import saved_analysis
 from coverage_core.errors import InputError
-from coverage_core.outputs.report import build_report
+from coverage_core.inputs import saved_analysis
 from coverage_core.inputs.saved_analysis import load_analysis, save_analysis, saved_folder, saved_folders, zip_folder
-from tests.test_vector_store import write_knowledge_base
+from coverage_core.outputs.report import build_report
+from tests.helpers import write_knowledge_base
 
 SECRET = "sk-test-never-written-0123456789"
 
@@ -46,6 +45,7 @@ def copy_of(saved, tmp_path):
     return target
 
 
+@pytest.mark.slow
 def test_the_folder_holds_every_file_and_a_manifest_without_keys(saved):
     folder = saved["folder"]
     assert sorted(p.name for p in folder.iterdir()) == sorted([*saved_analysis.FILES, saved_analysis.MANIFEST])
@@ -60,6 +60,7 @@ def test_the_folder_holds_every_file_and_a_manifest_without_keys(saved):
     assert json.loads((folder / "report.json").read_text(encoding="utf-8")) == saved["report"]
 
 
+@pytest.mark.slow
 def test_loading_gives_the_same_clusters_vectors_and_report(saved):
     loaded = load_analysis(saved["folder"])
     report = saved["report"]
@@ -82,6 +83,7 @@ def test_loading_gives_the_same_clusters_vectors_and_report(saved):
     assert rebuilt == report
 
 
+@pytest.mark.slow
 def test_a_zip_of_the_folder_loads_the_same(saved, tmp_path):
     data = zip_folder(saved["folder"])
     from_bytes = load_analysis(data, "analysis.zip")
@@ -93,6 +95,23 @@ def test_a_zip_of_the_folder_loads_the_same(saved, tmp_path):
     assert load_analysis(archive).report == saved["report"]
 
 
+@pytest.mark.slow
+def test_a_folder_saved_with_the_old_field_names_still_opens(saved, tmp_path):
+    """Before report schema 3 the question level was ``topic_threshold`` (calibration) and ``answer_threshold``."""
+    folder = copy_of(saved, tmp_path)
+    current = json.loads((folder / "calibration.json").read_text(encoding="utf-8"))
+    old = dict(current)
+    old["topic_threshold"] = old.pop("question_support_threshold")
+    (folder / "calibration.json").write_text(json.dumps(old), encoding="utf-8")
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    report["schema_version"], report["calibration"] = 2, old
+    (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    loaded = load_analysis(folder)
+    assert loaded.calibration.to_dict() == current
+    assert loaded.report["calibration"] == current
+
+
+@pytest.mark.slow
 def test_missing_manifest(saved, tmp_path):
     folder = copy_of(saved, tmp_path)
     (folder / "manifest.json").unlink()
@@ -104,6 +123,7 @@ def test_missing_manifest(saved, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_wrong_schema_version(saved, tmp_path):
     folder = copy_of(saved, tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
@@ -116,6 +136,7 @@ def test_wrong_schema_version(saved, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_missing_file(saved, tmp_path):
     folder = copy_of(saved, tmp_path)
     (folder / "questions.parquet").unlink()
@@ -124,6 +145,7 @@ def test_missing_file(saved, tmp_path):
     assert str(caught.value) == "copy is missing questions.parquet; save the analysis again."
 
 
+@pytest.mark.slow
 def test_row_counts_that_do_not_match_the_manifest(saved, tmp_path):
     folder = copy_of(saved, tmp_path)
     table = pq.read_table(folder / "chunks.parquet")
@@ -136,6 +158,7 @@ def test_row_counts_that_do_not_match_the_manifest(saved, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_damaged_files(saved, tmp_path):
     folder = copy_of(saved, tmp_path)
     (folder / "clusters.parquet").write_bytes(b"not parquet")
@@ -152,6 +175,7 @@ def test_damaged_files(saved, tmp_path):
         load_analysis(b"PK\x03\x04 broken", "upload.zip")
 
 
+@pytest.mark.slow
 def test_saving_never_overwrites_other_files(saved, tmp_path, capsys):
     occupied = tmp_path / "mine"
     occupied.mkdir()
@@ -166,6 +190,7 @@ def test_saving_never_overwrites_other_files(saved, tmp_path, capsys):
     assert (occupied / "notes.txt").read_text(encoding="utf-8") == "keep me"
 
 
+@pytest.mark.slow
 def test_resaving_a_saved_folder_replaces_it(saved, tmp_path):
     folder = copy_of(saved, tmp_path)
     loaded = load_analysis(folder)
@@ -173,6 +198,7 @@ def test_resaving_a_saved_folder_replaces_it(saved, tmp_path):
     assert load_analysis(folder).report["metrics"] == saved["report"]["metrics"]
 
 
+@pytest.mark.slow
 def test_only_listed_sub_folders_of_the_allowed_root_open(saved, tmp_path, monkeypatch):
     root = tmp_path / "root"
     root.mkdir()
@@ -194,6 +220,7 @@ def test_only_listed_sub_folders_of_the_allowed_root_open(saved, tmp_path, monke
     assert saved_analysis.allowed_root() is None
 
 
+@pytest.mark.slow
 def test_a_chosen_k_keeps_the_automatic_topics_the_screening_was_judged_against(saved, tmp_path, module_cache_dir):
     """With --clusters the screening still uses the automatic topics: the same scores as the automatic run, saved
     beside the chosen clusters, and read back (older folders without them still open)."""
@@ -227,6 +254,7 @@ def test_a_chosen_k_keeps_the_automatic_topics_the_screening_was_judged_against(
     assert opened.analysis().screening_topics.tolist() == opened.clustering.labels.tolist()
 
 
+@pytest.mark.slow
 def test_the_dashboard_opens_a_chosen_k_analysis_without_clustering_again(tmp_path, module_cache_dir, monkeypatch):
     from coverage_core import pipeline
     from ui import engine

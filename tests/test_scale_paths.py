@@ -9,19 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core import metrics
-
-from coverage_core.checks import retrieval
-
-from coverage_core.stages import screening
-from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents, read_questions
-from coverage_core.pipeline import AnalysisConfig, analyze, check_retrieval, measure
-from coverage_core.stages.screening import lexical_coverage
-from tests.conftest import PROJECT
+from coverage_core.checks import retrieval, retrieval_labels
+from coverage_core.pipeline import run_retrieval_check
+from coverage_core.stages import lexical, screening, similarity
+from coverage_core.stages.blockwise import RunningTopK
+from coverage_core.stages.lexical import lexical_coverage
+from coverage_core.stages.measure import measure
+from coverage_core.validation import unit_rows
 from tests.helpers import plain_lexical_coverage
-
-EXAMPLE = PROJECT / "examples" / "wiki-qa"
 
 
 def unit(x):
@@ -62,7 +57,7 @@ QUESTIONS = [
 @pytest.mark.parametrize("block_bytes", [1, 64, 1 << 22])
 def test_lexical_coverage_equals_the_plain_computation(monkeypatch, block_bytes):
     # Tiny blocks split the chunks at every possible place.
-    monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(lexical, "HASH_BLOCK_BYTES", block_bytes)
     coverage, best, absent = lexical_coverage(QUESTIONS, CHUNKS)
     expected_coverage, expected_best, expected_absent = plain_lexical_coverage(QUESTIONS, CHUNKS)
     np.testing.assert_allclose(coverage, expected_coverage, atol=1e-12, equal_nan=True)
@@ -80,7 +75,7 @@ def test_lexical_coverage_equals_the_plain_computation_on_random_texts(monkeypat
     chunks = [" ".join(rng.choice(words, rng.integers(0, 12))) + "." for _ in range(300)]
     questions = ["What " + " ".join(rng.choice(words + ["zebra", "gammma", "thetaa"], rng.integers(1, 6))) + "?"
                  for _ in range(120)]
-    monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", 200)
+    monkeypatch.setattr(lexical, "HASH_BLOCK_BYTES", 200)
     coverage, best, absent = lexical_coverage(questions, chunks)
     expected_coverage, expected_best, expected_absent = plain_lexical_coverage(questions, chunks)
     np.testing.assert_allclose(coverage, expected_coverage, atol=1e-12, equal_nan=True)
@@ -100,7 +95,7 @@ def test_best_share_is_exact_with_ties_and_empty_postings():
         shares = np.zeros(n)
         for chunks, w in zip(postings, weights):
             shares[chunks] += w
-        value, chunk = screening._best_share(postings, weights, scratch)
+        value, chunk = lexical._best_share(postings, weights, scratch)
         assert value == pytest.approx(shares.max(), abs=1e-12)
         if shares.max() == 0:
             assert chunk == -1
@@ -129,7 +124,7 @@ def test_best_matches_equals_the_full_matrix(block_size, kind):
         chunks, questions = tied_vectors(rng, 37, 11)
     penalty = rng.uniform(0, 0.5, 37).astype(np.float32)
     sims = unit(chunks) @ unit(questions).T
-    found = metrics.best_matches(chunks, questions, chunk_penalty=penalty, top_k=4, block_size=block_size)
+    found = similarity.best_matches(chunks, questions, chunk_penalty=penalty, top_k=4, block_size=block_size)
     np.testing.assert_allclose(found.question_similarity, sims.max(axis=0), atol=1e-6)
     np.testing.assert_array_equal(found.nearest_chunk, sims.argmax(axis=0))
     np.testing.assert_allclose(found.chunk_similarity, sims.max(axis=1), atol=1e-6)
@@ -148,7 +143,7 @@ def test_running_top_k_equals_a_stable_sort_for_any_block_size(entities_on_rows)
     for k in (1, 3, 8, 50):
         expected = np.argsort(-values, axis=1, kind="stable")[:, :k]
         for step in (1, 2, 7, 50):
-            best = metrics.RunningTopK(9, k)
+            best = RunningTopK(9, k)
             for start in range(0, 50, step):
                 block = values[:, start : start + step]
                 best.add(block if entities_on_rows else np.ascontiguousarray(block.T), start,
@@ -164,41 +159,32 @@ def test_scan_from_a_depth_one_index_equals_the_full_scan():
     centroids = np.stack([unit(chunks)[labels == k].mean(axis=0) for k in range(5)])
     inliers = rng.random(60) > 0.3  # many chunks' best question is screened out
     settings = dict(inliers=inliers, threshold=0.9, n_nearest=2)
-    full = metrics.scan_similarities(chunks, questions, labels, centroids, **settings)
-    index = metrics.best_matches(chunks, questions).index()
-    reused = metrics.scan_similarities(chunks, questions, labels, centroids, index=index, **settings)
+    full = similarity.scan_similarities(chunks, questions, labels, centroids, **settings)
+    index = similarity.best_matches(chunks, questions).index()
+    reused = similarity.scan_similarities(chunks, questions, labels, centroids, index=index, **settings)
     for name in ("min_distances", "question_similarity", "multi_threshold_per_cluster", "multi_n_per_cluster"):
         np.testing.assert_allclose(getattr(reused, name), getattr(full, name), atol=1e-6, err_msg=name)
     np.testing.assert_array_equal(reused.nearest_question, full.nearest_question)
     np.testing.assert_array_equal(reused.nearest_chunk, full.nearest_chunk)
 
 
-def test_unit_rows_are_used_in_place_and_others_normalised():
+def test_unit_rows_are_used_in_place_and_others_normalized():
     vectors = unit(np.random.default_rng(0).normal(size=(20, 4)))
     vectors[3] = 0.0
-    assert metrics.as_unit_rows(vectors) is vectors
+    assert unit_rows(vectors, copy=False) is vectors
     scaled = vectors * 2
-    np.testing.assert_allclose(metrics.as_unit_rows(scaled), vectors, atol=1e-6)
+    np.testing.assert_allclose(unit_rows(scaled, copy=False), vectors, atol=1e-6)
 
 
 # --- the real example ------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def example(tmp_path_factory):
-    cache = EmbeddingCache(tmp_path_factory.mktemp("cache"))
-    embedder = make_embedder("local")
-    documents = read_documents([EXAMPLE / "docs"]).documents
-    questions = read_questions(EXAMPLE / "questions.csv")
-    config = AnalysisConfig(support_threshold=0.5)
-    return analyze(config, documents, questions, embedder=embedder, cache=cache)
-
-
-def test_measuring_from_the_screeners_pass_changes_no_figure_or_decision(example):
-    analysis = example
+@pytest.mark.slow
+def test_measuring_from_the_screeners_pass_changes_no_figure_or_decision(example_analysis):
+    analysis = example_analysis
     assert analysis.is_outlier.any() and not analysis.is_outlier.all()
     # The full product, with every question kept for every chunk.
-    index = metrics.nearest_questions(analysis.corpus.vectors, analysis.question_vectors,
+    index = similarity.nearest_questions(analysis.corpus.vectors, analysis.question_vectors,
                                       depth=len(analysis.question_vectors))
     again = measure(analysis.config, analysis.corpus, analysis.questions, analysis.question_embedding,
                     analysis.clustering, screener=analysis.screener, index=index, calibration=analysis.calibration)
@@ -211,14 +197,15 @@ def test_measuring_from_the_screeners_pass_changes_no_figure_or_decision(example
     np.testing.assert_array_equal(analysis.is_outlier, again.is_outlier)
 
 
-def test_retrieval_from_the_screeners_pass_equals_its_own_search(example):
-    analysis = example
-    reused = check_retrieval(analysis, k=5)
+@pytest.mark.slow
+def test_retrieval_from_the_screeners_pass_equals_its_own_search(example_analysis):
+    analysis = example_analysis
+    reused = run_retrieval_check(analysis, k=5)
     assert reused is not None and reused.n_labelled > 0
     questions = analysis.questions
     searched = retrieval.evaluate_retrieval(
         analysis.question_vectors, analysis.corpus.vectors, analysis.corpus.chunks,
-        retrieval.relevant_from_questions(questions, reused.relevant_column), 5,
+        retrieval_labels.relevant_from_questions(questions, reused.relevant_column), 5,
         rows=questions.rows, question_texts=questions.texts, relevant_column=reused.relevant_column,
         documents=analysis.corpus.documents,
     )
@@ -226,5 +213,5 @@ def test_retrieval_from_the_screeners_pass_equals_its_own_search(example):
         assert getattr(reused, name) == pytest.approx(getattr(searched, name), abs=1e-9), name
     pd.testing.assert_frame_equal(reused.per_question, searched.per_question, atol=1e-6)
     # k beyond what the pass kept: searched again, same result as a plain search.
-    deeper = check_retrieval(analysis, k=screening.TOP_CHUNKS_KEPT + 1)
+    deeper = run_retrieval_check(analysis, k=screening.TOP_CHUNKS_KEPT + 1)
     assert deeper.k == screening.TOP_CHUNKS_KEPT + 1

@@ -14,15 +14,14 @@ import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.metrics import adjusted_rand_score
 
-from coverage_core.stages import clustering, topics
-
-from coverage_core.suggest import gaps
-
 from coverage_core.outputs import plots
-from coverage_core.stages.clustering import ChunkClusterer
-from coverage_core.suggest.gaps import analyse_gaps, representative_chunks, representatives_by_cluster
 from coverage_core.outputs.projection import project_2d
+from coverage_core.stages import clustering, topics
+from coverage_core.stages.clustering import ChunkClusterer
+from coverage_core.suggest import gaps
+from coverage_core.suggest.gaps import GapConfig, analyze_gaps, representative_chunks, representatives_by_cluster
 from coverage_core.types import Chunk
+from coverage_core.validation import unit_rows
 
 
 def topic_vectors(n, n_topics=12, dims=64, tightness=0.6, seed=0):
@@ -84,11 +83,11 @@ def test_blocked_path_matches_scikit_learn_quality_and_inertia(blocked, monkeypa
     np.testing.assert_allclose(fast.cluster_centers_, means / np.linalg.norm(means, axis=1, keepdims=True), atol=1e-5)
 
 
-def test_blocked_path_uses_unit_rows_as_they_are_and_normalises_others(blocked):
+def test_blocked_path_uses_unit_rows_as_they_are_and_normalizes_others(blocked):
     X, truth = topic_vectors(12_000, n_topics=6)
-    assert clustering._unit_rows_without_copy(X)[0] is X
+    assert unit_rows(X, copy=False) is X
     scaled = X * np.random.default_rng(0).uniform(0.5, 3.0, (len(X), 1)).astype(np.float32)
-    assert clustering._unit_rows_without_copy(scaled) is None
+    assert unit_rows(scaled, copy=False) is not scaled
     model = ChunkClusterer(n_clusters=6).fit(scaled)
     assert adjusted_rand_score(truth, model.labels_) > 0.99
     np.testing.assert_allclose(np.linalg.norm(model.cluster_centers_, axis=1), 1.0, atol=1e-5)
@@ -224,7 +223,7 @@ def test_the_same_question_is_counted_once(monkeypatch):
     assert len(counted) == 2  # other texts: counted again
 
 
-def _reference_analyse(text):
+def _reference_analyze(text):
     """Terms of a text the straightforward way: phrase by phrase, word by word."""
     terms = []
     for segment in re.split(r"[^\w\s'-]+|\s['-]|['-]\s", topics._MARKUP.sub(" . ", text.lower())):
@@ -235,9 +234,9 @@ def _reference_analyse(text):
 
 
 def _reference_counts(texts):
-    """scikit-learn's CountVectorizer on :func:`_reference_analyse`, with the min_df rule of ``topics._count_terms``."""
+    """scikit-learn's CountVectorizer on :func:`_reference_analyze`, with the min_df rule of ``topics._count_terms``."""
     for min_df in ((2, 1) if len(texts) >= 20 else (1,)):
-        vectorizer = CountVectorizer(analyzer=_reference_analyse, min_df=min_df)
+        vectorizer = CountVectorizer(analyzer=_reference_analyze, min_df=min_df)
         try:
             return vectorizer.fit_transform(texts), vectorizer.get_feature_names_out()
         except ValueError:  # empty vocabulary, or nothing left at this min_df
@@ -339,7 +338,10 @@ def test_gaps_on_a_large_corpus_use_each_gap_s_representatives(monkeypatch):
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
     distances = np.where(truth < 3, 0.1, 0.8) + np.random.default_rng(0).uniform(0, 0.05, len(truth))
     coverage = np.array([1 - distances[truth == k].mean() for k in range(6)])
-    found, _ = analyse_gaps(texts, documents, X, truth, centroids, distances, coverage, ["What do koalas eat?"])
+    found, _ = analyze_gaps(
+        texts, documents, X, truth, centroids, distances, coverage, ["What do koalas eat?"],
+        is_gap=coverage < GapConfig().gap_threshold,
+    )
     assert sorted(g.cluster for g in found) == [3, 4, 5]
     for gap in found:
         representatives = representative_chunks(X, truth, centroids, gap.cluster, 10)
@@ -369,7 +371,7 @@ def test_many_questions_are_sampled_and_the_map_says_so():
     np.testing.assert_array_equal(projection.question_index, again.question_index)
 
 
-def test_few_questions_are_all_drawn_and_only_drawn_rows_are_normalised():
+def test_few_questions_are_all_drawn_and_only_drawn_rows_are_normalized():
     chunks, labels = topic_vectors(3_000, n_topics=5, seed=12)
     scaled = chunks.astype(np.float64) * 3.0
     questions = chunks[:40] + 0.01

@@ -15,12 +15,13 @@ import time
 import numpy as np
 import pytest
 
-from coverage_core.stages import screening
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
+from coverage_core.stages import lexical, screening
 from coverage_core.stages.chunking import chunk_documents
-from coverage_core.inputs.ingest import read_documents, read_questions
-from coverage_core.stages.screening import QuestionScreener, chunk_density, lexical_coverage
-from tests.conftest import PROJECT
-from tests.helpers import plain_lexical_coverage
+from coverage_core.stages.lexical import lexical_coverage
+from coverage_core.stages.screening import QuestionScreener, chunk_density
+from tests.helpers import PROJECT, plain_lexical_coverage
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 
@@ -75,20 +76,21 @@ def random_texts(rng, n_chunks, n_questions):
     return chunks, questions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_one_pass_word_check_equals_the_plain_rule_on_random_texts(monkeypatch, seed):
     rng = np.random.default_rng(seed)
     chunks, questions = random_texts(rng, 150, 60)
     expected = plain_lexical_coverage(questions, chunks)
     assert any(expected[2]) and not all(expected[2])  # some words are absent, some typos get fixed
-    monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", int(rng.choice([1, 50, 400, 1 << 22])))
+    monkeypatch.setattr(lexical, "HASH_BLOCK_BYTES", int(rng.choice([1, 50, 400, 1 << 22])))
     # Small corpus: no sample, absent words' edits in a second pass.
     assert_same_lexical(lexical_coverage(questions, chunks), expected)
     # Large-corpus path forced: the sample predicts well, badly (step 50, budget 1), or not at all (budget 0).
-    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
+    monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", 0)
     for step, budget in [(1, 400), (3, 400), (50, 1), (2, 0)]:
-        monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", step)
-        monkeypatch.setattr(screening, "PREDICTED_FIXES", budget)
+        monkeypatch.setattr(lexical, "PRESENCE_SAMPLE_STEP", step)
+        monkeypatch.setattr(lexical, "PREDICTED_FIXES", budget)
         for likely in (None, rng.integers(-5, 160, size=(60, 2)), []):  # hints, some out of range
             assert_same_lexical(lexical_coverage(questions, chunks, likely_chunks=likely), expected)
 
@@ -97,12 +99,12 @@ def test_the_cap_on_spelling_fixes_counts_the_same_words_on_both_paths(monkeypat
     rng = np.random.default_rng(9)
     chunks, questions = random_texts(rng, 80, 40)
     for cap in (0, 1, 2):
-        monkeypatch.setattr(screening, "MAX_SPELLING_FIXES", cap)
+        monkeypatch.setattr(lexical, "MAX_SPELLING_FIXES", cap)
         expected = plain_lexical_coverage(questions, chunks)
-        monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 10**12)
+        monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", 10**12)
         assert_same_lexical(lexical_coverage(questions, chunks), expected)
-        monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
-        monkeypatch.setattr(screening, "PREDICTED_FIXES", 1)
+        monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", 0)
+        monkeypatch.setattr(lexical, "PREDICTED_FIXES", 1)
         assert_same_lexical(lexical_coverage(questions, chunks), expected)
 
 
@@ -111,7 +113,7 @@ def test_equally_frequent_corrections_pick_the_greatest_word(monkeypatch):
     question = ["Does a windmill grint?"]
     expected = plain_lexical_coverage(question, chunks)
     for minimum in (10**12, 0):  # two passes, then the one-pass path
-        monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", minimum)
+        monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", minimum)
         coverage, best, absent = lexical_coverage(question, chunks)
         # "grint" is one letter from "grind" and from "grunt" (one chunk each): "grunt" wins the tie, so
         # no chunk holds both words, and the best (the first of two) covers half.
@@ -123,33 +125,33 @@ def test_the_one_pass_path_reads_the_texts_once(monkeypatch):
     rng = np.random.default_rng(4)
     chunks, questions = random_texts(rng, 400, 50)
     read = []
-    block_words = screening._block_words
-    monkeypatch.setattr(screening, "_block_words", lambda texts: read.append(len(texts)) or block_words(texts))
-    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
-    monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", 4)
+    block_words = lexical._block_words
+    monkeypatch.setattr(lexical, "_block_words", lambda texts: read.append(len(texts)) or block_words(texts))
+    monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", 0)
+    monkeypatch.setattr(lexical, "PRESENCE_SAMPLE_STEP", 4)
     expected = plain_lexical_coverage(questions, chunks)
     assert_same_lexical(lexical_coverage(questions, chunks), expected)
     assert sum(read) == 400 + 100  # every chunk once, and the sample of one in four
     read.clear()
-    monkeypatch.setattr(screening, "PREDICTED_FIXES", 0)  # nothing predicted: the edits need a second pass
+    monkeypatch.setattr(lexical, "PREDICTED_FIXES", 0)  # nothing predicted: the edits need a second pass
     assert_same_lexical(lexical_coverage(questions, chunks), expected)
     assert sum(read) == 2 * 400 + 100
 
 
-def test_word_stems_are_cut_and_hashed_in_place_as_normalise_word_does():
+def test_word_stems_are_cut_and_hashed_in_place_as_normalize_word_does():
     rng = np.random.default_rng(1)
     letters = list(b"abcdegimnstyz") + [0xC3, 0xA9, 0xE2]  # the suffixes' letters, and UTF-8 bytes
     words = [np.array(rng.choice(letters, rng.integers(1, 30)), dtype=np.uint8).tobytes() for _ in range(3000)]
     words += [w.encode() for w in ["ss", "boss", "bosses", "ments", "aments", "moments", "sing", "sings", "ied",
                                    "tied", "ties", "ies", "abies", "eyes", "y", "ey", "abcdefgh", "abcdefghs"]]
-    padded = screening._PADDING + b" ".join(words) + b" \x01 " + screening._PADDING
-    starts, hashes = screening._word_stem_hashes(padded)
+    padded = lexical._PADDING + b" ".join(words) + b" \x01 " + lexical._PADDING
+    starts, hashes = lexical._word_stem_hashes(padded)
     assert len(starts) == len(words)
-    stems = [screening.normalise_word(w) for w in words]
-    np.testing.assert_array_equal(hashes, screening._stem_hashes(stems))
+    stems = [lexical.normalize_word(w) for w in words]
+    np.testing.assert_array_equal(hashes, lexical._stem_hashes(stems))
     # Distinct stems, distinct hashes (a collision would merge two words).
     distinct = list(dict.fromkeys(stems))
-    assert len(np.unique(screening._stem_hashes(distinct))) == len(distinct)
+    assert len(np.unique(lexical._stem_hashes(distinct))) == len(distinct)
 
 
 def test_block_text_is_split_into_the_words_of_each_chunk_as_words_does():
@@ -157,11 +159,11 @@ def test_block_text_is_split_into_the_words_of_each_chunk_as_words_does():
              "Control \x01 chars", "ÉCOLE école", "plain ascii TEXT, with-punctuation!", "\x01"]
     for chosen in ([0, 1, 2], [5], [5, 1], [3, 4], [6, 0], list(range(len(texts)))):
         block = [texts[i] for i in chosen]
-        owner, hashes = screening._block_words(block)
-        expected_owner = [i for i, t in enumerate(block) for _ in screening._words(t)]
-        expected = [screening.normalise_word(w) for t in block for w in screening._words(t)]
+        owner, hashes = lexical._block_words(block)
+        expected_owner = [i for i, t in enumerate(block) for _ in lexical._words(t)]
+        expected = [lexical.normalize_word(w) for t in block for w in lexical._words(t)]
         np.testing.assert_array_equal(owner, expected_owner)
-        np.testing.assert_array_equal(hashes, screening._stem_hashes(expected))
+        np.testing.assert_array_equal(hashes, lexical._stem_hashes(expected))
 
 
 def test_one_pass_word_check_on_the_real_example_equals_the_plain_rule(monkeypatch):
@@ -169,12 +171,12 @@ def test_one_pass_word_check_on_the_real_example_equals_the_plain_rule(monkeypat
     chunk_texts = [chunk.text for chunk in chunk_documents(documents)]
     question_texts = [q.text for q in read_questions(EXAMPLE / "questions.csv").questions]
     expected = plain_lexical_coverage(question_texts, chunk_texts)
-    monkeypatch.setattr(screening, "HASH_BLOCK_BYTES", 5000)
+    monkeypatch.setattr(lexical, "HASH_BLOCK_BYTES", 5000)
     assert_same_lexical(lexical_coverage(question_texts, chunk_texts), expected)
-    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
+    monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", 0)
     assert_same_lexical(lexical_coverage(question_texts, chunk_texts), expected)
-    monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", 1000)  # a poor sample: most words look absent
-    monkeypatch.setattr(screening, "PREDICTED_FIXES", 3)
+    monkeypatch.setattr(lexical, "PRESENCE_SAMPLE_STEP", 1000)  # a poor sample: most words look absent
+    monkeypatch.setattr(lexical, "PREDICTED_FIXES", 3)
     assert_same_lexical(lexical_coverage(question_texts, chunk_texts), expected)
 
 
@@ -186,11 +188,11 @@ def test_screener_fit_with_its_hints_equals_the_fit_on_precomputed_evidence(monk
     labels = rng.integers(0, 4, 120)
     two_passes = lexical_coverage(questions, chunks)
     assert_same_lexical(two_passes, plain_lexical_coverage(questions, chunks))
-    reference = QuestionScreener(support_threshold=0.3).fit(Q, C, labels, question_texts=questions,
+    reference = QuestionScreener(question_support_threshold=0.3).fit(Q, C, labels, question_texts=questions,
                                                              chunk_texts=chunks, lexical=two_passes)
-    monkeypatch.setattr(screening, "SINGLE_PASS_MIN_CHARS", 0)
-    monkeypatch.setattr(screening, "PRESENCE_SAMPLE_STEP", 7)
-    fitted = QuestionScreener(support_threshold=0.3).fit(Q, C, labels, question_texts=questions, chunk_texts=chunks)
+    monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", 0)
+    monkeypatch.setattr(lexical, "PRESENCE_SAMPLE_STEP", 7)
+    fitted = QuestionScreener(question_support_threshold=0.3).fit(Q, C, labels, question_texts=questions, chunk_texts=chunks)
     np.testing.assert_array_equal(fitted.lexical_coverage_, two_passes[0])
     np.testing.assert_array_equal(fitted.lexical_chunk_, two_passes[1])
     assert fitted.absent_words_ == two_passes[2]
@@ -210,7 +212,7 @@ def tied_unit_vectors(rng, n, d):
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_chunk_density_equals_the_plain_computation(monkeypatch, workers):
-    monkeypatch.setattr(screening, "_worker_threads", lambda: workers)
+    monkeypatch.setattr(lexical, "_worker_threads", lambda: workers)
     monkeypatch.setattr(screening, "BLOCK_ROWS", 7)
     rng = np.random.default_rng(workers)
     vectors = tied_unit_vectors(rng, 260, 12)
@@ -231,7 +233,7 @@ def test_chunk_density_is_the_same_in_any_number_of_threads(monkeypatch):
     rng = np.random.default_rng(8)
     vectors = tied_unit_vectors(rng, 3000, 24)
     labels = rng.integers(0, 6, 3000)
-    monkeypatch.setattr(screening, "_worker_threads", lambda: 1)
+    monkeypatch.setattr(lexical, "_worker_threads", lambda: 1)
     alone = chunk_density(vectors, labels, max_reference=300)
     used = set()
     top_k_mean = screening._top_k_mean
@@ -242,13 +244,13 @@ def test_chunk_density_is_the_same_in_any_number_of_threads(monkeypatch):
         return top_k_mean(sims, k)
 
     monkeypatch.setattr(screening, "_top_k_mean", slow_top_k_mean)
-    monkeypatch.setattr(screening, "_worker_threads", lambda: 4)
+    monkeypatch.setattr(lexical, "_worker_threads", lambda: 4)
     np.testing.assert_array_equal(chunk_density(vectors, labels, max_reference=300), alone)
     assert len(used) > 1  # the blocks really ran in several threads
 
 
 def test_in_threads_keeps_the_order_reads_lazily_and_passes_errors_on(monkeypatch):
-    monkeypatch.setattr(screening, "_worker_threads", lambda: 3)
+    monkeypatch.setattr(lexical, "_worker_threads", lambda: 3)
     drawn = []
 
     def items():
@@ -260,7 +262,7 @@ def test_in_threads_keeps_the_order_reads_lazily_and_passes_errors_on(monkeypatc
         assert len(drawn) - i <= 2 * 3 + 1  # never more than two items per thread ahead
         return i * i
 
-    assert screening._in_threads(square, items()) == [i * i for i in range(40)]
+    assert lexical.in_threads(square, items()) == [i * i for i in range(40)]
 
     def fail(i):
         if i == 17:
@@ -268,14 +270,14 @@ def test_in_threads_keeps_the_order_reads_lazily_and_passes_errors_on(monkeypatc
         return i
 
     with pytest.raises(ValueError, match="item 17"):
-        screening._in_threads(fail, range(40))
+        lexical.in_threads(fail, range(40))
 
 
 def test_threads_follow_the_cpus_this_process_may_use_up_to_the_cap(monkeypatch):
-    monkeypatch.setattr(screening.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
-    assert screening._worker_threads() == screening.MAX_THREADS
-    monkeypatch.setattr(screening.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert screening._worker_threads() == 1
+    monkeypatch.setattr(lexical.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert lexical._worker_threads() == lexical.MAX_THREADS
+    monkeypatch.setattr(lexical.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert lexical._worker_threads() == 1
     calls = []
-    assert screening._in_threads(lambda i: calls.append(threading.get_ident()) or i + 1, range(5)) == [1, 2, 3, 4, 5]
+    assert lexical.in_threads(lambda i: calls.append(threading.get_ident()) or i + 1, range(5)) == [1, 2, 3, 4, 5]
     assert set(calls) == {threading.get_ident()}  # one CPU: no pool, the caller's own thread

@@ -7,28 +7,28 @@ import math
 import numpy as np
 import pytest
 
-from coverage_core.costs import approximate_tokens, default_price_table
-from coverage_core.errors import InputError
-from coverage_core.suggest.llm import ChatClient
 from coverage_core.checks.subquestions import (
     UNAVAILABLE_REASON,
     Decomposition,
     SubQuestion,
     SubQuestionConfig,
-    SYSTEM_PROMPT,
-    analyse_subquestions,
+    analyze_subquestions,
     build_prompt,
     decompose_questions,
     estimate_decomposition_cost,
-    normalise_type,
+    normalize_type,
     parse_decomposition,
     rescore_subquestions,
     score_subquestions,
     subquestion_section,
     unavailable_reason,
 )
+from coverage_core.checks.subquestions.prompt import SYSTEM_PROMPT
+from coverage_core.costs import approximate_tokens, default_price_table
+from coverage_core.errors import InputError
+from coverage_core.suggest.llm import ChatClient
 from coverage_core.types import Question
-from tests.fake_api import Reply, chat_reply, error_reply
+from tests.fakes import FakeEmbedder, Reply, chat_reply, error_reply
 from tests.helpers import chat_client
 
 KEY = "sk-test-SUBQ-9191"
@@ -105,7 +105,7 @@ def scored(config=CONFIG):
 def test_good_reply_end_to_end_scores_as_computed_by_hand(fake_api):
     fake_api.script(CHAT, [chat_reply(reply_for(Q1_SUBS)), chat_reply(reply_for(Q2_SUBS))])
     embed = Embed()
-    result = analyse_subquestions(QUESTIONS[:2], Q_VECTORS[:2], CHUNKS, embed, client_for(fake_api), CONFIG)
+    result = analyze_subquestions(QUESTIONS[:2], Q_VECTORS[:2], CHUNKS, embed, client_for(fake_api), CONFIG)
 
     requests = fake_api.requests_to(CHAT)
     assert len(requests) == 2
@@ -195,7 +195,7 @@ def test_malformed_reply_fails_that_question_only(fake_api):
     )
     questions = QUESTIONS + [Question(13, "Question four?")]
     vectors = np.vstack([Q_VECTORS, E[3]])
-    result = analyse_subquestions(questions, vectors, CHUNKS, Embed(), client_for(fake_api), CONFIG)
+    result = analyze_subquestions(questions, vectors, CHUNKS, Embed(), client_for(fake_api), CONFIG)
     assert [q.status for q in result.questions] == ["ok", "failed", "failed", "ok"]
     assert "valid JSON" in result.questions[1].reason
     assert "no list of sub-questions" in result.questions[2].reason
@@ -214,7 +214,7 @@ def test_malformed_reply_fails_that_question_only(fake_api):
 
 def test_401_stops_with_clear_auth_message_and_no_key(fake_api):
     fake_api.script(CHAT, [error_reply(401, f"Incorrect API key provided: {KEY}")])
-    result = analyse_subquestions(QUESTIONS, Q_VECTORS, CHUNKS, Embed(), client_for(fake_api), CONFIG)
+    result = analyze_subquestions(QUESTIONS, Q_VECTORS, CHUNKS, Embed(), client_for(fake_api), CONFIG)
     assert [q.status for q in result.questions] == ["failed", "skipped", "skipped"]
     assert "rejected the API key" in result.questions[0].reason
     assert "rejected the API key" in result.questions[1].reason and "Not sent" in result.questions[1].reason
@@ -247,7 +247,7 @@ def test_rate_limit_after_retries_stops_and_keeps_finished(fake_api):
 def test_timeout_keeps_finished_results(fake_api):
     fake_api.script(CHAT, [chat_reply(reply_for(Q1_SUBS)), Reply(200, {}, delay=1.5)])
     seen = []
-    result = analyse_subquestions(
+    result = analyze_subquestions(
         QUESTIONS, Q_VECTORS, CHUNKS, Embed(), client_for(fake_api, timeout=0.3), CONFIG,
         progress=lambda done, total: seen.append((done, total)),
     )
@@ -270,7 +270,7 @@ def test_server_error_skips_only_that_question(fake_api):
 def test_no_llm_configured_says_what_to_configure():
     embed = Embed()
     with pytest.raises(InputError) as caught:
-        analyse_subquestions(QUESTIONS, Q_VECTORS, CHUNKS, embed, None, CONFIG)
+        analyze_subquestions(QUESTIONS, Q_VECTORS, CHUNKS, embed, None, CONFIG)
     assert str(caught.value) == UNAVAILABLE_REASON
     assert "needs an LLM" in UNAVAILABLE_REASON
     assert "base URL" in UNAVAILABLE_REASON and "--" not in UNAVAILABLE_REASON  # neutral: no CLI flags
@@ -285,13 +285,13 @@ def test_unavailable_reason_is_none_with_a_client(fake_api):
 def test_bad_input_is_rejected_before_anything_is_sent(fake_api):
     llm = client_for(fake_api)
     with pytest.raises(InputError, match="Select at least one question"):
-        analyse_subquestions([], np.zeros((0, 5)), CHUNKS, Embed(), llm)
+        analyze_subquestions([], np.zeros((0, 5)), CHUNKS, Embed(), llm)
     with pytest.raises(InputError, match="one question embedding per selected question"):
-        analyse_subquestions(QUESTIONS, Q_VECTORS[:2], CHUNKS, Embed(), llm)
+        analyze_subquestions(QUESTIONS, Q_VECTORS[:2], CHUNKS, Embed(), llm)
     with pytest.raises(InputError, match="4 dimensions but the chunk vectors have 5"):
-        analyse_subquestions(QUESTIONS, Q_VECTORS[:, :4], CHUNKS, Embed(), llm)
+        analyze_subquestions(QUESTIONS, Q_VECTORS[:, :4], CHUNKS, Embed(), llm)
     with pytest.raises(InputError, match="no chunk embeddings"):
-        analyse_subquestions(QUESTIONS, Q_VECTORS, np.zeros((0, 5)), Embed(), llm)
+        analyze_subquestions(QUESTIONS, Q_VECTORS, np.zeros((0, 5)), Embed(), llm)
     assert fake_api.requests_to(CHAT) == []
 
 
@@ -308,8 +308,8 @@ def test_bad_input_is_rejected_before_anything_is_sent(fake_api):
      ("followup", "follow-up"), ("Follow-up question", "follow-up"), ("related", "follow-up"),
      ("maybe", None), ("", None), (3, None), (None, None)],
 )
-def test_normalise_type(raw, expected):
-    assert normalise_type(raw) == expected
+def test_normalize_type(raw, expected):
+    assert normalize_type(raw) == expected
 
 
 def test_bare_list_of_strings_gets_the_default_type():
@@ -542,7 +542,7 @@ def test_section_headline_follows_the_config():
     assert section["overall"]["by_type"]["core"]["share"] == 0.5
 
 
-# ---------------------------------------------------------------- the package and pipeline.check_subquestions
+# ---------------------------------------------------------------- the package and pipeline.run_subquestion_check
 
 
 def test_package_modules_and_reexports():
@@ -554,11 +554,13 @@ def test_package_modules_and_reexports():
     assert package.build_prompt is prompt.build_prompt
     assert package.score_subquestions is scoring.score_subquestions
     assert package.subquestion_section is report.subquestion_section
-    assert package.analyse_subquestions is decompose.analyse_subquestions
+    assert package.analyze_subquestions is decompose.analyze_subquestions
     assert package.SubQuestionResult is results.SubQuestionResult
     for name in package.__all__:
         assert hasattr(package, name), name
-    assert package.FATAL_KINDS == frozenset({"auth", "connection", "timeout", "rate_limit"})
+    from coverage_core.suggest.llm import FATAL_KINDS  # one policy for every LLM check
+
+    assert FATAL_KINDS == frozenset({"auth", "connection", "timeout", "rate_limit"})
 
 
 def test_long_texts_are_cut_at_a_word():
@@ -585,54 +587,43 @@ class _Chat:
                                   {"text": "Where is the river delta?", "type": "follow-up"}]}
 
 
-class _Embedder:
+def _embedder():
     """Deterministic 16-dimensional vectors, like the synthetic analysis's."""
-
-    provider, model, dimensions, max_tokens, batch_size = "fake", "fixed-16", None, 10_000, 32
-
-    def embed(self, texts):
-        seeds = [int.from_bytes(text.encode()[:8].ljust(8, b" "), "little") + len(text) for text in texts]
-        return np.array([np.random.default_rng(seed).standard_normal(16) for seed in seeds]).reshape(-1, 16)
-
-    def count_tokens(self, texts):
-        return [len(t.split()) for t in texts]
+    return FakeEmbedder(model="fixed-16", width=16, max_tokens=10_000, batch_size=32)
 
 
-from tests.test_html_report import analysis  # noqa: E402,F401  (a synthetic Analysis fixture, no model)
-
-
-def test_check_subquestions_sends_the_chosen_questions(analysis):
-    from coverage_core.pipeline import check_subquestions
+def test_run_subquestion_check_sends_the_chosen_questions(analysis):
+    from coverage_core.pipeline import run_subquestion_check
 
     chat = _Chat()
-    result = check_subquestions(analysis, [6, 0], chat, _Embedder(), config=SubQuestionConfig(top_k=2))
+    result = run_subquestion_check(analysis, [6, 0], chat, _embedder(), config=SubQuestionConfig(top_k=2))
     assert [q.row for q in result.questions] == [6, 0]
     assert [q.question for q in result.questions] == [analysis.questions.texts[6], analysis.questions.texts[0]]
     assert len(chat.prompts) == 2 and analysis.questions.texts[0] in chat.prompts[1]
     assert result.model == "stand-in" and result.config.top_k == 2
     assert all(q.status == "ok" and len(q.sub_questions) == 2 for q in result.questions)
-    # The same as assembling analyse_subquestions by hand.
-    embedder = _Embedder()
-    by_hand = analyse_subquestions(
+    # The same as assembling analyze_subquestions by hand.
+    embedder = _embedder()
+    by_hand = analyze_subquestions(
         [analysis.questions.questions[i] for i in (6, 0)], analysis.question_vectors[[6, 0]],
         analysis.corpus.vectors, embedder.embed, _Chat(), SubQuestionConfig(top_k=2),
     )
     assert subquestion_section(result) == subquestion_section(by_hand)
 
 
-def test_check_subquestions_first_n_and_bad_positions(analysis):
-    from coverage_core.pipeline import check_subquestions
+def test_run_subquestion_check_first_n_and_bad_positions(analysis):
+    from coverage_core.pipeline import run_subquestion_check
 
     done = []
-    result = check_subquestions(analysis, 3, _Chat(), _Embedder(), progress=lambda d, t: done.append((d, t)))
+    result = run_subquestion_check(analysis, 3, _Chat(), _embedder(), progress=lambda d, t: done.append((d, t)))
     assert [q.row for q in result.questions] == [0, 1, 2] and done[-1] == (3, 3)
-    everything = check_subquestions(analysis, 100, _Chat(), _Embedder())
+    everything = run_subquestion_check(analysis, 100, _Chat(), _embedder())
     assert len(everything.questions) == len(analysis.questions.questions)
     for positions in ([7], [-1], [True], [0.5]):
         with pytest.raises(InputError, match="not one of the 7 questions"):
-            check_subquestions(analysis, positions, _Chat(), _Embedder())
+            run_subquestion_check(analysis, positions, _Chat(), _embedder())
     with pytest.raises(InputError, match="Select at least one question"):
-        check_subquestions(analysis, [], _Chat(), _Embedder())
+        run_subquestion_check(analysis, [], _Chat(), _embedder())
     with pytest.raises(InputError) as error:
-        check_subquestions(analysis, 2, None, _Embedder())
+        run_subquestion_check(analysis, 2, None, _embedder())
     assert str(error.value) == UNAVAILABLE_REASON

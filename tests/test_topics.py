@@ -5,7 +5,7 @@ import pytest
 
 from coverage_core.errors import InputError
 from coverage_core.stages.topics import cluster_name, cluster_terms, display_names, topic_labels
-from tests.conftest import PROJECT
+from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 NOISE = {"alt", "href", "http", "www", "px", "page", "copyright", "the", "and", "of", "acme", "report"}
@@ -64,8 +64,8 @@ def test_empty_clusters_and_validation():
 
 
 def test_bundled_example_labels_name_the_animals():
-    from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
     from coverage_core.inputs.ingest import read_documents
+    from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
 
     documents = read_documents(sorted((EXAMPLE / "docs").glob("*.txt"))).documents
     chunks = chunk_documents(documents, ChunkingConfig())

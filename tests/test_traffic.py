@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.errors import InputError
 from coverage_core.checks.traffic import (
     QUERY_MATCH_FRACTION,
     TrafficConfig,
-    analyse_traffic,
+    analyze_traffic,
     best_matches,
     mask_personal_data,
     query_match_threshold,
     read_traffic,
 )
+from coverage_core.errors import InputError
 
 
 def _csv(frame: pd.DataFrame) -> bytes:
@@ -127,9 +127,9 @@ def _scenario():
 
 def test_traffic_weighted_shares_topics_unmet_demand_and_suggestions():
     log, queries, tests, chunks = _scenario()
-    result = analyse_traffic(
+    result = analyze_traffic(
         log, queries, tests, ["How do I pay my bill?", "What colour is the moon?"], chunks,
-        support_threshold=0.6, answer_threshold=0.6,
+        support_threshold=0.6, question_support_threshold=0.6,
         chunk_texts=["billing a", "billing b", "shipping a", "shipping b", "other"],
         chunk_documents=["billing.md", "billing.md", "shipping.md", "shipping.md", "other.md"],
         chunk_labels=[0, 0, 1, 1, 2], config=TrafficConfig(n_topics=3),
@@ -161,7 +161,7 @@ def test_traffic_weighted_shares_topics_unmet_demand_and_suggestions():
 
 def test_report_section_has_the_documented_fields_and_no_personal_data():
     log, queries, tests, chunks = _scenario()
-    result = analyse_traffic(log, queries, tests, ["a", "b"], chunks, support_threshold=0.6, answer_threshold=0.6,
+    result = analyze_traffic(log, queries, tests, ["a", "b"], chunks, support_threshold=0.6, question_support_threshold=0.6,
                              config=TrafficConfig(n_topics=3))
     section = json.loads(json.dumps(result.to_dict()))
     assert {"n_queries", "n_distinct", "tested_share_weighted", "answerable_share_weighted", "topics"} <= set(section)
@@ -178,8 +178,8 @@ def test_a_test_question_matches_a_query_above_tau():
     test = _direction(0)
     at_tau = np.cos(np.arccos(0.5) * 0.999)  # just above τ, below the match level
     queries = np.stack([_direction(0), at_tau * _direction(0) + np.sqrt(1 - at_tau**2) * _direction(1)])
-    result = analyse_traffic(log, queries, test[None], ["t"], np.stack([_direction(0)]), support_threshold=0.5,
-                             answer_threshold=0.5, config=TrafficConfig(n_topics=1))
+    result = analyze_traffic(log, queries, test[None], ["t"], np.stack([_direction(0)]), support_threshold=0.5,
+                             question_support_threshold=0.5, config=TrafficConfig(n_topics=1))
     assert result.queries["is_tested"].tolist() == [True, False]
     assert result.unneeded_tests.empty  # the test is within τ of the traffic
 
@@ -192,8 +192,8 @@ def test_weekly_tested_share():
     })
     log = read_traffic(_csv(frame), "log.csv")
     queries = np.stack([_near(0, 0), _near(1, 0)])
-    result = analyse_traffic(log, queries, _near(0, 1)[None], ["t"], queries, support_threshold=0.6,
-                             answer_threshold=0.6, config=TrafficConfig(n_topics=2))
+    result = analyze_traffic(log, queries, _near(0, 1)[None], ["t"], queries, support_threshold=0.6,
+                             question_support_threshold=0.6, config=TrafficConfig(n_topics=2))
     weekly = result.weekly
     assert weekly["volume"].tolist() == [4, 4]
     assert weekly["tested_share"].tolist() == pytest.approx([0.75, 0.25])

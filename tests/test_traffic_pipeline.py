@@ -7,10 +7,13 @@ import pandas as pd
 import pytest
 
 from coverage_core import pipeline
-from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents, read_questions
 from coverage_core.checks.traffic import read_traffic
-from tests.conftest import PROJECT
+from coverage_core.config import AnalysisConfig
+from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
+from coverage_core.session import analyze
+from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 ARTICLES = ("Koala", "Octopus", "Flute")
@@ -23,10 +26,11 @@ def analysis_and_embedder(module_cache_dir):
         rows = [row for row in csv.DictReader(handle) if row["article"] in ("Octopus", "Flute")]
     questions = read_questions(pd.DataFrame(rows).to_csv(index=False).encode(), name="questions.csv")
     embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
-    analysis = pipeline.analyze(pipeline.AnalysisConfig(), documents, questions, embedder=embedder, cache=cache)
+    analysis = analyze(AnalysisConfig(), documents, questions, embedder=embedder, cache=cache)
     return analysis, embedder, cache, rows
 
 
+@pytest.mark.slow
 def test_traffic_against_the_example(analysis_and_embedder):
     analysis, embedder, cache, rows = analysis_and_embedder
     octopus = [row["question"] for row in rows if row["article"] == "Octopus"][:5]
@@ -39,7 +43,7 @@ def test_traffic_against_the_example(analysis_and_embedder):
     log = read_traffic(frame.to_csv(index=False).encode(), "traffic.csv")
     assert log.n_distinct == len(octopus) + len(koala)  # the upper-case repeats merged
     assert log.n_queries == 3 * len(octopus) + 2 + 105
-    result = pipeline.check_traffic(analysis, log, embedder, cache)
+    result = pipeline.run_traffic_check(analysis, log, embedder, cache)
 
     queries = result.queries.set_index("text")
     assert queries.loc[octopus, "is_tested"].all()
@@ -60,6 +64,7 @@ def test_traffic_against_the_example(analysis_and_embedder):
     assert again.n_embedded == 0
 
 
+@pytest.mark.slow
 def test_cli_traffic_report_junit_and_headline(analysis_and_embedder, tmp_path, capsys):
     """`analyze --traffic`: the report's traffic section, one JUnit case per traffic topic, the headline."""
     import json

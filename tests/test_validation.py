@@ -7,17 +7,20 @@ import pandas as pd
 import pytest
 
 from coverage_core.checks import answerability
-
-from coverage_core.suggest import llm
-from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.embeddings import DEFAULT_MODELS, trained_for_truncation
 from coverage_core.errors import CoverageError, InputError
+from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.stages.screening import QuestionScreener
+from coverage_core.suggest import llm
 from coverage_core.validation import (
+    SettingError,
+    check_scalar,
     check_vectors,
     column_key,
     find_column,
     is_blank,
+    is_number,
+    is_whole,
     listed_columns,
     resolve_column,
     shorten,
@@ -119,7 +122,7 @@ def test_unit_rows_keeps_zero_rows_and_precision():
 def test_no_module_imports_another_modules_private_names():
     import ast
 
-    from tests.conftest import PROJECT
+    from tests.helpers import PROJECT
 
     for path in sorted((PROJECT / "coverage_core").rglob("*.py")) + sorted((PROJECT / "ui").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -169,5 +172,81 @@ def test_screening_and_clustering_raise_input_error_with_the_same_messages():
         ChunkClusterer().fit(np.zeros(3))
     with pytest.raises(InputError, match="^question_vectors contains NaN or infinite values; check the embeddings.$"):
         QuestionScreener().fit(np.array([[np.nan, 1.0]]), np.ones((2, 2)))
-    with pytest.raises(ValueError, match="^strictness must be a number between"):  # still a ValueError
+    with pytest.raises(ValueError, match=r"^strictness must be between 0 and 1 \(got 3\); 0 flags only extreme questions, 1 flags many\.$"):  # still a ValueError
         QuestionScreener(strictness=3).fit(np.ones((2, 2)), np.ones((2, 2)))
+
+
+# --------------------------------------------------------------------------
+# check_scalar: one sentence naming the setting, as scikit-learn's contract
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "boundaries, accepted, refused",
+    [
+        ("both", [0, 0.5, 1], [-0.01, 1.01]),
+        ("left", [0, 0.99], [1, -0.01]),
+        ("right", [0.01, 1], [0, 1.01]),
+        ("neither", [0.01, 0.99], [0, 1]),
+    ],
+)
+def test_check_scalar_boundaries(boundaries, accepted, refused):
+    for value in accepted:
+        assert check_scalar(value, "x", float, min_val=0, max_val=1, include_boundaries=boundaries) == value
+    for value in refused:
+        with pytest.raises(SettingError):
+            check_scalar(value, "x", float, min_val=0, max_val=1, include_boundaries=boundaries)
+
+
+@pytest.mark.parametrize(
+    "boundaries, phrase",
+    [
+        ("both", "between 0 and 1"),
+        ("left", "at least 0 and less than 1"),
+        ("right", "greater than 0 and at most 1"),
+        ("neither", "greater than 0 and less than 1"),
+    ],
+)
+def test_check_scalar_says_the_bounds_in_words(boundaries, phrase):
+    with pytest.raises(InputError, match=f"^x must be {phrase} \\(got 2\\)\\.$"):
+        check_scalar(2, "x", float, min_val=0, max_val=1, include_boundaries=boundaries)
+
+
+def test_check_scalar_names_the_setting_in_one_sentence():
+    with pytest.raises(InputError, match=r"^The multi-cluster N must be at least 1 \(got 0\)\.$") as caught:
+        check_scalar(0, "the multi-cluster N", int, min_val=1)
+    assert (caught.value.setting, caught.value.requirement) == ("the multi-cluster N", "must be at least 1 (got 0).")
+    with pytest.raises(ValueError, match=r"^top_k must be at most 30 \(got 31\); fewer is faster\.$"):
+        check_scalar(31, "top_k", int, max_val=30, hint="fewer is faster")
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True), 1.0, 2.5, "3", None])
+def test_check_scalar_refuses_bool_and_non_whole_numbers_for_int(value):
+    with pytest.raises(InputError, match=r"^--seed must be a whole number between 0 and 9 \(got "):
+        check_scalar(value, "--seed", int, min_val=0, max_val=9)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, np.float32("nan")])
+def test_check_scalar_refuses_nan_and_infinities(value):
+    with pytest.raises(InputError, match=r"^x must be between 0 and 1 \(got (nan|inf|-inf)\)\.$"):
+        check_scalar(value, "x", float, min_val=0, max_val=1)
+    with pytest.raises(InputError, match=r"^x must be a finite number of at least 0 \(got "):
+        check_scalar(value, "x", float, min_val=0)
+    with pytest.raises(InputError, match=r"^x must be a finite number \(got "):
+        check_scalar(value, "x", float)
+
+
+def test_check_scalar_accepts_numpy_numbers_and_returns_them_unchanged():
+    assert check_scalar(np.int64(3), "k", int, min_val=1) == 3
+    assert check_scalar(np.float32(0.5), "x", float, min_val=0, max_val=1) == np.float32(0.5)
+    assert check_scalar(2, "x", float) == 2  # an int is a number
+    with pytest.raises(InputError, match=r"^x must be a number \(got True\)\.$"):
+        check_scalar(True, "x", float)
+    with pytest.raises(ValueError, match="include_boundaries"):
+        check_scalar(1, "x", int, include_boundaries="open")
+
+
+def test_is_whole_and_is_number():
+    assert is_whole(3) and is_whole(np.int32(3)) and not is_whole(True) and not is_whole(3.0)
+    assert is_number(3) and is_number(np.float32(0.5)) and is_number(math.nan)
+    assert not is_number(False) and not is_number("3") and not is_number(None)

@@ -7,7 +7,6 @@ with ``analyze --docs`` of the same documents.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 
@@ -17,11 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from coverage_core import cli
-from coverage_core.stages.chunking import ChunkingConfig
-from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
+from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.errors import InputError
-from coverage_core.inputs.ingest import read_documents
-from coverage_core.pipeline import chunk_corpus
 from coverage_core.inputs.vector_store import (
     VectorColumns,
     check_dimensions,
@@ -29,53 +25,8 @@ from coverage_core.inputs.vector_store import (
     read_vectors,
     read_vectors_bytes,
 )
-from tests.conftest import WIKI
+from tests.helpers import embedded_chunks, vector_table, write_knowledge_base
 from ui.messages import user_message
-
-
-def write_knowledge_base(folder):
-    """Three documents cut from the Ant article, and 20 questions about ants plus 4 about Jakarta."""
-    docs = folder / "docs"
-    docs.mkdir()
-    text = (WIKI / "articles" / "Ant.txt").read_text(encoding="utf-8")
-    groups, size = [[], [], []], 0
-    for paragraph in (p for p in text.split("\n\n") if p.strip()):
-        if size > 18_000:
-            break
-        groups[min(size // 6000, 2)].append(paragraph)
-        size += len(paragraph)
-    for number, group in enumerate(groups, start=1):
-        (docs / f"ant-{number}.txt").write_text("\n\n".join(group), encoding="utf-8")
-    pairs = (WIKI / "question_answer_pairs.txt").read_text(encoding="latin-1").splitlines()[1:]
-    rows = [line.split("\t") for line in pairs]
-    ants = list(dict.fromkeys(r[1] for r in rows if r[0] == "Ant"))[:20]
-    jakarta = list(dict.fromkeys(r[1] for r in rows if r[0] == "Jakarta"))[:4]
-    questions = folder / "questions.csv"
-    with questions.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["question", "owner"])
-        writer.writerows([question, "qa"] for question in ants + jakarta)
-    return docs, questions
-
-
-def embedded_chunks(docs, cache_dir):
-    """The chunks ``--docs`` would make of ``docs`` and their vectors from the real local model."""
-    chunks = chunk_corpus(read_documents([docs]).documents, ChunkingConfig())
-    vectors = embed_texts([c.text for c in chunks], make_embedder("local"), EmbeddingCache(cache_dir)).vectors
-    return chunks, vectors
-
-
-def vector_table(chunks, vectors, names=("chunk", "embedding", "source", "page_number"), fixed=False):
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if fixed:
-        column = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
-    else:
-        column = pa.array([row.tolist() for row in matrix], type=pa.list_(pa.float64()))
-    text, vector, document, page = names
-    return pa.table({
-        text: [c.text for c in chunks], vector: column, document: [c.document for c in chunks],
-        page: pa.array([c.page for c in chunks], type=pa.int64()),
-    })
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +43,7 @@ def kb(tmp_path_factory, module_cache_dir):
 # ---------------------------------------------------------------- reading
 
 
+@pytest.mark.slow
 def test_parquet_gives_the_corpus_embedding_would(kb):
     found = read_vectors(kb["parquet"])
     assert found.columns == VectorColumns("chunk", "embedding", "source", "page_number")
@@ -106,6 +58,7 @@ def test_parquet_gives_the_corpus_embedding_would(kb):
     assert found.warnings == [] and found.n_rows == len(kb["chunks"])
 
 
+@pytest.mark.slow
 def test_fixed_size_lists_and_columns_named_by_the_caller(kb, tmp_path):
     names = ("body", "emb_3", "origin", "pg")
     table = vector_table(kb["chunks"], kb["vectors"], names, fixed=True)
@@ -121,11 +74,13 @@ def test_fixed_size_lists_and_columns_named_by_the_caller(kb, tmp_path):
     assert found.corpus.documents[0].page_at(found.corpus.chunks[1].start) == 2
 
 
+@pytest.mark.slow
 def test_uploaded_bytes_read_like_the_file(kb):
     found = read_vectors_bytes(kb["parquet"].read_bytes(), "mine.parquet")
     assert found.source == "mine.parquet" and len(found.corpus.chunks) == len(kb["chunks"])
 
 
+@pytest.mark.slow
 def test_vectors_are_scaled_to_unit_length(kb):
     table = vector_table(kb["chunks"][:3], np.asarray(kb["vectors"][:3]) * 7.5)
     found = read_vector_table(table)
@@ -133,6 +88,7 @@ def test_vectors_are_scaled_to_unit_length(kb):
     np.testing.assert_allclose(found.corpus.vectors, kb["vectors"][:3], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_lancedb_table_folder_and_database_folder(kb, tmp_path):
     import lancedb
 
@@ -151,6 +107,7 @@ def test_lancedb_table_folder_and_database_folder(kb, tmp_path):
 # ---------------------------------------------------------------- bad rows
 
 
+@pytest.mark.slow
 def test_each_kind_of_bad_row_is_left_out_with_its_count_and_rows(kb):
     good = np.asarray(kb["vectors"][:8], dtype=float)
     vectors = [row.tolist() for row in good]
@@ -175,6 +132,7 @@ def test_each_kind_of_bad_row_is_left_out_with_its_count_and_rows(kb):
     ]
 
 
+@pytest.mark.slow
 def test_many_bad_rows_name_the_first_five(kb):
     n = 9
     table = pa.table({"text": [""] * 7 + ["a", "b"], "vector": pa.array([row.tolist() for row in kb["vectors"][:n]]),
@@ -184,6 +142,7 @@ def test_many_bad_rows_name_the_first_five(kb):
     assert [c.document for c in found.corpus.chunks] == ["x", "x"]
 
 
+@pytest.mark.slow
 def test_rows_without_a_document_count_as_the_file(kb):
     table = pa.table({"text": ["a", "b"], "vector": pa.array([row.tolist() for row in kb["vectors"][:2]]),
                       "source": ["guide.md", None]})
@@ -245,6 +204,7 @@ def test_a_file_that_is_not_parquet(tmp_path):
 # ---------------------------------------------------------------- the model that made them
 
 
+@pytest.mark.slow
 def test_dimension_mismatch_names_both_sizes_and_the_model(kb):
     table = pa.table({"text": ["a passage"], "vector": pa.array([np.ones(1536).tolist()]), "source": ["x"]})
     found = read_vector_table(table)
@@ -270,6 +230,7 @@ def run_cli(capsys, *argv):
     return code, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_analyze_vectors_matches_analyze_docs(kb, tmp_path, capsys):
     common = ["--questions", str(kb["questions"]), "--cache-dir", str(kb["cache"]), "--quiet"]
     code, _, err = run_cli(capsys, "analyze", "--docs", str(kb["docs"]), "--out", str(tmp_path / "docs.json"), *common)
@@ -288,6 +249,7 @@ def test_analyze_vectors_matches_analyze_docs(kb, tmp_path, capsys):
     assert "of the knowledge base is tested" in out
 
 
+@pytest.mark.slow
 def test_analyze_vectors_of_another_model_stops_before_the_analysis(kb, tmp_path, capsys):
     path = tmp_path / "openai.parquet"
     rng = np.random.default_rng(0)
@@ -303,6 +265,7 @@ def test_analyze_vectors_of_another_model_stops_before_the_analysis(kb, tmp_path
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.slow
 def test_analyze_vectors_warns_about_left_out_rows_and_names_column_flags(kb, tmp_path, capsys):
     table = vector_table(kb["chunks"], kb["vectors"], ("passage_text", "dense", "file", "page"))
     vectors = table.column("dense").to_pylist()
@@ -362,6 +325,7 @@ def test_the_dashboard_words_for_a_missing_column():
     )
 
 
+@pytest.mark.slow
 def test_many_row_groups_and_batches_read_like_one_table(kb, tmp_path, monkeypatch):
     """Rows are decoded a few at a time; bad rows in any batch are found as in one table."""
     import coverage_core.inputs.vector_store as vector_store

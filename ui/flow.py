@@ -1,8 +1,9 @@
-"""Shared page steps: load inputs, embed with progress, get the current analysis.
+"""Shared page steps: run the analysis with progress, get the current analysis, run the checks.
 
 Pages stay thin: they read widgets and call these helpers, which call
-:mod:`ui.engine` (the core calls) and keep results in session state through
-:mod:`ui.state`. Every user-facing failure is a
+:mod:`ui.engine` (the core calls; the stage order is the core's
+:class:`~coverage_core.session.AnalysisSession`, kept in session state) and
+keep results in session state through :mod:`ui.state`. Every user-facing failure is a
 :class:`~coverage_core.errors.CoverageError` shown with ``st.error``.
 """
 
@@ -10,18 +11,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 
 import streamlit as st
 
+from coverage_core import pipeline
+from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.embeddings import EmbeddingCache, environment_key, key_variable, make_embedder
+from coverage_core.embeddings.registry import sends_requests
 from coverage_core.errors import CoverageError
-from coverage_core.inputs.ingest import read_documents, read_questions, read_uploaded_documents
-from ui import engine, formats, state
+from coverage_core.session import EMBEDDING_STAGES, AnalysisSession, EmbeddedInputs, StageKey, calibration_key
+from ui import engine, exports, formats, sidebar, state
 from ui.messages import user_message, user_messages
-
-PROJECT = Path(__file__).resolve().parents[1]
-EXAMPLE = PROJECT / "examples" / "wiki-qa"
+from ui.state import is_stale, stored_inputs, wanted_keys
+from ui.views import (
+    compare as compare_view,
+    fitness as fitness_view,
+    gaps as gaps_view,
+    retrieval as retrieval_view,
+    subquestions as subquestions_view,
+)
 
 CONFIGURE_PAGE = "pages/2_configure.py"
 RESULTS_PAGE = "pages/3_results.py"
@@ -31,8 +39,6 @@ GAPS_PAGE = "pages/4_gaps.py"
 # ---------------------------------------------------------------- pages
 def start_page(title: str, intro: str | None = None) -> None:
     """Every page's first lines: the shared sidebar (:func:`ui.sidebar.render`), the title, what the page does."""
-    from ui import sidebar
-
     sidebar.render()
     st.title(title)
     if intro:
@@ -41,9 +47,9 @@ def start_page(title: str, intro: str | None = None) -> None:
 
 # ---------------------------------------------------------------- resources
 @st.cache_resource(show_spinner="Loading the local embedding model…")
-def local_embedder(model: str):
-    """The local model, loaded once per server process (it holds no user data)."""
-    return make_embedder("local", model or None)
+def local_embedder(provider: str, model: str):
+    """A model that runs on this server, loaded once per server process (it holds no user data)."""
+    return make_embedder(provider, model or None)
 
 
 def embedder():
@@ -58,9 +64,9 @@ def embedder_for(source, dimensions: int | None = None):
     sweep). The local model is loaded once per server; API embedders are
     never cached, since they hold the session's key.
     """
-    config = source.embedding if isinstance(source, engine.EmbeddedInputs) else source
-    if config.provider == "local":
-        return local_embedder(config.model or "")
+    config = source.embedding if isinstance(source, EmbeddedInputs) else source
+    if not sends_requests(config.provider):
+        return local_embedder(config.provider, config.model or "")
     return make_embedder(
         config.provider, config.model, dimensions=dimensions or config.dimensions,
         api_key=state.embed_api_key(), base_url=config.base_url,
@@ -99,175 +105,6 @@ def show_error(error: object) -> None:
     st.error(user_message(error))
 
 
-def set_documents(
-    document_set, names: Sequence[str], source: str, *, passages=None, chunking=None, fingerprint: str | None = None
-) -> state.LoadedDocuments:
-    """Keep what was read; ``passages`` is the embedded corpus of a vector file or saved analysis (see LoadedDocuments)."""
-    loaded = state.LoadedDocuments(
-        fingerprint=fingerprint or engine.documents_fingerprint(document_set.documents),
-        names=tuple(names),
-        documents=tuple(document_set.documents),
-        warnings=tuple(str(w) for w in document_set.warnings),
-        source=source,
-        passages=passages,
-        chunking=chunking,
-    )
-    previous = state.documents()
-    if previous is None or previous.fingerprint != loaded.fingerprint:
-        state.clear_derived()
-    state.put(state.DOCUMENTS, loaded)
-    _inputs_changed()
-    return loaded
-
-
-def _inputs_changed() -> None:
-    """Redraw the sidebar's inputs now (it was drawn before this page read them)."""
-    from ui import sidebar
-
-    sidebar.refresh()
-
-
-def knowledge_base_kind() -> str:
-    """What the loaded knowledge base is: "vectors", "saved", or "documents" (also before anything is loaded)."""
-    documents = state.documents()
-    return documents.source if documents is not None and documents.source in ("vectors", "saved") else "documents"
-
-
-def documents_sentence(documents: state.LoadedDocuments, n_passages: int, settings: state.Settings) -> str:
-    """What was loaded, in one sentence for the Upload page."""
-    if documents.source == "vectors":
-        return (
-            f"{n_passages:,} passages with their vectors ({documents.passages.vectors.shape[1]} dimensions) in "
-            f"{len(documents.documents)} document(s), from {documents.names[0]}."
-        )
-    if documents.source == "saved":
-        return f"A saved analysis: {n_passages:,} passages with their vectors in {len(documents.documents)} document(s)."
-    origin = "the bundled example" if documents.source == "example" else "your upload"
-    return (
-        f"{len(documents.documents)} readable document(s) from {origin}, "
-        f"{n_passages:,} chunks at {settings.chunk_size:,} characters with {settings.chunk_overlap:,} overlap."
-    )
-
-
-def load_uploaded_documents(files: Sequence[tuple[str, bytes]], password: str | None) -> state.LoadedDocuments:
-    """Read uploads (raises InputError when none is readable)."""
-    document_set = read_uploaded_documents(list(files), pdf_password=password or None)
-    return set_documents(document_set, [name for name, _ in files], "upload")
-
-
-def load_vector_file(name: str, data: bytes) -> state.LoadedDocuments | None:
-    """Read an uploaded Parquet file of passage vectors once per content (raises InputError when nothing is usable).
-
-    The questions are embedded later with the model chosen on Configure,
-    which must be the one that made the vectors (checked when the analysis runs).
-    """
-    from coverage_core.types import DocumentSet
-    from coverage_core.inputs.vector_store import read_vectors_bytes
-
-    from coverage_core.errors import InputError
-
-    signature = engine.digest(name, data)
-    last = state.get(state.VECTOR_UPLOAD)
-    if last is not None and last[0] == signature:  # read already: say the same again, without reading it again
-        if last[1] is not None:
-            raise InputError(last[1])
-        return state.documents()
-    try:
-        found = read_vectors_bytes(data, name)
-    except CoverageError as error:
-        state.put(state.VECTOR_UPLOAD, (signature, str(error)))
-        raise
-    state.put(state.VECTOR_UPLOAD, (signature, None))
-    corpus = found.corpus
-    document_set = DocumentSet(list(corpus.documents), list(found.warnings))
-    return set_documents(
-        document_set, [name], "vectors", passages=corpus, fingerprint=engine.corpus_fingerprint(corpus)
-    )
-
-
-def saved_analysis_root():
-    """The folder the operator allows saved analyses to be opened from (``$COVERAGE_CORE_SAVED_ANALYSES``), or None."""
-    from coverage_core.inputs.saved_analysis import allowed_root
-
-    return allowed_root()
-
-
-def saved_analysis_choices() -> list[str]:
-    """The saved analyses in the allowed folder, by folder name (empty without one)."""
-    from coverage_core.inputs.saved_analysis import saved_folders
-
-    root = saved_analysis_root()
-    return saved_folders(root) if root is not None else []
-
-
-def open_saved_analysis(data: bytes | None = None, name: str | None = None, folder: str | None = None) -> None:
-    """Open a saved analysis: an uploaded zip (``data``, ``name``) or a sub-folder of the allowed folder.
-
-    Its passages, questions, vectors, clusters, support level and settings
-    go into the session as if the analysis had just run, so nothing is
-    embedded again. Raises InputError for a folder or zip that is not a
-    complete saved analysis.
-    """
-    from coverage_core.inputs import saved_analysis
-    from coverage_core.errors import InputError
-    from coverage_core.types import DocumentSet
-
-    if data is not None:
-        saved = saved_analysis.load_analysis(data, name or "the zip file")
-        signature = engine.digest("zip", name, data)
-    else:
-        root = saved_analysis_root()
-        if root is None or folder is None:
-            raise InputError("No folder of saved analyses is set up on this server.")
-        saved = saved_analysis.load_analysis(saved_analysis.saved_folder(root, folder), folder)
-        signature = engine.digest("folder", folder, saved.manifest.get("created"))
-    corpus = saved.corpus
-    fingerprint = engine.corpus_fingerprint(corpus)
-    state.clear_derived()
-    state.drop(state.DOCUMENTS, *state.SETTINGS_WIDGETS, state.W_QUESTION_COLUMN, state.COLUMN_ERROR,
-               state.VECTOR_UPLOAD)
-    settings = engine.saved_settings(saved, state.settings())
-    state.put(state.SETTINGS, settings)
-    set_documents(
-        DocumentSet(list(corpus.documents), []), [d.name for d in corpus.documents], "saved",
-        passages=corpus, chunking=saved.chunking, fingerprint=fingerprint,
-    )
-    questions = saved.questions
-    file_name = (saved.manifest.get("question_file") or {}).get("name") or "questions.csv"
-    table = questions.frame.to_csv(index=False, sep=questions.delimiter).encode("utf-8")
-    state.put(state.QUESTION_FILE, state.QuestionFile(file_name, table, "saved"))
-    state.put(state.QUESTIONS, questions)
-    state.put(state.QUESTION_COLUMN, questions.question_column)
-    corpus_key = engine.embedded_corpus_key(fingerprint, settings, saved.chunking)
-    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
-    state.put_stage(state.CORPUS, corpus_key, corpus)
-    state.put_stage(state.QUESTION_VECTORS, question_key, (questions, saved.question_embedding))
-    state.put(state.TUNING, engine.saved_tuning(saved, corpus_key, settings))
-    state.put(state.SAVED_OPENED, signature)
-    _inputs_changed()
-
-
-def set_question_file(name: str, data: bytes, source: str = "upload", column: str | None = None):
-    """Remember the CSV and read it with ``column`` (None: detect). Raises InputError."""
-    previous = state.question_file()
-    if previous is None or previous.data != data or previous.name != name:
-        state.put(state.QUESTION_FILE, state.QuestionFile(name, data, source))
-        state.drop(state.QUESTIONS, state.W_QUESTION_COLUMN, state.COLUMN_ERROR, *state.QUESTION_DERIVED)
-    return read_question_file(column)
-
-
-def question_table(file: state.QuestionFile):
-    """The rows of a question table whose question column was not detected (for the preview). Raises InputError."""
-    from coverage_core.inputs.ingest import read_table
-
-    return read_table(file.data, file.name)
-
-
-def table_columns(file: state.QuestionFile) -> list[str]:
-    """The columns of a question table whose question column was not detected."""
-    return [str(column) for column in question_table(file).columns]
-
-
 def chunks() -> list:
     """Chunks at the current settings (for cost estimates; nothing is embedded); the passages as they came with vectors."""
     documents = state.documents()
@@ -275,7 +112,7 @@ def chunks() -> list:
         return []
     if documents.embedded:
         return list(documents.passages.chunks)
-    return engine.pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()))
+    return pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()))
 
 
 def chunk_texts() -> list[str]:
@@ -301,7 +138,7 @@ def calibration_cost(model: str, table, chunk_list: Sequence | None = None, coun
 
     wanted = wanted_keys()
     settings = state.settings()
-    if wanted is None or not engine.calibration_pending(wanted[0], settings, tuning_cache()):
+    if wanted is None or not engine.calibration_pending(wanted[0], settings, state.analysis_session()):
         return None
     return costs.estimate_calibration_cost(
         chunks() if chunk_list is None else chunk_list, settings.provider, model, table,
@@ -324,27 +161,15 @@ def uncached_texts(texts: Sequence[str]) -> list[str]:
     return not_in_cache(texts, model, embedding_cache())
 
 
-def choose_question_column() -> None:
-    """on_change of the column selectbox: re-read the CSV with the chosen column."""
-    column = st.session_state.get(state.W_QUESTION_COLUMN)
-    state.drop(state.COLUMN_ERROR)
-    if column is None:
-        return
-    try:
-        read_question_file(column)
-    except CoverageError as error:
-        state.put(state.COLUMN_ERROR, user_message(error))
-
-
 def chunk_counts() -> dict[str, int]:
     """Chunks per document at the current chunk settings (cheap; no embedding)."""
     documents = state.documents()
     if documents is None:
         return {}
     if documents.embedded:
-        key = engine.StageKey.of(documents.fingerprint, chunking=None)
+        key = StageKey.of(documents.fingerprint, chunking=None)
         return state.memo(state.CHUNK_COUNTS, key, lambda: _passage_counts(documents.passages.chunks))
-    key = engine.StageKey.of(documents.fingerprint, chunking=engine.chunking_config(state.settings()))
+    key = StageKey.of(documents.fingerprint, chunking=engine.chunking_config(state.settings()))
     return state.memo(state.CHUNK_COUNTS, key, lambda: engine.chunk_counts(documents.documents, key.chunking))
 
 
@@ -355,75 +180,15 @@ def _passage_counts(passages) -> dict[str, int]:
     return counts
 
 
-def read_question_file(column: str | None):
-    """(Re)read the stored CSV with ``column``; keeps the last good reading on error."""
-    file = state.question_file()
-    if file is None:
-        return None
-    questions = read_questions(file.data, question_column=column, name=file.name)
-    current = state.questions()
-    if current is None or engine.questions_fingerprint(current) != engine.questions_fingerprint(questions):
-        state.drop(*state.QUESTION_DERIVED)
-    state.put(state.QUESTIONS, questions)
-    state.put(state.QUESTION_COLUMN, column)
-    _inputs_changed()
-    return questions
-
-
-def load_example() -> None:
-    """The bundled wiki-qa slice, with the local model and default settings."""
-    document_set = read_documents([EXAMPLE / "docs"])
-    set_documents(document_set, [d.name for d in document_set.documents], "example")
-    data = (EXAMPLE / "questions.csv").read_bytes()
-    set_question_file("wiki-qa questions.csv", data, source="example")
-    state.update_settings(provider="local", model="", dimensions=None, base_url="")
-
-
 # ---------------------------------------------------------------- analysis
-def stored_inputs() -> engine.EmbeddedInputs | None:
-    """The embedded corpus and questions of the last run, whatever the settings now."""
-    corpus = state.stored_stage(state.CORPUS)
-    vectors = state.stored_stage(state.QUESTION_VECTORS)
-    if corpus is None or vectors is None:
-        return None
-    if corpus.key.embedding != vectors.key.embedding:  # embedded with different models
-        return None
-    questions, embedding = vectors.value
-    return engine.EmbeddedInputs(corpus.value, corpus.key, questions, embedding, vectors.key)
-
-
-def wanted_keys() -> tuple[engine.StageKey, engine.StageKey] | None:
-    """The corpus and question keys the current inputs and settings would be embedded under."""
-    docs, questions = state.documents(), state.questions()
-    if docs is None or questions is None:
-        return None
-    settings = state.settings()
-    try:
-        if docs.embedded:
-            corpus = engine.embedded_corpus_key(docs.fingerprint, settings, docs.chunking)
-        else:
-            corpus = engine.corpus_key(docs.fingerprint, settings)
-        return corpus, engine.question_key(engine.questions_fingerprint(questions), settings)
-    except CoverageError:  # settings the core rejects (the Configure page says why)
-        return None
-
-
-def is_stale(inputs: engine.EmbeddedInputs) -> bool:
-    """True when the inputs or the embedding settings differ from those of ``inputs``."""
-    if state.documents() is None or state.questions() is None:
-        return False
-    wanted = wanted_keys()
-    return wanted is None or (inputs.corpus_key, inputs.question_key) != wanted
-
-
-def run_embedding() -> engine.EmbeddedInputs | None:
+def run_embedding() -> EmbeddedInputs | None:
     """Run the whole analysis for the current inputs and settings, showing each stage as it goes.
 
-    Reading (chunking), embedding the passages and then the questions (done
-    of total, rate, time left), calibrating the support level, clustering,
-    screening. What finished is kept even if a later step fails (and the
-    core's disk cache means a retry embeds only the rest). Errors are shown;
-    None then.
+    The session (``coverage_core.session``) embeds the passages and the
+    questions (done of total, rate, time left), calibrates τ, clusters,
+    screens and measures; what finished is kept even if a later step fails
+    (and the disk cache means a retry embeds only the rest). Errors are
+    shown; None then.
     """
     docs, questions = state.documents(), state.questions()
     if docs is None or questions is None:
@@ -438,54 +203,48 @@ def run_embedding() -> engine.EmbeddedInputs | None:
             st.write(f"Read {len(docs.documents):,} documents: {n_chunks:,} passages; {len(questions.questions):,} questions.")
             bar = st.progress(0.0, text="Loading the embedding model…")
             model, cache = embedder(), embedding_cache()
-            progress = engine.ProgressClock()
-
-            def report(stage: str, done: int, total: int) -> None:
-                text = progress.text(stage, done, total)
-                bar.progress(done / total if total else 1.0, text=text)
-                status.update(label=text)
-
-            def embed_corpus():
-                if docs.embedded:  # the vectors came with the passages: check they are this model's
-                    status.update(label="Checking the vectors against the embedding model…")
-                    engine.check_passage_vectors(docs.passages, corpus_key.embedding, model, questions, cache)
-                    return docs.passages
-                status.update(label="Embedding the passages…")
-                return engine.pipeline.embed_corpus(docs.documents, corpus_key.chunking, model, cache, report)
-
-            corpus = state.memo(state.CORPUS, corpus_key, embed_corpus)
-            if docs.embedded:
-                st.write(f"Took the {len(corpus.chunks):,} passages with their vectors ({corpus.vectors.shape[1]} dimensions).")
-            else:
-                st.write(engine.embedded_sentence("passages", corpus.embedded))
-
-            def embed_questions():
-                status.update(label="Embedding the questions…")
-                return questions, engine.pipeline.embed_questions(questions, model, cache, report)
-
-            stored = state.memo(state.QUESTION_VECTORS, question_key, embed_questions)
-            st.write(engine.embedded_sentence("questions", stored[1]))
-            inputs = stored_inputs()
-            cache_tuning = tuning_cache()
-            config = engine.analysis_config(settings, inputs.embedding, inputs.chunking)
-            if not engine.has_calibration(inputs, settings, cache_tuning):
-                status.update(label="Calibrating the support level on your documents…")
-            calibration = engine.calibration_for(inputs, config, cache_tuning, model, cache)
-            st.write(f"Support level: {formats.similarity(calibration.support_threshold)} ({engine.support_origin(calibration)}).")
-            status.update(label="Clustering the passages into topics…")
-            clustering = engine.clustering_for(inputs, config.n_clusters, config.random_state, cache_tuning)
-            st.write(f"Clustered the passages into {clustering.n_clusters} topics.")
-            status.update(label="Screening the questions for off-topic ones and measuring coverage…")
-            analysis = engine.tune(inputs, settings, state.overrides(), cache_tuning)
-            st.write(
-                f"Screened {len(analysis.questions.questions):,} questions: {int(analysis.is_outlier.sum())} off-topic."
-            )
+            report = _progress_report(bar, status)
+            if docs.embedded and state.stage(state.CORPUS, corpus_key) is None:  # vectors came with the passages
+                status.update(label="Checking the vectors against the embedding model…")
+                engine.check_passage_vectors(docs.passages, corpus_key.embedding, model, questions, cache)
+            session = state.analysis_session()
+            inputs = session.embed(corpus_key, question_key, questions, model, cache, documents=docs.documents,
+                                   passages=docs.passages, keep_in=state.input_slots(), progress=report)
+            analysis = engine.tune(inputs, settings, state.overrides(), session, model, cache, progress=report)
+            _write_run(docs, inputs, analysis)
             bar.progress(1.0, text="Done.")
             status.update(label="Analysis done.", state="complete", expanded=False)
     except CoverageError as error:
         show_error(error)
         return None
     return stored_inputs()
+
+
+def _progress_report(bar, status):
+    """The session's progress callback: the bar counts the embedded texts, the label names each stage."""
+    clock = engine.ProgressClock()
+
+    def report(stage: str, done: int, total: int) -> None:
+        text = clock.text(stage, done, total)
+        if stage in EMBEDDING_STAGES:
+            bar.progress(done / total if total else 1.0, text=text)
+        status.update(label=text)
+
+    return report
+
+
+def _write_run(docs: state.LoadedDocuments, inputs: EmbeddedInputs, analysis) -> None:
+    """What the run found, one line a stage."""
+    corpus = inputs.corpus
+    if docs.embedded:
+        st.write(f"Took the {len(corpus.chunks):,} passages with their vectors ({corpus.vectors.shape[1]} dimensions).")
+    else:
+        st.write(engine.embedded_sentence("passages", corpus.embedded))
+    st.write(engine.embedded_sentence("questions", inputs.question_embedding))
+    calibration = analysis.calibration
+    st.write(f"Support level: {formats.similarity(calibration.support_threshold)} ({engine.support_origin(calibration)}).")
+    st.write(f"Clustered the passages into {analysis.clustering.n_clusters} topics.")
+    st.write(f"Screened {len(analysis.questions.questions):,} questions: {int(analysis.is_outlier.sum())} off-topic.")
 
 
 def current_analysis(show_notes: bool = True):
@@ -503,7 +262,7 @@ def current_analysis(show_notes: bool = True):
             "The inputs or the embedding settings changed since the last run; these results are from the "
             "last run. Run the analysis again on Configure to update them."
         )
-    cache = tuning_cache()
+    cache = state.analysis_session()
     settings = state.settings()
     try:
         if engine.has_calibration(inputs, settings, cache):
@@ -518,27 +277,18 @@ def current_analysis(show_notes: bool = True):
         return None
 
 
-def tuning_cache() -> engine.TuningCache:
-    """The session's :class:`~ui.engine.TuningCache` (created on first use)."""
-    cache = state.get(state.TUNING)
-    if not isinstance(cache, engine.TuningCache):
-        cache = engine.TuningCache()
-        state.put(state.TUNING, cache)
-    return cache
-
-
 def calibrated_level() -> float | None:
     """The automatic (calibrated) support level of the stored corpus, if it was computed already."""
     inputs = stored_inputs()
     cache = state.get(state.TUNING)
-    if inputs is None or not isinstance(cache, engine.TuningCache):
+    if inputs is None or not isinstance(cache, AnalysisSession):
         return None
     settings = state.settings().replace(support_threshold=None)
     try:
         config = engine.analysis_config(settings, inputs.embedding, inputs.chunking)
     except CoverageError:
         return None
-    found = cache.calibrations.get(engine.calibration_key(inputs.corpus_key, config), None)
+    found = cache.calibrations.get(calibration_key(inputs.corpus_key, config), None)
     return None if found is None else float(found.support_threshold)
 
 
@@ -567,13 +317,13 @@ def llm_client():
     )
 
 
-def llm_key() -> engine.StageKey:
+def llm_key() -> StageKey:
     return engine.llm_key(state.settings())
 
 
 def gaps_for(analysis, use_llm: bool = False):
     """The analysis with gaps: offline drafts computed once per analysis; LLM only when asked."""
-    key = engine.StageKey.of(analysis_key(), llm=llm_key() if use_llm else None)  # None: offline drafts
+    key = StageKey.of(analysis_key(), llm=llm_key() if use_llm else None)  # None: offline drafts
     previous = state.stored_stage(state.GAPS)
     if not use_llm and previous is not None and previous.key.source == key.source:
         return previous.value  # LLM suggestions for this analysis are kept
@@ -585,7 +335,7 @@ def gaps_for(analysis, use_llm: bool = False):
         if llm is not None and inputs is not None:  # LLM questions are checked against τ with the chunks' model
             model, model_cache = embedder_for(inputs), embedding_cache()
         with st.spinner("Finding gaps and writing suggestions…"):
-            return engine.with_gaps(analysis, llm, model, model_cache)
+            return pipeline.with_gaps(analysis, llm, model, model_cache)
 
     return state.memo(state.GAPS, key, compute)
 
@@ -596,12 +346,12 @@ def suggestions_table(gapped) -> None:
 
     key = engine.suggestions_key(analysis_key(), gapped)
     if state.get(state.SUGGESTIONS_FOR) != key:
-        merged = engine.merge_suggestions(state.get(state.SUGGESTIONS_EDITED), engine.suggestions_frame(gapped))
+        merged = gaps_view.merge_suggestions(state.get(state.SUGGESTIONS_EDITED), gaps_view.suggestions_frame(gapped))
         widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
         state.put(state.SUGGESTIONS_FOR, key)
 
 
-def analysis_key() -> engine.StageKey | None:
+def analysis_key() -> StageKey | None:
     """The key of the session's current analysis (None before a run or for settings the core rejects)."""
     inputs = stored_inputs()
     if inputs is None:
@@ -628,7 +378,7 @@ def projection_for(analysis, method: str = "tsne"):
                 method=method, random_state=analysis.config.random_state,
             )
 
-    return state.memo(state.PROJECTION, engine.StageKey.of(stored_inputs().key, method=method), compute)
+    return state.memo(state.PROJECTION, StageKey.of(stored_inputs().key, method=method), compute)
 
 
 def mds_for(analysis):
@@ -643,10 +393,7 @@ def mds_for(analysis):
                 random_state=analysis.config.random_state,
             )
 
-    return state.memo(state.MDS, engine.StageKey.of(stored_inputs().key), compute)
-
-
-DEFAULT_FITNESS_THRESHOLD = engine.DEFAULT_FITNESS_THRESHOLD
+    return state.memo(state.MDS, StageKey.of(stored_inputs().key), compute)
 
 
 # ---------------------------------------------------------------- dimension sweep
@@ -658,7 +405,9 @@ def sweep_embedder(config, model: str):
 
 def sweep_estimate(config, model: str, texts: Sequence[str], dims: Sequence[int]):
     """What embedding ``texts`` once per size in ``dims`` through the API would cost (cached texts are not sent)."""
-    return engine.sweep_estimate(texts, dims, model, sweep_embedder(config, model), embedding_cache(), price_table())
+    return fitness_view.sweep_estimate(
+        texts, dims, config.provider, model, sweep_embedder(config, model), embedding_cache(), price_table()
+    )
 
 
 def dimension_sweep_for(labels, use_api: bool):
@@ -676,20 +425,20 @@ def run_dimension_sweep(analysis, labels, use_api: bool):
     """
     inputs = stored_inputs()
     config = inputs.embedding
-    smaller = engine.sweep_sizes(int(analysis.question_vectors.shape[1]))
+    smaller = fitness_view.sweep_sizes(int(analysis.question_vectors.shape[1]))
 
     def compute():
         if not use_api:
             with st.spinner(f"Recomputing the best similarities at {len(smaller) + 1} sizes…"):
-                return engine.dimension_sweep(analysis, labels)
+                return fitness_view.dimension_sweep(analysis, labels)
         with st.status(f"Embedding at {len(smaller)} smaller sizes…", expanded=True) as status:
             bar = st.progress(0.0, text="Starting…")
-            embed_at = engine.sweep_embed_at(
+            embed_at = fitness_view.sweep_embed_at(
                 [c.text for c in analysis.corpus.chunks], list(analysis.questions.texts),
-                sweep_embedder(config, engine.sweep_model(config)), embedding_cache(),
+                sweep_embedder(config, fitness_view.sweep_model(config)), embedding_cache(),
                 lambda text, fraction: bar.progress(fraction, text=text),
             )
-            sweep = engine.dimension_sweep(analysis, labels, embed_at)
+            sweep = fitness_view.dimension_sweep(analysis, labels, embed_at)
             status.update(label="Sweep done.", state="complete", expanded=False)
         return sweep
 
@@ -711,7 +460,7 @@ def price_table():
     return default_price_table()
 
 
-def checks_for(analysis) -> engine.Checks:
+def checks_for(analysis) -> exports.Checks:
     """Retrieval and answerability of the current analysis, plus any sub-question result computed for it.
 
     Each check is computed once per analysis and its settings (k, the
@@ -720,15 +469,15 @@ def checks_for(analysis) -> engine.Checks:
     page that owns the setting to show; the other check still runs.
     """
     settings = state.settings()
-    key = engine.StageKey.of(
+    key = StageKey.of(
         analysis_key(), k=int(settings.retrieval_k), relevant_column=settings.relevant_column,
         label_column=settings.label_column,
     )
-    found = state.memo(state.RETRIEVAL, key, lambda: engine.checks(analysis, settings))
+    found = state.memo(state.RETRIEVAL, key, lambda: exports.checks(analysis, settings))
     return dataclasses.replace(found, subquestions=subquestions_for_inputs())
 
 
-def subquestions_key() -> engine.StageKey:
+def subquestions_key() -> StageKey:
     """What a decomposition depends on: the embedded inputs, the LLM, the number of sub-questions and k.
 
     Keyed by the embedded inputs first (:func:`subquestions_for_inputs` relies on that). Weights and the
@@ -736,7 +485,7 @@ def subquestions_key() -> engine.StageKey:
     """
     from coverage_core.checks.subquestions import SubQuestionConfig
 
-    return engine.StageKey.of(
+    return StageKey.of(
         stored_inputs().key, llm=llm_key(), max_sub_questions=SubQuestionConfig().max_sub_questions,
         k=int(state.settings().retrieval_k),
     )
@@ -750,7 +499,7 @@ def subquestions_result():
 def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
     """Ask the LLM to break the questions at ``positions`` into sub-questions, showing progress.
 
-    Calls :func:`coverage_core.pipeline.check_subquestions`; the new questions
+    Calls :func:`coverage_core.pipeline.run_subquestion_check`; the new questions
     are merged into ``previous`` (rescored together) and stored. Returns the
     result to show (``previous`` when the run failed). An error that made the
     core stop asking (a rejected key, a server down) is shown after the run.
@@ -759,7 +508,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
 
     key = subquestions_key()
     run_config = SubQuestionConfig(top_k=int(state.settings().retrieval_k))
-    watched = engine.WatchedLLM(llm)
+    watched = subquestions_view.WatchedLLM(llm)
     result = previous
     with st.status(f"Breaking {len(positions)} questions into sub-questions…", expanded=True) as status:
         bar = st.progress(0.0, text="Starting…")
@@ -768,7 +517,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
             bar.progress(done / total, text=f"Question {done} of {total}")
 
         try:
-            new = engine.pipeline.check_subquestions(
+            new = pipeline.run_subquestion_check(
                 analysis, list(positions), watched, embedder_for(stored_inputs()), embedding_cache(),
                 config=run_config, progress=progress,
             )
@@ -777,7 +526,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
             show_error(error)
         else:
             config = previous.config if previous is not None else run_config
-            result = state.put_stage(state.SUBQUESTIONS, key, engine.merge_subquestions(previous, new, config))
+            result = state.put_stage(state.SUBQUESTIONS, key, subquestions_view.merge_subquestions(previous, new, config))
             ok = new.count("ok")
             status.update(
                 label=f"{ok} of {len(positions)} questions broken into sub-questions.",
@@ -799,7 +548,7 @@ def rescore_subquestions(result, config):
 
 
 # ---------------------------------------------------------------- chunking comparison
-def chunking_comparison_for(analysis, grid, k: int, relevant_column) -> tuple[engine.ChunkingComparison | None, bool]:
+def chunking_comparison_for(analysis, grid, k: int, relevant_column) -> tuple[retrieval_view.ChunkingComparison | None, bool]:
     """The last chunking comparison and whether it was made with these inputs, grid, k, column and screening."""
     stored = state.stored_stage(state.CHUNKING_COMPARISON)
     if stored is None:
@@ -808,7 +557,7 @@ def chunking_comparison_for(analysis, grid, k: int, relevant_column) -> tuple[en
     return stored.value, stored.key == key
 
 
-def compare_chunkings(analysis, grid, k: int, relevant_column, model, prices) -> engine.ChunkingComparison | None:
+def compare_chunkings(analysis, grid, k: int, relevant_column, model, prices) -> retrieval_view.ChunkingComparison | None:
     """Run the chunking comparison with a progress display and keep it (None after an error, which is shown).
 
     ``model`` is the inputs' embedder when the caller built it already (None: built here); ``prices`` the
@@ -834,7 +583,7 @@ def compare_chunkings(analysis, grid, k: int, relevant_column, model, prices) ->
                     st.write(text)
                 bar.progress(done / total if total else 1.0, text=text)
 
-            result = engine.compare_chunkings(
+            result = retrieval_view.compare_chunkings(
                 inputs, analysis, grid, k, relevant_column, model, embedding_cache(), prices, progress
             )
             status.update(label=f"Compared {len(result.table)} configuration(s).", state="complete", expanded=False)
@@ -854,7 +603,7 @@ def subquestions_for_inputs():
     return stored.value if stored.key.source == inputs.key else None
 
 
-def improvement_for(analysis) -> tuple[engine.Improvement | None, bool]:
+def improvement_for(analysis) -> tuple[gaps_view.Improvement | None, bool]:
     """The last "Apply" result and whether it was made from the current analysis."""
     stored = state.stored_stage(state.IMPROVED)
     if stored is None:
@@ -862,32 +611,32 @@ def improvement_for(analysis) -> tuple[engine.Improvement | None, bool]:
     return stored.value, stored.key == analysis_key()
 
 
-def current_improvement(analysis) -> engine.Improvement | None:
+def current_improvement(analysis) -> gaps_view.Improvement | None:
     """The last "Apply" result if it was made from the current analysis (what the exports may report), else None."""
     improvement, current = improvement_for(analysis)
     return improvement if current else None
 
 
-def improve(analysis, accepted, rows=()) -> engine.Improvement:
+def improve(analysis, accepted, rows=()) -> gaps_view.Improvement:
     """Rescore with the accepted questions (embedded with the analysis's model) and keep the result.
 
-    ``rows`` are the suggestion-table rows of the accepted questions (:func:`ui.engine.accepted_rows`),
+    ``rows`` are the suggestion-table rows of the accepted questions (:func:`ui.views.gaps.accepted_rows`),
     kept with the result for the reports.
     """
-    improvement = engine.improve(
+    improvement = gaps_view.improve(
         analysis, accepted, embedder_for(stored_inputs()), embedding_cache(), state.overrides(), rows
     )
     return state.put_stage(state.IMPROVED, analysis_key(), improvement)
 
 
-def compare(analysis, other, names: tuple[str, str]) -> engine.Comparison:
+def compare(analysis, other, names: tuple[str, str]) -> compare_view.Comparison:
     """Score ``other`` on the analysis's chunks and clusters, and keep the result."""
-    result = engine.compare(analysis, other, embedder_for(stored_inputs()), embedding_cache(), names)
-    key = engine.StageKey.of(analysis_key(), other=engine.questions_fingerprint(other), name=names[1])
+    result = compare_view.compare(analysis, other, embedder_for(stored_inputs()), embedding_cache(), names)
+    key = StageKey.of(analysis_key(), other=engine.questions_fingerprint(other), name=names[1])
     return state.put_stage(state.COMPARISON, key, result)
 
 
-def comparison_for() -> tuple[engine.Comparison | None, bool]:
+def comparison_for() -> tuple[compare_view.Comparison | None, bool]:
     """The last comparison and whether it was made from the current analysis."""
     stored = state.stored_stage(state.COMPARISON)
     if stored is None:
@@ -904,8 +653,6 @@ def html_report_builder(analysis, inputs_record: dict):
     the fitness threshold, and the checks that ran (retrieval, answerability,
     sub-questions).
     """
-    from coverage_core.outputs.html_report import build_html_report
-
     inputs = stored_inputs()
     projection = None
     stored = state.stored_stage(state.PROJECTION)
@@ -916,13 +663,9 @@ def html_report_builder(analysis, inputs_record: dict):
     found = checks_for(analysis)
 
     def build() -> bytes:
-        return build_html_report(
-            analysis, inputs=inputs_record, projection=projection,
-            improved=improvement.after if improvement is not None else None,
-            accepted=(list(improvement.accepted_rows) or None) if improvement is not None else None,
-            fitness_threshold=threshold, retrieval=found.retrieval, answerability=found.answerability,
-            labels=found.labels, subquestions=found.subquestions,
-        ).encode("utf-8")
+        return exports.html_report(
+            analysis, inputs_record, found, improvement, projection=projection, fitness_threshold=threshold
+        )
 
     return build
 
@@ -936,7 +679,7 @@ def saved_analysis_builder(analysis, report: bytes):
     name = question_file.name if question_file is not None else None
 
     def build() -> bytes:
-        return engine.saved_analysis_zip(analysis, report, from_vectors=from_vectors, question_file_name=name)
+        return exports.saved_analysis_zip(analysis, report, from_vectors=from_vectors, question_file_name=name)
 
     return build
 
@@ -944,12 +687,12 @@ def saved_analysis_builder(analysis, report: bytes):
 def traffic_for(analysis, log):
     """The production-traffic comparison of ``log`` against the current analysis, computed once per
     (analysis, log): the queries are embedded with the analysis's model through the disk cache."""
-    key = engine.StageKey.of(analysis_key(), log=engine.digest(tuple(log.queries), log.counts.tobytes()))
+    key = StageKey.of(analysis_key(), log=engine.digest(tuple(log.queries), log.counts.tobytes()))
 
     def compute():
         inputs = stored_inputs()
         with st.spinner(f"Embedding {log.n_distinct:,} distinct queries and comparing them…"):
-            return engine.pipeline.check_traffic(analysis, log, embedder_for(inputs), embedding_cache())
+            return pipeline.run_traffic_check(analysis, log, embedder_for(inputs), embedding_cache())
 
     return state.memo(state.TRAFFIC, key, compute)
 
@@ -959,7 +702,7 @@ def add_traffic_suggestions(result) -> int:
     from ui import widgets
 
     before = state.get(state.SUGGESTIONS_EDITED, state.get(state.SUGGESTIONS_BASE))
-    merged = engine.append_suggestions(before, engine.traffic_suggestions_frame(result))
+    merged = gaps_view.append_suggestions(before, gaps_view.traffic_suggestions_frame(result))
     widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
     # Also the editor's latest output: the Gap page merges its fresh gap suggestions into it.
     state.put(state.SUGGESTIONS_EDITED, merged)

@@ -80,3 +80,10 @@ def percent(value: float | None) -> str:
     if value is None or not math.isfinite(float(value)):
         return "—"
     return f"{float(value):.0%}"
+
+
+def metric_label(name: str) -> str:
+    """A metric's plain name as the charts print it ("tested_share" -> "Tested share")."""
+    from coverage_core.outputs.plots import METRIC_LABELS
+
+    return METRIC_LABELS.get(name, name.replace("_", " "))

@@ -17,10 +17,10 @@ from collections.abc import Iterable
 REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
-        # coverage_core/inputs/ingest.py, encrypted PDFs
+        # coverage_core/inputs/pdf.py, encrypted PDFs
         (r"\s*\(the PDF password field, or --pdf-password on the command line\)", " in the PDF password field"),
         (r"\s*\(or --pdf-password on the command line\)", ""),
-        # coverage_core/inputs/ingest.py, question column
+        # coverage_core/inputs/questions.py, question column
         (r"name another column with --question-column", "choose another column under the file preview"),
         (r"for example with --question-column", "in the box under the file preview"),
         # coverage_core/checks/subquestions/config.py

@@ -1,6 +1,6 @@
 """The dashboard's settings: the core's configuration, flattened for widgets. No Streamlit.
 
-Every default comes from the core (:class:`coverage_core.pipeline.AnalysisConfig`,
+Every default comes from the core (:class:`coverage_core.config.AnalysisConfig`,
 :class:`~coverage_core.suggest.gaps.GapConfig`, :class:`~coverage_core.stages.chunking.ChunkingConfig`,
 ``coverage_core.suggest.llm.DEFAULT_LLM_MODEL``, ``coverage_core.checks.retrieval.DEFAULT_K``),
 so the command line and the dashboard cannot drift apart.
@@ -14,12 +14,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from coverage_core.checks.retrieval import DEFAULT_K
+from coverage_core.config import AnalysisConfig, EmbeddingConfig
+from coverage_core.embeddings.registry import ProviderSpec, provider_spec
 from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.suggest.llm import DEFAULT_LLM_MODEL
-from coverage_core.pipeline import AnalysisConfig, EmbeddingConfig
-from coverage_core.checks.retrieval import DEFAULT_K
-from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
 
 CORE = AnalysisConfig()
 """The core's defaults, read once: the single source of every default below."""
@@ -63,8 +64,14 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
     @property
-    def paid_embeddings(self) -> bool:
-        return self.provider in ("openai", "voyage") and not self.base_url
+    def embedding_provider(self) -> ProviderSpec:
+        """The spec of ``provider`` (InputError if none is registered under that name)."""
+        return provider_spec(self.provider)
+
+    @property
+    def embedding_model(self) -> str:
+        """``model``, or the provider's default when it is left empty."""
+        return self.model or self.embedding_provider.default_model
 
     def embedding_config(self) -> EmbeddingConfig:
         return EmbeddingConfig(

@@ -2,7 +2,8 @@
 
 Each page draws it first (:func:`render`, through ``ui.flow.start_page``),
 before it reads any input; a page that loads inputs then calls
-:func:`refresh` (through ``ui.flow``) to redraw what is loaded at once, so
+:func:`refresh` (through ``ui.flow``, which imports this module, never the
+other way round) to redraw what is loaded at once, so
 during a long first run the sidebar already names the documents and
 questions. The pages draw it rather than ``app.py`` because Streamlit may
 run a page script without the entry script: with a ``pages/`` folder next
@@ -16,7 +17,7 @@ import threading
 
 import streamlit as st
 
-from ui import flow, state, widgets
+from ui import state, widgets
 
 # The placeholder of this script run. Each session's script runs in its own
 # thread, so one session never draws into another's sidebar.
@@ -36,7 +37,7 @@ def lines() -> list[str]:
     """What the sidebar says about this session, one caption each."""
     documents = state.documents()
     questions = state.questions()
-    inputs = flow.stored_inputs()
+    inputs = state.stored_inputs()
     said = []
     if documents is None:
         said.append("Documents: none yet")
@@ -49,7 +50,7 @@ def lines() -> list[str]:
     if inputs is None:
         said.append("Analysis: not run yet")
     else:
-        stale = " (inputs changed: run again)" if flow.is_stale(inputs) else ""
+        stale = " (inputs changed: run again)" if state.is_stale(inputs) else ""
         said.append(f"Analysis: {len(inputs.corpus.chunks):,} chunks embedded{stale}")
     return said
 

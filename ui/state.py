@@ -21,16 +21,16 @@ key                       value
 ``PRICE_TABLE_EDITED``    the price editor's latest output (``PRICE_TABLE`` is its base)
 ``CORPUS``                :class:`Stage` of the embedded corpus
 ``QUESTION_VECTORS``      :class:`Stage` of the embedded questions
-``TUNING``                :class:`~ui.engine.TuningCache` — clusterings, screener,
-                          last measured analysis
+``TUNING``                :class:`~coverage_core.session.AnalysisSession` — τ, clusterings,
+                          screeners, index, last measured analysis
 ``OVERRIDES``             :class:`Overrides` — questions forced in or out
 ``GAPS``                  :class:`Stage` of the analysis with its gaps
 ``PROJECTION``            :class:`Stage` of the 2-D map (keyed by the vectors only)
 ``SUGGESTIONS_BASE``      suggestions table given to the editor
 ``SUGGESTIONS_EDITED``    the editor's latest output (survives page changes)
 ``SUGGESTIONS_FOR``       key of the gaps the suggestions were made from
-``IMPROVED``              :class:`~ui.engine.Improvement` — last "Apply" result, with the accepted rows
-``COMPARISON``            :class:`~ui.engine.Comparison` — last comparison
+``IMPROVED``              :class:`~ui.views.gaps.Improvement` — last "Apply" result, with the accepted rows
+``COMPARISON``            :class:`~ui.views.compare.Comparison` — last comparison
 ``FITNESS_THRESHOLD``     similarity below which a question looks unanswerable
 ``DOCUMENT_UPLOAD``       signature of the uploaded files last read
 ``COLUMN_ERROR``          why the chosen question column could not be used
@@ -66,8 +66,11 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from ui import memo as memo_
-from ui.settings import Settings  # noqa: F401  (pages and tests build settings as state.Settings(...))
+from coverage_core.errors import CoverageError
+from coverage_core.session import MISSING, AnalysisSession, EmbeddedInputs, StageKey, check_key, memo as keep_in
+from ui import engine
+from ui.settings import Settings
+
 T = TypeVar("T")
 
 # ---------------------------------------------------------------- data keys (described in the table above)
@@ -215,7 +218,7 @@ class LoadedDocuments:
 
     ``source`` is "upload", "example", "vectors" (a vector file) or "saved"
     (a saved analysis). The last two bring their passages already embedded:
-    ``passages`` is that :class:`~coverage_core.pipeline.Corpus` (its
+    ``passages`` is that :class:`~coverage_core.results.Corpus` (its
     documents are rebuilt from the passages), and ``chunking`` the chunking
     it was made with (None when unknown: a vector store chunked it).
     """
@@ -272,22 +275,22 @@ def drop(*keys: str) -> None:
 
 
 class SessionSlot:
-    """A :mod:`ui.memo` slot holding one :class:`Stage` in the session key ``name``."""
+    """A :func:`coverage_core.session.memo` slot holding one :class:`Stage` in the session key ``name``."""
 
     def __init__(self, name: str):
         self.name = name
 
-    def get(self, key: Any, missing: Any = memo_.MISSING) -> Any:
+    def get(self, key: Any, missing: Any = MISSING) -> Any:
         stored = st.session_state.get(self.name)
         return stored.value if isinstance(stored, Stage) and stored.key == key else missing
 
     def put(self, key: Any, value: Any) -> None:
-        st.session_state[self.name] = Stage(memo_.check_key(key), value)
+        st.session_state[self.name] = Stage(check_key(key), value)
 
 
 def memo(slot: str, key: Any, compute: Callable[[], T]) -> T:
     """The value of session slot ``slot`` computed from ``key`` (a frozen key dataclass), or ``compute()`` stored there."""
-    return memo_.memo(SessionSlot(slot), key, compute)
+    return keep_in(SessionSlot(slot), key, compute)
 
 
 def stage(slot: str, key: Any) -> Any:
@@ -343,6 +346,54 @@ def set_overrides(include, exclude) -> Overrides:
     value = Overrides(frozenset(int(r) for r in include), frozenset(int(r) for r in exclude))
     st.session_state[OVERRIDES] = value
     return value
+
+
+def analysis_session() -> AnalysisSession:
+    """The session's :class:`~coverage_core.session.AnalysisSession` (created on first use)."""
+    session = st.session_state.get(TUNING)
+    if not isinstance(session, AnalysisSession):
+        session = AnalysisSession()
+        st.session_state[TUNING] = session
+    return session
+
+
+def input_slots() -> tuple[SessionSlot, SessionSlot]:
+    """Where the session's embedded corpus and questions are kept (``AnalysisSession.embed``'s ``keep_in``)."""
+    return SessionSlot(CORPUS), SessionSlot(QUESTION_VECTORS)
+
+
+def stored_inputs() -> EmbeddedInputs | None:
+    """The embedded corpus and questions of the last run, whatever the settings now."""
+    corpus, vectors = stored_stage(CORPUS), stored_stage(QUESTION_VECTORS)
+    if corpus is None or vectors is None:
+        return None
+    if corpus.key.embedding != vectors.key.embedding:  # embedded with different models
+        return None
+    questions_, embedding = vectors.value
+    return EmbeddedInputs(corpus.value, corpus.key, questions_, embedding, vectors.key)
+
+
+def wanted_keys() -> tuple[StageKey, StageKey] | None:
+    """The corpus and question keys the current inputs and settings would be embedded under."""
+    docs, asked = documents(), questions()
+    if docs is None or asked is None:
+        return None
+    try:
+        if docs.embedded:
+            corpus = engine.embedded_corpus_key(docs.fingerprint, settings(), docs.chunking)
+        else:
+            corpus = engine.corpus_key(docs.fingerprint, settings())
+        return corpus, engine.question_key(engine.questions_fingerprint(asked), settings())
+    except CoverageError:  # settings the core rejects (the Configure page says why)
+        return None
+
+
+def is_stale(inputs: EmbeddedInputs) -> bool:
+    """True when the inputs or the embedding settings differ from those of ``inputs``."""
+    if documents() is None or questions() is None:
+        return False
+    wanted = wanted_keys()
+    return wanted is None or (inputs.corpus_key, inputs.question_key) != wanted
 
 
 def embed_api_key() -> str | None:

@@ -13,9 +13,10 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from coverage_core.outputs.report import headline, to_safe_csv
-from ui import engine, formats, state
+from coverage_core.outputs.report import to_safe_csv
 from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
+from coverage_core.verdicts import headline
+from ui import engine, formats, state
 from ui.settings import DEFAULT_STRICTNESS, STRICTNESS_RANGE
 
 HELP_K = (
@@ -159,7 +160,7 @@ def persistent_editor(
     edited_key: str,
     widget_key: str,
     initial: Callable[[], pd.DataFrame],
-    normalise: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f,
+    normalize: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f,
     **editor_kwargs,
 ) -> pd.DataFrame:
     """``st.data_editor`` whose edits survive reruns and page changes.
@@ -171,13 +172,13 @@ def persistent_editor(
     """
     base = state.get(base_key)
     if base is None:
-        base = normalise(initial())
+        base = normalize(initial())
         state.put(base_key, base)
     elif widget_key not in st.session_state and state.get(edited_key) is not None:
-        base = normalise(state.get(edited_key))
+        base = normalize(state.get(edited_key))
         state.put(base_key, base)
     edited = st.data_editor(base, key=widget_key, **editor_kwargs)
-    edited = normalise(pd.DataFrame(edited))
+    edited = normalize(pd.DataFrame(edited))
     state.put(edited_key, edited)
     return edited
 
@@ -266,7 +267,7 @@ def score_card(column, name: str, before: float, after: float, help: str) -> Non
     change = formats.change(before, after)
     unchanged = change == formats.NO_CHANGE
     column.metric(
-        engine.metric_label(name), formats.score(after), delta=change, border=True, help=help,
+        formats.metric_label(name), formats.score(after), delta=change, border=True, help=help,
         delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
     )
 
@@ -292,8 +293,8 @@ def plain(text: object) -> str:
 def support_sentence(analysis) -> str:
     """What τ means, in one plain sentence."""
     calibration = analysis.calibration
-    tau = formats.similarity(calibration.support_threshold)
-    return f"A question reaches a passage when their similarity is at least {tau}, {engine.support_origin(calibration)}."
+    support_threshold = formats.similarity(calibration.support_threshold)
+    return f"A question reaches a passage when their similarity is at least {support_threshold}, {engine.support_origin(calibration)}."
 
 
 def show_headline(analysis) -> None:

@@ -10,8 +10,8 @@ not answer this" threshold can be set from data instead of by eye.
 
 Functions are pure and take plain arrays, like :mod:`coverage_core.metrics`:
 
-* labels: :data:`ANSWERABLE_COLUMN_NAMES`, :func:`find_label_column`, :func:`binary_labels`,
-  :func:`parse_answerable`, :func:`question_labels`;
+* labels: read from the question table by
+  :mod:`coverage_core.checks.answerability_labels`;
 * statistics: :func:`answerability` (point-biserial r, AUROC, Youden
   threshold) and :func:`answerability_section` (its report entry);
 * dimensions: :func:`dimension_sweep` (how the per-question similarities
@@ -28,40 +28,32 @@ importing this module (as :mod:`coverage_core.outputs.plots` does) stays cheap.
 from __future__ import annotations
 
 import math
-import re
 import time
 import warnings
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from coverage_core import metrics
+from coverage_core.checks.answerability_labels import binary_labels, parse_answerable
 from coverage_core.errors import InputError
-from coverage_core.validation import check_vectors, is_blank, resolve_column, shorten
+from coverage_core.validation import check_scalar, check_vectors
 
 __all__ = [
-    "ANSWERABLE_COLUMN_NAMES",
     "AnswerabilityResult",
     "DEFAULT_FITNESS_THRESHOLD",
     "DEFAULT_MDS_POINTS",
     "DEFAULT_SWEEP_DIMS",
     "MdsPoints",
-    "NEGATIVE_LABELS",
-    "POSITIVE_LABELS",
-    "QuestionLabels",
-    "UNLABELLED_VALUES",
     "answerability",
     "answerability_section",
     "binary_labels",
     "dimension_sweep",
-    "find_label_column",
     "mds_frames",
     "mds_points",
     "parse_answerable",
-    "question_labels",
     "truncation_note",
 ]
 
@@ -70,239 +62,6 @@ DEFAULT_FITNESS_THRESHOLD = 0.4
 not answer this" until the user (or labelled data, see :func:`answerability`)
 sets another: the one default of the knowledge-base fitness view, the HTML
 report and the dashboard."""
-
-# --------------------------------------------------------------------------
-# labels
-# --------------------------------------------------------------------------
-
-# Names of an answerability label column, in order of preference. Matching
-# ignores case, spaces, underscores and hyphens (as for the question column),
-# so "Is Answerable" and "is-answerable" match "is_answerable". The generic
-# "label" comes last: it is the most likely to mean something else.
-ANSWERABLE_COLUMN_NAMES = (
-    "answerable",
-    "is_answerable",
-    "answerability",
-    "covered",
-    "is_covered",
-    "in_corpus",
-    "in_knowledge_base",
-    "in_kb",
-    "has_answer",
-    "label",
-    "labels",
-)
-
-# Accepted spellings, compared after lower-casing and turning runs of spaces,
-# underscores and hyphens into one space ("Not_Covered" -> "not covered").
-# Numbers are accepted in any float spelling of 1 and 0 ("1", "1.0", "0.00").
-POSITIVE_LABELS = ("covered", "yes", "y", "1", "true", "answerable")
-NEGATIVE_LABELS = ("not covered", "uncovered", "no", "n", "0", "false", "unanswerable", "not answerable")
-# Cells that mean "no label": blanks and the usual missing-value markers.
-UNLABELLED_VALUES = ("", "na", "n/a", "nan", "none", "null", "unknown", "?")
-
-_POSITIVE = frozenset(POSITIVE_LABELS)
-_NEGATIVE = frozenset(NEGATIVE_LABELS)
-_UNLABELLED = frozenset(UNLABELLED_VALUES)
-_ACCEPTED = (
-    "covered / not covered, yes / no, 1 / 0, true / false, answerable / unanswerable or y / n "
-    "(any case), and leave unlabelled rows blank"
-)
-_MAX_LISTED = 5
-
-
-def find_label_column(columns: Sequence[str], explicit: str | None = None) -> str | None:
-    """The answerability label column of a question table, or None.
-
-    With ``explicit`` (a name the user gave) that column must exist: it is
-    matched as :func:`coverage_core.validation.resolve_column` matches
-    (exactly, then with case, spaces, ``_`` and ``-`` ignored) and an
-    ``InputError`` lists the columns when it is missing. Without it (None or
-    blank) the first column named like one of
-    :data:`ANSWERABLE_COLUMN_NAMES` is returned, as spelled in the file.
-    """
-    return resolve_column(columns, explicit, ANSWERABLE_COLUMN_NAMES, what="label")
-
-
-def _label_key(value: object) -> str:
-    return re.sub(r"[\s_\-]+", " ", str(value)).strip().lower()
-
-
-def _parse_one(value: object) -> float | None:
-    """1.0, 0.0, NaN, or None when the value is not a label."""
-    if value is None:
-        return math.nan
-    if isinstance(value, (bool, np.bool_)):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        number = float(value)
-        if math.isnan(number):
-            return math.nan
-        return number if number in (0.0, 1.0) else None
-    key = _label_key(value)
-    if key in _UNLABELLED:
-        return math.nan
-    if key in _POSITIVE:
-        return 1.0
-    if key in _NEGATIVE:
-        return 0.0
-    try:
-        number = float(key)
-    except ValueError:
-        return None
-    return number if number in (0.0, 1.0) else None
-
-
-def parse_answerable(values, column: str | None = None) -> np.ndarray:
-    """Answerability labels as floats: 1.0 answerable, 0.0 not, NaN unlabelled.
-
-    Accepted (case-insensitive; spaces, ``_`` and ``-`` alike): ``covered``,
-    ``yes``, ``y``, ``1``, ``true``, ``answerable`` for answerable;
-    ``not covered``, ``uncovered``, ``no``, ``n``, ``0``, ``false``,
-    ``unanswerable``, ``not answerable`` for not answerable; booleans and the
-    numbers 1 and 0 in any form (``1.0``). Blank cells and the markers in
-    :data:`UNLABELLED_VALUES` (``NA``, ``n/a``, ``unknown``, ``?`` ...) are
-    unlabelled.
-
-    Anything else raises an ``InputError`` naming the offending values (up to
-    five, with their row counts) and the accepted spellings. A typo silently
-    turned into "unlabelled" would shrink and bias the labelled set without
-    anyone noticing, so the user is asked to fix it instead.
-    (:func:`question_labels` is more lenient with a column it only guessed.)
-
-    Parameters
-    ----------
-    values : array-like of shape (m,)
-        Strings, booleans, numbers or None, mixed as a CSV column may be.
-    column : str, optional
-        The column's name, for the message.
-
-    Returns
-    -------
-    ndarray of shape (m,), float64
-    """
-    if isinstance(values, (str, bytes)):
-        raise InputError("parse_answerable takes a column of labels (one per question), not a single string.")
-    items = list(values.tolist() if isinstance(values, (np.ndarray, pd.Series, pd.Index)) else values)
-    parsed = np.empty(len(items), dtype=np.float64)
-    bad: Counter[str] = Counter()
-    for position, value in enumerate(items):
-        label = _parse_one(value)
-        if label is None:
-            bad[" ".join(str(value).split())] += 1
-            parsed[position] = math.nan
-        else:
-            parsed[position] = label
-    if bad:
-        listed = ", ".join(
-            f"{shorten(value, 30)!r} ({count} row{'s' if count > 1 else ''})"
-            for value, count in bad.most_common(_MAX_LISTED)
-        )
-        more = f" and {len(bad) - _MAX_LISTED} other value(s)" if len(bad) > _MAX_LISTED else ""
-        where = f"The label column {column!r}" if column else "The answerability labels"
-        raise InputError(
-            f"{where} holds values that are not answerable labels: {listed}{more}; use {_ACCEPTED}."
-        )
-    return parsed
-
-
-@dataclass(frozen=True)
-class QuestionLabels:
-    """The labels of a question set, aligned with its questions.
-
-    ``column`` is the label column used (None: no labels); ``labels`` has one
-    float per question in ``QuestionSet.questions`` (all NaN when there is no
-    column); ``notes`` holds plain sentences for the user (e.g. why a guessed
-    column was not used).
-    """
-
-    column: str | None
-    labels: np.ndarray
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def n_labelled(self) -> int:
-        return int(np.isfinite(self.labels).sum())
-
-
-def question_labels(questions, label_column: str | None = None) -> QuestionLabels:
-    """Find and parse the label column of a :class:`~coverage_core.types.QuestionSet`.
-
-    A column the user named (``label_column``) is parsed strictly: values
-    that are not labels raise ``InputError`` (see :func:`parse_answerable`).
-    A column only *guessed* from its name (``label`` may well hold topic
-    names) is dropped instead when it holds such values, with a note saying
-    so and how to use it anyway; the analysis then runs without labels. The
-    question column itself is never taken as the label column.
-
-    Returns
-    -------
-    QuestionLabels, with ``labels`` of shape (len(questions.questions),)
-    """
-    frame = questions.frame
-    rows = np.asarray(questions.rows, dtype=np.intp)
-    unlabelled = np.full(len(rows), np.nan)
-    explicit = not is_blank(label_column)
-    if explicit:
-        column = find_label_column(frame.columns, label_column)
-    else:
-        candidates = [c for c in frame.columns if str(c) != questions.question_column]
-        column = find_label_column(candidates)
-    if column is None:
-        return QuestionLabels(None, unlabelled)
-    cells = frame[column].to_numpy(dtype=object)[rows] if len(rows) else np.zeros(0, dtype=object)
-    if explicit:
-        return QuestionLabels(column, parse_answerable(cells, column))
-    try:
-        labels = parse_answerable(cells, column)
-    except InputError as error:
-        return QuestionLabels(
-            None,
-            unlabelled,
-            (
-                f"Column {column!r} was not used as answerability labels: {error} "
-                "If it is not a label column, ignore this.",
-            ),
-        )
-    notes = ()
-    if not np.isfinite(labels).any():
-        notes = (f"Column {column!r} looks like an answerability label column but every cell is blank.",)
-    return QuestionLabels(column, labels, notes)
-
-
-def binary_labels(labels, m: int) -> np.ndarray:
-    """Answerability labels as floats in {1, 0, NaN}, one per question; strings are parsed.
-
-    Numbers must be 1 (answerable), 0 (not) or NaN (unlabelled); strings and
-    mixed columns go through :func:`parse_answerable`. A wrong length or any
-    other value raises ``InputError``.
-
-    Parameters
-    ----------
-    labels : array-like of shape (m,)
-    m : int, the number of questions
-
-    Returns
-    -------
-    ndarray of shape (m,), float64
-    """
-    array = np.asarray(labels)
-    if array.ndim != 1 or array.shape[0] != m:
-        raise InputError(
-            f"labels must hold one answerability label per question ({m}); got shape {array.shape}."
-        )
-    if array.dtype.kind in "biuf":
-        values = array.astype(np.float64)
-        known = values[~np.isnan(values)]
-        if not np.isin(known, (0.0, 1.0)).all():
-            odd = sorted(set(known[~np.isin(known, (0.0, 1.0))].tolist()))[:_MAX_LISTED]
-            raise InputError(
-                f"Numeric answerability labels must be 1 (answerable), 0 (not answerable) or NaN "
-                f"(unlabelled); found {', '.join(repr(v) for v in odd)}."
-            )
-        return values
-    return parse_answerable(array)
-
 
 def _similarities(similarities) -> np.ndarray:
     try:
@@ -396,19 +155,33 @@ def answerability(similarities, labels) -> AnswerabilityResult:
     -------
     AnswerabilityResult
     """
+    s, y = _labelled_scores(similarities, labels)
+    return _degenerate_result(s, y) or _separation(s, y)
+
+
+def _labelled_scores(similarities, labels) -> tuple[np.ndarray, np.ndarray]:
+    """(best similarities, 1/0 labels) of the labelled questions."""
     scores = _similarities(similarities)
     y = binary_labels(labels, scores.shape[0])
     labelled = ~np.isnan(y)
     if not np.isfinite(scores[labelled]).all():
         raise InputError("similarities contains NaN or infinite values for labelled questions.")
-    s, y = scores[labelled], y[labelled]
-    n = int(s.shape[0])
+    return scores[labelled], y[labelled]
+
+
+def _class_counts(y: np.ndarray) -> dict[str, int]:
+    n = int(y.shape[0])
     n_1 = int((y == 1.0).sum())
-    n_0 = n - n_1
+    return dict(n_labelled=n, n_answerable=n_1, n_unanswerable=n - n_1)
+
+
+def _degenerate_result(s: np.ndarray, y: np.ndarray) -> AnswerabilityResult | None:
+    """The result when the labelled questions cannot be separated at all, else None."""
+    counts = _class_counts(y)
+    n, n_1, n_0 = counts["n_labelled"], counts["n_answerable"], counts["n_unanswerable"]
     nan = math.nan
     empty = dict(point_biserial_r=nan, p_value=nan, auroc=nan, threshold=nan, youden_j=nan,
                  sensitivity=nan, specificity=nan)
-    counts = dict(n_labelled=n, n_answerable=n_1, n_unanswerable=n_0)
     if n < 2:
         return AnswerabilityResult(
             **counts, **empty,
@@ -428,21 +201,38 @@ def answerability(similarities, labels) -> AnswerabilityResult:
             note=f"All {n} labelled questions have the same best similarity ({s[0]:.3f}), so similarity "
             "cannot separate answerable from not-answerable questions.",
         )
+    return None
 
+
+def _separation(s: np.ndarray, y: np.ndarray) -> AnswerabilityResult:
+    """Point-biserial r, AUROC and the Youden threshold of two non-empty classes."""
     from scipy.stats import pointbiserialr
-    from sklearn.metrics import roc_auc_score, roc_curve
+    from sklearn.metrics import roc_auc_score
 
     with warnings.catch_warnings():
         # n == 2 gives r = +-1 with p = 1 and a warning; the values are right.
         warnings.simplefilter("ignore", RuntimeWarning)
         result = pointbiserialr(y.astype(bool), s)
     auroc = float(roc_auc_score(y, s))
+    return AnswerabilityResult(
+        **_class_counts(y),
+        point_biserial_r=float(result.statistic),
+        p_value=float(result.pvalue),
+        auroc=auroc,
+        **_youden_cut(s, y, auroc),
+    )
+
+
+def _youden_cut(s: np.ndarray, y: np.ndarray, auroc: float) -> dict:
+    """threshold, youden_j, sensitivity, specificity and note at the best Youden cut."""
+    from sklearn.metrics import roc_curve
+
     fpr, tpr, cuts = roc_curve(y, s, drop_intermediate=False)
     j = tpr - fpr
     best = int(np.argmax(j))  # cuts decrease, so the first maximum is the highest threshold
     note = None
     if j[best] <= 0:
-        threshold = youden = sensitivity = specificity = nan
+        threshold = youden = sensitivity = specificity = math.nan
         note = ("No similarity threshold separates answerable from not-answerable questions better than "
                 "chance: answerable questions are not closer to the corpus here.")
     else:
@@ -452,17 +242,8 @@ def answerability(similarities, labels) -> AnswerabilityResult:
         if auroc < 0.5:
             note = ("Answerable questions are on the whole less similar to the corpus than "
                     "not-answerable ones; check that the labels are not reversed.")
-    return AnswerabilityResult(
-        **counts,
-        point_biserial_r=float(result.statistic),
-        p_value=float(result.pvalue),
-        auroc=auroc,
-        threshold=threshold,
-        youden_j=youden,
-        sensitivity=sensitivity,
-        specificity=specificity,
-        note=note,
-    )
+    return dict(threshold=threshold, youden_j=youden, sensitivity=sensitivity,
+                specificity=specificity, note=note)
 
 
 def _json_float(value: float | None) -> float | None:
@@ -510,7 +291,7 @@ def truncation_note(provider: str, model: str | None) -> str | None:
     we have no information on, it says we do not know.
     """
     from coverage_core.embeddings import DEFAULT_MODELS, trained_for_truncation
-    from coverage_core.embeddings.local import model_base_name
+    from coverage_core.embeddings.registry import model_display_name
 
     provider = (provider or "").strip().lower()
     name = (model or "").strip()
@@ -522,7 +303,7 @@ def truncation_note(provider: str, model: str | None) -> str | None:
         return None
     if trained is None:
         return _UNKNOWN_TRUNCATION.format(name=name)
-    return _NOT_TRAINED.format(name=model_base_name(name) if provider == "local" else name)
+    return _NOT_TRAINED.format(name=model_display_name(provider, name))
 
 
 _NOT_TRAINED = (
@@ -542,15 +323,14 @@ def _sweep_dims(dims, full: int) -> list[int]:
         if d is None:
             chosen.add(full)
             continue
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-            raise InputError(f"Dimensions to sweep must be whole numbers of at least 1 (or None for all); got {d!r}.")
+        check_scalar(d, "dims", int, min_val=1, hint="they are whole numbers of dimensions, or None for all")
         if int(d) < full:
             chosen.add(int(d))
     return sorted(chosen)
 
 
 def _best_similarity(questions: np.ndarray, chunks: np.ndarray, block_size: int | None) -> np.ndarray:
-    # Blockwise over chunk rows (metrics._BLOCK_ELEMENTS similarities at a
+    # Blockwise over chunk rows (blockwise.BLOCK_ELEMENTS similarities at a
     # time); rows are re-normalised there, zero rows count as similarity 0.
     return metrics.question_support(questions, chunks, block_size)[0]
 
@@ -615,40 +395,57 @@ def dimension_sweep(
     """
     chunks = check_vectors(chunk_vectors, "chunk_vectors")
     questions = check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
-    m, full = questions.shape[0], questions.shape[1]
-    y = binary_labels(labels, m) if labels is not None else None
+    y = binary_labels(labels, questions.shape[0]) if labels is not None else None
     reference = _best_similarity(questions, chunks, block_size)
     rows = []
-    for d in _sweep_dims(dims, full):
-        if d == full:
-            method, best = "full", reference
-        elif embed_at is not None:
-            method = "embedded"
-            returned = embed_at(d)
-            if not isinstance(returned, (tuple, list)) or len(returned) != 2:
-                raise InputError(f"embed_at({d}) must return (question_vectors, chunk_vectors).")
-            q_d, c_d = returned
-            c_d = check_vectors(c_d, f"chunk vectors at {d} dimensions")
-            q_d = check_vectors(q_d, f"question vectors at {d} dimensions", dim=c_d.shape[1])
-            if q_d.shape[0] != m or c_d.shape[0] != chunks.shape[0] or q_d.shape[1] != c_d.shape[1]:
-                raise InputError(
-                    f"embed_at({d}) returned {q_d.shape} question and {c_d.shape} chunk vectors; expected "
-                    f"{m} and {chunks.shape[0]} rows of the same size."
-                )
-            best = _best_similarity(q_d, c_d, block_size)
-        else:
-            method = "truncated"
-            best = _best_similarity(questions[:, :d], chunks[:, :d], block_size)
-        agreement = _spearman(best, reference)
-        if d == full and math.isfinite(agreement):
-            agreement = 1.0  # the reference itself (spearmanr may land an ulp below 1)
-        row = {"d": d, "method": method, "spearman": agreement, "mean_similarity": float(best.mean())}
-        if y is not None:
-            found = answerability(best, y)
-            row["point_biserial_r"] = found.point_biserial_r
-            row["auroc"] = found.auroc
-        rows.append(row)
-    columns = ["d", "method", "spearman", "mean_similarity"] + (["point_biserial_r", "auroc"] if y is not None else [])
+    for d in _sweep_dims(dims, questions.shape[1]):
+        method, best = _similarities_at(d, questions, chunks, reference, embed_at, block_size)
+        rows.append(_sweep_row(d, method, best, reference, y))
+    return _sweep_frame(rows, with_labels=y is not None)
+
+
+def _similarities_at(
+    d: int,
+    questions: np.ndarray,
+    chunks: np.ndarray,
+    reference: np.ndarray,
+    embed_at: Callable[[int], tuple[np.ndarray, np.ndarray]] | None,
+    block_size: int | None,
+) -> tuple[str, np.ndarray]:
+    """(method, each question's best similarity) at ``d`` dimensions."""
+    if d == questions.shape[1]:
+        return "full", reference
+    if embed_at is None:
+        return "truncated", _best_similarity(questions[:, :d], chunks[:, :d], block_size)
+    m = questions.shape[0]
+    returned = embed_at(d)
+    if not isinstance(returned, (tuple, list)) or len(returned) != 2:
+        raise InputError(f"embed_at({d}) must return (question_vectors, chunk_vectors).")
+    q_d, c_d = returned
+    c_d = check_vectors(c_d, f"chunk vectors at {d} dimensions")
+    q_d = check_vectors(q_d, f"question vectors at {d} dimensions", dim=c_d.shape[1])
+    if q_d.shape[0] != m or c_d.shape[0] != chunks.shape[0] or q_d.shape[1] != c_d.shape[1]:
+        raise InputError(
+            f"embed_at({d}) returned {q_d.shape} question and {c_d.shape} chunk vectors; expected "
+            f"{m} and {chunks.shape[0]} rows of the same size."
+        )
+    return "embedded", _best_similarity(q_d, c_d, block_size)
+
+
+def _sweep_row(d: int, method: str, best: np.ndarray, reference: np.ndarray, y: np.ndarray | None) -> dict:
+    agreement = _spearman(best, reference)
+    if method == "full" and math.isfinite(agreement):
+        agreement = 1.0  # the reference itself (spearmanr may land an ulp below 1)
+    row = {"d": d, "method": method, "spearman": agreement, "mean_similarity": float(best.mean())}
+    if y is not None:
+        found = answerability(best, y)
+        row["point_biserial_r"] = found.point_biserial_r
+        row["auroc"] = found.auroc
+    return row
+
+
+def _sweep_frame(rows: list[dict], with_labels: bool) -> pd.DataFrame:
+    columns = ["d", "method", "spearman", "mean_similarity"] + (["point_biserial_r", "auroc"] if with_labels else [])
     frame = pd.DataFrame(rows, columns=columns)
     frame["d"] = frame["d"].astype(np.int64)
     return frame
@@ -737,7 +534,7 @@ def mds_points(
     -------
     MdsPoints
     """
-    from coverage_core.outputs.projection import project_2d, sample_evenly
+    from coverage_core.outputs.projection import project_2d
 
     chunks = check_vectors(chunk_vectors, "chunk_vectors")
     questions = check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
@@ -745,25 +542,14 @@ def mds_points(
         raise InputError(f"max_points must be at least 4; got {max_points}.")
     max_points = int(max_points)
     m, n = questions.shape[0], chunks.shape[0]
-    by_cluster = chunk_labels is not None
-    labels = np.zeros(n, dtype=np.intp) if chunk_labels is None else np.asarray(chunk_labels)
-    if labels.shape != (n,):
-        raise InputError(f"chunk_labels must hold one cluster label per chunk ({n}); got shape {labels.shape}.")
-    if m + n <= max_points:
-        n_q = m
-    else:
-        n_q = min(m, max(max_points // 2, max_points - n))
-    rng = np.random.default_rng(random_state)
-    question_index = np.arange(m) if n_q == m else np.sort(rng.choice(m, size=n_q, replace=False))
-    # Chunks are sampled here (project_2d would keep at least 200 of them).
-    chunk_index = sample_evenly(labels, max(max_points - n_q, 1), random_state)
+    labels = _chunk_clusters(chunk_labels, n)
+    question_index, chunk_index = _mds_sample(m, labels, max_points, random_state)
     started = time.perf_counter()
     projection = project_2d(
         chunks[chunk_index], questions[question_index], labels[chunk_index], method="mds",
-        max_points=len(chunk_index) + n_q, random_state=random_state,
+        max_points=len(chunk_index) + len(question_index), random_state=random_state,
     )
-    # project_2d draws every point passed, except above its own MDS cap of
-    # 2,000 points, where it samples the chunks further.
+    # project_2d draws every point passed unless over its MDS cap of 2,000 points.
     return MdsPoints(
         chunk_index=chunk_index[np.asarray(projection.chunk_index)],
         chunk_xy=np.asarray(projection.chunk_xy, dtype=np.float64),
@@ -775,8 +561,34 @@ def mds_points(
         n_chunks_total=n,
         n_questions_total=m,
         seconds=time.perf_counter() - started,
-        chunks_by_cluster=by_cluster and len(np.unique(labels)) > 1,
+        chunks_by_cluster=chunk_labels is not None and len(np.unique(labels)) > 1,
     )
+
+
+def _chunk_clusters(chunk_labels, n: int) -> np.ndarray:
+    """One cluster label per chunk; all chunks in one cluster without ``chunk_labels``."""
+    labels = np.zeros(n, dtype=np.intp) if chunk_labels is None else np.asarray(chunk_labels)
+    if labels.shape != (n,):
+        raise InputError(f"chunk_labels must hold one cluster label per chunk ({n}); got shape {labels.shape}.")
+    return labels
+
+
+def _mds_sample(
+    m: int, labels: np.ndarray, max_points: int, random_state: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(question rows, chunk rows) to draw: at most ``max_points`` in all."""
+    from coverage_core.outputs.projection import sample_evenly
+
+    n = labels.shape[0]
+    if m + n <= max_points:
+        n_q = m
+    else:
+        n_q = min(m, max(max_points // 2, max_points - n))
+    rng = np.random.default_rng(random_state)
+    question_index = np.arange(m) if n_q == m else np.sort(rng.choice(m, size=n_q, replace=False))
+    # Chunks are sampled here (project_2d would keep at least 200 of them).
+    chunk_index = sample_evenly(labels, max(max_points - n_q, 1), random_state)
+    return question_index, chunk_index
 
 
 def mds_frames(

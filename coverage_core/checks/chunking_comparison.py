@@ -38,24 +38,19 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coverage_core.stages import calibration as calibration_module
 from coverage_core.checks import retrieval
+from coverage_core.config import AnalysisConfig
+from coverage_core.costs import estimate_embedding_cost
+from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts
+from coverage_core.embeddings.cache import uncached_texts
+from coverage_core.embeddings.registry import is_paid
+from coverage_core.errors import InputError, ProviderError
+from coverage_core.pipeline import calibrate_corpus, chunk_corpus, cluster_chunks, embed_corpus
+from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
+from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig
-from coverage_core.costs import estimate_embedding_cost
-from coverage_core.embeddings import EmbeddingCache, Embedder, embed_texts
-from coverage_core.embeddings.cache import uncached_texts
-from coverage_core.errors import InputError, ProviderError
-from coverage_core.pipeline import (
-    AnalysisConfig,
-    Corpus,
-    EmbeddedTexts,
-    calibrate_corpus,
-    chunk_corpus,
-    cluster_chunks,
-    embed_corpus,
-    measure,
-)
+from coverage_core.stages.measure import measure
 from coverage_core.types import Document, QuestionSet
 
 DEFAULT_GRID: tuple[ChunkingConfig, ...] = (
@@ -88,6 +83,15 @@ RESULT_COLUMNS = (
     "cost_usd",
     "error",
 )
+"""Columns of :func:`compare_chunkings`' table, one row per configuration.
+
+``tested_share`` is the share of chunks reached by an inlier question at the
+row's ``support_threshold`` (τ); ``support_method`` is how τ was found
+(``Calibration.method``: ``"pseudo-queries"``, ``"override"`` or
+``"default: …"``). ``newly_embedded`` counts chunk texts,
+``calibration_embedded`` the calibration's texts; ``new_tokens`` and
+``cost_usd`` cover both.
+"""
 
 ComparisonProgress = Callable[[int, int, ChunkingConfig, str], None]
 """progress(done, total, config, step): step is "embedding" before a configuration, "done" after."""
@@ -287,8 +291,7 @@ def compare_chunkings(
 
     Parameters
     ----------
-    documents : sequence of Document
-    questions : QuestionSet
+    documents, questions : sequence of Document, QuestionSet
     question_embedding : EmbeddedTexts
         The questions' vectors from ``embedder`` (shape (m, d)).
     grid : sequence of ChunkingConfig
@@ -306,8 +309,7 @@ def compare_chunkings(
     relevant : sequence of length m, optional
         Each question's relevant sources (``retrieval.relevant_from_questions``);
         None leaves the retrieval columns empty.
-    k : int
-        Chunks retrieved per question.
+    k : int, chunks retrieved per question
     price_table : DataFrame, optional
         ``coverage_core.costs`` price table; gives ``cost_usd`` for paid
         providers (None for the local model or a model without a price).
@@ -315,13 +317,7 @@ def compare_chunkings(
 
     Returns
     -------
-    table : DataFrame with columns ``RESULT_COLUMNS``, one row per configuration
-        ``tested_share`` is the share of chunks reached by an inlier question
-        at the row's ``support_threshold`` (τ); ``support_method`` is how τ
-        was found (``Calibration.method``: ``"pseudo-queries"``, ``"override"``
-        or ``"default: …"``). ``newly_embedded`` counts chunk texts,
-        ``calibration_embedded`` the calibration's texts; ``new_tokens`` and
-        ``cost_usd`` cover both.
+    table : DataFrame with columns ``RESULT_COLUMNS`` (described there), one row per configuration
     warnings : list of str
         Plain sentences: a configuration that failed (its row keeps the
         error), or the provider error that stopped the comparison (the rows
@@ -330,6 +326,15 @@ def compare_chunkings(
     if not grid:
         raise InputError("The chunking grid is empty; add at least one chunk size.")
     config = config or AnalysisConfig()
+    fixed = _fixed_screening(questions, is_outlier)
+    run = _ComparisonRun(
+        documents, questions, question_embedding, embedder, cache, config, fixed, relevant, k, price_table
+    )
+    return _run_grid(grid, run, progress)
+
+
+def _fixed_screening(questions: QuestionSet, is_outlier: np.ndarray | None) -> dict[str, list[int]]:
+    """The caller's screening as ``measure``'s forced rows, held fixed across configurations."""
     n_questions = len(questions.questions)
     if is_outlier is None:
         is_outlier = np.zeros(n_questions, dtype=bool)
@@ -337,9 +342,13 @@ def compare_chunkings(
     if is_outlier.shape != (n_questions,):
         raise InputError(f"is_outlier must hold one flag per question ({n_questions}); got shape {is_outlier.shape}.")
     rows_of = np.asarray(questions.rows)
-    fixed = {"force_include": rows_of[~is_outlier].tolist(), "force_exclude": rows_of[is_outlier].tolist()}
-    paid = embedder.provider != "local"
+    return {"force_include": rows_of[~is_outlier].tolist(), "force_exclude": rows_of[is_outlier].tolist()}
 
+
+def _run_grid(
+    grid: Sequence[ChunkingConfig], run: _ComparisonRun, progress: ComparisonProgress | None
+) -> tuple[pd.DataFrame, list[str]]:
+    """One row per configuration; a configuration's input error skips it, a provider error stops."""
     records: list[dict] = []
     warnings: list[str] = []
     for position, chunking in enumerate(grid):
@@ -347,12 +356,7 @@ def compare_chunkings(
         if progress is not None:
             progress(position, len(grid), chunking, "embedding")
         try:
-            corpus = embed_corpus(documents, chunking, embedder, cache)
-            support, calibration_sent, calibration_tokens = _support_level(config, corpus, embedder, cache)
-            clustering = cluster_chunks(corpus, None, config.random_state)
-            analysis = measure(
-                config, corpus, questions, question_embedding, clustering, calibration=support, **fixed
-            )
+            analyzed = run.analyze(chunking)
         except ProviderError as exc:
             warnings.append(
                 f"The comparison stopped at {_label(chunking)}: {exc} "
@@ -363,47 +367,94 @@ def compare_chunkings(
             records.append({**record, "error": str(exc)})
             warnings.append(f"{_label(chunking)} was skipped: {exc}")
             continue
-        embedded = corpus.embedded
-        new_tokens = embedded.new_tokens + calibration_tokens
-        cost = None
-        if paid and price_table is not None:
-            cost = estimate_embedding_cost(new_tokens, embedder.provider, embedder.model, price_table).usd
-        record.update(
-            n_chunks=len(corpus.chunks),
-            n_clusters=clustering.n_clusters,
-            tested_share=analysis.metrics["tested_share"],
-            support_threshold=support.support_threshold,
-            support_method=support.method,
-            basic=analysis.metrics["basic"],
-            balanced=analysis.metrics["balanced"],
-            newly_embedded=embedded.n_embedded,
-            calibration_embedded=calibration_sent,
-            new_tokens=new_tokens,
-            cost_usd=cost if paid else 0.0,
-        )
-        if relevant is not None and n_questions:
-            result = retrieval.evaluate_retrieval(
-                question_embedding.vectors,
-                corpus.vectors,
-                corpus.chunks,
-                relevant,
-                k,
-                rows=questions.rows,
-                question_texts=questions.texts,
-                documents=corpus.documents,
-            )
-            if result.n_labelled:
-                record.update(
-                    precision_at_k=result.precision_at_k,
-                    recall_at_k=result.recall_at_k,
-                    hit_at_k=result.hit_at_k,
-                    mrr=result.mrr,
-                )
-        records.append(record)
+        records.append(run.record(record, analyzed))
         if progress is not None:
             progress(position + 1, len(grid), chunking, "done")
     table = pd.DataFrame.from_records(records, columns=list(RESULT_COLUMNS))
     return table, warnings
+
+
+@dataclass(frozen=True)
+class _Analyzed:
+    """One configuration's corpus, support level, clustering and coverage analysis."""
+
+    corpus: Corpus
+    support: Calibration
+    calibration_sent: int
+    calibration_tokens: int
+    clustering: Clustering
+    analysis: Analysis
+
+
+@dataclass(frozen=True)
+class _ComparisonRun:
+    """What every configuration of one comparison shares."""
+
+    documents: Sequence[Document]
+    questions: QuestionSet
+    question_embedding: EmbeddedTexts
+    embedder: Embedder
+    cache: EmbeddingCache | None
+    config: AnalysisConfig
+    fixed: dict[str, list[int]]
+    relevant: Sequence[Sequence[retrieval.SourceRef] | None] | None
+    k: int
+    price_table: pd.DataFrame | None
+
+    def analyze(self, chunking: ChunkingConfig) -> _Analyzed:
+        corpus = embed_corpus(self.documents, chunking, self.embedder, self.cache)
+        support, calibration_sent, calibration_tokens = _support_level(self.config, corpus, self.embedder, self.cache)
+        clustering = cluster_chunks(corpus, None, self.config.random_state)
+        analysis = measure(
+            self.config, corpus, self.questions, self.question_embedding, clustering, calibration=support, **self.fixed
+        )
+        return _Analyzed(corpus, support, calibration_sent, calibration_tokens, clustering, analysis)
+
+    def record(self, record: dict, analyzed: _Analyzed) -> dict:
+        """``record`` with the configuration's coverage, cost and retrieval columns."""
+        corpus, analysis = analyzed.corpus, analyzed.analysis
+        embedded = corpus.embedded
+        new_tokens = embedded.new_tokens + analyzed.calibration_tokens
+        paid = is_paid(self.embedder.provider)
+        cost = None
+        if paid and self.price_table is not None:
+            cost = estimate_embedding_cost(new_tokens, self.embedder.provider, self.embedder.model, self.price_table).usd
+        record.update(
+            n_chunks=len(corpus.chunks),
+            n_clusters=analyzed.clustering.n_clusters,
+            tested_share=analysis.metrics["tested_share"],
+            support_threshold=analyzed.support.support_threshold,
+            support_method=analyzed.support.method,
+            basic=analysis.metrics["basic"],
+            balanced=analysis.metrics["balanced"],
+            newly_embedded=embedded.n_embedded,
+            calibration_embedded=analyzed.calibration_sent,
+            new_tokens=new_tokens,
+            cost_usd=cost if paid else 0.0,
+        )
+        if self.relevant is not None and len(self.questions.questions):
+            record.update(self._retrieval_columns(corpus))
+        return record
+
+    def _retrieval_columns(self, corpus: Corpus) -> dict[str, float]:
+        result = retrieval.evaluate_retrieval(
+            self.question_embedding.vectors,
+            corpus.vectors,
+            corpus.chunks,
+            self.relevant,
+            self.k,
+            rows=self.questions.rows,
+            question_texts=self.questions.texts,
+            documents=corpus.documents,
+        )
+        if not result.n_labelled:
+            return {}
+        return dict(
+            precision_at_k=result.precision_at_k,
+            recall_at_k=result.recall_at_k,
+            hit_at_k=result.hit_at_k,
+            mrr=result.mrr,
+        )
 
 
 def _label(chunking: ChunkingConfig) -> str:

@@ -10,15 +10,13 @@ retrieval step of the RAG system in isolation, and finds test questions whose
 All functions are pure and take plain arrays and lists, in the style of
 ``sklearn.metrics`` and :mod:`coverage_core.metrics`:
 
-* :func:`find_relevant_column` finds the column of a question table that
-  names the relevant sources (``RELEVANT_COLUMN_NAMES``);
-* :func:`parse_relevant` reads one cell of it into :class:`SourceRef` labels,
-  and :func:`relevant_from_questions` does it for every question of a
-  :class:`~coverage_core.types.QuestionSet`;
+* the labels (:mod:`coverage_core.checks.retrieval_labels`): the column of
+  a question table that names the relevant sources, each cell read by
+  :func:`parse_relevant` into :class:`SourceRef` labels;
 * :func:`top_k_chunks` is the retriever (blockwise, exact, reusable, e.g. to
   compare chunkings);
 * :func:`evaluate_retrieval` computes precision@k, recall@k, hit@k and MRR
-  (formulas in its docstring) and lists the failures;
+  (formulas under "Metrics" below) and lists the failures;
 * :func:`retrieval_section` turns the result into a JSON-ready report section.
 
 Relevance labels
@@ -53,68 +51,62 @@ with ``report.pdf`` and ``report.txt``) is found by a chunk of any of them.
 A label that no chunk of the corpus matches (its file is not in the knowledge
 base, or the file has no such page) is an *unknown source*: it is listed, and
 it still counts as relevant, so it lowers recall; it can never be retrieved.
+
+Metrics
+-------
+Each question retrieves the ``k`` chunks most similar to it
+(:func:`top_k_chunks`, cosine similarity). For a labelled question, let
+``R`` be its relevant labels (distinct file-level and page-level
+:class:`SourceRef`) and ``c_1..c_k`` the retrieved chunks in rank order. A
+chunk is *relevant* if it matches at least one label in ``R``. Then::
+
+    precision@k = |{ i : c_i is relevant }| / k
+    recall@k    = |{ r in R : some c_i matches r }| / |R|
+    hit@k       = 1 if some c_i is relevant else 0
+    RR          = 1 / min{ i : c_i is relevant }, or 0 if none is
+
+so a retrieved source name may repeat (two chunks of one relevant file
+both count for precision, but the file counts once for recall). With
+page-level labels the relevant items of recall are the (file, page)
+pairs; a file-level label is one item however many pages it has. A label
+no chunk matches (an unknown source) stays in ``R``: recall cannot reach
+1 and a question whose labels are all unknown scores 0. The reported
+figures are the means over the labelled questions (``MRR`` = mean RR).
 """
 
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from coverage_core.checks.retrieval_labels import (
+    SourceRef,
+    name_key,
+    parse_relevant,
+    stem_key,
+)
 from coverage_core.errors import InputError
-from coverage_core.metrics import RunningTopK
-from coverage_core.validation import check_vectors, is_blank, listed_columns, resolve_column, shorten, unit_rows
-from coverage_core.types import Chunk, Document, QuestionSet
+from coverage_core.stages.blockwise import RunningTopK
+from coverage_core.types import Chunk, Document
+from coverage_core.validation import check_scalar, check_vectors, is_blank, shorten, unit_rows
 
 __all__ = [
     "DEFAULT_K",
-    "RELEVANT_COLUMN_NAMES",
     "RetrievalResult",
     "SourceRef",
+    "check_k",
     "evaluate_retrieval",
-    "find_relevant_column",
     "parse_relevant",
-    "relevant_from_questions",
     "retrieval_section",
     "top_k_chunks",
 ]
 
 DEFAULT_K = 5
-
-# Names of the relevant-source column in common test-set exports, in order of
-# preference. Matching ignores case, spaces, underscores and hyphens (see
-# ingest.find_column), so "Relevant Sources" and "relevant-sources" match too.
-RELEVANT_COLUMN_NAMES = (
-    "relevant_sources",
-    "relevant_source",
-    "relevant_documents",
-    "relevant_document",
-    "relevant_docs",
-    "relevant_doc",
-    "relevant_files",
-    "relevant_file",
-    "source",
-    "sources",
-    "source_file",
-    "source_files",
-    "source_document",
-    "source_documents",
-    "document",
-    "documents",
-    "document_name",
-    "doc",
-    "docs",
-    "doc_name",
-    "file",
-    "files",
-    "filename",
-    "filenames",
-)
+MIN_K = 1
 
 # Similarities per block of chunks, as in coverage_core.metrics: 32 MB in
 # all. Each element of a block costs 4 bytes (float32 similarity), 8 bytes
@@ -125,193 +117,14 @@ _BYTES_PER_ELEMENT = 4 + np.dtype(np.intp).itemsize + 1
 # Characters of a retrieved passage shown in the failures table.
 PASSAGE_CHARS = 200
 
-_SEPARATORS = re.compile(r"[|;]")
-_PAGE_FORMS = re.compile(
-    r"""^(?P<name>.*?\S)\s*(?:
-          \#\s*(?:(?:page|p)\.?\s*=?\s*)?(?P<hash>\d+)        # name#page=3  name#3  name#p3
-        | :\s*(?P<colon>\d+)                                 # name:3
-        | (?:,\s*|\s+)(?:page|pg|p)\.?\s*(?P<word>\d+)        # name p3  name p.3  name page 3  name, page 3
-    )\s*$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-_QUOTES = "\"'\u201c\u201d\u2018\u2019"
-
-
-# --------------------------------------------------------------------------
-# labels
-# --------------------------------------------------------------------------
-
-
-def _name_key(name: str) -> str:
-    """File name without directories, Unicode-normalised and case-folded."""
-    base = re.split(r"[\\/]", unicodedata.normalize("NFC", str(name)).strip())[-1]
-    return base.strip().casefold()
-
-
-def _stem_key(key: str) -> str | None:
-    """``key`` without its extension, or None if it has none (``.bashrc`` has none)."""
-    stem, dot, suffix = key.rpartition(".")
-    return stem if dot and stem and suffix else None
-
-
-@dataclass(frozen=True)
-class SourceRef:
-    """One relevant source of a question: a file name and, optionally, a 1-based page.
-
-    ``name`` is kept as written; matching uses :attr:`key` (no directories,
-    case-folded). ``str(ref)`` is ``name`` or ``name#page=P``, a form
-    :func:`parse_relevant` reads back.
-    """
-
-    name: str
-    page: int | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _name_key(self.name):
-            raise InputError(f"A relevant source needs a file name; got {self.name!r}.")
-        if self.page is not None:
-            if isinstance(self.page, bool) or not isinstance(self.page, (int, np.integer)):
-                raise InputError(f"The page of {self.name} must be a whole number; got {self.page!r}.")
-            if self.page < 1:
-                raise InputError(f"Pages count from 1, but {self.name} names page {self.page}.")
-            object.__setattr__(self, "page", int(self.page))
-
-    @property
-    def key(self) -> str:
-        return _name_key(self.name)
-
-    def __str__(self) -> str:
-        return self.name if self.page is None else f"{self.name}#page={self.page}"
-
-
-def parse_relevant(cell) -> tuple[SourceRef, ...]:
-    """The relevant sources named in one cell, in order, without repeats.
-
-    Sources are separated by ``|`` or ``;``; each is a file name with an
-    optional page in one of the forms listed in the module docstring
-    (``report.pdf#page=3``, ``report.pdf#3``, ``report.pdf:3``,
-    ``report.pdf p.3``, ``report.pdf page 3``, ``report.pdf, page 3`` …).
-    Whitespace and surrounding quotes are ignored; empty parts are skipped; a
-    source repeated (same file key and page) is kept once.
-
-    Parameters
-    ----------
-    cell : str, None or NaN
-        A blank cell (None, NaN, empty or whitespace) gives ``()``.
-
-    Returns
-    -------
-    tuple of SourceRef
-
-    Raises
-    ------
-    InputError
-        A page number 0 (pages count from 1).
-    """
-    if is_blank(cell):
-        return ()
-    refs: list[SourceRef] = []
-    seen: set[tuple[str, int | None]] = set()
-    for part in _SEPARATORS.split(str(cell)):
-        text = part.strip().strip(_QUOTES).strip()
-        if not text:
-            continue
-        found = _PAGE_FORMS.match(text)
-        if found:
-            name = found["name"].strip().strip(_QUOTES).strip()
-            page_text = found["hash"] or found["colon"] or found["word"]
-            ref = SourceRef(name, int(page_text))
-        else:
-            ref = SourceRef(text)
-        if (ref.key, ref.page) not in seen:
-            seen.add((ref.key, ref.page))
-            refs.append(ref)
-    return tuple(refs)
-
-
-def find_relevant_column(columns: Sequence[str], explicit: str | None = None) -> str | None:
-    """The column naming each question's relevant source(s), as spelled in the file.
-
-    Parameters
-    ----------
-    columns : sequence of str
-        The question table's column names.
-    explicit : str, optional
-        The column the user chose; matched exactly first, then ignoring case,
-        spaces, ``_`` and ``-`` (:func:`coverage_core.validation.resolve_column`).
-        None or blank: detect it.
-
-    Returns
-    -------
-    str or None
-        The chosen column; else the first column matching a name in
-        ``RELEVANT_COLUMN_NAMES`` (earlier names preferred); None if none does.
-
-    Raises
-    ------
-    InputError
-        ``explicit`` is given and no column matches it; the message lists the
-        columns.
-    """
-    return resolve_column(columns, explicit, RELEVANT_COLUMN_NAMES, what="relevant-source")
-
-
-def relevant_from_questions(
-    question_set: QuestionSet, column: str | None = None
-) -> list[tuple[SourceRef, ...] | None]:
-    """The relevant sources of every question, read from the user's table.
-
-    Parameters
-    ----------
-    question_set : QuestionSet
-    column : str, optional
-        The relevant-source column; found with :func:`find_relevant_column`
-        when not given.
-
-    Returns
-    -------
-    list, one entry per ``question_set.questions`` (same order)
-        A tuple of :class:`SourceRef`, or None when the question's cell is
-        blank (an unlabelled question).
-
-    Raises
-    ------
-    InputError
-        No such column, none detected, or a cell names page 0.
-    """
-    frame = question_set.frame
-    columns = [str(c) for c in frame.columns]
-    found = find_relevant_column(columns, column)
-    if found is None:
-        raise InputError(
-            "No column naming the relevant sources was found (columns: "
-            f"{listed_columns(columns)}); name it, for example 'source', or choose one explicitly."
-        )
-    cells = frame[found]
-    relevant: list[tuple[SourceRef, ...] | None] = []
-    for question in question_set.questions:
-        try:
-            refs = parse_relevant(cells.iloc[question.row])
-        except InputError as error:
-            raise InputError(
-                f"Row {question.row + 1} of '{found}' (counting rows below the header from 1): {error}"
-            ) from None
-        relevant.append(refs or None)
-    return relevant
-
-
 # --------------------------------------------------------------------------
 # retrieval
 # --------------------------------------------------------------------------
 
 
-def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(
-            "k is the number of chunks retrieved per question and must be a whole number, "
-            f"at least 1; got {k!r}."
-        )
-    return int(k)
+def check_k(k, name: str = "k") -> int:
+    """``k`` as an int: the chunks retrieved per question, at least :data:`MIN_K`; ``name`` is what the message calls it."""
+    return int(check_scalar(k, name, int, min_val=MIN_K, hint="it is the number of chunks retrieved per question"))
 
 
 def top_k_chunks(
@@ -346,7 +159,7 @@ def top_k_chunks(
     similarities : ndarray of shape (m, min(k, n)), float64 in [-1, 1]
         Their cosine similarities, non-increasing along each row.
     """
-    k = _check_k(k)
+    k = check_k(k)
     chunks = check_vectors(chunk_vectors, "chunk_vectors")
     n, dim = chunks.shape
     # Chunk lengths are divided out of each block rather than normalising a
@@ -357,9 +170,7 @@ def top_k_chunks(
     m = questions.shape[0]
     k = min(k, n)
     if block_size is not None:
-        if isinstance(block_size, bool) or int(block_size) < 1:
-            raise InputError(f"block_size must be at least 1; got {block_size}.")
-        step = int(block_size)
+        step = int(check_scalar(block_size, "block_size", int, min_val=1))
     else:
         step = max(k, _BLOCK_BYTES // (_BYTES_PER_ELEMENT * max(m, 1)))
     best = RunningTopK(m, k)
@@ -470,9 +281,9 @@ class _CorpusIndex:
         index = cls(chunk_doc, first, last)
         index.doc_pages = [set() for _ in ids]
         for name, doc_id in ids.items():
-            key = _name_key(name)
+            key = name_key(name)
             index.doc_ids_by_key.setdefault(key, set()).add(doc_id)
-            if (stem := _stem_key(key)) is not None:
+            if (stem := stem_key(key)) is not None:
                 index.doc_ids_by_key.setdefault(stem, set()).add(doc_id)
         for i in np.flatnonzero(first > 0):
             index.doc_pages[chunk_doc[i]].update(range(int(first[i]), int(last[i]) + 1))
@@ -541,97 +352,94 @@ def evaluate_retrieval(
 ) -> RetrievalResult:
     """How well each labelled question retrieves its relevant sources in the top ``k``.
 
-    Each question retrieves the ``k`` chunks most similar to it
-    (:func:`top_k_chunks`, cosine similarity). For a labelled question, let
-    ``R`` be its relevant labels (distinct file-level and page-level
-    :class:`SourceRef`, see the module docstring for when a chunk *matches* a
-    label) and ``c_1..c_k`` the retrieved chunks in rank order. A chunk is
-    *relevant* if it matches at least one label in ``R``. Then::
-
-        precision@k = |{ i : c_i is relevant }| / k
-        recall@k    = |{ r in R : some c_i matches r }| / |R|
-        hit@k       = 1 if some c_i is relevant else 0
-        RR          = 1 / min{ i : c_i is relevant }, or 0 if none is
-
-    so a retrieved source name may repeat (two chunks of one relevant file
-    both count for precision, but the file counts once for recall). With
-    page-level labels the relevant items of recall are the (file, page)
-    pairs; a file-level label is one item however many pages it has. A label
-    no chunk matches (an unknown source) stays in ``R``: recall cannot reach
-    1 and a question whose labels are all unknown scores 0. The reported
-    figures are the means over the labelled questions (``MRR`` = mean RR).
-
-    A question whose vector is zero (its embedding failed) has similarity 0 to
-    every chunk; it is scored as retrieving nothing relevant (all four
-    metrics 0) and noted.
+    Precision@k, recall@k, hit@k and MRR over the labelled questions, as
+    defined in the module docstring ("Metrics"). A question whose vector is
+    zero (its embedding failed) has similarity 0 to every chunk; it is scored
+    as retrieving nothing relevant (all four metrics 0) and noted.
 
     Parameters
     ----------
-    question_vectors : array-like of shape (m, d)
-    chunk_vectors : array-like of shape (n, d)
+    question_vectors, chunk_vectors : array-like of shape (m, d) and (n, d)
         Embedded with the same model; rows need not be unit length.
-    chunks : sequence of n Chunk
-        The chunks the rows of ``chunk_vectors`` belong to.
+    chunks : sequence of n Chunk, the chunks the rows of ``chunk_vectors`` belong to
     relevant : sequence of m entries
         Each a sequence of :class:`SourceRef` (or of label strings), a raw
         cell string (parsed with :func:`parse_relevant`), or None / empty for
         an unlabelled question, which is left out of every metric and counted.
     k : int >= 1, default 5
-        Chunks retrieved per question; more than ``n`` is clipped to ``n``
-        with a note.
-    rows : sequence of m int, optional
-        Each question's row in the user's file (default ``0..m-1``).
-    question_texts : sequence of m str, optional
-        Shown in the per-question and failures tables.
-    relevant_column : str, optional
-        Where the labels came from; recorded in the result and the notes.
+        Chunks retrieved per question; more than ``n`` is clipped to ``n`` with a note.
+    rows, question_texts : sequences of m int and m str, optional
+        Each question's row in the user's file (default ``0..m-1``) and its
+        text, shown in the per-question and failures tables.
+    relevant_column : str, optional, where the labels came from (result and notes)
     documents : sequence of Document, optional
         The chunks' documents; with them a chunk's page span runs to the page
         of its last character (otherwise only its start page is known).
-    block_size : int, optional
-        Chunks per block in :func:`top_k_chunks`.
+    block_size : int, optional, chunks per block in :func:`top_k_chunks`
     ranked : (indices, similarities), optional
         Each question's most similar chunks, as :func:`top_k_chunks` returns
-        them for these vectors, with at least ``min(k, n)`` columns (e.g.
-        kept by the screener's pass); the search is then skipped.
-
-    Returns
-    -------
-    RetrievalResult
+        them, with at least ``min(k, n)`` columns (e.g. kept by the
+        screener's pass); the search is then skipped.
     """
-    k_requested = _check_k(k)
+    k_requested = check_k(k)
     chunk_array, questions, chunks, relevant, rows, texts = _evaluation_inputs(
         question_vectors, chunk_vectors, chunks, relevant, rows, question_texts
     )
-    n, m = chunk_array.shape[0], questions.shape[0]
-    k = min(k_requested, n)
-
+    k = min(k_requested, chunk_array.shape[0])
     labels = [_as_refs(entry, i) for i, entry in enumerate(relevant)]
-    labelled = [i for i in range(m) if labels[i]]
-    n_unlabelled = m - len(labelled)
+    labelled = [i for i in range(questions.shape[0]) if labels[i]]
     index = _CorpusIndex.build(chunks, documents)
     unknown = _unknown_sources(labels, labelled, index)
-
-    if ranked is not None:
-        ranked_indices, ranked_similarities = (np.asarray(a) for a in ranked)
-        if ranked_indices.shape[0] != m or ranked_indices.ndim != 2 or ranked_indices.shape[1] < k:
-            raise InputError(
-                f"ranked holds {ranked_indices.shape} chunk indices; one row of at least {k} per question "
-                f"({m}) is needed; leave it out to search here."
-            )
-        top = ranked_indices[labelled, :k]
-        sims = np.clip(ranked_similarities[labelled, :k].astype(np.float64), -1.0, 1.0)
-    else:
-        top, sims = top_k_chunks(questions[labelled], chunk_array, k, block_size=block_size)
+    top, sims = _top_k_of_labelled(ranked, questions, chunk_array, labelled, k, block_size)
     zero = np.linalg.norm(questions[labelled], axis=1) == 0 if labelled else np.zeros(0, dtype=bool)
-    per_question, failure_frame = _score_questions(labels, labelled, top, sims, zero, k, index, chunks, rows, texts)
+    tables = _score_questions(labels, labelled, top, sims, zero, k, index, chunks, rows, texts)
+    n, m = chunk_array.shape[0], questions.shape[0]
+    return _retrieval_result(tables, k, k_requested, n, m, len(labelled), tuple(unknown.values()), relevant_column,
+                             int(zero.sum()))
+
+
+def _top_k_of_labelled(
+    ranked: tuple[np.ndarray, np.ndarray] | None,
+    questions: np.ndarray,
+    chunk_array: np.ndarray,
+    labelled: list[int],
+    k: int,
+    block_size: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk indices, similarities) of the ``k`` best chunks of each labelled question."""
+    if ranked is None:
+        return top_k_chunks(questions[labelled], chunk_array, k, block_size=block_size)
+    m = questions.shape[0]
+    ranked_indices, ranked_similarities = (np.asarray(a) for a in ranked)
+    if ranked_indices.shape[0] != m or ranked_indices.ndim != 2 or ranked_indices.shape[1] < k:
+        raise InputError(
+            f"ranked holds {ranked_indices.shape} chunk indices; one row of at least {k} per question "
+            f"({m}) is needed; leave it out to search here."
+        )
+    top = ranked_indices[labelled, :k]
+    sims = np.clip(ranked_similarities[labelled, :k].astype(np.float64), -1.0, 1.0)
+    return top, sims
+
+
+def _retrieval_result(
+    tables: tuple[pd.DataFrame, pd.DataFrame],
+    k: int,
+    k_requested: int,
+    n: int,
+    m: int,
+    n_labelled: int,
+    unknown: tuple[str, ...],
+    relevant_column: str | None,
+    n_zero: int,
+) -> RetrievalResult:
+    """The means over the labelled questions, the tables and the notes."""
+    per_question, failure_frame = tables
 
     def mean(column: str) -> float:
         return float(per_question[column].mean()) if len(per_question) else float("nan")
 
-    notes = _notes(
-        k_requested, k, n, n_unlabelled, m, relevant_column, list(unknown.values()), int(zero.sum())
-    )
+    n_unlabelled = m - n_labelled
+    notes = _notes(k_requested, k, n, n_unlabelled, m, relevant_column, list(unknown), n_zero)
     return RetrievalResult(
         k=k,
         precision_at_k=mean("precision_at_k"),
@@ -640,9 +448,9 @@ def evaluate_retrieval(
         mrr=mean("reciprocal_rank"),
         per_question=per_question,
         failures=failure_frame,
-        n_labelled=len(labelled),
+        n_labelled=n_labelled,
         n_unlabelled=n_unlabelled,
-        unknown_sources=tuple(unknown.values()),
+        unknown_sources=unknown,
         relevant_column=relevant_column,
         notes=tuple(notes),
         k_requested=k_requested,

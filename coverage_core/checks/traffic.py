@@ -23,7 +23,7 @@ each query was asked:
   origin ``"traffic"``;
 * **by week**, when the log has timestamps.
 
-Nothing here embeds: the caller passes the vectors (``pipeline.check_traffic``).
+Nothing here embeds: the caller passes the vectors (``pipeline.run_traffic_check``).
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ import pandas as pd
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from coverage_core.stages.clustering import default_n_clusters
 from coverage_core.errors import InputError
-from coverage_core.suggest.gaps import Suggestion
-from coverage_core.inputs.ingest import read_table
+from coverage_core.inputs.questions import read_table
+from coverage_core.stages.clustering import default_n_clusters
 from coverage_core.stages.topics import topic_labels
+from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import find_column, listed_columns, shorten, unit_rows
+from coverage_core.verdicts import is_unmet_demand, is_untested_topic
 
 QUERY_COLUMN_NAMES = ("query", "queries", "question", "user_query", "search_query", "prompt", "message", "input",
                       "text", "utterance")
@@ -53,18 +54,9 @@ QUERY_COLUMN_NAMES = ("query", "queries", "question", "user_query", "search_quer
 COUNT_COLUMN_NAMES = ("count", "counts", "n", "frequency", "freq", "hits", "volume", "occurrences", "times")
 TIME_COLUMN_NAMES = ("timestamp", "time", "date", "datetime", "created_at", "created", "ts", "asked_at")
 
-MIN_TOPIC_SHARE = 0.01
-"""A traffic topic counts as *frequent* (for unmet demand) from this share of all traffic."""
-
-UNMET_ANSWERABLE_SHARE = 0.5
-"""A frequent topic is unmet demand when less than this share of its traffic is answerable."""
-
 QUERY_MATCH_FRACTION = 0.25
 """How far from τ towards identical (1.0) a test question must be to match a query. Tuned on seeds 0-9 of
 ``benchmarks/eval_traffic.py`` (worst error of the tested share 0.017; 0 gives 0.146), reported on seeds 10-19."""
-
-UNTESTED_TOPIC_SHARE = 0.5
-"""Suggestions come from topics with less than this share of their traffic tested."""
 
 N_EXAMPLES = 3
 """Representative queries shown per topic (the most asked)."""
@@ -186,6 +178,39 @@ def read_traffic(
     ignored; the first spelling is kept) with their counts summed. Blank
     queries, unreadable counts and counts below 1 are skipped with a warning.
     """
+    name, data = _log_bytes(source, name)
+    warnings: list[str] = []
+    frame = _log_frame(name, data, warnings)
+    columns = [str(c) for c in frame.columns]
+    query = _column(columns, query_column, QUERY_COLUMN_NAMES, name, "query")
+    if query is None:
+        if len(columns) == 1:
+            query = columns[0]
+        else:
+            raise InputError(f"No query column found in {name} (columns: {listed_columns(columns)}); "
+                             "name the column holding the queries 'query'.")
+    count = _column(columns, count_column, COUNT_COLUMN_NAMES, name, "count")
+    when = _column(columns, time_column, TIME_COLUMN_NAMES, name, "timestamp")
+    texts, counts, keep = _usable_rows(frame, query, count, name, warnings)
+
+    masked = texts[keep].map(mask_personal_data)
+    keys = masked.str.casefold().str.split().str.join(" ")
+    codes, uniques = pd.factorize(keys, sort=False)
+    first = pd.Series(masked.to_numpy()).groupby(codes).first()
+    merged = np.bincount(codes, weights=counts[keep].to_numpy(dtype=np.float64)).astype(np.int64)
+    weekly = None if when is None else _weekly_counts(frame, keep, when, codes, counts, warnings)
+    return TrafficLog(
+        name=name,
+        queries=first.tolist(),
+        counts=merged,
+        n_rows=int(keep.sum()),
+        weekly=weekly,
+        warnings=warnings,
+    )
+
+
+def _log_bytes(source: str | Path | bytes, name: str | None) -> tuple[str, bytes]:
+    """(name, content) of a query log; InputError if it cannot be read or is empty."""
     if isinstance(source, bytes):
         name, data = name or "queries", source
     else:
@@ -198,27 +223,25 @@ def read_traffic(
                              "check the path.") from None
     if not data.strip():
         raise InputError(f"The query log {name} is empty; add one query per row.")
-    warnings: list[str] = []
-    if _is_jsonl(name, data):
-        text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
-        frame, n_bad = _read_jsonl(text, name)
-        if n_bad:
-            warnings.append(f"{n_bad} line(s) of {name} are not JSON objects and were skipped.")
-        frame = frame.astype(object).where(frame.notna(), "")
-        frame = frame.map(lambda v: v if isinstance(v, str) else str(v))
-    else:
-        frame = read_table(data, name)
-    columns = [str(c) for c in frame.columns]
-    query = _column(columns, query_column, QUERY_COLUMN_NAMES, name, "query")
-    if query is None:
-        if len(columns) == 1:
-            query = columns[0]
-        else:
-            raise InputError(f"No query column found in {name} (columns: {listed_columns(columns)}); "
-                             "name the column holding the queries 'query'.")
-    count = _column(columns, count_column, COUNT_COLUMN_NAMES, name, "count")
-    when = _column(columns, time_column, TIME_COLUMN_NAMES, name, "timestamp")
+    return name, data
 
+
+def _log_frame(name: str, data: bytes, warnings: list[str]) -> pd.DataFrame:
+    """The log as a table of text cells, from JSON Lines or a CSV/TSV table."""
+    if not _is_jsonl(name, data):
+        return read_table(data, name)
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    frame, n_bad = _read_jsonl(text, name)
+    if n_bad:
+        warnings.append(f"{n_bad} line(s) of {name} are not JSON objects and were skipped.")
+    frame = frame.astype(object).where(frame.notna(), "")
+    return frame.map(lambda v: v if isinstance(v, str) else str(v))
+
+
+def _usable_rows(
+    frame: pd.DataFrame, query: str, count: str | None, name: str, warnings: list[str]
+) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """(stripped query texts, count of each row, rows kept): blank queries and bad counts are skipped."""
     texts = frame[query].astype(str).str.strip()
     counts = pd.Series(1, index=frame.index, dtype="int64")
     keep = texts != ""
@@ -235,33 +258,24 @@ def read_traffic(
         counts = parsed.fillna(0).round().astype("int64")
     if not keep.any():
         raise InputError(f"The query log {name} has no usable query; fill in the '{query}' column.")
+    return texts, counts, keep
 
-    masked = texts[keep].map(mask_personal_data)
-    keys = masked.str.casefold().str.split().str.join(" ")
-    codes, uniques = pd.factorize(keys, sort=False)
-    first = pd.Series(masked.to_numpy()).groupby(codes).first()
-    merged = np.bincount(codes, weights=counts[keep].to_numpy(dtype=np.float64)).astype(np.int64)
 
-    weekly = None
-    if when is not None:
-        stamps = pd.to_datetime(frame.loc[keep, when], errors="coerce", utc=True, format="mixed")
-        if stamps.isna().any():
-            warnings.append(f"{int(stamps.isna().sum())} row(s) have a '{when}' that is not a date; they count "
-                            "in the totals but not in the weekly figures.")
-        dated = stamps.notna().to_numpy()
-        if dated.any():
-            week = (stamps[dated].dt.tz_localize(None).dt.to_period("W-SUN").dt.start_time.dt.date)
-            weekly = (
-                pd.DataFrame({"query": codes[dated], "week": week.to_numpy(), "count": counts[keep].to_numpy()[dated]})
-                .groupby(["query", "week"], as_index=False)["count"].sum()
-            )
-    return TrafficLog(
-        name=name,
-        queries=first.tolist(),
-        counts=merged,
-        n_rows=int(keep.sum()),
-        weekly=weekly,
-        warnings=warnings,
+def _weekly_counts(
+    frame: pd.DataFrame, keep: pd.Series, when: str, codes: np.ndarray, counts: pd.Series, warnings: list[str]
+) -> pd.DataFrame | None:
+    """Counts per merged query and week (weeks start on Monday); None when no row has a date."""
+    stamps = pd.to_datetime(frame.loc[keep, when], errors="coerce", utc=True, format="mixed")
+    if stamps.isna().any():
+        warnings.append(f"{int(stamps.isna().sum())} row(s) have a '{when}' that is not a date; they count "
+                        "in the totals but not in the weekly figures.")
+    dated = stamps.notna().to_numpy()
+    if not dated.any():
+        return None
+    week = (stamps[dated].dt.tz_localize(None).dt.to_period("W-SUN").dt.start_time.dt.date)
+    return (
+        pd.DataFrame({"query": codes[dated], "week": week.to_numpy(), "count": counts[keep].to_numpy()[dated]})
+        .groupby(["query", "week"], as_index=False)["count"].sum()
     )
 
 
@@ -276,7 +290,7 @@ def _column(columns: list[str], wanted: str | None, names: Sequence[str], source
 
 @dataclass(frozen=True)
 class TrafficConfig:
-    """Settings of :func:`analyse_traffic`; each default is documented at its constant."""
+    """Settings of :func:`analyze_traffic`; each default is documented at its constant."""
 
     n_topics: int | None = None
     random_state: int = 0
@@ -286,7 +300,7 @@ class TrafficConfig:
 
 @dataclass
 class TrafficResult:
-    """What :func:`analyse_traffic` found.
+    """What :func:`analyze_traffic` found.
 
     ``queries`` has one row per distinct query: ``text`` (masked), ``count``,
     ``topic``, ``best_test_similarity``, ``nearest_test`` (index into the test
@@ -302,7 +316,7 @@ class TrafficResult:
 
     log: TrafficLog
     support_threshold: float
-    answer_threshold: float
+    question_support_threshold: float
     queries: pd.DataFrame
     topics: pd.DataFrame
     unneeded_tests: pd.DataFrame
@@ -323,7 +337,7 @@ class TrafficResult:
             f"Production traffic: {self.tested_share_weighted:.0%} of {self.log.n_queries:,} queries "
             f"({self.log.n_distinct:,} distinct) are tested, {self.answerable_share_weighted:.0%} answerable"
         )
-        untested = self.topics[self.topics["tested_share"] < UNTESTED_TOPIC_SHARE]
+        untested = self.topics[is_untested_topic(self.topics["tested_share"])]
         if len(untested):
             top = untested.iloc[0]
             sentence += f"; most asked, least tested: {top['label']} ({int(top['volume']):,} queries)"
@@ -355,7 +369,7 @@ class TrafficResult:
             "answerable_share_weighted": round(self.answerable_share_weighted, 6),
             "support_threshold": round(self.support_threshold, 6),
             "match_threshold": round(query_match_threshold(self.support_threshold), 6),
-            "answer_threshold": round(self.answer_threshold, 6),
+            "question_support_threshold": round(self.question_support_threshold, 6),
             "topics": topics,
             "unneeded_tests": [
                 {"question": row.question, "best_similarity": round(float(row.best_similarity), 6)}
@@ -393,7 +407,7 @@ def best_matches(rows: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.
     return best, which
 
 
-def analyse_traffic(
+def analyze_traffic(
     log: TrafficLog,
     query_vectors,
     test_vectors,
@@ -401,7 +415,7 @@ def analyse_traffic(
     chunk_vectors,
     *,
     support_threshold: float,
-    answer_threshold: float,
+    question_support_threshold: float,
     chunk_texts: Sequence[str] = (),
     chunk_documents: Sequence[str] = (),
     chunk_labels=None,
@@ -413,7 +427,7 @@ def analyse_traffic(
     are the on-topic test questions (``test_texts``); ``chunk_vectors`` the
     passages. A query is tested when its best similarity to a test question
     is ≥ :func:`query_match_threshold` of ``support_threshold`` (τ), answerable when its best similarity to a
-    passage is ≥ ``answer_threshold``. With ``chunk_texts``,
+    passage is ≥ ``question_support_threshold``. With ``chunk_texts``,
     ``chunk_documents`` and ``chunk_labels`` the suggestions name the passage
     that answers them and the knowledge-base topic they belong to.
     """
@@ -436,14 +450,14 @@ def analyse_traffic(
         "is_tested": best_test >= query_match_threshold(support_threshold),
         "best_passage_similarity": best_passage,
         "best_passage": nearest_passage,
-        "is_answerable": best_passage >= answer_threshold,
+        "is_answerable": best_passage >= question_support_threshold,
     })
     topics = _topic_table(table, n_topics, config)
     unneeded = _unneeded_tests(tests, test_texts, queries, support_threshold)
     weekly = _weekly(log, table)
     suggestions = _suggestions(table, topics, config, chunk_texts, chunk_documents, chunk_labels)
-    return TrafficResult(log, float(support_threshold), float(answer_threshold), table, topics, unneeded, weekly,
-                         suggestions)
+    return TrafficResult(log, float(support_threshold), float(question_support_threshold), table, topics,
+                         unneeded, weekly, suggestions)
 
 
 def _topics(queries: np.ndarray, counts: np.ndarray, config: TrafficConfig) -> tuple[np.ndarray, int]:
@@ -500,13 +514,15 @@ def _topic_table(table: pd.DataFrame, n_topics: int, config: TrafficConfig) -> p
         "priority": volume * (1.0 - tested_share),
         "examples": examples,
     })
-    frame["is_unmet"] = (frame["share"] >= MIN_TOPIC_SHARE) & (frame["answerable_share"] < UNMET_ANSWERABLE_SHARE)
+    frame["is_unmet"] = is_unmet_demand(frame["share"], frame["answerable_share"])
     return frame.sort_values(["priority", "volume"], ascending=False, kind="stable").reset_index(drop=True)
 
 
-def _unneeded_tests(tests: np.ndarray, texts: Sequence[str], queries: np.ndarray, tau: float) -> pd.DataFrame:
+def _unneeded_tests(
+    tests: np.ndarray, texts: Sequence[str], queries: np.ndarray, support_threshold: float
+) -> pd.DataFrame:
     best, _ = best_matches(tests, queries)
-    far = np.flatnonzero(best < tau)
+    far = np.flatnonzero(best < support_threshold)
     order = far[np.argsort(best[far], kind="stable")]
     return pd.DataFrame({"question": [texts[i] for i in order], "best_similarity": best[order]})
 
@@ -525,9 +541,7 @@ def _suggestions(table, topics, config, chunk_texts, chunk_documents, chunk_labe
     """The most asked untested queries of the least tested topics, as candidate test questions."""
     suggestions: list[Suggestion] = []
     labels = None if chunk_labels is None else np.asarray(chunk_labels)
-    for row in topics.itertuples():
-        if row.tested_share >= UNTESTED_TOPIC_SHARE:
-            continue
+    for row in topics[is_untested_topic(topics["tested_share"])].itertuples():
         untested = table[(table["topic"] == row.topic) & ~table["is_tested"]]
         for query in untested.sort_values("count", ascending=False, kind="stable").head(config.suggestions_per_topic).itertuples():
             passage = int(query.best_passage)

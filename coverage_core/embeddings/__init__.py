@@ -1,4 +1,4 @@
-"""Text embeddings: local model, OpenAI and Voyage, plus a persistent cache.
+"""Text embeddings: the registered providers (local model, OpenAI, Voyage), plus a persistent cache.
 
 Typical use::
 
@@ -13,16 +13,15 @@ provider clients are imported only when an embedder first needs them.
 from __future__ import annotations
 
 from coverage_core.embeddings.base import (
-    API_PROVIDERS,
     CUSTOM_KEY_VARIABLE,
     DEFAULT_MAX_CONCURRENCY,
     Backoff,
     Embedder,
+    EmbedderOptions,
+    ModelSpec,
+    ProviderSpec,
     RequestGate,
     approximate_token_count,
-    environment_key,
-    key_variable,
-    normalize_rows,
     redact_url,
 )
 from coverage_core.embeddings.cache import (
@@ -33,36 +32,18 @@ from coverage_core.embeddings.cache import (
     embed_texts,
     text_hash,
 )
-from coverage_core.embeddings import local, openai_provider, voyage_provider
 from coverage_core.embeddings.local import DEFAULT_LOCAL_MODEL, LocalEmbedder, choose_precision
 from coverage_core.embeddings.openai_provider import OPENAI_DEFAULT_MODEL, OPENAI_MODELS, OpenAIEmbedder
+from coverage_core.embeddings.registry import (
+    DEFAULT_MODELS,
+    PROVIDERS,
+    environment_key,
+    key_variable,
+    provider_spec,
+    trained_for_truncation,
+)
 from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS, VoyageEmbedder
 from coverage_core.errors import InputError
-
-PROVIDERS = ("local", "openai", "voyage")
-
-# Each provider's default model, as its module defines it.
-DEFAULT_MODELS = {"local": DEFAULT_LOCAL_MODEL, "openai": OPENAI_DEFAULT_MODEL, "voyage": VOYAGE_DEFAULT_MODEL}
-
-_TRUNCATION = {
-    "local": local.trained_for_truncation,
-    "openai": openai_provider.trained_for_truncation,
-    "voyage": voyage_provider.trained_for_truncation,
-}
-
-
-def trained_for_truncation(provider: str, model: str | None = None) -> bool | None:
-    """Whether ``model`` of ``provider`` was trained for truncation (Matryoshka), from the provider's metadata.
-
-    True: its first dimensions are a smaller embedding (OpenAI
-    text-embedding-3, Voyage models with ``output_dimension``). False: known
-    not to be (all-MiniLM-L6-v2, ada-002, voyage-3). None: unknown provider
-    or model. ``model`` None or blank is the provider's default.
-    """
-    name = (provider or "").strip().lower()
-    if name not in _TRUNCATION:
-        return None
-    return _TRUNCATION[name]((model or "").strip() or DEFAULT_MODELS[name])
 
 
 def make_embedder(
@@ -81,17 +62,18 @@ def make_embedder(
     """An embedder for ``provider``; nothing is loaded or sent until first use.
 
     Args:
-        provider: ``"local"``, ``"openai"`` or ``"voyage"``.
-        model: Model name; None = the provider's default
+        provider: A name in :data:`~coverage_core.embeddings.registry.PROVIDERS`
+            (``"local"``, ``"openai"``, ``"voyage"``).
+        model: Model name; None = the provider's ``default_model``
             (all-MiniLM-L6-v2, text-embedding-3-small, voyage-3.5).
         dimensions: Output size where the model supports it; None = native.
         api_key: API key; None = the environment's key for this endpoint:
-            ``OPENAI_API_KEY`` / ``VOYAGE_API_KEY`` for the provider itself,
-            ``EMBEDDING_API_KEY`` for any other ``base_url`` (:func:`key_variable`).
+            the provider's own ``key_variable`` (``OPENAI_API_KEY``, ``VOYAGE_API_KEY``)
+            for its own hosts, ``EMBEDDING_API_KEY`` for any other ``base_url`` (:func:`key_variable`).
         base_url: Other endpoint for an API provider (compatible server, proxy).
-        batch_size: Texts per request (APIs; None = the provider's maximum,
-            2,048 for OpenAI and 1,000 for Voyage, or 128 for a custom base
-            URL) or per cache write (local).
+        batch_size: Texts per request (APIs; None = the provider's
+            ``max_inputs_per_request``, or 128 for a custom base URL) or per
+            cache write (local).
         timeout: Seconds per API request (default 60).
         max_retries: Retries after rate limits, timeouts and connection errors.
         precision: Local only: ``"auto"``, ``"fp32"`` or ``"bf16"``.
@@ -103,48 +85,21 @@ def make_embedder(
         InputError: unknown provider or model, unsupported ``dimensions``,
             ``batch_size`` or ``max_concurrency``, missing API key.
     """
-    name = (provider or "").strip().lower()
-    if name not in PROVIDERS:
-        raise InputError(f"Unknown embedding provider {provider!r}; choose one of: {', '.join(PROVIDERS)}.")
+    spec = provider_spec(provider)
     if batch_size is not None and int(batch_size) < 1:
         raise InputError(f"batch_size must be at least 1, not {batch_size}.")
     if int(max_retries) < 0:
         raise InputError(f"max_retries must be 0 or more, not {max_retries}.")
     if max_concurrency is not None and int(max_concurrency) < 1:
         raise InputError(f"max_concurrency must be at least 1, not {max_concurrency}.")
-
-    if name == "local":
-        if dimensions is not None:
-            raise InputError(
-                "The local model always returns its native size; dimensions applies to OpenAI "
-                "text-embedding-3 and Voyage models only."
-            )
-        if max_concurrency is not None and int(max_concurrency) != 1:
-            raise InputError(
-                "The local model embeds one batch at a time (it already uses every CPU core); "
-                "max_concurrency applies to OpenAI and Voyage only."
-            )
-        options = {"batch_size": int(batch_size)} if batch_size else {}
-        return LocalEmbedder(model or DEFAULT_MODELS[name], precision=precision, **options)
-
-    options = {
-        "dimensions": dimensions,
-        "api_key": api_key,
-        "base_url": base_url,
-        "max_retries": int(max_retries),
-    }
-    if batch_size:
-        options["batch_size"] = int(batch_size)
-    if timeout is not None:
-        options["timeout"] = float(timeout)
-    if max_concurrency is not None:
-        options["max_concurrency"] = int(max_concurrency)
-    embedder = OpenAIEmbedder if name == "openai" else VoyageEmbedder
-    return embedder(model or DEFAULT_MODELS[name], **options)
+    options = EmbedderOptions(
+        dimensions=dimensions, api_key=api_key, base_url=base_url, batch_size=batch_size, timeout=timeout,
+        max_retries=int(max_retries), precision=precision, max_concurrency=max_concurrency,
+    )
+    return spec.factory(model or spec.default_model, options)
 
 
 __all__ = [
-    "API_PROVIDERS",
     "Backoff",
     "CUSTOM_KEY_VARIABLE",
     "CacheKey",
@@ -152,13 +107,18 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MODELS",
     "Embedder",
+    "EmbedderOptions",
     "EmbeddingCache",
     "EmbeddingRun",
     "LocalEmbedder",
+    "ModelSpec",
+    "OPENAI_DEFAULT_MODEL",
     "OPENAI_MODELS",
     "OpenAIEmbedder",
     "PROVIDERS",
+    "ProviderSpec",
     "RequestGate",
+    "VOYAGE_DEFAULT_MODEL",
     "VOYAGE_MODELS",
     "VoyageEmbedder",
     "approximate_token_count",
@@ -168,7 +128,7 @@ __all__ = [
     "environment_key",
     "key_variable",
     "make_embedder",
-    "normalize_rows",
+    "provider_spec",
     "redact_url",
     "text_hash",
     "trained_for_truncation",

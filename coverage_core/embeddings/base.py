@@ -1,9 +1,10 @@
 """What every embedder offers, and the retry loop the API embedders share.
 
-An embedder turns texts into unit-length float32 vectors. Three kinds exist:
-the bundled local model (``local``), OpenAI and Voyage. They all follow the
-:class:`Embedder` protocol so the rest of the package never cares which one
-it has. Construction is cheap on purpose: nothing is loaded and no request
+An embedder turns texts into unit-length float32 vectors. Each provider
+(the bundled local model, OpenAI, Voyage) declares a :class:`ProviderSpec`
+that :mod:`coverage_core.embeddings.registry` lists, and its embedders follow
+the :class:`Embedder` protocol, so the rest of the project never cares which
+one it has. Construction is cheap on purpose: nothing is loaded and no request
 is sent until ``embed`` or ``count_tokens`` is first called, so a fully
 cached run never pays for a model or a network round trip.
 """
@@ -18,7 +19,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, ClassVar, Collection, Iterator, Mapping, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -34,7 +35,7 @@ class Embedder(Protocol):
     """Anything that embeds texts.
 
     Attributes:
-        provider: ``"local"``, ``"openai"`` or ``"voyage"``.
+        provider: The name of its :class:`ProviderSpec` (``"local"``, ``"openai"``, ``"voyage"``).
         model: The model name, as recorded in the cache key.
         dimensions: Requested output size, or None for the model's native size.
         max_tokens: The model's input limit in tokens; longer texts are
@@ -53,15 +54,6 @@ class Embedder(Protocol):
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Token count of each text (approximate for API providers)."""
         ...
-
-
-def normalize_rows(vectors: np.ndarray) -> np.ndarray:
-    """Float32 copy of ``vectors`` with every non-zero row scaled to length 1."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    if vectors.ndim != 2:
-        vectors = vectors.reshape(len(vectors), -1)
-    # A zero row cannot be normalised; unit_rows leaves it as zeros rather than NaN.
-    return np.ascontiguousarray(unit_rows(vectors), dtype=np.float32)
 
 
 def approximate_token_count(text: str) -> int:
@@ -144,39 +136,124 @@ def redact(text: str, secret: str | None) -> str:
 
 
 # --------------------------------------------------------------------------
-# which key may go where
+# what a provider declares
 # --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class ApiProvider:
-    """An API provider's own endpoints and the environment variable holding its key."""
+class ModelSpec:
+    """What we need to know about one model a provider lists.
+
+    Attributes:
+        dimensions: Native output size.
+        max_tokens: Input limit of one text, in tokens.
+        request_tokens: Cap on the tokens of all texts in one request, summed (0: none).
+        output_dimensions: The values accepted as ``dimensions`` (a shorter
+            output); empty = the model always returns its native size.
+        usd_per_1m_tokens: List price per million input tokens when this was
+            written; None = not known (no row in the default price table).
+    """
+
+    dimensions: int
+    max_tokens: int
+    request_tokens: int = 0
+    output_dimensions: Collection[int] = ()
+    usd_per_1m_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class EmbedderOptions:
+    """What :func:`~coverage_core.embeddings.make_embedder` hands a provider's factory, the shared checks done.
+
+    Each factory refuses what its provider cannot use and ignores what does
+    not concern it (``precision`` is the local model's).
+    """
+
+    dimensions: int | None = None
+    api_key: str | None = None
+    base_url: str | None = None
+    batch_size: int | None = None
+    timeout: float | None = None
+    max_retries: int = 5
+    precision: str = "auto"
+    max_concurrency: int | None = None
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """Everything outside its own module that the project knows about one embedding provider.
+
+    Each provider module declares one as ``SPEC`` and
+    :mod:`coverage_core.embeddings.registry` lists them; ``make_embedder``,
+    the key routing below, the CLI's ``--embedder``, the default price table
+    and the dashboard's Configure page all read it, so a new provider is one
+    module and one registry line.
+
+    Attributes:
+        name: The provider's id: ``--embedder`` value, settings, cache key, price table.
+        label: Its name in messages ("OpenAI").
+        description: The Configure page's choice, one line.
+        default_model: The model used when none is named.
+        models: The models it lists, by name (the Configure page's choices).
+        factory: ``factory(model, options)`` -> the embedder; loads and sends nothing.
+        trained_for_truncation: ``f(model)``: True when the model's first
+            dimensions are a smaller embedding (Matryoshka), False when known
+            not to be, None when unknown.
+        key_variable: The environment variable holding its key; sent only to
+            ``hosts`` (None: it needs no key).
+        hosts: Its own API hosts, the only ones its key variable is sent to.
+        paid: Its own endpoint charges per token (the cost is shown before a run).
+        remote: Texts are sent to a server: ``max_concurrency`` applies and a
+            Ray worker mostly waits on the network.
+        max_inputs_per_request: The API's cap on texts per request (None: no API).
+        compatible_servers: ``base_url`` may name another server speaking its API.
+        typed_model: Any model name is accepted, typed in rather than chosen from ``models``.
+        model_help: What a typed model name may be, for the Configure page.
+        model_name: ``f(model)``: the model as messages name it (a local
+            model's folder shortened to its last part); None: as given.
+    """
 
     name: str
-    key_variable: str
-    hosts: tuple[str, ...]
+    label: str
+    description: str
+    default_model: str
+    models: Mapping[str, ModelSpec]
+    factory: Callable[[str, EmbedderOptions], "Embedder"]
+    trained_for_truncation: Callable[[str], "bool | None"]
+    key_variable: str | None = None
+    hosts: tuple[str, ...] = ()
+    paid: bool = False
+    remote: bool = False
+    max_inputs_per_request: int | None = None
+    compatible_servers: bool = False
+    typed_model: bool = False
+    model_help: str = ""
+    model_name: Callable[[str], str] | None = None
+
+    @property
+    def shortens_output(self) -> bool:
+        """Whether any of its models accepts ``dimensions`` (a shorter output)."""
+        return any(model.output_dimensions for model in self.models.values())
 
 
-API_PROVIDERS: dict[str, ApiProvider] = {
-    "openai": ApiProvider("OpenAI", "OPENAI_API_KEY", ("api.openai.com",)),
-    # With no base URL the voyageai client itself sends MongoDB-issued keys
-    # ("al-…") to ai.mongodb.com; nobody needs to type that host.
-    "voyage": ApiProvider("Voyage", "VOYAGE_API_KEY", ("api.voyageai.com",)),
-}
+# --------------------------------------------------------------------------
+# which key may go where
+# --------------------------------------------------------------------------
+
 CUSTOM_KEY_VARIABLE = "EMBEDDING_API_KEY"
 """Where the key for any other embeddings server (a custom base URL) comes from."""
 
 
-def is_provider_endpoint(provider: str, base_url: str | None) -> bool:
-    """Whether ``base_url`` is ``provider``'s own API: no URL, or https on one of its hosts.
+def endpoint_is_own(spec: ProviderSpec | None, base_url: str | None) -> bool:
+    """Whether ``base_url`` is the API of ``spec``'s provider: no URL, or https on one of its hosts.
 
-    The whole authority must equal the host (``:443`` allowed): comparing
-    the parsed host name alone would accept ``https://x@api.openai.com`` or
-    backslash forms that HTTP clients and ``urlsplit`` read differently.
+    ``spec`` None (an unregistered provider) owns no host. The whole authority
+    must equal the host (``:443`` allowed): comparing the parsed host name
+    alone would accept ``https://x@api.openai.com`` or backslash forms that
+    HTTP clients and ``urlsplit`` read differently.
     """
     if not (base_url or "").strip():
         return True
-    spec = API_PROVIDERS.get(provider)
     if spec is None:
         return False
     try:
@@ -187,39 +264,43 @@ def is_provider_endpoint(provider: str, base_url: str | None) -> bool:
     return parts.scheme.lower() == "https" and parts.netloc.lower() in allowed
 
 
-def key_variable(provider: str, base_url: str | None) -> str:
-    """The environment variable whose key may be sent to ``base_url`` for ``provider``.
+def key_variable_for(spec: ProviderSpec | None, base_url: str | None) -> str:
+    """The environment variable whose key may be sent to ``base_url`` for ``spec``'s provider.
 
     The provider's own variable (``OPENAI_API_KEY``, ``VOYAGE_API_KEY``) only
     for the provider's own endpoint; :data:`CUSTOM_KEY_VARIABLE` for any other
     server, so an operator's key never reaches a URL a user typed.
     """
-    if provider in API_PROVIDERS and is_provider_endpoint(provider, base_url):
-        return API_PROVIDERS[provider].key_variable
+    if spec is not None and spec.key_variable and endpoint_is_own(spec, base_url):
+        return spec.key_variable
     return CUSTOM_KEY_VARIABLE
 
 
-def environment_key(provider: str, base_url: str | None) -> str | None:
-    """The key the environment holds for ``provider`` at ``base_url`` under :func:`key_variable`, or None."""
-    return os.environ.get(key_variable(provider, base_url), "").strip() or None
+def environment_key_for(spec: ProviderSpec | None, base_url: str | None) -> str | None:
+    """The key the environment holds for ``spec``'s provider at ``base_url`` under :func:`key_variable_for`, or None."""
+    return os.environ.get(key_variable_for(spec, base_url), "").strip() or None
 
 
-def resolve_api_key(provider: str, api_key: str | None, base_url: str | None) -> str:
+def resolve_key(spec: ProviderSpec | None, api_key: str | None, base_url: str | None, *, name: str = "") -> str:
     """``api_key`` if given, else the environment's key for this endpoint.
+
+    ``name`` stands for the provider in the message when ``spec`` is None.
 
     Raises:
         InputError: neither exists; the message names the variable to set.
     """
-    key = (api_key or "").strip() or environment_key(provider, base_url)
+    key = (api_key or "").strip() or environment_key_for(spec, base_url)
     if key:
         return key
-    spec = API_PROVIDERS[provider]
-    if key_variable(provider, base_url) == CUSTOM_KEY_VARIABLE:
+    label, own_variable = (spec.label, spec.key_variable) if spec is not None else (name, None)
+    if key_variable_for(spec, base_url) == CUSTOM_KEY_VARIABLE and own_variable:
         raise InputError(
-            f"No API key for the server at {redact_url(base_url)}: {spec.key_variable} is sent only to "
-            f"{spec.name} itself, so set {CUSTOM_KEY_VARIABLE} (or enter a key on the Configure page)."
+            f"No API key for the server at {redact_url(base_url)}: {own_variable} is sent only to "
+            f"{label} itself, so set {CUSTOM_KEY_VARIABLE} (or enter a key on the Configure page)."
         )
-    raise InputError(f"No {spec.name} API key: set {spec.key_variable} (or enter a key on the Configure page).")
+    raise InputError(
+        f"No {label} API key: set {own_variable or CUSTOM_KEY_VARIABLE} (or enter a key on the Configure page)."
+    )
 
 
 # Characters kept per token of a model's input when a text is cut to fit it.
@@ -286,7 +367,26 @@ class RemoteEmbedder:
     _gate: "RequestGate | None" = field(default=None, init=False, repr=False)
 
     label = "The provider"  # not a field: each provider names itself
+    spec: ClassVar[ProviderSpec | None] = None  # each provider sets its module's SPEC: its key routing reads it
     max_inputs_per_request = 1  # not a field: each provider sets its API's cap
+
+    @classmethod
+    def from_options(cls, model: str, options: EmbedderOptions) -> "RemoteEmbedder":
+        """The embedder of ``model`` with ``options``: the factory of every API provider's spec.
+
+        Options left unset keep this class's defaults; ``precision`` is the local model's and ignored.
+        """
+        settings: dict[str, Any] = {
+            "dimensions": options.dimensions, "api_key": options.api_key, "base_url": options.base_url,
+            "max_retries": int(options.max_retries),
+        }
+        if options.batch_size:
+            settings["batch_size"] = int(options.batch_size)
+        if options.timeout is not None:
+            settings["timeout"] = float(options.timeout)
+        if options.max_concurrency is not None:
+            settings["max_concurrency"] = int(options.max_concurrency)
+        return cls(model, **settings)
 
     def __post_init__(self) -> None:
         self.base_url = (self.base_url or "").strip() or None
@@ -294,13 +394,13 @@ class RemoteEmbedder:
         self._check_request_settings()
         # Resolve the key now (cheap, no network) so a missing key is reported
         # before any work starts.
-        self.api_key = resolve_api_key(self.provider, self.api_key, self.base_url)
+        self.api_key = resolve_key(self.spec, self.api_key, self.base_url, name=self.provider)
 
     def _check_request_settings(self) -> None:
         """InputError unless ``batch_size`` and ``max_concurrency`` are usable; fills in the defaults."""
         cap = int(self.max_inputs_per_request)
         if self.batch_size is None:
-            own_endpoint = is_provider_endpoint(self.provider, self.base_url)
+            own_endpoint = endpoint_is_own(self.spec, self.base_url)
             self.batch_size = cap if own_endpoint else min(cap, COMPATIBLE_SERVER_BATCH_SIZE)
         if not 1 <= int(self.batch_size) <= cap:
             raise InputError(
@@ -404,7 +504,7 @@ class RemoteEmbedder:
         code = f" ({status})" if status else ""
         return Failure(
             "auth",
-            f"{self.label} rejected the API key{code}; check {key_variable(self.provider, self.base_url)} "
+            f"{self.label} rejected the API key{code}; check {key_variable_for(self.spec, self.base_url)} "
             "or the key you entered.",
             retryable=False,
         )
@@ -444,7 +544,7 @@ class RemoteEmbedder:
             raise ProviderError(
                 f"{self.label} returned {len(embeddings)} embeddings for {n_texts} texts; try again.", "other"
             )
-        return normalize_rows(np.array(embeddings, dtype=np.float32))
+        return unit_rows(np.array(embeddings, dtype=np.float32))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ Embedding a knowledge base costs minutes (local model) or money (APIs), and
 users re-run the same documents many times while tuning questions. The cache
 remembers every vector by (provider, model, dimensions, sha256(text)) in one
 SQLite file, together with the text's token count, so a fully cached run
-needs neither the model nor its tokenizer.
+needs neither the model nor its tokenizer. A local model run in bf16 counts
+as another model (:func:`stored_model_name`).
 
 SQLite in WAL mode gives atomic writes that several processes and threads
 can share (e.g. two dashboard sessions). A new connection is opened per
@@ -19,6 +20,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -27,8 +29,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from coverage_core.embeddings.base import Embedder, batches, normalize_rows, plan_batches
+from coverage_core.embeddings.base import Embedder, batches, plan_batches
 from coverage_core.errors import InputError
+from coverage_core.validation import unit_rows
 
 CACHE_FILE_NAME = "embeddings.sqlite3"
 _FIRST_USE = threading.Lock()
@@ -77,7 +80,19 @@ class CacheKey:
 
     @classmethod
     def of(cls, embedder: Embedder) -> "CacheKey":
-        return cls(embedder.provider, embedder.model, int(embedder.dimensions or 0))
+        return cls(embedder.provider, stored_model_name(embedder), int(embedder.dimensions or 0))
+
+
+def stored_model_name(embedder: Embedder) -> str:
+    """The model column for ``embedder``: its model, plus ``@bf16`` (say) when it does not run in fp32.
+
+    Vectors of one text differ by up to ~1e-3 between bf16 and fp32, so they
+    are kept apart. fp32, the precision of every cache written before
+    precisions were told apart (and of API embedders, which have no
+    ``precision_used``), keeps the bare name, so those caches stay valid.
+    """
+    precision = getattr(embedder, "precision_used", None) or "fp32"
+    return embedder.model if precision == "fp32" else f"{embedder.model}@{precision}"
 
 
 class EmbeddingCache:
@@ -347,39 +362,46 @@ def embed_texts(
     unique: dict[bytes, int] = {}  # hash -> first input position
     for position, digest in enumerate(digests):
         unique.setdefault(digest, position)
-    positions_of: dict[bytes, int] = {}
-    for digest in digests:
-        positions_of[digest] = positions_of.get(digest, 0) + 1
+    repeats = Counter(digests)
 
     known = cache.get_many(key, list(unique)) if cache is not None else {}
-    n_cached = sum(positions_of[digest] for digest in known)
-    done = n_cached
+    n_cached = sum(repeats[digest] for digest in known)
     if progress is not None:
-        progress(done, total)
-
+        progress(n_cached, total)
     missing = [digest for digest in unique if digest not in known]
     new_tokens = 0
     if missing:
         missing_texts = [texts[unique[digest]] for digest in missing]
-        missing_tokens = [int(t) for t in embedder.count_tokens(missing_texts)]
-        size = int(getattr(embedder, "batch_size", None) or 64)
-        token_cap = getattr(embedder, "max_batch_tokens", None)
-        plan = plan_batches(missing_tokens, size, token_cap)
-        concurrency = int(getattr(embedder, "max_concurrency", None) or 1)
-        requests = [[missing_texts[i] for i in batch] for batch in plan]
-        for position, vectors in _completed_batches(embedder.embed, requests, concurrency):
-            batch = plan[position]
-            vectors = normalize_rows(vectors)
-            if len(vectors) != len(batch):
-                raise RuntimeError(f"{embedder.provider} returned {len(vectors)} vectors for {len(batch)} texts")
-            items = [(missing[i], vector, missing_tokens[i]) for i, vector in zip(batch, vectors)]
-            texts_done, tokens_paid = keep_batch(cache, key, items, known, positions_of)
-            done += texts_done
-            new_tokens += tokens_paid
-            if progress is not None:
-                progress(done, total)
-
+        new_tokens = _embed_missing(missing, missing_texts, embedder, cache, key, known, repeats,
+                                    lambda done: progress(n_cached + done, total) if progress else None)
     return assemble_run(digests, known, embedder, key, n_cached, new_tokens)
+
+
+def _embed_missing(
+    missing: list[bytes], missing_texts: list[str], embedder: Embedder, cache: "EmbeddingCache | None",
+    key: CacheKey, known: dict, repeats: Counter, progress: Callable[[int], None],
+) -> int:
+    """Embed ``missing_texts`` in planned batches, keeping each finished batch; returns the tokens paid.
+
+    ``progress(done)`` counts the input texts finished so far (repeats included).
+    """
+    missing_tokens = [int(t) for t in embedder.count_tokens(missing_texts)]
+    size = int(getattr(embedder, "batch_size", None) or 64)
+    plan = plan_batches(missing_tokens, size, getattr(embedder, "max_batch_tokens", None))
+    concurrency = int(getattr(embedder, "max_concurrency", None) or 1)
+    requests = [[missing_texts[i] for i in batch] for batch in plan]
+    done = new_tokens = 0
+    for position, vectors in _completed_batches(embedder.embed, requests, concurrency):
+        batch = plan[position]
+        vectors = unit_rows(np.asarray(vectors, dtype=np.float32))
+        if len(vectors) != len(batch):
+            raise RuntimeError(f"{embedder.provider} returned {len(vectors)} vectors for {len(batch)} texts")
+        items = [(missing[i], vector, missing_tokens[i]) for i, vector in zip(batch, vectors)]
+        texts_done, tokens_paid = keep_batch(cache, key, items, known, repeats)
+        done += texts_done
+        new_tokens += tokens_paid
+        progress(done)
+    return new_tokens
 
 
 def keep_batch(

@@ -38,17 +38,22 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from coverage_core.embeddings.base import normalize_rows
 from coverage_core.errors import InputError
+from coverage_core.validation import unit_rows
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 # Local models known not to be trained for truncation (Matryoshka): their
 # first dimensions are not a smaller embedding.
 NOT_TRUNCATION_TRAINED = frozenset({"all-MiniLM-L6-v2"})
 PRECISIONS = ("auto", "fp32", "bf16")
+# Forces a precision without an argument through every caller (tests run both
+# on any CPU; a user can pin one); an explicit precision argument still wins.
+PRECISION_VARIABLE = "COVERAGE_CORE_PRECISION"
 
 # One loaded model per (model path, device) for the whole process: the
 # dashboard and the tests create many embedders, loading takes seconds.
+# Precision is not part of the key: bf16 is an autocast entered around each
+# forward pass (thread-local), the weights stay fp32, so one model serves both.
 _MODELS: dict[tuple[str, str], Any] = {}
 _MODELS_LOCK = threading.Lock()
 # Fast tokenizers mutate their padding/truncation state per call; shared by
@@ -94,6 +99,21 @@ def read_cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
         if line.startswith(("flags", "Features")):
             return set(line.split(":", 1)[1].split())
     return set()
+
+
+def requested_precision(precision: str = "auto") -> str:
+    """``precision``, or for ``"auto"`` the value of ``$COVERAGE_CORE_PRECISION`` (unset or empty: ``"auto"``).
+
+    The one place that variable is read.
+    """
+    if precision != "auto":
+        return precision
+    value = os.environ.get(PRECISION_VARIABLE, "").strip().lower() or "auto"
+    if value not in PRECISIONS:
+        raise InputError(
+            f"{PRECISION_VARIABLE} is set to {value!r}; set it to one of: {', '.join(PRECISIONS)}, or unset it."
+        )
+    return value
 
 
 def choose_precision(
@@ -162,7 +182,9 @@ class LocalEmbedder:
             how often progress is reported and the cache written.
         encode_batch_size: Texts per forward pass (8 is fastest on CPU, see
             the module docstring).
-        precision: ``"auto"`` (bf16 only on AMX CPUs), ``"fp32"`` or ``"bf16"``.
+        precision: ``"auto"`` (``$COVERAGE_CORE_PRECISION`` if set, else bf16
+            only on AMX CPUs), ``"fp32"`` or ``"bf16"``. ``precision_used`` is
+            what runs; the cache keeps bf16 vectors apart from fp32 ones.
         workers: Batches run in parallel, one thread each; None = torch's
             thread count (the physical cores). 1 = one batch at a time using
             torch's own multi-threading, like plain ``encode``.
@@ -184,7 +206,10 @@ class LocalEmbedder:
         if not self.model:
             self.model = DEFAULT_LOCAL_MODEL
         # Cheap: reads /proc/cpuinfo, imports nothing heavy.
-        self.precision_used, self.precision_reason = choose_precision(self.precision)
+        requested = requested_precision(self.precision)
+        self.precision_used, self.precision_reason = choose_precision(requested)
+        if requested != self.precision:
+            self.precision_reason = f"{requested} set by {PRECISION_VARIABLE}"
 
     @property
     def model_path(self) -> str:
@@ -249,7 +274,7 @@ class LocalEmbedder:
         vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
         for group, part in zip(groups, parts):
             vectors[group] = part
-        return normalize_rows(vectors)
+        return unit_rows(vectors)
 
 
 def _process_threads() -> int:
@@ -303,3 +328,39 @@ def _forward(model, features: dict, precision: str, single_thread: bool = True) 
     with torch.inference_mode(), autocast:
         output = model(features)["sentence_embedding"]
     return output.float().cpu().numpy()
+
+
+# ---------------------------------------------------------------- the provider's spec
+# Imported here rather than at the top: this block is what the provider
+# registry reads, kept apart from the model code above.
+from coverage_core.embeddings.base import EmbedderOptions, ModelSpec, ProviderSpec  # noqa: E402
+
+
+def _make_local(model: str, options: EmbedderOptions) -> LocalEmbedder:
+    """The local embedder ``make_embedder`` asks for: always its native size, one batch at a time."""
+    if options.dimensions is not None:
+        raise InputError(
+            "The local model always returns its native size; dimensions applies to OpenAI "
+            "text-embedding-3 and Voyage models only."
+        )
+    if options.max_concurrency is not None and int(options.max_concurrency) != 1:
+        raise InputError(
+            "The local model embeds one batch at a time (it already uses every CPU core); "
+            "max_concurrency applies to OpenAI and Voyage only."
+        )
+    settings = {"batch_size": int(options.batch_size)} if options.batch_size else {}
+    return LocalEmbedder(model, precision=options.precision, **settings)
+
+
+SPEC = ProviderSpec(
+    name="local",
+    label="the local model",
+    description="Local model (bundled all-MiniLM-L6-v2; free, nothing leaves this server)",
+    default_model=DEFAULT_LOCAL_MODEL,
+    models={DEFAULT_LOCAL_MODEL: ModelSpec(384, 256, usd_per_1m_tokens=0.0)},
+    factory=_make_local,
+    trained_for_truncation=trained_for_truncation,
+    typed_model=True,
+    model_help="Any sentence-transformers model name or folder already on this server.",
+    model_name=model_base_name,
+)

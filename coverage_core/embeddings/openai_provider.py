@@ -12,17 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from coverage_core.embeddings.base import Failure, RemoteEmbedder, parse_retry_after, redact
+from coverage_core.embeddings.base import (
+    Failure,
+    ModelSpec,
+    ProviderSpec,
+    RemoteEmbedder,
+    parse_retry_after,
+    redact,
+)
 from coverage_core.errors import InputError
 
-# Native output size of each model; text-embedding-3 models accept any
-# smaller ``dimensions`` (Matryoshka-style shortening done by the API).
-OPENAI_MODELS: dict[str, int] = {
-    "text-embedding-3-small": 1536,
-    "text-embedding-3-large": 3072,
-    "text-embedding-ada-002": 1536,
-}
-OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
 OPENAI_MAX_TOKENS = 8191
 
 OPENAI_MAX_INPUTS_PER_REQUEST = 2048
@@ -33,6 +32,20 @@ OPENAI_MAX_TOKENS_PER_REQUEST = 300_000
 """Tokens one embeddings request may hold, summed over its texts (the same API
 reference: "all embedding models enforce a maximum of 300,000 tokens summed
 across all inputs in a single request")."""
+
+# text-embedding-3 models accept any smaller ``dimensions`` (Matryoshka-style
+# shortening done by the API). Prices: US dollars per million input tokens,
+# the list prices when this table was written.
+OPENAI_MODELS: dict[str, ModelSpec] = {
+    "text-embedding-3-small": ModelSpec(
+        1536, OPENAI_MAX_TOKENS, OPENAI_MAX_TOKENS_PER_REQUEST, range(1, 1537), usd_per_1m_tokens=0.02
+    ),
+    "text-embedding-3-large": ModelSpec(
+        3072, OPENAI_MAX_TOKENS, OPENAI_MAX_TOKENS_PER_REQUEST, range(1, 3073), usd_per_1m_tokens=0.13
+    ),
+    "text-embedding-ada-002": ModelSpec(1536, OPENAI_MAX_TOKENS, OPENAI_MAX_TOKENS_PER_REQUEST, usd_per_1m_tokens=0.10),
+}
+OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
 
 
 # Models trained for shortened output (Matryoshka): the API's ``dimensions``
@@ -52,6 +65,23 @@ def _supports_dimensions(model: str) -> bool:
     return trained_for_truncation(model) is not False
 
 
+SPEC = ProviderSpec(
+    name="openai",
+    label="OpenAI",
+    description="OpenAI (or an OpenAI-compatible server)",
+    default_model=OPENAI_DEFAULT_MODEL,
+    models=OPENAI_MODELS,
+    factory=lambda model, options: OpenAIEmbedder.from_options(model, options),  # the class is defined below
+    trained_for_truncation=trained_for_truncation,
+    key_variable="OPENAI_API_KEY",
+    hosts=("api.openai.com",),
+    paid=True,
+    remote=True,
+    max_inputs_per_request=OPENAI_MAX_INPUTS_PER_REQUEST,
+    compatible_servers=True,
+)
+
+
 @dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
 class OpenAIEmbedder(RemoteEmbedder):
     """Embeds with an OpenAI (or OpenAI-compatible) embeddings endpoint.
@@ -62,7 +92,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         dimensions: Output size for text-embedding-3 models (None = native).
         api_key: The key; None reads ``OPENAI_API_KEY`` for OpenAI itself and
             ``EMBEDDING_API_KEY`` for any other ``base_url`` (see
-            :func:`~coverage_core.embeddings.base.key_variable`). Never shown
+            :func:`~coverage_core.embeddings.registry.key_variable`). Never shown
             in ``repr``, messages or the cache.
         base_url: A compatible server's URL, e.g. ``http://host:8000/v1``;
             None (or ``https://api.openai.com/v1``) is OpenAI itself.
@@ -76,9 +106,10 @@ class OpenAIEmbedder(RemoteEmbedder):
     """
 
     model: str = OPENAI_DEFAULT_MODEL
-    label = "OpenAI"  # not a field
-    max_inputs_per_request = OPENAI_MAX_INPUTS_PER_REQUEST  # not a field
-    provider: str = field(default="openai", init=False)
+    label = SPEC.label  # not a field
+    spec = SPEC  # not a field
+    max_inputs_per_request = SPEC.max_inputs_per_request  # not a field
+    provider: str = field(default=SPEC.name, init=False)
     max_tokens: int = field(default=OPENAI_MAX_TOKENS, init=False)
 
     def _check_settings(self) -> None:
@@ -91,7 +122,7 @@ class OpenAIEmbedder(RemoteEmbedder):
                     f"{self.model} always returns 1536 dimensions; leave dimensions empty "
                     "or choose text-embedding-3-small or text-embedding-3-large."
                 )
-            native = OPENAI_MODELS.get(self.model)
+            native = OPENAI_MODELS[self.model].dimensions if self.model in OPENAI_MODELS else None
             if int(self.dimensions) < 1 or (native is not None and int(self.dimensions) > native):
                 raise InputError(f"dimensions for {self.model} must be between 1 and {native}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
@@ -105,7 +136,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         return openai.OpenAI(**settings)
 
     def _output_dimensions(self) -> int:
-        return self.dimensions or OPENAI_MODELS.get(self.model, 0)
+        return self.dimensions or (OPENAI_MODELS[self.model].dimensions if self.model in OPENAI_MODELS else 0)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         client = self._get_client()

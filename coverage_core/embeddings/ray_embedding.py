@@ -19,7 +19,7 @@ API keys never travel through Ray: Ray keeps actor arguments and runtime
 environments in its control store and may show them in its dashboard, so
 the recipe leaves the key out and each actor reads it from the environment
 of the machine it runs on (``OPENAI_API_KEY``, ``VOYAGE_API_KEY`` or
-``EMBEDDING_API_KEY``, see :func:`~coverage_core.embeddings.base.key_variable`).
+``EMBEDDING_API_KEY``, see :func:`~coverage_core.embeddings.registry.key_variable`).
 A key that exists only in memory (typed into the dashboard) is refused with
 a sentence saying so. A local Ray started here inherits this process's
 environment; on a cluster, set the variable on every node.
@@ -34,17 +34,26 @@ import dataclasses
 import logging
 import math
 import os
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from coverage_core.embeddings.base import Embedder, environment_key, key_variable, redact
+from coverage_core.embeddings.base import Embedder, redact
 from coverage_core.embeddings.cache import (
-    CacheKey, EmbeddingCache, EmbeddingRun, assemble_run, embed_texts, keep_batch, text_hash,
+    CacheKey,
+    EmbeddingCache,
+    EmbeddingRun,
+    assemble_run,
+    embed_texts,
+    keep_batch,
+    text_hash,
 )
+from coverage_core.embeddings.registry import environment_key, key_variable, sends_requests
 from coverage_core.errors import CoverageError, InputError, ProviderError
+from coverage_core.validation import check_scalar
 
 LOCAL_ADDRESS = "local"
 """The ``address`` that starts a Ray on this machine for one call (None means the same)."""
@@ -126,7 +135,7 @@ class EmbedderRecipe:
                 f"sent through Ray; set {variable} where Ray runs, or embed without Ray."
             )
         settings = tuple(
-            (field.name, _ACTOR_OVERRIDES.get(field.name, getattr(embedder, field.name)))
+            (field.name, _actor_setting(embedder, field.name))
             for field in dataclasses.fields(embedder)
             if field.init and field.name not in _SECRET_SETTINGS
         )
@@ -135,6 +144,18 @@ class EmbedderRecipe:
     def build(self) -> Embedder:
         """A fresh embedder with these settings (an API embedder resolves its key here)."""
         return self.embedder_class(**dict(self.settings))
+
+
+def _actor_setting(embedder: Embedder, name: str) -> Any:
+    """The value of setting ``name`` on an actor's copy of ``embedder``.
+
+    A worker on another machine may choose another precision than the driver
+    ("auto" picks bf16 on AMX CPUs), and its vectors would be cached under the
+    driver's precision; so an actor runs the precision the driver runs.
+    """
+    if name == "precision" and getattr(embedder, "precision_used", None):
+        return embedder.precision_used
+    return _ACTOR_OVERRIDES.get(name, getattr(embedder, name))
 
 
 @dataclass(frozen=True)
@@ -270,7 +291,7 @@ def _pool_size(ray: Any, embedder: Embedder, num_workers: int | None, cpus_per_w
     """How many actors to run; InputError when the cluster cannot hold that many."""
     available = float(ray.cluster_resources().get("CPU", 0))
     if num_workers is None:
-        if embedder.provider != "local":
+        if sends_requests(embedder.provider):
             return int(getattr(embedder, "max_concurrency", None) or DEFAULT_API_CONCURRENCY)
         return max(1, int(available // cpus_per_worker))
     if num_workers * cpus_per_worker > available:
@@ -372,14 +393,13 @@ def embed_on_ray(
         embedder: A dataclass embedder (``make_embedder(...)``); each actor
             builds its own from the same settings, without the API key.
         cache: Where vectors are looked up and stored; None keeps nothing.
-        address: None or ``"local"`` starts a Ray on this machine for this
-            call and stops it after; ``"auto"`` joins the cluster this machine
-            belongs to; ``"ray://host:10001"`` connects to a remote one. A Ray
-            session already open in this process is used as it is.
-        num_workers: Actors in the pool. Local model: one CPU each, at most
-            the cluster's CPUs (default: all of them). Paid provider: the
-            requests in flight at once, one per actor (default: the
-            embedder's ``max_concurrency``, else :data:`DEFAULT_API_CONCURRENCY`).
+        address: None or ``"local"``: a Ray on this machine for this call only;
+            ``"auto"``: the cluster this machine belongs to; ``"ray://host:10001"``:
+            a remote one. A Ray session open in this process is used as it is.
+        num_workers: Actors in the pool. Local model: one CPU each (default:
+            all the cluster's CPUs). A provider that sends requests: the requests
+            in flight, one per actor (default: the embedder's ``max_concurrency``,
+            else :data:`DEFAULT_API_CONCURRENCY`).
         progress: Called with ``(done, total)``.
 
     Raises:
@@ -388,61 +408,94 @@ def embed_on_ray(
             is missing on the workers.
         ProviderError: a paid provider failed a batch (after its retries).
     """
-    if num_workers is not None and (
-        isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1
-    ):
-        raise InputError(f"num_workers must be a whole number of at least 1 (got {num_workers!r}).")
+    check_num_workers(num_workers)
     texts = list(texts)
-    total = len(texts)
     key = CacheKey.of(embedder)
     digests = [text_hash(text) for text in texts]
-    first_position: dict[bytes, int] = {}
-    repeats: dict[bytes, int] = {}
-    for position, digest in enumerate(digests):
-        first_position.setdefault(digest, position)
-        repeats[digest] = repeats.get(digest, 0) + 1
-
+    first_position, repeats = _distinct(digests)
     known = cache.get_many(key, list(first_position)) if cache is not None else {}
     n_cached = sum(repeats[digest] for digest in known)
-    done = n_cached
-    new_tokens = 0
-    if progress is not None:
-        progress(done, total)
-
+    tally = _Tally(len(texts), n_cached, progress)
     missing = [digest for digest in first_position if digest not in known]
     if missing:
-        recipe = EmbedderRecipe.of(embedder)  # refuses a key kept in memory before Ray starts
-        ray = import_ray()
-
         def store(positions: list[int], vectors: list[np.ndarray], tokens: list[int]) -> None:
-            nonlocal done, new_tokens
             items = [(missing[position], vector, count) for position, vector, count in zip(positions, vectors, tokens)]
-            texts_done, tokens_paid = keep_batch(cache, key, items, known, repeats)
-            done += texts_done
-            new_tokens += tokens_paid
-            if progress is not None:
-                progress(done, total)
+            tally.add(*keep_batch(cache, key, items, known, repeats))
 
-        cpus_per_worker = LOCAL_WORKER_CPUS if embedder.provider == "local" else API_WORKER_CPUS
-        with _quiet_ray():
-            # A local Ray gets every CPU here, or as many as the workers asked for need.
-            local_cpus = max(os.cpu_count() or 1, math.ceil((num_workers or 0) * cpus_per_worker))
-            started_here = _connect(ray, address, local_cpus)
-            try:
-                failure, n_failed = _run_job(
-                    ray, recipe, [texts[first_position[digest]] for digest in missing], store,
-                    batch_size=int(getattr(embedder, "batch_size", None) or DEFAULT_BATCH_SIZE),
-                    pool_size=_pool_size(ray, embedder, num_workers, cpus_per_worker),
-                    cpus_per_worker=cpus_per_worker,
-                )
-            finally:
-                if started_here:
-                    ray.shutdown()
+        missing_texts = [texts[first_position[digest]] for digest in missing]
+        failure, n_failed = _embed_on_actors(missing_texts, embedder, store, address, num_workers)
         if failure is not None:
-            kept = (
-                "the finished ones are in the cache, so running again embeds only the missing ones"
-                if cache is not None else "without a cache nothing was kept"
-            )
-            raise failure.error(f"{n_failed} of {len(missing)} texts were not embedded; {kept}.")
+            raise failure.error(_unfinished(n_failed, len(missing), cached=cache is not None))
+    return assemble_run(digests, known, embedder, key, n_cached, tally.new_tokens)
 
-    return assemble_run(digests, known, embedder, key, n_cached, new_tokens)
+
+def _unfinished(n_failed: int, n_missing: int, *, cached: bool) -> str:
+    """What a failed job leaves behind, for the end of its error message."""
+    kept = (
+        "the finished ones are in the cache, so running again embeds only the missing ones"
+        if cached else "without a cache nothing was kept"
+    )
+    return f"{n_failed} of {n_missing} texts were not embedded; {kept}."
+
+
+def check_num_workers(num_workers: int | None, name: str = "num_workers") -> None:
+    """InputError unless ``num_workers`` is None or at least 1; ``name`` is what the message calls it."""
+    if num_workers is not None:
+        check_scalar(num_workers, name, int, min_val=1)
+
+
+def _distinct(digests: Sequence[bytes]) -> tuple[dict[bytes, int], Counter]:
+    """Each distinct digest's first position, in order of first appearance, and how often each occurs."""
+    first_position: dict[bytes, int] = {}
+    for position, digest in enumerate(digests):
+        first_position.setdefault(digest, position)
+    return first_position, Counter(digests)
+
+
+@dataclass
+class _Tally:
+    """Texts done and tokens paid so far, reported through ``progress(done, total)`` at every change."""
+
+    total: int
+    done: int
+    progress: Callable[[int, int], None] | None
+    new_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        self._report()
+
+    def add(self, texts_done: int, tokens_paid: int) -> None:
+        self.done += texts_done
+        self.new_tokens += tokens_paid
+        self._report()
+
+    def _report(self) -> None:
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+def _embed_on_actors(
+    texts: list[str],
+    embedder: Embedder,
+    store: Callable[[list[int], list[np.ndarray], list[int]], None],
+    address: str | None,
+    num_workers: int | None,
+) -> tuple[_Failure | None, int]:
+    """:func:`_run_job` for ``texts`` on the Ray at ``address``, started here (and stopped after) when needed."""
+    recipe = EmbedderRecipe.of(embedder)  # refuses a key kept in memory before Ray starts
+    ray = import_ray()
+    cpus_per_worker = API_WORKER_CPUS if sends_requests(embedder.provider) else LOCAL_WORKER_CPUS
+    with _quiet_ray():
+        # A local Ray gets every CPU here, or as many as the workers asked for need.
+        local_cpus = max(os.cpu_count() or 1, math.ceil((num_workers or 0) * cpus_per_worker))
+        started_here = _connect(ray, address, local_cpus)
+        try:
+            return _run_job(
+                ray, recipe, texts, store,
+                batch_size=int(getattr(embedder, "batch_size", None) or DEFAULT_BATCH_SIZE),
+                pool_size=_pool_size(ray, embedder, num_workers, cpus_per_worker),
+                cpus_per_worker=cpus_per_worker,
+            )
+        finally:
+            if started_here:
+                ray.shutdown()

@@ -11,25 +11,19 @@ from typing import Any
 
 import numpy as np
 
-from coverage_core.embeddings.base import Failure, RemoteEmbedder, parse_retry_after, redact
+from coverage_core.embeddings.base import (
+    Failure,
+    ModelSpec,
+    ProviderSpec,
+    RemoteEmbedder,
+    parse_retry_after,
+    redact,
+)
 from coverage_core.errors import InputError
-
 
 VOYAGE_MAX_INPUTS_PER_REQUEST = 1000
 """Texts one embeddings request may hold ("The maximum length of the list is
 1,000": docs.voyageai.com/reference/embeddings-api)."""
-
-
-@dataclass(frozen=True)
-class VoyageModel:
-    """What we need to know about one hosted Voyage model."""
-
-    native_dimensions: int
-    max_tokens: int
-    # Tokens one request may hold, summed over its texts.
-    request_tokens: int
-    # Values accepted as ``output_dimension``; empty = fixed size.
-    dimensions: tuple[int, ...] = ()
 
 
 _FLEXIBLE = (256, 512, 1024, 2048)
@@ -38,17 +32,18 @@ _FLEXIBLE = (256, 512, 1024, 2048)
 # embeddings-api: 1M for the -lite models, 320K for voyage-4, voyage-3.5 and
 # voyage-3, 120K for the -large and code models; voyage-3 and voyage-3-lite
 # are from the earlier edition of that page). The client library itself
-# carries no list of hosted models.
-VOYAGE_MODELS: dict[str, VoyageModel] = {
-    "voyage-3.5": VoyageModel(1024, 32_000, 320_000, _FLEXIBLE),
-    "voyage-3.5-lite": VoyageModel(1024, 32_000, 1_000_000, _FLEXIBLE),
-    "voyage-3-large": VoyageModel(1024, 32_000, 120_000, _FLEXIBLE),
-    "voyage-3": VoyageModel(1024, 32_000, 320_000),
-    "voyage-3-lite": VoyageModel(512, 32_000, 1_000_000),
-    "voyage-code-3": VoyageModel(1024, 32_000, 120_000, _FLEXIBLE),
-    "voyage-4": VoyageModel(1024, 32_000, 320_000, _FLEXIBLE),
-    "voyage-4-lite": VoyageModel(1024, 32_000, 1_000_000, _FLEXIBLE),
-    "voyage-4-large": VoyageModel(1024, 32_000, 120_000, _FLEXIBLE),
+# carries no list of hosted models. Prices: US dollars per million input
+# tokens, the list prices when this table was written (None: not recorded).
+VOYAGE_MODELS: dict[str, ModelSpec] = {
+    "voyage-3.5": ModelSpec(1024, 32_000, 320_000, _FLEXIBLE, usd_per_1m_tokens=0.06),
+    "voyage-3.5-lite": ModelSpec(1024, 32_000, 1_000_000, _FLEXIBLE, usd_per_1m_tokens=0.02),
+    "voyage-3-large": ModelSpec(1024, 32_000, 120_000, _FLEXIBLE, usd_per_1m_tokens=0.18),
+    "voyage-3": ModelSpec(1024, 32_000, 320_000, usd_per_1m_tokens=0.06),
+    "voyage-3-lite": ModelSpec(512, 32_000, 1_000_000, usd_per_1m_tokens=0.02),
+    "voyage-code-3": ModelSpec(1024, 32_000, 120_000, _FLEXIBLE),
+    "voyage-4": ModelSpec(1024, 32_000, 320_000, _FLEXIBLE),
+    "voyage-4-lite": ModelSpec(1024, 32_000, 1_000_000, _FLEXIBLE),
+    "voyage-4-large": ModelSpec(1024, 32_000, 120_000, _FLEXIBLE),
 }
 VOYAGE_DEFAULT_MODEL = "voyage-3.5"
 
@@ -56,7 +51,25 @@ VOYAGE_DEFAULT_MODEL = "voyage-3.5"
 def trained_for_truncation(model: str) -> bool | None:
     """True for models that accept ``output_dimension`` (trained for it), False for fixed-size ones, None if unknown."""
     spec = VOYAGE_MODELS.get(model)
-    return None if spec is None else bool(spec.dimensions)
+    return None if spec is None else bool(spec.output_dimensions)
+
+
+SPEC = ProviderSpec(
+    name="voyage",
+    label="Voyage",
+    description="Voyage AI",
+    default_model=VOYAGE_DEFAULT_MODEL,
+    models=VOYAGE_MODELS,
+    factory=lambda model, options: VoyageEmbedder.from_options(model, options),  # the class is defined below
+    trained_for_truncation=trained_for_truncation,
+    key_variable="VOYAGE_API_KEY",
+    # With no base URL the voyageai client itself sends MongoDB-issued keys
+    # ("al-…") to ai.mongodb.com; nobody needs to type that host.
+    hosts=("api.voyageai.com",),
+    paid=True,
+    remote=True,
+    max_inputs_per_request=VOYAGE_MAX_INPUTS_PER_REQUEST,
+)
 
 
 @dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
@@ -68,7 +81,7 @@ class VoyageEmbedder(RemoteEmbedder):
         dimensions: ``output_dimension`` for models that support it (None = native).
         api_key: The key; None reads ``VOYAGE_API_KEY`` for Voyage itself and
             ``EMBEDDING_API_KEY`` for any other ``base_url`` (see
-            :func:`~coverage_core.embeddings.base.key_variable`). Never shown
+            :func:`~coverage_core.embeddings.registry.key_variable`). Never shown
             in ``repr``, messages or the cache.
         base_url: Another endpoint (e.g. a proxy); None = Voyage's default.
         batch_size: Texts per request, at most
@@ -83,10 +96,11 @@ class VoyageEmbedder(RemoteEmbedder):
     """
 
     model: str = VOYAGE_DEFAULT_MODEL
-    label = "Voyage"  # not a field
-    max_inputs_per_request = VOYAGE_MAX_INPUTS_PER_REQUEST  # not a field
+    label = SPEC.label  # not a field
+    spec = SPEC  # not a field
+    max_inputs_per_request = SPEC.max_inputs_per_request  # not a field
     input_type: str | None = "document"
-    provider: str = field(default="voyage", init=False)
+    provider: str = field(default=SPEC.name, init=False)
     max_tokens: int = field(default=32_000, init=False)
 
     def _check_settings(self) -> None:
@@ -96,13 +110,13 @@ class VoyageEmbedder(RemoteEmbedder):
             raise InputError(f"Unknown Voyage embedding model {self.model!r}; choose one of: {choices}.")
         self.max_tokens = spec.max_tokens
         if self.dimensions is not None:
-            if not spec.dimensions:
+            if not spec.output_dimensions:
                 raise InputError(
-                    f"{self.model} always returns {spec.native_dimensions} dimensions; leave dimensions empty "
+                    f"{self.model} always returns {spec.dimensions} dimensions; leave dimensions empty "
                     "or choose a model such as voyage-3.5 that supports 256, 512, 1024 or 2048."
                 )
-            if int(self.dimensions) not in spec.dimensions:
-                allowed = ", ".join(map(str, spec.dimensions))
+            if int(self.dimensions) not in spec.output_dimensions:
+                allowed = ", ".join(map(str, spec.output_dimensions))
                 raise InputError(f"dimensions for {self.model} must be one of {allowed}, not {self.dimensions}.")
             self.dimensions = int(self.dimensions)
 
@@ -115,7 +129,7 @@ class VoyageEmbedder(RemoteEmbedder):
         return voyageai.Client(**settings)
 
     def _output_dimensions(self) -> int:
-        return self.dimensions or VOYAGE_MODELS[self.model].native_dimensions
+        return self.dimensions or VOYAGE_MODELS[self.model].dimensions
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         client = self._get_client()

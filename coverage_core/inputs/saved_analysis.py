@@ -1,7 +1,7 @@
 """An analysis saved to a folder, to explore later without embedding anything again.
 
 :func:`save_analysis` writes the expensive part of an
-:class:`~coverage_core.pipeline.Analysis`; :func:`load_analysis` reads it back
+:class:`~coverage_core.results.Analysis`; :func:`load_analysis` reads it back
 from the folder or from a zip of it. The folder holds:
 
 =====================  ============================================================
@@ -60,7 +60,7 @@ SAVED_ANALYSES_VARIABLE = "COVERAGE_CORE_SAVED_ANALYSES"
 
 @dataclass
 class SavedAnalysis:
-    """What :func:`load_analysis` read: the inputs of :func:`coverage_core.pipeline.measure`, and the files' extras.
+    """What :func:`load_analysis` read: the inputs of :func:`coverage_core.stages.measure.measure`, and the files' extras.
 
     ``chunking`` is None when the passages came from a vector store (they
     cannot be chunked again); ``report`` is the saved JSON report;
@@ -69,11 +69,11 @@ class SavedAnalysis:
     """
 
     manifest: dict
-    config: Any  # pipeline.AnalysisConfig
-    corpus: Any  # pipeline.Corpus
+    config: Any  # config.AnalysisConfig
+    corpus: Any  # results.Corpus
     questions: Any  # types.QuestionSet
-    question_embedding: Any  # pipeline.EmbeddedTexts
-    clustering: Any  # pipeline.Clustering
+    question_embedding: Any  # results.EmbeddedTexts
+    clustering: Any  # results.Clustering
     calibration: Any  # calibration.Calibration
     report: dict = field(default_factory=dict)
     source: str = ""
@@ -92,20 +92,21 @@ class SavedAnalysis:
 
     def analysis(self):
         """The analysis again from the saved vectors, clusters and τ (nothing is embedded; offline gap drafts)."""
-        from coverage_core import pipeline
+        from coverage_core.pipeline import find_gaps
+        from coverage_core.stages.measure import measure
 
-        measured = pipeline.measure(
+        measured = measure(
             self.config, self.corpus, self.questions, self.question_embedding, self.clustering,
             calibration=self.calibration, topics=self.topics,
         )
-        return pipeline.find_gaps(measured)
+        return find_gaps(measured)
 
     def topic_clustering(self):
-        """The automatic topics as a ``pipeline.Clustering`` (centres: the members' normalised means, as
+        """The automatic topics as a ``results.Clustering`` (centres: the members' normalised means, as
         ``ChunkClusterer`` leaves them), so opening the folder needs no clustering; None without saved topics."""
         from scipy import sparse
 
-        from coverage_core.pipeline import Clustering
+        from coverage_core.results import Clustering
         from coverage_core.validation import unit_rows
 
         if self.topics is None:
@@ -136,15 +137,21 @@ def save_analysis(
     other files and no manifest is refused, so nothing of the user's is
     overwritten; a saved analysis in it is replaced.
     """
-    from coverage_core.embeddings import DEFAULT_MODELS, redact_url
     from coverage_core.outputs.report import build_report
 
     folder = check_folder(directory)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MANIFEST).unlink(missing_ok=True)  # the folder is not a complete saved analysis until the end
+    frame = _write_tables(folder, analysis)
+    _write_json(folder / CALIBRATION, analysis.calibration.to_dict())
+    _write_json(folder / REPORT, report if report is not None else build_report(analysis, inputs))
+    _write_json(folder / MANIFEST, _new_manifest(analysis, frame, inputs, from_vectors, question_file_name))
+    return folder
 
+
+def _write_tables(folder: Path, analysis) -> pd.DataFrame:
+    """Write the chunks, documents, questions, question file and cluster centres; returns the question file."""
     corpus, questions, embedding = analysis.corpus, analysis.questions, analysis.question_embedding
-    config = analysis.config
     chunks = corpus.chunks
     _write_parquet(folder / CHUNKS, {
         "document": [c.document for c in chunks], "text": [c.text for c in chunks],
@@ -168,11 +175,18 @@ def save_analysis(
     _write_frame(folder / QUESTION_FILE, frame.astype(object).where(frame.notna(), None))
     _write_parquet(folder / CLUSTERS, {
         "cluster": np.arange(len(analysis.clustering.centroids), dtype=np.int64)}, analysis.clustering.centroids)
-    _write_json(folder / CALIBRATION, analysis.calibration.to_dict())
-    _write_json(folder / REPORT, report if report is not None else build_report(analysis, inputs))
+    return frame
 
+
+def _new_manifest(
+    analysis, frame: pd.DataFrame, inputs: dict | None, from_vectors: bool, question_file_name: str | None
+) -> dict:
+    """What the folder holds and how it was made, written last so a complete folder is recognisable."""
+    from coverage_core.embeddings import DEFAULT_MODELS, redact_url
+
+    corpus, questions, config = analysis.corpus, analysis.questions, analysis.config
     provider = config.embedding.provider
-    manifest = {
+    return {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -184,7 +198,7 @@ def save_analysis(
         "chunking": None if from_vectors else dataclasses.asdict(config.chunking),
         "config": config.to_dict(),
         "counts": {
-            "documents": len(corpus.documents), "chunks": len(chunks), "questions": len(questions.questions),
+            "documents": len(corpus.documents), "chunks": len(corpus.chunks), "questions": len(questions.questions),
             "question_file_rows": len(frame), "clusters": int(len(analysis.clustering.centroids)),
         },
         "question_file": {
@@ -195,13 +209,11 @@ def save_analysis(
         },
         "embedded": {
             "chunks": _embedded_record(corpus.embedded),
-            "questions": _embedded_record(embedding),
+            "questions": _embedded_record(analysis.question_embedding),
         },
         "cluster_warnings": list(analysis.clustering.warnings),
         "inputs": inputs or {},
     }
-    _write_json(folder / MANIFEST, manifest)
-    return folder
 
 
 def check_folder(directory: str | Path) -> Path:
@@ -386,11 +398,35 @@ def _matrix(table, label: str, file: str, dimensions: int) -> np.ndarray:
 
 
 def _load(read, label: str, manifest: dict) -> SavedAnalysis:
-    from coverage_core.stages.calibration import Calibration
+    from coverage_core.results import Clustering, Corpus, EmbeddedTexts
+
+    counts, dimensions, config, asked, embedded = _manifest_settings(manifest, label)
+    chunk_table = _table(read, label, CHUNKS, counts["chunks"], ("document", "text", "start", "end", "page", "cluster", "vector"))
+    document_table = _table(read, label, DOCUMENTS, counts["documents"], ("name", "text", "pages"))
+    question_table = _table(read, label, QUESTIONS, counts["questions"], ("row", "text", "token_count", "vector"))
+    file_table = _table(read, label, QUESTION_FILE, counts["question_file_rows"], ())
+    cluster_table = _table(read, label, CLUSTERS, counts["clusters"], ("cluster", "vector"))
+
+    documents = _documents(document_table)
+    chunks, labels, topics = _chunk_rows(chunk_table, label, counts["clusters"])
+    chunk_vectors = _matrix(chunk_table, label, CHUNKS, dimensions)
+    question_vectors = _matrix(question_table, label, QUESTIONS, dimensions)
+    centroids = _matrix(cluster_table, label, CLUSTERS, dimensions)
+    questions = _question_set(file_table, question_table, asked, label)
+    question_embedding = _question_embedding(question_table, question_vectors, embedded["questions"])
+    corpus = Corpus(documents, chunks, EmbeddedTexts(chunk_vectors, **_embedded_counts(embedded["chunks"])))
+    clustering = Clustering(labels, centroids, list(manifest.get("cluster_warnings", [])))
+    calibration, report = _calibration_and_report(read, label)
+    return SavedAnalysis(
+        manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label, topics
+    )
+
+
+def _manifest_settings(manifest: dict, label: str) -> tuple[dict[str, int], int, object, dict, dict]:
+    """(counts, dimensions, AnalysisConfig, question-file record, embedded record) of a manifest."""
+    from coverage_core.config import AnalysisConfig, EmbeddingConfig
     from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.suggest.gaps import GapConfig
-    from coverage_core.pipeline import AnalysisConfig, Clustering, Corpus, EmbeddedTexts, EmbeddingConfig
-    from coverage_core.types import Chunk, Document, IngestWarning, PageSpan, Question, QuestionSet
 
     try:
         counts = {key: int(manifest["counts"][key]) for key in
@@ -407,28 +443,36 @@ def _load(read, label: str, manifest: dict) -> SavedAnalysis:
         embedded = manifest["embedded"]
     except (KeyError, TypeError, ValueError):
         raise InputError(f"The {MANIFEST} of {label} is incomplete; save the analysis again.") from None
+    return counts, dimensions, config, asked, embedded
 
-    chunk_table = _table(read, label, CHUNKS, counts["chunks"], ("document", "text", "start", "end", "page", "cluster", "vector"))
-    document_table = _table(read, label, DOCUMENTS, counts["documents"], ("name", "text", "pages"))
-    question_table = _table(read, label, QUESTIONS, counts["questions"], ("row", "text", "token_count", "vector"))
-    file_table = _table(read, label, QUESTION_FILE, counts["question_file_rows"], ())
-    cluster_table = _table(read, label, CLUSTERS, counts["clusters"], ("cluster", "vector"))
 
-    documents = [
+def _documents(document_table) -> list:
+    from coverage_core.types import Document, PageSpan
+
+    return [
         Document(name, text, tuple(PageSpan(*span) for span in pages or ()))
         for name, text, pages in zip(*(document_table.column(c).to_pylist() for c in ("name", "text", "pages")))
     ]
+
+
+def _chunk_rows(chunk_table, label: str, n_clusters: int) -> tuple[list, np.ndarray, np.ndarray | None]:
+    """(chunks, cluster of each chunk, topic of each chunk or None), checked against the clusters."""
+    from coverage_core.types import Chunk
+
     chunk_columns = {c: chunk_table.column(c).to_pylist() for c in ("document", "text", "start", "end", "page")}
     chunks = [Chunk(*values) for values in zip(*chunk_columns.values())]
     labels = chunk_table.column("cluster").to_numpy().astype(np.int64)
-    if len(labels) and (labels.min() < 0 or labels.max() >= counts["clusters"]):
+    if len(labels) and (labels.min() < 0 or labels.max() >= n_clusters):
         raise InputError(f"The cluster numbers in {CHUNKS} of {label} do not match {CLUSTERS}; save the analysis again.")
     topics = chunk_table.column("topic").to_numpy().astype(np.int64) if "topic" in chunk_table.column_names else None
     if topics is not None and len(topics) and topics.min() < 0:
         raise InputError(f"The topic numbers in {CHUNKS} of {label} are damaged; save the analysis again.")
-    chunk_vectors = _matrix(chunk_table, label, CHUNKS, dimensions)
-    question_vectors = _matrix(question_table, label, QUESTIONS, dimensions)
-    centroids = _matrix(cluster_table, label, CLUSTERS, dimensions)
+    return chunks, labels, topics
+
+
+def _question_set(file_table, question_table, asked: dict, label: str):
+    """The question set again, its file table as the user wrote it."""
+    from coverage_core.types import IngestWarning, Question, QuestionSet
 
     frame = file_table.to_pandas().astype(object)
     frame = frame.where(frame.notna(), None) if len(frame.columns) else frame
@@ -436,7 +480,7 @@ def _load(read, label: str, manifest: dict) -> SavedAnalysis:
     texts = question_table.column("text").to_pylist()
     if rows and (min(rows) < 0 or max(rows) >= len(frame)):
         raise InputError(f"The question rows in {QUESTIONS} of {label} are not rows of the question file; save the analysis again.")
-    questions = QuestionSet(
+    return QuestionSet(
         frame=frame, question_column=asked["question_column"],
         questions=[Question(int(row), text) for row, text in zip(rows, texts)],
         n_blank=int(asked.get("n_blank", 0)),
@@ -444,22 +488,29 @@ def _load(read, label: str, manifest: dict) -> SavedAnalysis:
         encoding=asked.get("encoding", "utf-8"), delimiter=asked.get("delimiter", ","),
         warnings=[IngestWarning(source, message) for source, message in asked.get("warnings", [])],
     )
+
+
+def _question_embedding(question_table, question_vectors: np.ndarray, record: dict):
+    from coverage_core.results import EmbeddedTexts
+
     token_counts = question_table.column("token_count").to_pandas()
     known = token_counts.notna().all() and len(token_counts)
-    question_embedding = EmbeddedTexts(
-        question_vectors, **_embedded_counts(embedded["questions"]),
+    return EmbeddedTexts(
+        question_vectors, **_embedded_counts(record),
         token_counts=token_counts.to_numpy(dtype=np.int64) if known else None,
     )
-    corpus = Corpus(documents, chunks, EmbeddedTexts(chunk_vectors, **_embedded_counts(embedded["chunks"])))
-    clustering = Clustering(labels, centroids, list(manifest.get("cluster_warnings", [])))
+
+
+def _calibration_and_report(read, label: str):
+    from coverage_core.outputs.report import upgrade_report
+    from coverage_core.stages.calibration import Calibration
+
     try:
-        calibration = Calibration(**json.loads(read(CALIBRATION).decode("utf-8")))
-        report = json.loads(read(REPORT).decode("utf-8"))
+        calibration = Calibration.from_dict(json.loads(read(CALIBRATION).decode("utf-8")))
+        report = upgrade_report(json.loads(read(REPORT).decode("utf-8")))
     except (UnicodeDecodeError, json.JSONDecodeError, TypeError):
         raise InputError(f"The {CALIBRATION} or {REPORT} of {label} is damaged; save the analysis again.") from None
-    return SavedAnalysis(
-        manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label, topics
-    )
+    return calibration, report
 
 
 def _embedded_counts(record: dict) -> dict:

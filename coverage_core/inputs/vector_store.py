@@ -3,8 +3,8 @@
 Real knowledge bases are embedded once, into a vector store. Instead of
 reading and embedding the documents again, :func:`read_vectors` reads the
 store's rows (text, vector, source document, optional page) and builds the
-same :class:`~coverage_core.pipeline.Corpus` that embedding would, so every
-later stage (:func:`coverage_core.pipeline.analyze_corpus`) is unchanged.
+same :class:`~coverage_core.results.Corpus` that embedding would, so every
+later stage (:func:`coverage_core.session.analyze_corpus`) is unchanged.
 The questions must then be embedded with the model that made the vectors;
 :func:`check_dimensions` catches the clearest mismatch before anything else
 is embedded.
@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from coverage_core.errors import InputError
+from coverage_core.results import Corpus
 from coverage_core.types import Chunk, Document, PageSpan
-from coverage_core.validation import listed_columns, resolve_column
+from coverage_core.validation import listed_columns, resolve_column, unit_rows
 
 __all__ = [
     "DOCUMENT_COLUMN_NAMES",
@@ -76,14 +77,14 @@ class VectorColumns:
 class VectorCorpus:
     """What :func:`read_vectors` found: the corpus, the columns it read, and what it left out.
 
-    ``corpus`` is a :class:`~coverage_core.pipeline.Corpus` of the usable
+    ``corpus`` is a :class:`~coverage_core.results.Corpus` of the usable
     rows in file order (rows ``kept`` of the file, 0-based), with unit-length
     vectors. Each document's text is its passages joined by a blank line, so
     chunk offsets point into it as for chunked documents; overlapping
     passages therefore repeat their overlap.
     """
 
-    corpus: "pipeline.Corpus"  # noqa: F821  (imported lazily: pipeline imports heavy modules)
+    corpus: Corpus
     columns: VectorColumns
     source: str
     n_rows: int
@@ -202,7 +203,7 @@ def read_vector_table(table, columns: VectorColumns = VectorColumns(), *, source
     numbers; it is converted in one pass (no Python loop per row). Rows are
     numbered from 1 in messages.
     """
-    from coverage_core.pipeline import Corpus, EmbeddedTexts
+    from coverage_core.results import Corpus, EmbeddedTexts
 
     resolved = _resolve_columns(table.column_names, columns, source)
     n_rows = table.num_rows
@@ -231,7 +232,8 @@ def read_vector_table(table, columns: VectorColumns = VectorColumns(), *, source
     pages = _pages(table.column(resolved.page), n_rows) if resolved.page else [None] * n_rows
     documents, chunks = _documents_and_chunks([texts[i] for i in kept], names, [pages[i] for i in kept])
     del table  # the caller may still hold it; this function no longer needs its columns
-    vectors = _unit(vectors if len(kept) == n_rows else vectors[kept])
+    vectors = vectors if len(kept) == n_rows else vectors[kept]
+    vectors = unit_rows(vectors, out=vectors)  # in place: the analysis compares vectors by their dot product
     embedded = EmbeddedTexts(vectors, n_cached=0, n_embedded=0, n_over_limit=0)
     return VectorCorpus(Corpus(documents, chunks, embedded), resolved, source, n_rows, kept, warnings)
 
@@ -281,18 +283,7 @@ def _vectors(column, source: str) -> tuple[np.ndarray, list[tuple[str, np.ndarra
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    array_type = column.type
-    if not (pa.types.is_list(array_type) or pa.types.is_large_list(array_type)
-            or pa.types.is_fixed_size_list(array_type)):
-        raise InputError(
-            f"The vector column of {source} holds {array_type}, not lists of numbers; name the column that holds "
-            "the embeddings."
-        )
-    if not (pa.types.is_floating(array_type.value_type) or pa.types.is_integer(array_type.value_type)):
-        raise InputError(
-            f"The vector column of {source} holds lists of {array_type.value_type}, not numbers; name the column "
-            "that holds the embeddings."
-        )
+    _check_vector_type(column.type, source)
     # Chunk by chunk (Parquet row groups, batches), so no second copy of the whole column is made.
     pieces = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     nulls = [piece.is_null().to_numpy(zero_copy_only=False) for piece in pieces]
@@ -309,7 +300,34 @@ def _vectors(column, source: str) -> tuple[np.ndarray, list[tuple[str, np.ndarra
     dim = int(values[np.argmax(counts)])
     ragged = ~missing & (all_lengths != dim)
     good = ~missing & ~ragged
-    vectors = np.zeros((n, dim), dtype=np.float32)
+    vectors = _gathered_rows(pieces, nulls, lengths, good, dim)
+    problems += _value_problems(vectors, good, ragged, dim)
+    return vectors, problems
+
+
+def _check_vector_type(array_type, source: str) -> None:
+    """InputError unless the column holds lists of numbers."""
+    import pyarrow as pa
+
+    if not (pa.types.is_list(array_type) or pa.types.is_large_list(array_type)
+            or pa.types.is_fixed_size_list(array_type)):
+        raise InputError(
+            f"The vector column of {source} holds {array_type}, not lists of numbers; name the column that holds "
+            "the embeddings."
+        )
+    if not (pa.types.is_floating(array_type.value_type) or pa.types.is_integer(array_type.value_type)):
+        raise InputError(
+            f"The vector column of {source} holds lists of {array_type.value_type}, not numbers; name the column "
+            "that holds the embeddings."
+        )
+
+
+def _gathered_rows(pieces, nulls: list[np.ndarray], lengths: list[np.ndarray], good: np.ndarray, dim: int) -> np.ndarray:
+    """The (rows, dim) float32 vectors of the ``good`` rows, zeros elsewhere, piece by piece."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    vectors = np.zeros((len(good), dim), dtype=np.float32)
     offset = 0
     for piece, piece_nulls, piece_lengths in zip(pieces, nulls, lengths):
         rows = slice(offset, offset + len(piece))
@@ -326,6 +344,13 @@ def _vectors(column, source: str) -> tuple[np.ndarray, list[tuple[str, np.ndarra
         starts = np.concatenate([[0], np.cumsum(counted)[:-1]])
         block = vectors[rows]
         block[piece_good] = flat[starts[piece_good][:, None] + np.arange(dim)]
+    return vectors
+
+
+def _value_problems(
+    vectors: np.ndarray, good: np.ndarray, ragged: np.ndarray, dim: int
+) -> list[tuple[str, np.ndarray]]:
+    """Ragged, non-finite and all-zero rows, by reason; non-finite rows are zeroed in ``vectors``."""
     # Each row's squared length, in float64 (float32 values cannot overflow it): NaN or infinite when
     # any value is, 0 for an all-zero row. One pass, no (rows, d) temporary.
     squared = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64)
@@ -334,12 +359,11 @@ def _vectors(column, source: str) -> tuple[np.ndarray, list[tuple[str, np.ndarra
     if not_finite.any():
         vectors[not_finite] = 0.0
     zero = good & finite & (squared == 0)
-    problems += [
+    return [
         (f"have a vector of another length than the {dim} of most rows", ragged),
         ("have NaN or infinite values in their vector", not_finite),
         ("have an all-zero vector", zero),
     ]
-    return vectors, problems
 
 
 def _strings(column) -> list[str]:
@@ -398,16 +422,6 @@ def _documents_and_chunks(texts: Sequence[str], names: Sequence[str], pages: Seq
     return documents, chunks
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    """``vectors`` (float32, owned by the caller) with rows scaled to length 1, in place.
-
-    The analysis compares vectors by their dot product.
-    """
-    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
-    vectors /= np.where(norms > 0, norms, 1.0).astype(np.float32)[:, None]
-    return vectors
-
-
 def _rows_warning(rows: np.ndarray, n_rows: int, problem: str, consequence: str | None = "so they were left out") -> str:
     """'3 of 120 rows (rows 4, 9, 17, counting from 1) have no text, so they were left out.' (None: no consequence)."""
     found = np.flatnonzero(rows)
@@ -453,7 +467,7 @@ def check_dimensions(vectors: VectorCorpus | int, embedder, model_name: str, pro
 
 
 def check_model(vectors: VectorCorpus | int, embedder, embedding, question_texts: Sequence[str], cache=None) -> None:
-    """:func:`check_dimensions` for the model of ``embedding`` (a pipeline.EmbeddingConfig), probed with the first question.
+    """:func:`check_dimensions` for the model of ``embedding`` (a config.EmbeddingConfig), probed with the first question.
 
     Without questions nothing is checked (the analysis then stops on the empty question file).
     """

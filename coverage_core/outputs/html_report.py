@@ -25,19 +25,21 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from coverage_core.outputs import plots
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
+from coverage_core.outputs import plots
+from coverage_core.outputs.report import METRIC_NAMES, ApplyPair, accepted_question_entries, apply_pair
 from coverage_core.stages.topics import cluster_name
-from coverage_core.outputs.report import METRIC_NAMES, ApplyPair, accepted_question_entries, apply_pair, headline
 from coverage_core.validation import shorten
+from coverage_core.verdicts import Verdicts
 
 if TYPE_CHECKING:
-    from coverage_core.checks.answerability import AnswerabilityResult, QuestionLabels
-    from coverage_core.suggest.gaps import Suggestion
-    from coverage_core.pipeline import Analysis
-    from coverage_core.outputs.projection import Projection
+    from coverage_core.checks.answerability import AnswerabilityResult
+    from coverage_core.checks.answerability_labels import QuestionLabels
     from coverage_core.checks.retrieval import RetrievalResult
     from coverage_core.checks.subquestions import SubQuestionResult
+    from coverage_core.outputs.projection import Projection
+    from coverage_core.results import Analysis
+    from coverage_core.suggest.questions import Suggestion
 
 __all__ = ["build_html_report", "METRIC_NOTES"]
 
@@ -156,7 +158,7 @@ def build_html_report(
         ``analysis`` is the one before; adds a before → after section
     before : the analysis (or its metrics) before Apply, when ``analysis`` is
         the one after; give ``improved`` or ``before``, not both
-    accepted : the accepted questions (``gaps.Suggestion`` objects or mappings,
+    accepted : the accepted questions (``questions.Suggestion`` objects or mappings,
         as for :func:`coverage_core.outputs.report.build_report`), listed with their
         origin and source passage in the before → after section
     fitness_threshold : best-similarity below which a question is marked
@@ -204,16 +206,17 @@ def _cluster_labels(analysis: "Analysis") -> dict:
 # ---------------------------------------------------------------- header and metrics
 def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, generated: _dt.datetime) -> str:
     corpus = analysis.corpus
-    n_outliers = int(np.asarray(analysis.is_outlier).sum())
-    tau = analysis.calibration.support_threshold
+    verdicts = Verdicts.from_analysis(analysis)
+    support_threshold = analysis.calibration.support_threshold
     parts = [
         f"<h1>{_e(title)}</h1>",
-        f'<p class="headline">{_e(headline(analysis))}</p>',
+        f'<p class="headline">{_e(verdicts.headline)}</p>',
         f'<p class="muted">A passage is tested when some on-topic question reaches it: cosine similarity '
-        f"at least {tau:.2f}, the support level {_e(_support_origin(analysis))}.{_question_level(analysis)}</p>",
+        f"at least {support_threshold:.2f}, the support level {_e(_support_origin(analysis))}.{_question_level(analysis)}</p>",
         f'<p class="muted">Generated {_e(generated.isoformat(sep=" "))}. '
         f"{len(corpus.documents)} documents, {len(corpus.chunks):,} chunks in {analysis.clustering.n_clusters} "
-        f"clusters; {len(analysis.questions.questions):,} questions, {n_outliers} screened out as off-topic.</p>",
+        f"clusters; {len(analysis.questions.questions):,} questions, {verdicts.n_off_topic} screened out as "
+        "off-topic.</p>",
     ]
     if inputs:
         items = []
@@ -226,11 +229,12 @@ def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, 
 
 
 def _question_level(analysis: "Analysis") -> str:
-    level = analysis.calibration.topic_threshold
-    if level is None:
+    if analysis.calibration.method != "pseudo-queries":  # only calibration finds a question level of its own
         return ""
-    return (f" A question counts as on-topic from similarity {level:.2f}: that level tells a passage's own "
-            "sentences from other topics', where the support level tells them from other documents'.")
+    level = analysis.calibration.question_support_threshold
+    return (f" A question counts as on-topic from similarity {level:.2f}, the question support level: "
+            "it tells a passage's own sentences from other topics', where the support level tells them from "
+            "other documents'.")
 
 
 def _support_origin(analysis: "Analysis") -> str:

@@ -1,4 +1,4 @@
-"""CI outputs that work from a saved JSON report (schema version 2, or 1).
+"""CI outputs that work from a saved JSON report (schema version 3, 2 or 1).
 
 * :func:`junit_xml` turns a report into JUnit XML, so a CI system lists what
   is untested: one test case for the gated metric, one per cluster and one
@@ -12,7 +12,7 @@
   coverage deltas (documents are matched by name, because cluster ids are not
   stable between runs), documents and questions added or removed.
 
-Everything here reads plain dicts, never an :class:`~coverage_core.pipeline.Analysis`,
+Everything here reads plain dicts, never an :class:`~coverage_core.results.Analysis`,
 so it runs from reports saved by earlier runs.
 """
 
@@ -27,10 +27,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from coverage_core.stages.topics import cluster_name
 from coverage_core.errors import InputError
-from coverage_core.suggest.gaps import GAP_COVERAGE_THRESHOLD
-from coverage_core.validation import shorten
+from coverage_core.outputs.report import upgrade_report
+from coverage_core.stages.topics import cluster_name
+from coverage_core.suggest.gaps import GAP_COVERAGE_THRESHOLD, GapConfig
+from coverage_core.validation import is_number, is_whole, shorten
+from coverage_core.verdicts import gate_failed, is_gap, is_untested_traffic
 
 __all__ = [
     "DocumentDelta",
@@ -40,7 +42,6 @@ __all__ = [
     "check_report",
     "diff_reports",
     "format_diff",
-    "gate_failed",
     "junit_xml",
     "load_report",
     "metric_drop",
@@ -48,10 +49,11 @@ __all__ = [
     "xml_safe",
 ]
 
-SUPPORTED_SCHEMA_VERSION = 2
-READABLE_SCHEMA_VERSIONS = (1, 2)
+SUPPORTED_SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 """Versions :func:`check_report` accepts: diff reads only metrics, documents
-and questions, which version 2 kept; JUnit falls back to coverage on version 1."""
+and questions, which versions 2 and 3 kept; JUnit falls back to coverage on
+version 1; :func:`load_report` maps the fields version 3 renamed."""
 DEFAULT_GAP_THRESHOLD = GAP_COVERAGE_THRESHOLD  # a schema-1 report without its own gap threshold
 # Order in which known metrics are shown; unknown ones follow alphabetically.
 _METRIC_ORDER = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
@@ -75,7 +77,7 @@ def xml_safe(text: Any) -> str:
 
 def _number(value: Any) -> float | None:
     """A finite float, or None for null / NaN / anything that is not a number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return None
     value = float(value)
     return None if math.isnan(value) else value
@@ -89,18 +91,6 @@ def _signed(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.3f}"
 
 
-def gate_failed(value: Any, threshold: float | None) -> bool:
-    """Whether a metric ``value`` fails the gate ``threshold``.
-
-    No threshold never fails. An undefined value (null/NaN) fails a set
-    threshold: a CI gate must not pass on a number it could not compute.
-    """
-    if threshold is None:
-        return False
-    number = _number(value)
-    return number is None or number < threshold
-
-
 def _gap_threshold(report: Mapping, gap_threshold: float | None) -> float:
     if gap_threshold is not None:
         return float(gap_threshold)
@@ -112,21 +102,22 @@ def _gap_threshold(report: Mapping, gap_threshold: float | None) -> float:
 def _decided(report: Mapping) -> bool:
     """Whether the report carries its own decisions (is_gap / is_untested: schema 2 and later)."""
     version = report.get("schema_version")
-    return isinstance(version, int) and not isinstance(version, bool) and version >= 2
+    return is_whole(version) and version >= 2
 
 
 # --------------------------------------------------------------------------- reading reports
 
 
 def check_report(report: Any, label: str = "the report") -> dict:
-    """``report`` if it looks like a schema-1 or -2 report; else :class:`InputError` (one sentence)."""
+    """``report`` if it looks like a schema-1, -2 or -3 report; else :class:`InputError` (one sentence)."""
     if not isinstance(report, dict) or "schema_version" not in report:
         raise InputError(f"{label} is not a coverage report (it has no schema_version).")
     version = report["schema_version"]
     if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
         raise InputError(
             f"{label} has report schema version {version!r}, but this coverage_core reads "
-            f"versions {' and '.join(map(str, READABLE_SCHEMA_VERSIONS))}; re-run analyze to make a new report."
+            f"versions {', '.join(map(str, READABLE_SCHEMA_VERSIONS[:-1]))} and {READABLE_SCHEMA_VERSIONS[-1]}; "
+            "re-run analyze to make a new report."
         )
     if not isinstance(report.get("metrics"), dict):
         raise InputError(f"{label} is not a complete coverage report (its metrics are missing).")
@@ -138,7 +129,8 @@ def check_report(report: Any, label: str = "the report") -> dict:
 
 
 def load_report(path: str | Path) -> dict:
-    """Read and check a JSON report; unusable files raise :class:`InputError`.
+    """Read and check a JSON report, with older field names mapped to schema 3's
+    (:func:`~coverage_core.outputs.report.upgrade_report`); unusable files raise :class:`InputError`.
 
     A missing or unreadable file raises :class:`OSError` as usual.
     """
@@ -152,7 +144,7 @@ def load_report(path: str | Path) -> dict:
         raise InputError(
             f"{name} is not a coverage report (not valid JSON: {error.msg} at line {error.lineno}, column {error.colno})."
         ) from None
-    return check_report(report, name)
+    return upgrade_report(check_report(report, name))
 
 
 # --------------------------------------------------------------------------- JUnit XML
@@ -212,7 +204,7 @@ def _metric_suite(root: ET.Element, report: Mapping, metric: str, threshold: flo
     _system_out(case, f"{detail}\nvalue={_fmt(value, '.6f')} threshold={_fmt(threshold, '.6f')}")
 
 
-def _cluster_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> None:
+def _cluster_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> None:
     suite = _suite(root, "coverage.clusters")
     def order(cluster: Mapping) -> tuple:
         rank, ident = cluster.get("gap_rank"), cluster["id"]
@@ -250,15 +242,15 @@ def _cluster_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> N
             message = f"{name}{about}: {shown}; it is a gap"
             _fail(case, message, "\n".join(lines), "coverage.gap")
             continue
-        elif not _decided(report) and coverage < gap_threshold:
+        elif not _decided(report) and is_gap(coverage, None, schema_1):
             about = f" ({', '.join(themes[:3])})" if themes else ""
-            message = f"{name}{about}: coverage {coverage:.3f} is below the gap threshold {gap_threshold:.3f}"
+            message = f"{name}{about}: coverage {coverage:.3f} is below the gap threshold {schema_1.gap_threshold:.3f}"
             _fail(case, message, "\n".join(lines), "coverage.gap")
             continue
         _system_out(case, "\n".join(lines))
 
 
-def _document_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> None:
+def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> None:
     suite = _suite(root, "coverage.documents")
     asking = Counter(
         q.get("nearest_document") for q in report["questions"] if not q.get("is_outlier")
@@ -283,8 +275,8 @@ def _document_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> 
                 shown = f"only {tested:.1%} of its passages are tested" if tested is not None else "marked untested"
                 _fail(case, f"{name}: {shown}; it is untested", "\n".join(lines), "coverage.untested")
                 continue
-        elif coverage < gap_threshold:
-            message = f"{name}: coverage {coverage:.3f} is below the gap threshold {gap_threshold:.3f}"
+        elif is_gap(coverage, None, schema_1):  # schema 1 judged documents by the gap rule too
+            message = f"{name}: coverage {coverage:.3f} is below the gap threshold {schema_1.gap_threshold:.3f}"
             _fail(case, message, "\n".join(lines), "coverage.gap")
             continue
         _system_out(case, "\n".join(lines))
@@ -292,9 +284,7 @@ def _document_suite(root: ET.Element, report: Mapping, gap_threshold: float) -> 
 
 def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
     """One case per production-traffic topic, failing when its traffic is mostly untested and it is frequent
-    (the thresholds of :mod:`coverage_core.checks.traffic`)."""
-    from coverage_core.checks.traffic import MIN_TOPIC_SHARE, UNTESTED_TOPIC_SHARE
-
+    (:func:`coverage_core.verdicts.is_untested_traffic`)."""
     suite = _suite(root, "coverage.traffic")
     total = max(int(traffic.get("n_queries") or 0), 1)
     for topic in traffic.get("topics", []):
@@ -308,7 +298,7 @@ def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
         ]
         if topic.get("is_unmet"):
             lines.append("the documents answer little of it: a gap in the knowledge base, not only in the tests")
-        if tested < UNTESTED_TOPIC_SHARE and volume / total >= MIN_TOPIC_SHARE:
+        if is_untested_traffic(volume / total, tested):
             _fail(case, f"{label}: only {tested:.0%} of its {volume:,} queries are tested", "\n".join(lines),
                   "coverage.traffic")
         else:
@@ -349,11 +339,12 @@ def junit_xml(
     threshold).
     """
     check_report(report)
-    threshold = _gap_threshold(report, gap_threshold)
+    # A schema-1 report carries no decisions: the coverage rule decides there.
+    schema_1 = GapConfig(rule="coverage", gap_threshold=_gap_threshold(report, gap_threshold))
     root = ET.Element("testsuites", name="coverage_core")
     _metric_suite(root, report, gate_metric, gate_threshold)
-    _cluster_suite(root, report, threshold)
-    _document_suite(root, report, threshold)
+    _cluster_suite(root, report, schema_1)
+    _document_suite(root, report, schema_1)
     if report.get("traffic"):
         _traffic_suite(root, report["traffic"])
     totals = [0, 0, 0]
@@ -459,7 +450,7 @@ def _config_changes(old: Any, new: Any) -> tuple[tuple[str, Any, Any], ...]:
     )
 
 
-def _normalise(text: Any) -> str:
+def _normalize(text: Any) -> str:
     return " ".join(str(text).split())
 
 
@@ -469,8 +460,8 @@ def _question_changes(old: list, new: list) -> tuple[tuple[str, ...], tuple[str,
     Matching counts repeats: a question asked twice before and once now is
     one removal.
     """
-    old_texts = [_normalise(q["text"]) for q in old]
-    new_texts = [_normalise(q["text"]) for q in new]
+    old_texts = [_normalize(q["text"]) for q in old]
+    new_texts = [_normalize(q["text"]) for q in new]
     old_counts, new_counts = Counter(old_texts), Counter(new_texts)
 
     def only(texts: list[str], mine: Counter, theirs: Counter) -> tuple[str, ...]:
@@ -486,9 +477,9 @@ def _question_changes(old: list, new: list) -> tuple[tuple[str, ...], tuple[str,
 
 
 def diff_reports(old: Mapping, new: Mapping) -> ReportDiff:
-    """Compare two schema-1 reports (dicts); see :class:`ReportDiff`."""
-    check_report(old, "the old report")
-    check_report(new, "the new report")
+    """Compare two reports (dicts of schema 1, 2 or 3, in any mix); see :class:`ReportDiff`."""
+    old = upgrade_report(check_report(old, "the old report"))
+    new = upgrade_report(check_report(new, "the new report"))
     metrics = tuple(
         MetricDelta(name, a, b, _delta(a, b))
         for name in _metric_names(old["metrics"], new["metrics"])

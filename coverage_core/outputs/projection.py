@@ -192,6 +192,15 @@ def _mds(points: np.ndarray, random_state: int | None) -> np.ndarray:
     return mds.fit_transform(dissimilarity)
 
 
+def _place(points: np.ndarray, method: str, random_state: int | None) -> np.ndarray:
+    """2-D coordinates of the unit ``points`` by ``method``."""
+    if method == "tsne":
+        return _tsne(points, random_state)
+    if method == "mds":
+        return _mds(points, random_state)
+    return _pca(points)
+
+
 def project_2d(
     chunk_vectors: np.ndarray,
     question_vectors: np.ndarray,
@@ -237,12 +246,7 @@ def project_2d(
         ]
     )
     started = time.perf_counter()
-    if method == "tsne":
-        xy = _tsne(points, random_state)
-    elif method == "mds":
-        xy = _mds(points, random_state)
-    else:
-        xy = _pca(points)
+    xy = _place(points, method, random_state)
     seconds = time.perf_counter() - started
     return Projection(
         method=method,

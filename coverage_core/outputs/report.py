@@ -1,7 +1,16 @@
-"""Serialise an :class:`~coverage_core.pipeline.Analysis`: JSON report, CSV export, text summary.
+"""Serialise an :class:`~coverage_core.results.Analysis`: JSON report, CSV export, text summary.
 
 The JSON schema is versioned (``SCHEMA_VERSION``) and documented in the
 README. Nothing here ever writes an API key: configs carry none.
+
+Version 2 adds ``calibration`` (the support threshold τ and how it was
+found; ``topic_threshold`` is the level the off-topic rule reads, None when
+it is τ; ``labelled_threshold`` is the answerability labels' Youden
+threshold when ``answerability`` is given), ``metrics.tested_share``,
+``n_tested``/``tested_share`` per cluster and document, and
+``documents[].is_untested``; ``clusters[].is_gap`` follows
+``config.gaps.rule`` (tested share by default). Every ``is_*`` decision is
+one rule of :mod:`coverage_core.verdicts`.
 
 Additions within schema version 2 (no field renamed, so the version stays):
 
@@ -19,6 +28,13 @@ Additions within schema version 2 (no field renamed, so the version stays):
   offline draft the user worded as a question; ``"you"`` a row the user
   wrote; ``passage`` is the source passage shortened to
   ``ACCEPTED_PASSAGE_CHARS``. See :func:`after_apply_section`.
+
+Version 3 renames the question level, one name for one concept:
+``calibration.topic_threshold`` and the traffic section's
+``answer_threshold`` are both ``question_support_threshold`` (the level a
+question needs to have support; τ itself unless calibration found one of its
+own, so no longer None). :func:`upgrade_report` maps older reports onto
+these names.
 """
 
 from __future__ import annotations
@@ -36,12 +52,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coverage_core.suggest.gaps import Suggestion
+from coverage_core.results import Analysis
 from coverage_core.stages.topics import cluster_name
-from coverage_core.pipeline import Analysis
+from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import shorten
+from coverage_core.verdicts import Verdicts
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+RENAMED_FIELDS = {
+    ("calibration", "topic_threshold"): "question_support_threshold",
+    ("traffic", "answer_threshold"): "question_support_threshold",
+}
+"""``(section, old name) -> new name`` for the fields schema 3 renamed."""
 
 METRIC_NAMES = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
 # The relative scores, listed after the tested share (an absolute figure) in the summary.
@@ -89,15 +112,7 @@ def build_report(
     before: Analysis | Mapping[str, float] | None = None,
     accepted: Sequence[Suggestion | Mapping[str, Any]] | None = None,
 ) -> dict:
-    """The report as a JSON-ready dict (schema version 2).
-
-    Version 2 adds ``calibration`` (the support threshold τ and how it was
-    found; ``topic_threshold`` is the level the off-topic rule reads, None
-    when it is τ; ``labelled_threshold`` is the answerability labels' Youden
-    threshold when ``answerability`` is given), ``metrics.tested_share``,
-    ``n_tested``/``tested_share`` per cluster and document, and
-    ``documents[].is_untested``; ``clusters[].is_gap`` follows
-    ``config.gaps.rule`` (tested share by default).
+    """The report as a JSON-ready dict (schema version 2, see the module docstring).
 
     ``duplicate_groups`` lists the groups of :func:`metrics.duplicate_groups`
     (largest first) by file row, representative first in ``rows``; it grows
@@ -117,7 +132,7 @@ def build_report(
     analysis after Apply (``analysis`` is then the one before, with its
     gaps), or ``before``, the analysis or its metrics before Apply
     (``analysis`` is then the one after); and ``accepted``, the accepted
-    questions (:class:`~coverage_core.suggest.gaps.Suggestion` objects, or mappings
+    questions (:class:`~coverage_core.suggest.questions.Suggestion` objects, or mappings
     with ``text`` or ``question``, ``origin``, ``cluster``, ``document``,
     ``passage``, such as the rows of the dashboard's suggestions table).
     See :func:`after_apply_section` for its fields. Without ``accepted``, the
@@ -326,7 +341,7 @@ def accepted_question_entries(
 ) -> list[dict]:
     """The accepted questions as plain dicts ``{"text", "origin", "cluster", "document", "passage"}``.
 
-    ``accepted`` holds :class:`~coverage_core.suggest.gaps.Suggestion` objects or
+    ``accepted`` holds :class:`~coverage_core.suggest.questions.Suggestion` objects or
     mappings (the text under ``text`` or ``question``). Texts are put on one
     line; ``passage`` is shortened to :data:`ACCEPTED_PASSAGE_CHARS`; a blank
     ``document``, ``passage`` or ``origin`` becomes None. Without
@@ -414,6 +429,22 @@ def _after_apply(analysis: Analysis, improved, before, accepted) -> dict | None:
     return after_apply_section(pair, accepted)
 
 
+def upgrade_report(report: Mapping) -> dict:
+    """A copy of ``report`` (schema 1, 2 or 3) with the renamed fields under their schema-3 names.
+
+    Only the renamed sections are copied; ``schema_version`` stays, as it tells
+    which decisions the report carries.
+    """
+    upgraded = dict(report)
+    for (section, old), new in RENAMED_FIELDS.items():
+        fields = upgraded.get(section)
+        if isinstance(fields, Mapping) and old in fields:
+            fields = dict(fields)
+            fields.setdefault(new, fields.pop(old))
+            upgraded[section] = fields
+    return upgraded
+
+
 def write_report(report: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
 
@@ -471,30 +502,16 @@ def to_safe_csv(frame: pd.DataFrame, delimiter: str = ",") -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
-def headline(analysis: Analysis) -> str:
-    """The one-sentence answer: how much of the knowledge base is tested, what is untested, what is off-topic."""
-    n_chunks = len(analysis.corpus.chunks)
-    n_tested = int(analysis.clusters["n_tested"].sum())
-    share = n_tested / n_chunks if n_chunks else 0.0
-    n_untested = int(analysis.documents["is_untested"].sum())
-    n_off = int(analysis.is_outlier.sum())
-    documents = "document" if n_untested == 1 else "documents"
-    questions = "question" if n_off == 1 else "questions"
-    return (
-        f"{share:.0%} of the knowledge base is tested ({n_tested} of {n_chunks} passages); "
-        f"{n_untested} {documents} untested; {n_off} {questions} off-topic."
-    )
-
-
 def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunking=None) -> str:
     """A plain-text summary for the terminal."""
-    lines = [headline(analysis), ""]
+    verdicts = Verdicts.from_analysis(analysis)
+    lines = [verdicts.headline, ""]
     corpus = analysis.corpus
     n_questions = len(analysis.questions.questions)
     lines.append(
         f"{len(corpus.documents)} documents, {len(corpus.chunks)} chunks, "
         f"{analysis.clustering.n_clusters} clusters; {n_questions} questions, "
-        f"{int(analysis.is_outlier.sum())} screened out as off-topic."
+        f"{verdicts.n_off_topic} screened out as off-topic."
     )
     duplicates = analysis.duplicate_groups
     if duplicates.n_groups:
@@ -503,11 +520,12 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
             f"(similarity ≥ {duplicates.threshold:.2f} to the group's first question); the report lists them."
         )
     lines.append("")
-    tau = analysis.calibration
-    lines.append(f"A question reaches a passage at similarity ≥ {tau.support_threshold:.3f} ({tau.method}).")
-    if tau.topic_threshold is not None:
-        lines.append(f"A question has support (is on-topic) from similarity {tau.topic_threshold:.3f}: the level that "
-                     "tells a passage's own sentences from other topics'.")
+    calibration = analysis.calibration
+    lines.append(f"A question reaches a passage at similarity ≥ {calibration.support_threshold:.3f}, the support level "
+                 f"({calibration.method}).")
+    if calibration.method == "pseudo-queries":
+        lines.append(f"A question has support (is on-topic) from similarity {calibration.question_support_threshold:.3f}, "
+                     "the question support level: the level that tells a passage's own sentences from other topics'.")
     lines.append("Coverage (relative scores: compare test sets, do not read as a percentage of truth)")
     for name in RELATIVE_METRIC_NAMES:
         note = "  (equals basic by construction)" if name == "weighted" else ""
@@ -530,7 +548,7 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
         for rank, gap in enumerate(analysis.gaps[:5], start=1):
             label = analysis.clusters["label"].get(gap.cluster, "") if "label" in analysis.clusters else ""
             lines.append(f"  {rank}. {cluster_name(gap.cluster, label)} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
-    lines.extend(_check_lines(retrieval, answerability, chunking))
+    lines.extend(_checks_summary_lines(retrieval, answerability, chunking))
     outliers = analysis.question_table[analysis.question_table["is_outlier"]]
     if len(outliers):
         lines.append("")
@@ -540,7 +558,7 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
     return "\n".join(lines)
 
 
-def _check_lines(retrieval, answerability, chunking) -> list[str]:
+def _checks_summary_lines(retrieval, answerability, chunking) -> list[str]:
     """The summary lines of the optional checks (retrieval, answerability, chunking comparison)."""
     lines: list[str] = []
     if retrieval is not None:

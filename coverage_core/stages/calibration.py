@@ -29,7 +29,7 @@ verdicts that read them ask different questions:
   question about document A should not count as testing document B, even
   when B covers the same topic, so the level must tell documents apart.
   Tested share, untested documents and gaps read it.
-* ``topic_threshold`` (other topics): does this *question* have support? A
+* ``question_support_threshold`` (other topics): does this *question* have support? A
   question answered by any document of its topic is on-topic. On a corpus of
   sibling documents (fifteen pages of one manual) "the closest passage of
   another document" is often about the same thing, which pushes τ above the
@@ -47,15 +47,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.errors import InputError
-from coverage_core.metrics import as_unit_rows
-from coverage_core.validation import unit_rows
+from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.types import Chunk
+from coverage_core.validation import check_scalar, unit_rows
 
 DEFAULT_SUPPORT_THRESHOLD = 0.5
 """τ when the corpus cannot calibrate it (one document, too few sentences) and
@@ -101,8 +100,8 @@ class Calibration:
 
     ``method`` is ``"pseudo-queries"`` (calibrated), ``"override"`` (set by
     the user), or ``"default: …"`` with the reason τ fell back to
-    :data:`DEFAULT_SUPPORT_THRESHOLD`. ``topic_threshold`` is the level a
-    question needs to have support (None: τ itself, as after an override);
+    :data:`DEFAULT_SUPPORT_THRESHOLD`. ``question_support_threshold`` is the level a
+    question needs to have support (τ itself unless calibrated on other topics);
     see the module docstring for why it differs. Medians are of the probes'
     positive and other-document negative scores (None when not calibrated);
     ``separation`` is Youden's J at τ (how cleanly the corpus separates its
@@ -116,15 +115,23 @@ class Calibration:
     negative_median: float | None = None
     separation: float | None = None
     labelled_threshold: float | None = None
-    topic_threshold: float | None = None
+    question_support_threshold: float | None = None
 
-    @property
-    def question_support_threshold(self) -> float:
-        """The level the off-topic rule reads: ``topic_threshold``, or τ when there is none."""
-        return self.support_threshold if self.topic_threshold is None else self.topic_threshold
+    def __post_init__(self):
+        # Only a calibration on other topics finds a level of its own; elsewhere questions read τ.
+        if self.question_support_threshold is None:
+            object.__setattr__(self, "question_support_threshold", self.support_threshold)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Calibration:
+        """The calibration :meth:`to_dict` wrote, also from before report schema 3 (``topic_threshold``)."""
+        fields = dict(data)
+        if "topic_threshold" in fields:
+            fields.setdefault("question_support_threshold", fields.pop("topic_threshold"))
+        return cls(**fields)
 
 
 def youden_threshold(positives, negatives) -> tuple[float, float]:
@@ -154,13 +161,6 @@ def youden_threshold(positives, negatives) -> tuple[float, float]:
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-
-
-def _unit(vectors) -> np.ndarray:
-    array = np.asarray(vectors, dtype=np.float32)
-    if array.ndim != 2:
-        raise InputError("Vectors must be a 2-D array.")
-    return unit_rows(array)
 
 
 def _round_robin(queues: list[list], limit: int) -> list:
@@ -255,18 +255,7 @@ def calibrate(
     :class:`~coverage_core.stages.clustering.ChunkClusterer` and ``random_state``.
     Embeds ``2 x n_probes`` texts (the probes and their chunks without them).
     """
-    vectors = np.asarray(chunk_vectors)
-    if vectors.ndim != 2:
-        raise InputError("Vectors must be a 2-D array.")
-    # Stored embeddings are usually unit rows already: used in place (a copy is 1.5 GB at a million chunks).
-    vectors = as_unit_rows(np.ascontiguousarray(vectors, dtype=np.float32))
-    if vectors.shape[0] != len(chunks):
-        raise InputError(f"There are {len(chunks)} chunks but {vectors.shape[0]} chunk vectors.")
-    if topic_labels is None:
-        topic_labels = ChunkClusterer(random_state=random_state).fit(vectors).labels_
-    topics = np.asarray(topic_labels).ravel()
-    if topics.shape[0] != len(chunks):
-        raise InputError(f"There are {len(chunks)} chunks but {topics.shape[0]} topic labels.")
+    vectors, topics = _chunk_vectors_and_topics(chunks, chunk_vectors, topic_labels, random_state)
     documents = np.array([chunk.document for chunk in chunks], dtype=object)
     if np.unique(topics).size < 2:
         return Calibration(
@@ -280,8 +269,34 @@ def calibrate(
             f"default: only {len(probes)} usable sentences (at least {MIN_PROBES} are needed to calibrate)",
             n_probes=len(probes),
         )
+    return _calibrate_on_probes(probes, vectors, documents, topics, embed)
+
+
+def _chunk_vectors_and_topics(
+    chunks: Sequence[Chunk], chunk_vectors, topic_labels, random_state: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks' unit float32 vectors and each chunk's topic, checked against the chunks."""
+    vectors = np.asarray(chunk_vectors)
+    if vectors.ndim != 2:
+        raise InputError("Vectors must be a 2-D array.")
+    # Stored embeddings are usually unit rows already: used in place (a copy is 1.5 GB at a million chunks).
+    vectors = unit_rows(np.ascontiguousarray(vectors, dtype=np.float32), copy=False)
+    if vectors.shape[0] != len(chunks):
+        raise InputError(f"There are {len(chunks)} chunks but {vectors.shape[0]} chunk vectors.")
+    if topic_labels is None:
+        topic_labels = ChunkClusterer(random_state=random_state).fit(vectors).labels_
+    topics = np.asarray(topic_labels).ravel()
+    if topics.shape[0] != len(chunks):
+        raise InputError(f"There are {len(chunks)} chunks but {topics.shape[0]} topic labels.")
+    return vectors, topics
+
+
+def _calibrate_on_probes(
+    probes, vectors: np.ndarray, documents: np.ndarray, topics: np.ndarray, embed: Embed
+) -> Calibration:
+    """τ from the probes: the Youden threshold between each probe's own chunk and the best chunk elsewhere."""
     texts = [sentence for _, sentence, _ in probes] + [rest for _, _, rest in probes]
-    embedded = _unit(embed(texts))
+    embedded = unit_rows(np.asarray(embed(texts), dtype=np.float32), "The embedded probe sentences")
     n = len(probes)
     probe_vectors, rest_vectors = embedded[:n], embedded[n:]
     positives = np.einsum("ij,ij->i", probe_vectors, rest_vectors)
@@ -289,7 +304,7 @@ def calibrate(
     by_document, by_topic = _best_elsewhere(
         probe_vectors, vectors, (documents, topics), (documents[probe_chunks], topics[probe_chunks])
     )
-    topic_threshold = float(np.clip(youden_threshold(positives, by_topic)[0], 1e-6, 1.0))
+    question_support_threshold = float(np.clip(youden_threshold(positives, by_topic)[0], 1e-6, 1.0))
     if np.unique(documents).size < 2:  # one document: its other topics stand in for other documents
         by_document = by_topic
     threshold, separation = youden_threshold(positives, by_document)
@@ -300,7 +315,7 @@ def calibrate(
         positive_median=float(np.median(positives)),
         negative_median=float(np.median(by_document)),
         separation=separation,
-        topic_threshold=topic_threshold,
+        question_support_threshold=question_support_threshold,
     )
 
 
@@ -322,10 +337,8 @@ def _best_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupings, o
 def override(threshold: float) -> Calibration:
     """τ set by the user: no calibration runs."""
     low, high = SUPPORT_THRESHOLD_RANGE
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)) or not (
-        low < threshold <= high
-    ):
-        raise InputError(f"The support threshold must be a cosine similarity in ({low:g}, {high:g}] (got {threshold!r}).")
+    check_scalar(threshold, "the support level", float, min_val=low, max_val=high, include_boundaries="right",
+                 hint="it is a cosine similarity")
     return Calibration(float(threshold), "override")
 
 

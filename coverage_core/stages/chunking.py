@@ -16,6 +16,10 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from coverage_core.errors import InputError
 from coverage_core.types import Chunk, Document
+from coverage_core.validation import check_scalar
+
+MIN_CHUNK_SIZE = 1
+"""Characters; the overlap runs from 0 to one less than the chunk size."""
 
 
 @dataclass(frozen=True)
@@ -45,14 +49,8 @@ def check_chunking(
     what the message calls the two values, so a caller can name them as its
     user wrote them (the CLI passes ``--chunk-size`` and ``--chunk-overlap``).
     """
-    for name, value in ((size_name, chunk_size), (overlap_name, chunk_overlap)):
-        # bool is an int subclass; True as a size is surely a mistake.
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InputError(f"{name} must be a whole number of characters (got {value!r}).")
-    if chunk_size < 1:
-        raise InputError(f"{size_name} must be at least 1 character (got {chunk_size}).")
-    if chunk_overlap < 0:
-        raise InputError(f"{overlap_name} must be 0 or more (got {chunk_overlap}).")
+    check_scalar(chunk_size, size_name, int, min_val=MIN_CHUNK_SIZE, hint="it counts characters")
+    check_scalar(chunk_overlap, overlap_name, int, min_val=0, hint="it counts characters")
     if chunk_overlap >= chunk_size:
         raise InputError(
             f"{overlap_name} must be smaller than {size_name} (got {chunk_overlap} >= {chunk_size}); "

@@ -88,11 +88,6 @@ LARGE_SAMPLE_MAX_ITER = 30
 follow finish the job; the sample's last iterations moved its centres by
 little and, at 20,000 sample rows and K = 50, cost about a second."""
 
-UNIT_LENGTH_TOLERANCE = 1e-4
-"""On the blocked path rows whose lengths are all within this of 1 are used
-as they are instead of copying them normalised (embeddings usually arrive
-unit length; the copy is 1.5 GB at a million 384-d chunks)."""
-
 
 def default_n_clusters(n_chunks: int) -> int:
     """Number of topics for a corpus of ``n_chunks`` chunks.
@@ -156,21 +151,10 @@ def _blocks(n: int):
     return ((start, min(start + BLOCK_ROWS, n)) for start in range(0, n, BLOCK_ROWS))
 
 
-def _normalise_rows(X: np.ndarray) -> tuple[np.ndarray, int]:
-    """Unit-length rows; zero rows stay zero. Returns (rows, n_zero_rows)."""
+def _normalize_rows(X: np.ndarray, copy: bool = True) -> tuple[np.ndarray, int]:
+    """Unit-length rows (``copy`` as in :func:`unit_rows`); zero rows stay zero. Returns (rows, n_zero_rows)."""
     n_zero = int(np.count_nonzero(~X.any(axis=1)))
-    return unit_rows(X), n_zero
-
-
-def _unit_rows_without_copy(X: np.ndarray) -> tuple[np.ndarray, int] | None:
-    """``(X, 0)`` when every row already has unit length (within
-    :data:`UNIT_LENGTH_TOLERANCE`), else None; checked block by block."""
-    for start, stop in _blocks(len(X)):
-        block = X[start:stop]
-        lengths = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))
-        if np.abs(lengths - 1.0).max(initial=0.0) > UNIT_LENGTH_TOLERANCE:
-            return None
-    return X, 0
+    return unit_rows(X, copy=copy), n_zero
 
 
 def _membership(labels: np.ndarray, k: int, dtype=np.float64) -> sparse.csr_matrix:
@@ -235,6 +219,51 @@ def _lloyd_in_blocks(
     return labels, sums, inertia, passes
 
 
+def _compact_labels(labels: np.ndarray, k: int, notes: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(labels renumbered so every label 0..K-1 is used, the old numbers kept, their sizes as floats).
+
+    K-means can leave a cluster empty; the renumbering drops it with a note.
+    """
+    sizes = np.bincount(labels)
+    used = np.flatnonzero(sizes)
+    if len(used) < k:
+        notes.append(
+            f"{k - len(used)} cluster(s) ended up empty; using {len(used)} clusters."
+        )
+    labels = (np.cumsum(sizes > 0) - 1)[labels]
+    return labels, used, sizes[used].astype(np.float64)
+
+
+def _cluster_means(
+    Xn: np.ndarray, labels: np.ndarray, used: np.ndarray, counts: np.ndarray, refined: tuple | None
+) -> tuple[np.ndarray, float]:
+    """Each cluster's mean computed from its members, so the centroids agree with the final labels; and the inertia."""
+    if refined is not None:
+        # The blocked refinement summed each cluster's rows on its last
+        # pass: no pass over the rows is needed for the means or the inertia.
+        sums, inertia = refined
+        return sums[used] / counts[:, None], inertia
+    n, k = Xn.shape[0], len(used)
+    sums = np.zeros((k, Xn.shape[1]))
+    for start, stop in _blocks(n):
+        sums += np.asarray(_membership(labels[start:stop], k) @ Xn[start:stop].astype(np.float64))
+    means = sums / counts[:, None]
+    inertia = sum(
+        float(((Xn[start:stop] - means[labels[start:stop]]) ** 2).sum()) for start, stop in _blocks(n)
+    )
+    return means, inertia
+
+
+def _centres(means: np.ndarray, Xn: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The means re-normalised to unit length; a mean of zero length is replaced by a member."""
+    centers, n_degenerate = _normalize_rows(means)
+    if n_degenerate:
+        # Members cancel out exactly (e.g. only zero vectors): use a member.
+        for c in np.flatnonzero(np.linalg.norm(centers, axis=1) == 0):
+            centers[c] = Xn[np.flatnonzero(labels == c)[0]]
+    return centers
+
+
 class ChunkClusterer:
     """Spherical K-means over chunk embeddings.
 
@@ -296,6 +325,35 @@ class ChunkClusterer:
         -------
         self : ChunkClusterer
         """
+        X = self._validated(X)
+        notes: list[str] = []
+        # On the blocked path rows that are unit length already are used as they
+        # are: embeddings usually arrive so, and a copy is 1.5 GB at a million 384-d chunks.
+        Xn, n_zero = _normalize_rows(X, copy=len(X) <= BLOCKED_REFINE_ABOVE)
+        if n_zero:
+            notes.append(
+                f"{n_zero} chunk vector(s) have zero length and carry no direction; "
+                "they are clustered as the zero vector."
+            )
+        k = self._usable_k(Xn, notes)
+        refined = None
+        if k == 1:
+            labels = np.zeros(Xn.shape[0], dtype=np.int64)
+        else:
+            labels, refined, more = self._kmeans(Xn, k)
+            notes.extend(more)
+        labels, used, counts = _compact_labels(labels, k, notes)
+        means, inertia = _cluster_means(Xn, labels, used, counts, refined)
+
+        self.labels_ = labels.astype(np.int64)
+        self.cluster_centers_ = _centres(means, Xn, labels).astype(X.dtype, copy=False)
+        self.n_clusters_ = int(len(used))
+        self.inertia_ = float(inertia)
+        self.warnings_ = notes
+        return self
+
+    def _validated(self, X) -> np.ndarray:
+        """``X`` as a finite float array; InputError for a bad ``X`` or parameter."""
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
             raise InputError(
@@ -317,18 +375,12 @@ class ChunkClusterer:
             raise InputError(f"n_init must be an integer >= 1, got {self.n_init!r}.")
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise InputError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+        return X
 
-        notes: list[str] = []
-        already_unit = _unit_rows_without_copy(X) if len(X) > BLOCKED_REFINE_ABOVE else None
-        Xn, n_zero = already_unit or _normalise_rows(X)
-        if n_zero:
-            notes.append(
-                f"{n_zero} chunk vector(s) have zero length and carry no direction; "
-                "they are clustered as the zero vector."
-            )
+    def _usable_k(self, Xn: np.ndarray, notes: list[str]) -> int:
+        """K as asked (or by default), lowered to the number of chunks and of distinct chunk vectors."""
         n = Xn.shape[0]
         k = default_n_clusters(n) if self.n_clusters is None else int(self.n_clusters)
-
         if n < k:
             notes.append(f"Only {n} chunks for {k} clusters; using {n} clusters.")
             k = n
@@ -340,51 +392,7 @@ class ChunkClusterer:
                 f"(the others are duplicates); using {n_distinct} clusters."
             )
             k = n_distinct
-
-        refined = None
-        if k == 1:
-            labels = np.zeros(n, dtype=np.int64)
-        else:
-            labels, refined, more = self._kmeans(Xn, k)
-            notes.extend(more)
-
-        # Renumber compactly so every label 0..K-1 is used (K-means can leave a
-        # cluster empty), then compute each centroid from its members so the
-        # centroids agree with the final labels.
-        sizes = np.bincount(labels)
-        used = np.flatnonzero(sizes)
-        if len(used) < k:
-            notes.append(
-                f"{k - len(used)} cluster(s) ended up empty; using {len(used)} clusters."
-            )
-        labels = (np.cumsum(sizes > 0) - 1)[labels]
-        k = len(used)
-        counts = sizes[used].astype(np.float64)
-        if refined is not None:
-            # The blocked refinement summed each cluster's rows on its last
-            # pass: no pass over the rows is needed for the means or the inertia.
-            sums, inertia = refined
-            means = sums[used] / counts[:, None]
-        else:
-            sums = np.zeros((k, Xn.shape[1]))
-            for start, stop in _blocks(n):
-                sums += np.asarray(_membership(labels[start:stop], k) @ Xn[start:stop].astype(np.float64))
-            means = sums / counts[:, None]
-            inertia = sum(
-                float(((Xn[start:stop] - means[labels[start:stop]]) ** 2).sum()) for start, stop in _blocks(n)
-            )
-        centers, n_degenerate = _normalise_rows(means)
-        if n_degenerate:
-            # Members cancel out exactly (e.g. only zero vectors): use a member.
-            for c in np.flatnonzero(np.linalg.norm(centers, axis=1) == 0):
-                centers[c] = Xn[np.flatnonzero(labels == c)[0]]
-
-        self.labels_ = labels.astype(np.int64)
-        self.cluster_centers_ = centers.astype(X.dtype, copy=False)
-        self.n_clusters_ = int(k)
-        self.inertia_ = float(inertia)
-        self.warnings_ = notes
-        return self
+        return k
 
     def fit_predict(self, X) -> np.ndarray:
         """Fit and return ``labels_`` (shape (n_chunks,))."""

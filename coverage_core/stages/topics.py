@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import lru_cache
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import scipy.sparse as sp

@@ -15,23 +15,27 @@ covered of its most representative chunks), and suggested questions:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from coverage_core.errors import InputError, ProviderError
+from coverage_core.errors import InputError
+from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms
 from coverage_core.suggest.llm import ChatClient
-from coverage_core.validation import shorten, unit_rows
-from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms, stem_word
+from coverage_core.suggest.questions import (
+    Suggestion,
+    draft_questions,
+    duplicate_key,
+    llm_suggestions,
+    unsupported_warning,
+)
+from coverage_core.validation import check_scalar
 
 __all__ = [
     "Gap",
     "GapConfig",
-    "Suggestion",
-    "analyse_gaps",
+    "analyze_gaps",
     "extract_themes",
     "rank_gaps",
     "representative_chunks",
@@ -41,16 +45,11 @@ __all__ = [
 # How many of a cluster's most central chunks count as "representative";
 # the least covered of these become the gap's passages.
 N_REPRESENTATIVE = 10
-# Longest passage text sent to the LLM / kept in a Suggestion, in characters.
-PROMPT_PASSAGE_CHARS = 1200
-SUGGESTION_PASSAGE_CHARS = 300
-# Existing questions shown to the LLM so it does not repeat them.
-N_EXISTING_IN_PROMPT = 20
-# LLM failures after which asking again for the next gap is pointless.
-_FATAL_KINDS = {"auth", "connection", "timeout", "rate_limit"}
 # A threshold on a coverage score (1 - a cosine distance in [0, 2]): above
 # the lowest coverage, -1, and at most the highest, 1. The CLI reads it too.
 COVERAGE_THRESHOLD_RANGE = (-1.0, 1.0)
+SHARE_RANGE = (0.0, 1.0)
+"""``size_weight`` (0 and 1 included) and ``tested_share_threshold`` (above 0, at most 1)."""
 
 
 GAP_RULES = ("tested_share", "coverage")
@@ -93,52 +92,15 @@ class GapConfig:
 
     def __post_init__(self):
         low, high = COVERAGE_THRESHOLD_RANGE
-        if not low < self.gap_threshold <= high:
-            raise InputError(
-                f"gap_threshold is a coverage and must be in ({low:g}, {high:g}]; got {self.gap_threshold}."
-            )
-        if not 0 <= self.size_weight <= 1:
-            raise InputError(f"size_weight must be between 0 and 1; got {self.size_weight}.")
+        check_scalar(self.gap_threshold, "gap_threshold", float, min_val=low, max_val=high,
+                     include_boundaries="right", hint="it is a coverage score")
+        check_scalar(self.size_weight, "size_weight", float, min_val=SHARE_RANGE[0], max_val=SHARE_RANGE[1])
         if self.rule not in GAP_RULES:
             raise InputError(f"The gap rule must be one of {', '.join(GAP_RULES)}; got {self.rule!r}.")
-        if not 0 < self.tested_share_threshold <= 1:
-            raise InputError(
-                f"tested_share_threshold is a share of passages and must be in (0, 1]; got {self.tested_share_threshold}."
-            )
+        check_scalar(self.tested_share_threshold, "tested_share_threshold", float, min_val=SHARE_RANGE[0],
+                     max_val=SHARE_RANGE[1], include_boundaries="right", hint="it is a share of passages")
         for name in ("n_themes", "n_suggestions", "n_passages"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InputError(f"{name} must be a whole number, at least 1; got {value}.")
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """A suggested test question for a gap.
-
-    ``origin`` is ``"llm"`` (written by the model) or ``"draft"`` (templated
-    offline, to be edited). ``document`` and ``passage`` (shortened) are the
-    source the question is answerable from; empty when an LLM question cited
-    no valid passage.
-    """
-
-    cluster: int
-    text: str
-    origin: str
-    document: str
-    passage: str
-
-
-def _suggestion(cluster: int, text: str, origin: str, index: int | None, chunk_texts, chunk_documents) -> Suggestion:
-    """A :class:`Suggestion` answerable from chunk ``index`` (None: no passage, empty source)."""
-    if index is None:
-        return Suggestion(cluster=cluster, text=text, origin=origin, document="", passage="")
-    return Suggestion(
-        cluster=cluster,
-        text=text,
-        origin=origin,
-        document=str(chunk_documents[index]),
-        passage=shorten(chunk_texts[index], SUGGESTION_PASSAGE_CHARS, at_word=True),
-    )
+            check_scalar(getattr(self, name), name, int, min_val=1)
 
 
 @dataclass(frozen=True)
@@ -188,12 +150,12 @@ def extract_themes(
 
 
 def rank_gaps(
-    cluster_coverage, cluster_sizes, config: GapConfig | None = None, is_gap=None
+    cluster_coverage, cluster_sizes, config: GapConfig | None = None, *, is_gap
 ) -> list[tuple[int, float]]:
-    """Clusters with coverage below ``config.gap_threshold``, most urgent first.
+    """The gap clusters, most urgent first.
 
-    ``is_gap`` (bool per cluster), when given, is the decision instead (e.g.
-    the tested-share rule of :class:`GapConfig`); the ranking is the same.
+    ``is_gap`` (bool per cluster) is the decision, taken by
+    :func:`coverage_core.verdicts.is_gap`; this only orders the gaps.
 
     Priority is the mix documented in :class:`GapConfig`. Empty clusters and
     clusters with NaN coverage are not gaps.
@@ -221,8 +183,6 @@ def rank_gaps(
         return []
     share = sizes / total
     priority = (1 - config.size_weight) * (1 - coverage) + config.size_weight * share
-    if is_gap is None:
-        is_gap = coverage < config.gap_threshold
     is_gap = (sizes > 0) & ~np.isnan(coverage) & np.asarray(is_gap, dtype=bool)
     gaps = [(int(k), float(priority[k])) for k in np.flatnonzero(is_gap)]
     return sorted(gaps, key=lambda item: (-item[1], item[0]))
@@ -331,287 +291,11 @@ def _least_covered(representatives: np.ndarray, min_distances: np.ndarray, n: in
 
 
 # --------------------------------------------------------------------------
-# suggestions
-# --------------------------------------------------------------------------
-
-_WORD = re.compile(r"[^\W\d_]+")
-
-
-def _normalise(text: str) -> str:
-    """Lowercase, punctuation and whitespace runs collapsed: for duplicate checks."""
-    return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
-
-
-# Sentence ends: . ! ? (optionally closed by a quote or bracket) before a space, or a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n+")
-# Markers of markup, captions and furniture: such sentences are never quoted.
-_NOT_PROSE = re.compile(
-    r"=|https?:|www\.|<[^>]*>|\{\{|\}\}|\[\[|\]\]|\||^\s*[*#•·\-–—>]|^\W*(?:fig(?:ure)?|table|photo|image|caption|source|note|see also)\b",
-    re.IGNORECASE,
-)
-# A sentence that needs the one before it to make sense.
-_DANGLING_START = re.compile(
-    r"^(?:it|its|this|these|that|those|they|their|he|his|she|her|him|them|such|there|here|however|also|"
-    r"thus|hence|then|both|which|another|the latter|the former)\b",
-    re.IGNORECASE,
-)
-# "X is a Y…": a definition, asked back as "What is X?".
-_DEFINITION = re.compile(
-    r"^(?P<subject>(?:(?:The|An|A) )?[A-Z][\w'-]*(?: [\w'-]+){0,3}?)(?: \([^)]{1,80}\))?,? "
-    r"(?P<verb>is|are|was|were) (?:an?|the|one of the) \w",
-)
-_MIN_SENTENCE_WORDS, _MAX_SENTENCE_WORDS = 8, 45
-
-
-# A period after these does not end a sentence.
-_ABBREVIATION = re.compile(r"(?:\b(?:St|Mr|Mrs|Ms|Dr|Jr|Sr|Mt|No|vs|etc|ca|approx|e\.g|i\.e)|\b[A-Z])\.$")
-# Reference-list debris: dates of citations, "pp.", "Retrieved", "ISBN", stripped markup (", ," "()").
-_CITATION = re.compile(
-    r"\b\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4}\b|\bpp?\. ?\d|\bretrieved\b"
-    r"|\bisbn\b|\bdoi\b|,\s*,|\(\s*\)|\(\s*[,;]",
-    re.IGNORECASE,
-)
-
-
-def _sentences(text: str) -> list[str]:
-    """The complete sentences of a chunk: a fragment cut off at either end of the chunk is left out."""
-    parts: list[str] = []
-    for part in (" ".join(p.split()) for p in _SENTENCE_END.split(text)):
-        if parts and _ABBREVIATION.search(parts[-1]):
-            parts[-1] += " " + part
-        elif part:
-            parts.append(part)
-    return [p for p in parts if re.match(r"[\"“‘]?[A-Z]", p) and re.search(r"[.!?][\"'”’)\]]*$", p)]
-
-
-def _is_prose(sentence: str, strict: bool = True) -> bool:
-    """A sentence a tester can quote: not markup, a caption, a list of numbers or a heading.
-
-    Not ``strict``: any sentence of 5 words or more that is not markup,
-    numbers or a reference (for passages of short sentences only).
-    """
-    words = sentence.split()
-    shortest = _MIN_SENTENCE_WORDS if strict else 5
-    if not shortest <= len(words) <= _MAX_SENTENCE_WORDS or _NOT_PROSE.search(sentence):
-        return False
-    alphabetic = [w for w in words if _WORD.fullmatch(w.strip(".,;:!?()\"'“”‘’"))]
-    if len(alphabetic) < 0.7 * len(words) or _CITATION.search(sentence):
-        return False  # numbers, codes, references
-    if not strict:
-        return True
-    if sum(w[:1].isupper() for w in words[1:]) > 0.4 * (len(words) - 1):
-        return False  # a title, a caption or a reference: "The Flute Book: A Complete Guide for …"
-    # Prose has function words; captions and title lists ("Statue of James Watt in Leeds") few.
-    function = sum(w.lower().strip(".,;:!?()\"'“”‘’") in ENGLISH_STOP_WORDS for w in words)
-    return function >= 0.2 * len(words)
-
-
-def _key_sentences(text: str, theme_words: set[str], strict: bool = True) -> list[str]:
-    """The chunk's quotable sentences, best first.
-
-    Best is most content-word dense: distinct content words (theme words
-    count double) per square root of length, so neither the shortest nor
-    the longest sentence wins by size alone; a sentence starting with a
-    pronoun or "However" needs its context and ranks last.
-    """
-    scored = []
-    for position, sentence in enumerate(_sentences(text)):
-        if not _is_prose(sentence, strict):
-            continue
-        words = [w.lower() for w in _WORD.findall(sentence)]
-        content = {w for w in words if len(w) > 2 and w not in ENGLISH_STOP_WORDS}
-        density = (len(content) + len(content & theme_words)) / np.sqrt(len(words))
-        scored.append((bool(_DANGLING_START.match(sentence)), -density, position, sentence))
-    return [sentence for *_, sentence in sorted(scored)]
-
-
-def _question_from(sentence: str) -> str | None:
-    """A real question from a definitional sentence ("The koala is an …" → "What is the koala?"), else None."""
-    match = _DEFINITION.match(sentence)
-    if not match:
-        return None
-    subject = match["subject"]
-    first, _, rest = subject.partition(" ")
-    if first.lower() in ENGLISH_STOP_WORDS - {"the", "an", "a"}:
-        return None  # "Some of …", "Most …", "Many …"
-    if first in ("The", "An", "A"):
-        subject = first.lower() + " " + rest
-    verb = {"is": "is", "are": "are", "was": "was", "were": "were"}[match["verb"]]
-    return f"What {verb} {subject}?"
-
-
-DRAFT_PREFIX = "Write a question answered by:"
-"""How an offline draft that the tester still has to word as a question begins."""
-
-
-def is_unfinished_draft(text: str) -> bool:
-    """Whether ``text`` is still an offline draft (``DRAFT_PREFIX`` …), not a question a user would ask."""
-    return str(text).strip().lower().startswith(DRAFT_PREFIX.lower())
-
-
-def _draft_questions(
-    cluster: int, passages: list[int], chunk_texts, chunk_documents, themes: Sequence[str], n: int, seen: set[str]
-) -> list[Suggestion]:
-    """Offline drafts from the key sentences of the least covered passages.
-
-    Each draft quotes a real sentence of a passage: a definitional sentence
-    becomes the question it answers ("What is the koala?"); any other is
-    offered as ``Write a question answered by: “<sentence>”``, a draft the
-    tester finishes. Drafts take the best sentence of every passage first,
-    then the second best, and so on, until ``n`` distinct drafts exist. A
-    passage without a quotable sentence (markup, captions, numbers) gives none.
-    """
-    theme_words = {w for phrase in themes for w in _WORD.findall(phrase.lower())}
-    ranked = [[(index, s) for s in _key_sentences(chunk_texts[index], theme_words)] for index in passages]
-    if not any(ranked):  # only short sentences: accept any plain one
-        ranked = [[(index, s) for s in _key_sentences(chunk_texts[index], theme_words, False)] for index in passages]
-    drafts: list[Suggestion] = []
-    for depth in range(max((len(r) for r in ranked), default=0)):
-        for candidates in ranked:
-            if len(drafts) == n or depth >= len(candidates):
-                continue
-            index, sentence = candidates[depth]
-            text = _question_from(sentence) or f"{DRAFT_PREFIX} “{sentence}”"
-            if _normalise(text) in seen:
-                continue
-            seen.add(_normalise(text))
-            drafts.append(_suggestion(cluster, text, "draft", index, chunk_texts, chunk_documents))
-    return drafts
-
-
-_SYSTEM_PROMPT = (
-    "You write test questions for evaluating a retrieval-augmented generation (RAG) system. "
-    "Every question must be answerable from the given passages alone. Reply with JSON only."
-)
-
-
-def _existing_sample(existing_questions: Sequence[str], themes: Sequence[str]) -> list[str]:
-    """Existing questions on this topic (sharing theme words), so the LLM avoids them."""
-    words = {stem_word(w) for phrase in themes for w in _WORD.findall(phrase.lower())}
-    scored = []
-    for position, question in enumerate(existing_questions):
-        overlap = len({stem_word(w) for w in _WORD.findall(str(question).lower())} & words)
-        if overlap:
-            scored.append((-overlap, position, str(question)))
-    return [question for _, _, question in sorted(scored)[:N_EXISTING_IN_PROMPT]]
-
-
-def _llm_prompt(themes: Sequence[str], passage_texts: list[str], existing: list[str], n_questions: int) -> str:
-    lines = [
-        "The passages below come from one topic of a knowledge base that the current test questions "
-        "barely cover.",
-        f"Topic keywords: {', '.join(themes) if themes else '(none found)'}.",
-        "",
-        "Passages:",
-    ]
-    lines += [f"[{i}] {shorten(text, PROMPT_PASSAGE_CHARS, at_word=True)}" for i, text in enumerate(passage_texts, 1)]
-    lines += ["", "Existing test questions on this topic (do not repeat or paraphrase them):"]
-    lines += [f"- {shorten(q, 300, at_word=True)}" for q in existing] or ["(none)"]
-    lines += [
-        "",
-        f"Write {n_questions} new test questions. Each question must be answerable from the passage it cites, "
-        "using only information stated in that passage. Prefer the first passages: they are the least covered.",
-        "Also give 3 to 5 short phrases (1-3 words each) naming the topic.",
-        'Reply with JSON only, in exactly this form: {"themes": ["..."], '
-        '"questions": [{"question": "...", "passage": <number of the passage>}]}',
-    ]
-    return "\n".join(lines)
-
-
-def _parse_llm_answer(answer, n_passages: int) -> tuple[list[str], list[tuple[str, int | None]]]:
-    """Themes and (question, 0-based passage or None) from the model's JSON."""
-    if not isinstance(answer, dict):
-        raise ValueError("the reply is not a JSON object")
-    themes = []
-    raw_themes = answer.get("themes")
-    if isinstance(raw_themes, list):
-        themes = [shorten(t, 60, at_word=True) for t in raw_themes if isinstance(t, str) and t.strip()][:5]
-    questions = []
-    raw_questions = answer.get("questions")
-    for item in raw_questions if isinstance(raw_questions, list) else []:
-        text, passage = (item, None) if isinstance(item, str) else (None, None)
-        if isinstance(item, dict):
-            text, passage = item.get("question"), item.get("passage")
-        if not isinstance(text, str) or not text.strip():
-            continue
-        try:
-            number = int(passage)
-        except (TypeError, ValueError):
-            number = 0
-        questions.append((" ".join(text.split()), number - 1 if 1 <= number <= n_passages else None))
-    if not questions:
-        raise ValueError("the reply holds no questions")
-    return themes, questions
-
-
-def _llm_questions(
-    llm: ChatClient,
-    cluster: int,
-    themes: Sequence[str],
-    prompt_passages: list[int],
-    chunk_texts,
-    chunk_documents,
-    existing_questions: Sequence[str],
-    n: int,
-    seen: set[str],
-    chunk_vectors=None,
-    embed=None,
-    support_threshold: float | None = None,
-) -> tuple[list[str], list[Suggestion], int]:
-    prompt = _llm_prompt(
-        themes, [chunk_texts[i] for i in prompt_passages], _existing_sample(existing_questions, themes), n
-    )
-    answer = llm.complete_json(_SYSTEM_PROMPT, prompt)
-    try:
-        llm_themes, questions = _parse_llm_answer(answer, len(prompt_passages))
-    except ValueError as error:
-        raise ProviderError(f"The LLM reply could not be used: {error}.", kind="bad_response") from None
-    fresh = []
-    for text, passage in questions:
-        if _normalise(text) not in seen and _normalise(text) not in {_normalise(t) for t, _ in fresh}:
-            fresh.append((text, prompt_passages[passage] if passage is not None else None))
-    n_dropped = 0
-    if fresh and embed is not None and support_threshold is not None:
-        fresh, n_dropped = _reaching_passages(fresh, prompt_passages, chunk_vectors, embed, support_threshold)
-    suggestions = []
-    for text, index in fresh:
-        if len(suggestions) == n:
-            break
-        seen.add(_normalise(text))
-        suggestions.append(_suggestion(cluster, text, "llm", index, chunk_texts, chunk_documents))
-    if not suggestions:
-        if n_dropped:
-            error = ProviderError(f"none of its questions reached their passage ({n_dropped} dropped)", kind="bad_response")
-            error.dropped = n_dropped
-            raise error
-        raise ProviderError("The LLM only repeated existing questions.", kind="bad_response")
-    return llm_themes, suggestions, n_dropped
-
-
-def _reaching_passages(fresh, prompt_passages, chunk_vectors, embed, support_threshold: float):
-    """The (question, chunk) pairs whose question embedding reaches its passage, and how many did not.
-
-    A question reaches its passage when their cosine similarity is at least
-    ``support_threshold``. A question that cited no valid passage is matched
-    to the prompt passage it is most similar to.
-    """
-    question_vectors = np.asarray(embed([text for text, _ in fresh]), dtype=np.float64)
-    passages = np.asarray(np.asarray(chunk_vectors)[prompt_passages], dtype=np.float64)
-    similarity = unit_rows(question_vectors) @ unit_rows(passages).T  # (questions, prompt passages)
-    kept = []
-    for row, (text, index) in enumerate(fresh):
-        column = prompt_passages.index(index) if index is not None else int(np.argmax(similarity[row]))
-        if similarity[row, column] >= support_threshold:
-            kept.append((text, prompt_passages[column]))
-    return kept, len(fresh) - len(kept)
-
-
-# --------------------------------------------------------------------------
 # the analysis
 # --------------------------------------------------------------------------
 
 
-def analyse_gaps(
+def analyze_gaps(
     chunk_texts: Sequence[str],
     chunk_documents: Sequence[str],
     chunk_vectors,
@@ -624,7 +308,8 @@ def analyse_gaps(
     llm: ChatClient | None = None,
     embed=None,
     support_threshold: float | None = None,
-    is_gap=None,
+    *,
+    is_gap,
 ) -> tuple[list[Gap], list[str]]:
     """Find the under-covered clusters and suggest questions for them.
 
@@ -647,10 +332,9 @@ def analyse_gaps(
         An LLM question is kept only if the cosine similarity of its
         embedding to its source passage is at least this; the others are
         dropped and counted in a warning. None: no check.
-
-    is_gap : array-like of shape (K,), bool, optional
-        Which clusters are gaps (the pipeline's ``clusters["is_gap"]``);
-        None: coverage below ``config.gap_threshold``.
+    is_gap : array-like of shape (K,), bool
+        Which clusters are gaps (the pipeline's ``clusters["is_gap"]``, from
+        :func:`coverage_core.verdicts.is_gap`).
 
     Returns
     -------
@@ -658,67 +342,106 @@ def analyse_gaps(
     warnings : list of str, one sentence each (LLM failures and fallbacks)
     """
     config = config or GapConfig()
-    texts = [str(t) for t in chunk_texts]
-    documents = list(chunk_documents)
-    vectors = np.asarray(chunk_vectors)
-    labels = np.asarray(labels, dtype=np.intp)
-    centroids = np.asarray(centroids, dtype=np.float32)
-    distances = np.asarray(min_distances, dtype=np.float64)
-    coverage = np.asarray(cluster_coverage, dtype=np.float64)
-    n_clusters = _check_gap_inputs(len(texts), documents, vectors, labels, centroids, distances, coverage)
-
-    sizes = np.bincount(labels, minlength=n_clusters)
-    ranked = rank_gaps(coverage, sizes, config, is_gap=is_gap)
+    inputs = _GapInputs.checked(
+        chunk_texts, chunk_documents, chunk_vectors, labels, centroids, min_distances, cluster_coverage
+    )
+    ranked = rank_gaps(inputs.coverage, inputs.sizes, config, is_gap=is_gap)
     if not ranked:
         return [], []
-    themes = extract_themes(texts, labels, n_clusters, config.n_themes)
-    seen = {_normalise(str(q)) for q in existing_questions}
+    return _write_gaps(inputs, ranked, config, existing_questions, llm, embed, support_threshold)
+
+
+@dataclass(frozen=True)
+class _GapInputs:
+    """The chunk-level inputs of :func:`analyze_gaps`, as arrays checked against each other."""
+
+    texts: list[str]
+    documents: list[str]
+    vectors: np.ndarray
+    labels: np.ndarray
+    centroids: np.ndarray
+    distances: np.ndarray
+    coverage: np.ndarray
+    n_clusters: int
+    sizes: np.ndarray
+
+    @classmethod
+    def checked(
+        cls, chunk_texts, chunk_documents, chunk_vectors, labels, centroids, min_distances, cluster_coverage
+    ) -> _GapInputs:
+        texts = [str(t) for t in chunk_texts]
+        documents = list(chunk_documents)
+        vectors = np.asarray(chunk_vectors)
+        labels = np.asarray(labels, dtype=np.intp)
+        centroids = np.asarray(centroids, dtype=np.float32)
+        distances = np.asarray(min_distances, dtype=np.float64)
+        coverage = np.asarray(cluster_coverage, dtype=np.float64)
+        n_clusters = _check_gap_inputs(len(texts), documents, vectors, labels, centroids, distances, coverage)
+        sizes = np.bincount(labels, minlength=n_clusters)
+        return cls(texts, documents, vectors, labels, centroids, distances, coverage, n_clusters, sizes)
+
+    def representatives_of(self, ranked: list[tuple[int, float]], n_representative: int):
+        """cluster -> its representative chunks; one pass over all rows serves several gaps."""
+        if len(ranked) > 1:
+            by_cluster = representatives_by_cluster(self.vectors, self.labels, self.centroids, n_representative)
+            return lambda cluster: by_cluster[cluster]
+        # One gap: its own cluster's rows are all that need reading.
+        return lambda cluster: representative_chunks(self.vectors, self.labels, self.centroids, cluster, n_representative)
+
+    def gap(self, cluster: int, priority: float, themes: list[str], passages, suggestions) -> Gap:
+        return Gap(
+            cluster=cluster,
+            coverage=float(self.coverage[cluster]),
+            size=int(self.sizes[cluster]),
+            share=float(self.sizes[cluster] / len(self.texts)),
+            priority=priority,
+            themes=tuple(themes),
+            passages=tuple(passages),
+            suggestions=tuple(suggestions),
+        )
+
+
+def _write_gaps(
+    inputs: _GapInputs,
+    ranked: list[tuple[int, float]],
+    config: GapConfig,
+    existing_questions: Sequence[str],
+    llm: ChatClient | None,
+    embed,
+    support_threshold: float | None,
+) -> tuple[list[Gap], list[str]]:
+    """One Gap per ranked cluster: its themes, least-covered passages and suggested questions."""
+    themes = extract_themes(inputs.texts, inputs.labels, inputs.n_clusters, config.n_themes)
+    seen = {duplicate_key(str(q)) for q in existing_questions}
     warnings: list[str] = []
     n_unsupported = 0
-
     gaps = []
-    n_representative = max(N_REPRESENTATIVE, config.n_passages)
-    if len(ranked) > 1:
-        by_cluster = representatives_by_cluster(vectors, labels, centroids, n_representative)
+    representatives_of = inputs.representatives_of(ranked, max(N_REPRESENTATIVE, config.n_passages))
     for cluster, priority in ranked:
-        if len(ranked) > 1:
-            representatives = by_cluster[cluster]
-        else:  # one gap: its own cluster's rows are all that need reading
-            representatives = representative_chunks(vectors, labels, centroids, cluster, n_representative)
-        passages = _least_covered(representatives, distances, config.n_passages)
+        representatives = representatives_of(cluster)
+        passages = _least_covered(representatives, inputs.distances, config.n_passages)
         gap_themes = list(themes[cluster])
         suggestions = None
         if llm is not None:
-            gap_themes, suggestions, dropped, fatal = _llm_suggestions(
-                llm, cluster, gap_themes, passages, representatives, texts, documents,
-                existing_questions, config, seen, vectors, embed, support_threshold, warnings,
+            gap_themes, suggestions, dropped, fatal = llm_suggestions(
+                llm, cluster, gap_themes, passages, representatives, inputs.texts, inputs.documents,
+                existing_questions, config, seen, inputs.vectors, embed, support_threshold, warnings,
             )
             n_unsupported += dropped
             if fatal:
                 llm = None  # the next gaps would fail the same way
         if suggestions is None:
-            suggestions = _draft_questions(
-                cluster, passages, texts, documents, gap_themes, config.n_suggestions, seen
+            suggestions = draft_questions(
+                cluster, passages, inputs.texts, inputs.documents, gap_themes, config.n_suggestions, seen
             )
-        gaps.append(
-            Gap(
-                cluster=cluster,
-                coverage=float(coverage[cluster]),
-                size=int(sizes[cluster]),
-                share=float(sizes[cluster] / len(texts)),
-                priority=priority,
-                themes=tuple(gap_themes),
-                passages=tuple(passages),
-                suggestions=tuple(suggestions),
-            )
-        )
+        gaps.append(inputs.gap(cluster, priority, gap_themes, passages, suggestions))
     if n_unsupported:
-        warnings.append(_unsupported_warning(n_unsupported, support_threshold))
+        warnings.append(unsupported_warning(n_unsupported, support_threshold))
     return gaps, warnings
 
 
 def _check_gap_inputs(n, documents, vectors, labels, centroids, distances, coverage) -> int:
-    """The number of clusters; InputError when the inputs of :func:`analyse_gaps` do not fit the ``n`` chunks."""
+    """The number of clusters; InputError when the inputs of :func:`analyze_gaps` do not fit the ``n`` chunks."""
     for name, length in (
         ("chunk_documents", len(documents)),
         ("chunk_vectors", vectors.shape[0] if vectors.ndim == 2 else -1),
@@ -735,41 +458,3 @@ def _check_gap_inputs(n, documents, vectors, labels, centroids, distances, cover
     if n and (labels.min() < 0 or labels.max() >= n_clusters):
         raise InputError(f"labels must be cluster numbers 0..{n_clusters - 1}.")
     return n_clusters
-
-
-def _llm_suggestions(
-    llm, cluster, themes, passages, representatives, texts, documents,
-    existing_questions, config, seen, vectors, embed, support_threshold, warnings,
-):
-    """One gap's themes and questions from the LLM, how many of its questions
-    were dropped, and whether the LLM failed in a way the next gaps would too.
-
-    On failure a warning is added and the suggestions are None, so the gap
-    falls back to drafts.
-    """
-    # The least covered passages first, then the two most central
-    # ones for context if not already there.
-    prompt_passages = passages + [int(i) for i in representatives[:2] if int(i) not in passages]
-    try:
-        llm_themes, suggestions, dropped = _llm_questions(
-            llm, cluster, themes, prompt_passages, texts, documents,
-            existing_questions, config.n_suggestions, seen, vectors, embed, support_threshold,
-        )
-    except ProviderError as error:
-        fatal = error.kind in _FATAL_KINDS
-        if fatal:
-            warnings.append(f"The LLM is unavailable, so offline question drafts are shown instead: {error}")
-        else:
-            warnings.append(
-                f"Cluster {cluster}: offline question drafts are shown because the LLM failed: {error}"
-            )
-        return themes, None, getattr(error, "dropped", 0), fatal
-    return llm_themes or themes, suggestions, dropped, False
-
-
-def _unsupported_warning(n_unsupported: int, support_threshold: float) -> str:
-    return (
-        f"{n_unsupported} suggested question{'s' if n_unsupported != 1 else ''} did not reach "
-        f"{'their passage' if n_unsupported != 1 else 'its passage'} (cosine similarity below "
-        f"{support_threshold:.3f}) and {'were' if n_unsupported != 1 else 'was'} dropped."
-    )

@@ -13,15 +13,24 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coverage_core.embeddings.base import is_provider_endpoint, redact, redact_url
+from coverage_core.embeddings.base import redact, redact_url
+from coverage_core.embeddings.registry import is_provider_endpoint
 from coverage_core.errors import ProviderError
+
+if TYPE_CHECKING:  # imported where used: only the LLM checks need it
+    import openai
 
 __all__ = ["ChatClient", "DEFAULT_LLM_MODEL", "LLMConfig", "llm_key_variable", "parse_json_loose"]
 
 # Local servers (Ollama, vLLM) ignore the key, but the openai client insists
 # on having one.
+# LLM failures (ProviderError.kind) after which asking again, for the next
+# gap or the next question (checks.subquestions), is pointless.
+FATAL_KINDS = frozenset({"auth", "connection", "timeout", "rate_limit"})
+
+
 _PLACEHOLDER_KEY = "not-needed"
 
 _NUDGE = (
@@ -74,7 +83,7 @@ def llm_key_variable(base_url: str | None) -> str:
     """The environment variable whose key may be sent to the chat server at ``base_url``.
 
     ``OPENAI_API_KEY`` only for OpenAI itself (the rule embedders follow,
-    :func:`~coverage_core.embeddings.base.is_provider_endpoint`), ``LLM_API_KEY`` for any other server.
+    :func:`~coverage_core.embeddings.registry.is_provider_endpoint`), ``LLM_API_KEY`` for any other server.
     """
     return "OPENAI_API_KEY" if is_provider_endpoint("openai", base_url) else "LLM_API_KEY"
 

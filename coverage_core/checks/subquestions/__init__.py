@@ -50,32 +50,25 @@ Modules
 ``config`` (types, limits, :class:`SubQuestionConfig`), ``results`` (the
 result dataclasses), ``prompt`` (the prompt and its cost estimate),
 ``parsing`` (reading the model's reply), ``decompose`` (asking the LLM, and
-:func:`analyse_subquestions`, the entry point), ``scoring`` (support in the
+:func:`analyze_subquestions`, the entry point), ``scoring`` (support in the
 knowledge base) and ``report`` (the JSON report section). Every public name
 is importable from ``coverage_core.checks.subquestions``; the entry point for a
-:class:`~coverage_core.pipeline.Analysis` is
-:func:`coverage_core.pipeline.check_subquestions`.
+:class:`~coverage_core.results.Analysis` is
+:func:`coverage_core.pipeline.run_subquestion_check`.
 """
 
 from __future__ import annotations
 
 from coverage_core.checks.subquestions.config import (
-    DEFAULT_TYPE,
-    FATAL_KINDS,
-    PROMPT_QUESTION_CHARS,
-    REPLY_TOKENS_OVERHEAD,
-    REPLY_TOKENS_PER_SUB_QUESTION,
-    SUB_QUESTION_CHARS,
     SUBQUESTION_TYPES,
     SUPPORT_NOTIONS,
     UNAVAILABLE_REASON,
     SubQuestionConfig,
     unavailable_reason,
 )
-from coverage_core.checks.subquestions.decompose import analyse_subquestions, decompose_questions
-from coverage_core.checks.subquestions.parsing import normalise_type, parse_decomposition
+from coverage_core.checks.subquestions.decompose import analyze_subquestions, decompose_questions
+from coverage_core.checks.subquestions.parsing import normalize_type, parse_decomposition
 from coverage_core.checks.subquestions.prompt import (
-    SYSTEM_PROMPT,
     DecompositionCost,
     build_prompt,
     estimate_decomposition_cost,
@@ -105,11 +98,11 @@ __all__ = [
     "SubQuestionResult",
     "SupportSummary",
     "TypeCoverage",
-    "analyse_subquestions",
+    "analyze_subquestions",
     "build_prompt",
     "decompose_questions",
     "estimate_decomposition_cost",
-    "normalise_type",
+    "normalize_type",
     "parse_decomposition",
     "rescore_subquestions",
     "score_subquestions",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from coverage_core.errors import InputError
+from coverage_core.validation import check_scalar
 
 if TYPE_CHECKING:
     from coverage_core.suggest.llm import ChatClient
@@ -27,10 +25,6 @@ UNAVAILABLE_REASON = (
     "(a chat model and, for a server other than OpenAI, its base URL)."
 )
 
-# LLM failures after which asking again for the next question is pointless;
-# the same policy as coverage_core.suggest.gaps.
-FATAL_KINDS = frozenset({"auth", "connection", "timeout", "rate_limit"})
-
 # Longest question text put into the prompt, and longest sub-question kept, in characters.
 PROMPT_QUESTION_CHARS = 2_000
 SUB_QUESTION_CHARS = 300
@@ -38,6 +32,11 @@ SUB_QUESTION_CHARS = 300
 # ({"text": "...", "type": "background"}) is ~120 characters, ~30 tokens.
 REPLY_TOKENS_PER_SUB_QUESTION = 30
 REPLY_TOKENS_OVERHEAD = 10
+# Limits of SubQuestionConfig.
+SUPPORT_THRESHOLD_RANGE = (-1.0, 1.0)
+"""A cosine similarity."""
+MAX_SUB_QUESTIONS_RANGE = (1, 30)
+MIN_TOP_K = 1
 
 
 @dataclass(frozen=True)
@@ -82,35 +81,15 @@ class SubQuestionConfig:
     headline_support: str = "knowledge_base"
 
     def __post_init__(self):
-        weights = {}
-        for name in ("core_weight", "background_weight", "follow_up_weight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise InputError(f"{name} must be a number, 0 or more; got {value!r}.")
-            if not math.isfinite(value) or value < 0:
-                raise InputError(f"{name} must be a number, 0 or more; got {value!r}.")
-            weights[name] = float(value)
-        if not any(weights.values()):
+        names = ("core_weight", "background_weight", "follow_up_weight")
+        if not any([check_scalar(getattr(self, name), name, float, min_val=0) for name in names]):
             raise InputError("At least one sub-question type weight must be above 0; raise the core weight.")
-        threshold = self.support_threshold
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, (int, float, np.integer, np.floating))
-            or not -1 <= threshold <= 1
-        ):
-            raise InputError(
-                f"support_threshold is a cosine similarity and must be between -1 and 1; got {threshold!r}."
-            )
-        for name, low, high in (("top_k", 1, None), ("max_sub_questions", 1, 30)):
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, np.integer))
-                or value < low
-                or (high is not None and value > high)
-            ):
-                limit = f"between {low} and {high}" if high is not None else f"at least {low}"
-                raise InputError(f"{name} must be a whole number {limit}; got {value!r}.")
+        low, high = SUPPORT_THRESHOLD_RANGE
+        check_scalar(self.support_threshold, "support_threshold", float, min_val=low, max_val=high,
+                     hint="it is a cosine similarity")
+        check_scalar(self.top_k, "top_k", int, min_val=MIN_TOP_K)
+        low, high = MAX_SUB_QUESTIONS_RANGE
+        check_scalar(self.max_sub_questions, "max_sub_questions", int, min_val=low, max_val=high)
         if self.headline_support not in SUPPORT_NOTIONS:
             raise InputError(
                 f"headline_support must be one of {', '.join(SUPPORT_NOTIONS)}; got {self.headline_support!r}."

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from coverage_core.errors import InputError, ProviderError
-from coverage_core.suggest.llm import ChatClient
-from coverage_core.checks.subquestions.config import FATAL_KINDS, UNAVAILABLE_REASON, SubQuestionConfig
+from coverage_core.checks.subquestions.config import UNAVAILABLE_REASON, SubQuestionConfig
 from coverage_core.checks.subquestions.parsing import parse_decomposition
 from coverage_core.checks.subquestions.prompt import SYSTEM_PROMPT, build_prompt
 from coverage_core.checks.subquestions.results import Decomposition, SubQuestionResult
 from coverage_core.checks.subquestions.scoring import check_embeddings, score_subquestions
+from coverage_core.errors import InputError, ProviderError
+from coverage_core.suggest.llm import FATAL_KINDS, ChatClient
 from coverage_core.types import Question
 
 
@@ -102,7 +102,7 @@ def _decompose_one(question: Question, llm: ChatClient, config: SubQuestionConfi
 # --------------------------------------------------------------------------
 
 
-def analyse_subquestions(
+def analyze_subquestions(
     questions: Sequence[Question | str],
     question_vectors,
     chunk_vectors,

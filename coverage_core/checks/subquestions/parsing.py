@@ -6,11 +6,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from coverage_core.suggest.llm import parse_json_loose
 from coverage_core.checks.subquestions.config import DEFAULT_TYPE, SUB_QUESTION_CHARS, SUBQUESTION_TYPES
 from coverage_core.checks.subquestions.results import SubQuestion
+from coverage_core.suggest.llm import parse_json_loose
 from coverage_core.validation import shorten
-
 
 _TYPE_SYNONYMS = {
     **dict.fromkeys(
@@ -40,7 +39,7 @@ def _key(text: str) -> str:
     return re.sub(r"[^a-z]", "", text.lower())
 
 
-def normalise_type(raw: Any) -> str | None:
+def normalize_type(raw: Any) -> str | None:
     """The type in :data:`SUBQUESTION_TYPES` that ``raw`` names, or None.
 
     Case, spaces, hyphens and underscores are ignored, a trailing
@@ -78,9 +77,9 @@ def _raw_items(value: Any) -> list[tuple[Any, str | None]]:
             return [(item, None) for item in by_key[key]]
     # {"core": [...], "background": [...], "follow-up": [...]}
     grouped = [
-        (item, normalise_type(k))
+        (item, normalize_type(k))
         for k, v in value.items()
-        if normalise_type(k) and isinstance(v, list)
+        if normalize_type(k) and isinstance(v, list)
         for item in v
     ]
     if grouped:
@@ -108,16 +107,16 @@ def _text_and_type(item: Any) -> tuple[Any, Any]:
         text, kind = _pick(item, _TEXT_KEYS), _pick(item, _TYPE_KEYS)
         if text is None and len(item) == 1:  # {"core": "What ...?"}
             ((key, only),) = item.items()
-            if normalise_type(str(key)):
+            if normalize_type(str(key)):
                 return only, key
         return text, kind
     if isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(x, str) for x in item):
         first, second = item  # ["What ...?", "core"] or ["core", "What ...?"]
-        return (second, first) if normalise_type(first) and not normalise_type(second) else (first, second)
+        return (second, first) if normalize_type(first) and not normalize_type(second) else (first, second)
     return None, None
 
 
-def _normalise_text(text: str) -> str:
+def _normalize_text(text: str) -> str:
     """Lowercase, punctuation and whitespace runs collapsed: for duplicate checks."""
     return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
 
@@ -131,7 +130,7 @@ def parse_decomposition(reply: Any, question: str, max_sub_questions: int = 8) -
     list-valued key, grouped by type (``{"core": [...], ...}``), or be the
     reply itself; items may be objects (text under ``text``/``question``/...,
     type under ``type``/``category``/..., extra keys ignored), plain strings
-    or ``[text, type]`` pairs. Types are mapped by :func:`normalise_type`;
+    or ``[text, type]`` pairs. Types are mapped by :func:`normalize_type`;
     a missing or unknown type becomes :data:`DEFAULT_TYPE` with
     ``type_assumed=True``. Empty texts, repeats (ignoring case and
     punctuation; the first is kept) and the question itself are dropped.
@@ -145,18 +144,18 @@ def parse_decomposition(reply: Any, question: str, max_sub_questions: int = 8) -
     """
     if isinstance(reply, str):
         reply = parse_json_loose(reply)
-    seen = {_normalise_text(question)}
+    seen = {_normalize_text(question)}
     found: list[SubQuestion] = []
     for item, group_type in _raw_items(reply):
         text, raw_type = _text_and_type(item)
         if not isinstance(text, str) or not text.strip():
             continue
         text = shorten(text, SUB_QUESTION_CHARS, at_word=True)
-        key = _normalise_text(text)
+        key = _normalize_text(text)
         if not key or key in seen:
             continue
         seen.add(key)
-        kind = normalise_type(raw_type) or group_type
+        kind = normalize_type(raw_type) or group_type
         found.append(SubQuestion(text, kind or DEFAULT_TYPE, type_assumed=kind is None))
     if not found:
         raise ValueError("the reply holds no sub-questions")

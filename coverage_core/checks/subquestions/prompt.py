@@ -7,16 +7,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from coverage_core.costs import CostEstimate, approximate_tokens, default_price_table, estimate_llm_cost
 from coverage_core.checks.subquestions.config import (
     PROMPT_QUESTION_CHARS,
     REPLY_TOKENS_OVERHEAD,
     REPLY_TOKENS_PER_SUB_QUESTION,
     SubQuestionConfig,
 )
+from coverage_core.costs import CostEstimate, approximate_tokens, default_price_table, estimate_llm_cost
 from coverage_core.types import Question
 from coverage_core.validation import shorten
-
 
 SYSTEM_PROMPT = (
     "You help check whether a knowledge base can answer the test questions of a retrieval-augmented "

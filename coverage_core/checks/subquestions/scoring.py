@@ -8,10 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from coverage_core.errors import InputError
-from coverage_core.metrics import question_support
 from coverage_core.checks.retrieval import top_k_chunks
-from coverage_core.validation import check_vectors, unit_rows  # one validation for every vector input
 from coverage_core.checks.subquestions.config import SUBQUESTION_TYPES, SubQuestionConfig
 from coverage_core.checks.subquestions.results import (
     Decomposition,
@@ -21,6 +18,9 @@ from coverage_core.checks.subquestions.results import (
     SupportSummary,
     TypeCoverage,
 )
+from coverage_core.errors import InputError
+from coverage_core.metrics import question_support
+from coverage_core.validation import check_vectors, unit_rows  # one validation for every vector input
 
 
 def score_subquestions(

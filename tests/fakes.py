@@ -1,5 +1,11 @@
-"""A small HTTP server on 127.0.0.1 that speaks enough of the OpenAI and
-Voyage APIs for the real client libraries to talk to it.
+"""Stand-ins for what the tests must not reach: an embedding model and a provider's API.
+
+:class:`FakeEmbedder` is the one fake Embedder: deterministic vectors
+computed from the text, no model and no network. It records what it was
+asked and can fail as a rate-limited provider does.
+
+:class:`FakeAPIServer` is a small HTTP server on 127.0.0.1 that speaks enough
+of the OpenAI and Voyage APIs for the real client libraries to talk to it.
 
 Both providers use ``POST {base_url}/embeddings`` with the same response
 shape, and OpenAI chat uses ``POST {base_url}/chat/completions``. Tests script
@@ -27,6 +33,7 @@ import collections
 import hashlib
 import json
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +41,87 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 import numpy as np
+
+from coverage_core.errors import ProviderError
+
+RATE_LIMITED = "The provider rate-limited the requests; wait a minute and run again."
+
+
+def _text_seed(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+
+
+class FakeEmbedder:
+    """A deterministic Embedder without a model; records every call and can fail on cue.
+
+    Args:
+        provider, model, dimensions: What the cache key is made of.
+        vectors: ``"random"``: a normal vector seeded by the text's hash, times
+            3 (not unit length on purpose: the pipeline must normalise it);
+            ``"words"``: a bag of the text's words of four letters or more,
+            hashed into ``width`` columns, so similarity follows shared words.
+        width: Length of each vector.
+        max_tokens: The longest text it reads, in tokens (one token per
+            whitespace-separated word); ``"words"`` vectors ignore the rest.
+        batch_size: Texts per ``embed`` call from ``embed_texts``.
+        fail_from_batch: The first ``embed`` call (1-based) that raises a
+            rate-limit :class:`ProviderError`, as does every later one; None
+            never fails.
+
+    Attributes:
+        embed_calls: The texts of every ``embed`` call, in order.
+        count_calls: The texts of every ``count_tokens`` call, in order.
+        lock: Held while recording, for embedders that run batches in threads.
+    """
+
+    def __init__(self, provider="fake", model="m", dimensions=None, *, vectors="random", width=8,
+                 max_tokens=5, batch_size=4, fail_from_batch=None):
+        if vectors not in ("random", "words"):
+            raise ValueError(f"vectors must be 'random' or 'words', not {vectors!r}")
+        self.provider, self.model, self.dimensions = provider, model, dimensions
+        self.vectors, self.width = vectors, width
+        self.max_tokens, self.batch_size = max_tokens, batch_size
+        self.fail_from_batch = fail_from_batch
+        self.embed_calls: list[list[str]] = []
+        self.count_calls: list[list[str]] = []
+        self.lock = threading.Lock()
+
+    def embed(self, texts):
+        with self.lock:
+            self.embed_calls.append(list(texts))
+            if self.fail_from_batch is not None and len(self.embed_calls) >= self.fail_from_batch:
+                raise ProviderError(RATE_LIMITED, "rate_limit")
+        vector = self._random_vector if self.vectors == "random" else self._word_vector
+        return np.array([vector(text) for text in texts], dtype=np.float64).reshape(-1, self.width)
+
+    def count_tokens(self, texts):
+        with self.lock:
+            self.count_calls.append(list(texts))
+        return [len(text.split()) for text in texts]
+
+    @property
+    def sent(self) -> list[str]:
+        """Every text given to ``embed``, in order."""
+        return [text for call in self.embed_calls for text in call]
+
+    @property
+    def calls(self) -> int:
+        """How many times ``embed`` was called."""
+        return len(self.embed_calls)
+
+    @property
+    def n_embedded(self) -> int:
+        return sum(len(call) for call in self.embed_calls)
+
+    def _random_vector(self, text: str) -> np.ndarray:
+        return np.random.default_rng(_text_seed(text)).standard_normal(self.width) * 3
+
+    def _word_vector(self, text: str) -> np.ndarray:
+        row = np.full(self.width, 1e-3)  # never all zero, so every text has a direction
+        read = " ".join(text.lower().split()[: self.max_tokens])
+        for word in re.findall(r"[a-z]{4,}", read):
+            row[int.from_bytes(hashlib.sha256(word.encode()).digest()[:2], "little") % self.width] += 1
+        return row
 
 
 @dataclass
@@ -75,8 +163,7 @@ class Limits:
 
 def fake_embedding(text: str, dimensions: int) -> list[float]:
     """A deterministic unit vector derived from the text's hash."""
-    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
-    vector = np.random.default_rng(seed).standard_normal(dimensions)
+    vector = np.random.default_rng(_text_seed(text)).standard_normal(dimensions)
     return (vector / np.linalg.norm(vector)).tolist()
 
 

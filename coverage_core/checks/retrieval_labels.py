@@ -1,0 +1,216 @@
+"""Relevance labels of a question table: which column names each question's
+relevant sources, and the :class:`SourceRef` labels a cell holds.
+
+The accepted forms and how a label matches a document are described in
+:mod:`coverage_core.checks.retrieval`, which re-exports these names.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from coverage_core.errors import InputError
+from coverage_core.types import QuestionSet
+from coverage_core.validation import is_blank, is_whole, listed_columns, resolve_column
+
+# Names of the relevant-source column in common test-set exports, in order of
+# preference. Matching ignores case, spaces, underscores and hyphens (see
+# validation.resolve_column), so "Relevant Sources" and "relevant-sources" match too.
+RELEVANT_COLUMN_NAMES = (
+    "relevant_sources",
+    "relevant_source",
+    "relevant_documents",
+    "relevant_document",
+    "relevant_docs",
+    "relevant_doc",
+    "relevant_files",
+    "relevant_file",
+    "source",
+    "sources",
+    "source_file",
+    "source_files",
+    "source_document",
+    "source_documents",
+    "document",
+    "documents",
+    "document_name",
+    "doc",
+    "docs",
+    "doc_name",
+    "file",
+    "files",
+    "filename",
+    "filenames",
+)
+
+_SEPARATORS = re.compile(r"[|;]")
+_PAGE_FORMS = re.compile(
+    r"""^(?P<name>.*?\S)\s*(?:
+          \#\s*(?:(?:page|p)\.?\s*=?\s*)?(?P<hash>\d+)        # name#page=3  name#3  name#p3
+        | :\s*(?P<colon>\d+)                                 # name:3
+        | (?:,\s*|\s+)(?:page|pg|p)\.?\s*(?P<word>\d+)        # name p3  name p.3  name page 3  name, page 3
+    )\s*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_QUOTES = "\"'\u201c\u201d\u2018\u2019"
+
+
+def name_key(name: str) -> str:
+    """File name without directories, Unicode-normalised and case-folded."""
+    base = re.split(r"[\\/]", unicodedata.normalize("NFC", str(name)).strip())[-1]
+    return base.strip().casefold()
+
+
+def stem_key(key: str) -> str | None:
+    """``key`` without its extension, or None if it has none (``.bashrc`` has none)."""
+    stem, dot, suffix = key.rpartition(".")
+    return stem if dot and stem and suffix else None
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """One relevant source of a question: a file name and, optionally, a 1-based page.
+
+    ``name`` is kept as written; matching uses :attr:`key` (no directories,
+    case-folded). ``str(ref)`` is ``name`` or ``name#page=P``, a form
+    :func:`parse_relevant` reads back.
+    """
+
+    name: str
+    page: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not name_key(self.name):
+            raise InputError(f"A relevant source needs a file name; got {self.name!r}.")
+        if self.page is not None:
+            if not is_whole(self.page):
+                raise InputError(f"The page of {self.name} must be a whole number; got {self.page!r}.")
+            if self.page < 1:
+                raise InputError(f"Pages count from 1, but {self.name} names page {self.page}.")
+            object.__setattr__(self, "page", int(self.page))
+
+    @property
+    def key(self) -> str:
+        return name_key(self.name)
+
+    def __str__(self) -> str:
+        return self.name if self.page is None else f"{self.name}#page={self.page}"
+
+
+def parse_relevant(cell) -> tuple[SourceRef, ...]:
+    """The relevant sources named in one cell, in order, without repeats.
+
+    Sources are separated by ``|`` or ``;``; each is a file name with an
+    optional page in one of the forms listed in the module docstring
+    (``report.pdf#page=3``, ``report.pdf#3``, ``report.pdf:3``,
+    ``report.pdf p.3``, ``report.pdf page 3``, ``report.pdf, page 3`` …).
+    Whitespace and surrounding quotes are ignored; empty parts are skipped; a
+    source repeated (same file key and page) is kept once.
+
+    Parameters
+    ----------
+    cell : str, None or NaN
+        A blank cell (None, NaN, empty or whitespace) gives ``()``.
+
+    Returns
+    -------
+    tuple of SourceRef
+
+    Raises
+    ------
+    InputError
+        A page number 0 (pages count from 1).
+    """
+    if is_blank(cell):
+        return ()
+    refs: list[SourceRef] = []
+    seen: set[tuple[str, int | None]] = set()
+    for part in _SEPARATORS.split(str(cell)):
+        text = part.strip().strip(_QUOTES).strip()
+        if not text:
+            continue
+        found = _PAGE_FORMS.match(text)
+        if found:
+            name = found["name"].strip().strip(_QUOTES).strip()
+            page_text = found["hash"] or found["colon"] or found["word"]
+            ref = SourceRef(name, int(page_text))
+        else:
+            ref = SourceRef(text)
+        if (ref.key, ref.page) not in seen:
+            seen.add((ref.key, ref.page))
+            refs.append(ref)
+    return tuple(refs)
+
+
+def find_relevant_column(columns: Sequence[str], explicit: str | None = None) -> str | None:
+    """The column naming each question's relevant source(s), as spelled in the file.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The question table's column names.
+    explicit : str, optional
+        The column the user chose; matched exactly first, then ignoring case,
+        spaces, ``_`` and ``-`` (:func:`coverage_core.validation.resolve_column`).
+        None or blank: detect it.
+
+    Returns
+    -------
+    str or None
+        The chosen column; else the first column matching a name in
+        ``RELEVANT_COLUMN_NAMES`` (earlier names preferred); None if none does.
+
+    Raises
+    ------
+    InputError
+        ``explicit`` is given and no column matches it; the message lists the
+        columns.
+    """
+    return resolve_column(columns, explicit, RELEVANT_COLUMN_NAMES, what="relevant-source")
+
+
+def relevant_from_questions(
+    question_set: QuestionSet, column: str | None = None
+) -> list[tuple[SourceRef, ...] | None]:
+    """The relevant sources of every question, read from the user's table.
+
+    Parameters
+    ----------
+    question_set : QuestionSet
+    column : str, optional
+        The relevant-source column; found with :func:`find_relevant_column`
+        when not given.
+
+    Returns
+    -------
+    list, one entry per ``question_set.questions`` (same order)
+        A tuple of :class:`SourceRef`, or None when the question's cell is
+        blank (an unlabelled question).
+
+    Raises
+    ------
+    InputError
+        No such column, none detected, or a cell names page 0.
+    """
+    frame = question_set.frame
+    columns = [str(c) for c in frame.columns]
+    found = find_relevant_column(columns, column)
+    if found is None:
+        raise InputError(
+            "No column naming the relevant sources was found (columns: "
+            f"{listed_columns(columns)}); name it, for example 'source', or choose one explicitly."
+        )
+    cells = frame[found]
+    relevant: list[tuple[SourceRef, ...] | None] = []
+    for question in question_set.questions:
+        try:
+            refs = parse_relevant(cells.iloc[question.row])
+        except InputError as error:
+            raise InputError(
+                f"Row {question.row + 1} of '{found}' (counting rows below the header from 1): {error}"
+            ) from None
+        relevant.append(refs or None)
+    return relevant

@@ -1,0 +1,106 @@
+"""Every parameter of an analysis: which model embeds, and the settings of the later stages.
+
+Small frozen dataclasses validated on construction; the CLI's flags and the
+dashboard's settings map onto them, and the report records them whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from coverage_core.embeddings import redact_url
+from coverage_core.metrics import COVER_THRESHOLD_RANGE, check_cover_threshold, check_n_nearest
+from coverage_core.stages import calibration as calibration_module
+from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.stages.screening import QuestionScreener, check_strictness
+from coverage_core.suggest.gaps import GapConfig
+from coverage_core.validation import check_scalar
+
+# Limits of AnalysisConfig, kept here once; the CLI and the dashboard read them.
+MULTI_THRESHOLD_RANGE = COVER_THRESHOLD_RANGE
+"""A cosine distance to a cluster centre: above 0, at most 2 (the metric's own limits)."""
+SEED_RANGE = (0, 2**32 - 1)
+"""The seeds scikit-learn's K-means accepts as ``random_state``."""
+REDUNDANCY_THRESHOLD_RANGE = (0.0, 1.0)
+"""A cosine similarity between two questions: above 0, at most 1."""
+MIN_CLUSTERS = 1
+MIN_DIMENSIONS = 1
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which model embeds chunks and questions. API keys are never part of it.
+
+    ``base_url`` is kept whole (it is where requests go); what is saved or
+    shown is :meth:`AnalysisConfig.to_dict`, which redacts credentials in it.
+    """
+
+    provider: str = "local"
+    model: str | None = None
+    dimensions: int | None = None
+    base_url: str | None = None
+
+    def __post_init__(self):
+        if self.dimensions is not None:
+            check_scalar(self.dimensions, "the output dimensions", int, min_val=MIN_DIMENSIONS)
+
+    def __repr__(self) -> str:  # a repr can end up in a traceback or a log
+        return (
+            f"EmbeddingConfig(provider={self.provider!r}, model={self.model!r}, "
+            f"dimensions={self.dimensions!r}, base_url={redact_url(self.base_url)!r})"
+        )
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Every parameter of an analysis; the report records all of them.
+
+    ``n_clusters=None`` picks K with :func:`coverage_core.stages.clustering.default_n_clusters`.
+    ``strictness`` is the screening strictness of :class:`QuestionScreener`.
+    ``redundancy_threshold`` is the cosine similarity from which two
+    questions count as near-duplicates (grouped by :func:`metrics.duplicate_groups`).
+    ``support_threshold`` is the cosine similarity τ at which a question
+    reaches a passage; None calibrates it on the corpus
+    (:func:`calibrate_corpus`), a number in (0, 1] overrides it.
+    """
+
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    n_clusters: int | None = None
+    random_state: int = 0
+    strictness: float | None = None
+    multi_threshold: float = 0.5
+    multi_n: int = 2
+    redundancy_threshold: float = 0.95
+    gaps: GapConfig = field(default_factory=GapConfig)
+    support_threshold: float | None = None
+
+    def __post_init__(self):
+        if self.n_clusters is not None:
+            check_scalar(self.n_clusters, "the number of clusters", int, min_val=MIN_CLUSTERS)
+        check_scalar(self.random_state, "the random seed", int, min_val=SEED_RANGE[0], max_val=SEED_RANGE[1])
+        if self.strictness is not None:
+            check_strictness(self.strictness, "the screening strictness")
+        check_cover_threshold(self.multi_threshold, "the multi-cluster threshold")
+        check_n_nearest(self.multi_n, "the multi-cluster N")
+        low, high = REDUNDANCY_THRESHOLD_RANGE
+        check_scalar(self.redundancy_threshold, "the redundancy threshold", float, min_val=low, max_val=high,
+                     include_boundaries="right", hint="it is a cosine similarity")
+        if self.support_threshold is not None:
+            calibration_module.override(self.support_threshold)  # raises InputError outside (0, 1]
+
+    def screener(self, question_support_threshold: float | None = None) -> QuestionScreener:
+        """The screener of these settings; ``question_support_threshold`` lets it decide against the documents."""
+        if self.strictness is None:
+            return QuestionScreener(random_state=self.random_state, question_support_threshold=question_support_threshold)
+        return QuestionScreener(
+            strictness=self.strictness, random_state=self.random_state,
+            question_support_threshold=question_support_threshold,
+        )
+
+    def to_dict(self) -> dict:
+        """Every parameter, as the report records it: credentials in the base URL become ``***``."""
+        data = dataclasses.asdict(self)
+        data["embedding"]["base_url"] = redact_url(self.embedding.base_url)
+        return data

@@ -1,0 +1,127 @@
+"""coverage_core.verdicts: each rule at its boundary, and what an analysis decided, in reading order."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from coverage_core import verdicts
+from coverage_core.suggest.gaps import GapConfig
+from coverage_core.verdicts import Verdicts
+
+
+# ---------------------------------------------------------------- the rules at their boundaries
+def test_a_document_is_untested_strictly_below_the_cut():
+    cut = verdicts.UNTESTED_SHARE
+    assert verdicts.is_untested([cut - 1e-9, cut, 1.0, 0.0]).tolist() == [True, False, False, True]
+    assert verdicts.is_untested([0.5], cut=0.6).tolist() == [True]
+
+
+def test_a_topic_is_a_gap_strictly_below_the_cut_of_its_rule():
+    coverage, tested = [0.69, 0.7, np.nan], [0.49, 0.5, np.nan]
+    by_share = GapConfig()  # tested share below 0.5
+    assert verdicts.is_gap(coverage, tested, by_share).tolist() == [True, False, False]
+    by_coverage = GapConfig(rule="coverage", gap_threshold=0.7)
+    assert verdicts.is_gap(coverage, None, by_coverage).tolist() == [True, False, False]
+    # Each rule reads its own figure only.
+    assert verdicts.is_gap([0.0], [1.0], by_share).tolist() == [False]
+    assert verdicts.is_gap([1.0], [0.0], by_coverage).tolist() == [False]
+
+
+def test_a_question_is_off_topic_strictly_below_the_cut():
+    assert verdicts.is_off_topic([-1.0, -0.75, 0.5], cut=-0.75).tolist() == [True, False, False]
+
+
+def test_unmet_demand_is_frequent_and_mostly_unanswerable():
+    share = [verdicts.MIN_TOPIC_SHARE, verdicts.MIN_TOPIC_SHARE - 1e-9, 0.5, 0.5]
+    answerable = [0.49, 0.0, verdicts.UNMET_ANSWERABLE_SHARE, 0.0]
+    assert verdicts.is_unmet_demand(share, answerable).tolist() == [True, False, False, True]
+
+
+def test_a_traffic_topic_is_untested_strictly_below_the_cut_however_rare():
+    cut = verdicts.UNTESTED_TOPIC_SHARE
+    assert verdicts.is_untested_topic([cut - 1e-9, cut, 0.0]).tolist() == [True, False, True]
+
+
+def test_untested_traffic_is_frequent_and_mostly_untested():
+    share = [verdicts.MIN_TOPIC_SHARE, verdicts.MIN_TOPIC_SHARE - 1e-9, 0.5]
+    tested = [0.49, 0.0, verdicts.UNTESTED_TOPIC_SHARE]
+    assert verdicts.is_untested_traffic(share, tested).tolist() == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    "value, threshold, failed",
+    [(0.5, 0.5, False), (0.4999, 0.5, True), (None, 0.5, True), (float("nan"), 0.5, True),
+     ("0.9", 0.5, True), (True, 0.5, True), (None, None, False), (0.0, None, False)],
+)
+def test_the_gate_fails_below_its_threshold_and_on_an_undefined_value(value, threshold, failed):
+    assert verdicts.gate_failed(value, threshold) is failed
+
+
+# ---------------------------------------------------------------- what an analysis decided
+def _analysis(*, tested=(10, 10, 10), untested=(False, False), off_topic=0, gaps=(False, False, False)):
+    """A stand-in for pipeline.Analysis with only what Verdicts reads: 3 topics of 10 passages, 2 documents."""
+    clusters = pd.DataFrame({
+        "cluster": [0, 1, 2],
+        "size": [10, 10, 10],
+        "coverage": [0.9, 0.2, 0.4],
+        "n_tested": list(tested),
+        "tested_share": [n / 10 for n in tested],
+        "is_gap": list(gaps),
+        "label": ["koala · marsupial", "", "lobster · claw"],
+    })
+    documents = pd.DataFrame({
+        "document": ["b.txt", "a.txt"],
+        "n_chunks": [12, 18],
+        "tested_share": [0.1, 0.1],
+        "is_untested": list(untested),
+    })
+    return SimpleNamespace(
+        corpus=SimpleNamespace(chunks=[None] * 30), clusters=clusters, documents=documents,
+        is_outlier=np.arange(5) < off_topic, config=SimpleNamespace(gaps=GapConfig()),
+    )
+
+
+def test_the_headline_when_everything_is_tested():
+    found = Verdicts.from_analysis(_analysis())
+    assert found.headline == (
+        "100% of the knowledge base is tested (30 of 30 passages); 0 documents untested; 0 questions off-topic."
+    )
+    assert found.untested == () and found.gaps == () and found.n_gaps == 0 and found.n_off_topic == 0
+
+
+def test_untested_documents_come_least_tested_first_and_lead_the_headline():
+    found = Verdicts.from_analysis(_analysis(tested=(10, 3, 10), untested=(True, True)))
+    assert [u.document for u in found.untested] == ["a.txt", "b.txt"]  # equal shares: by name
+    assert found.untested[0] == ("a.txt", 0.1, 18)
+    assert found.headline == (
+        "77% of the knowledge base is tested (23 of 30 passages); 2 documents untested; 0 questions off-topic."
+    )
+    one = Verdicts.from_analysis(_analysis(untested=(True, False)))
+    assert "; 1 document untested;" in one.headline
+
+
+def test_gaps_come_most_urgent_first_named_by_topic():
+    found = Verdicts.from_analysis(_analysis(tested=(10, 0, 2), gaps=(False, True, True)))
+    assert [(g.cluster, g.topic) for g in found.gaps] == [(1, "cluster 1"), (2, "lobster · claw")]
+    assert found.gaps[1].tested_share == 0.2 and found.gaps[1].size == 10 and found.n_gaps == 2
+    assert Verdicts.from_analysis(_analysis(gaps=(False, True, True)), top=1).gaps[0].cluster == 1
+    assert Verdicts.from_analysis(_analysis(gaps=(False, True, True)), top=1).n_gaps == 2
+    # The headline counts passages, documents and questions; the gaps follow it on every page.
+    assert found.headline.startswith("40% of the knowledge base is tested (12 of 30 passages)")
+
+
+def test_the_headline_counts_off_topic_questions():
+    assert Verdicts.from_analysis(_analysis(off_topic=1)).headline.endswith("; 1 question off-topic.")
+    found = Verdicts.from_analysis(_analysis(off_topic=3))
+    assert found.n_off_topic == 3 and found.headline.endswith("; 3 questions off-topic.")
+    assert verdicts.headline(_analysis(off_topic=3)) == found.headline
+
+
+def test_verdicts_are_frozen():
+    found = Verdicts.from_analysis(_analysis())
+    with pytest.raises(AttributeError):
+        found.n_off_topic = 1

@@ -1,0 +1,125 @@
+"""The downloads: the label-driven checks a report holds, the JSON and HTML reports, the saved-analysis zip,
+the improved CSV.
+
+No Streamlit: the Gap analysis page hands these to :func:`ui.widgets.file_download`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coverage_core import pipeline
+from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
+from coverage_core.errors import CoverageError
+from coverage_core.outputs.report import build_report, to_safe_csv
+from coverage_core.results import Analysis
+from coverage_core.types import QuestionSet
+from ui.messages import user_message
+from ui.views.gaps import Improvement, improved_questions
+
+
+def inputs_record(documents, question_file) -> dict:
+    """File names for the report's config (never contents, never a key)."""
+    record: dict[str, Any] = {}
+    if documents is not None:
+        record["documents"] = list(documents.names)
+    if question_file is not None:
+        record["questions"] = question_file.name
+    return record
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The label-driven checks of an analysis: retrieval and answerability (None when the CSV has no such column)."""
+
+    retrieval: Any = None
+    labels: Any = None
+    answerability: Any = None
+    subquestions: Any = None
+    retrieval_error: str | None = None
+    answerability_error: str | None = None
+
+
+def checks(analysis: Analysis, settings) -> Checks:
+    """Retrieval and answerability for the user's columns and k (fast: one top-k pass).
+
+    A check whose column is unusable is None, with the reason in its
+    ``*_error``; the other check is still computed.
+    """
+    found = Checks()
+    try:
+        retrieval = pipeline.run_retrieval_check(analysis, settings.relevant_column or None, int(settings.retrieval_k))
+        found = dataclasses.replace(found, retrieval=retrieval)
+    except CoverageError as error:
+        found = dataclasses.replace(found, retrieval_error=user_message(error))
+    try:
+        labels, answerability = pipeline.run_answerability_check(analysis, settings.label_column or None)
+        found = dataclasses.replace(found, labels=labels, answerability=answerability)
+    except CoverageError as error:
+        found = dataclasses.replace(found, answerability_error=user_message(error))
+    return found
+
+
+def _report_parts(found: Checks | None, improvement: Improvement | None) -> dict:
+    """The keyword arguments both reports take for the checks that ran and the Apply result (None leaves them out)."""
+    found = found or Checks()
+    return dict(
+        retrieval=found.retrieval, answerability=found.answerability, labels=found.labels,
+        subquestions=found.subquestions,
+        improved=improvement.after if improvement is not None else None,
+        accepted=(list(improvement.accepted_rows) or None) if improvement is not None else None,
+    )
+
+
+def report_json(
+    analysis: Analysis, inputs: dict | None = None, found: Checks | None = None,
+    improvement: Improvement | None = None,
+) -> bytes:
+    """The JSON report: the analysis, the checks that ran and, given the analysis's own Apply result, before → after.
+
+    ``improvement`` must belong to ``analysis`` (the caller checks it, as for the HTML report); None leaves
+    ``after_apply`` out.
+    """
+    report = build_report(analysis, inputs, **_report_parts(found, improvement))
+    return json.dumps(report, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def html_report(
+    analysis: Analysis, inputs: dict | None = None, found: Checks | None = None,
+    improvement: Improvement | None = None, *, projection=None, fitness_threshold: float = DEFAULT_FITNESS_THRESHOLD,
+) -> bytes:
+    """The HTML report (charts included, works offline): what :func:`report_json` holds, the 2-D map if one was
+    drawn (``projection``) and the fitness threshold the user chose."""
+    from coverage_core.outputs.html_report import build_html_report
+
+    return build_html_report(
+        analysis, inputs=inputs, projection=projection, fitness_threshold=fitness_threshold,
+        **_report_parts(found, improvement),
+    ).encode("utf-8")
+
+
+def saved_analysis_zip(
+    analysis: Analysis, report: bytes, *, from_vectors: bool, question_file_name: str | None
+) -> bytes:
+    """``analysis`` as the zip of a saved-analysis folder (``coverage_core.inputs.saved_analysis``), holding ``report``
+    (:func:`report_json`): the Upload page opens it again without embedding anything."""
+    import tempfile
+    from pathlib import Path
+
+    from coverage_core.inputs.saved_analysis import save_analysis, zip_folder
+
+    with tempfile.TemporaryDirectory(prefix="coverage-save-") as scratch:
+        folder = Path(scratch) / "analysis"
+        parsed = json.loads(report)
+        save_analysis(analysis, folder, report=parsed, inputs=parsed.get("config", {}).get("inputs"),
+                      from_vectors=from_vectors, question_file_name=question_file_name)
+        return zip_folder(folder)
+
+
+def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:
+    """The user's own table, in its own delimiter, with accepted suggestions appended and marked, formula-safe."""
+    return to_safe_csv(improved_questions(questions, texts).frame, delimiter=questions.delimiter)

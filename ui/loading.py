@@ -1,0 +1,225 @@
+"""Reading the user's inputs into the session: documents, vector files, saved analyses, question files.
+
+Each loader keeps what it read in session state (:mod:`ui.state`), forgets
+what the new input makes stale, and redraws the sidebar's list of inputs.
+The pages reach these through :mod:`ui.flow`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import streamlit as st
+
+from coverage_core.config import EmbeddingConfig
+from coverage_core.errors import CoverageError
+from coverage_core.inputs.ingest import read_documents, read_uploaded_documents
+from coverage_core.inputs.questions import read_questions
+from ui import engine, sidebar, state
+from ui.messages import user_message
+
+PROJECT = Path(__file__).resolve().parents[1]
+EXAMPLE = PROJECT / "examples" / "wiki-qa"
+
+
+def set_documents(
+    document_set, names: Sequence[str], source: str, *, passages=None, chunking=None, fingerprint: str | None = None
+) -> state.LoadedDocuments:
+    """Keep what was read; ``passages`` is the embedded corpus of a vector file or saved analysis (see LoadedDocuments)."""
+    loaded = state.LoadedDocuments(
+        fingerprint=fingerprint or engine.documents_fingerprint(document_set.documents),
+        names=tuple(names),
+        documents=tuple(document_set.documents),
+        warnings=tuple(str(w) for w in document_set.warnings),
+        source=source,
+        passages=passages,
+        chunking=chunking,
+    )
+    previous = state.documents()
+    if previous is None or previous.fingerprint != loaded.fingerprint:
+        state.clear_derived()
+    state.put(state.DOCUMENTS, loaded)
+    _inputs_changed()
+    return loaded
+
+
+def _inputs_changed() -> None:
+    """Redraw the sidebar's inputs now (it was drawn before this page read them)."""
+    sidebar.refresh()
+
+
+def knowledge_base_kind() -> str:
+    """What the loaded knowledge base is: "vectors", "saved", or "documents" (also before anything is loaded)."""
+    documents = state.documents()
+    return documents.source if documents is not None and documents.source in ("vectors", "saved") else "documents"
+
+
+def documents_sentence(documents: state.LoadedDocuments, n_passages: int, settings: state.Settings) -> str:
+    """What was loaded, in one sentence for the Upload page."""
+    if documents.source == "vectors":
+        return (
+            f"{n_passages:,} passages with their vectors ({documents.passages.vectors.shape[1]} dimensions) in "
+            f"{len(documents.documents)} document(s), from {documents.names[0]}."
+        )
+    if documents.source == "saved":
+        return f"A saved analysis: {n_passages:,} passages with their vectors in {len(documents.documents)} document(s)."
+    origin = "the bundled example" if documents.source == "example" else "your upload"
+    return (
+        f"{len(documents.documents)} readable document(s) from {origin}, "
+        f"{n_passages:,} chunks at {settings.chunk_size:,} characters with {settings.chunk_overlap:,} overlap."
+    )
+
+
+def load_uploaded_documents(files: Sequence[tuple[str, bytes]], password: str | None) -> state.LoadedDocuments:
+    """Read uploads (raises InputError when none is readable)."""
+    document_set = read_uploaded_documents(list(files), pdf_password=password or None)
+    return set_documents(document_set, [name for name, _ in files], "upload")
+
+
+def load_vector_file(name: str, data: bytes) -> state.LoadedDocuments | None:
+    """Read an uploaded Parquet file of passage vectors once per content (raises InputError when nothing is usable).
+
+    The questions are embedded later with the model chosen on Configure,
+    which must be the one that made the vectors (checked when the analysis runs).
+    """
+    from coverage_core.errors import InputError
+    from coverage_core.inputs.vector_store import read_vectors_bytes
+    from coverage_core.types import DocumentSet
+
+    signature = engine.digest(name, data)
+    last = state.get(state.VECTOR_UPLOAD)
+    if last is not None and last[0] == signature:  # read already: say the same again, without reading it again
+        if last[1] is not None:
+            raise InputError(last[1])
+        return state.documents()
+    try:
+        found = read_vectors_bytes(data, name)
+    except CoverageError as error:
+        state.put(state.VECTOR_UPLOAD, (signature, str(error)))
+        raise
+    state.put(state.VECTOR_UPLOAD, (signature, None))
+    corpus = found.corpus
+    document_set = DocumentSet(list(corpus.documents), list(found.warnings))
+    return set_documents(
+        document_set, [name], "vectors", passages=corpus, fingerprint=engine.corpus_fingerprint(corpus)
+    )
+
+
+def saved_analysis_root():
+    """The folder the operator allows saved analyses to be opened from (``$COVERAGE_CORE_SAVED_ANALYSES``), or None."""
+    from coverage_core.inputs.saved_analysis import allowed_root
+
+    return allowed_root()
+
+
+def saved_analysis_choices() -> list[str]:
+    """The saved analyses in the allowed folder, by folder name (empty without one)."""
+    from coverage_core.inputs.saved_analysis import saved_folders
+
+    root = saved_analysis_root()
+    return saved_folders(root) if root is not None else []
+
+
+def open_saved_analysis(data: bytes | None = None, name: str | None = None, folder: str | None = None) -> None:
+    """Open a saved analysis: an uploaded zip (``data``, ``name``) or a sub-folder of the allowed folder.
+
+    Its passages, questions, vectors, clusters, support level and settings
+    go into the session as if the analysis had just run, so nothing is
+    embedded again. Raises InputError for a folder or zip that is not a
+    complete saved analysis.
+    """
+    from coverage_core.errors import InputError
+    from coverage_core.inputs import saved_analysis
+    from coverage_core.types import DocumentSet
+
+    if data is not None:
+        saved = saved_analysis.load_analysis(data, name or "the zip file")
+        signature = engine.digest("zip", name, data)
+    else:
+        root = saved_analysis_root()
+        if root is None or folder is None:
+            raise InputError("No folder of saved analyses is set up on this server.")
+        saved = saved_analysis.load_analysis(saved_analysis.saved_folder(root, folder), folder)
+        signature = engine.digest("folder", folder, saved.manifest.get("created"))
+    corpus = saved.corpus
+    fingerprint = engine.corpus_fingerprint(corpus)
+    state.clear_derived()
+    state.drop(state.DOCUMENTS, *state.SETTINGS_WIDGETS, state.W_QUESTION_COLUMN, state.COLUMN_ERROR,
+               state.VECTOR_UPLOAD)
+    settings = engine.saved_settings(saved, state.settings())
+    state.put(state.SETTINGS, settings)
+    set_documents(
+        DocumentSet(list(corpus.documents), []), [d.name for d in corpus.documents], "saved",
+        passages=corpus, chunking=saved.chunking, fingerprint=fingerprint,
+    )
+    questions = saved.questions
+    file_name = (saved.manifest.get("question_file") or {}).get("name") or "questions.csv"
+    table = questions.frame.to_csv(index=False, sep=questions.delimiter).encode("utf-8")
+    state.put(state.QUESTION_FILE, state.QuestionFile(file_name, table, "saved"))
+    state.put(state.QUESTIONS, questions)
+    state.put(state.QUESTION_COLUMN, questions.question_column)
+    corpus_key = engine.embedded_corpus_key(fingerprint, settings, saved.chunking)
+    question_key = engine.question_key(engine.questions_fingerprint(questions), settings)
+    state.put_stage(state.CORPUS, corpus_key, corpus)
+    state.put_stage(state.QUESTION_VECTORS, question_key, (questions, saved.question_embedding))
+    state.put(state.TUNING, engine.saved_tuning(saved, corpus_key, settings))
+    state.put(state.SAVED_OPENED, signature)
+    _inputs_changed()
+
+
+def set_question_file(name: str, data: bytes, source: str = "upload", column: str | None = None):
+    """Remember the CSV and read it with ``column`` (None: detect). Raises InputError."""
+    previous = state.question_file()
+    if previous is None or previous.data != data or previous.name != name:
+        state.put(state.QUESTION_FILE, state.QuestionFile(name, data, source))
+        state.drop(state.QUESTIONS, state.W_QUESTION_COLUMN, state.COLUMN_ERROR, *state.QUESTION_DERIVED)
+    return read_question_file(column)
+
+
+def question_table(file: state.QuestionFile):
+    """The rows of a question table whose question column was not detected (for the preview). Raises InputError."""
+    from coverage_core.inputs.questions import read_table
+
+    return read_table(file.data, file.name)
+
+
+def table_columns(file: state.QuestionFile) -> list[str]:
+    """The columns of a question table whose question column was not detected."""
+    return [str(column) for column in question_table(file).columns]
+
+
+def choose_question_column() -> None:
+    """on_change of the column selectbox: re-read the CSV with the chosen column."""
+    column = st.session_state.get(state.W_QUESTION_COLUMN)
+    state.drop(state.COLUMN_ERROR)
+    if column is None:
+        return
+    try:
+        read_question_file(column)
+    except CoverageError as error:
+        state.put(state.COLUMN_ERROR, user_message(error))
+
+
+def read_question_file(column: str | None):
+    """(Re)read the stored CSV with ``column``; keeps the last good reading on error."""
+    file = state.question_file()
+    if file is None:
+        return None
+    questions = read_questions(file.data, question_column=column, name=file.name)
+    current = state.questions()
+    if current is None or engine.questions_fingerprint(current) != engine.questions_fingerprint(questions):
+        state.drop(*state.QUESTION_DERIVED)
+    state.put(state.QUESTIONS, questions)
+    state.put(state.QUESTION_COLUMN, column)
+    _inputs_changed()
+    return questions
+
+
+def load_example() -> None:
+    """The bundled wiki-qa slice, with the default (local) embedding model and default settings."""
+    document_set = read_documents([EXAMPLE / "docs"])
+    set_documents(document_set, [d.name for d in document_set.documents], "example")
+    data = (EXAMPLE / "questions.csv").read_bytes()
+    set_question_file("wiki-qa questions.csv", data, source="example")
+    state.update_settings(provider=EmbeddingConfig().provider, model="", dimensions=None, base_url="")
