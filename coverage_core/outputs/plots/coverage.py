@@ -19,7 +19,6 @@ from coverage_core.outputs.plots.style import (
     NEUTRAL_LINE,
     OUTLIER_COLOUR,
     QUESTION_COLOUR,
-    _shorten,
     category_axis,
     cluster_colour,
     hover_data,
@@ -27,6 +26,7 @@ from coverage_core.outputs.plots.style import (
     layout,
     legend_name,
     question_trace,
+    shorten_label,
     topic_names,
 )
 from coverage_core.stages.topics import display_names
@@ -139,7 +139,7 @@ def before_after_clusters(before: pd.DataFrame, after: pd.DataFrame, names: Sequ
     fig.update_yaxes(title="coverage (relative)")
     return layout(
         fig, "Coverage per topic, before and after",
-        f"{_shorten(names[0], 60)} (light) vs {_shorten(names[1], 60)} (dark)", barmode="group",
+        f"{shorten_label(names[0], 60)} (light) vs {shorten_label(names[1], 60)} (dark)", barmode="group",
     )
 
 

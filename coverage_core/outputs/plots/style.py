@@ -68,7 +68,7 @@ def _flat(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _shorten(text: object, limit: int) -> str:
+def shorten_label(text: object, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters (``…`` at the end when cut); not escaped."""
     flat = _flat(text)
     if len(flat) > limit:
@@ -78,7 +78,7 @@ def _shorten(text: object, limit: int) -> str:
 
 def hover_text(text: object, limit: int = HOVER_CHARS) -> str:
     """``text`` on one line, shortened to ``limit`` characters, HTML-escaped for a hover label."""
-    return html.escape(_shorten(text, limit), quote=False)
+    return html.escape(shorten_label(text, limit), quote=False)
 
 
 def legend_name(text: object, limit: int = LEGEND_MAX_CHARS) -> str:
