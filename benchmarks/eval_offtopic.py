@@ -26,6 +26,15 @@ Design:
 * Seeds 0..2 draw the removed articles and the subsamples.
 * ``--tune`` grids the rule's constants on the tuning half only and prints
   the best settings; the table is always computed on the report half.
+* **Absent subjects** (``absent_subject_sets``): the corpus is one half of
+  the articles (every kind in it); questions of corpus articles that name
+  their article ("Was Volta a professor?") are rewritten to name an article
+  of the same kind that is NOT in the corpus ("Was Faraday a professor?"):
+  same domain and vocabulary, absent subject. Those are off-topic, the
+  corpus articles' other questions on-topic, mixed at 5%, 45% and 65%.
+  Tuning: corpus = tuning half, names from the report half; report: the
+  other way round. Also the genuine questions of all articles against all
+  articles (the clean false-flag rate).
 
 Embeddings: ``make_embedder("local")`` (all-MiniLM-L6-v2) with an
 ``EmbeddingCache`` in ``$EVAL_SCREENING_CACHE`` (default
@@ -132,6 +141,63 @@ def make_set(data, half: list[str], mix: float, seed: int, zebra: bool):
     return keep_chunks, *_subsample(rng, on_pool, off_pool, mix), removed
 
 
+# How questions name each article: the full title, and the short form people use.
+SHORT_NAMES = {"Leonardo_da_Vinci": "Leonardo", "Vincent_van_Gogh": "Van Gogh", "Giant_Panda": "panda"}
+PEOPLE = ("scientists", "painters")
+
+
+def article_names(title: str) -> list[str]:
+    """The ways a question names the article ``title``, longest first."""
+    full = title.replace("_", " ")
+    kind = next(k for k, titles in KINDS.items() if title in titles)
+    names = [full]
+    if title in SHORT_NAMES:
+        names.append(SHORT_NAMES[title])
+    elif kind in PEOPLE and " " in full:
+        names.append(full.split()[-1])
+    elif kind == "languages":
+        names.append(full.split()[0])
+    return names
+
+
+def rename(question: str, title: str, other: str) -> str | None:
+    """``question`` naming ``other`` where it named ``title`` (the same form, the same initial case);
+    None if it does not name ``title``."""
+    import re
+
+    for name, replacement in zip(article_names(title), article_names(other)):
+        pattern = re.compile(rf"\b{re.escape(name)}\b", re.IGNORECASE)
+        if pattern.search(question):
+            return pattern.sub(lambda m: replacement if m.group(0)[:1].isupper() else replacement.lower(), question)
+    return None
+
+
+def absent_subject_sets(data, corpus_half: list[str], absent_half: list[str], seed: int):
+    """(chunk mask, question texts, labels) per mix: on-topic questions of ``corpus_half``, and
+    questions of it renamed to an article of the same kind in ``absent_half`` (off-topic)."""
+    rng = np.random.default_rng(5000 + seed)
+    keep = np.isin(data.chunk_article, corpus_half)
+    on, off = [], []
+    for kind, titles in KINDS.items():
+        present = [t for t in titles if t in corpus_half]
+        absent = [t for t in titles if t in absent_half]
+        for title in present:
+            other = absent[int(rng.integers(len(absent)))]
+            for q in np.flatnonzero(data.question_article == title):
+                text = data.question_texts[q]
+                renamed = rename(text, title, other)
+                # Half the questions that name their article are renamed, the rest stay as asked.
+                if renamed is not None and rng.random() < 0.5:
+                    off.append(renamed)
+                else:
+                    on.append(text)
+    texts = np.array(on + off, dtype=object)
+    on_pool, off_pool = np.arange(len(on)), len(on) + np.arange(len(off))
+    for mix in MIXES:
+        idx, y = _subsample(rng, on_pool, off_pool, mix)
+        yield mix, keep, [str(t) for t in texts[idx]], y
+
+
 def prf(y, flagged) -> tuple[float, float, float]:
     tp = int((y & flagged).sum())
     p = tp / max(int(flagged.sum()), 1)
@@ -202,6 +268,20 @@ def main() -> int:
                 yield mix, seed, y, tau, dict(
                     question_vectors=question_vectors[q], chunk_vectors=chunk_vectors[idx],
                     chunk_labels=labels, question_texts=q_texts, chunk_texts=c_texts, lexical=lex,
+                    chunk_documents=[str(data.chunk_article[i]) for i in idx],
+                )
+
+    def absent_runs(report: bool):
+        first, second = kind_halves(data.articles)
+        corpus_half, absent_half = (second, first) if report else (first, second)
+        for seed in SEEDS:
+            for mix, keep, q_texts, y in absent_subject_sets(data, corpus_half, absent_half, seed):
+                idx, tau, labels = corpus(keep)
+                c_texts = [data.chunk_texts[i] for i in idx]
+                yield mix, seed, y, tau, dict(
+                    question_vectors=embed(q_texts), chunk_vectors=chunk_vectors[idx], chunk_labels=labels,
+                    question_texts=q_texts, chunk_texts=c_texts, lexical=lexical_coverage(q_texts, c_texts),
+                    chunk_documents=[str(data.chunk_article[i]) for i in idx],
                 )
 
     def fit(args, **params):
@@ -211,10 +291,12 @@ def main() -> int:
         )
 
     if "--tune" in sys.argv:
-        # Tuned on the kinds design (clean labels), tuning half only.
-        tune = list(runs("kinds", report=False))
-        fits = [(mix, y, tau, fit(args, question_support_threshold=tau)) for mix, _, y, tau, args in tune]
-        print(f"tuning half: {len(fits)} sets, tau {min(f[2] for f in fits):.3f}.."
+        # Tuned on the kinds design (clean labels) and the absent subjects, tuning half only.
+        tune = [("kinds", *run) for run in runs("kinds", report=False)]
+        tune += [("absent", *run) for run in absent_runs(report=False)]
+        fits = [(mix, y, tau, fit(args, question_support_threshold=tau), scenario)
+                for scenario, mix, _, y, tau, args in tune]
+        print(f"tuning half: {len(fits)} sets (kinds + absent subjects), tau {min(f[2] for f in fits):.3f}.."
               f"{max(f[2] for f in fits):.3f}")
         results = []
         grid = itertools.product(
@@ -222,13 +304,13 @@ def main() -> int:
             np.round(np.arange(-1.2, -0.39, 0.05), 2),
         )
         for unit, cut, lunit, weight, shift in grid:
-            per_mix = {m: [] for m in MIXES}
-            for mix, y, tau, s in fits:
+            per_mix = {(m, k): [] for m in MIXES for k in ("kinds", "absent")}
+            for mix, y, tau, s, scenario in fits:
                 screening.EMBEDDING_UNIT, screening.LEXICAL_CUT = unit, cut
                 screening.LEXICAL_UNIT, screening.MARGIN_LEXICAL_WEIGHT = lunit, weight
                 margin = screening.support_margin(s.max_similarity_, s.lexical_coverage_, tau)
-                per_mix[mix].append(prf(y, margin < shift))
-            means = {m: np.mean(v, axis=0) for m, v in per_mix.items()}
+                per_mix[mix, scenario].append(prf(y, (margin < shift) | s.absent_subject_))
+            means = {f"{m:.0%} {k}": np.mean(v, axis=0) for (m, k), v in per_mix.items()}
             worst = min(min(v[0], v[1]) for v in means.values())
             results.append((worst, unit, cut, lunit, weight, shift, means))
         results.sort(key=lambda r: -r[0])
@@ -236,9 +318,33 @@ def main() -> int:
             print(
                 f"unit {unit:.2f} lexcut {cut:.1f} lexunit {lunit:.2f} w {weight:.2f} "
                 f"cut {shift:+.2f}: worst P or R {worst:.3f}  "
-                + "  ".join(f"{m:.0%}: P {v[0]:.2f} R {v[1]:.2f}" for m, v in means.items())
+                + "  ".join(f"{m}: P {v[0]:.2f} R {v[1]:.2f}" for m, v in means.items())
             )
         return 0
+
+    # The clean set: every genuine question against every article.
+    genuine = np.flatnonzero(~np.isin(data.question_article, ALWAYS_OFF_TOPIC))
+    idx, tau, labels = corpus(np.ones(len(data.chunk_texts), bool))
+    q_texts = [data.question_texts[i] for i in genuine]
+    clean = fit(dict(question_vectors=question_vectors[genuine], chunk_vectors=chunk_vectors, chunk_labels=labels,
+                     question_texts=q_texts, chunk_texts=data.chunk_texts,
+                     chunk_documents=[str(a) for a in data.chunk_article]), question_support_threshold=tau)
+    codes, _ = clean.explain(clean.strictness)
+    print(f"\n== clean: {len(genuine)} genuine questions against all {len(data.articles)} articles (tau {tau:.3f})")
+    print(f"flagged {clean.is_outlier_.mean():.1%} ({int(clean.is_outlier_.sum())}): "
+          + ", ".join(f"{c} {int((codes == c).sum())}" for c in ("no_support", "missing_words", "absent_subject")))
+
+    print("\n== absent subjects: corpus = report half; questions of its articles renamed to an article of "
+          "the same kind in the tuning half")
+    absent: dict[float, list] = {m: [] for m in MIXES}
+    for mix, seed, y, tau, args in absent_runs(report=True):
+        new = fit(args, question_support_threshold=tau)
+        absent[mix].append((int(y.sum()), len(y)) + prf(y, new.is_outlier_) + prf(y, new.absent_subject_)[:2])
+    print(f"{'mix':>5} {'off/total':>10}  {'P':>5} {'R':>5} {'F1':>5}  {'subject rule alone P/R':>22}")
+    for mix in MIXES:
+        m = np.mean(absent[mix], axis=0)
+        print(f"{mix:>5.0%} {m[0]:>4.0f}/{m[1]:<5.0f}  {m[2]:>5.2f} {m[3]:>5.2f} {m[4]:>5.2f}  "
+              f"{m[5]:>10.2f} / {m[6]:.2f}")
 
     for design, (_, _, what) in DESIGNS.items():
         print(f"\n== {design}: {what}")

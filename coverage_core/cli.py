@@ -224,8 +224,9 @@ def _add_gate_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--metric", choices=METRIC_NAMES, default=DEFAULT_METRIC,
         help=_default("metric gated by --fail-below", DEFAULT_METRIC))
     add("--junit", metavar="FILE",
-        help=_default("also write JUnit XML: the gated metric, every cluster and document "
-                      "(gaps and untested documents fail)", "none"))
+        help=_default("also write JUnit XML: the support level, the gated metric, every cluster and document "
+                      "(gaps, untested and under-tested documents fail; a support level that could not be "
+                      "calibrated is an error)", "none"))
 
 
 def _add_check_arguments(analyze: argparse.ArgumentParser) -> None:
@@ -234,7 +235,10 @@ def _add_check_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--relevant-column", metavar="NAME",
         help=_default("column naming each question's relevant source file(s) for the retrieval check",
                       "detected, e.g. source, relevant_sources, document"))
-    add("--k", type=int, default=DEFAULT_K, metavar="N", help=_default("chunks retrieved per question, at least 1", DEFAULT_K))
+    add("--k", type=int, default=DEFAULT_K, metavar="N",
+        help=_default("chunks retrieved per question, at least 1: a passage is tested when a question retrieves it "
+                      "among its top N with similarity at least the support level; also the retrieval check's k",
+                      DEFAULT_K))
     add("--label-column", metavar="NAME",
         help=_default("column saying whether each question is answerable", "detected, e.g. answerable"))
     add("--subquestions", type=int, metavar="N",
@@ -324,6 +328,7 @@ def _analysis_settings(args: argparse.Namespace):
     with _named_by_flag():
         # check_chunking first: its sentence about the two sizes names both flags.
         check_chunking(args.chunk_size, args.chunk_overlap, "--chunk-size", "--chunk-overlap")
+        check_k(args.k)  # before the config, which holds it too: its sentence names the flag
         config = AnalysisConfig(
             embedding=EmbeddingConfig(args.embedder, args.model, args.dimensions, args.base_url),
             chunking=ChunkingConfig(args.chunk_size, args.chunk_overlap),
@@ -334,8 +339,8 @@ def _analysis_settings(args: argparse.Namespace):
             multi_n=args.multi_n,
             gaps=GapConfig(gap_threshold=args.gap_threshold, rule=args.gap_rule),
             support_threshold=args.support_threshold,
+            retrieval_k=args.k,
         )
-        check_k(args.k)
     _check_unconfigured_flags(args)
     _check_flag_combinations(args)
     grid = _chunking_grid(args.compare_chunking) if args.compare_chunking is not None else None

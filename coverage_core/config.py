@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from coverage_core.embeddings import redact_url
 from coverage_core.metrics import COVER_THRESHOLD_RANGE, check_cover_threshold, check_n_nearest
 from coverage_core.stages import calibration as calibration_module
-from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.stages.chunking import DEFAULT_CHUNK_SIZE, ChunkingConfig
 from coverage_core.stages.screening import QuestionScreener, check_strictness
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.validation import check_scalar
@@ -26,6 +26,10 @@ REDUNDANCY_THRESHOLD_RANGE = (0.0, 1.0)
 """A cosine similarity between two questions: above 0, at most 1."""
 MIN_CLUSTERS = 1
 MIN_DIMENSIONS = 1
+DEFAULT_RETRIEVAL_K = 5
+"""Passages a retriever hands the model per question: the retrieval check's k, and the k of *tested*
+(a passage is tested when a question retrieves it among its top k, :func:`metrics.retrieved_tested_chunks`)."""
+MIN_RETRIEVAL_K = 1
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,9 @@ class AnalysisConfig:
     ``support_threshold`` is the cosine similarity τ at which a question
     reaches a passage; None calibrates it on the corpus
     (:func:`calibrate_corpus`), a number in (0, 1] overrides it.
+    ``retrieval_k`` is how many passages of the default chunk size a question
+    retrieves: a passage is tested when some on-topic question has it among
+    its top :attr:`tested_k` with similarity ≥ τ.
     """
 
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
@@ -75,6 +82,7 @@ class AnalysisConfig:
     redundancy_threshold: float = 0.95
     gaps: GapConfig = field(default_factory=GapConfig)
     support_threshold: float | None = None
+    retrieval_k: int = DEFAULT_RETRIEVAL_K
 
     def __post_init__(self):
         if self.n_clusters is not None:
@@ -89,6 +97,26 @@ class AnalysisConfig:
                      include_boundaries="right", hint="it is a cosine similarity")
         if self.support_threshold is not None:
             calibration_module.override(self.support_threshold)  # raises InputError outside (0, 1]
+        check_scalar(self.retrieval_k, "the retrieval k", int, min_val=MIN_RETRIEVAL_K,
+                     hint="it is the number of passages retrieved per question")
+
+    @property
+    def tested_k(self) -> int:
+        """How many passages a question tests: as much text as ``retrieval_k`` passages of the default size.
+
+        ``tested_k = max(1, round(retrieval_k × DEFAULT_CHUNK_SIZE / chunk_size))``
+
+        A retriever hands the model a context of roughly fixed length, so
+        at 500-character chunks it takes twice as many passages as at
+        1,000. Counting passages instead would make the tested share follow
+        the chunk size: on 24 wiki-qa articles (4 without questions), 0.26 /
+        0.34 / 0.38 / 0.49 at 500 / 800 / 1,000 / 1,500 characters with a
+        fixed k of 5, against 0.34 / 0.36 / 0.38 / 0.40 with this depth
+        (``benchmarks/eval_verdicts.py --only chunk-sizes``). Vectors read
+        from a store keep the default chunk size setting, so their k is
+        ``retrieval_k``.
+        """
+        return max(1, round(self.retrieval_k * DEFAULT_CHUNK_SIZE / self.chunking.chunk_size))
 
     def screener(self, question_support_threshold: float | None = None) -> QuestionScreener:
         """The screener of these settings; ``question_support_threshold`` lets it decide against the documents."""

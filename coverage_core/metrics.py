@@ -37,7 +37,7 @@ yields the same values as :func:`nearest_question_distances`,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +59,9 @@ __all__ = [
     "multi_threshold_coverage",
     "nearest_question_distances",
     "question_support",
+    "question_targets",
     "questions_covering_clusters",
+    "retrieved_tested_chunks",
     "weighted_coverage",
 ]
 
@@ -227,44 +229,127 @@ def cluster_coverages(min_distances, labels, n_clusters: int) -> np.ndarray:
 _SUPPORT_TOLERANCE = 1e-6  # float32 rounding: a similarity equal to τ reaches it
 
 
-def tested_chunks(min_distances, support_threshold: float) -> np.ndarray:
-    """Which chunks are *tested*: reached by some inlier question.
+def _support_threshold(support_threshold: float) -> float:
+    if not np.isfinite(support_threshold) or not -1.0 <= support_threshold <= 1.0:
+        raise InputError(f"support_threshold is a cosine similarity in [-1, 1]; got {support_threshold}.")
+    return float(support_threshold)
 
-    ``tested_i = (1 - mindist(d_i)) >= τ``, with ``mindist`` the cosine
+
+def tested_chunks(min_distances, support_threshold: float) -> np.ndarray:
+    """Which chunks are *reached*: within τ of some inlier question, however many other chunks are too.
+
+    ``reached_i = (1 - mindist(d_i)) >= τ``, with ``mindist`` the cosine
     distance to the nearest inlier question (:func:`scan_similarities`) and
     ``τ`` the support threshold (a cosine similarity, see
     :mod:`coverage_core.stages.calibration`). A chunk with no inlier question at all
-    has ``mindist = 1`` and is untested for any τ > 0.
+    has ``mindist = 1`` and is unreached for any τ > 0. The analysis's
+    *tested* rule is the stricter :func:`retrieved_tested_chunks` (one generic
+    question reaches dozens of passages but a retriever hands the model only
+    its top k); this one is kept for callers with distances alone.
 
     Returns
     -------
     ndarray of shape (n,), bool
     """
     distances = _min_distances(min_distances)
-    if not np.isfinite(support_threshold) or not -1.0 <= support_threshold <= 1.0:
-        raise InputError(f"support_threshold is a cosine similarity in [-1, 1]; got {support_threshold}.")
-    return (1.0 - distances) >= support_threshold - _SUPPORT_TOLERANCE
+    return (1.0 - distances) >= _support_threshold(support_threshold) - _SUPPORT_TOLERANCE
 
 
-def tested_share(min_distances, support_threshold: float) -> float:
-    """Share of all chunks that are tested (:func:`tested_chunks`): ``n_tested / n``.
+def retrieved_tested_chunks(
+    top_chunks, top_similarities, n_chunks: int, support_threshold: float, k: int, inliers=None
+) -> np.ndarray:
+    """Which chunks are *tested*: retrieved by some inlier question among its top ``k``, at similarity >= τ.
+
+    ``tested_i = exists inlier j: i in topk_j and sim(q_j, c_i) >= τ``
+
+    where ``topk_j`` are the ``k`` chunks most similar to question ``j``
+    (ties at the cut: lower chunk index first, as the retrieval check ranks)
+    and τ the support threshold (``_SUPPORT_TOLERANCE`` absorbs float32
+    rounding, so a similarity equal to τ reaches it). A question tests the
+    passages a retriever would hand the model for it, so a generic question
+    close to many passages tests only its top ``k`` (on the wiki-qa example,
+    two generic questions reached ~30 passages above τ under the plain
+    :func:`tested_chunks` rule).
+
+    Parameters
+    ----------
+    top_chunks : array-like of shape (m, w), int
+        Each question's most similar chunks, most similar first (e.g.
+        ``QuestionScreener.question_top_chunks_`` or
+        :func:`coverage_core.stages.similarity.question_top_chunks`);
+        ``w >= min(k, n_chunks)``, only the first ``k`` columns are read.
+    top_similarities : array-like of shape (m, w), their cosine similarities
+    n_chunks : int, the number of chunks ``n``
+    support_threshold : float, τ in [-1, 1]
+    k : int >= 1
+    inliers : array-like of shape (m,), bool, optional
+        The questions that count (default: all).
+
+    Returns
+    -------
+    ndarray of shape (n_chunks,), bool
+    """
+    tau = _support_threshold(support_threshold)
+    chunks, sims, mask = _top_lists(top_chunks, top_similarities, n_chunks, k, inliers)
+    tested = np.zeros(int(n_chunks), dtype=bool)
+    chunks, sims = chunks[mask], sims[mask]
+    tested[chunks[sims >= tau - _SUPPORT_TOLERANCE]] = True
+    return tested
+
+
+def _top_lists(top_chunks, top_similarities, n_chunks: int, k: int, inliers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each question's first ``min(k, n_chunks)`` chunks and similarities, and the inlier mask, validated."""
+    check_scalar(k, "k", int, min_val=1, hint="it is the number of passages retrieved per question")
+    chunks = np.asarray(top_chunks)
+    sims = np.asarray(top_similarities, dtype=np.float64)
+    if chunks.ndim != 2 or sims.shape != chunks.shape:
+        raise InputError(
+            f"top_chunks and top_similarities must be (questions, ranks) arrays of one shape; "
+            f"got {chunks.shape} and {sims.shape}."
+        )
+    m = chunks.shape[0]
+    width = min(int(k), int(n_chunks))
+    if m and chunks.shape[1] < width:
+        raise InputError(f"top_chunks keeps {chunks.shape[1]} chunks per question; k = {k} needs {width}.")
+    mask = np.ones(m, dtype=bool) if inliers is None else np.asarray(inliers, dtype=bool)
+    if mask.shape != (m,):
+        raise InputError(f"inliers must be a boolean mask with one entry per question ({m}).")
+    if m and chunks.size and (chunks[:, :width].min() < 0 or chunks[:, :width].max() >= n_chunks):
+        raise InputError(f"top_chunks must be chunk indices in 0..{int(n_chunks) - 1}.")
+    return chunks[:, :width].astype(np.intp), sims[:, :width], mask
+
+
+def tested_share_of(tested) -> float:
+    """Share of all chunks that are tested: ``n_tested / n`` (NaN with no chunks).
 
     An absolute figure: "58% of the knowledge base is tested" means 58% of
-    the passages have a question within τ, whatever the other scores are.
+    the passages are retrieved by a question at τ (:func:`retrieved_tested_chunks`),
+    whatever the other scores are.
     """
-    tested = tested_chunks(min_distances, support_threshold)
+    tested = np.asarray(tested, dtype=bool)
     return float(tested.mean()) if tested.size else float("nan")
 
 
-def cluster_tested(min_distances, labels, n_clusters: int, support_threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(n_tested, tested_share)`` of each cluster; the share is NaN for an empty cluster."""
-    tested = tested_chunks(min_distances, support_threshold)
+def tested_share(min_distances, support_threshold: float) -> float:
+    """:func:`tested_share_of` the chunks reached by the plain rule :func:`tested_chunks`."""
+    return tested_share_of(tested_chunks(min_distances, support_threshold))
+
+
+def cluster_tested_of(tested, labels, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(n_tested, tested_share)`` of each cluster from a per-chunk ``tested`` mask; the share is NaN
+    for an empty cluster."""
+    tested = np.asarray(tested, dtype=bool)
     labels = _labels(labels, tested.shape[0], n_clusters)
     counts = np.bincount(labels, minlength=n_clusters)
     n_tested = np.bincount(labels, weights=tested.astype(float), minlength=n_clusters).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(counts > 0, n_tested / np.maximum(counts, 1), np.nan)
     return n_tested, share
+
+
+def cluster_tested(min_distances, labels, n_clusters: int, support_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cluster_tested_of` the chunks reached by the plain rule :func:`tested_chunks`."""
+    return cluster_tested_of(tested_chunks(min_distances, support_threshold), labels, n_clusters)
 
 
 def balanced_coverage(min_distances, labels, n_clusters: int) -> float:
@@ -458,33 +543,71 @@ def questions_covering_clusters(question_vectors, centroids, threshold: float) -
 # --------------------------------------------------------------------------
 
 
+def question_targets(
+    top_chunks,
+    top_similarities,
+    chunk_documents: Sequence[str],
+    support_threshold: float,
+    k: int,
+    inliers=None,
+    margin: float = verdicts.TARGET_MARGIN,
+) -> list[tuple[str, ...]]:
+    """The documents each question *targets*: those holding one of its best tested passages.
+
+    ``targets_j = { doc(i) : i in topk_j, s_ji >= τ, s_ji >= s_j1 - margin }``
+
+    with ``topk_j`` the question's ``k`` most similar chunks (as in
+    :func:`retrieved_tested_chunks`), ``s_ji`` their similarities and
+    ``s_j1`` its best one. ``margin = 0`` is "the document of its top
+    passage" (and exact ties); a small margin also counts a near-duplicate
+    copy of that passage in another document. A question screened out
+    (``inliers`` False), or whose best passage is below τ, targets nothing.
+    The margin's evidence is at :data:`coverage_core.verdicts.TARGET_MARGIN`.
+
+    Returns
+    -------
+    list of m tuples of document names, each in rank order without repeats.
+    """
+    tau = _support_threshold(support_threshold) - _SUPPORT_TOLERANCE
+    documents = list(chunk_documents)
+    chunks, sims, mask = _top_lists(top_chunks, top_similarities, len(documents), k, inliers)
+    cut = np.maximum(tau, sims[:, :1] - margin - _SUPPORT_TOLERANCE)
+    keep = (sims >= cut) & mask[:, None]
+    return [tuple(dict.fromkeys(documents[i] for i in row[chosen])) for row, chosen in zip(chunks, keep)]
+
+
 def document_coverage(
     min_distances,
     chunk_documents: Sequence[str],
     *,
     n_mads: float = 2.5,
     min_gap: float = 0.1,
+    tested=None,
+    n_questions: Mapping[str, int] | None = None,
     support_threshold: float | None = None,
-    untested_share: float = verdicts.UNTESTED_SHARE,
+    undertested_share: float = verdicts.UNDERTESTED_SHARE,
 ) -> pd.DataFrame:
-    """Coverage of each source document, with untested documents and documents far below the rest flagged.
+    """Coverage of each source document, with untested, under-tested and far-less-covered documents flagged.
 
-    Two flags, for two questions:
+    Columns by what is given:
 
-    * ``is_untested`` (absolute, the decision): with ``support_threshold`` τ
-      given, ``tested_share_doc = n_tested / n_chunks`` (chunks reached by a
-      question, :func:`tested_chunks`) judged by :func:`coverage_core.verdicts.is_untested`
-      at ``untested_share``. It reads the document alone, so it fires when most
-      documents are untested; ``is_low`` does not (the median is low then).
-      Without τ the columns ``n_tested``, ``tested_share``, ``is_untested``
-      are left out.
-    * ``is_low`` (relative, kept as a hint): covered far below the other
-      documents, as follows.
+    * always ``document``, ``n_chunks``, ``coverage`` and ``is_low``;
+    * with ``tested`` (bool per chunk, :func:`retrieved_tested_chunks`), or
+      else ``support_threshold`` τ (then the plain rule :func:`tested_chunks`):
+      ``n_tested`` and ``tested_share_doc = n_tested / n_chunks``;
+    * with ``tested`` and ``n_questions`` too (on-topic questions that target
+      each document, :func:`question_targets`; a document not in the
+      mapping has 0): ``n_questions``, ``is_untested``
+      (:func:`coverage_core.verdicts.is_untested`: too few questions target
+      it) and ``is_undertested`` (:func:`coverage_core.verdicts.is_undertested`:
+      targeted, but less than ``undertested_share`` of it tested). Both read
+      the document alone, so they fire when most documents are untested;
+      ``is_low`` does not (the median is low then).
 
-    ``coverage_doc = mean over the document's chunks of (1 - mindist(d_i))``
-
-    A document is flagged ``is_low`` when, with ``med`` and ``MAD`` the median
-    and median absolute deviation of the document coverages::
+    ``is_low`` (relative, kept as a hint): covered far below the other
+    documents, with ``coverage_doc = mean over the document's chunks of
+    (1 - mindist(d_i))`` and ``med``, ``MAD`` the median and median absolute
+    deviation of the document coverages::
 
         coverage_doc < med - max(n_mads * 1.4826 * MAD, min_gap)
 
@@ -498,13 +621,15 @@ def document_coverage(
     min_distances : array-like of shape (n,)
     chunk_documents : sequence of n str, the document of each chunk
     n_mads, min_gap : float, see above
+    tested : array-like of shape (n,), bool, optional
+    n_questions : mapping of document name to int, optional
+    support_threshold : float, optional; read only without ``tested``
+    undertested_share : float, the cut of ``is_undertested``
 
     Returns
     -------
-    DataFrame with columns ``document``, ``n_chunks``, ``coverage``,
-    ``is_low`` (and ``n_tested``, ``tested_share``, ``is_untested`` with τ);
-    one row per document, lowest coverage first (ties keep the order in
-    which documents first appear).
+    DataFrame, one row per document, lowest coverage first (ties keep the
+    order in which documents first appear).
     """
     distances = _min_distances(min_distances)
     documents = list(chunk_documents)
@@ -515,8 +640,15 @@ def document_coverage(
     frame = pd.DataFrame({"document": pd.Series(documents, dtype=object), "coverage": 1.0 - distances})
     table = _per_document(frame)
     table["is_low"] = _far_below_the_rest(table["coverage"].to_numpy(), n_mads, min_gap)
-    if support_threshold is not None:
-        _add_tested_columns(table, frame["document"], tested_chunks(distances, support_threshold), untested_share)
+    if tested is None and support_threshold is not None:
+        tested = tested_chunks(distances, support_threshold)
+    if tested is not None:
+        tested = np.asarray(tested, dtype=bool)
+        if tested.shape != distances.shape:
+            raise InputError(f"tested must hold one value per chunk ({distances.shape[0]}); got shape {tested.shape}.")
+        _add_tested_columns(table, frame["document"], tested)
+        if n_questions is not None:
+            _add_verdict_columns(table, n_questions, undertested_share)
     return table.sort_values("coverage", kind="stable").reset_index(drop=True)
 
 
@@ -540,12 +672,18 @@ def _far_below_the_rest(values: np.ndarray, n_mads: float, min_gap: float) -> np
     return values < median - max(n_mads * 1.4826 * mad, min_gap)
 
 
-def _add_tested_columns(table: pd.DataFrame, chunk_documents: pd.Series, tested: np.ndarray, untested_share: float):
-    """Add ``n_tested``, ``tested_share`` and ``is_untested`` to the per-document ``table``."""
+def _add_tested_columns(table: pd.DataFrame, chunk_documents: pd.Series, tested: np.ndarray):
+    """Add ``n_tested`` and ``tested_share`` to the per-document ``table``."""
     n_tested = pd.Series(tested).groupby(chunk_documents, sort=False).sum()
     table["n_tested"] = n_tested.reindex(table["document"]).to_numpy().astype(np.int64)
     table["tested_share"] = table["n_tested"] / table["n_chunks"]
-    table["is_untested"] = verdicts.is_untested(table["tested_share"], untested_share)
+
+
+def _add_verdict_columns(table: pd.DataFrame, n_questions: Mapping[str, int], undertested_share: float):
+    """Add ``n_questions``, ``is_untested`` and ``is_undertested`` to a table with ``tested_share``."""
+    table["n_questions"] = np.array([int(n_questions.get(name, 0)) for name in table["document"]], dtype=np.int64)
+    table["is_untested"] = verdicts.is_untested(table["n_questions"])
+    table["is_undertested"] = verdicts.is_undertested(table["n_questions"], table["tested_share"], undertested_share)
 
 
 def question_support(

@@ -20,6 +20,7 @@ import pandas as pd
 
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
 from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts, make_embedder
+from coverage_core.embeddings.registry import default_support_level
 from coverage_core.errors import InputError
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module
@@ -120,12 +121,15 @@ def calibrate_corpus(
     800 short texts with ``embedder`` through ``cache``; without an embedder
     the documented default. ``topic_labels`` are the corpus's automatic
     topics (``cluster_chunks(corpus, None, config.random_state).labels``)
-    when the caller has them; None clusters them here.
+    when the caller has them; None clusters them here. When τ cannot be
+    calibrated (or trusted), it is ``config.embedding``'s model default from
+    the provider registry, else the generic default.
     """
     if config.support_threshold is not None:
         return calibration_module.override(config.support_threshold)
+    fallback = support_fallback(config)
     if embedder is None:
-        return calibration_module.default()
+        return calibration_module.default(fallback)
 
     def embed(texts):
         return embed_texts(list(texts), embedder, cache).vectors
@@ -133,8 +137,15 @@ def calibrate_corpus(
     if topic_labels is None:
         topic_labels = cluster_chunks(corpus, None, config.random_state).labels
     return calibration_module.calibrate(
-        corpus.chunks, corpus.vectors, embed, config.random_state, topic_labels=topic_labels
+        corpus.chunks, corpus.vectors, embed, config.random_state, topic_labels=topic_labels, fallback=fallback
     )
+
+
+def support_fallback(config: AnalysisConfig) -> calibration_module.Fallback:
+    """The level τ falls back to when it cannot be calibrated: ``config.embedding``'s model default from the
+    provider registry, else the generic default."""
+    level, _ = default_support_level(config.embedding.provider, config.embedding.model)
+    return calibration_module.model_fallback(level)
 
 
 def cluster_chunks(corpus: Corpus, n_clusters: int | None, random_state: int) -> Clustering:
@@ -191,16 +202,20 @@ def with_gaps(analysis: Analysis, llm: ChatClient | None = None, embedder: Embed
 
 
 def run_retrieval_check(
-    analysis: Analysis, relevant_column: str | None = None, k: int = 5
+    analysis: Analysis, relevant_column: str | None = None, k: int | None = None
 ) -> "retrieval.RetrievalResult | None":
     """Retrieval metrics for the questions that name their relevant sources.
 
     The column is ``relevant_column`` or one detected by name
     (``retrieval_labels.RELEVANT_COLUMN_NAMES``); None when the questions name no
     sources. Every labelled question counts, off-topic or not: a question
-    labelled with a source is a retrieval test whatever its topic.
+    labelled with a source is a retrieval test whatever its topic. ``k``
+    None is the analysis's ``config.retrieval_k``, the k of *tested*.
     """
     from coverage_core.checks import retrieval, retrieval_labels
+
+    if k is None:
+        k = analysis.config.retrieval_k
 
     questions = analysis.questions
     column = retrieval_labels.find_relevant_column([str(c) for c in questions.frame.columns], relevant_column)

@@ -4,7 +4,8 @@ import streamlit as st
 
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from coverage_core.verdicts import UNTESTED_SHARE, Verdicts
+from coverage_core.outputs.report import UNDERTESTED, UNTESTED, document_findings
+from coverage_core.verdicts import UNDERTESTED_SHARE, Verdicts
 from ui import engine, flow, formats, state, widgets
 from ui.views import results as view
 
@@ -18,16 +19,18 @@ n_chunks = len(analysis.corpus.chunks)
 # ------------------------------------------------------------------ the verdict first
 widgets.show_headline(analysis)
 verdict = Verdicts.from_analysis(analysis)
-if verdict.untested:
-    st.markdown(
-        f"**Untested documents** (fewer than {UNTESTED_SHARE:.0%} of their passages are reached by a question):"
-    )
-    st.error("\n".join(
-        f"- {widgets.plain(row.document)}: {row.tested_share:.0%} of {row.n_chunks} passages tested"
-        for row in verdict.untested
-    ), icon=":material/description:")
-else:
-    st.success("Every document has questions that test it.", icon=":material/task_alt:")
+findings = document_findings(analysis, verdict)
+for kind, title, icon, show in (
+    (UNTESTED, "**Untested documents** (no on-topic question targets them):", ":material/description:", st.error),
+    (UNDERTESTED, f"**Under-tested documents** (questions target them, but less than {UNDERTESTED_SHARE:.0%} of "
+     "their passages are tested):", ":material/difference:", st.warning),
+):
+    named = [f for f in findings if f.verdict == kind]
+    if named:
+        st.markdown(title)
+        show("\n".join(f"- {widgets.plain(f.document)}: {f.words}" for f in named), icon=icon)
+if not findings:
+    widgets.verdict_passed(analysis, "Every document has questions that test it.")
 if verdict.gaps:
     st.markdown(f"**Top gaps by topic** ({verdict.n_gaps} in all, most urgent first):")
     for gap in verdict.gaps:
@@ -39,7 +42,7 @@ if verdict.gaps:
             st.page_link(flow.GAPS_PAGE, label=f"Suggest questions for “{widgets.plain(gap.topic)}” (Gap analysis)",
                          icon=":material/arrow_forward:")
 else:
-    st.success("No topic is a gap.", icon=":material/task_alt:")
+    widgets.verdict_passed(analysis, "No topic is a gap.")
 if verdict.n_off_topic:
     st.button(
         f"Review the {verdict.n_off_topic} off-topic question(s)", key=state.W_REVIEW_OFF_TOPIC,
@@ -71,28 +74,26 @@ clusters_tab, documents_tab, outliers_tab, duplicates_tab, map_tab = st.tabs(
 
 if clusters_tab.open:
     with clusters_tab:
-        st.plotly_chart(
-            plots.cluster_coverage_bar(
-                analysis.clusters,
-                analysis.config.gaps.gap_threshold if analysis.config.gaps.rule == "coverage" else None,
-            )
-        )
+        st.plotly_chart(plots.topic_verdict_bar(analysis.clusters, analysis.config.gaps))
         clusters = view.cluster_table(analysis)
         st.dataframe(
             clusters,
             hide_index=True,
+            column_order=view.cluster_columns(clusters),
             column_config={
+                "cluster": st.column_config.NumberColumn("cluster", width="small"),
                 "topic": st.column_config.TextColumn("topic", width="medium"),
+                "size": st.column_config.NumberColumn("passages", width="small"),
                 "share": st.column_config.NumberColumn("share of corpus", format="percent"),
                 "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
                 "multi_threshold_coverage": st.column_config.NumberColumn("multi-threshold", format=formats.SCORE_FORMAT),
                 "multi_n_coverage": st.column_config.NumberColumn("multi-N", format=formats.SCORE_FORMAT),
-                "n_questions": st.column_config.NumberColumn("questions near it"),
-                "n_tested": st.column_config.NumberColumn("passages tested"),
+                "n_questions": st.column_config.NumberColumn("questions near it", width="small"),
+                "n_tested": st.column_config.NumberColumn("passages tested", width="small"),
                 "tested_share": st.column_config.ProgressColumn(
-                    "share tested", min_value=0.0, max_value=1.0, format="percent"
+                    "share tested", min_value=0.0, max_value=1.0, format="percent", width="medium"
                 ),
-                "is_gap": st.column_config.CheckboxColumn("gap"),
+                "is_gap": st.column_config.CheckboxColumn("gap", width="small"),
                 "example passage": st.column_config.TextColumn("most central passage", width="large"),
             },
         )
@@ -101,26 +102,34 @@ if clusters_tab.open:
 if documents_tab.open:
     with documents_tab:
         documents = view.document_table(analysis)
-        low = documents[documents["is_low"] & ~documents["is_untested"]]
+        low = documents[documents["is_low"] & ~documents["is_untested"] & ~documents["is_undertested"]]
+        st.caption(
+            f"A passage is tested when a question retrieves it among its top {analysis.config.tested_k} passages "
+            f"with similarity of at least {formats.similarity(analysis.calibration.support_threshold)}. Untested: no "
+            "on-topic question targets the document. Under-tested: questions target it, but less than "
+            f"{UNDERTESTED_SHARE:.0%} of its passages are tested."
+        )
         if len(low):
             st.warning(
                 f"{len(low)} document(s) are covered far less than the rest: untested or possibly misaligned "
                 "(they may not belong in this knowledge base)."
             )
         # Red marks the verdict (untested), not the median/MAD hint.
-        st.plotly_chart(plots.document_coverage_bar(analysis.documents.assign(is_low=analysis.documents["is_untested"])))
-        documents = documents.drop(columns=["is_low"])
+        st.plotly_chart(plots.document_verdict_bar(analysis.documents))
+        documents = documents.drop(columns=["is_low", "is_untested", "is_undertested"])  # the verdict says it
         st.dataframe(
             documents,
             hide_index=True,
             column_config={
-                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
-                "n_chunks": st.column_config.NumberColumn("chunks"),
+                "document": st.column_config.TextColumn("document", width="medium"),
+                "verdict": st.column_config.TextColumn("verdict"),
+                "n_questions": st.column_config.NumberColumn("questions targeting it"),
                 "n_tested": st.column_config.NumberColumn("passages tested"),
+                "n_chunks": st.column_config.NumberColumn("passages"),
                 "tested_share": st.column_config.ProgressColumn(
                     "share tested", min_value=0.0, max_value=1.0, format="percent"
                 ),
-                "is_untested": st.column_config.CheckboxColumn("untested"),
+                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
             },
         )
         widgets.csv_download("Download the documents (CSV)", documents, "coverage-documents.csv")
@@ -132,22 +141,24 @@ if outliers_tab.open:
         flagged = table[table["off-topic"]]
         st.write(
             f"{len(flagged)} of {len(table)} questions look off-topic (not about this knowledge base) and are "
-            "left out of coverage. Higher score = more off-topic. Override the decision below; coverage "
-            "updates at once."
+            "left out of coverage. Each says why, with the numbers. The off-topic score is above 0 exactly when a "
+            "question is flagged; higher = more off-topic. Override the decision below; coverage updates at once."
         )
         show_all = st.toggle("Show every question, not only the off-topic ones", key=state.W_SHOW_ALL_QUESTIONS)
         st.dataframe(
             table if show_all else flagged,
             hide_index=True,
             column_config={
-                "outlier score": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
+                "off-topic score": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
                 "question": st.column_config.TextColumn(width="large"),
+                "reason": st.column_config.TextColumn(width="medium"),
+                "detail": st.column_config.TextColumn(width="large"),
                 "best similarity": st.column_config.NumberColumn(format=formats.SIMILARITY_FORMAT),
             },
         )
         widgets.csv_download(
             "Download every question (CSV)", table, "coverage-questions.csv",
-            help="All questions, not only the off-topic ones: off-topic score and decision, your override, nearest "
+            help="All questions, not only the off-topic ones: off-topic score, decision and reason, your override, nearest "
             "document and best similarity to any passage (how well the knowledge base supports the question).",
         )
         texts = dict(zip(table["row"], table["question"]))

@@ -46,7 +46,8 @@ for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
     st.warning(message)
 
 if not gapped.gaps:
-    st.success(
+    widgets.verdict_passed(
+        analysis,
         f"No topic has {rule_text}. Change the gap rule or its threshold on Configure (or Results → Tune) "
         "to look for weaker spots."
     )

@@ -82,7 +82,7 @@ analysis = flow.require_analysis()
 inputs = state.stored_inputs()
 similarities = analysis.question_table["max_similarity"].to_numpy(dtype=float)
 
-state.seed_widget(state.W_FITNESS_THRESHOLD, float(state.get(state.FITNESS_THRESHOLD, answerability.DEFAULT_FITNESS_THRESHOLD)))
+state.seed_widget(state.W_FITNESS_THRESHOLD, float(state.get(state.FITNESS_THRESHOLD, answerability.fitness_threshold(analysis))))
 threshold = st.slider(
     "Similarity below which the knowledge base may not answer a question",
     min_value=0.0, max_value=1.0, step=0.01, format=formats.SIMILARITY_FORMAT, key=state.W_FITNESS_THRESHOLD,
@@ -96,7 +96,9 @@ left, middle, right = st.columns(3)
 left.metric("Questions", f"{len(table):,}", border=True)
 middle.metric(
     "May not be answerable", f"{len(weak):,}", border=True,
-    help="Best similarity to any chunk below the threshold. Relative to the model, not a proof.",
+    help="Best similarity to any chunk below the threshold, which starts at the support level Results uses. "
+    "Results' off-topic count can differ: it also keeps a question whose words one passage holds together "
+    "and flags one whose named subject the documents never discuss. Relative to the model, not a proof.",
 )
 right.metric("Median best similarity", formats.similarity(table["best similarity"].median()), border=True)
 

@@ -50,7 +50,7 @@ def plain_lexical_coverage(question_texts, chunk_texts):
     chunk's stems, the misspelt words' edits looked up one by one."""
     from coverage_core.stages import lexical
 
-    chunk_stems = [{lexical.normalize_word(w) for w in lexical._words(t)} for t in chunk_texts]
+    chunk_stems = [{lexical.normalize_word(w) for w in lexical.words_of(t)} for t in chunk_texts]
     terms = [lexical._question_terms(t) for t in question_texts]
     stems = list(dict.fromkeys(t for ts in terms for t in ts))
     df = {t: sum(t in c for c in chunk_stems) for t in stems}

@@ -515,3 +515,14 @@ def test_real_example_dimension_sweep(example):
     assert frame.loc[384, "spearman"] == 1.0
     assert frame.loc[32, "spearman"] < frame.loc[256, "spearman"] < 1.0
     assert frame.loc[256, "auroc"] > 0.9  # 0.985 when written; 0.936 at 32 dimensions
+
+
+def test_fitness_threshold_is_the_level_the_off_topic_screening_used():
+    from types import SimpleNamespace
+
+    from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD, fitness_threshold
+
+    calibrated = SimpleNamespace(screener=SimpleNamespace(question_support_threshold=0.47))
+    assert fitness_threshold(calibrated) == pytest.approx(0.47, abs=1e-12)
+    uncalibrated = SimpleNamespace(screener=SimpleNamespace(question_support_threshold=None))
+    assert fitness_threshold(uncalibrated) == DEFAULT_FITNESS_THRESHOLD

@@ -246,10 +246,33 @@ def test_results_show_the_metrics_with_help_and_tables(seeded):
     for label, name in expected.items():
         assert secondary_score(at, label) == f"{reference.metrics[name]:.3f}"
     assert "equals basic" in " ".join(texts(at.markdown))
-    clusters = at.dataframe[0].value
+    clusters = at.dataframe[0].value.sort_values("cluster")
     assert len(clusters) == 4 and list(clusters["cluster"]) == [0, 1, 2, 3]
     np.testing.assert_allclose(clusters["coverage"], reference.clusters["coverage"], atol=1e-9)
     assert "Koala.txt is untested" in " ".join(texts(at.warning))
+
+
+@pytest.mark.slow
+def test_results_topic_table_follows_the_chart_with_the_tested_share_early(seeded):
+    import json
+
+    from coverage_core.outputs import plots
+
+    values, reference, _ = seeded
+    at = app("results", values)
+    table = at.dataframe[0]
+    expected = plots.topics_by_urgency(reference.clusters, reference.config.gaps)
+    assert table.value["cluster"].tolist() == expected["cluster"].tolist()  # gaps first, as the chart
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [line["x0"] for line in chart["layout"]["shapes"]] == [reference.config.gaps.tested_share_threshold]
+    shown = list(table.proto.column_order)
+    assert shown[:3] == ["topic", "tested_share", "is_gap"] and len(shown) <= 8
+    # Visible without scrolling at 1280 px (wide layout, sidebar open: ~880 px of table): the columns up to
+    # the tested share are well inside it (Streamlit widths: small 75, medium 200, large 400 px).
+    pixels = {"small": 75, "medium": 200, "large": 400}
+    config = json.loads(table.proto.columns)
+    lead = sum(pixels[config[name]["width"]] for name in shown[:2])
+    assert lead <= 500
 
 
 @pytest.mark.slow
@@ -495,21 +518,23 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
 
     values, reference, _ = seeded
     at = app(page, values)
-    title, first, second = _first_elements(at)
+    title, *rest = _first_elements(at, 4)
     assert title.type == "title"
+    if not reference.calibration.reliable:  # the warning comes before the headline
+        warning, *rest = rest
+        assert warning.type == "warning" and "The support level is not calibrated" in warning.value
+    first, second = rest[:2]
     assert first.type == "subheader" and first.value == headline(reference)
     assert "of the knowledge base is tested" in first.value and "1 document untested" in first.value
     tau = reference.calibration.support_threshold
-    assert second.value == (
-        f"A question reaches a passage when their similarity is at least {tau:.2f}, "
-        "calibrated for this model and these documents."
-    )
-    assert reference.calibration.method == "pseudo-queries"
+    origin = ("calibrated for this model and these documents" if reference.calibration.reliable
+              else "the default level: it could not be calibrated on these documents")
+    assert second.value == f"A question reaches a passage when their similarity is at least {tau:.2f}, {origin}."
     untested = reference.documents.loc[reference.documents["is_untested"], "document"]
     assert list(untested) == ["Koala.txt"]
     if page == "results":
         listed = " ".join(texts(at.markdown) + texts(at.error) + texts(at.warning))
-        assert "Koala\\.txt: 0% of" in listed and "Top gaps by topic" in listed
+        assert "Koala\\.txt: no on-topic question targets its" in listed and "Top gaps by topic" in listed
         # Topic names are user-derived text, escaped (widgets.plain) so markdown shows them as written.
         gap_labels = reference.clusters.loc[reference.clusters["is_gap"], "label"]
         assert any(f"{widgets.plain(label)}: " in listed for label in gap_labels)
@@ -955,3 +980,63 @@ def test_settings_defaults_come_from_the_core():
     assert state.Settings().llm_model == DEFAULT_LLM_MODEL
     assert "streamlit" not in open(PROJECT_UI / "settings.py").read()
     assert engine.priority_formula(AnalysisConfig().gaps) == "0.7 × (1 − coverage) + 0.3 × corpus share"
+
+
+# ---------------------------------------------------------------- an unreliable support level (synthetic analysis, no model)
+
+
+def _results_of(analysis, monkeypatch, tab: str | None = None) -> AppTest:
+    """The Results page showing ``analysis`` (the synthetic one of conftest.py), optionally on ``tab``."""
+    from ui import flow
+
+    monkeypatch.setattr(flow, "require_analysis", lambda: analysis)
+    return app("results", {state.W_RESULTS_TABS: tab} if tab else None)
+
+
+def test_results_with_an_unreliable_level_warn_first_and_show_no_tick(analysis, monkeypatch):
+    import dataclasses
+
+    assert not analysis.calibration.reliable  # the synthetic analysis is not calibrated
+    thin = analysis.documents.copy()
+    beta = thin["document"] == "beta.txt"
+    thin.loc[beta, ["is_undertested", "n_questions", "tested_share"]] = [True, 2, 0.12]
+    at = _results_of(dataclasses.replace(analysis, documents=thin, clusters=analysis.clusters.assign(is_gap=False)),
+                     monkeypatch)
+    first = next(node for node in at.main if node.type not in ("main", "title"))
+    assert first.type == "warning"  # before the headline
+    assert "The support level is not calibrated" in first.value and "default level 0\\.50" in first.value
+    assert at.subheader[0].value.startswith("The support level could not be calibrated")
+    assert not at.success  # no tick anywhere
+    infos = " ".join(texts(at.info))
+    assert "No topic is a gap. This may be wrong" in infos
+    untested, undertested = at.error[0].value, at.warning[1].value
+    assert untested == "- \\<b\\>gamma\\</b\\>\\.md: no on-topic question targets its 20 passages"  # escaped
+    assert undertested == "- beta\\.txt: tested, but thinly: 12% of 20 passages, by 2 questions"
+    listed = texts(at.markdown)
+    assert listed.index(next(t for t in listed if t.startswith("**Untested"))) < listed.index(
+        next(t for t in listed if t.startswith("**Under-tested")))
+
+
+def test_results_with_a_calibrated_level_tick_what_passed(analysis, monkeypatch):
+    import dataclasses
+
+    from coverage_core.stages.calibration import Calibration
+
+    untested = analysis.documents.assign(is_untested=False, n_questions=3)
+    calibrated = dataclasses.replace(analysis, calibration=Calibration(0.5, "pseudo-queries", n_probes=100),
+                                     documents=untested)
+    at = _results_of(calibrated, monkeypatch)
+    assert not at.warning or "not calibrated" not in " ".join(texts(at.warning))
+    assert "Every document has questions that test it." in texts(at.success)
+
+
+def test_documents_and_off_topic_tabs_show_the_verdict_and_the_reason(analysis, monkeypatch):
+    at = _results_of(analysis, monkeypatch, "Documents")
+    documents = at.dataframe[0].value
+    assert list(documents.columns[:3]) == ["document", "verdict", "n_questions"]
+    assert documents["verdict"].iloc[0] == "untested" and documents["document"].iloc[0] == "<b>gamma</b>.md"
+    at = _results_of(analysis, monkeypatch, "Off-topic questions")
+    flagged = at.dataframe[0].value
+    assert {"reason", "detail", "off-topic score"} <= set(flagged.columns) and "outlier score" not in flagged
+    assert len(flagged) and (flagged["off-topic score"] > 0).all()  # a flagged question never shows a safe score
+    assert (flagged["reason"] != "").all()

@@ -17,6 +17,7 @@ from coverage_core.outputs.report import SCHEMA_VERSION, build_report
 from coverage_core.results import Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages.calibration import (
     DEFAULT_SUPPORT_THRESHOLD,
+    MIN_SEPARATION,
     Calibration,
     calibrate,
     override,
@@ -47,11 +48,14 @@ def _fake_embed(texts, dim: int = 16):
 
 
 def _chunks(topics=TOPICS, per_document=5, sentences=4):
+    """One document per topic; each sentence names its topic among words of its own (so no sentence is a
+    near-copy of another)."""
+    rng = np.random.default_rng(0)
     chunks = []
     for topic in topics:
         for c in range(per_document):
             text = " ".join(
-                f"The {topic} passage number {c} sentence {s} talks about {topic} things at length." for s in range(sentences)
+                f"The {topic} {' '.join(_pseudo_word(rng) for _ in range(7))} {topic}." for s in range(sentences)
             )
             chunks.append(Chunk(f"{topic}.txt", text, 0, len(text)))
     return chunks
@@ -108,13 +112,14 @@ def test_two_levels_passages_tell_documents_apart_questions_tell_topics_apart():
     topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
     by_topic = calibrate(chunks, vectors, _fake_embed, topic_labels=topics)
     assert by_topic.question_support_threshold == pytest.approx(by_topic.support_threshold, abs=0.02)  # documents = topics here
-    # Every chunk its own document, same four topics: the nearest other document is a sibling on the same
-    # topic, so τ rises to the top of the scale, while the question level stays where it was.
+    # Every chunk its own document, same four topics: these vectors see only the topic, so the nearest
+    # other document (a sibling on the same topic) is as close as a sentence's own passage: documents
+    # cannot be told apart, which the calibration says instead of returning a level.
     split = [Chunk(f"page-{i}.txt", c.text, 0, len(c.text)) for i, c in enumerate(chunks)]
     siblings = calibrate(split, vectors, _fake_embed, topic_labels=topics)
-    assert siblings.support_threshold > by_topic.support_threshold + 0.2
-    assert siblings.question_support_threshold == pytest.approx(by_topic.question_support_threshold, abs=0.02)
-    assert siblings.question_support_threshold < siblings.support_threshold
+    assert not siblings.reliable and "as close to other documents" in siblings.reason
+    assert siblings.negative_median > by_topic.negative_median + 0.5
+    assert siblings.support_threshold == siblings.question_support_threshold == DEFAULT_SUPPORT_THRESHOLD
     # One document holding the four topics: its topics stand in for other documents.
     merged = [Chunk("all.txt", c.text, 0, len(c.text)) for c in chunks]
     single = calibrate(merged, vectors, _fake_embed, topic_labels=topics)
@@ -124,6 +129,8 @@ def test_two_levels_passages_tell_documents_apart_questions_tell_topics_apart():
     same = calibrate(chunks, vectors, lambda texts: pytest.fail("embedded"), topic_labels=np.zeros(len(chunks)))
     assert same.method.startswith("default: a single topic")
     assert same.question_support_threshold == same.support_threshold == DEFAULT_SUPPORT_THRESHOLD
+    assert not same.reliable and "single topic" in same.reason
+    assert by_topic.reliable and single.reliable and by_topic.reason == ""
     assert override(0.3).question_support_threshold == 0.3
     with pytest.raises(InputError):
         calibrate(chunks, vectors, _fake_embed, topic_labels=topics[:-1])
@@ -155,16 +162,19 @@ def test_probes_are_capped_and_spread_over_documents():
 
 def test_a_single_chunk_falls_back_to_the_default():
     chunks = _chunks(topics=("alpha",), per_document=1)
-    result = calibrate(chunks, _fake_embed([c.text for c in chunks]), lambda texts: pytest.fail("embedded"))
-    assert result.support_threshold == DEFAULT_SUPPORT_THRESHOLD
+    result = calibrate(chunks, _fake_embed([c.text for c in chunks]), lambda texts: pytest.fail("embedded"),
+                       fallback=(0.37, "default: model default"))
+    assert result.support_threshold == result.question_support_threshold == 0.37  # the model's own default
     assert result.method.startswith("default: a single topic")
+    assert not result.reliable and result.reason
 
 
 def test_too_few_sentences_fall_back_to_the_default():
     chunks = _chunks(topics=("alpha", "beta"), per_document=1, sentences=2)
     result = calibrate(chunks, _fake_embed([c.text for c in chunks]), _fake_embed)
-    assert result.support_threshold == DEFAULT_SUPPORT_THRESHOLD
+    assert result.support_threshold == DEFAULT_SUPPORT_THRESHOLD  # no model default given: the generic one
     assert result.method.startswith("default: only")
+    assert not result.reliable and result.reason.startswith("Only 4 sentences")
 
 
 def test_override_is_validated():
@@ -174,6 +184,176 @@ def test_override_is_validated():
             override(bad)
     with pytest.raises(InputError):
         AnalysisConfig(support_threshold=1.2)
+
+
+# ------------------------------------------------------------------ near-copies and reliability
+
+
+def _pseudo_word(rng) -> str:
+    return "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), 7))
+
+
+def _versioned_corpus(n_documents=8, sections=4, sentences=5, edit_share=0.1, seed=0):
+    """Documents whose sections each have their own words (plus a few words of the document's topic),
+    and a second version of every document: the same sentences with ``edit_share`` of the words changed.
+    Topic = document pair index mod 4."""
+    rng = np.random.default_rng(seed)
+    topic_words = [[_pseudo_word(rng) for _ in range(4)] for _ in range(4)]
+    chunks, copies, topics = [], [], []
+    for d in range(n_documents):
+        for c in range(sections):
+            vocabulary = [_pseudo_word(rng) for _ in range(12)]
+            originals, edited = [], []
+            for _ in range(sentences):
+                words = list(rng.choice(vocabulary, 8)) + list(rng.choice(topic_words[d % 4], 2))
+                changed = [_pseudo_word(rng) if rng.random() < edit_share else w for w in words]
+                originals.append(" ".join(words).capitalize() + ".")
+                edited.append(" ".join(changed).capitalize() + ".")
+            text, copy = " ".join(originals), " ".join(edited)
+            chunks.append(Chunk(f"plan-{d}.txt", text, 0, len(text)))
+            copies.append(Chunk(f"plan-{d} (v2).txt", copy, 0, len(copy)))
+            topics.append(d % 4)
+    return chunks + copies, np.array(topics + topics)
+
+
+def _word_embedder():
+    from tests.fakes import FakeEmbedder
+
+    return FakeEmbedder(vectors="words", width=512, max_tokens=1000)
+
+
+def test_near_copies_in_another_document_are_not_negatives(monkeypatch):
+    """Two versions of every document: the best chunk 'of another document' is the sentence's own copy.
+    Taken as a negative it collapses τ (the reported τ = 0.000001, everything tested); skipped, τ lies
+    between own-passage and other-passage similarities again."""
+    from coverage_core.stages import calibration
+
+    chunks, topics = _versioned_corpus()
+    embedder = _word_embedder()
+    vectors = embedder.embed([c.text for c in chunks])
+    fixed = calibrate(chunks, vectors, embedder.embed, topic_labels=topics, fallback=(0.42, "default: model default"))
+    assert fixed.reliable and fixed.method == "pseudo-queries" and fixed.reason == ""
+    # Every sentence has its copy in the other version; a few lost too many words to the edits to count.
+    assert fixed.n_near_duplicates > 0.75 * fixed.n_probes
+    assert fixed.negative_median < fixed.support_threshold < fixed.positive_median
+    assert fixed.support_threshold > 0.2 and fixed.separation > 0.6  # was 0.0
+    assert fixed.question_support_threshold > 0.1
+
+    # The old behaviour (every chunk of another document a negative, nothing checked) collapses.
+    monkeypatch.setattr(calibration, "NEAR_COPY_SHARE", float("inf"))
+    monkeypatch.setattr(calibration, "reliability_problem", lambda *args: "")
+    naive = calibrate(chunks, vectors, embedder.embed, topic_labels=topics)
+    assert naive.n_near_duplicates == 0
+    assert naive.negative_median > naive.positive_median
+    assert naive.separation < MIN_SEPARATION < fixed.separation - 0.3
+
+
+def test_near_copy_is_a_text_test_on_word_shingles():
+    from coverage_core.stages.calibration import holds_near_copy, word_shingles
+
+    sentence = word_shingles("The pump must be inspected every six months by a licensed engineer.")
+    assert len(sentence) == 10
+    edited = word_shingles("Intro text. The pump must be checked every six months by a licensed engineer! More.")
+    assert holds_near_copy(sentence, edited)  # 7 of 10 shingles kept: a near-copy
+    reworded = word_shingles("Every half year a licensed engineer inspects the pump.")
+    assert not holds_near_copy(sentence, reworded)  # the same content in other words is a negative
+    assert not holds_near_copy(set(), edited)
+
+
+def test_a_sentence_copied_into_every_document_has_no_negative_and_joins_no_documents(monkeypatch):
+    """A boilerplate sentence in every document: its candidates elsewhere are all copies of it, so it gets no
+    negative; one shared sentence does not make the documents versions of each other."""
+    from coverage_core.stages import calibration
+
+    boilerplate = "Xylophones require annual review before approval by headquarters."
+    chunks, topics = _versioned_corpus(n_documents=8)
+    chunks = [Chunk(c.document, f"{c.text} {boilerplate}", 0, len(c.text) + len(boilerplate) + 1)
+              for c in chunks[:32]]  # the first versions only, each chunk ending with the boilerplate
+    topics = topics[:32]
+    embedder = _word_embedder()
+    vectors = embedder.embed([c.text for c in chunks])
+    monkeypatch.setattr(calibration, "NEGATIVE_CANDIDATES", 2)  # fewer than the copies elsewhere
+    monkeypatch.setattr(calibration, "MIN_PROBES", 5)
+    result = calibrate(chunks, vectors, embedder.embed, topic_labels=topics, max_probes=400)
+    n_boilerplate = sum(1 for _, sentence, _ in calibration.sample_probes(chunks, 400) if sentence == boilerplate)
+    assert n_boilerplate == 32
+    assert result.n_near_duplicates == n_boilerplate
+    assert result.reliable and result.support_threshold > 0.2
+
+
+def test_documents_sharing_most_sentences_are_versions_of_one_document():
+    from coverage_core.stages.calibration import _versions
+
+    documents = np.array(["a.txt", "a-v2.txt", "b.txt", "c.txt"], dtype=object)
+    probes = np.array(["a.txt"] * 4 + ["b.txt"] * 4 + ["c.txt"] * 4, dtype=object)
+    # 3 of a's 4 probes have a near-copy in a-v2; b shares one sentence with c, c one with b.
+    copies = [["a-v2.txt"], ["a-v2.txt"], ["a-v2.txt"], []] + [["c.txt"], [], [], []] + [["b.txt"], [], [], []]
+    families = _versions(documents, probes, copies)
+    assert families.tolist() == ["a.txt", "a.txt", "b.txt", "c.txt"]
+    assert _versions(documents, probes, [[]] * 8 + [["b.txt"]] * 1 + [[]] * 3) is None
+
+
+def test_no_separation_is_unreliable_and_falls_back_to_the_model_default():
+    """Vectors that ignore the text: a sentence is no closer to its own passage than to others'."""
+    from tests.fakes import FakeEmbedder
+
+    chunks = _chunks(per_document=6)
+    embedder = FakeEmbedder(vectors="random", width=16)
+    vectors = embedder.embed([c.text for c in chunks])
+    topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
+    result = calibrate(chunks, vectors, embedder.embed, topic_labels=topics, fallback=(0.42, "default: model default"))
+    assert not result.reliable and result.reason
+    assert result.support_threshold == result.question_support_threshold == 0.42
+    assert result.method == "default: model default"
+    # What failed stays in the object for the report.
+    assert result.n_probes == 4 * 6 * 4 and result.separation is not None and result.separation < MIN_SEPARATION
+    assert result.positive_median is not None and result.negative_median is not None
+    assert Calibration.from_dict(result.to_dict()) == result
+
+
+def test_reliability_problem_names_each_failure():
+    from coverage_core.stages.calibration import reliability_problem
+
+    good = dict(n_probes=400, n_negatives=400, positive_median=0.6, negative_median=0.3, threshold=0.45,
+                separation=0.7, question_separation=0.8)
+    assert reliability_problem(**good) == ""
+    assert "Only 12 of 400" in reliability_problem(**(good | {"n_negatives": 12}))
+    assert "as close to other documents" in reliability_problem(**(good | {"negative_median": 0.6}))
+    assert "other documents'" in reliability_problem(**(good | {"separation": MIN_SEPARATION - 0.01}))
+    assert "other topics'" in reliability_problem(**(good | {"question_separation": 0.05}))
+    assert "plausible range" in reliability_problem(**(good | {"threshold": 1e-6}))
+    assert reliability_problem(**(good | {"separation": MIN_SEPARATION})) == ""
+
+
+def test_the_model_default_comes_from_the_provider_registry():
+    from coverage_core import pipeline
+    from coverage_core.embeddings import registry
+    from coverage_core.stages import calibration
+    from tests.fakes import FakeEmbedder
+
+    level, source = registry.default_support_level("local")
+    assert level is not None and 0.2 < level < 0.8 and "wiki" in source.lower()
+    assert registry.default_support_level("local", "/models/all-MiniLM-L6-v2") == (level, source)  # a folder
+    assert registry.default_support_level("local", "some-other-model")[0] is None
+    openai_level, openai_source = registry.default_support_level("openai", "text-embedding-3-small")
+    assert openai_level is None and "not measured" in openai_source
+    assert registry.default_support_level("nope")[0] is None
+    assert calibration.model_fallback(None) == (DEFAULT_SUPPORT_THRESHOLD, "default: generic default")
+
+    # The pipeline reads the configured model's default: no separation falls back to it, not to 0.5.
+    chunks = _chunks(per_document=6)
+    embedder = FakeEmbedder(vectors="random", width=16)
+    documents = [Document(f"{t}.txt", "") for t in TOPICS]
+    corpus = Corpus(documents, chunks, EmbeddedTexts(embedder.embed([c.text for c in chunks]), 0, len(chunks), 0))
+    topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
+    config = AnalysisConfig()
+    assert config.embedding.provider == "local" and config.embedding.model is None
+    result = pipeline.calibrate_corpus(config, corpus, embedder, topic_labels=topics)
+    assert not result.reliable and result.support_threshold == pytest.approx(level)
+    assert result.method == "default: model default"
+    uncalibrated = pipeline.calibrate_corpus(config, corpus)  # no embedder at hand
+    assert not uncalibrated.reliable and uncalibrated.support_threshold == pytest.approx(level)
+    assert pipeline.calibrate_corpus(AnalysisConfig(support_threshold=0.3), corpus).reliable  # the user's level
 
 
 # ------------------------------------------------------------------ tested share, untested documents
@@ -187,10 +367,12 @@ def test_tested_share_and_is_untested_on_a_hand_made_case():
     assert metrics.tested_chunks(distances, 0.5).tolist() == [True, True, True, False, False, False,
                                                               True, False, False, False]
     assert metrics.tested_share(distances, 0.5) == pytest.approx(0.4)
-    table = metrics.document_coverage(distances, documents, support_threshold=0.5).set_index("document")
+    table = metrics.document_coverage(distances, documents, support_threshold=0.5,
+                                      n_questions={"A": 2, "C": 2}).set_index("document")
     assert table["n_tested"].to_dict() == {"A": 3, "B": 0, "C": 1}
     assert table["tested_share"].to_dict() == pytest.approx({"A": 0.75, "B": 0.0, "C": 0.25})
-    assert table["is_untested"].to_dict() == {"A": False, "B": True, "C": 0.25 < verdicts.UNTESTED_SHARE}
+    assert table["is_untested"].to_dict() == {"A": False, "B": True, "C": False}  # no question targets B
+    assert table["is_undertested"].to_dict() == {"A": False, "B": False, "C": 0.25 < verdicts.UNDERTESTED_SHARE}
     n_tested, share = metrics.cluster_tested(distances, np.array([0] * 5 + [1] * 5), 3, 0.5)
     assert n_tested.tolist() == [3, 1, 0] and share[:2].tolist() == [0.6, 0.2] and np.isnan(share[2])
 
@@ -199,7 +381,8 @@ def test_is_untested_fires_when_most_documents_are_untested_and_is_low_does_not(
     # 8 documents with no question near them, 2 well tested.
     documents = [name for name in "ABCDEFGHIJ" for _ in range(5)]
     similarity = np.array([0.2] * 40 + [0.8] * 10)
-    table = metrics.document_coverage(1 - similarity, documents, support_threshold=0.5).set_index("document")
+    table = metrics.document_coverage(1 - similarity, documents, support_threshold=0.5,
+                                      n_questions={"I": 2, "J": 2}).set_index("document")
     assert table["is_untested"].sum() == 8
     assert not table.loc[["I", "J"], "is_untested"].any()
     assert not table["is_low"].any()  # the relative rule: the median document is untested, so nothing stands out
@@ -257,20 +440,21 @@ def test_report_schema_3_carries_calibration_and_decisions():
                               separation=0.9)
     analysis = _measure(AnalysisConfig(n_clusters=3), calibration)
     report = json.loads(json.dumps(build_report(analysis)))
-    assert report["schema_version"] == SCHEMA_VERSION == 3
-    assert report["calibration"] == {
+    assert report["schema_version"] == SCHEMA_VERSION == 4
+    expected = {
         "support_threshold": 0.5, "method": "pseudo-queries", "n_probes": 99, "positive_median": 0.8,
         "negative_median": 0.1, "separation": 0.9, "labelled_threshold": None, "question_support_threshold": 0.5,
+        "reliable": True, "reason": "", "n_near_duplicates": 0,
     }
+    assert {key: report["calibration"].get(key) for key in expected} == expected
     assert report["metrics"]["tested_share"] == pytest.approx(1 / 3, abs=1e-6)
     documents = {d["name"]: d for d in report["documents"]}
     assert documents["beta.txt"]["is_untested"] and documents["beta.txt"]["n_tested"] == 0
     assert documents["alpha.txt"]["tested_share"] == 1.0 and "is_low" in documents["alpha.txt"]
     assert [c["tested_share"] for c in report["clusters"]] == [1.0, 0.0, 0.0]
     junit.check_report(report)  # the CI tools read version 2 (and 1)
-    assert verdicts.headline(analysis) == (
-        "33% of the knowledge base is tested (4 of 12 passages); 2 documents untested; 0 questions off-topic."
-    )
+    # The rest of the headline is the verdicts' business.
+    assert verdicts.headline(analysis).startswith("33% of the knowledge base is tested (4 of 12 passages); 2 documents untested")
 
     from coverage_core.checks.answerability import answerability
 

@@ -176,7 +176,7 @@ def test_grid_from_text_and_the_report_rows():
 @pytest.mark.slow
 def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs, cache_dir):
     from coverage_core.config import AnalysisConfig
-    from coverage_core.pipeline import cluster_chunks, embed_corpus
+    from coverage_core.pipeline import cluster_chunks, embed_corpus, support_fallback
     from coverage_core.session import analyze
     from coverage_core.stages import calibration
     from coverage_core.stages.measure import measure
@@ -193,7 +193,10 @@ def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs
     )
     assert warnings == []
     assert {"tested_share", "support_threshold", "support_method", "calibration_embedded"} <= set(table.columns)
-    assert (table["support_method"] == "pseudo-queries").all()
+    # Each row calibrated on its own chunks; where that fails (this word embedder separates the small
+    # fixture's documents poorly at some sizes) the row says so and rests on the fallback level.
+    assert table["support_method"].str.match(r"pseudo-queries$|default: ").all()
+    assert (table["support_method"] == "pseudo-queries").any()
     # The analysed chunking's row is the analysis itself: same τ, same tested share.
     analysed = table.set_index(["chunk_size", "chunk_overlap"]).loc[(1000, 200)]
     assert analysed["support_threshold"] == pytest.approx(analysis.calibration.support_threshold)
@@ -209,7 +212,7 @@ def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs
             probed.extend(texts)
             return embedder.embed(list(texts))
 
-        own = calibration.calibrate(corpus.chunks, corpus.vectors, embed, 3)
+        own = calibration.calibrate(corpus.chunks, corpus.vectors, embed, 3, fallback=support_fallback(config))
         assert probed == calibration.calibration_texts(corpus.chunks, 3)  # what the cost estimates count
         assert len(embedder.sent) - sent_before == len(probed)  # the chunks came from the cache
         assert row.support_threshold == pytest.approx(own.support_threshold)

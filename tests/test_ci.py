@@ -200,7 +200,7 @@ def test_diff_lists_are_capped_in_text_but_complete_in_json():
     [
         ([1, 2], "no schema_version"),
         ({"metrics": {}}, "no schema_version"),
-        (make_report(schema_version=4), "schema version 4"),
+        (make_report(schema_version=5), "schema version 5"),
         (make_report(metrics=None), "metrics"),
         (make_report(documents=[{"coverage": 0.5}]), "documents"),
         (make_report(questions="nope"), "questions"),
@@ -266,7 +266,7 @@ def test_cli_diff_a_rise_never_fails(reports, capsys):
         (b"\xff\xfe\x00garbage", "new.json is not a coverage report (it is not UTF-8 text)."),
         ('{"a": 1}', "new.json is not a coverage report (it has no schema_version)."),
         ("[]", "new.json is not a coverage report (it has no schema_version)."),
-        (json.dumps(make_report(schema_version=4)), "new.json has report schema version 4"),
+        (json.dumps(make_report(schema_version=5)), "new.json has report schema version 5"),
         (None, "could not read or write"),
     ],
 )
@@ -314,7 +314,8 @@ def test_cli_diff_reads_a_schema_2_report_against_a_schema_3_one(tmp_path, capsy
     for path, report in zip(paths, (old, new)):
         path.write_text(json.dumps(report), encoding="utf-8")
     loaded = junit.load_report(paths[0])
-    assert loaded["calibration"] == {"support_threshold": 0.48, "question_support_threshold": 0.37}
+    assert loaded["calibration"] == {"support_threshold": 0.48, "question_support_threshold": 0.37,
+                                     "reliable": True, "reason": ""}
     assert loaded["traffic"] == {"support_threshold": 0.48, "question_support_threshold": 0.37}
     assert old["calibration"]["topic_threshold"] == 0.37  # the caller's dict is left as it was
     diff = junit.diff_reports(old, new)
@@ -336,3 +337,68 @@ def test_junit_names_clusters_by_their_topic_label():
     root, cases = _parse(junit.junit_xml(report, "basic", None))
     names = {name for suite, name in cases if suite == "coverage.clusters"}
     assert names == {"cluster 0", "cluster 1: koala · marsupial · eucalyptus", "cluster 2"}
+
+
+# --------------------------------------------------------------------------- schema 4: under-tested, unreliable τ
+
+
+def schema_4_report(reliable=True, reason=""):
+    """A schema-4 report: Koala untested (no question), Flute under-tested, Drum tested."""
+    report = make_report(schema_version=4, calibration={
+        "support_threshold": 0.5, "method": "model default" if not reliable else "pseudo-queries", "n_probes": 300,
+        "separation": 0.1 if not reliable else 0.7, "question_support_threshold": 0.5,
+        "reliable": reliable, "reason": reason,
+    })
+    report["clusters"][1]["is_gap"] = True
+    documents = {
+        "Koala.txt": dict(n_tested=0, tested_share=0.0, n_questions=0, is_untested=True, is_undertested=False),
+        "Flute.txt": dict(n_tested=2, tested_share=2 / 15, n_questions=2, is_untested=False, is_undertested=True),
+        "Drum.txt": dict(n_tested=9, tested_share=0.6, n_questions=5, is_untested=False, is_undertested=False),
+    }
+    for document in report["documents"]:
+        document.update(documents[document["name"]])
+    return report
+
+
+def test_junit_fails_untested_and_undertested_documents_each_with_its_own_type():
+    root, cases = _parse(junit.junit_xml(schema_4_report(), "basic", None))
+    assert [s.get("name") for s in root.findall("testsuite")][0] == "coverage.calibration"
+    koala = cases[("coverage.documents", "Koala.txt")].find("failure")
+    assert koala.get("type") == "coverage.untested"
+    assert koala.get("message") == "Koala.txt: no on-topic question targets any of its 10 passages; it is untested"
+    flute = cases[("coverage.documents", "Flute.txt")].find("failure")
+    assert flute.get("type") == "coverage.undertested"
+    assert flute.get("message") == "Flute.txt: tested, but thinly: 13% of 15 passages, by 2 questions; it is under-tested"
+    assert "targeted by 2 on-topic questions" in flute.text
+    drum = cases[("coverage.documents", "Drum.txt")]
+    assert drum.find("failure") is None and "targeted by 5 on-topic questions" in drum.find("system-out").text
+    # A calibrated level is one passing case; nothing errs.
+    level = cases[("coverage.calibration", "support level")]
+    assert level.find("error") is None and "calibrated on these documents" in level.find("system-out").text
+    assert root.get("errors") == "0" and root.get("failures") == "3"  # cluster 1, Koala, Flute
+    properties = {p.get("name"): p.get("value") for p in root.find("testsuite[@name='coverage.documents']").iter("property")}
+    assert properties["calibration_reliable"] == "true" and properties["support_threshold"] == "0.500000"
+
+
+def test_junit_an_unreliable_support_level_is_an_error_and_no_case_passes_silently():
+    reason = "The documents do not separate their own passages from the others' (separation 0.10)."
+    root, cases = _parse(junit.junit_xml(schema_4_report(reliable=False, reason=reason), "basic", None))
+    error = cases[("coverage.calibration", "support level")].find("error")
+    assert error.get("type") == "coverage.calibration_unreliable"
+    assert error.get("message").startswith(reason) and "default support level 0.50" in error.get("message")
+    assert root.get("errors") == "1" and root.find("testsuite[@name='coverage.calibration']").get("errors") == "1"
+    for suite in ("coverage.clusters", "coverage.documents"):
+        properties = {p.get("name"): p.get("value") for p in root.find(f"testsuite[@name='{suite}']").iter("property")}
+        assert properties["calibration_reliable"] == "false" and properties["calibration_method"] == "model default"
+    passing = [case for case in cases.values() if case.get("classname") in ("coverage.clusters", "coverage.documents")
+               and case.find("failure") is None]
+    assert passing and all(case.find("system-out").text.startswith(reason) for case in passing)
+
+
+def test_junit_reads_an_older_reports_default_level_as_unreliable():
+    report = make_report(schema_version=3, calibration={"support_threshold": 0.5, "method": "default: one document",
+                                                        "question_support_threshold": 0.5})
+    root, cases = _parse(junit.junit_xml(report, "basic", None))
+    error = cases[("coverage.calibration", "support level")].find("error")
+    assert error is not None and "one document" in error.get("message")
+    assert report["calibration"].get("reliable") is None  # the caller's dict is left as it was

@@ -55,7 +55,7 @@ def test_cold_run_writes_a_complete_report(example_run):
     (result, report), _ = example_run
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert report["schema_version"] == 3
+    assert report["schema_version"] == 4
     assert set(report["metrics"]) == {"tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n"}
     for value in report["metrics"].values():
         assert 0.0 < value < 1.0
@@ -93,8 +93,9 @@ def test_decisions_on_the_example_are_absolute(example_run):
     tested = sum(c["n_tested"] for c in report["clusters"])
     assert report["metrics"]["tested_share"] == pytest.approx(tested / report["summary"]["n_chunks"], abs=1e-6)
     first = result.stdout.splitlines()[0]
-    assert first.endswith(f"({tested} of {report['summary']['n_chunks']} passages); 2 documents untested; "
-                          f"{report['summary']['n_outliers']} questions off-topic.")
+    assert f"({tested} of {report['summary']['n_chunks']} passages); 2 documents untested, 0 under-tested; " \
+           f"{report['summary']['n_outliers']} questions off-topic. A passage counts as tested when a question " \
+           f"retrieves it among its top {report['config']['tested_k']} passages" in first
     assert "% of the knowledge base is tested" in first
 
 
@@ -194,7 +195,7 @@ def test_junit_and_diff_on_the_example(tmp_path, tmp_path_factory, example_run, 
 
     root = ET.parse(junit).getroot()
     cases = root.findall("./testsuite/testcase")
-    assert len(cases) == 1 + len(report["clusters"]) + 10
+    assert len(cases) == 1 + 1 + len(report["clusters"]) + 10  # support level, gate, clusters, documents
     failed = {case.get("name") for case in cases if case.find("failure") is not None}
     gaps = {f"cluster {c['id']}: {c['label']}" for c in report["clusters"] if c["is_gap"]}  # named by topic
     untested = {d["name"] for d in report["documents"] if d["is_untested"]}

@@ -12,6 +12,7 @@ import math
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -334,3 +335,33 @@ def test_provider_error_starts_on_its_own_line_after_the_progress_bar(tmp_path, 
     assert len(errors) == 1 and errors[0].startswith("coverage_core: "), repr(err)
     assert "Embedding passages" not in errors[0]
     assert not (tmp_path / "r.json").exists()
+
+
+def test_summary_and_junit_lead_with_the_support_level_then_untested_then_under_tested(tmp_path, capsys, cache_dir,
+                                                                                       hash_embedder):
+    questions = _questions(tmp_path, ["What is a drum?", "How is a drum played?", "Who plays drums?"])
+    out, xml = tmp_path / "r.json", tmp_path / "j.xml"
+    args = ["analyze", "--docs", *TWO_DOCS, "--questions", str(questions), "--out", str(out), "--clusters", "3",
+            "--quiet", "--junit", str(xml)]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    report = json.loads(out.read_text())
+    assert report["schema_version"] == 4
+    # Word-hashing vectors do not tell one document's sentences from the other's: τ falls back, and says so first.
+    calibration = report["calibration"]
+    assert calibration["reliable"] is False and calibration["reason"]
+    assert lines[0].startswith("The support level could not be calibrated")
+    untested = [d["name"] for d in report["documents"] if d["is_untested"]]
+    undertested = [d["name"] for d in report["documents"] if d["is_undertested"]]
+    assert untested or undertested, "only drum questions: the flute document is not tested"
+    listed = []
+    for title, names in (("Untested documents", untested), ("Under-tested documents", undertested)):
+        if names:
+            start = lines.index(f"{title} ({len(names)})")
+            listed.append(start)
+            assert {line.split(":")[0].strip() for line in lines[start + 1:start + 1 + len(names)]} == set(names)
+    assert listed == sorted(listed) and listed[0] < next(i for i, line in enumerate(lines) if " documents, " in line)
+    root = ET.parse(xml).getroot()
+    assert [suite.get("name") for suite in root.findall("testsuite")][:2] == ["coverage.calibration", "coverage.metric"]
+    assert root.find("testsuite/testcase/error").get("type") == "coverage.calibration_unreliable"
+    assert root.get("errors") == "1"

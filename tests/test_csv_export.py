@@ -301,7 +301,7 @@ def test_results_page_downloads_are_formula_safe(hostile_session, served):
 
     at.session_state[state.W_RESULTS_TABS] = "Documents"
     at.run()
-    rows = assert_safe_table(served_csv(served, "Download the documents (CSV)"), shown_with(at, "flag"))
+    rows = assert_safe_table(served_csv(served, "Download the documents (CSV)"), shown_with(at, "verdict"))
     assert "'" + HOSTILE_DOCUMENT in [row[0] for row in rows]
 
     at.session_state[state.W_RESULTS_TABS] = "Off-topic questions"

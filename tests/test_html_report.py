@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import escape
 
 import numpy as np
 
@@ -182,5 +183,62 @@ def test_the_report_leads_with_the_tested_share_sentence_and_what_tau_means(anal
     sentence = headline(analysis)
     assert "of the knowledge base is tested" in sentence
     start = html.index("<body>")
-    assert html.index(sentence) < html.index("<h2>", start)  # before every section
+    assert html.index(escape(sentence)) < html.index("<h2>", start)  # before every section
     assert f"at least {analysis.calibration.support_threshold:.2f}" in html
+
+
+def test_an_unreliable_level_is_said_first_and_documents_list_the_verdicts(analysis):
+    from coverage_core.verdicts import Verdicts
+
+    assert not analysis.calibration.reliable  # the synthetic analysis is not calibrated
+    html = build_html_report(analysis)
+    body = html[html.index("<body>"):]
+    warning = body.index('<div class="warn"><b>The support level is not calibrated.</b>')
+    assert warning < body.index('<p class="headline">') < body.index("<h2>")
+    assert "rests on the embedding model&#x27;s default level 0.50" in body[warning:body.index("<h2>")]
+    documents = body[body.index("<h2>Documents</h2>"):body.index("<h2>Off-topic questions</h2>")]
+    verdicts = Verdicts.from_analysis(analysis)
+    assert verdicts.untested  # gamma has no question
+    name = escape(verdicts.untested[0].document)
+    assert f'<li><span class="flag">untested</span> {name}: no on-topic question targets its 20 passages</li>' in documents
+    rows = documents[documents.index("<tbody>"):]
+    assert rows.index(name) < rows.index("alpha.txt")  # untested rows first
+    assert "<th>questions</th>" in documents and "<th>verdict</th>" in documents
+
+
+def test_off_topic_questions_show_their_reason_and_score(analysis):
+    html = build_html_report(analysis)
+    section = html[html.index("<h2>Off-topic questions</h2>"):html.index("<h2>Near-duplicate questions</h2>")]
+    assert "<th>reason</th><th>detail</th><th>off-topic score</th>" in section
+    flagged = analysis.question_table[analysis.question_table["is_outlier"]]
+    score = flagged["offtopic_score"]
+    assert len(flagged) and (score > 0).all()
+    assert all(f'<td class="num">{value:.3f}</td>' in section for value in score.astype(float))
+    assert section.index(f"{score.max():.3f}") < section.index(f"{score.min():.3f}") or score.nunique() == 1
+    assert EVIL not in section and escape(EVIL) in section
+
+
+def test_charts_and_topic_table_draw_the_verdicts_cut_most_urgent_first(analysis):
+    from coverage_core.outputs import plots
+    from coverage_core.stages.topics import cluster_name
+
+    report = build_html_report(analysis)
+    clusters = report[report.index("<h2>Clusters</h2>"):report.index("<h2>Gaps</h2>")]
+    documents = report[report.index("<h2>Documents</h2>"):report.index("<h2>Off-topic questions</h2>")]
+    # The same figures as the Results page (same builders, same inputs): the cut line at the config's cut.
+    cut = analysis.config.gaps.tested_share_threshold
+    assert [float(x) for x in re.findall(r'"x0":([-0-9.e]+)', clusters)] == [cut]
+    assert f"gap below {cut:.0%}" in clusters
+    document_cut = plots.document_cut()
+    assert [float(x) for x in re.findall(r'"x0":([-0-9.e]+)', documents)] == [document_cut]
+    assert f"below {document_cut:.0%}" in documents
+    # The topic table: tested share second, rows in the charts' order (gaps first).
+    head = clusters[clusters.index("<thead>"):clusters.index("</thead>")]
+    assert re.findall(r"<th>([^<]*)</th>", head)[:3] == ["cluster", "tested share", ""]
+    ordered = plots.topics_by_urgency(analysis.clusters, analysis.config.gaps)
+    expected = [html_escape(cluster_name(c, label)) for c, label in zip(ordered["cluster"], ordered["label"])]
+    assert re.findall(r"<tr><td>([^<]*)</td>", clusters) == expected
+    shares = re.findall(r'<tr><td>[^<]*</td><td class="num">([^<]*)</td>', clusters)
+    assert shares == [f"{s:.0%}" for s in ordered["tested_share"]]
+    n_gaps = int(analysis.clusters["is_gap"].sum())
+    assert n_gaps > 0 and ordered["is_gap"].tolist() == [True] * n_gaps + [False] * (len(ordered) - n_gaps)

@@ -362,6 +362,84 @@ def test_document_coverage_by_hand():
     assert table["is_low"].tolist() == [True, False, False, False]
 
 
+# --------------------------------------------------------------------------
+# tested = retrieved among the top k at similarity >= tau; documents a question targets
+# --------------------------------------------------------------------------
+
+
+def _ranked(similarity):
+    """Each question's chunks most similar first, ties by chunk index (as the screener keeps them)."""
+    order = np.argsort(-similarity, axis=1, kind="stable")
+    return order, np.take_along_axis(similarity, order, axis=1)
+
+
+def test_a_generic_question_close_to_many_chunks_tests_only_its_top_k():
+    # Question 0 reaches all 8 chunks above tau = 0.5; question 1 only chunk 7, at exactly tau.
+    similarity = np.array([[0.9, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.3],
+                           [0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5]], dtype=np.float32)
+    top, sims = _ranked(similarity)
+    tested = M.retrieved_tested_chunks(top, sims, 8, 0.5, k=3)
+    assert tested.tolist() == [True, True, True, False, False, False, False, True]
+    # The plain rule counted every chunk within tau: 8 of 8 instead of 4.
+    assert M.tested_chunks(1 - similarity.max(axis=0), 0.5).sum() == 8
+    # Off-topic questions test nothing; k larger than the chunks reads them all.
+    assert M.retrieved_tested_chunks(top, sims, 8, 0.5, k=3, inliers=np.array([False, True])).sum() == 1
+    assert M.retrieved_tested_chunks(top, sims, 8, 0.5, k=50).sum() == 8
+    assert M.tested_share_of(tested) == 0.5
+
+
+def test_ties_at_the_kth_place_go_to_the_lower_chunk_index():
+    similarity = np.array([[0.7, 0.6, 0.6, 0.6]], dtype=np.float32)
+    top, sims = _ranked(similarity)
+    assert M.retrieved_tested_chunks(top, sims, 4, 0.5, k=2).tolist() == [True, True, False, False]
+
+
+def test_retrieved_tested_chunks_beyond_the_kept_top_equal_a_fresh_top_k():
+    rng = np.random.default_rng(3)
+    chunks, questions = rng.normal(size=(40, 6)), rng.normal(size=(9, 6))
+    kept = S.best_matches(chunks, questions, top_k=10)
+    wide_top, wide_sims = S.question_top_chunks(chunks, questions, 15)
+    assert np.array_equal(wide_top[:, :10], kept.top_chunks)
+    for k in (1, 5, 10):
+        assert np.array_equal(M.retrieved_tested_chunks(kept.top_chunks, kept.top_similarities, 40, 0.2, k),
+                              M.retrieved_tested_chunks(wide_top, wide_sims, 40, 0.2, k))
+    unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)  # noqa: E731
+    top, sims = _ranked(unit(questions) @ unit(chunks).T)
+    assert np.array_equal(M.retrieved_tested_chunks(wide_top, wide_sims, 40, 0.2, 15),
+                          M.retrieved_tested_chunks(top, sims, 40, 0.2, 15))
+    with pytest.raises(InputError, match="k = 15 needs 15"):
+        M.retrieved_tested_chunks(kept.top_chunks, kept.top_similarities, 40, 0.2, 15)
+
+
+def test_a_question_targets_the_documents_of_its_best_tested_passages_within_the_margin():
+    documents = ["A", "A", "copy of A", "B", "C"]
+    similarity = np.array([[0.80, 0.70, 0.79, 0.60, 0.1],   # A's best, its copy 0.01 below
+                           [0.30, 0.20, 0.20, 0.45, 0.1],   # best passage below tau: targets nothing
+                           [0.10, 0.10, 0.10, 0.62, 0.61]], dtype=np.float32)
+    top, sims = _ranked(similarity)
+    assert M.question_targets(top, sims, documents, 0.5, 5, margin=0.0) == [("A",), (), ("B",)]
+    assert M.question_targets(top, sims, documents, 0.5, 5, margin=0.02) == [("A", "copy of A"), (), ("B", "C")]
+    # Only the top k count, and off-topic questions target nothing.
+    assert M.question_targets(top, sims, documents, 0.5, 1, margin=1.0) == [("A",), (), ("B",)]
+    assert M.question_targets(top, sims, documents, 0.5, 5, inliers=np.array([False, True, True]),
+                              margin=0.0) == [(), (), ("B",)]
+
+
+def test_document_table_columns_from_the_tested_mask_and_the_targeting_questions():
+    documents = ["A", "A", "A", "A", "B", "B", "C"]
+    tested = np.array([True, False, False, False, True, True, False])
+    n_questions = {"A": 2, "B": 3, "C": 1}  # C: one question, as often a stray one from another document
+    table = M.document_coverage([0.2] * 7, documents, tested=tested, n_questions=n_questions).set_index("document")
+    assert list(table.columns) == ["n_chunks", "coverage", "is_low", "n_tested", "tested_share", "n_questions",
+                                   "is_untested", "is_undertested"]
+    assert table["n_tested"].to_dict() == {"A": 1, "B": 2, "C": 0}
+    assert table["n_questions"].to_dict() == n_questions
+    assert table["is_untested"].to_dict() == {"A": False, "B": False, "C": True}
+    assert table["is_undertested"].to_dict() == {"A": True, "B": False, "C": False}  # A: 1 of 4 < 30%
+    without_questions = M.document_coverage([0.2] * 7, documents, tested=tested)
+    assert "is_untested" not in without_questions and "n_tested" in without_questions
+
+
 def test_document_coverage_tight_corpus_flags_nothing():
     # coverages 0.80 0.78 0.81 0.79 0.74: median 0.79, MAD 0.01
     # robust cut alone: 0.79 - 2.5*1.4826*0.01 = 0.753 -> 0.74 would be flagged,

@@ -66,6 +66,33 @@ def test_accepting_gap_suggestions_raises_that_clusters_coverage(setting):
 
 
 @pytest.mark.slow
+def test_tested_is_retrieved_among_the_top_k_in_every_figure(setting):
+    from coverage_core import metrics
+    from coverage_core.stages import similarity
+
+    analysis, _, _ = setting
+    tau, k = analysis.calibration.support_threshold, analysis.config.retrieval_k
+    inliers = ~analysis.is_outlier
+    top, sims = similarity.question_top_chunks(analysis.corpus.vectors, analysis.question_vectors, k)
+    tested = metrics.retrieved_tested_chunks(top, sims, len(analysis.corpus.chunks), tau, k, inliers)
+    # Corpus, topics and documents all count the same passages.
+    assert analysis.metrics["tested_share"] == pytest.approx(tested.mean(), abs=1e-12)
+    assert analysis.clusters["n_tested"].sum() == analysis.documents["n_tested"].sum() == tested.sum()
+    # At most k passages per on-topic question.
+    assert tested.sum() <= k * inliers.sum()
+    # No question is about Koala: untested, not merely under-tested.
+    koala = analysis.documents.set_index("document").loc["Koala.txt"]
+    assert koala["n_questions"] == 0 and koala["is_untested"] and not koala["is_undertested"]
+    # k beyond what the screener kept takes the blockwise path and tests at least as much.
+    wider = measure(dataclasses.replace(analysis.config, retrieval_k=12), analysis.corpus, analysis.questions,
+                    analysis.question_embedding, analysis.clustering, screener=analysis.screener,
+                    calibration=analysis.calibration)
+    assert np.array_equal(wider.is_outlier, analysis.is_outlier)
+    assert wider.metrics["tested_share"] >= analysis.metrics["tested_share"]
+    assert wider.metrics["basic"] == pytest.approx(analysis.metrics["basic"])  # the method's scores keep min distances
+
+
+@pytest.mark.slow
 def test_add_questions_keeps_the_users_schema(setting):
     analysis, _, _ = setting
     original = analysis.questions
@@ -129,7 +156,7 @@ def test_no_inliers_gives_zero_coverage_and_says_why(setting):
 def test_report_is_json_and_follows_the_schema(setting):
     analysis, _, _ = setting
     report = json.loads(json.dumps(build_report(analysis)))
-    assert report["schema_version"] == 3
+    assert report["schema_version"] == 4
     assert {"config", "metrics", "clusters", "documents", "questions", "warnings"} <= set(report)
     assert report["metrics"]["balanced"] == pytest.approx(float(np.mean(analysis.clusters["coverage"])), abs=1e-5)
     cluster = report["clusters"][0]

@@ -12,9 +12,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from coverage_core import verdicts
 from coverage_core.outputs import plots
 from coverage_core.outputs.plots import style
 from coverage_core.outputs.plots.checks import CHUNKING_METRICS
+from coverage_core.suggest.gaps import GapConfig, rank_gaps
 
 
 def values(data) -> list:
@@ -376,7 +378,14 @@ def all_figures(labelled, questions, map_points) -> dict[str, go.Figure]:
          "balanced": [0.4, 0.5], "precision_at_k": [0.3, 0.4], "recall_at_k": [0.6, 0.7], "mrr": [0.5, 0.6]}
     )
     mds_questions = points.assign(answerable=[1.0, 0.0, np.nan], max_similarity=[0.7, 0.2, 0.5])
+    tested = labelled.assign(n_tested=[30, 1, 10, 18], tested_share=[0.75, 0.1, 0.33, 0.9])
     return {
+        "topic_verdict_bar": plots.topic_verdict_bar(tested),
+        "document_verdict_bar": plots.document_verdict_bar(pd.DataFrame({
+            "document": ["a.txt", "b.txt", "a very long file name of a report, version 2.pdf"], "n_chunks": [3, 2, 9],
+            "n_tested": [3, 0, 1], "tested_share": [1.0, 0.0, 1 / 9], "is_untested": [False, True, False],
+            "is_undertested": [False, False, True], "n_questions": [4, 0, 1],
+        })),
         "cluster_coverage_bar": plots.cluster_coverage_bar(labelled, 0.7),
         "document_coverage_bar": plots.document_coverage_bar(
             pd.DataFrame({"document": ["a.txt", "b.txt"], "n_chunks": [3, 2], "coverage": [0.7, 0.2], "is_low": [False, True]})
@@ -403,13 +412,16 @@ def all_figures(labelled, questions, map_points) -> dict[str, go.Figure]:
 
 
 def test_all_figures_covers_every_public_figure_builder(labelled, questions, map_points):
-    helpers = {"cluster_colour", "hover_text", "legend_name", "map_frames"}
+    helpers = {
+        "cluster_colour", "hover_text", "legend_name", "map_frames", "document_cut", "document_verdicts",
+        "documents_by_urgency", "gap_measure", "topic_gaps", "topics_by_urgency",
+    }
     builders = {name for name in plots.__all__ if callable(getattr(plots, name)) and name not in helpers}
     assert set(all_figures(labelled, questions, map_points)) == builders == set(FIGURES)
 
 
 FIGURES = (
-    "cluster_coverage_bar", "document_coverage_bar", "before_after_clusters", "metric_comparison_bar", "coverage_map",
+    "topic_verdict_bar", "document_verdict_bar", "cluster_coverage_bar", "document_coverage_bar", "before_after_clusters", "metric_comparison_bar", "coverage_map",
     "similarity_ranked", "similarity_polar", "answerability_box", "dimension_sweep_chart", "mds_map",
     "chunking_comparison_chart", "traffic_topics", "traffic_weekly",
 )
@@ -477,7 +489,7 @@ def texts_of(fig: go.Figure) -> list[str]:
 
 
 @pytest.mark.parametrize("name", [
-    "cluster_coverage_bar", "before_after_clusters", "coverage_map", "similarity_ranked", "similarity_polar",
+    "topic_verdict_bar", "cluster_coverage_bar", "before_after_clusters", "coverage_map", "similarity_ranked", "similarity_polar",
 ])
 def test_labelled_clusters_are_named_by_topic_never_by_number(name, labelled, questions, map_points):
     fig = all_figures(labelled, questions, map_points)[name]
@@ -591,3 +603,127 @@ def test_healthy_values_are_never_red_and_verdicts_share_their_colours(clusters,
         *(colour for _, _, colour in CHUNKING_METRICS),
     ]
     assert not any(is_warm(colour) for colour in neutral), neutral
+
+
+# --------------------------------------------------------------------------
+# charts plot the verdict: tested share, the cut, most urgent first
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def topics():
+    """Two gaps whose rank_gaps order (by coverage and size) is not their tested-share order, three other
+    topics (two with the same tested share) and an empty one."""
+    return pd.DataFrame(
+        {
+            "cluster": [0, 1, 2, 3, 4, 5],
+            "size": [10, 10, 10, 5, 20, 0],
+            "share": [10 / 55, 10 / 55, 10 / 55, 5 / 55, 20 / 55, 0.0],
+            "coverage": [0.8, 0.5, 0.2, 0.7, 0.6, np.nan],
+            "n_tested": [8, 1, 4, 3, 12, 0],
+            "tested_share": [0.8, 0.1, 0.4, 0.6, 0.6, np.nan],
+            "n_questions": [3, 1, 1, 2, 4, 0],
+            "is_gap": [False, True, True, False, False, False],
+            "label": ["river · delta", "violin · bow", "comet · orbit", "<b>tea</b> · leaf", "koala · gum", "empty"],
+        }
+    )
+
+
+def test_topics_by_urgency_puts_gaps_first_in_rank_order_then_the_least_tested(topics):
+    gaps = GapConfig()
+    ranked = [k for k, _ in rank_gaps(topics["coverage"], topics["size"], gaps, is_gap=topics["is_gap"])]
+    assert ranked == [2, 1]  # the gap with the lower coverage leads, though it is the more tested
+    order = plots.topics_by_urgency(topics, gaps)["cluster"].tolist()
+    # then tested share ascending, the larger of two equal shares first, the empty topic last
+    assert order == [2, 1, 4, 3, 0, 5]
+    # the input is left as it was
+    assert topics["cluster"].tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_topics_by_urgency_decides_gaps_when_the_table_has_no_verdict(topics):
+    order = plots.topics_by_urgency(topics.drop(columns=["is_gap"]), GapConfig(tested_share_threshold=0.5))
+    assert order["cluster"].tolist() == [2, 1, 4, 3, 0, 5]
+
+
+def test_documents_by_urgency_untested_then_under_tested_then_the_rest():
+    documents = pd.DataFrame({
+        "document": ["e.txt", "d.txt", "c.txt", "b.txt", "a.txt", "f.txt"],
+        "n_chunks": [10, 10, 10, 10, 10, 10], "n_tested": [9, 2, 0, 1, 9, 0],
+        "tested_share": [0.9, 0.2, 0.0, 0.1, 0.9, 0.0],
+        "is_untested": [False, False, True, False, False, True],
+        "is_undertested": [False, True, False, True, False, False],
+    })
+    order = plots.documents_by_urgency(documents)["document"].tolist()
+    assert order == ["c.txt", "f.txt", "b.txt", "d.txt", "a.txt", "e.txt"]
+    assert plots.document_verdicts(documents).tolist() == ["", "under-tested", "untested", "under-tested", "", "untested"]
+    # Before the under-tested verdict exists, only the untested lead.
+    old = documents.drop(columns=["is_undertested"])
+    assert plots.documents_by_urgency(old)["document"].tolist() == ["c.txt", "f.txt", "b.txt", "d.txt", "a.txt", "e.txt"]
+    assert set(plots.document_verdicts(old)) == {"", "untested"}
+
+
+def test_topic_chart_draws_tested_share_the_configs_cut_and_gap_colours_most_urgent_on_top(topics):
+    gaps = GapConfig(tested_share_threshold=0.45)
+    fig = plots.topic_verdict_bar(topics, gaps)
+    data = fig.to_dict()
+    bar = data["data"][0]
+    assert bar["orientation"] == "h"
+    expected = plots.topics_by_urgency(topics, gaps)
+    names = dict(zip(topics["cluster"], ["river · delta", "violin · bow", "comet · orbit", "&lt;b&gt;tea&lt;/b&gt; · leaf",
+                                         "koala · gum", "empty"]))
+    assert list(bar["y"]) == [names[c] for c in expected["cluster"]]
+    assert values(bar["x"]) == pytest.approx([0.4, 0.1, 0.6, 0.6, 0.8, 0.0], abs=1e-12)  # the empty topic: no bar
+    assert bar["marker"]["color"] == [style.GAP_COLOUR] * 2 + [style.OK_COLOUR] * 4
+    yaxis = data["layout"]["yaxis"]
+    assert yaxis["range"][0] > yaxis["range"][1]  # reversed: the first (most urgent) row on top
+    (line,) = data["layout"]["shapes"]
+    assert line["x0"] == line["x1"] == pytest.approx(gaps.tested_share_threshold, abs=1e-12)
+    assert data["layout"]["annotations"][0]["text"] == "gap below 45%"
+    assert data["layout"]["xaxis"]["tickformat"] == ".0%"
+    # The hover gives the passages tested of the topic's total.
+    assert "%{customdata[0]} of %{customdata[1]} passages tested" in bar["hovertemplate"]
+    assert [row[:2] for row in values(bar["customdata"])][:2] == [["4", "10"], ["1", "10"]]
+
+
+def test_topic_chart_under_the_coverage_rule_draws_coverage_and_its_cut(topics):
+    gaps = GapConfig(rule="coverage", gap_threshold=0.55)
+    data = plots.topic_verdict_bar(topics.drop(columns=["is_gap"]), gaps).to_dict()
+    bar = data["data"][0]
+    assert values(bar["x"])[:2] == pytest.approx([0.2, 0.5], abs=1e-12)  # the two gaps, coverage below 0.55
+    assert bar["marker"]["color"][:2] == [style.GAP_COLOUR] * 2 and style.GAP_COLOUR not in bar["marker"]["color"][2:]
+    assert data["layout"]["shapes"][0]["x0"] == pytest.approx(0.55, abs=1e-12)
+    assert data["layout"]["annotations"][0]["text"] == "gap below 0.55"
+
+
+def test_topic_chart_shortens_long_topic_names_on_the_axis(topics):
+    long_name = "james watt · greenock · birmingham engines"
+    axis = plots.topic_verdict_bar(topics.assign(label=[long_name, *topics["label"][1:]])).to_dict()["layout"]["yaxis"]
+    watt = axis["tickvals"].index(long_name)
+    assert axis["ticktext"][watt] == style.shorten_label(long_name, plots.LEGEND_MAX_CHARS)
+    assert all(len(html.unescape(text)) <= plots.LEGEND_MAX_CHARS for text in axis["ticktext"])
+
+
+def test_document_chart_colours_each_verdict_and_draws_the_verdicts_cut():
+    documents = pd.DataFrame({
+        "document": ["ok.txt", "<i>none</i>.md", "few.txt"], "n_chunks": [4, 3, 10], "n_tested": [4, 0, 1],
+        "tested_share": [1.0, 0.0, 0.1], "is_untested": [False, True, False], "is_undertested": [False, False, True],
+        "n_questions": [5, 0, 1],
+    })
+    data = plots.document_verdict_bar(documents).to_dict()
+    bar = data["data"][0]
+    assert list(bar["y"]) == ["&lt;i&gt;none&lt;/i&gt;.md", "few.txt", "ok.txt"]
+    assert bar["marker"]["color"] == [style.UNTESTED_COLOUR, style.UNDERTESTED_COLOUR, style.OK_COLOUR]
+    assert is_warm(style.UNDERTESTED_COLOUR) and style.UNDERTESTED_COLOUR != style.UNTESTED_COLOUR
+    cut = getattr(verdicts, "UNDERTESTED_SHARE", verdicts.UNTESTED_SHARE)
+    assert plots.document_cut() == cut
+    assert data["layout"]["shapes"][0]["x0"] == pytest.approx(cut, abs=1e-12)
+    assert data["layout"]["annotations"][0]["text"] == f"under-tested below {cut:.0%}"
+    rows = values(bar["customdata"])
+    assert rows[1][:4] == ["1", "10", "1 questions target it", "under-tested"]
+    assert "%{customdata[0]} of %{customdata[1]} passages tested" in bar["hovertemplate"]
+    # Without the under-tested column the line marks the untested cut, and a given cut is drawn as given.
+    old = documents.drop(columns=["is_undertested", "n_questions"])
+    data = plots.document_verdict_bar(old, cut=0.25).to_dict()
+    assert data["layout"]["shapes"][0]["x0"] == pytest.approx(0.25, abs=1e-12)
+    assert data["layout"]["annotations"][0]["text"] == "untested below 25%"
+    assert data["data"][0]["marker"]["color"] == [style.UNTESTED_COLOUR, style.OK_COLOUR, style.OK_COLOUR]

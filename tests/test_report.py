@@ -53,7 +53,7 @@ def test_optional_json_sections_absent_without_their_data(analysis):
     report = build_report(analysis)
     for key in ("after_apply", "retrieval", "answerability", "subquestions", "chunking_comparison"):
         assert key not in report
-    assert report["schema_version"] == 3
+    assert report["schema_version"] == 4
 
 
 def test_after_apply_holds_before_after_metrics_and_accepted_questions(analysis):
@@ -113,3 +113,75 @@ def test_optional_checks_still_written(analysis):
     assert report["answerability"]["label_column"] == "<i>answerable</i>"
     assert report["subquestions"]["questions"][0]["question"] == EVIL
     assert [q.get("label") for q in report["questions"]] == [1, 1, 1, 1, 0, 1, 0]
+
+
+# ---------------------------------------------------------------- schema 4: the verdicts' fields and upgrading older reports
+import dataclasses  # noqa: E402
+
+from coverage_core.outputs.report import SCHEMA_VERSION, summary_table, upgrade_report  # noqa: E402
+from coverage_core.stages.calibration import Calibration  # noqa: E402
+from coverage_core.verdicts import Verdicts  # noqa: E402
+from tests.helpers import make_report  # noqa: E402
+
+
+def test_report_carries_the_schema_4_fields(analysis):
+    report = build_report(analysis)
+    assert report["schema_version"] == SCHEMA_VERSION == 4
+    assert report["config"]["retrieval_k"] == analysis.config.retrieval_k
+    calibration = report["calibration"]
+    assert calibration["reliable"] is analysis.calibration.reliable is False
+    assert calibration["reason"] == analysis.calibration.reason != ""
+    table = analysis.documents.set_index("document")
+    for document in report["documents"]:
+        row = table.loc[document["name"]]
+        assert document["n_questions"] == int(row["n_questions"])
+        assert document["is_untested"] is bool(row["is_untested"]) and document["is_undertested"] is bool(row["is_undertested"])
+        assert not (document["is_untested"] and document["is_undertested"])
+    assert [d["name"] for d in report["documents"] if d["is_untested"]] == ["<b>gamma</b>.md"]
+    for question in report["questions"]:
+        assert {"offtopic_reason", "offtopic_detail", "offtopic_score"} <= set(question)
+        # The score shown agrees with the decision: flagged exactly when above 0; on-topic questions have no reason.
+        assert (question["offtopic_score"] > 0) is question["is_outlier"]
+        assert (question["offtopic_reason"] == "") is (not question["is_outlier"])
+    json.dumps(report, allow_nan=False)
+
+
+def test_upgrade_gives_an_older_report_the_schema_4_keys():
+    old = make_report(schema_version=3, calibration={"support_threshold": 0.5, "method": "default: one document",
+                                                     "question_support_threshold": 0.5})
+    upgraded = upgrade_report(old)
+    assert upgraded["schema_version"] == 3  # it still tells which decisions the report carries
+    assert upgraded["calibration"]["reliable"] is False and "one document" in upgraded["calibration"]["reason"]
+    assert all(d["is_undertested"] is False and d["n_questions"] is None for d in upgraded["documents"])
+    assert [(q["offtopic_reason"], q["offtopic_score"]) for q in upgraded["questions"]] == [("", None), ("", None),
+                                                                                            (None, None)]
+    assert "reliable" not in old["calibration"] and "is_undertested" not in old["documents"][0]  # a copy
+    calibrated = make_report(schema_version=2, calibration={"support_threshold": 0.48, "method": "pseudo-queries"})
+    assert upgrade_report(calibrated)["calibration"]["reliable"] is True
+    current = make_report(schema_version=4, calibration={"method": "model default", "reliable": False, "reason": "x"})
+    assert upgrade_report(current) == current  # schema 4 is left as written
+
+
+def test_summary_leads_with_the_unreliable_level_then_untested_then_under_tested(analysis):
+    thin = analysis.documents.copy()
+    thin.loc[thin["document"] == "beta.txt", ["is_undertested", "n_questions"]] = [True, 2]
+    thin.loc[thin["document"] == "beta.txt", "tested_share"] = 0.12
+    changed = dataclasses.replace(analysis, documents=thin)
+    lines = summary_table(changed).splitlines()
+    assert lines[0].startswith("The support level could not be calibrated on these documents")
+    untested, undertested = lines.index("Untested documents (1)"), lines.index("Under-tested documents (1)")
+    assert untested < undertested
+    assert lines[untested + 1] == "  <b>gamma</b>.md: no on-topic question targets its 20 passages"
+    assert lines[undertested + 1] == "  beta.txt: tested, but thinly: 12% of 20 passages, by 2 questions"
+    calibrated = dataclasses.replace(analysis, calibration=Calibration(0.5, "pseudo-queries", n_probes=100))
+    first = summary_table(calibrated).splitlines()[0]
+    assert first == Verdicts.from_analysis(calibrated).headline and first[0].isdigit()  # the figures first
+
+
+def test_every_offtopic_reason_has_plain_words():
+    from coverage_core.outputs.report import OFFTOPIC_REASON_WORDS, offtopic_reason_words
+    from coverage_core.stages.screening import OFFTOPIC_REASONS
+
+    assert set(OFFTOPIC_REASON_WORDS) == set(OFFTOPIC_REASONS) - {""}
+    assert offtopic_reason_words("") == offtopic_reason_words(None) == ""
+    assert offtopic_reason_words("no_support") == "no passage supports it"

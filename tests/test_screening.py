@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from coverage_core import verdicts
 from coverage_core.stages.lexical import lexical_coverage, normalize_word
 from coverage_core.stages.screening import (
     QuestionScreener,
@@ -482,7 +483,9 @@ def test_absolute_decision_precision_and_recall_at_65_percent_off_topic():
         recall = (flagged & y).sum() / y.sum()
         assert precision >= 0.95 and recall >= 0.95, (kwargs.keys(), precision, recall)
         old = QuestionScreener().fit(crowded, C, labels, **kwargs)
-        assert (old.is_outlier_ & y).sum() / y.sum() < 0.5  # the relative rule collapses
+        # The relative rule collapses (the off-topic texts name years no passage has, so the
+        # absent-subject rule still flags them; the support decision alone does not).
+        assert (old._short_of_support(old.strictness) & y).sum() / y.sum() < 0.5
 
 
 def test_absolute_strictness_moves_the_cut_monotonically(corpus):
@@ -580,3 +583,132 @@ def test_spelling_fixes_leave_short_words_and_respect_the_cap(monkeypatch):
     fixed, _, absent_fixed = lexical_coverage(["What did Mozzart write?"], chunks)
     assert "mozzart" not in absent_fixed[0]
     assert fixed[0] > coverage[0]
+
+
+# ---------------------------------------------------------------- absent subjects and reasons
+def _reports_corpus(seed=0):
+    """Quarterly-report passages about Apple and NVIDIA (one mentions Microsoft as a partner), and
+    questions in their domain: on-topic ones, one about Intel (named nowhere), one about Microsoft
+    (mentioned in passing), and one far from every passage that names no subject."""
+    rng = np.random.default_rng(seed)
+    topic = unit(rng.normal(size=D))
+    # "changes" and "rises": the on-topic questions' words are all in the passages.
+    chunk_texts = [f"{company} reported quarterly revenue and gross margin for quarter {i}; margin changes and rises."
+                   for i in range(20) for company in ("Apple", "NVIDIA")]
+    chunk_texts[5] = "NVIDIA announced a partnership with Microsoft on cloud computing."
+    chunks = unit(topic + 0.3 * rng.normal(size=(len(chunk_texts), D)))
+    questions = [
+        "How did Apple's gross margin change?", "What was NVIDIA's quarterly revenue?",
+        "How did Apple's quarterly revenue change?", "Did NVIDIA's gross margin rise?",
+        "What revenue did Apple report?", "Did NVIDIA report a gross margin?",
+        "How did Intel's gross margin change?", "How did Microsoft's quarterly revenue change?",
+        "Which zoning permits did the city council issue?",
+    ]
+    Q = unit(topic + 0.3 * rng.normal(size=(len(questions), D)))
+    Q[-1] = unit(-topic + 0.1 * rng.normal(size=D))  # far from every passage, its words in none
+    # The Microsoft question sits far from the one passage naming Microsoft.
+    chunks[5] = unit(-Q[7] + 0.1 * rng.normal(size=D))
+    return Q, chunks, questions, chunk_texts
+
+
+def test_absent_and_passing_subjects_are_flagged_with_a_reason():
+    Q, C, questions, chunk_texts = _reports_corpus()
+    s = QuestionScreener(question_support_threshold=0.5, neighbor_weight=0).fit(
+        Q, C, question_texts=questions, chunk_texts=chunk_texts)
+    codes, details = s.explain(s.strictness)
+    # The last one's words are in no passage either, but it is named for its missing support.
+    assert s.absent_subject_.tolist() == [False] * 6 + [True, True, True]
+    assert codes[6] == "absent_subject" and details[6] == "Asks about Intel, which the documents never mention."
+    assert codes[7] == "absent_subject"
+    assert details[7].startswith("Asks about Microsoft, which the documents mention only in passing (1 passage")
+    assert codes[8] == "no_support" and "below the support level 0.50" in details[8]
+    assert s.is_outlier_.tolist() == (codes != "").tolist()
+    assert all(details[q] == "" for q in np.flatnonzero(codes == ""))
+
+
+@pytest.mark.parametrize("threshold", [0.5, None])
+def test_offtopic_score_is_positive_exactly_for_flagged_questions(corpus, threshold):
+    Q, C, labels, _ = corpus
+    s = QuestionScreener(question_support_threshold=threshold).fit(Q, C, labels)
+    for strictness in (0.0, 0.5, 1.0):
+        score = s.offtopic_score(strictness)
+        assert ((score > 0) == s.decide(strictness)).all()
+    assert s.decide(0.5).any() and (~s.decide(0.5)).any()
+
+
+def test_absent_subject_scores_above_zero_even_when_well_supported():
+    Q, C, questions, chunk_texts = _reports_corpus()
+    s = QuestionScreener(question_support_threshold=0.1).fit(Q, C, question_texts=questions, chunk_texts=chunk_texts)
+    score = s.offtopic_score(s.strictness)
+    assert not s._short_of_support(s.strictness)[6]  # supported by similarity and words alike
+    assert score[6] >= 1.0 and s.is_outlier_[6]
+    assert ((score > 0) == s.is_outlier_).all()
+
+
+def test_question_table_reasons_and_overrides_win():
+    import pandas as pd
+
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.pipeline import cluster_chunks
+    from coverage_core.results import Corpus, EmbeddedTexts
+    from coverage_core.stages import calibration
+    from coverage_core.stages.chunking import ChunkingConfig
+    from coverage_core.stages.measure import measure
+    from coverage_core.types import Chunk, Document, Question, QuestionSet
+
+    Q, C, questions, chunk_texts = _reports_corpus()
+    chunks = [Chunk("reports.txt", t, 0, len(t)) for t in chunk_texts]
+    corpus = Corpus([Document("reports.txt", "")], chunks, EmbeddedTexts(C.astype(np.float32), 0, len(C), 0))
+    qs = QuestionSet(pd.DataFrame({"question": questions}), "question",
+                     [Question(i, t) for i, t in enumerate(questions)])
+    embedded = EmbeddedTexts(Q.astype(np.float32), 0, len(Q), 0)
+    config = AnalysisConfig(chunking=ChunkingConfig(), n_clusters=2)
+    clustering = cluster_chunks(corpus, 2, 0)
+    cal = calibration.override(0.5)
+    plain = measure(config, corpus, qs, embedded, clustering, calibration=cal).question_table
+    assert plain.loc[6, "offtopic_reason"] == "absent_subject"
+    assert plain.loc[6, "offtopic_detail"] == "Asks about Intel, which the documents never mention."
+    assert ((plain["offtopic_score"] > 0) == plain["is_outlier"]).all()
+    assert (plain.loc[~plain["is_outlier"], "offtopic_reason"] == "").all()
+    # The user keeps the Intel question and excludes an Apple one: the overrides win.
+    table = measure(config, corpus, qs, embedded, clustering, calibration=cal,
+                    force_include=[6], force_exclude=[0]).question_table
+    assert not table.loc[6, "is_outlier"] and table.loc[6, "offtopic_reason"] == ""
+    assert table.loc[6, "offtopic_detail"].startswith("You kept this question; the screening had flagged it.")
+    assert table.loc[0, "is_outlier"] and table.loc[0, "offtopic_reason"] == "excluded"
+    assert table.loc[0, "offtopic_detail"] == "You excluded this question."
+    assert np.isnan(table.loc[[0, 6], "offtopic_score"]).all()
+    assert not (table["offtopic_score"] > 0)[~table["is_outlier"]].any()
+
+
+def test_a_common_word_in_no_passage_is_an_absent_subject_when_support_is_below_the_level():
+    rng = np.random.default_rng(3)
+    topic = unit(rng.normal(size=D))
+    chunk_texts = [f"The octopus is a cephalopod; note {i} on its arms and ink." for i in range(20)]
+    chunks = unit(topic + 0.3 * rng.normal(size=(len(chunk_texts), D)))
+    questions = ["Is the octopus a cephalopod?", "How many arms does the octopus have?",
+                 "Does the octopus have ink?", "Does the cougar have eight arms and ink?"]
+    Q = unit(topic + 0.3 * rng.normal(size=(len(questions), D)))
+
+    def fit(threshold):
+        return QuestionScreener(question_support_threshold=threshold, neighbor_weight=0).fit(
+            Q, chunks, question_texts=questions, chunk_texts=chunk_texts)
+
+    below = fit(0.5)
+    # Short of the level (margin < 0) but not by enough for the support rule: flagged for "cougar" alone.
+    assert below.support_margin_[3] < 0 and not below._short_of_support(below.strictness)[3]
+    assert below.is_outlier_.tolist() == [False, False, False, True]
+    codes, details = below.explain(below.strictness)
+    assert codes[3] == "absent_subject" and details[3] == "Asks about cougar, which the documents never mention."
+    assert below.subject_kind_[3] == "word"
+    # Well supported (margin > 0): an absent common word alone flags nothing.
+    above = fit(0.1)
+    assert above.support_margin_[3] > 0 and not above.is_outlier_.any()
+
+
+def test_absent_word_verdict_needs_a_margin_below_the_level():
+    n, retrieved = [-1, -1, -1, 3], [False, False, False, True]
+    got = verdicts.is_absent_subject(n, retrieved, absent_word=[True, True, False, True],
+                                     support_margin=[-0.01, 0.0, -2.0, -0.5])
+    assert got.tolist() == [True, False, False, True]
+    assert verdicts.is_absent_subject(n, retrieved, absent_word=[True] * 4).tolist() == [False] * 4

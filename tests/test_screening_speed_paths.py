@@ -160,8 +160,8 @@ def test_block_text_is_split_into_the_words_of_each_chunk_as_words_does():
     for chosen in ([0, 1, 2], [5], [5, 1], [3, 4], [6, 0], list(range(len(texts)))):
         block = [texts[i] for i in chosen]
         owner, hashes = lexical._block_words(block)
-        expected_owner = [i for i, t in enumerate(block) for _ in lexical._words(t)]
-        expected = [lexical.normalize_word(w) for t in block for w in lexical._words(t)]
+        expected_owner = [i for i, t in enumerate(block) for _ in lexical.words_of(t)]
+        expected = [lexical.normalize_word(w) for t in block for w in lexical.words_of(t)]
         np.testing.assert_array_equal(owner, expected_owner)
         np.testing.assert_array_equal(hashes, lexical._stem_hashes(expected))
 

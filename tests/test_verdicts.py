@@ -14,10 +14,21 @@ from coverage_core.verdicts import Verdicts
 
 
 # ---------------------------------------------------------------- the rules at their boundaries
-def test_a_document_is_untested_strictly_below_the_cut():
-    cut = verdicts.UNTESTED_SHARE
-    assert verdicts.is_untested([cut - 1e-9, cut, 1.0, 0.0]).tolist() == [True, False, False, True]
-    assert verdicts.is_untested([0.5], cut=0.6).tolist() == [True]
+def test_a_document_is_untested_below_the_targeting_questions_needed():
+    needed = verdicts.MIN_TARGETING_QUESTIONS
+    assert verdicts.is_untested([0, needed - 1, needed, 7]).tolist() == [True, True, False, False]
+    assert verdicts.is_untested([0, 1], min_questions=1).tolist() == [True, False]
+
+
+def test_a_targeted_document_is_undertested_strictly_below_the_cut_and_never_untested_too():
+    cut = verdicts.UNDERTESTED_SHARE
+    needed = verdicts.MIN_TARGETING_QUESTIONS
+    n_questions = [needed, needed, needed, needed - 1, 3]
+    share = [cut - 1e-9, cut, 1.0, 0.0, 0.0]
+    undertested = verdicts.is_undertested(n_questions, share)
+    assert undertested.tolist() == [True, False, False, False, True]
+    assert not (undertested & verdicts.is_untested(n_questions)).any()
+    assert verdicts.is_undertested([2], [0.5], cut=0.6).tolist() == [True]
 
 
 def test_a_topic_is_a_gap_strictly_below_the_cut_of_its_rule():
@@ -62,7 +73,11 @@ def test_the_gate_fails_below_its_threshold_and_on_an_undefined_value(value, thr
 
 
 # ---------------------------------------------------------------- what an analysis decided
-def _analysis(*, tested=(10, 10, 10), untested=(False, False), off_topic=0, gaps=(False, False, False)):
+_MEANS = "A passage counts as tested when a question retrieves it among its top 5 passages with similarity of at least 0.48."
+
+
+def _analysis(*, tested=(10, 10, 10), untested=(False, False), undertested=(False, False), off_topic=0,
+              gaps=(False, False, False), reliable=True, reason=""):
     """A stand-in for pipeline.Analysis with only what Verdicts reads: 3 topics of 10 passages, 2 documents."""
     clusters = pd.DataFrame({
         "cluster": [0, 1, 2],
@@ -76,32 +91,60 @@ def _analysis(*, tested=(10, 10, 10), untested=(False, False), off_topic=0, gaps
     documents = pd.DataFrame({
         "document": ["b.txt", "a.txt"],
         "n_chunks": [12, 18],
-        "tested_share": [0.1, 0.1],
+        "n_tested": [2, 2],
+        "tested_share": [2 / 12, 2 / 18],
+        "n_questions": [3, 2],
         "is_untested": list(untested),
+        "is_undertested": list(undertested),
     })
     return SimpleNamespace(
         corpus=SimpleNamespace(chunks=[None] * 30), clusters=clusters, documents=documents,
-        is_outlier=np.arange(5) < off_topic, config=SimpleNamespace(gaps=GapConfig()),
+        is_outlier=np.arange(5) < off_topic, config=SimpleNamespace(gaps=GapConfig(), retrieval_k=5, tested_k=5),
+        calibration=SimpleNamespace(support_threshold=0.48 if reliable else 0.5, reliable=reliable, reason=reason),
     )
 
 
-def test_the_headline_when_everything_is_tested():
+def test_the_headline_when_everything_is_tested_says_what_tested_means():
     found = Verdicts.from_analysis(_analysis())
     assert found.headline == (
-        "100% of the knowledge base is tested (30 of 30 passages); 0 documents untested; 0 questions off-topic."
+        "100% of the knowledge base is tested (30 of 30 passages); 0 documents untested, 0 under-tested; "
+        "0 questions off-topic. " + _MEANS
     )
-    assert found.untested == () and found.gaps == () and found.n_gaps == 0 and found.n_off_topic == 0
+    assert found.untested == () and found.undertested == () and found.gaps == () and found.n_gaps == 0
+    assert found.calibration_reliable and found.support_threshold == 0.48 and found.retrieval_k == 5
 
 
 def test_untested_documents_come_least_tested_first_and_lead_the_headline():
     found = Verdicts.from_analysis(_analysis(tested=(10, 3, 10), untested=(True, True)))
-    assert [u.document for u in found.untested] == ["a.txt", "b.txt"]  # equal shares: by name
-    assert found.untested[0] == ("a.txt", 0.1, 18)
-    assert found.headline == (
-        "77% of the knowledge base is tested (23 of 30 passages); 2 documents untested; 0 questions off-topic."
+    assert [u.document for u in found.untested] == ["a.txt", "b.txt"]  # a.txt is 2 of 18 tested, b.txt 2 of 12
+    assert found.untested[0] == ("a.txt", pytest.approx(2 / 18), 18)
+    assert found.headline.startswith(
+        "77% of the knowledge base is tested (23 of 30 passages); 2 documents untested, 0 under-tested;"
     )
     one = Verdicts.from_analysis(_analysis(untested=(True, False)))
-    assert "; 1 document untested;" in one.headline
+    assert "; 1 document untested, 0 under-tested;" in one.headline
+
+
+def test_undertested_documents_come_least_tested_first_with_their_questions():
+    found = Verdicts.from_analysis(_analysis(undertested=(True, True)))
+    assert [(u.document, u.n_questions, u.n_tested, u.n_chunks) for u in found.undertested] == [
+        ("a.txt", 2, 2, 18), ("b.txt", 3, 2, 12)]
+    assert found.untested == () and "; 0 documents untested, 2 under-tested;" in found.headline
+
+
+def test_an_unreliable_calibration_leads_the_headline_with_its_reason():
+    reason = "The documents form a single topic, so there is no other passage to tell theirs apart from."
+    found = Verdicts.from_analysis(_analysis(reliable=False, reason=reason))
+    assert not found.calibration_reliable and found.calibration_reason == reason
+    assert found.headline.startswith(
+        "The support level could not be calibrated on these documents (the documents form a single topic, so "
+        "there is no other passage to tell theirs apart from), so the figures below rest on the model's default "
+        "level 0.50 and may be wrong. 100% of the knowledge base is tested"
+    )
+    assert found.headline.endswith("with similarity of at least 0.50.")
+    # A reason that only restates the sentence is not repeated in brackets.
+    generic = Verdicts.from_analysis(_analysis(reliable=False, reason="The support level was not calibrated."))
+    assert generic.headline.startswith("The support level could not be calibrated on these documents, so ")
 
 
 def test_gaps_come_most_urgent_first_named_by_topic():
@@ -115,9 +158,9 @@ def test_gaps_come_most_urgent_first_named_by_topic():
 
 
 def test_the_headline_counts_off_topic_questions():
-    assert Verdicts.from_analysis(_analysis(off_topic=1)).headline.endswith("; 1 question off-topic.")
+    assert Verdicts.from_analysis(_analysis(off_topic=1)).headline.endswith("; 1 question off-topic. " + _MEANS)
     found = Verdicts.from_analysis(_analysis(off_topic=3))
-    assert found.n_off_topic == 3 and found.headline.endswith("; 3 questions off-topic.")
+    assert found.n_off_topic == 3 and "; 3 questions off-topic. " in found.headline
     assert verdicts.headline(_analysis(off_topic=3)) == found.headline
 
 
@@ -125,3 +168,13 @@ def test_verdicts_are_frozen():
     found = Verdicts.from_analysis(_analysis())
     with pytest.raises(AttributeError):
         found.n_off_topic = 1
+
+
+@pytest.mark.parametrize("chunk_size, expected", [(1000, 5), (500, 10), (800, 6), (1500, 3), (2000, 2), (20000, 1)])
+def test_a_question_tests_as_much_text_at_any_chunk_size(chunk_size, expected):
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.stages.chunking import ChunkingConfig
+
+    config = AnalysisConfig(chunking=ChunkingConfig(chunk_size=chunk_size, chunk_overlap=0))
+    assert config.retrieval_k == 5 and config.tested_k == expected
+    assert AnalysisConfig(retrieval_k=3, chunking=ChunkingConfig(chunk_size=500, chunk_overlap=0)).tested_k == 6

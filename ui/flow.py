@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from coverage_core import pipeline
-from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
+from coverage_core.checks.answerability import fitness_threshold
 from coverage_core.embeddings import EmbeddingCache, environment_key, key_variable, make_embedder
 from coverage_core.embeddings.registry import sends_requests
 from coverage_core.errors import CoverageError
@@ -659,7 +659,7 @@ def html_report_builder(analysis, inputs_record: dict):
     if inputs is not None and stored is not None and stored.key.source == inputs.key:
         projection = stored.value
     improvement = current_improvement(analysis)
-    threshold = float(state.get(state.FITNESS_THRESHOLD, DEFAULT_FITNESS_THRESHOLD))
+    threshold = float(state.get(state.FITNESS_THRESHOLD, fitness_threshold(analysis)))
     found = checks_for(analysis)
 
     def build() -> bytes:

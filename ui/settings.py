@@ -106,4 +106,5 @@ class Settings:
             multi_n=int(self.multi_n),
             support_threshold=None if self.support_threshold is None else float(self.support_threshold),
             gaps=self.gap_config(),
+            retrieval_k=int(self.retrieval_k),
         )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from coverage_core.outputs.report import to_safe_csv
+from coverage_core.outputs.report import calibration_warning, to_safe_csv
 from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
 from coverage_core.verdicts import headline
 from ui import engine, formats, state
@@ -298,6 +298,22 @@ def support_sentence(analysis) -> str:
 
 
 def show_headline(analysis) -> None:
-    """The one-sentence answer, then what the support level means: the first thing under a page title."""
+    """The answer, then what the support level means: the first thing under a page title.
+
+    When τ could not be calibrated, a warning comes first of all: why, and
+    that every figure rests on the model's default level.
+    """
+    warning = calibration_warning(analysis)
+    if warning:
+        st.warning(f"**The support level is not calibrated.** {plain(warning)}", icon=":material/warning:")
     st.subheader(headline(analysis), anchor=False)  # numbers and fixed words only: no user text
     st.markdown(support_sentence(analysis))
+
+
+def verdict_passed(analysis, sentence: str) -> None:
+    """A verdict that found nothing: a tick when τ was calibrated; otherwise a neutral note that it may be wrong."""
+    if analysis.calibration.reliable:
+        st.success(sentence, icon=":material/task_alt:")
+    else:
+        st.info(f"{sentence} This may be wrong: it rests on the model's default support level, which could not "
+                "be calibrated on these documents.", icon=":material/help:")

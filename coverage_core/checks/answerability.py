@@ -51,6 +51,7 @@ __all__ = [
     "answerability_section",
     "binary_labels",
     "dimension_sweep",
+    "fitness_threshold",
     "mds_frames",
     "mds_points",
     "parse_answerable",
@@ -62,6 +63,23 @@ DEFAULT_FITNESS_THRESHOLD = 0.4
 not answer this" until the user (or labelled data, see :func:`answerability`)
 sets another: the one default of the knowledge-base fitness view, the HTML
 report and the dashboard."""
+
+def fitness_threshold(analysis) -> float:
+    """The best similarity below which the fitness check says "the knowledge base may not answer this".
+
+    The calibrated question support level the off-topic screening of
+    ``analysis`` used (``analysis.screener.question_support_threshold``, from
+    ``calibration.question_support_threshold``), so the fitness check and the
+    Results page's off-topic count read one level: a question below it has no
+    passage within reach. Results may still count a different number: it
+    also keeps a question below the level whose words one passage holds
+    together, and flags one above it whose named subject the documents never
+    discuss (``offtopic_reason``). :data:`DEFAULT_FITNESS_THRESHOLD` when the
+    screening had no level (a library call without calibration).
+    """
+    level = getattr(getattr(analysis, "screener", None), "question_support_threshold", None)
+    return DEFAULT_FITNESS_THRESHOLD if level is None else float(level)
+
 
 def _similarities(similarities) -> np.ndarray:
     try:

@@ -45,7 +45,7 @@ from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts
 from coverage_core.embeddings.cache import uncached_texts
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.pipeline import calibrate_corpus, chunk_corpus, cluster_chunks, embed_corpus
+from coverage_core.pipeline import calibrate_corpus, chunk_corpus, cluster_chunks, embed_corpus, support_fallback
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.calibration import Calibration
@@ -85,8 +85,9 @@ RESULT_COLUMNS = (
 )
 """Columns of :func:`compare_chunkings`' table, one row per configuration.
 
-``tested_share`` is the share of chunks reached by an inlier question at the
-row's ``support_threshold`` (τ); ``support_method`` is how τ was found
+``tested_share`` is the share of chunks an inlier question retrieves among
+its top ``config.tested_k`` at the row's ``support_threshold`` (τ), as
+``measure`` counts it (:func:`coverage_core.metrics.retrieved_tested_chunks`); ``support_method`` is how τ was found
 (``Calibration.method``: ``"pseudo-queries"``, ``"override"`` or
 ``"default: …"``). ``newly_embedded`` counts chunk texts,
 ``calibration_embedded`` the calibration's texts; ``new_tokens`` and
@@ -268,7 +269,8 @@ def _support_level(
         sent["tokens"] += run.new_tokens
         return run.vectors
 
-    found = calibration_module.calibrate(corpus.chunks, corpus.vectors, embed, config.random_state)
+    found = calibration_module.calibrate(corpus.chunks, corpus.vectors, embed, config.random_state,
+                                         fallback=support_fallback(config))
     return found, sent["texts"], sent["tokens"]
 
 

@@ -89,6 +89,7 @@ from coverage_core.checks.retrieval_labels import (
     parse_relevant,
     stem_key,
 )
+from coverage_core.config import DEFAULT_RETRIEVAL_K, MIN_RETRIEVAL_K
 from coverage_core.errors import InputError
 from coverage_core.stages.blockwise import RunningTopK
 from coverage_core.types import Chunk, Document
@@ -105,8 +106,8 @@ __all__ = [
     "top_k_chunks",
 ]
 
-DEFAULT_K = 5
-MIN_K = 1
+DEFAULT_K = DEFAULT_RETRIEVAL_K  # one default for the check and for "tested" (coverage_core.config)
+MIN_K = MIN_RETRIEVAL_K
 
 # Similarities per block of chunks, as in coverage_core.metrics: 32 MB in
 # all. Each element of a block costs 4 bytes (float32 similarity), 8 bytes

@@ -152,6 +152,10 @@ class ModelSpec:
             output); empty = the model always returns its native size.
         usd_per_1m_tokens: List price per million input tokens when this was
             written; None = not known (no row in the default price table).
+        default_support_threshold: The support level τ a calibration falls
+            back to when it cannot be trusted on a corpus (measured on public
+            data for this model); None = not measured, the generic default applies.
+        default_support_source: Where that level was measured, or why there is none.
     """
 
     dimensions: int
@@ -159,6 +163,8 @@ class ModelSpec:
     request_tokens: int = 0
     output_dimensions: Collection[int] = ()
     usd_per_1m_tokens: float | None = None
+    default_support_threshold: float | None = None
+    default_support_source: str = "not measured for this model; the generic default applies"
 
 
 @dataclass(frozen=True)

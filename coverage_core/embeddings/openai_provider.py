@@ -36,6 +36,8 @@ across all inputs in a single request")."""
 # text-embedding-3 models accept any smaller ``dimensions`` (Matryoshka-style
 # shortening done by the API). Prices: US dollars per million input tokens,
 # the list prices when this table was written.
+# No default_support_threshold: not measurable without the API and no published figure, so a
+# calibration that cannot be trusted falls back to the generic default (ModelSpec's source says so).
 OPENAI_MODELS: dict[str, ModelSpec] = {
     "text-embedding-3-small": ModelSpec(
         1536, OPENAI_MAX_TOKENS, OPENAI_MAX_TOKENS_PER_REQUEST, range(1, 1537), usd_per_1m_tokens=0.02

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 
 from coverage_core.embeddings import local, openai_provider, voyage_provider
 from coverage_core.embeddings.base import (
+    ModelSpec,
     ProviderSpec,
     endpoint_is_own,
     environment_key_for,
@@ -87,6 +88,27 @@ def trained_for_truncation(provider: str, model: str | None = None) -> bool | No
     if spec is None:
         return None
     return spec.trained_for_truncation((model or "").strip() or spec.default_model)
+
+
+def model_spec(provider: str | None, model: str | None = None) -> ModelSpec | None:
+    """The registry entry of ``model`` (blank: the provider's default; a local folder or hub id by its last
+    part, as :attr:`~ProviderSpec.model_name` shortens it), or None for an unlisted provider or model."""
+    spec = PROVIDERS.get((provider or "").strip().lower())
+    if spec is None:
+        return None
+    name = (model or "").strip() or spec.default_model
+    if name not in spec.models and spec.model_name is not None:
+        name = spec.model_name(name)
+    return spec.models.get(name)
+
+
+def default_support_level(provider: str | None, model: str | None = None) -> tuple[float | None, str]:
+    """``(level, source)``: the support level ``model`` falls back to when a calibration cannot be trusted,
+    and where it was measured; level None when the model has none (the generic default then applies)."""
+    entry = model_spec(provider, model)
+    if entry is None:
+        return None, "not measured: the model is not in the registry"
+    return entry.default_support_threshold, entry.default_support_source
 
 
 def model_display_name(provider: str, model: str) -> str:

@@ -34,6 +34,8 @@ _FLEXIBLE = (256, 512, 1024, 2048)
 # are from the earlier edition of that page). The client library itself
 # carries no list of hosted models. Prices: US dollars per million input
 # tokens, the list prices when this table was written (None: not recorded).
+# No default_support_threshold: not measurable without the API and no published figure, so a
+# calibration that cannot be trusted falls back to the generic default (ModelSpec's source says so).
 VOYAGE_MODELS: dict[str, ModelSpec] = {
     "voyage-3.5": ModelSpec(1024, 32_000, 320_000, _FLEXIBLE, usd_per_1m_tokens=0.06),
     "voyage-3.5-lite": ModelSpec(1024, 32_000, 1_000_000, _FLEXIBLE, usd_per_1m_tokens=0.02),

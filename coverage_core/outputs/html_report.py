@@ -27,7 +27,17 @@ import plotly.graph_objects as go
 
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.outputs import plots
-from coverage_core.outputs.report import METRIC_NAMES, ApplyPair, accepted_question_entries, apply_pair
+from coverage_core.outputs.report import (
+    METRIC_NAMES,
+    UNDERTESTED,
+    UNTESTED,
+    ApplyPair,
+    accepted_question_entries,
+    apply_pair,
+    calibration_warning,
+    document_findings,
+    offtopic_reason_words,
+)
 from coverage_core.stages.topics import cluster_name
 from coverage_core.validation import shorten
 from coverage_core.verdicts import Verdicts
@@ -208,11 +218,14 @@ def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, 
     corpus = analysis.corpus
     verdicts = Verdicts.from_analysis(analysis)
     support_threshold = analysis.calibration.support_threshold
+    warning = calibration_warning(analysis)
     parts = [
         f"<h1>{_e(title)}</h1>",
+        f'<div class="warn"><b>The support level is not calibrated.</b> {_e(warning)}</div>' if warning else "",
         f'<p class="headline">{_e(verdicts.headline)}</p>',
-        f'<p class="muted">A passage is tested when some on-topic question reaches it: cosine similarity '
-        f"at least {support_threshold:.2f}, the support level {_e(_support_origin(analysis))}.{_question_level(analysis)}</p>",
+        f'<p class="muted">A passage is tested when an on-topic question retrieves it among its top '
+        f"{analysis.config.tested_k} passages with cosine similarity at least {support_threshold:.2f}, the support "
+        f"level {_e(_support_origin(analysis))}.{_question_level(analysis)}</p>",
         f'<p class="muted">Generated {_e(generated.isoformat(sep=" "))}. '
         f"{len(corpus.documents)} documents, {len(corpus.chunks):,} chunks in {analysis.clustering.n_clusters} "
         f"clusters; {len(analysis.questions.questions):,} questions, {verdicts.n_off_topic} screened out as "
@@ -225,7 +238,7 @@ def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, 
             items.append(f"<li><b>{_e(key)}</b>: {_e(shown)}</li>")
         parts.append("<ul>" + "".join(items) + "</ul>")
     parts.append(_settings(analysis))
-    return "\n".join(parts)
+    return "\n".join(part for part in parts if part)
 
 
 def _question_level(analysis: "Analysis") -> str:
@@ -243,6 +256,8 @@ def _support_origin(analysis: "Analysis") -> str:
         return "calibrated on these documents for this embedding model"
     if method == "override":
         return "set by the user"
+    if not analysis.calibration.reliable:
+        return "the embedding model's default: it could not be calibrated on these documents"
     return "by default (" + method.removeprefix("default: ") + ")"
 
 
@@ -296,27 +311,33 @@ def _warnings_section(analysis: "Analysis") -> str:
 
 # ---------------------------------------------------------------- clusters and gaps
 def _clusters_section(analysis: "Analysis", figure: _Figures) -> str:
+    """The per-topic chart and table, both most urgent first (``plots.topics_by_urgency``), tested share early."""
     rows = []
-    for row in analysis.clusters.sort_values("coverage").itertuples(index=False):
+    for row in plots.topics_by_urgency(analysis.clusters, analysis.config.gaps).itertuples(index=False):
         example = row.representative_chunks[0] if len(row.representative_chunks) else ""
         rows.append(
             [
-                _e(cluster_name(row.cluster, getattr(row, "label", ""))), _e(int(row.size)), f"{row.share:.1%}",
-                _num(row.coverage), _num(row.multi_threshold_coverage), _num(row.multi_n_coverage),
-                _e(int(row.n_questions)), '<span class="flag">gap</span>' if row.is_gap else "", _e(shorten(example, 200)),
+                _e(cluster_name(row.cluster, getattr(row, "label", ""))), _share(row.tested_share),
+                '<span class="flag">gap</span>' if row.is_gap else "", _e(int(row.n_tested)), _e(int(row.size)),
+                f"{row.share:.1%}", _num(row.coverage), _num(row.multi_threshold_coverage),
+                _num(row.multi_n_coverage), _e(int(row.n_questions)), _e(shorten(example, 200)),
             ]
         )
     return "\n".join(
         [
             "<h2>Clusters</h2>",
-            figure(plots.cluster_coverage_bar(analysis.clusters, analysis.config.gaps.gap_threshold)),
+            figure(plots.topic_verdict_bar(analysis.clusters, analysis.config.gaps)),
             _table(
-                ["cluster", "chunks", "share", "coverage", "multi-threshold", "multi-N", "questions", "",
-                 "most central passage"],
-                rows, numeric=(1, 2, 3, 4, 5, 6),
+                ["cluster", "tested share", "", "passages tested", "chunks", "share", "coverage", "multi-threshold",
+                 "multi-N", "questions", "most central passage"],
+                rows, numeric=(1, 3, 4, 5, 6, 7, 8, 9),
             ),
         ]
     )
+
+
+def _share(value: Any) -> str:
+    return "—" if value is None or not np.isfinite(float(value)) else f"{float(value):.0%}"
 
 
 def _gaps_section(analysis: "Analysis") -> str:
@@ -370,27 +391,48 @@ def _least_covered_table(analysis: "Analysis") -> str:
 
 # ---------------------------------------------------------------- documents and questions
 def _documents_section(analysis: "Analysis", figure: _Figures) -> str:
+    """The untested documents, then the under-tested ones, with their numbers; then every document."""
+    findings = document_findings(analysis)
+    verdict = {f.document: f.verdict for f in findings}
+    named = [
+        f'<li><span class="flag">{_e(f.verdict)}</span> {_e(f.document)}: {_e(f.words)}</li>' for f in findings
+    ]
+    order = {UNTESTED: 0, UNDERTESTED: 1}
+    documents = analysis.documents.assign(
+        _order=[order.get(verdict.get(name), 2) for name in analysis.documents["document"]]
+    ).sort_values(["_order", "tested_share", "document"])
     rows = [
-        [_e(row.document), _e(int(row.n_chunks)), _num(row.coverage),
-         '<span class="flag">untested or possibly misaligned</span>' if row.is_low else ""]
-        for row in analysis.documents.sort_values("coverage").itertuples(index=False)
+        [_e(row.document), _e(int(row.n_chunks)), _e(int(row.n_questions)),
+         _e(int(row.n_tested)), _share(row.tested_share), _num(row.coverage),
+         f'<span class="flag">{_e(verdict[row.document])}</span>' if row.document in verdict
+         else ("covered far less than the others" if row.is_low else "")]
+        for row in documents.itertuples(index=False)
     ]
     return "\n".join(
         [
             "<h2>Documents</h2>",
-            figure(plots.document_coverage_bar(analysis.documents)),
-            _table(["document", "chunks", "coverage", ""], rows, numeric=(1, 2)),
+            "<p>Untested: no on-topic question targets the document. Under-tested: questions target it, but "
+            "too small a share of its passages is tested.</p>",
+            "<ul>" + "".join(named) + "</ul>" if named else "<p>Every document is tested.</p>",
+            figure(plots.document_verdict_bar(analysis.documents)),
+            _table(["document", "chunks", "questions", "passages tested", "tested share", "coverage", "verdict"],
+                   rows, numeric=(1, 2, 3, 4, 5)),
         ]
     )
 
 
 def _off_topic_section(analysis: "Analysis") -> str:
+    """The flagged questions, highest off-topic score first, each with its reason in words and the numbers."""
     table = analysis.question_table
-    outliers = table[table["is_outlier"].astype(bool)].sort_values("outlier_score", ascending=False)
+    outliers = table[table["is_outlier"].astype(bool)].sort_values("offtopic_score", ascending=False)
     return "<h2>Off-topic questions</h2>\n" + _table(
-        ["row", "question", "outlier score", "nearest document"],
-        ([_e(int(r.row)), _e(r.text), _num(r.outlier_score), _e(r.nearest_document)] for r in outliers.itertuples(index=False)),
-        numeric=(0, 2),
+        ["row", "question", "reason", "detail", "off-topic score", "nearest document"],
+        (
+            [_e(int(r.row)), _e(r.text), _e(offtopic_reason_words(r.offtopic_reason)), _e(r.offtopic_detail),
+             _num(r.offtopic_score), _e(r.nearest_document)]
+            for r in outliers.itertuples(index=False)
+        ),
+        numeric=(0, 4),
     )
 
 

@@ -1,13 +1,25 @@
-"""CI outputs that work from a saved JSON report (schema version 3, 2 or 1).
+"""CI outputs that work from a saved JSON report (schema version 4, 3, 2 or 1).
 
 * :func:`junit_xml` turns a report into JUnit XML, so a CI system lists what
-  is untested: one test case for the gated metric, one per cluster and one
-  per document. A cluster fails when the report marks it ``is_gap``, a
-  document when it is ``is_untested`` (the report's absolute decisions
-  against the calibrated support threshold); the others are included as
-  *passing* test cases, so a CI system can track each of them over time and
-  the number of tests stays stable between runs. A schema-1 report has no
-  such decisions: there, coverage below the gap threshold fails.
+  is untested: one test case for the support level, one for the gated
+  metric, one per cluster and one per document. A cluster fails when the
+  report marks it ``is_gap``, a document when it is ``is_untested`` or
+  ``is_undertested`` (the report's absolute decisions against the support
+  level τ); the others are included as *passing* test cases, so a CI system
+  can track each of them over time and the number of tests stays stable
+  between runs. A schema-1 report has no such decisions: there, coverage
+  below the gap threshold fails.
+
+  An under-tested document fails too, with its own type
+  (``coverage.undertested``, where an untested one is ``coverage.untested``):
+  up to schema 3 these very documents failed as untested, so passing them now
+  would turn a red build green with nothing added to the test set, and JUnit
+  has no "warning" a CI page shows (a note in ``system-out`` goes unread).
+  The type and message ("tested, but thinly") keep it apart for whoever
+  filters. When τ could not be calibrated (``calibration.reliable`` false),
+  the ``support level`` case is an *error*: every verdict rests on the
+  model's default level, and a passing document or topic must not look
+  verified; each suite also says so in its properties and passing cases.
 * :func:`diff_reports` compares two reports: metric deltas, per-document
   coverage deltas (documents are matched by name, because cluster ids are not
   stable between runs), documents and questions added or removed.
@@ -49,11 +61,11 @@ __all__ = [
     "xml_safe",
 ]
 
-SUPPORTED_SCHEMA_VERSION = 3
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)
+SUPPORTED_SCHEMA_VERSION = 4
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
 """Versions :func:`check_report` accepts: diff reads only metrics, documents
-and questions, which versions 2 and 3 kept; JUnit falls back to coverage on
-version 1; :func:`load_report` maps the fields version 3 renamed."""
+and questions, which versions 2 to 4 kept; JUnit falls back to coverage on
+version 1; :func:`load_report` maps the fields versions 3 and 4 renamed or added."""
 DEFAULT_GAP_THRESHOLD = GAP_COVERAGE_THRESHOLD  # a schema-1 report without its own gap threshold
 # Order in which known metrics are shown; unknown ones follow alphabetically.
 _METRIC_ORDER = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
@@ -109,7 +121,7 @@ def _decided(report: Mapping) -> bool:
 
 
 def check_report(report: Any, label: str = "the report") -> dict:
-    """``report`` if it looks like a schema-1, -2 or -3 report; else :class:`InputError` (one sentence)."""
+    """``report`` if it looks like a schema-1 to -4 report; else :class:`InputError` (one sentence)."""
     if not isinstance(report, dict) or "schema_version" not in report:
         raise InputError(f"{label} is not a coverage report (it has no schema_version).")
     version = report["schema_version"]
@@ -129,7 +141,7 @@ def check_report(report: Any, label: str = "the report") -> dict:
 
 
 def load_report(path: str | Path) -> dict:
-    """Read and check a JSON report, with older field names mapped to schema 3's
+    """Read and check a JSON report, with older field names mapped to schema 4's
     (:func:`~coverage_core.outputs.report.upgrade_report`); unusable files raise :class:`InputError`.
 
     A missing or unreadable file raises :class:`OSError` as usual.
@@ -167,16 +179,60 @@ def _suite(root: ET.Element, name: str) -> ET.Element:
     return ET.SubElement(root, "testsuite", name=name)
 
 
-def _count(suite: ET.Element) -> tuple[int, int, int]:
+def _count(suite: ET.Element) -> tuple[int, int, int, int]:
     cases = suite.findall("testcase")
     failures = sum(1 for case in cases if case.find("failure") is not None)
+    errors = sum(1 for case in cases if case.find("error") is not None)
     skipped = sum(1 for case in cases if case.find("skipped") is not None)
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(failures))
-    suite.set("errors", "0")
+    suite.set("errors", str(errors))
     suite.set("skipped", str(skipped))
     suite.set("time", "0")
-    return len(cases), failures, skipped
+    return len(cases), failures, errors, skipped
+
+
+def _unreliable_note(report: Mapping) -> str | None:
+    """One sentence when the report's support level could not be calibrated (None when it was, or is not recorded)."""
+    calibration = report.get("calibration")
+    if not isinstance(calibration, Mapping) or calibration.get("reliable", True) is not False:
+        return None
+    reason = " ".join(str(calibration.get("reason") or "").split())
+    level = _number(calibration.get("support_threshold"))
+    return (f"{reason + ' ' if reason else ''}This verdict rests on the embedding model's default support level "
+            f"{_fmt(level, '.2f')}, not one calibrated on these documents, so it may be wrong.")
+
+
+def _calibration_properties(suite: ET.Element, report: Mapping) -> None:
+    """The support level and whether it was calibrated, as properties of ``suite`` (reports with a calibration)."""
+    calibration = report.get("calibration")
+    if not isinstance(calibration, Mapping):
+        return
+    properties = suite.find("properties")
+    if properties is None:
+        properties = ET.Element("properties")
+        suite.insert(0, properties)
+    for name, value in (("support_threshold", _fmt(_number(calibration.get("support_threshold")), ".6f")),
+                        ("calibration_method", str(calibration.get("method", ""))),
+                        ("calibration_reliable", "false" if _unreliable_note(report) else "true")):
+        ET.SubElement(properties, "property", name=name, value=xml_safe(value))
+
+
+def _calibration_suite(root: ET.Element, report: Mapping) -> None:
+    """One case, ``support level``: an error when τ could not be calibrated, passing otherwise."""
+    calibration = report["calibration"]
+    suite = _suite(root, "coverage.calibration")
+    _calibration_properties(suite, report)
+    case = _testcase(suite, "coverage.calibration", "support level")
+    level = _fmt(_number(calibration.get("support_threshold")), ".3f")
+    facts = (f"support level {level} ({xml_safe(calibration.get('method', 'n/a'))}), "
+             f"{calibration.get('n_probes', 'n/a')} probes, separation {_fmt(_number(calibration.get('separation')))}")
+    note = _unreliable_note(report)
+    if note:
+        error = ET.SubElement(case, "error", message=xml_safe(note), type="coverage.calibration_unreliable")
+        error.text = xml_safe(f"{note}\n{facts}")
+    else:
+        _system_out(case, f"The support level was calibrated on these documents: {facts}.")
 
 
 def _metric_suite(root: ET.Element, report: Mapping, metric: str, threshold: float | None) -> None:
@@ -206,6 +262,7 @@ def _metric_suite(root: ET.Element, report: Mapping, metric: str, threshold: flo
 
 def _cluster_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> None:
     suite = _suite(root, "coverage.clusters")
+    _calibration_properties(suite, report)
     def order(cluster: Mapping) -> tuple:
         rank, ident = cluster.get("gap_rank"), cluster["id"]
         return (rank is None, rank or 0, not isinstance(ident, int), ident if isinstance(ident, int) else 0, str(ident))
@@ -247,11 +304,18 @@ def _cluster_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> No
             message = f"{name}{about}: coverage {coverage:.3f} is below the gap threshold {schema_1.gap_threshold:.3f}"
             _fail(case, message, "\n".join(lines), "coverage.gap")
             continue
-        _system_out(case, "\n".join(lines))
+        _system_out(case, "\n".join(_with_note(lines, report)))
+
+
+def _with_note(lines: list[str], report: Mapping) -> list[str]:
+    """``lines`` of a passing case, with the unreliable-calibration sentence first when there is one."""
+    note = _unreliable_note(report)
+    return [note, *lines] if note else lines
 
 
 def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> None:
     suite = _suite(root, "coverage.documents")
+    _calibration_properties(suite, report)
     asking = Counter(
         q.get("nearest_document") for q in report["questions"] if not q.get("is_outlier")
     )
@@ -259,27 +323,41 @@ def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> N
         name = str(document["name"])
         coverage = _number(document.get("coverage"))
         case = _testcase(suite, "coverage.documents", name)
-        lines = [
-            f"{name}: coverage {_fmt(coverage)}, {document.get('n_chunks', 'n/a')} chunks, "
-            f"the nearest document of {asking.get(name, 0)} on-topic questions"
-        ]
+        n_chunks, n_questions = document.get("n_chunks", "n/a"), document.get("n_questions")
+        asked = (f"targeted by {n_questions} on-topic questions" if n_questions is not None
+                 else f"the nearest document of {asking.get(name, 0)} on-topic questions")
+        lines = [f"{name}: coverage {_fmt(coverage)}, {n_chunks} chunks, {asked}"]
         tested = _number(document.get("tested_share"))
         if tested is not None:
-            lines.append(f"tested share {tested:.1%} ({document.get('n_tested', 'n/a')} passages reached by a question)")
+            lines.append(f"tested share {tested:.1%} ({document.get('n_tested', 'n/a')} passages tested by a question)")
         if document.get("is_low"):
             lines.append("flagged: covered far less than the other documents (untested or possibly misaligned)")
+        lines = _with_note(lines, report)
         if coverage is None:
             ET.SubElement(case, "skipped", message="coverage is not defined")
         elif _decided(report):
             if document.get("is_untested"):
-                shown = f"only {tested:.1%} of its passages are tested" if tested is not None else "marked untested"
-                _fail(case, f"{name}: {shown}; it is untested", "\n".join(lines), "coverage.untested")
+                _fail(case, f"{name}: {_untested_shown(report, document, tested)}; it is untested", "\n".join(lines),
+                      "coverage.untested")
+                continue
+            if document.get("is_undertested"):
+                by = f", by {n_questions} question{'' if n_questions == 1 else 's'}" if n_questions is not None else ""
+                shown = f"{tested:.0%} of {n_chunks} passages{by}" if tested is not None else "marked under-tested"
+                _fail(case, f"{name}: tested, but thinly: {shown}; it is under-tested", "\n".join(lines),
+                      "coverage.undertested")
                 continue
         elif is_gap(coverage, None, schema_1):  # schema 1 judged documents by the gap rule too
             message = f"{name}: coverage {coverage:.3f} is below the gap threshold {schema_1.gap_threshold:.3f}"
             _fail(case, message, "\n".join(lines), "coverage.gap")
             continue
         _system_out(case, "\n".join(lines))
+
+
+def _untested_shown(report: Mapping, document: Mapping, tested: float | None) -> str:
+    """Why an untested document is untested, as the report's schema decided it."""
+    if report.get("schema_version", 0) >= 4:
+        return f"no on-topic question targets any of its {document.get('n_chunks', 'n/a')} passages"
+    return f"only {tested:.1%} of its passages are tested" if tested is not None else "marked untested"
 
 
 def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
@@ -311,9 +389,17 @@ def junit_xml(
     gate_threshold: float | None = None,
     gap_threshold: float | None = None,
 ) -> str:
-    """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 2, or 1).
+    """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 4).
 
-    Three test suites (four with production traffic):
+    Three test suites (one more with a calibration, one more with production traffic):
+
+    * ``coverage.calibration`` (reports with a ``calibration`` section): one
+      test case, ``support level``, an ``<error>`` of type
+      ``coverage.calibration_unreliable`` with the reason when τ could not be
+      calibrated, passing otherwise. Its properties (``support_threshold``,
+      ``calibration_method``, ``calibration_reliable``) are repeated on
+      ``coverage.clusters`` and ``coverage.documents``, whose passing cases
+      then open with the same sentence.
 
     * ``coverage.metric``: one test case named after ``gate_metric``; it fails
       when the metric is below ``gate_threshold`` (as ``analyze --fail-below``
@@ -326,8 +412,9 @@ def junit_xml(
       Clusters are named ``cluster <id>: <topic label>`` (``cluster <id>``
       in a report without labels); ids are not stable between runs.
     * ``coverage.documents``: one test case per document (named after it),
-      failing when the report marks it ``is_untested`` (schema 1: coverage
-      below ``gap_threshold``).
+      failing when the report marks it ``is_untested`` (type
+      ``coverage.untested``) or ``is_undertested`` (type
+      ``coverage.undertested``; schema 1: coverage below ``gap_threshold``).
     * ``coverage.traffic`` (a report with a ``traffic`` section): one test
       case per traffic topic, ``traffic: <label>``, failing when the topic is
       frequent and mostly untested.
@@ -338,23 +425,25 @@ def junit_xml(
     ``gap_threshold`` (schema 1 only; None uses the report's configured gap
     threshold).
     """
-    check_report(report)
+    report = upgrade_report(check_report(report))
     # A schema-1 report carries no decisions: the coverage rule decides there.
     schema_1 = GapConfig(rule="coverage", gap_threshold=_gap_threshold(report, gap_threshold))
     root = ET.Element("testsuites", name="coverage_core")
+    if isinstance(report.get("calibration"), Mapping):
+        _calibration_suite(root, report)
     _metric_suite(root, report, gate_metric, gate_threshold)
     _cluster_suite(root, report, schema_1)
     _document_suite(root, report, schema_1)
     if report.get("traffic"):
         _traffic_suite(root, report["traffic"])
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     for suite in root.findall("testsuite"):
         for i, n in enumerate(_count(suite)):
             totals[i] += n
     root.set("tests", str(totals[0]))
     root.set("failures", str(totals[1]))
-    root.set("errors", "0")
-    root.set("skipped", str(totals[2]))
+    root.set("errors", str(totals[2]))
+    root.set("skipped", str(totals[3]))
     root.set("time", "0")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

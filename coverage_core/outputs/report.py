@@ -35,6 +35,34 @@ Version 3 renames the question level, one name for one concept:
 question needs to have support; τ itself unless calibration found one of its
 own, so no longer None). :func:`upgrade_report` maps older reports onto
 these names.
+
+Version 4 changes what *tested* means and adds the fields that explain each
+verdict:
+
+* a passage is tested when an on-topic question retrieves it among its top
+  ``config.tested_k`` passages with similarity ≥ τ: the passages a
+  retriever would hand the model for that question (``config.retrieval_k``,
+  default 5, counts passages of the default 1,000 characters; ``tested_k``
+  scales it so a question tests as much text at any chunk size);
+* ``documents[].is_untested`` now means *no on-topic question targets the
+  document*; ``documents[].is_undertested`` (new) that questions target it
+  but too small a share of its passages is tested; ``documents[].n_questions``
+  (new) counts the on-topic questions that target it;
+* ``calibration.reliable`` and ``calibration.reason``: False, with the reason
+  in one sentence, when τ could not be calibrated on the documents and is the
+  embedding model's default level; every verdict then rests on that default;
+* ``questions[].offtopic_reason`` (``""`` on-topic, ``"no_support"``,
+  ``"missing_words"``, ``"absent_subject"``, ``"excluded"`` by the user;
+  :data:`OFFTOPIC_REASON_WORDS` words them), ``offtopic_detail`` (one
+  sentence with the numbers) and ``offtopic_score`` (above 0 exactly when the
+  screening flags the question; null when the user's override decided).
+
+:func:`upgrade_report` gives an older report these keys: ``reliable`` from
+its ``method`` (a ``default`` level is not reliable), ``is_undertested``
+False (its ``is_untested`` already held the thinly tested documents),
+``n_questions``, ``offtopic_detail`` and ``offtopic_score`` null (not
+recorded), ``offtopic_reason`` ``""`` for an on-topic question and null for
+a flagged one.
 """
 
 from __future__ import annotations
@@ -58,13 +86,22 @@ from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import shorten
 from coverage_core.verdicts import Verdicts
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 RENAMED_FIELDS = {
     ("calibration", "topic_threshold"): "question_support_threshold",
     ("traffic", "answer_threshold"): "question_support_threshold",
 }
 """``(section, old name) -> new name`` for the fields schema 3 renamed."""
+
+OFFTOPIC_REASON_WORDS = {
+    "no_support": "no passage supports it",
+    "missing_words": "its key words are in no passage together",
+    "absent_subject": "its subject is not in the documents",
+    "excluded": "left out by you",
+}
+"""Each ``offtopic_reason`` code (``stages.screening.OFFTOPIC_REASONS``) in plain words, for every output
+that shows it (:func:`offtopic_reason_words`)."""
 
 METRIC_NAMES = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
 # The relative scores, listed after the tested share (an absolute figure) in the summary.
@@ -112,7 +149,7 @@ def build_report(
     before: Analysis | Mapping[str, float] | None = None,
     accepted: Sequence[Suggestion | Mapping[str, Any]] | None = None,
 ) -> dict:
-    """The report as a JSON-ready dict (schema version 2, see the module docstring).
+    """The report as a JSON-ready dict (schema version :data:`SCHEMA_VERSION`, see the module docstring).
 
     ``duplicate_groups`` lists the groups of :func:`metrics.duplicate_groups`
     (largest first) by file row, representative first in ``rows``; it grows
@@ -164,6 +201,7 @@ def _metrics(metrics: Mapping[str, float]) -> dict:
 def _config_section(analysis: Analysis, inputs: dict | None) -> dict:
     config = analysis.config.to_dict()
     config["n_clusters_used"] = analysis.clustering.n_clusters
+    config["tested_k"] = analysis.config.tested_k
     config["screening_threshold"] = _plain(getattr(analysis.screener, "threshold_", None))
     if inputs:
         config["inputs"] = inputs
@@ -229,7 +267,9 @@ def _document_entries(analysis: Analysis) -> list[dict]:
             "coverage": _plain(row.coverage),
             "n_tested": int(row.n_tested),
             "tested_share": _plain(row.tested_share),
+            "n_questions": int(row.n_questions),
             "is_untested": bool(row.is_untested),
+            "is_undertested": bool(row.is_undertested),
             "is_low": bool(row.is_low),
         }
         for row in analysis.documents.itertuples(index=False)
@@ -247,6 +287,9 @@ def _question_entries(analysis: Analysis, labels) -> list[dict]:
             "outlier_score": _plain(row.outlier_score),
             "lof_score": _plain(row.lof_score),
             "is_outlier": bool(row.is_outlier),
+            "offtopic_reason": str(row.offtopic_reason),
+            "offtopic_detail": str(row.offtopic_detail),
+            "offtopic_score": _plain(row.offtopic_score),
             "duplicate_of": None if row.duplicate_of is None or pd.isna(row.duplicate_of) else int(row.duplicate_of),
         }
         for row in analysis.question_table.itertuples(index=False)
@@ -430,10 +473,13 @@ def _after_apply(analysis: Analysis, improved, before, accepted) -> dict | None:
 
 
 def upgrade_report(report: Mapping) -> dict:
-    """A copy of ``report`` (schema 1, 2 or 3) with the renamed fields under their schema-3 names.
+    """A copy of ``report`` (schema 1 to 4) with schema 4's field names and keys.
 
-    Only the renamed sections are copied; ``schema_version`` stays, as it tells
-    which decisions the report carries.
+    Renamed fields go under their schema-3 names; a report older than schema 4
+    gets the keys schema 4 added, as the module docstring says. Only the
+    changed sections are copied; ``schema_version`` stays, as it tells which
+    decisions the report carries (before schema 4, ``is_untested`` was "less
+    than 30% of the passages reached at τ", with no top-k).
     """
     upgraded = dict(report)
     for (section, old), new in RENAMED_FIELDS.items():
@@ -442,7 +488,32 @@ def upgrade_report(report: Mapping) -> dict:
             fields = dict(fields)
             fields.setdefault(new, fields.pop(old))
             upgraded[section] = fields
+    version = upgraded.get("schema_version")
+    if isinstance(version, int) and version < 4:
+        _add_schema_4_keys(upgraded)
     return upgraded
+
+
+def _add_schema_4_keys(report: dict) -> None:
+    calibration = report.get("calibration")
+    if isinstance(calibration, Mapping) and "reliable" not in calibration:
+        method = str(calibration.get("method") or "")
+        fell_back = method.startswith("default")
+        report["calibration"] = {
+            **calibration, "reliable": not fell_back,
+            "reason": f"The support level is a default: {method.removeprefix('default: ')}." if fell_back else "",
+        }
+    if isinstance(report.get("documents"), list):
+        report["documents"] = [
+            {"n_questions": None, "is_undertested": False, **document} if isinstance(document, Mapping) else document
+            for document in report["documents"]
+        ]
+    if isinstance(report.get("questions"), list):
+        report["questions"] = [
+            {"offtopic_reason": None if question.get("is_outlier") else "", "offtopic_detail": None,
+             "offtopic_score": None, **question} if isinstance(question, Mapping) else question
+            for question in report["questions"]
+        ]
 
 
 def write_report(report: dict, path: str | Path) -> None:
@@ -502,10 +573,70 @@ def to_safe_csv(frame: pd.DataFrame, delimiter: str = ",") -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
+# ---------------------------------------------------------------- the verdicts in words
+
+
+UNTESTED, UNDERTESTED = "untested", "under-tested"
+
+
+@dataclass(frozen=True)
+class DocumentFinding:
+    """One document a verdict names: ``verdict`` is :data:`UNTESTED` or :data:`UNDERTESTED`; ``words`` say why."""
+
+    document: str
+    verdict: str
+    words: str
+
+
+def document_findings(analysis: Analysis, verdicts: Verdicts | None = None) -> list[DocumentFinding]:
+    """The untested documents, then the under-tested ones, each in the verdicts' order, with their numbers in words.
+
+    Untested: "no on-topic question targets its 30 passages"; under-tested:
+    "tested, but thinly: 12% of 30 passages, by 2 questions".
+    """
+    verdicts = verdicts or Verdicts.from_analysis(analysis, top=0)
+    findings = [
+        DocumentFinding(d.document, UNTESTED, f"no on-topic question targets its {d.n_chunks} passages")
+        for d in verdicts.untested
+    ]
+    findings += [
+        DocumentFinding(d.document, UNDERTESTED, f"tested, but thinly: {d.tested_share:.0%} of {d.n_chunks} passages, "
+                        f"by {d.n_questions} question{'' if d.n_questions == 1 else 's'}")
+        for d in verdicts.undertested
+    ]
+    return findings
+
+
+def offtopic_reason_words(reason: Any) -> str:
+    """An ``offtopic_reason`` code in plain words (:data:`OFFTOPIC_REASON_WORDS`); "" for none, an unknown code spelt out."""
+    if _blank(reason):
+        return ""
+    return OFFTOPIC_REASON_WORDS.get(str(reason), str(reason).replace("_", " "))
+
+
+def calibration_warning(analysis: Analysis) -> str:
+    """What the figures rest on when τ could not be calibrated, in two plain sentences; "" when it was."""
+    calibration = analysis.calibration
+    if calibration.reliable:
+        return ""
+    reason = " ".join(str(calibration.reason).split()) or "The support level could not be calibrated on these documents."
+    return (f"{reason} Every figure and verdict here rests on the embedding model's default level "
+            f"{calibration.support_threshold:.2f}, not on one measured on these documents, so they may be wrong.")
+
+
 def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunking=None) -> str:
-    """A plain-text summary for the terminal."""
+    """A plain-text summary for the terminal: the headline (an unreliable calibration leads it), the
+    untested documents, then the under-tested ones, then the tables."""
     verdicts = Verdicts.from_analysis(analysis)
     lines = [verdicts.headline, ""]
+    findings = document_findings(analysis, verdicts)
+    for kind, title in ((UNTESTED, "Untested documents"), (UNDERTESTED, "Under-tested documents")):
+        named = [f for f in findings if f.verdict == kind]
+        if named:
+            lines.append(f"{title} ({len(named)})")
+            lines += [f"  {f.document}: {f.words}" for f in named]
+    if findings:
+        lines.append("")
     corpus = analysis.corpus
     n_questions = len(analysis.questions.questions)
     lines.append(
@@ -521,8 +652,8 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
         )
     lines.append("")
     calibration = analysis.calibration
-    lines.append(f"A question reaches a passage at similarity ≥ {calibration.support_threshold:.3f}, the support level "
-                 f"({calibration.method}).")
+    lines.append(f"A question tests a passage when it retrieves it among its top {analysis.config.tested_k} passages "
+                 f"at similarity ≥ {calibration.support_threshold:.3f}, the support level ({calibration.method}).")
     if calibration.method == "pseudo-queries":
         lines.append(f"A question has support (is on-topic) from similarity {calibration.question_support_threshold:.3f}, "
                      "the question support level: the level that tells a passage's own sentences from other topics'.")
@@ -538,10 +669,12 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
             f"{'GAP' if row.is_gap else '   '}  {getattr(row, 'label', '') or ''}".rstrip()
         )
     lines.append("")
-    lines.append(f"{'document':<40} {'chunks':>6} {'tested':>6} {'coverage':>8}")
+    lines.append(f"{'document':<40} {'chunks':>6} {'questions':>9} {'tested':>6} {'coverage':>8}")
     for row in analysis.documents.sort_values("coverage").itertuples(index=False):
-        flag = "  UNTESTED" if row.is_untested else ("  covered far less than the others" if row.is_low else "")
-        lines.append(f"{row.document[:40]:<40} {row.n_chunks:>6} {row.tested_share:>6.0%} {row.coverage:>8.3f}{flag}")
+        flag = ("  UNTESTED" if row.is_untested else "  UNDER-TESTED" if row.is_undertested
+                else "  covered far less than the others" if row.is_low else "")
+        lines.append(f"{row.document[:40]:<40} {row.n_chunks:>6} {row.n_questions:>9} "
+                     f"{row.tested_share:>6.0%} {row.coverage:>8.3f}{flag}")
     if analysis.gaps:
         lines.append("")
         lines.append("Largest gaps")
@@ -553,8 +686,12 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
     if len(outliers):
         lines.append("")
         lines.append("Off-topic questions (highest scores first)")
-        for row in outliers.sort_values("outlier_score", ascending=False).head(10).itertuples(index=False):
-            lines.append(f"  row {row.row}: {row.text[:90]}")
+        for row in outliers.sort_values("offtopic_score", ascending=False).head(10).itertuples(index=False):
+            lines.append(f"  row {row.row}: {' '.join(str(row.text).split())[:90]}")
+            why = offtopic_reason_words(row.offtopic_reason)
+            detail = " ".join(str(row.offtopic_detail).split())
+            if why or detail:
+                lines.append(f"    {why}{': ' if why and detail else ''}{detail}")
     return "\n".join(lines)
 
 

@@ -37,10 +37,31 @@ verdicts that read them ask different questions:
   labelled 0.55 on a wiki-qa + Python-reference mix; other topics give 0.52:
   ``benchmarks/explore_calibration.py``). The off-topic rule reads it.
 
-With a single document, other topics stand in for other documents; with a
-single topic there are no negatives, and with too few probes the estimate is
-noise: both levels then fall back to :data:`DEFAULT_SUPPORT_THRESHOLD`, and
-``Calibration.method`` says so.
+**Near-copies are not negatives.** A knowledge base often holds a sentence
+twice: two versions of one plan, a policy quoted in a FAQ. The best passage
+of another document is then the sentence's own copy, which scores above the
+positive, and Youden's cut collapses towards zero (everything "tested"). So
+each probe keeps its :data:`NEGATIVE_CANDIDATES` best chunks of each kind
+from the vector pass and takes the best one that does not hold a near-copy
+of it (:func:`holds_near_copy`); a probe whose candidates are all near-copies
+has no negative of that kind. ``Calibration.n_near_duplicates`` counts the
+probes that met a near-copy. When most of a document's probes have a
+near-copy in one other document, the two are versions of one document
+(:func:`_versions`): the rest of the other version is as close as the
+probe's own passage, so a second vector pass takes negatives (of both kinds)
+outside the merged family only.
+
+**Knowing when it failed.** The levels are kept only when the corpus
+separates its own passages from the others' (:func:`reliability_problem`:
+enough probes with negatives, positive median above the negative one,
+Youden's J at least :data:`MIN_SEPARATION` for both kinds, τ in
+:data:`PLAUSIBLE_SUPPORT_RANGE`). Otherwise, and with a single topic or too
+few probes, both levels fall back to the embedding model's own default
+(measured once per model, see ``ModelSpec.default_support_threshold``), or
+to :data:`DEFAULT_SUPPORT_THRESHOLD` for a model without one;
+``Calibration.reliable`` is then False and ``reason`` says why, while the
+measured medians and separation stay in the object. With a single document,
+other topics stand in for other documents.
 """
 
 from __future__ import annotations
@@ -57,8 +78,10 @@ from coverage_core.types import Chunk
 from coverage_core.validation import check_scalar, unit_rows
 
 DEFAULT_SUPPORT_THRESHOLD = 0.5
-"""τ when the corpus cannot calibrate it (one document, too few sentences) and
-in stages run without calibration. 0.5 is near the labelled answerability
+"""τ when the corpus cannot calibrate it (a single topic, too few sentences, no
+separation) and the embedding model has no measured default of its own
+(``ModelSpec.default_support_threshold``; all-MiniLM-L6-v2 has 0.553), and in
+stages run without calibration. 0.5 is near the labelled answerability
 threshold of all-MiniLM-L6-v2 on the wiki-qa articles (~0.53 averaged over
 splits, 0.395 on the bundled 10-article example)."""
 
@@ -86,9 +109,41 @@ MAX_PROBE_WORDS = 60
 SUPPORT_THRESHOLD_RANGE = (0.0, 1.0)
 """A support threshold override is a cosine similarity in (0, 1]."""
 
-_CHUNK_BLOCK = 50_000
+NEGATIVE_CANDIDATES = 8
+"""Best chunks of another document (and of another topic) kept per probe from the vector pass; the
+negative is the best of them that is not a near-copy of the probe. More than a handful of copies of one
+sentence is rare, and a probe copied into all of them is dropped rather than scored against a copy."""
+
+NEAR_COPY_SHARE = 0.5
+"""A chunk holds a near-copy of a probe when at least this share of the probe's word 3-shingles occurs in
+it (:func:`holds_near_copy`). Measured with ``benchmarks/eval_calibration.py`` on the best other-document
+chunk of 400 probes: on the 55 clean wiki-qa articles 0 % reach 0.5 (median 0.00, p90 0.00); on 20
+articles plus copies with 10 % of the words changed, 74-81 % of the chunks that are the copy do (median
+0.70) and 0 % of the others (max 0.40). Word pairs instead of triples catch a few more copies (80-85 %)
+but also 1-4 % of unrelated chunks; the copies missed here are caught by :data:`VERSION_SHARE`."""
+
+VERSION_SHARE = 0.3
+"""Share of a document's probes with a near-copy in another document from which the two count as versions
+of one document (:func:`_versions`): two editions of one plan share most sentences, while a FAQ quoting a
+sentence or two of a policy stays a document of its own."""
+
+MIN_SEPARATION = 0.15
+"""Youden's J below this (for other documents or other topics) and the calibration is not trusted.
+Measured with ``benchmarks/eval_calibration.py`` (all-MiniLM-L6-v2, J / topics' J): the 55 clean wiki-qa
+articles 0.27 / 0.26, the bundled 10-article example 0.47 (0.38 at 500-character chunks); 20 articles
+plus edited copies 0.00 before near-copies were skipped, 0.32-0.43 after (chunks of 500-1500
+characters); French Wikipedia articles, which this English model reads poorly, 0.09 / 0.10. MiniLM
+separates sentences from passages modestly even on clean English, so the bar sits between the two."""
+
+PLAUSIBLE_SUPPORT_RANGE = (0.1, 0.95)
+"""A calibrated τ outside this range is not trusted: below 0.1 nearly any text reaches any passage,
+above 0.95 only a copy of it does. Models whose cosines crowd high (ada-002: unrelated texts at ~0.7)
+still calibrate inside it."""
+
+_CHUNK_BLOCK = 20_000  # probes x block similarities, masked copies and top-k indices stay ~100 MB
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_WORD = re.compile(r"\w+")
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 """``embed(texts) -> array (len(texts), d)``: the embedder the chunks were embedded with."""
@@ -106,6 +161,14 @@ class Calibration:
     positive and other-document negative scores (None when not calibrated);
     ``separation`` is Youden's J at τ (how cleanly the corpus separates its
     own passages from other documents' at that level, 1 = perfectly).
+    ``reliable`` is False when the level could not be calibrated on these
+    documents and rests on a fallback; ``reason`` then says why, in one
+    plain sentence a headline can quote, and ``method`` is ``"default: model
+    default"`` (the embedding model's measured default) or ``"default:
+    generic default"`` (:data:`DEFAULT_SUPPORT_THRESHOLD`), or names the
+    structural cause (a single topic, too few sentences, not calibrated).
+    ``n_near_duplicates`` counts the probes with a near-copy in another
+    document or topic, which were not taken as negatives.
     """
 
     support_threshold: float
@@ -116,6 +179,9 @@ class Calibration:
     separation: float | None = None
     labelled_threshold: float | None = None
     question_support_threshold: float | None = None
+    reliable: bool = True
+    reason: str = ""
+    n_near_duplicates: int = 0
 
     def __post_init__(self):
         # Only a calibration on other topics finds a level of its own; elsewhere questions read τ.
@@ -237,6 +303,18 @@ def calibration_texts(
     return [sentence for _, sentence, _ in probes] + [rest for _, _, rest in probes]
 
 
+Fallback = tuple[float, str]
+"""``(level, method)`` a calibration falls back to: the embedding model's default support level and
+``"default: model default"``, or :data:`DEFAULT_SUPPORT_THRESHOLD` and ``"default: generic default"``."""
+
+GENERIC_FALLBACK: Fallback = (DEFAULT_SUPPORT_THRESHOLD, "default: generic default")
+
+
+def model_fallback(level: float | None) -> Fallback:
+    """The fallback for a model whose registry entry gives ``level`` (None: the model has no measured default)."""
+    return GENERIC_FALLBACK if level is None else (float(level), "default: model default")
+
+
 def calibrate(
     chunks: Sequence[Chunk],
     chunk_vectors,
@@ -245,6 +323,7 @@ def calibrate(
     *,
     topic_labels=None,
     max_probes: int = MAX_PROBES,
+    fallback: Fallback = GENERIC_FALLBACK,
 ) -> Calibration:
     """Calibrate τ on this corpus with pseudo-queries (see the module docstring).
 
@@ -253,23 +332,30 @@ def calibrate(
     ``topic_labels`` give each chunk's topic (the corpus's automatic
     K-means clusters); None clusters the chunks here with
     :class:`~coverage_core.stages.clustering.ChunkClusterer` and ``random_state``.
+    ``fallback`` is the level (and method) used when the calibration cannot be
+    trusted (:func:`model_fallback` of the model's registry entry).
     Embeds ``2 x n_probes`` texts (the probes and their chunks without them).
     """
     vectors, topics = _chunk_vectors_and_topics(chunks, chunk_vectors, topic_labels, random_state)
     documents = np.array([chunk.document for chunk in chunks], dtype=object)
+    level, _ = fallback
     if np.unique(topics).size < 2:
         return Calibration(
-            DEFAULT_SUPPORT_THRESHOLD,
+            level,
             "default: a single topic, so no passage of another topic to tell apart from",
+            reliable=False,
+            reason="The documents form a single topic, so there is no other passage to tell theirs apart from.",
         )
     probes = sample_probes(chunks, max_probes, random_state)
     if len(probes) < MIN_PROBES:
         return Calibration(
-            DEFAULT_SUPPORT_THRESHOLD,
+            level,
             f"default: only {len(probes)} usable sentences (at least {MIN_PROBES} are needed to calibrate)",
             n_probes=len(probes),
+            reliable=False,
+            reason=f"Only {len(probes)} sentences are long enough to calibrate on (at least {MIN_PROBES} are needed).",
         )
-    return _calibrate_on_probes(probes, vectors, documents, topics, embed)
+    return _calibrate_on_probes(probes, chunks, vectors, documents, topics, embed, fallback)
 
 
 def _chunk_vectors_and_topics(
@@ -292,46 +378,189 @@ def _chunk_vectors_and_topics(
 
 
 def _calibrate_on_probes(
-    probes, vectors: np.ndarray, documents: np.ndarray, topics: np.ndarray, embed: Embed
+    probes, chunks: Sequence[Chunk], vectors: np.ndarray, documents: np.ndarray, topics: np.ndarray,
+    embed: Embed, fallback: Fallback,
 ) -> Calibration:
-    """τ from the probes: the Youden threshold between each probe's own chunk and the best chunk elsewhere."""
+    """τ from the probes: the Youden threshold between each probe's own chunk and the best chunk elsewhere
+    that is not a near-copy; the fallback when :func:`reliability_problem` finds one."""
     texts = [sentence for _, sentence, _ in probes] + [rest for _, _, rest in probes]
     embedded = unit_rows(np.asarray(embed(texts), dtype=np.float32), "The embedded probe sentences")
     n = len(probes)
     probe_vectors, rest_vectors = embedded[:n], embedded[n:]
     positives = np.einsum("ij,ij->i", probe_vectors, rest_vectors)
     probe_chunks = [i for i, _, _ in probes]
-    by_document, by_topic = _best_elsewhere(
+    sentences = [sentence for _, sentence, _ in probes]
+    candidates = _candidates_elsewhere(
         probe_vectors, vectors, (documents, topics), (documents[probe_chunks], topics[probe_chunks])
     )
-    question_support_threshold = float(np.clip(youden_threshold(positives, by_topic)[0], 1e-6, 1.0))
+    (by_document, copies), (by_topic, topic_copies) = _negatives_without_near_copies(sentences, chunks, candidates)
+    n_near_duplicates = sum(1 for found, more in zip(copies, topic_copies) if found or more)
+    families = _versions(documents, documents[probe_chunks], [documents[found] for found in copies])
+    if families is not None:  # versions of one document: their other passages are no negatives either
+        own_family = families[probe_chunks]
+        candidates = _candidates_elsewhere(
+            probe_vectors, vectors, (families, (topics, families)), (own_family, (topics[probe_chunks], own_family))
+        )
+        (by_document, _), (by_topic, _) = _negatives_without_near_copies(sentences, chunks, candidates)
+        documents = families
     if np.unique(documents).size < 2:  # one document: its other topics stand in for other documents
         by_document = by_topic
-    threshold, separation = youden_threshold(positives, by_document)
-    return Calibration(
-        float(np.clip(threshold, 1e-6, 1.0)),
-        "pseudo-queries",
-        n_probes=n,
-        positive_median=float(np.median(positives)),
-        negative_median=float(np.median(by_document)),
-        separation=separation,
-        question_support_threshold=question_support_threshold,
+    by_document, by_topic = by_document[np.isfinite(by_document)], by_topic[np.isfinite(by_topic)]
+    measured = {
+        "n_probes": n,
+        "positive_median": float(np.median(positives)),
+        "negative_median": float(np.median(by_document)) if by_document.size else None,
+        "n_near_duplicates": n_near_duplicates,
+    }
+    threshold = separation = question_support_threshold = question_separation = None
+    if by_document.size:
+        threshold, separation = youden_threshold(positives, by_document)
+        threshold = float(np.clip(threshold, 1e-6, 1.0))
+    if by_topic.size:
+        question_support_threshold, question_separation = youden_threshold(positives, by_topic)
+        question_support_threshold = float(np.clip(question_support_threshold, 1e-6, 1.0))
+    problem = reliability_problem(
+        n, by_document.size, measured["positive_median"], measured["negative_median"],
+        threshold, separation, question_separation,
     )
+    if problem:
+        level, method = fallback
+        return Calibration(level, method, separation=separation, reliable=False, reason=problem, **measured)
+    return Calibration(threshold, "pseudo-queries", separation=separation,
+                       question_support_threshold=question_support_threshold, **measured)
 
 
-def _best_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupings, owners) -> list[np.ndarray]:
-    """For each grouping (documents, topics), each probe's best similarity to a chunk outside its own group.
+def reliability_problem(
+    n_probes: int,
+    n_negatives: int,
+    positive_median: float,
+    negative_median: float | None,
+    threshold: float | None,
+    separation: float | None,
+    question_separation: float | None,
+) -> str:
+    """Why a calibration cannot be trusted, in one plain sentence; "" when it can.
+
+    In order: fewer than :data:`MIN_PROBES` probes keep a negative from
+    another document once near-copies are skipped; the positive median is not
+    above the negative one; Youden's J for other documents, then for other
+    topics, is below :data:`MIN_SEPARATION`; τ lies outside
+    :data:`PLAUSIBLE_SUPPORT_RANGE`.
+    """
+    if n_negatives < MIN_PROBES:
+        return (f"Only {n_negatives} of {n_probes} sample sentences have no near-copy in another document, "
+                f"too few to calibrate on (at least {MIN_PROBES} are needed).")
+    if negative_median is None or positive_median <= negative_median:
+        return (f"Sample sentences are at least as close to other documents' passages (median similarity "
+                f"{negative_median:.2f}) as to their own ({positive_median:.2f}).")
+    if separation is None or separation < MIN_SEPARATION:
+        return (f"This model hardly tells a document's passages from other documents' here "
+                f"(separation {separation or 0.0:.2f}, at least {MIN_SEPARATION:.2f} needed).")
+    if question_separation is None or question_separation < MIN_SEPARATION:
+        return (f"This model hardly tells a topic's passages from other topics' here "
+                f"(separation {question_separation or 0.0:.2f}, at least {MIN_SEPARATION:.2f} needed).")
+    low, high = PLAUSIBLE_SUPPORT_RANGE
+    if threshold is None or not low <= threshold <= high:
+        return f"The calibrated support level {threshold or 0.0:.2f} lies outside the plausible range {low}-{high}."
+    return ""
+
+
+def word_shingles(text: str, size: int = 3) -> set[tuple[str, ...]]:
+    """The text's runs of ``size`` consecutive words, lowercased, punctuation dropped."""
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+def holds_near_copy(sentence_shingles: set, chunk_shingles: set) -> bool:
+    """Whether a chunk holds a near-copy of a sentence: ``|S ∩ C| / |S| >= NEAR_COPY_SHARE``, with S the
+    sentence's word 3-shingles and C the chunk's (:func:`word_shingles`). Word order and wording within a
+    few words must match, so a chunk on the same subject in other words is no near-copy."""
+    if not sentence_shingles:
+        return False
+    return len(sentence_shingles & chunk_shingles) >= NEAR_COPY_SHARE * len(sentence_shingles)
+
+
+def _negatives_without_near_copies(
+    sentences: Sequence[str], chunks: Sequence[Chunk], candidates
+) -> list[tuple[np.ndarray, list[list[int]]]]:
+    """Per grouping: each probe's best candidate score that is not a near-copy (NaN: none left) and the
+    near-copies met before it (chunk indices). Only the candidates' texts are split into shingles, at most
+    ``2 x NEGATIVE_CANDIDATES`` chunks per probe."""
+    chunk_shingles: dict[int, set] = {}
+    sentence_shingles = [word_shingles(sentence) for sentence in sentences]
+    results = []
+    for indices, scores in candidates:
+        negatives = np.full(len(sentences), np.nan)
+        copies: list[list[int]] = [[] for _ in sentences]
+        for probe, (row_indices, row_scores) in enumerate(zip(indices, scores)):
+            for index, score in zip(row_indices.tolist(), row_scores.tolist()):
+                if not np.isfinite(score):
+                    break
+                if index not in chunk_shingles:
+                    chunk_shingles[index] = word_shingles(chunks[index].text)
+                if holds_near_copy(sentence_shingles[probe], chunk_shingles[index]):
+                    copies[probe].append(index)
+                    continue
+                negatives[probe] = score
+                break
+        results.append((negatives, copies))
+    return results
+
+
+def _versions(documents: np.ndarray, probe_documents: np.ndarray, copy_documents) -> np.ndarray | None:
+    """Each chunk's *family*: its document merged with the documents that are versions of it, or None
+    when no two documents are.
+
+    Document B is a version of A when near-copies of at least :data:`VERSION_SHARE` of A's probes (and
+    at least two) were found in B. Skipping the sentence's own copy is not enough there: the rest of the
+    other version (the same sections, reworded or cut at other places) is as close as the sentence's own
+    passage, so it cannot serve as "another document" either.
+    """
+    n_probes: dict = {}
+    hits: dict = {}
+    for document, found in zip(probe_documents, copy_documents):
+        n_probes[document] = n_probes.get(document, 0) + 1
+        for other in set(found):
+            hits[document, other] = hits.get((document, other), 0) + 1
+    parent: dict = {}
+
+    def root(name):
+        while parent.get(name, name) != name:
+            name = parent[name]
+        return name
+
+    for (document, other), count in hits.items():
+        if count >= max(2, VERSION_SHARE * n_probes[document]) and root(other) != root(document):
+            parent[root(other)] = root(document)
+    if not parent:
+        return None
+    return np.array([root(document) for document in documents], dtype=object)
+
+
+def _candidates_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupings, owners):
+    """For each grouping (documents, topics): ``(indices, scores)``, each probe's :data:`NEGATIVE_CANDIDATES`
+    most similar chunks outside its own group, best first (score -inf where fewer exist). A grouping may
+    be a tuple of labellings (topics and families): outside means outside every one of them.
 
     One product per block of chunks serves every grouping, so a million chunks are read once.
     """
-    best = [np.full(len(probe_vectors), -np.inf, dtype=np.float32) for _ in groupings]
+    n, k = len(probe_vectors), NEGATIVE_CANDIDATES
+    found = [(np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float32)) for _ in groupings]
     for start in range(0, len(vectors), _CHUNK_BLOCK):
         stop = start + _CHUNK_BLOCK
         similarity = probe_vectors @ vectors[start:stop].T
-        for found, groups, own in zip(best, groupings, owners):
-            outside = np.where(own[:, None] == groups[None, start:stop], -np.inf, similarity)
-            np.maximum(found, outside.max(axis=1), out=found)
-    return best
+        take = min(k, similarity.shape[1])
+        for g, (groups, own) in enumerate(zip(groupings, owners)):
+            inside = np.zeros(similarity.shape, dtype=bool)
+            for labels, owner in zip(*((groups, own) if isinstance(groups, tuple) else ((groups,), (own,)))):
+                inside |= owner[:, None] == labels[None, start:stop]
+            outside = np.where(inside, -np.inf, similarity)
+            top = np.argpartition(outside, outside.shape[1] - take, axis=1)[:, -take:]
+            indices = np.concatenate([found[g][0], top + start], axis=1)
+            scores = np.concatenate([found[g][1], np.take_along_axis(outside, top, axis=1)], axis=1)
+            order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+            found[g] = (np.take_along_axis(indices, order, axis=1), np.take_along_axis(scores, order, axis=1))
+    return found
 
 
 def override(threshold: float) -> Calibration:
@@ -342,6 +571,8 @@ def override(threshold: float) -> Calibration:
     return Calibration(float(threshold), "override")
 
 
-def default() -> Calibration:
-    """τ for stages run without a calibration (e.g. measuring before calibrating)."""
-    return Calibration(DEFAULT_SUPPORT_THRESHOLD, "default: not calibrated")
+def default(fallback: Fallback = GENERIC_FALLBACK) -> Calibration:
+    """τ for stages run without a calibration (e.g. measuring before calibrating, no embedder at hand):
+    the fallback's level, not trusted as a calibration."""
+    return Calibration(fallback[0], "default: not calibrated", reliable=False,
+                       reason="The support level was not calibrated on these documents.")

@@ -22,6 +22,10 @@ MIN_CHUNK_SIZE = 1
 """Characters; the overlap runs from 0 to one less than the chunk size."""
 
 
+DEFAULT_CHUNK_SIZE = 1000
+"""Characters per chunk by default; also the passage size ``AnalysisConfig.retrieval_k`` counts in."""
+
+
 @dataclass(frozen=True)
 class ChunkingConfig:
     """Chunk size and overlap, both in characters.
@@ -33,7 +37,7 @@ class ChunkingConfig:
     a sentence that straddles a cut whole in at least one chunk.
     """
 
-    chunk_size: int = 1000
+    chunk_size: int = DEFAULT_CHUNK_SIZE
     chunk_overlap: int = 200
 
     def __post_init__(self) -> None:

@@ -46,6 +46,8 @@ QUESTION_WORDS = frozenset(
     "were is are be been many much happen happened".split()
     + "according knowledge base say says said tell describe explain mention mentioned "
     "text document documents passage article source see regarding topic".split()
+    # Negated auxiliaries, as the apostrophe splits them ("Wasn't" -> "wasn", "t"): no passage writes them.
+    + "isn aren wasn weren don doesn didn hasn haven hadn won wouldn couldn shouldn mustn needn".split()
 )
 # One suffix is stripped, the first that matches, if at least 3 letters remain
 # (and never from words ending in "ss"): a crude stemmer that folds plurals
@@ -72,12 +74,12 @@ _TO_SPACE = bytes.maketrans(_SEPARATORS_ASCII, b" " * len(_SEPARATORS_ASCII))
 # So do U+0080..U+00BF (control characters, no-break space, quotes, symbols)
 # and U+2000..U+203F (spaces, dashes, quotes, bullets, ellipsis), UTF-8 encoded.
 _SEPARATORS_UTF8 = re.compile(rb"\xc2[\x80-\xbf]|\xe2\x80[\x80-\xbf]")
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     w.encode("ascii") for w in (set(ENGLISH_STOP_WORDS) | QUESTION_WORDS)
 )
 
 
-def _words(text: str) -> list[bytes]:
+def words_of(text: str) -> list[bytes]:
     """Lower-cased words of ``text``, split at whitespace and punctuation.
 
     Works on UTF-8 bytes: ``bytes.translate`` and ``split`` run at C speed,
@@ -111,8 +113,8 @@ def _question_terms(text: str) -> list[bytes]:
     """Distinct stems of the content words of a question, in order."""
     stems = (
         normalize_word(w)
-        for w in _words(text)
-        if len(w) >= MIN_WORD_LENGTH and w not in _STOP
+        for w in words_of(text)
+        if len(w) >= MIN_WORD_LENGTH and w not in STOP_WORDS
     )
     return list(dict.fromkeys(stems))
 
@@ -274,7 +276,7 @@ def _block_words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     padded = _PADDING + _lowered(texts) + _PADDING
     breaks = np.flatnonzero(np.frombuffer(padded, dtype=np.uint8) == 1)
     if len(breaks) != len(texts) - 1:  # a text held a 0x01, or unescaping made one: text by text
-        padded = _PADDING + b" \x01 ".join(b" ".join(_words(t)) for t in texts) + _PADDING
+        padded = _PADDING + b" \x01 ".join(b" ".join(words_of(t)) for t in texts) + _PADDING
         breaks = np.flatnonzero(np.frombuffer(padded, dtype=np.uint8) == 1)
     starts, hashes = _word_stem_hashes(padded)
     # Words before the first break are in text 0, and so on.
@@ -373,7 +375,7 @@ def _fixable(stem: bytes) -> bool:
     return len(stem) >= MIN_FIXABLE_LENGTH and stem.isalpha()
 
 
-def _edit_stems(stem: bytes) -> set[bytes]:
+def edit_stems(stem: bytes) -> set[bytes]:
     """Stems (at least 3 bytes) of the words one edit away from ``stem``."""
     return {v for v in map(normalize_word, _one_edit(stem)) if len(v) >= 3}
 
@@ -405,7 +407,7 @@ def _spelling_fixes(
     ``MAX_SPELLING_FIXES`` of them, and each to its most frequent neighbour
     (of equally frequent ones, the greatest in byte order).
 
-    ``edit_stems`` holds :func:`_edit_stems` of each stem to fix, ``holding``
+    ``edit_stems`` holds :func:`edit_stems` of each stem to fix, ``holding``
     the chunks holding each of those. Returns absent stem -> corpus stem.
     """
     fixes = {}
@@ -416,7 +418,7 @@ def _spelling_fixes(
     return fixes
 
 
-def _chunks_holding(chunk_texts: Sequence[str], stems: Iterable[bytes]) -> dict[bytes, np.ndarray]:
+def chunks_holding(chunk_texts: Sequence[str], stems: Iterable[bytes]) -> dict[bytes, np.ndarray]:
     """Each of ``stems`` -> the chunks holding it, ascending (:func:`_presence`)."""
     stem_id = {t: j for j, t in enumerate(dict.fromkeys(stems))}
     indptr, indices = _presence(chunk_texts, stem_id)
@@ -473,15 +475,15 @@ def _postings_with_fixes(chunk_texts: Sequence[str], stems: list[bytes], likely_
     # The edits of the fixable stems a sample lacks are looked up in the same
     # pass as the stems (see SINGLE_PASS_MIN_CHARS).
     fixable = [t for t in stems if _fixable(t)]
-    edit_stems = {t: _edit_stems(t) for t in _maybe_absent(chunk_texts, fixable, likely_chunks)}
-    holding = _chunks_holding(chunk_texts, [*stems, *(v for vs in edit_stems.values() for v in vs)])
+    edits = {t: edit_stems(t) for t in _maybe_absent(chunk_texts, fixable, likely_chunks)}
+    holding = chunks_holding(chunk_texts, [*stems, *(v for vs in edits.values() for v in vs)])
     absent = [t for t in stems if not len(holding[t])]
     late = [t for t in absent if _fixable(t)][:MAX_SPELLING_FIXES]
-    late = [t for t in late if t not in edit_stems]
+    late = [t for t in late if t not in edits]
     if late:  # absent stems whose edits were not looked up: a second pass for those
-        edit_stems.update((t, _edit_stems(t)) for t in late)
-        holding.update(_chunks_holding(chunk_texts, [v for t in late for v in edit_stems[t] if v not in holding]))
-    fixes = _spelling_fixes(absent, edit_stems, holding)
+        edits.update((t, edit_stems(t)) for t in late)
+        holding.update(chunks_holding(chunk_texts, [v for t in late for v in edits[t] if v not in holding]))
+    fixes = _spelling_fixes(absent, edits, holding)
     return [holding[fixes.get(t, t)] for t in stems]
 
 

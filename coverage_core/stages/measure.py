@@ -8,7 +8,8 @@ tables. :mod:`coverage_core.session` decides when it runs again.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections import Counter
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,7 @@ def fit_screener(
         question_texts=questions.texts,
         chunk_texts=[chunk.text for chunk in corpus.chunks],
         lexical=lexical,
+        chunk_documents=[chunk.document for chunk in corpus.chunks],
     )
 
 
@@ -123,7 +125,47 @@ def _screen_questions(
     return screener, is_outlier, inliers
 
 
-def _coverage_scores(scan: similarity.SimilarityScan, clustering: Clustering, support_threshold: float) -> dict:
+class _Tested(NamedTuple):
+    """Which passages are tested, and which documents each question targets."""
+
+    chunks: np.ndarray  # (n_chunks,) bool, metrics.retrieved_tested_chunks
+    targets: list[tuple[str, ...]]  # per question, metrics.question_targets (empty when off-topic)
+
+
+def _tested(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    question_vectors: np.ndarray,
+    screener: QuestionScreener,
+    is_outlier: np.ndarray,
+    support_threshold: float,
+) -> _Tested:
+    """The passages the on-topic questions test (each question's top ``config.tested_k`` at τ) and the
+    documents they target, from the top chunks the screener kept when they suffice (else one more pass)."""
+    n_chunks, k = len(corpus.chunks), config.tested_k
+    inliers = ~np.asarray(is_outlier, dtype=bool)
+    top_chunks, top_similarities = screener.question_top_chunks_, screener.question_top_similarities_
+    kept = (
+        top_chunks is not None
+        and top_chunks.shape[0] == len(question_vectors)
+        and top_chunks.shape[1] >= min(k, n_chunks)
+    )
+    if not kept:
+        top_chunks = np.zeros((len(question_vectors), min(k, n_chunks)), dtype=np.intp)
+        top_similarities = np.full(top_chunks.shape, -np.inf, dtype=np.float32)
+        if inliers.any():
+            top_chunks[inliers], top_similarities[inliers] = similarity.question_top_chunks(
+                corpus.vectors, question_vectors[inliers], k
+            )
+    return _Tested(
+        metrics.retrieved_tested_chunks(top_chunks, top_similarities, n_chunks, support_threshold, k, inliers),
+        metrics.question_targets(
+            top_chunks, top_similarities, corpus.chunk_documents, support_threshold, k, inliers
+        ),
+    )
+
+
+def _coverage_scores(scan: similarity.SimilarityScan, clustering: Clustering, tested: np.ndarray) -> dict:
     """Every corpus-level coverage figure of the report, by name."""
     min_distances, labels = scan.min_distances, clustering.labels
     return {
@@ -132,7 +174,7 @@ def _coverage_scores(scan: similarity.SimilarityScan, clustering: Clustering, su
         "balanced": metrics.balanced_coverage(min_distances, labels, clustering.n_clusters),
         "multi_threshold": scan.multi_threshold_score,
         "multi_n": scan.multi_n_score,
-        "tested_share": metrics.tested_share(min_distances, support_threshold),
+        "tested_share": metrics.tested_share_of(tested),
     }
 
 
@@ -152,13 +194,13 @@ def _cluster_table(
     clustering: Clustering,
     scan: similarity.SimilarityScan,
     inliers: np.ndarray,
-    support_threshold: float,
+    tested: np.ndarray,
 ) -> pd.DataFrame:
     """One row per cluster: its size, coverage figures, whether it is a gap, passages and label."""
     labels, centroids, n_clusters = clustering.labels, clustering.centroids, clustering.n_clusters
     min_distances = scan.min_distances
     per_cluster = metrics.cluster_coverages(min_distances, labels, n_clusters)
-    n_tested, cluster_tested_share = metrics.cluster_tested(min_distances, labels, n_clusters, support_threshold)
+    n_tested, cluster_tested_share = metrics.cluster_tested_of(tested, labels, n_clusters)
     is_gap = verdicts.is_gap(per_cluster, cluster_tested_share, config.gaps)
     sizes = np.bincount(labels, minlength=n_clusters)
     covering = metrics.questions_covering_clusters(inliers, centroids, config.multi_threshold)
@@ -182,20 +224,30 @@ def _cluster_table(
 
 
 def _document_table(
-    corpus: Corpus, min_distances: np.ndarray, support_threshold: float, warnings: list[str]
+    config: AnalysisConfig, corpus: Corpus, min_distances: np.ndarray, tested: _Tested, support_threshold: float,
+    warnings: list[str],
 ) -> pd.DataFrame:
-    """Coverage per document; a warning for each untested or far less covered one."""
-    document_table = metrics.document_coverage(min_distances, corpus.chunk_documents, support_threshold=support_threshold)
-    for name in document_table.loc[document_table["is_untested"], "document"]:
+    """Coverage per document; a warning for each untested, under-tested or far less covered one."""
+    n_questions = Counter(document for targets in tested.targets for document in targets)
+    table = metrics.document_coverage(
+        min_distances, corpus.chunk_documents, tested=tested.chunks, n_questions=n_questions
+    )
+    retrieves = f"among its top {config.tested_k} with similarity ≥ {support_threshold:.2f}"
+    for row in table[table["is_untested"]].itertuples(index=False):
+        about = {0: "no on-topic question is", 1: "only 1 on-topic question is"}.get(
+            row.n_questions, f"only {row.n_questions} on-topic questions are")
+        warnings.append(f"{row.document} is untested: {about} about it; add questions about its content.")
+    for row in table[table["is_undertested"]].itertuples(index=False):
+        questions = "question targets" if row.n_questions == 1 else "questions target"
         warnings.append(
-            f"{name} is untested: fewer than {verdicts.UNTESTED_SHARE:.0%} of its passages are reached by a question "
-            f"(similarity ≥ {support_threshold:.2f})."
+            f"{row.document} is under-tested: {row.n_questions} {questions} it, but only {row.n_tested} of its "
+            f"{row.n_chunks} passages ({row.tested_share:.0%}) are retrieved by a question {retrieves}."
         )
-    for name in document_table.loc[document_table["is_low"] & ~document_table["is_untested"], "document"]:
+    for name in table.loc[table["is_low"] & ~table["is_untested"] & ~table["is_undertested"], "document"]:
         warnings.append(
             f"{name} is covered far less than the other documents: it is untested or may not belong in this corpus."
         )
-    return document_table
+    return table
 
 
 def _question_table(
@@ -235,10 +287,36 @@ def _question_table(
             "outlier_score": screener.outlier_score_,
             "lof_score": screener.lof_score_,
             "is_outlier": is_outlier,
+            **_offtopic_columns(config, screener, is_outlier),
             "duplicate_of": pd.array([int(rows[i]) if i >= 0 else None for i in duplicate_of], dtype="Int64"),
         }
     )
     return question_table, duplicates
+
+
+def _offtopic_columns(config: AnalysisConfig, screener: QuestionScreener, is_outlier: np.ndarray) -> dict:
+    """Why each question is off-topic: ``offtopic_reason`` (a code of ``screening.OFFTOPIC_REASONS``),
+    ``offtopic_detail`` (one plain sentence with its numbers) and ``offtopic_score``
+    (:meth:`QuestionScreener.offtopic_score`, > 0 exactly when flagged).
+
+    The user's overrides win: a question excluded by hand is ``"excluded"``;
+    one kept by hand has no reason, its detail says what the screening
+    found, and its score is NaN, as is an excluded question's, since
+    neither is the screening's decision.
+    """
+    strictness = config.strictness if config.strictness is not None else screener.strictness
+    automatic = screener.decide(strictness)
+    codes, details = screener.explain(strictness)
+    score = screener.offtopic_score(strictness)
+    excluded = is_outlier & ~automatic
+    included = ~is_outlier & automatic
+    codes, details = codes.copy(), list(details)
+    for q in np.flatnonzero(excluded):
+        codes[q], details[q] = "excluded", "You excluded this question."
+    for q in np.flatnonzero(included):
+        codes[q], details[q] = "", f"You kept this question; the screening had flagged it. {details[q]}"
+    score = np.where(excluded | included, np.nan, score)
+    return {"offtopic_reason": codes.astype(str), "offtopic_detail": details, "offtopic_score": score}
 
 
 def measure(
@@ -282,13 +360,14 @@ def measure(
     question_table, duplicates = _question_table(
         config, corpus, questions, vectors, clustering, scan, screener, is_outlier
     )
+    tested = _tested(config, corpus, vectors, screener, is_outlier, support_threshold)
     return Analysis(
         config=config, corpus=corpus, questions=questions, question_vectors=vectors, clustering=clustering,
         screener=screener, is_outlier=is_outlier, min_distances=scan.min_distances,
         nearest_question=scan.nearest_question,
-        metrics={name: float(value) for name, value in _coverage_scores(scan, clustering, support_threshold).items()},
-        clusters=_cluster_table(config, corpus, clustering, scan, inliers, support_threshold),
-        documents=_document_table(corpus, scan.min_distances, support_threshold, warnings),
+        metrics={name: float(value) for name, value in _coverage_scores(scan, clustering, tested.chunks).items()},
+        clusters=_cluster_table(config, corpus, clustering, scan, inliers, tested.chunks),
+        documents=_document_table(config, corpus, scan.min_distances, tested, support_threshold, warnings),
         question_table=question_table, duplicate_groups=duplicates, warnings=warnings,
         question_embedding=question_embedding, calibration=calibration, topics=topics,
     )

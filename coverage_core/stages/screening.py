@@ -31,6 +31,7 @@ from coverage_core import verdicts
 from coverage_core.errors import InputError
 from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, in_threads, lexical_coverage
 from coverage_core.stages.similarity import best_matches
+from coverage_core.stages.subjects import SubjectEvidence, subject_presence
 from coverage_core.validation import check_scalar, unit_rows
 
 # Fewer questions than this give no usable "bulk" for the robust z-score, so
@@ -85,6 +86,16 @@ EMBEDDING_UNIT = 0.1
 LEXICAL_CUT = 0.7
 LEXICAL_UNIT = 0.25
 STRICTNESS_SPAN = 1.5
+
+# The off-topic score shown for a question flagged only for its absent
+# subject (one unit of evidence past the cut): positive like every flag.
+ABSENT_SUBJECT_SCORE = 1.0
+
+# Why a question is off-topic (``QuestionScreener.explain``): no passage
+# within reach of it, its distinctive words in no passage together although
+# a passage is within reach, a named subject the documents never discuss.
+# "excluded" (the user's choice) is added by ``stages.measure``.
+OFFTOPIC_REASONS = ("", "no_support", "missing_words", "absent_subject", "excluded")
 
 
 def _robust_center_scale(x: np.ndarray) -> tuple[float, float]:
@@ -340,6 +351,30 @@ def _lof_scores(
     return -lof.negative_outlier_factor_
 
 
+def _weakest_subject(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
+    """The question's least present subject: not retrieved before retrieved, then fewest passages, names
+    before common words.
+
+    A document's own name is the corpus's subject however its passages
+    word it; a period (a year, a quarter) and a common content word (kind
+    ``"word"``) count only when no passage has it: passages mention dates
+    in passing by nature, and a common word in a few passages is what
+    detail questions ask about.
+    """
+    candidates = [
+        e for e in evidence
+        if not e.in_document_names and (e.subject.kind not in ("period", "word") or e.n_passages == 0)
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda e: (e.retrieved, e.n_passages))
+
+
+def _absent_word(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
+    """The question's first common content word (kind ``"word"``) in no passage, if any."""
+    return next((e for e in evidence if e.subject.kind == "word" and e.n_passages == 0), None)
+
+
 def apply_overrides(
     is_outlier: np.ndarray,
     rows: Sequence[int],
@@ -408,6 +443,16 @@ class QuestionScreener:
        :func:`margin_cut` of the strictness. It reads that question and the
        chunks only, so it does not move with how many questions are
        off-topic.
+    6. **Absent subjects** (with the texts): a question is flagged too when
+       a subject it names (a name, acronym, quoted term or year;
+       :mod:`~coverage_core.stages.subjects`), or any other content word of
+       it ("Is the cougar a cephalopod?"), is in no passage (spelling
+       slips and derived words folded), or a named one is only in a
+       few passages none of which it retrieves
+       (:func:`~coverage_core.verdicts.is_absent_subject`), whatever its
+       support: "How did Intel's gross margin change?" against Apple's and
+       NVIDIA's reports. :meth:`explain` says which rule flagged a question
+       and :meth:`offtopic_score` gives the score a user reads.
 
     LocalOutlierFactor on the question embeddings (the method's literal
     recipe) is reported as ``lof_score_`` for information; no decision rests
@@ -461,6 +506,16 @@ class QuestionScreener:
     absent_words_ : list of list of str
         Each question's content words (stemmed) found in no chunk; empty
         lists without texts. Useful to explain a flag.
+    subject_evidence_ : list of list of SubjectEvidence
+        Step 6: each question's named subjects and their presence; empty
+        lists without texts.
+    subject_, subject_kind_, subject_passages_, subject_retrieved_ : ndarray of shape (n_questions,)
+        Each question's least present subject ("" and -1 when it names
+        none), its kind (:class:`~coverage_core.stages.subjects.Subject`;
+        ``"word"``: a common content word, counted only when in no passage),
+        the passages mentioning it, and whether one it retrieves does.
+    absent_subject_ : ndarray of shape (n_questions,), bool
+        Step 6's decision (never True without texts).
     lof_score_ : ndarray of shape (n_questions,)
         LocalOutlierFactor on question embeddings alone (about 1 = inlier,
         larger = more outlying); NaN with fewer than 2 questions.
@@ -520,6 +575,7 @@ class QuestionScreener:
         question_texts: Sequence[str] | None = None,
         chunk_texts: Sequence[str] | None = None,
         lexical: tuple[np.ndarray, np.ndarray, list[list[str]]] | None = None,
+        chunk_documents: Sequence[str] | None = None,
     ) -> "QuestionScreener":
         """Score and screen the questions.
 
@@ -545,6 +601,10 @@ class QuestionScreener:
             ``lexical_coverage(question_texts, chunk_texts)`` computed before
             for these same texts. It does not depend on the clustering, so
             a refit after re-clustering can skip its cost (most of the fit).
+        chunk_documents : sequence of str, length n_chunks, optional
+            The document of each chunk: a question naming a document (the
+            plan it is about) is not flagged for that name's absence from
+            the passages' text.
 
         Returns
         -------
@@ -559,6 +619,7 @@ class QuestionScreener:
         own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes)
         score = self._smooth_over_neighbours(Q, own, lexical_used, notes)
         self._prepare_decision(score, max_sim, notes)
+        self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C)
 
         self.outlier_score_ = score
         self.max_similarity_ = max_sim
@@ -665,6 +726,64 @@ class QuestionScreener:
         self.absent_words_ = absent
         return self._combine(own, 1.0 - coverage, notes)
 
+    def _check_subjects(self, question_texts, chunk_texts, chunk_documents, Q, C) -> None:
+        """Each question's named subjects and their presence in the passages (sets
+        ``subject_evidence_``, ``subject_``, ``subject_passages_``, ``subject_retrieved_`` and
+        ``absent_subject_``; see :func:`~coverage_core.stages.subjects.subject_presence`).
+
+        A passage naming the subject that the question reaches at the question support level counts
+        as retrieved too: "Was he a member of the Royal Superior Council on Public Instruction?" names
+        its subject in four passages, one of them about exactly that (it holds all the question's words),
+        yet a question that says "he" retrieves other people's passages first; "Microsoft", named as a
+        partner in five passages of Apple's reports, stays in passing for a question on its gross margin."""
+        n = len(self.lexical_coverage_)
+        self.subject_evidence_ = [[] for _ in range(n)]
+        self.subject_ = np.full(n, "", dtype=object)
+        self.subject_kind_ = np.full(n, "", dtype=object)
+        self.subject_passages_ = np.full(n, -1, dtype=np.int64)
+        self.subject_retrieved_ = np.zeros(n, dtype=bool)
+        words: list[SubjectEvidence | None] = [None] * n
+        if question_texts is not None and n:
+            # The passages the question retrieves by its gist; not the best chunk by words, which
+            # for a subject named in one passage is that passage whatever it says of it.
+            self.subject_evidence_ = subject_presence(
+                question_texts, chunk_texts, self.question_top_chunks_, document_names=chunk_documents or (),
+                content_words=True, reaches=self._reaches(Q, C),
+            )
+            for q, evidence in enumerate(self.subject_evidence_):
+                weakest = _weakest_subject([e for e in evidence if e.subject.kind != "word"])
+                words[q] = _absent_word(evidence)
+                if weakest is not None:
+                    self._show_subject(q, weakest)
+        self.absent_subject_ = verdicts.is_absent_subject(
+            self.subject_passages_, self.subject_retrieved_, absent_word=[w is not None for w in words],
+            support_margin=self.support_margin_)
+        named = verdicts.is_absent_subject(self.subject_passages_, self.subject_retrieved_)
+        for q in np.flatnonzero(self.absent_subject_ & ~named):  # flagged for the word alone: name it
+            self._show_subject(q, words[q])
+
+    def _reaches(self, Q, C):
+        """``reaches(q, passages)``: whether question ``q`` reaches one of ``passages``, by similarity at
+        the question support level or by words (the passage holding most of its distinctive words,
+        at least ``LEXICAL_CUT`` of them, is one of them); None without a support level."""
+        level = self.question_support_threshold
+        if level is None:
+            return None
+        by_words = np.where(np.nan_to_num(self.lexical_coverage_, nan=0.0) >= LEXICAL_CUT, self.lexical_chunk_, -1)
+
+        def reaches(q: int, passages: np.ndarray) -> bool:
+            if not len(passages):
+                return False
+            return by_words[q] in passages or float((C[passages] @ Q[q]).max()) >= level
+
+        return reaches
+
+    def _show_subject(self, q: int, evidence: SubjectEvidence) -> None:
+        self.subject_[q] = evidence.subject.text
+        self.subject_kind_[q] = evidence.subject.kind
+        self.subject_passages_[q] = evidence.n_passages
+        self.subject_retrieved_[q] = evidence.retrieved
+
     def _smooth_over_neighbours(self, Q, own, lexical_used, notes) -> np.ndarray:
         """Step 3: each score averaged with those of the most similar
         questions (sets ``lof_score_``, from the same neighbour search)."""
@@ -767,9 +886,76 @@ class QuestionScreener:
         is_outlier : ndarray of shape (n_questions,), bool
             Flags at a higher strictness are a superset of those at a lower one.
         """
+        return self._short_of_support(strictness) | self.absent_subject_
+
+    def _short_of_support(self, strictness: float) -> np.ndarray:
+        """The support decision alone (steps 4 or 5), without the absent subjects."""
         check_strictness(strictness)
         if self.support_margin_ is not None:
             return verdicts.is_off_topic(self.support_margin_, margin_cut(strictness))
         # Without τ (library use only: every product path calibrates) questions are ranked against each
         # other, which no verdict may do: a fallback, not a decision the product shows.
         return self.outlier_score_ > self._threshold(strictness)
+
+    def offtopic_score(self, strictness: float) -> np.ndarray:
+        """The off-topic score a user reads: > 0 exactly for the questions :meth:`decide` flags.
+
+        With the support level, the shortfall below the cut in units of
+        evidence, ``margin_cut(strictness) - support_margin``; without it, the
+        robust z-score's excess over its cut, ``(outlier_score - threshold) /
+        scale`` (NaN when no decision is possible). A question flagged for an
+        absent subject scores at least ``ABSENT_SUBJECT_SCORE``.
+        """
+        check_strictness(strictness)
+        if self.support_margin_ is not None:
+            score = margin_cut(strictness) - np.asarray(self.support_margin_, dtype=np.float64)
+        elif np.isfinite(self._threshold(strictness)):
+            score = (self.outlier_score_ - self._threshold(strictness)) / self.scale_
+        else:
+            score = np.full(self.n_questions_, np.nan)
+        return np.where(self.absent_subject_, np.fmax(score, ABSENT_SUBJECT_SCORE), score)
+
+    def explain(self, strictness: float) -> tuple[np.ndarray, list[str]]:
+        """Why each question is or is not off-topic at ``strictness``: a code of
+        :data:`OFFTOPIC_REASONS` ("" when on-topic) and one plain sentence
+        with the numbers behind it ("" when on-topic).
+
+        An absent named subject is named first (the most specific reason); then a
+        question whose closest passage is below the support level is
+        ``"no_support"``, and one with a passage within reach whose words no
+        passage holds together ``"missing_words"``; a question flagged only
+        for a common word in no passage ("cougar") is ``"absent_subject"``.
+        """
+        short = self._short_of_support(strictness)
+        codes = np.full(self.n_questions_, "", dtype=object)
+        details = [""] * self.n_questions_
+        tau = self.question_support_threshold
+        for q in np.flatnonzero(short | self.absent_subject_):
+            if self.absent_subject_[q] and (self.subject_kind_[q] != "word" or not short[q]):
+                codes[q], details[q] = "absent_subject", self._subject_sentence(q)
+            elif tau is not None and self.max_similarity_[q] >= tau:
+                codes[q], details[q] = "missing_words", self._words_sentence(q)
+            else:
+                codes[q], details[q] = "no_support", self._support_sentence(q, strictness)
+        return codes, details
+
+    def _subject_sentence(self, q: int) -> str:
+        subject, n = self.subject_[q], int(self.subject_passages_[q])
+        if n == 0:
+            return f"Asks about {subject}, which the documents never mention."
+        passages = "passage" if n == 1 else "passages"
+        return (f"Asks about {subject}, which the documents mention only in passing ({n} {passages}, "
+                "none of those closest to the question).")
+
+    def _words_sentence(self, q: int) -> str:
+        absent = self.absent_words_[q]
+        missing = f"; {', '.join(absent[:3])} in none" if absent else ""
+        return (f"No passage holds its distinctive words together (at most {self.lexical_coverage_[q]:.0%} of "
+                f"them{missing}), although its closest passage has similarity {self.max_similarity_[q]:.2f}.")
+
+    def _support_sentence(self, q: int, strictness: float) -> str:
+        if self.question_support_threshold is None:
+            return (f"Its support from the documents is weaker than that of almost every other question "
+                    f"(closest passage: similarity {self.max_similarity_[q]:.2f}).")
+        return (f"Its closest passage has similarity {self.max_similarity_[q]:.2f}, below the support level "
+                f"{self.question_support_threshold:.2f}.")

@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_INDEX_DEPTH",
     "NearestQuestions",
     "nearest_questions",
+    "question_top_chunks",
     "scan_similarities",
     "SimilarityScan",
 ]
@@ -206,6 +207,30 @@ def best_matches(
         found["col_sim"], found["col_idx"], found["row_sim"], found["row_idx"], found.get("col_support"),
         found.get("col_top_idx"), found.get("col_top_sim"),
     )
+
+
+def question_top_chunks(
+    chunk_vectors, question_vectors, k: int, *, block_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's ``k`` most similar chunks, most similar first (ties: lower chunk index first).
+
+    The same ranking as :attr:`BestMatches.top_chunks` (the screener keeps
+    ``TOP_CHUNKS_KEPT`` of them), for a ``k`` beyond what it kept or
+    questions it did not see; one blockwise pass (:class:`RunningTopK`).
+
+    Returns
+    -------
+    indices : ndarray of shape (m, min(k, n)), int
+    similarities : ndarray of shape (m, min(k, n)), float32
+    """
+    check_scalar(k, "k", int, min_val=1, hint="it is the number of passages retrieved per question")
+    chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"), copy=False)
+    questions = check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
+    width = min(int(k), chunks.shape[0])
+    if questions.shape[0] == 0:
+        return np.zeros((0, width), dtype=np.intp), np.zeros((0, width), dtype=np.float32)
+    found = scan_blocks(chunks, unit_rows(questions, copy=False), block_size, col_top=width)
+    return found["col_top_idx"], found["col_top_sim"]
 
 
 def _best_of(chunks: np.ndarray, rows: np.ndarray, questions: np.ndarray, columns: np.ndarray):

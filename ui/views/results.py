@@ -5,34 +5,61 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from coverage_core.outputs.plots import documents_by_urgency, topics_by_urgency
+from coverage_core.outputs.report import offtopic_reason_words
 from coverage_core.results import Analysis
+
+CLUSTER_COLUMNS = ("topic", "tested_share", "is_gap", "n_tested", "size", "n_questions", "cluster", "example passage")
+"""The topic table's shown columns, in order: the verdict (tested share, gap) right after the topic's name,
+so that it is visible at 1280 px without scrolling; the other columns are in the CSV download."""
 
 
 def cluster_table(analysis: Analysis) -> pd.DataFrame:
-    frame = analysis.clusters.drop(columns=["representative_chunks"]).copy()
-    if "label" in frame:  # the topic's name right after its number
-        frame.insert(1, "topic", frame.pop("label"))
-    frame["example passage"] = [chunks[0] if len(chunks) else "" for chunks in analysis.clusters["representative_chunks"]]
-    return frame
+    """The clusters, most urgent first (as the per-topic chart), the :data:`CLUSTER_COLUMNS` first."""
+    ordered = topics_by_urgency(analysis.clusters, analysis.config.gaps)
+    frame = ordered.drop(columns=["representative_chunks"])
+    if "label" in frame:
+        frame = frame.rename(columns={"label": "topic"})
+    frame["example passage"] = [chunks[0] if len(chunks) else "" for chunks in ordered["representative_chunks"]]
+    first = cluster_columns(frame)
+    return frame[first + [column for column in frame if column not in first]]
+
+
+def cluster_columns(table: pd.DataFrame) -> list[str]:
+    """The :data:`CLUSTER_COLUMNS` ``table`` has, in order; before topics are labelled the number names them."""
+    shown = [column for column in CLUSTER_COLUMNS if column in table]
+    if "topic" not in table and "cluster" in shown:
+        shown.insert(0, shown.pop(shown.index("cluster")))
+    return shown
+
+
+DOCUMENT_COLUMNS = ("document", "verdict", "n_questions", "n_tested", "n_chunks", "tested_share", "coverage",
+                    "is_untested", "is_undertested", "is_low")
+"""The document table's columns, in order: the verdict in words right after the name."""
 
 
 def document_table(analysis: Analysis) -> pd.DataFrame:
-    frame = analysis.documents.copy()
-    untested = frame["is_untested"] if "is_untested" in frame else np.zeros(len(frame), dtype=bool)
-    frame["flag"] = np.where(untested, "untested", np.where(frame["is_low"], "covered far less than the others", ""))
-    return frame.sort_values(["coverage", "document"]).reset_index(drop=True)
+    """Every document, untested first, then under-tested, then the rest; least tested first within each."""
+    frame = documents_by_urgency(analysis.documents)
+    frame["verdict"] = np.select(
+        [frame["is_untested"], frame["is_undertested"], frame["is_low"]],
+        ["untested", "under-tested", "covered far less than the others"], default="",
+    )
+    return frame[[c for c in DOCUMENT_COLUMNS if c in frame]]
 
 
 def off_topic_table(analysis: Analysis, overrides) -> pd.DataFrame:
-    """Every question with its off-topic score, decision, any override and its support (best similarity
-    to any chunk), highest score first."""
+    """Every question with its off-topic score (above 0 exactly when flagged), decision, reason in words and
+    the numbers behind it, any override and its support (best similarity to any chunk), highest score first."""
     table = analysis.question_table
     frame = pd.DataFrame(
         {
             "row": table["row"].astype(int),
             "question": table["text"],
-            "outlier score": table["outlier_score"].astype(float),
+            "off-topic score": table["offtopic_score"].astype(float),
             "off-topic": table["is_outlier"].astype(bool),
+            "reason": [offtopic_reason_words(reason) for reason in table["offtopic_reason"]],
+            "detail": table["offtopic_detail"].astype(str),
             "override": [
                 "included by you" if int(r) in overrides.include else "excluded by you" if int(r) in overrides.exclude else ""
                 for r in table["row"]
@@ -41,7 +68,7 @@ def off_topic_table(analysis: Analysis, overrides) -> pd.DataFrame:
             "best similarity": table["max_similarity"].astype(float),
         }
     )
-    return frame.sort_values(["outlier score", "row"], ascending=[False, True]).reset_index(drop=True)
+    return frame.sort_values(["off-topic score", "row"], ascending=[False, True]).reset_index(drop=True)
 
 
 def duplicate_table(analysis: Analysis) -> pd.DataFrame:

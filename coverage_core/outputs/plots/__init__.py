@@ -1,10 +1,13 @@
 """Plotly figures of an analysis. Builders take data and return a ``go.Figure``.
 
-One module per family: :mod:`~coverage_core.outputs.plots.coverage` (coverage
-per topic and document, the 2-D map), :mod:`~coverage_core.outputs.plots.fitness`
-(knowledge-base fitness and answerability), :mod:`~coverage_core.outputs.plots.checks`
+One module per family: :mod:`~coverage_core.outputs.plots.coverage` (the
+verdict and coverage per topic and document, the 2-D map),
+:mod:`~coverage_core.outputs.plots.fitness` (knowledge-base fitness and
+answerability), :mod:`~coverage_core.outputs.plots.checks`
 (chunking comparison, traffic), on the shared look of
 :mod:`~coverage_core.outputs.plots.style`; every builder is importable from here.
+:mod:`~coverage_core.outputs.plots.urgency` holds the one order, most urgent
+first, in which the charts and the topic tables list topics and documents.
 
 Nothing here displays anything: the dashboard passes the figures to
 ``st.plotly_chart`` and the HTML report embeds them. The builders take plain
@@ -30,7 +33,8 @@ Every figure must read at 1280 px wide and in a half-width column
   when a label exists;
 * colour encodes the verdict the same way everywhere: problems (gap,
   untested, not supported, not answerable, off-topic) are the warm
-  :data:`PROBLEM_COLOUR`, healthy values the neutral :data:`OK_COLOUR`;
+  :data:`PROBLEM_COLOUR` (a milder one, under-tested, the lighter
+  :data:`UNDERTESTED_COLOUR`), healthy values the neutral :data:`OK_COLOUR`;
   cluster colours on the maps never use red or orange.
 """
 
@@ -42,8 +46,10 @@ from coverage_core.outputs.plots.coverage import (
     cluster_coverage_bar,
     coverage_map,
     document_coverage_bar,
+    document_verdict_bar,
     map_frames,
     metric_comparison_bar,
+    topic_verdict_bar,
 )
 from coverage_core.outputs.plots.fitness import (
     answerability_box,
@@ -59,9 +65,18 @@ from coverage_core.outputs.plots.style import (
     OK_COLOUR,
     PROBLEM_COLOUR,
     TITLE_MAX_CHARS,
+    UNDERTESTED_COLOUR,
     cluster_colour,
     hover_text,
     legend_name,
+)
+from coverage_core.outputs.plots.urgency import (
+    document_cut,
+    document_verdicts,
+    documents_by_urgency,
+    gap_measure,
+    topic_gaps,
+    topics_by_urgency,
 )
 
 __all__ = [
@@ -71,6 +86,7 @@ __all__ = [
     "OK_COLOUR",
     "PROBLEM_COLOUR",
     "TITLE_MAX_CHARS",
+    "UNDERTESTED_COLOUR",
     "answerability_box",
     "before_after_clusters",
     "chunking_comparison_chart",
@@ -79,6 +95,11 @@ __all__ = [
     "coverage_map",
     "dimension_sweep_chart",
     "document_coverage_bar",
+    "document_cut",
+    "document_verdict_bar",
+    "document_verdicts",
+    "documents_by_urgency",
+    "gap_measure",
     "hover_text",
     "legend_name",
     "map_frames",
@@ -86,6 +107,9 @@ __all__ = [
     "metric_comparison_bar",
     "similarity_polar",
     "similarity_ranked",
+    "topic_gaps",
+    "topic_verdict_bar",
+    "topics_by_urgency",
     "traffic_topics",
     "traffic_weekly",
 ]

@@ -14,11 +14,14 @@ from coverage_core.outputs.plots.style import (
     CHUNK_MARKER,
     COVERED_COLOUR,
     GAP_COLOUR,
+    LEGEND_MAX_CHARS,
     LOW_COLOUR,
     METRIC_LABELS,
     NEUTRAL_LINE,
     OUTLIER_COLOUR,
     QUESTION_COLOUR,
+    UNDERTESTED_COLOUR,
+    UNTESTED_COLOUR,
     category_axis,
     cluster_colour,
     hover_data,
@@ -28,6 +31,16 @@ from coverage_core.outputs.plots.style import (
     question_trace,
     shorten_label,
     topic_names,
+)
+from coverage_core.outputs.plots.urgency import (
+    UNDERTESTED,
+    UNTESTED,
+    document_cut,
+    document_verdicts,
+    documents_by_urgency,
+    gap_measure,
+    topic_gaps,
+    topics_by_urgency,
 )
 from coverage_core.stages.topics import display_names
 from coverage_core.suggest.gaps import GapConfig
@@ -108,6 +121,125 @@ def document_coverage_bar(documents: pd.DataFrame) -> go.Figure:
     return layout(
         fig, "Coverage per document", "Orange: untested or possibly misaligned.",
         legend=None, height=max(260, 28 * len(frame) + 120),
+    )
+
+
+# Height of one bar row of the verdict charts, and room for the title and axis.
+ROW_PX = 26
+BASE_PX = 150
+
+
+def _verdict_bar(
+    names: Sequence[object], values, colours: Sequence[str], customdata: np.ndarray, hovertemplate: str,
+    cut: float, cut_text: str, share: bool, limit: int,
+) -> go.Figure:
+    """Horizontal bars, the first row on top, with a dashed vertical line at ``cut`` labelled ``cut_text``.
+
+    A blank row above the first bar holds the line's label, so it never
+    covers a bar. ``share``: the values are shares, drawn 0-100%.
+    """
+    y, axis = category_axis(names, limit)
+    fig = go.Figure(
+        go.Bar(
+            x=np.nan_to_num(np.asarray(values, dtype=np.float64)),
+            y=y,
+            orientation="h",
+            marker={"color": list(colours)},
+            customdata=customdata,
+            hovertemplate=hovertemplate,
+        )
+    )
+    fig.add_vline(
+        x=cut, line={"dash": "dash", "color": NEUTRAL_LINE},
+        annotation_text=cut_text, annotation_position="top right",
+    )
+    fig.update_yaxes(title="", range=[len(y) - 0.5, -1.5], **axis)
+    if share:
+        fig.update_xaxes(range=[0, 1.02], tickformat=".0%")
+    return fig
+
+
+def topic_verdict_bar(clusters: pd.DataFrame, gaps: GapConfig | None = None) -> go.Figure:
+    """Tested share per topic, most urgent on top, gaps in the warm colour, the gap cut as a dashed line.
+
+    ``clusters`` has the columns of ``Analysis.clusters``: ``cluster``,
+    ``size``, ``coverage``, ``n_tested``, ``tested_share`` (``is_gap``,
+    ``n_questions`` and ``label`` optional). The bars draw what the gap
+    verdict reads (:func:`~coverage_core.outputs.plots.urgency.gap_measure`:
+    the tested share, or the coverage score under rule ``"coverage"``) and
+    the line sits at its cut; rows follow
+    :func:`~coverage_core.outputs.plots.urgency.topics_by_urgency`. Topics are
+    named by label, shortened on the axis, whole in the hover, which also
+    gives the passages tested of the topic's total.
+    """
+    gaps = gaps or GapConfig()
+    frame = topics_by_urgency(clusters, gaps)
+    column, cut = gap_measure(gaps)
+    share = column == "tested_share"
+    is_gap = topic_gaps(frame, gaps)
+    names = display_names(frame["cluster"], frame["label"] if "label" in frame else None)
+    questions = frame["n_questions"] if "n_questions" in frame else pd.Series([""] * len(frame))
+    customdata = np.column_stack([
+        frame["n_tested"].astype(int), frame["size"].astype(int), questions, np.where(is_gap, "gap", ""),
+    ]).reshape(len(frame), 4)
+    measure = "tested share %{x:.0%}" if share else "coverage %{x:.3f}"
+    fig = _verdict_bar(
+        names, frame[column], [GAP_COLOUR if g else COVERED_COLOUR for g in is_gap], customdata,
+        "%{y}<br>%{customdata[0]} of %{customdata[1]} passages tested<br>" + measure
+        + "<br>%{customdata[2]} questions near it<br><b>%{customdata[3]}</b><extra></extra>",
+        cut, f"gap below {cut:.0%}" if share else f"gap below {cut:.2f}", share, LEGEND_MAX_CHARS,
+    )
+    fig.update_xaxes(title="share of the topic's passages tested" if share else "coverage (relative)")
+    cut_words = f"fewer than {cut:.0%} of its passages tested" if share else f"coverage below {cut:.2f}"
+    return layout(
+        fig, "Tested share per topic" if share else "Coverage per topic",
+        f"Most urgent first. Orange: gap ({cut_words}).",
+        legend=None, height=max(280, ROW_PX * len(frame) + BASE_PX),
+    )
+
+
+def document_verdict_bar(documents: pd.DataFrame, cut: float | None = None) -> go.Figure:
+    """Tested share per document, most urgent on top, coloured by verdict, the cut as a dashed line.
+
+    ``documents`` has the columns of ``Analysis.documents``: ``document``,
+    ``n_chunks``, ``n_tested``, ``tested_share``, ``is_untested``
+    (``is_undertested`` and ``n_questions`` optional). Untested documents
+    are in the warm colour, under-tested ones in a lighter warm colour
+    (:func:`~coverage_core.outputs.plots.urgency.document_verdicts`); rows
+    follow :func:`~coverage_core.outputs.plots.urgency.documents_by_urgency`.
+    ``cut`` (default :func:`~coverage_core.outputs.plots.urgency.document_cut`)
+    is where the line is drawn. The hover gives the passages tested of the
+    document's total.
+    """
+    cut = document_cut() if cut is None else float(cut)
+    frame = documents_by_urgency(documents)
+    verdict = document_verdicts(frame)
+    split = "is_undertested" in frame  # untested (no question targets it) told apart from under-tested
+    colours = [
+        UNTESTED_COLOUR if v == UNTESTED else UNDERTESTED_COLOUR if v == UNDERTESTED else COVERED_COLOUR
+        for v in verdict
+    ]
+    questions = (
+        [f"{int(n)} questions target it" for n in frame["n_questions"]]
+        if "n_questions" in frame else [""] * len(frame)
+    )
+    customdata = np.column_stack([
+        frame["n_tested"].astype(int), frame["n_chunks"].astype(int), questions, verdict,
+    ]).reshape(len(frame), 4)
+    fig = _verdict_bar(
+        frame["document"], frame["tested_share"], colours, customdata,
+        "%{y}<br>%{customdata[0]} of %{customdata[1]} passages tested (%{x:.0%})"
+        "<br>%{customdata[2]}<br><b>%{customdata[3]}</b><extra></extra>",
+        cut, f"{UNDERTESTED if split else UNTESTED} below {cut:.0%}", True, 40,
+    )
+    fig.update_xaxes(title="share of the document's passages tested")
+    subtitle = (
+        f"Most urgent first. Orange: untested (no question targets it); light orange: under-tested "
+        f"(fewer than {cut:.0%} of its passages tested)."
+        if split else f"Most urgent first. Orange: untested (fewer than {cut:.0%} of its passages tested)."
+    )
+    return layout(
+        fig, "Tested share per document", subtitle, legend=None, height=max(280, ROW_PX * len(frame) + BASE_PX),
     )
 
 

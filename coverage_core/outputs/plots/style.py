@@ -21,7 +21,9 @@ from coverage_core.stages.topics import display_names
 # what needs attention, the neutral one what is fine.
 PROBLEM_COLOUR = "#e6550d"  # gap, untested, not supported, not answerable, off-topic
 OK_COLOUR = "#4c78a8"  # covered, supported, answerable
-GAP_COLOUR = LOW_COLOUR = PROBLEM_COLOUR
+GAP_COLOUR = LOW_COLOUR = UNTESTED_COLOUR = PROBLEM_COLOUR
+# A milder problem: a document some questions target, but too few of its passages.
+UNDERTESTED_COLOUR = "#fdae6b"
 COVERED_COLOUR = OK_COLOUR
 OUTLIER_COLOUR = PROBLEM_COLOUR
 QUESTION_COLOUR = "#111111"

@@ -1,0 +1,386 @@
+"""The named subjects of a question, and whether the documents ever make them their subject.
+
+A question can sit squarely in the documents' domain and vocabulary and still
+ask about something they never discuss: "How did Intel's gross margin
+change?" against Apple's and NVIDIA's quarterly reports. Its embedding is
+close to the reports' passages and all its words but one occur together in
+a chunk, so neither kind of support evidence notices; only its *subject* is
+absent. :func:`question_subjects` names what a question asks about (names,
+acronyms, quoted terms, years and quarters) by rules on the written text, no
+model; :func:`subject_presence` counts the passages mentioning each, through
+the lexical stage's word index (:mod:`coverage_core.stages.lexical`), and
+whether a passage the question retrieves mentions it; asked to, it also
+lists the question's other content words ("cougar" in "Is the cougar a
+cephalopod?"), which no rule on capitals finds. The verdict on that
+evidence is :func:`coverage_core.verdicts.is_absent_subject`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from coverage_core.stages.lexical import (
+    MIN_FIXABLE_LENGTH,
+    MIN_WORD_LENGTH,
+    STOP_WORDS,
+    chunks_holding,
+    edit_stems,
+    normalize_word,
+    words_of,
+)
+from coverage_core.verdicts import FEW_MENTIONS
+
+__all__ = ["Subject", "SubjectEvidence", "question_subjects", "subject_presence"]
+
+# Lower-case words that may join the capitalised words of one name ("Bank of
+# America", "Leonardo da Vinci"); "and" may not: it joins two names.
+NAME_CONNECTORS = frozenset("of de da di del der van von la le du the y".split())
+# Capitalised words that name no subject of their own: calendar words (a
+# question "in March" asks about something else), honorifics and company
+# suffixes (the name before them is the subject), and the words questions
+# use for the source itself.
+GENERIC_CAPITALISED = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "mr mrs ms dr prof st sir saint inc ltd llc plc corp co company corporation group "
+    "english according regarding please name list give compare describe explain summarize summarise "
+    "tell define identify".split()
+    # Era markers: "2nd century BC" asks about the century, not about a "BC".
+    + "bc ad bce ce".split()
+)
+# Name words shorter than this are ignored ("A", initials); acronyms of two
+# letters ("AI", "EU") count.
+MIN_NAME_LENGTH = 2
+# A name word found in no passage counts as the corpus word one typing slip
+# away when it has at least this many letters and keeps its first letter
+# ("Avagadro" -> "Avogadro", "Collge" -> "College"); shorter names have too
+# many neighbours ("Intel" is one letter from "inter").
+MIN_FIXABLE_NAME = 6
+# Content words not part of a name (``subject_presence(content_words=True)``)
+# are spelling-fixed from this many letters of their stem, like the lexical
+# stage's words (see coverage_core.stages.lexical.MIN_FIXABLE_LENGTH), with no
+# first-letter condition.
+MIN_FIXABLE_WORD = MIN_FIXABLE_LENGTH
+# ... or as the corpus word it is derived from ("Anglicanism" -> "Anglican").
+DERIVED_ENDINGS = ("ism", "ist", "ian", "ern", "ese", "ish", "ic")
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?;:])\s+|\n+")
+_TOKEN = re.compile(r"[^\W_](?:[\w&\-.]*[^\W_])?(?:['\u2019]s\b|(?<=s)['\u2019](?!\w))?", re.UNICODE)
+_QUOTED = re.compile(r"\"([^\"]{2,80})\"|\u201c([^\u201d]{2,80})\u201d|(?<!\w)'([^']{2,80})'(?!\w)")
+_YEAR = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)s?\b")
+_QUARTER = re.compile(r"\b(?:Q[1-4]|H[12]|FY) ?'?(?:\d{4}|\d{2})\b")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One named subject of a question.
+
+    ``text`` as the question writes it (possessive dropped: "Intel's" ->
+    "Intel"); ``kind`` one of ``"name"``, ``"acronym"``, ``"quoted"``,
+    ``"period"``, or ``"word"`` (any other content word, lower-cased, from
+    ``subject_presence(content_words=True)``); ``stems`` its words as the word index reads them
+    (lower-cased, stemmed by :func:`~coverage_core.stages.lexical.normalize_word`).
+    """
+
+    text: str
+    kind: str
+    stems: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class SubjectEvidence:
+    """How present one subject is in the corpus.
+
+    ``n_passages``: passages mentioning it (for a name of several words, the
+    most any one of its words is in: "Pablo Picasso" is as present as
+    "Picasso", and a typo in one word ("San Franscico") loses nothing; 0
+    only when none of its words is in any passage, "Intel
+    Corporation", as "Corporation" is no name). ``retrieved``: one of the passages the question retrieves
+    mentions it. ``in_document_names``: every word of it is in a document's
+    name (a question naming the plan document it is about).
+    """
+
+    subject: Subject
+    n_passages: int
+    retrieved: bool
+    in_document_names: bool = False
+
+
+def _is_capitalised(token: str) -> bool:
+    return token[:1].isupper()
+
+
+def _is_acronym(token: str) -> bool:
+    """Two or more capitals and nothing else but dots or ampersands ("AMD", "U.S.", "AT&T"; not "US0")."""
+    letters = [c for c in token if c.isalpha()]
+    return (len(token) >= MIN_NAME_LENGTH and sum(c.isupper() for c in letters) >= 2
+            and all(c.isupper() or c in ".&" for c in token))
+
+
+def _bare(token: str) -> tuple[str, bool]:
+    """The token without a possessive ending, and whether it had one."""
+    for ending in ("'s", "\u2019s"):
+        if token.endswith(ending):
+            return token[: -len(ending)], True
+    if token.endswith(("'", "\u2019")):
+        return token[:-1], True
+    return token, False
+
+
+def _stems(text: str) -> tuple[bytes, ...]:
+    """Distinct stems of the words of ``text`` a name is recognised by (not stop words, not too short)."""
+    kept = (
+        normalize_word(w) for w in words_of(text)
+        if len(w) >= MIN_NAME_LENGTH and w not in STOP_WORDS and w.decode("utf-8", "replace") not in NAME_CONNECTORS
+    )
+    return tuple(dict.fromkeys(kept))
+
+
+def _generic(word: str) -> bool:
+    lower = word.lower()
+    return lower in GENERIC_CAPITALISED or lower.encode("utf-8", "replace") in STOP_WORDS
+
+
+def _names_in_sentence(sentence: str) -> list[tuple[str, str]]:
+    """(text, kind) of the names and acronyms of one sentence.
+
+    Runs of capitalised words, joined by :data:`NAME_CONNECTORS`, are one
+    name; a possessive ends it. The sentence's first word starts a name only
+    when it is not a stop, question or generic word and the name is clearly
+    one: an acronym, a possessive ("Intel's margin …") or several
+    capitalised words ("Abraham Lincoln was …"); otherwise a capital there
+    says nothing.
+    """
+    tokens = [m.group(0) for m in _TOKEN.finditer(sentence)]
+    found: list[tuple[str, str]] = []
+    run: list[tuple[str, bool]] = []  # (word, is sentence start)
+
+    def close(possessive: bool = False) -> None:
+        while run and run[-1][0].lower() in NAME_CONNECTORS:
+            run.pop()
+        words = [w for w, _ in run]
+        while words and _generic(words[0]):
+            words.pop(0)
+        while words and _generic(words[-1]):
+            words.pop()
+        starts_sentence = bool(run) and run[0][1] and len(words) == len(run)
+        run.clear()
+        if not words:
+            return
+        if len(words) == 1 and _is_acronym(words[0]):
+            found.append((words[0], "acronym"))
+            return
+        if starts_sentence and len(words) == 1 and not possessive:
+            return
+        found.append((" ".join(words), "name"))
+
+    for position, token in enumerate(tokens):
+        word, possessive = _bare(token)
+        lower = word.lower()
+        if run and lower in NAME_CONNECTORS and not _is_capitalised(word):
+            run.append((word, False))
+            continue
+        name_like = (_is_capitalised(word) or _is_acronym(word)) and not any(c.isdigit() for c in word)
+        if not name_like or (not run and _generic(word) and not _is_acronym(word)):
+            close()
+            continue
+        if _generic(word) and not _is_acronym(word):  # "Is", "The" inside a Title Cased question
+            close()
+            continue
+        run.append((word, position == 0))
+        if possessive:
+            close(possessive=True)
+    close()
+    return found
+
+
+def question_subjects(text: str) -> list[Subject]:
+    """The named subjects of one question, in order of first mention, each once.
+
+    * names: capitalised words not at a sentence's start (there only when
+      clearly a name, see :func:`_names_in_sentence`), several joined into
+      one ("Abraham Lincoln", "Bank of America"), possessives folded
+      ("Intel's" -> "Intel"); calendar words, honorifics and stop words are
+      not names;
+    * acronyms: two or more capitals ("AMD", "GPU");
+    * quoted terms: text in double quotes, or in single quotes that are not
+      apostrophes;
+    * periods: years ("1887", "1990s") and quarters ("Q3 2023", "FY24").
+
+    Rules on the written text, no model: a name written in lower case is not
+    found, and a capitalised common word may be (it is then present in the
+    corpus, which is all that is asked of it).
+    """
+    if not isinstance(text, str) or not text.strip():
+        return []
+    found: list[tuple[str, str]] = []
+    for match in _QUOTED.finditer(text):
+        quoted = next(g for g in match.groups() if g is not None).strip()
+        if quoted:
+            found.append((quoted, "quoted"))
+    for match in _QUARTER.finditer(text):
+        found.append((match.group(0), "period"))
+    for match in _YEAR.finditer(text):
+        found.append((match.group(0), "period"))
+    unquoted = _QUOTED.sub(" , ", text)
+    for sentence in _SENTENCE_BREAK.split(unquoted):
+        found.extend(_names_in_sentence(sentence.strip(" \t\"'\u201c\u201d([{-")))
+    subjects: dict[tuple[bytes, ...], Subject] = {}
+    covered: set[bytes] = set()
+    for subject_text, kind in found:
+        stems = _stems(subject_text)
+        # A year already inside a quarter, or a name inside a quoted term, is not a subject of its own.
+        if not stems or stems in subjects or (kind in ("period", "name", "acronym") and set(stems) <= covered):
+            continue
+        subjects[stems] = Subject(subject_text, kind, stems)
+        covered.update(stems)
+    return list(subjects.values())
+
+
+def _name_stems(names: Sequence[str]) -> set[bytes]:
+    """Stems of the words of document names ("Northwind_Standard_Benefits.pdf"), camel case split."""
+    stems: set[bytes] = set()
+    for name in names:
+        spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", str(name).replace("_", " "))
+        stems.update(_stems(spaced))
+    return stems
+
+
+def _fixes(absent: dict[bytes, int], holding: dict[bytes, np.ndarray], chunk_texts,
+           words: frozenset[bytes] = frozenset()) -> dict[bytes, bytes]:
+    """Absent name stems (-> the length of the longest word written for them) -> the most frequent
+    corpus stem one edit away with the same first letter, or the stem without a :data:`DERIVED_ENDINGS`
+    (words of at least :data:`MIN_FIXABLE_NAME` letters only). Stems in ``words`` (content words, not
+    names) are fixed as the lexical stage fixes them: a stem of at least :data:`MIN_FIXABLE_WORD`
+    letters, any first letter."""
+    edits = {}
+    for t, written in absent.items():
+        if not t.isalpha():
+            continue
+        if t in words and len(t) >= MIN_FIXABLE_WORD:
+            edits[t] = set(edit_stems(t))
+        elif written >= MIN_FIXABLE_NAME:
+            edits[t] = {v for v in edit_stems(t) if v[:1] == t[:1]}
+        else:
+            continue
+        edits[t].update(normalize_word(t[: -len(e)]) for e in _DERIVED if t.endswith(e) and len(t) - len(e) >= 5)
+    wanted = {v for vs in edits.values() for v in vs if v not in holding}
+    holding.update(chunks_holding(chunk_texts, wanted) if wanted else {})
+    fixes = {}
+    for stem, candidates in edits.items():
+        found = [(len(holding[v]), v) for v in candidates if len(holding[v])]
+        if found:
+            fixes[stem] = max(found)[1]
+    return fixes
+
+
+_DERIVED = tuple(e.encode("ascii") for e in DERIVED_ENDINGS)
+
+
+def _written_lengths(subjects: list[list[Subject]]) -> dict[bytes, int]:
+    """Each subject stem -> the length of the longest word of the questions' subject texts it stems from."""
+    lengths: dict[bytes, int] = {}
+    for subs in subjects:
+        for sub in subs:
+            for word in words_of(sub.text):
+                stem = normalize_word(word)
+                lengths[stem] = max(lengths.get(stem, 0), len(word))
+    return lengths
+
+
+def _postings(stem: bytes, holding: dict[bytes, np.ndarray], fixes: dict[bytes, bytes], top: np.ndarray) -> np.ndarray:
+    """The passages holding ``stem``; for a stem in none, those holding its fix when one of the passages the
+    question retrieves holds it: a question that misspells a corpus word asks about what that word's
+    passages say and reaches them, while "Koala's genome" is no typo of Kuala Lumpur."""
+    fix = fixes.get(stem)
+    if fix is None or not np.isin(top, holding[fix]).any():
+        return holding[stem]
+    return holding[fix]
+
+
+def _content_words(text: str, subjects: list[Subject]) -> list[Subject]:
+    """The question's content words (as the lexical stage reads them: not stop or question words, at
+    least ``MIN_WORD_LENGTH`` letters, letters only) not already part of one of its ``subjects``, each
+    a :class:`Subject` of kind ``"word"``."""
+    taken = {t for sub in subjects for t in sub.stems}
+    found: list[Subject] = []
+    for word in words_of(text):
+        if len(word) < MIN_WORD_LENGTH or word in STOP_WORDS or not word.isalpha():
+            continue
+        stem = normalize_word(word)
+        if stem not in taken:
+            taken.add(stem)
+            found.append(Subject(word.decode("utf-8", "replace"), "word", (stem,)))
+    return found
+
+
+def subject_presence(
+    question_texts: Sequence[str],
+    chunk_texts: Sequence[str],
+    retrieved_chunks,
+    *,
+    document_names: Sequence[str] = (),
+    content_words: bool = False,
+    reaches=None,
+) -> list[list[SubjectEvidence]]:
+    """Each question's subjects (:func:`question_subjects`) and how present each is in the corpus.
+
+    A passage mentions a word when one of its words has the same stem
+    (case-insensitive, at word boundaries, plurals and possessives folded;
+    the lexical stage's word index, one pass over the texts). A name word
+    found in no passage counts as the corpus word one typing slip away (see
+    :data:`MIN_FIXABLE_NAME`).
+
+    Parameters
+    ----------
+    question_texts : sequence of str
+    chunk_texts : sequence of str
+    retrieved_chunks : array-like of shape (n_questions, k), int
+        The passages each question retrieves (the screener's most similar
+        chunks); -1 entries are ignored.
+    document_names : sequence of str
+        Names of the documents; a subject all of whose words are in one
+        of them is the corpus's own (``in_document_names``).
+    content_words : bool
+        Also list the question's other content words, lower-cased, as
+        subjects of kind ``"word"`` (after its named subjects): the thing a
+        question asks about is often a common noun ("Is the cougar a
+        cephalopod?"), which no rule on capitals finds. Spelling-fixed as
+        the lexical stage fixes words (:data:`MIN_FIXABLE_WORD`), or
+        folded to the word they derive from.
+    reaches : callable ``(question index, passage indices) -> bool``, optional
+        Whether the question reaches one of these passages by similarity;
+        asked only of a subject named in at most :data:`FEW_PASSAGES`
+        passages (``verdicts.FEW_MENTIONS``), none of them retrieved. True counts as retrieved.
+
+    Returns
+    -------
+    evidence : list (per question) of list of :class:`SubjectEvidence`
+    """
+    subjects = [question_subjects(t) for t in question_texts]
+    if content_words:
+        subjects = [subs + _content_words(t, subs) for t, subs in zip(question_texts, subjects)]
+    wanted = list(dict.fromkeys(s for subs in subjects for sub in subs for s in sub.stems))
+    holding = chunks_holding(chunk_texts, wanted) if wanted else {}
+    written = _written_lengths(subjects)
+    words = frozenset(sub.stems[0] for subs in subjects for sub in subs if sub.kind == "word")
+    fixes = _fixes({t: written.get(t, len(t)) for t in wanted if not len(holding[t])}, holding, chunk_texts, words)
+    named = _name_stems(dict.fromkeys(document_names))
+    retrieved = np.asarray(retrieved_chunks, dtype=np.int64).reshape(len(subjects), -1) if len(subjects) else None
+    evidence: list[list[SubjectEvidence]] = []
+    for q, subs in enumerate(subjects):
+        top = retrieved[q][retrieved[q] >= 0] if retrieved is not None else np.zeros(0, np.int64)
+        found = []
+        for sub in subs:
+            postings = [_postings(t, holding, fixes, top) for t in sub.stems]
+            n = max(len(p) for p in postings)
+            hit = bool(n) and any(bool(np.isin(top, p).any()) for p in postings)
+            if not hit and reaches is not None and 0 < n <= FEW_MENTIONS:
+                hit = any(reaches(q, p) for p in postings)
+            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named))
+        evidence.append(found)
+    return evidence

@@ -1,0 +1,140 @@
+import numpy as np
+import pytest
+
+from coverage_core import verdicts
+from coverage_core.stages.subjects import question_subjects, subject_presence
+
+
+def names(text):
+    return [(s.text, s.kind) for s in question_subjects(text)]
+
+
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        ("How did Intel's gross margin change?", [("Intel", "name")]),
+        ("Did Abraham Lincoln sign it?", [("Abraham Lincoln", "name")]),
+        ("Abraham Lincoln was born where?", [("Abraham Lincoln", "name")]),
+        ("Intel's revenue grew?", [("Intel", "name")]),
+        ("Who founded the Bank of America?", [("Bank of America", "name")]),
+        ("Was Leonardo da Vinci left-handed?", [("Leonardo da Vinci", "name")]),
+        ("What does AMD make?", [("AMD", "acronym")]),
+        ("What did NVIDIA and Microsoft announce?", [("NVIDIA", "acronym"), ("Microsoft", "name")]),
+        ("What happened in 1887?", [("1887", "period")]),
+        ("What was revenue in Q3 2023?", [("Q3 2023", "period")]),
+        ('What does "gross margin" mean here?', [("gross margin", "quoted")]),
+        # A capital at the start of a question says nothing; nor do question and calendar words.
+        ("Did the battery work in March?", []),
+        ("Volta invented what?", []),
+        ("Who plays violin?", []),
+        ("How Did Intel's Gross Margin Change?", [("Intel", "name"), ("Gross Margin Change", "name")]),
+        ("Have two paintings sold for more than US0 million?", []),
+    ],
+)
+def test_question_subjects(question, expected):
+    assert names(question) == expected
+
+
+def test_subject_stems_fold_case_and_possessives():
+    (intel,) = question_subjects("Was INTEL's margin good?")
+    assert intel.stems == (b"intel",)
+    (apple,) = question_subjects("How did the Apples' sales go?")
+    assert apple.stems == (b"appl",)
+
+
+CHUNKS = [
+    "Apple reported revenue of 90 billion dollars in the quarter; gross margin rose.",
+    "NVIDIA data center revenue grew; gross margin was 70 percent.",
+    "Apple services revenue grew in the quarter.",
+    "NVIDIA announced a partnership with Microsoft for cloud computing.",
+    "NVIDIA gaming revenue fell in the quarter.",
+    "Apple iPhone revenue in the quarter was 40 billion dollars.",
+    "Avogadro proposed that equal volumes of gas hold equal numbers of molecules.",
+]
+
+
+def evidence(question, retrieved=(0, 1), **kwargs):
+    (found,) = subject_presence([question], CHUNKS, np.array([list(retrieved)]), **kwargs)
+    return {e.subject.text: e for e in found}
+
+
+def test_absent_subject_is_in_no_passage():
+    found = evidence("How did Intel's gross margin change?")
+    assert found["Intel"].n_passages == 0 and not found["Intel"].retrieved
+
+
+def test_passing_subject_counts_its_passages_and_whether_a_retrieved_one_mentions_it():
+    passing = evidence("How did Microsoft's revenue grow?", retrieved=(0, 1, 2))["Microsoft"]
+    assert (passing.n_passages, passing.retrieved) == (1, False)
+    reached = evidence("How did Microsoft's revenue grow?", retrieved=(3, 1))["Microsoft"]
+    assert (reached.n_passages, reached.retrieved) == (1, True)
+    present = evidence("How did Apple's revenue grow?", retrieved=(1,))["Apple"]
+    assert present.n_passages == 3 and not present.retrieved
+
+
+def test_typos_and_partial_names_are_not_absent():
+    # A typo counts as the corpus word when the question reaches a passage holding it.
+    assert evidence("What did Avagadro propose?", retrieved=(6, 0))["Avagadro"].n_passages == 1
+    assert evidence("What did Avagadro propose?", retrieved=(0, 1))["Avagadro"].n_passages == 0
+    # A name of several words is as present as its most present word.
+    assert evidence("What did Amedeo Avogadro propose?")["Amedeo Avogadro"].n_passages == 1
+    # Short names are not spelling-fixed: "Intel" is no typo of a corpus word.
+    assert evidence("Did Intel grow?")["Intel"].n_passages == 0
+
+
+def test_document_names_are_the_corpus_own_subjects():
+    found = evidence("What does the Northwind Standard plan cover?",
+                     document_names=["Northwind_Standard_Benefits.pdf", "NorthwindHealthPlus.pdf"])
+    assert found["Northwind Standard"].n_passages == 0
+    assert found["Northwind Standard"].in_document_names
+    assert not evidence("What does the Contoso plan cover?", document_names=["Northwind.pdf"])[
+        "Contoso"].in_document_names
+
+
+def test_absent_subject_verdict_boundary():
+    n = np.array([-1, 0, 1, 5, 5, 6])
+    retrieved = np.array([False, False, False, False, True, False])
+    assert verdicts.is_absent_subject(n, retrieved, few=5).tolist() == [False, True, True, True, False, False]
+    assert verdicts.is_absent_subject([10, 11], [False, False]).tolist() == [True, False]
+    assert verdicts.is_absent_subject(n, retrieved, few=0).tolist() == [False, True, False, False, False, False]
+
+
+def test_no_questions_or_no_subjects():
+    assert subject_presence([], CHUNKS, np.zeros((0, 2), int)) == []
+    assert subject_presence(["what is revenue?"], CHUNKS, np.array([[0]])) == [[]]
+
+
+ANIMAL_CHUNKS = [
+    "The octopus is a cephalopod with eight arms and a soft body.",
+    "Cephalopods such as the octopus and the squid change colour.",
+    "The octopus lives in coral reefs and on the sea floor.",
+    "Kuala Lumpur is the capital of Malaysia.",
+]
+
+
+def animal_evidence(question, retrieved=(0, 1)):
+    (found,) = subject_presence([question], ANIMAL_CHUNKS, np.array([list(retrieved)]), content_words=True)
+    return {e.subject.text: e for e in found}
+
+
+def test_content_words_are_subjects_only_when_asked_for():
+    assert subject_presence(["Is the cougar a cephalopod?"], ANIMAL_CHUNKS, np.array([[0]])) == [[]]
+    found = animal_evidence("Is the cougar a cephalopod?")
+    assert {t: (e.subject.kind, e.n_passages) for t, e in found.items()} == {
+        "cougar": ("word", 0), "cephalopod": ("word", 2)}
+    # A word already inside a name is not listed again; contractions are no content words.
+    found = animal_evidence("Wasn't Kuala Lumpur the capital of Malaysia?", retrieved=(3,))
+    assert [(t, e.subject.kind) for t, e in found.items()] == [
+        ("Kuala Lumpur", "name"), ("Malaysia", "name"), ("capital", "word")]
+
+
+def test_a_misspelt_word_counts_as_its_fix_only_when_the_question_reaches_that_fix():
+    # "octopos" is one slip from "octopus": reached, it is that word.
+    assert animal_evidence("Is the octopos a cephalopod?", retrieved=(0, 2))["octopos"].n_passages == 3
+    # "koala" is one slip from "kuala", but a question about koalas does not reach Kuala Lumpur.
+    assert animal_evidence("Does the koala eat leaves?", retrieved=(0, 1))["koala"].n_passages == 0
+    assert animal_evidence("Does the koala eat leaves?", retrieved=(3,))["koala"].n_passages == 1
+
+
+def test_era_markers_are_no_subjects():
+    assert names("Did Vietnamese come to predominate politically in 2nd century BC?") == [("Vietnamese", "name")]
