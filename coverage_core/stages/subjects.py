@@ -38,7 +38,7 @@ __all__ = ["Subject", "SubjectEvidence", "question_subjects", "subject_presence"
 
 # Lower-case words that may join the capitalised words of one name ("Bank of
 # America", "Leonardo da Vinci"); "and" may not: it joins two names.
-NAME_CONNECTORS = frozenset("of de da di del der van von la le du the y".split())
+NAME_CONNECTORS = frozenset("of de da di del der des dos das van von la le du the y al el bin ibn".split())
 # Capitalised words that name no subject of their own: calendar words (a
 # question "in March" asks about something else), honorifics and company
 # suffixes (the name before them is the subject), and the words questions
