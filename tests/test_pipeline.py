@@ -134,9 +134,11 @@ def test_reusing_the_screener_matches_a_fresh_fit(setting):
     analysis, _, _ = setting
     strictness = analysis.screener.strictness
     config = dataclasses.replace(analysis.config, strictness=strictness)
+    # The same support level for both: the analysis's screener was fitted against its calibration.
     reused = measure(config, analysis.corpus, analysis.questions, analysis.question_embedding,
-                     analysis.clustering, screener=analysis.screener)
-    fresh = measure(config, analysis.corpus, analysis.questions, analysis.question_embedding, analysis.clustering)
+                     analysis.clustering, screener=analysis.screener, calibration=analysis.calibration)
+    fresh = measure(config, analysis.corpus, analysis.questions, analysis.question_embedding, analysis.clustering,
+                    calibration=analysis.calibration)
     assert np.array_equal(reused.is_outlier, fresh.is_outlier)
     assert reused.metrics == pytest.approx(fresh.metrics)
 
