@@ -387,10 +387,11 @@ class Verdicts:
         reason = " ".join(self.calibration_reason.split()).rstrip(".")
         if reason.lower().startswith("the support level"):  # says no more than the sentence itself
             reason = ""
-        why = f" ({reason[:1].lower()}{reason[1:]})" if reason else ""
+        # The reason carries its own numbers in brackets, so it follows a colon rather than nesting them.
+        why = f": {reason[:1].lower()}{reason[1:]}" if reason else ""
         level = "" if self.support_threshold is None else f" {self.support_threshold:.2f}"
         return (
-            f"The support level could not be calibrated on these documents{why}, so the figures below rest "
+            f"The support level could not be calibrated on these documents{why}. The figures below rest "
             f"on the model's default level{level} and may be wrong."
         )
 

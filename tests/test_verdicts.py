@@ -137,14 +137,14 @@ def test_an_unreliable_calibration_leads_the_headline_with_its_reason():
     found = Verdicts.from_analysis(_analysis(reliable=False, reason=reason))
     assert not found.calibration_reliable and found.calibration_reason == reason
     assert found.headline.startswith(
-        "The support level could not be calibrated on these documents (the documents form a single topic, so "
-        "there is no other passage to tell theirs apart from), so the figures below rest on the model's default "
+        "The support level could not be calibrated on these documents: the documents form a single topic, so "
+        "there is no other passage to tell theirs apart from. The figures below rest on the model's default "
         "level 0.50 and may be wrong. 100% of the knowledge base is tested"
     )
     assert found.headline.endswith("with similarity of at least 0.50.")
-    # A reason that only restates the sentence is not repeated in brackets.
+    # A reason that only restates the sentence is not repeated.
     generic = Verdicts.from_analysis(_analysis(reliable=False, reason="The support level was not calibrated."))
-    assert generic.headline.startswith("The support level could not be calibrated on these documents, so ")
+    assert generic.headline.startswith("The support level could not be calibrated on these documents. The figures ")
 
 
 def test_gaps_come_most_urgent_first_named_by_topic():
