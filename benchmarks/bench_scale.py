@@ -316,7 +316,7 @@ class StageTimes:
 
 
 def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bool) -> dict:
-    from coverage_core import metrics, pipeline
+    from coverage_core import duplicates, metrics, pipeline
     from coverage_core.checks import retrieval
     from coverage_core.config import AnalysisConfig
     from coverage_core.outputs import report
@@ -330,9 +330,9 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
     # Inner stages, timed where they are called from.
     times.wrap(screening, "lexical_coverage", "  screening: lexical coverage")
     times.wrap(screening, "chunk_density", "  screening: chunk density")
-    times.wrap(screening, "_nearest_questions", "  screening: question neighbours")
+    times.wrap(screening, "question_neighbours", "  screening: question neighbours")
     times.wrap(similarity, "scan_similarities", "  measure: similarity scan")
-    times.wrap(metrics, "duplicate_groups", "  measure: duplicates")
+    times.wrap(duplicates, "duplicate_groups", "  measure: duplicates")
     times.wrap(metrics, "document_coverage", "  measure: document table")
     times.wrap(measure_stage, "topic_labels", "  measure: topic names")
     times.wrap(measure_stage, "representatives_by_cluster", "  measure: representative passages")

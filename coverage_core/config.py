@@ -63,7 +63,7 @@ class AnalysisConfig:
     ``n_clusters=None`` picks K with :func:`coverage_core.stages.clustering.default_n_clusters`.
     ``strictness`` is the screening strictness of :class:`QuestionScreener`.
     ``redundancy_threshold`` is the cosine similarity from which two
-    questions count as near-duplicates (grouped by :func:`metrics.duplicate_groups`).
+    questions count as near-duplicates (grouped by :func:`coverage_core.duplicates.duplicate_groups`).
     ``support_threshold`` is the cosine similarity τ at which a question
     reaches a passage; None calibrates it on the corpus
     (:func:`calibrate_corpus`), a number in (0, 1] overrides it.

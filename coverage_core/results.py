@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from coverage_core import metrics
+from coverage_core import duplicates
 from coverage_core.config import AnalysisConfig
 from coverage_core.stages import calibration
 from coverage_core.stages.calibration import Calibration
@@ -105,7 +105,7 @@ class Analysis:
     clusters: pd.DataFrame
     documents: pd.DataFrame
     question_table: pd.DataFrame
-    duplicate_groups: metrics.DuplicateGroups
+    duplicate_groups: duplicates.DuplicateGroups
     warnings: list[str]
     question_embedding: EmbeddedTexts
     gaps: list[Gap] = field(default_factory=list)
@@ -125,7 +125,7 @@ class Analysis:
         ``n_questions`` in the group, ``other_rows`` (list of the other
         members' file rows, in order) and ``min_similarity`` (the lowest
         similarity of a member to the representative). The grouping rule is
-        in :func:`metrics.duplicate_groups`.
+        in :func:`coverage_core.duplicates.duplicate_groups`.
         """
         groups = self.duplicate_groups
         rows = np.asarray(self.questions.rows)

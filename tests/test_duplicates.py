@@ -5,7 +5,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from coverage_core import metrics as M
+from coverage_core import duplicates as D
 from coverage_core.errors import InputError
 
 
@@ -49,7 +49,7 @@ def test_by_hand_chain_does_not_merge_distant_questions():
     #   q2 (20): cos 20 = 0.940 to q0 < t     -> representative
     #   q3 (30): cos 30 to q0 < t; cos 10 to q2 -> joins q2
     #   q4 (40): cos 40 to q0, cos 20 to q2 < t -> representative (alone)
-    groups = M.duplicate_groups(_angles([0, 10, 20, 30, 40]), np.cos(np.radians(15)))
+    groups = D.duplicate_groups(_angles([0, 10, 20, 30, 40]), np.cos(np.radians(15)))
     assert groups.representative.tolist() == [0, 0, 2, 2, 4]
     # float32 products of unit vectors: ~1e-7 off the exact cosines; 1e-6 holds with margin.
     np.testing.assert_allclose(groups.similarity, [1, np.cos(np.radians(10)), 1, np.cos(np.radians(10)), 1], atol=1e-6)
@@ -61,7 +61,7 @@ def test_by_hand_chain_does_not_merge_distant_questions():
 def test_member_joins_its_most_similar_earlier_representative():
     # q0 at 0, q1 at 20 (a representative: cos 20 < t), q2 at 12: near both,
     # closer to q1 (8 degrees) than to q0 (12 degrees).
-    groups = M.duplicate_groups(_angles([0, 20, 12]), np.cos(np.radians(15)))
+    groups = D.duplicate_groups(_angles([0, 20, 12]), np.cos(np.radians(15)))
     assert groups.representative.tolist() == [0, 1, 1]
 
 
@@ -71,7 +71,7 @@ def test_long_chain_makes_no_giant_group():
     # the threshold's angle (12.8 degrees at 0.975) of its representative.
     threshold = 0.975
     vectors = _angles(np.arange(200.0))
-    groups = M.duplicate_groups(vectors, threshold)
+    groups = D.duplicate_groups(vectors, threshold)
     sims = vectors @ vectors.T
     for head, members in groups.groups:
         assert (sims[head, members] >= threshold - 1e-9).all()  # float64 here: 1e-9 only absorbs rounding
@@ -85,7 +85,7 @@ def test_members_are_near_duplicates_of_their_representative(seed):
     bases = rng.standard_normal((12, 16))
     vectors = bases[rng.integers(0, 12, 300)] + 0.2 * rng.standard_normal((300, 16))
     threshold = 0.95
-    groups = M.duplicate_groups(vectors, threshold)
+    groups = D.duplicate_groups(vectors, threshold)
     sims = _unit(vectors) @ _unit(vectors).T
     rep = groups.representative
     # duplicate_groups works in float32 (~1e-7 off these float64 sims) and admits threshold - 1e-6.
@@ -102,7 +102,7 @@ def test_members_are_near_duplicates_of_their_representative(seed):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_exact_duplicates_are_grouped_even_at_threshold_one(dtype):
     q = np.random.default_rng(0).standard_normal(384)
-    groups = M.duplicate_groups(np.array([q, q * 3, -q, q / 7], dtype=dtype), threshold=1.0)
+    groups = D.duplicate_groups(np.array([q, q * 3, -q, q / 7], dtype=dtype), threshold=1.0)
     assert groups.representative.tolist() == [0, 0, 2, 0]
     # A float32 unit vector times itself is 1 within a few ulp (0.99999994 on AVX-512 BLAS); the grouping
     # admits 1 - 1e-6 for exactly this reason, and the reported similarity is that product, capped at 1.
@@ -114,7 +114,7 @@ def test_exact_repeats_join_the_group_of_what_they_repeat_whatever_their_vectors
     # q3 repeats q1 (same text) but its vector points elsewhere (an embedder
     # quirk): it still joins q1's group, with q1's similarity to q0.
     vectors = _angles([0, 5, 90, 180, 91])
-    groups = M.duplicate_groups(vectors, 0.99, repeats={3: 1, 4: 2})
+    groups = D.duplicate_groups(vectors, 0.99, repeats={3: 1, 4: 2})
     assert groups.representative.tolist() == [0, 0, 2, 0, 2]
     # float32 products of unit vectors: ~1e-7 off the exact cosines; 1e-6 holds with margin.
     np.testing.assert_allclose(groups.similarity, [1, np.cos(np.radians(5)), 1, np.cos(np.radians(5)), 1], atol=1e-6)
@@ -132,7 +132,7 @@ def test_blockwise_equals_brute_force(block_size, seed):
     later = rng.choice(np.arange(1, m), 12, replace=False)
     repeats = {int(j): int(rng.integers(0, j)) for j in later}
     for threshold in (0.8, 0.9, 0.97):
-        groups = M.duplicate_groups(vectors, threshold, repeats=repeats, block_size=block_size)
+        groups = D.duplicate_groups(vectors, threshold, repeats=repeats, block_size=block_size)
         representative, similarity = brute_force(vectors, threshold, repeats)
         assert groups.representative.tolist() == representative.tolist()
         # float32 blocks against the float64 brute force: ~1e-7 apart; 1e-5 holds with margin.
@@ -149,27 +149,27 @@ def test_memory_stays_bounded_by_the_block():
     vectors[1::2] = vectors[::2] + 0.01 * rng.standard_normal((m // 2, 16)).astype(np.float32)
     tracemalloc.start()
     try:
-        groups = M.duplicate_groups(vectors, 0.95, block_size=500)
+        groups = D.duplicate_groups(vectors, 0.95, block_size=500)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < m * m * 4 / 4
-    assert groups.representative.tolist() == M.duplicate_groups(vectors, 0.95).representative.tolist()
+    assert groups.representative.tolist() == D.duplicate_groups(vectors, 0.95).representative.tolist()
     assert groups.n_groups == m // 2  # each twin joins its original
 
 
 def test_empty_zero_and_invalid_inputs():
-    none = M.duplicate_groups(np.zeros((0, 4)))
+    none = D.duplicate_groups(np.zeros((0, 4)))
     assert none.n_groups == 0 and none.groups == [] and none.representative.shape == (0,)
     # A zero vector (a failed embedding) is a near-duplicate of nothing.
-    assert M.duplicate_groups([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]).n_groups == 0
+    assert D.duplicate_groups([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]).n_groups == 0
     with pytest.raises(InputError, match=r"\(0, 1\]"):
-        M.duplicate_groups([[1.0, 0.0]], threshold=1.5)
+        D.duplicate_groups([[1.0, 0.0]], threshold=1.5)
     with pytest.raises(InputError, match="earlier one"):
-        M.duplicate_groups([[1.0, 0.0], [0.0, 1.0]], repeats={0: 1})
+        D.duplicate_groups([[1.0, 0.0], [0.0, 1.0]], repeats={0: 1})
 
 
 def test_groups_are_listed_largest_first():
     vectors = _angles([0, 90, 90.1, 0.1, 90.2, 45])
-    groups = M.duplicate_groups(vectors, 0.999)
+    groups = D.duplicate_groups(vectors, 0.999)
     assert [(h, m.tolist()) for h, m in groups.groups] == [(1, [1, 2, 4]), (0, [0, 3])]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from coverage_core import metrics as M
+from coverage_core import duplicates as D, metrics as M
 from coverage_core.errors import InputError
 from coverage_core.stages import similarity as S
 
@@ -340,7 +340,7 @@ def test_zero_questions_give_zero_coverage_everywhere():
     assert M.questions_covering_clusters(none, CENTROIDS, 0.5).tolist() == [0, 0]
     similarity, nearest_chunk = M.question_support(none, CHUNKS)
     assert similarity.shape == (0,) and nearest_chunk.shape == (0,)
-    assert M.duplicate_groups(none).n_groups == 0
+    assert D.duplicate_groups(none).n_groups == 0
     assert M.document_coverage(distances, ["a", "a", "b", "c"])["coverage"].tolist() == [0.0, 0.0, 0.0]
     scan = S.scan_similarities(CHUNKS, [], LABELS, CENTROIDS, threshold=0.5, n_nearest=1)
     assert scan.multi_threshold_score == 0.0 and scan.multi_n_score == 0.0
@@ -471,11 +471,11 @@ def test_duplicate_groups_by_hand():
     # (1,0.1) vs either: 1 / sqrt(1.01) = 0.995037
     # (0,1) vs others: <= 0.0995
     questions = [[1, 0], [2, 0], [1, 0.1], [0, 1]]
-    groups = M.duplicate_groups(questions, threshold=0.99)
+    groups = D.duplicate_groups(questions, threshold=0.99)
     assert groups.representative.tolist() == [0, 0, 0, 3]
     assert close(groups.similarity, [1.0, 1.0, 0.995037, 1.0])
     assert [(head, members.tolist()) for head, members in groups.groups] == [(0, [0, 1, 2])]
-    groups = M.duplicate_groups(questions, threshold=0.999)
+    groups = D.duplicate_groups(questions, threshold=0.999)
     assert [(head, members.tolist()) for head, members in groups.groups] == [(0, [0, 1])]
 
 
@@ -510,7 +510,7 @@ def test_zero_vector_is_unrelated_to_everything():
         (lambda: M.multi_n_coverage(CHUNKS, QUESTIONS, LABELS, CENTROIDS, 1.5), "whole number"),
         (lambda: M.multi_n_coverage(CHUNKS, QUESTIONS, [0, 0, 1, 2], CENTROIDS, 1), "only 2 clusters"),
         (lambda: M.document_coverage([0.1, 0.2], ["a"]), "1 entries but there are 2 chunks"),
-        (lambda: M.duplicate_groups(QUESTIONS, threshold=1.5), r"\(0, 1\]"),
+        (lambda: D.duplicate_groups(QUESTIONS, threshold=1.5), r"\(0, 1\]"),
         (lambda: M.question_support(QUESTIONS, np.zeros((0, 2))), "chunk_vectors is empty"),
         (lambda: M.nearest_question_distances(CHUNKS, QUESTIONS, block_size=0), "block_size"),
         (lambda: S.scan_similarities(CHUNKS, QUESTIONS, threshold=0.5), "labels and centroids"),

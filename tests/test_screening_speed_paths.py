@@ -17,10 +17,11 @@ import pytest
 
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
-from coverage_core.stages import lexical, screening
+from coverage_core.stages import lexical, neighbourhoods
 from coverage_core.stages.chunking import chunk_documents
 from coverage_core.stages.lexical import lexical_coverage
-from coverage_core.stages.screening import QuestionScreener, chunk_density
+from coverage_core.stages.neighbourhoods import chunk_density
+from coverage_core.stages.screening import QuestionScreener
 from tests.helpers import PROJECT, plain_lexical_coverage
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
@@ -29,8 +30,8 @@ EXAMPLE = PROJECT / "examples" / "wiki-qa"
 # --- plain reference implementations ---------------------------------------
 
 
-def plain_chunk_density(vectors, labels, n_neighbors=screening.DENSITY_NEIGHBORS,
-                        max_reference=screening.MAX_REFERENCE, random_state=0):
+def plain_chunk_density(vectors, labels, n_neighbors=neighbourhoods.DENSITY_NEIGHBORS,
+                        max_reference=neighbourhoods.MAX_REFERENCE, random_state=0):
     """Per cluster, in label order: the same seeded reference sample, every
     similarity, a full sort, the mean of the k largest (self excluded)."""
     n = len(vectors)
@@ -213,7 +214,7 @@ def tied_unit_vectors(rng, n, d):
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_chunk_density_equals_the_plain_computation(monkeypatch, workers):
     monkeypatch.setattr(lexical, "_worker_threads", lambda: workers)
-    monkeypatch.setattr(screening, "BLOCK_ROWS", 7)
+    monkeypatch.setattr(neighbourhoods, "BLOCK_ROWS", 7)
     rng = np.random.default_rng(workers)
     vectors = tied_unit_vectors(rng, 260, 12)
     # Clusters of 1, 2, 3, 50 and 204 chunks with gaps in the labels, in mixed order.
@@ -236,14 +237,14 @@ def test_chunk_density_is_the_same_in_any_number_of_threads(monkeypatch):
     monkeypatch.setattr(lexical, "_worker_threads", lambda: 1)
     alone = chunk_density(vectors, labels, max_reference=300)
     used = set()
-    top_k_mean = screening._top_k_mean
+    top_k_mean = neighbourhoods._top_k_mean
 
     def slow_top_k_mean(sims, k):  # long enough that the blocks overlap
         used.add(threading.get_ident())
         time.sleep(0.01)
         return top_k_mean(sims, k)
 
-    monkeypatch.setattr(screening, "_top_k_mean", slow_top_k_mean)
+    monkeypatch.setattr(neighbourhoods, "_top_k_mean", slow_top_k_mean)
     monkeypatch.setattr(lexical, "_worker_threads", lambda: 4)
     np.testing.assert_array_equal(chunk_density(vectors, labels, max_reference=300), alone)
     assert len(used) > 1  # the blocks really ran in several threads

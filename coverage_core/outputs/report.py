@@ -151,7 +151,7 @@ def build_report(
 ) -> dict:
     """The report as a JSON-ready dict (schema version :data:`SCHEMA_VERSION`, see the module docstring).
 
-    ``duplicate_groups`` lists the groups of :func:`metrics.duplicate_groups`
+    ``duplicate_groups`` lists the groups of :func:`coverage_core.duplicates.duplicate_groups`
     (largest first) by file row, representative first in ``rows``; it grows
     with the number of questions, never with the number of near-duplicate pairs.
 

@@ -14,7 +14,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
-from coverage_core import metrics, verdicts
+from coverage_core import duplicates, metrics, verdicts
 from coverage_core.config import AnalysisConfig
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module, similarity
@@ -259,20 +259,20 @@ def _question_table(
     scan: similarity.SimilarityScan,
     screener: QuestionScreener,
     is_outlier: np.ndarray,
-) -> tuple[pd.DataFrame, metrics.DuplicateGroups]:
+) -> tuple[pd.DataFrame, duplicates.DuplicateGroups]:
     """One row per question (best chunk, cluster, screening, duplicate of), and the near-duplicate groups."""
     centroids = clustering.centroids
     max_similarity, nearest_chunk = scan.question_similarity, scan.nearest_chunk
     question_clusters = np.argmax(question_vectors @ centroids.T, axis=1) if len(question_vectors) else np.array([], int)
     rows = np.asarray(questions.rows)
     position = {int(row): i for i, row in enumerate(rows)}
-    duplicates = metrics.duplicate_groups(
+    groups = duplicates.duplicate_groups(
         question_vectors,
         config.redundancy_threshold,
         repeats={position[row]: position[first] for row, first in questions.duplicates.items()
                  if row in position and first in position},
     )
-    duplicate_of = duplicates.duplicate_of
+    duplicate_of = groups.duplicate_of
     # Shortened once per chunk: many questions share a nearest chunk.
     passages = {i: shorten(corpus.chunks[i].text, _PASSAGE_CHARS) for i in np.unique(nearest_chunk).tolist()}
     question_table = pd.DataFrame(
@@ -291,7 +291,7 @@ def _question_table(
             "duplicate_of": pd.array([int(rows[i]) if i >= 0 else None for i in duplicate_of], dtype="Int64"),
         }
     )
-    return question_table, duplicates
+    return question_table, groups
 
 
 def _offtopic_columns(config: AnalysisConfig, screener: QuestionScreener, is_outlier: np.ndarray) -> dict:
