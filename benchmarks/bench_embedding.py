@@ -12,6 +12,14 @@ hits both alike. Wall-clock and CPU-time rates are both printed: on a busy
 machine the CPU-time figure is the steadier one.
 
     .venv/bin/python benchmarks/bench_embedding.py [--n 400] [--rounds 2]
+
+``--models local,use,e5`` instead compares the throughput (texts/s) of the
+bundled models, every one through ``make_embedder`` as the pipeline builds
+it, on the same ~800-character passages (``--n 200 --size 800``), slice by
+slice in turn, and prints a table with each model's speed relative to
+all-MiniLM-L6-v2 (``local``):
+
+    .venv/bin/python benchmarks/bench_embedding.py --models local,use,e5 --n 200 --size 800
 """
 
 from __future__ import annotations
@@ -59,7 +67,13 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
     parser.add_argument("--workers", type=int, default=None, help="forward-pass threads (default: torch threads)")
     parser.add_argument("--encode-batch-size", type=int, default=8)
+    parser.add_argument("--models", default=None,
+                        help="compare these providers' default models instead, e.g. local,use,e5")
+    parser.add_argument("--size", type=int, default=1000, help="characters per chunk (default 1000)")
     args = parser.parse_args()
+    if args.models:
+        compare_models([name.strip() for name in args.models.split(",") if name.strip()], args)
+        return
 
     import numpy as np
     import torch
@@ -68,7 +82,7 @@ def main() -> None:
     from coverage_core.embeddings import LocalEmbedder
     from coverage_core.embeddings.local import bundled_model_path, read_cpu_flags
 
-    texts = wiki_chunks(args.n)
+    texts = wiki_chunks(args.n, args.size)
     if not texts:
         sys.exit(f"No articles found in {ARTICLES}")
     ours = LocalEmbedder(precision=args.precision, workers=args.workers, encode_batch_size=args.encode_batch_size)
@@ -124,6 +138,44 @@ def main() -> None:
     print(f"min cosine to fp32: {cosines.min():.7f} over {len(cosines)} chunks")
     print(f"load average      : {load_before:.2f} before, {load_after:.2f} after (2 cores; above ~0.5 means other work competed)")
     print(f"precision path    : {ours.precision_used}")
+
+
+def compare_models(providers: list[str], args: argparse.Namespace) -> None:
+    """Throughput of each provider's default model on the same texts, in turn slice by slice, as a table."""
+    import numpy as np
+
+    from coverage_core.embeddings import make_embedder
+
+    texts = wiki_chunks(args.n, args.size)
+    if not texts:
+        sys.exit(f"No articles found in {ARTICLES}")
+    embedders = {name: make_embedder(name) for name in providers}
+    cores = len(os.sched_getaffinity(0))
+    print(f"texts: {len(texts)} passages, mean {np.mean([len(t) for t in texts]):.0f} chars; {cores} cores; "
+          "one pass, no cache")
+    for embedder in embedders.values():
+        embedder.embed(texts[:8])  # load and warm up outside the timing
+    slices = [texts[i : i + args.slice] for i in range(0, len(texts), args.slice)]
+    wall = dict.fromkeys(providers, 0.0)
+    cpu = dict.fromkeys(providers, 0.0)
+    load_before = os.getloadavg()[0]
+    for part in slices:
+        for name, embedder in embedders.items():
+            started, cpu_started = time.perf_counter(), time.process_time()
+            embedder.embed(part)
+            wall[name] += time.perf_counter() - started
+            cpu[name] += time.process_time() - cpu_started
+    load_after = os.getloadavg()[0]
+    tokens = {name: float(np.mean(embedder.count_tokens(texts))) for name, embedder in embedders.items()}
+    reference = "local" if "local" in providers else providers[0]
+    print()
+    print(f"{'provider':<8} {'model':<42} {'dims':>4} {'tokens':>6} {'texts/s':>8} {'per CPU-s':>9} {'vs ' + reference:>9}")
+    for name, embedder in embedders.items():
+        rate = len(texts) / wall[name]
+        dims = embedder.embed(texts[:1]).shape[1]
+        print(f"{name:<8} {embedder.model:<42} {dims:>4} {tokens[name]:>6.0f} {rate:>8.2f} "
+              f"{len(texts) / cpu[name]:>9.2f} {wall[reference] / wall[name]:>8.2f}x")
+    print(f"load average: {load_before:.2f} before, {load_after:.2f} after (2 cores; above ~0.5 means other work competed)")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ history, logs or the report.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import json
 import re
@@ -28,6 +29,7 @@ from coverage_core.checks.chunking_comparison import DEFAULT_GRID
 from coverage_core.checks.retrieval import DEFAULT_K, check_k
 from coverage_core.config import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig, EmbeddingConfig
 from coverage_core.embeddings import CUSTOM_KEY_VARIABLE, DEFAULT_MAX_CONCURRENCY, PROVIDERS, provider_spec
+from coverage_core.embeddings.choice import AUTO
 from coverage_core.errors import CoverageError, InputError
 from coverage_core.inputs import vector_store
 from coverage_core.outputs import junit
@@ -137,9 +139,10 @@ def _remote_providers(joiner: str) -> str:
 def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
     add = analyze.add_argument
     key_variables = " / ".join(spec.key_variable for spec in PROVIDERS.values() if spec.key_variable)
-    add("--embedder", choices=list(PROVIDERS), default=AnalysisConfig().embedding.provider,
-        help=_default(f"embedding provider; keys come from {key_variables}", AnalysisConfig().embedding.provider))
-    defaults = ", ".join(f"{spec.default_model} for {name}" for name, spec in PROVIDERS.items())
+    add("--embedder", choices=list(PROVIDERS), default=AUTO,
+        help=_default(f"embedding provider ({AUTO}: the bundled model for the detected languages); keys come "
+                      f"from {key_variables}", AUTO))
+    defaults = ", ".join(f"{spec.default_model} for {name}" for name, spec in PROVIDERS.items() if spec.default_model)
     add("--model", metavar="NAME", help=_default("embedding model", f"the provider's default: {defaults}"))
     add("--dimensions", type=int, metavar="N",
         help=_default("output dimensions (text-embedding-3, voyage-3.5 and similar)", "the model's native size"))
@@ -432,7 +435,6 @@ def _clause(error: Exception) -> str:
 
 def _embedder(config, args: argparse.Namespace):
     """The embedder (nothing is loaded or sent yet); a --dimensions the model cannot give is named as such."""
-    import dataclasses
 
     from coverage_core.pipeline import build_embedder  # looked up now, so tests can stand in a fake
 
@@ -461,6 +463,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
     embedder = _embedder(config, args)
     llm = _llm_client(args)
     documents, questions = _read_inputs(args)
+    config, embedder, choice = _choose_model(config, args, documents, questions, embedder)
     traffic_log = _read_traffic(args)
     cache = EmbeddingCache(args.cache_dir)
     if args.ray_address:
@@ -475,6 +478,8 @@ def _run_analyze(args: argparse.Namespace) -> int:
         chunking = _compare_chunkings(analysis, grid, retrieval, args.k, embedder, cache, not args.quiet)
     subquestions = _score_subquestions(analysis, args, llm, embedder, cache)
     traffic = _run_traffic_check(analysis, traffic_log, embedder, cache, args.quiet)
+    if choice is not None:
+        analysis = dataclasses.replace(analysis, model_choice=choice)
     analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
     report = _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels,
                             subquestions, chunking, traffic)
@@ -486,6 +491,22 @@ def _run_analyze(args: argparse.Namespace) -> int:
     _print_results(args, analysis, retrieval, answerability, chunking,
                    n_shown=len(documents.warnings) + len(questions.warnings), traffic=traffic)
     return _gate(report, args)
+
+
+def _choose_model(config, args: argparse.Namespace, documents, questions, embedder):
+    """``(config, embedder, choice)``: ``--embedder auto`` made concrete from the inputs' languages
+    (:func:`coverage_core.session.choose_embedding`); other settings unchanged, with no choice."""
+    if config.embedding.provider != AUTO:
+        return config, embedder, None
+    if isinstance(documents, _VectorInput):
+        raise InputError(
+            "--vectors needs the model that made the vectors: name it with --embedder and --model "
+            "(the automatic choice reads the texts' languages, not vectors)."
+        )
+    from coverage_core.session import choose_embedding
+
+    config, choice = choose_embedding(config, documents.documents, questions)
+    return config, _embedder(config, args), choice
 
 
 def _llm_client(args: argparse.Namespace):
@@ -585,10 +606,11 @@ def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache
 def _embed_on_ray_first(args, config, documents, questions, embedder, cache) -> None:
     """With --ray-address: embed every chunk and question on Ray into the cache, where the analysis then finds them."""
     from coverage_core.embeddings.ray_embedding import embed_on_ray
-    from coverage_core.pipeline import chunk_corpus
+    from coverage_core.pipeline import chunk_corpus, token_limit
 
+    # The chunks the analysis will embed: fitted to the model's input limit as it fits them.
     texts = [] if isinstance(documents, _VectorInput) else [
-        chunk.text for chunk in chunk_corpus(documents.documents, config.chunking)]
+        chunk.text for chunk in chunk_corpus(documents.documents, config.chunking, token_limit(embedder, cache))]
     texts += list(questions.texts)
     progress = _ProgressBars(not args.quiet)
     try:

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from coverage_core.embeddings import redact_url
+from coverage_core.embeddings.choice import AUTO
 from coverage_core.metrics import COVER_THRESHOLD_RANGE, check_cover_threshold, check_n_nearest
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.chunking import DEFAULT_CHUNK_SIZE, ChunkingConfig
@@ -38,9 +39,12 @@ class EmbeddingConfig:
 
     ``base_url`` is kept whole (it is where requests go); what is saved or
     shown is :meth:`AnalysisConfig.to_dict`, which redacts credentials in it.
+    ``provider="auto"`` (the default) is made concrete from the texts' languages
+    before anything is embedded (:func:`coverage_core.session.choose_embedding`);
+    given an embedder instead, it embeds with that one.
     """
 
-    provider: str = "local"
+    provider: str = AUTO
     model: str | None = None
     dimensions: int | None = None
     base_url: str | None = None

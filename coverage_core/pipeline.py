@@ -13,6 +13,7 @@ result types in :mod:`coverage_core.results`, and :func:`measure` in
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
@@ -20,12 +21,15 @@ import pandas as pd
 
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
 from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts, make_embedder
-from coverage_core.embeddings.registry import default_support_level
+from coverage_core.embeddings.base import UNLIMITED_TOKENS
+from coverage_core.embeddings.cache import CacheKey, text_hash
+from coverage_core.embeddings.registry import default_support_level, model_spec, sends_requests
 from coverage_core.errors import InputError
-from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
+from coverage_core.languages import detect_language
+from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts, TokenFit
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.calibration import Calibration
-from coverage_core.stages.chunking import ChunkingConfig, chunk_documents
+from coverage_core.stages.chunking import ChunkingConfig, SplitChunks, TokenLimit, split_documents
 from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.stages.measure import measure
 from coverage_core.suggest.gaps import analyze_gaps
@@ -39,7 +43,7 @@ if TYPE_CHECKING:  # imported where used: most runs need none of them
 __all__ = [
     "Progress", "accept_questions", "add_questions", "build_embedder", "calibrate_corpus", "chunk_corpus",
     "cluster_chunks", "embed_corpus", "embed_questions", "find_gaps", "rescore", "run_answerability_check",
-    "run_retrieval_check", "run_subquestion_check", "run_traffic_check", "with_gaps",
+    "run_retrieval_check", "run_subquestion_check", "run_traffic_check", "token_limit", "with_gaps",
 ]
 
 Progress = Callable[[str, int, int], None]
@@ -58,11 +62,56 @@ def build_embedder(config: EmbeddingConfig, api_key: str | None = None, *, max_c
     )
 
 
-def chunk_corpus(documents: Sequence[Document], chunking: ChunkingConfig) -> list[Chunk]:
-    chunks = chunk_documents(documents, chunking)
-    if not chunks:
+def token_limit(embedder: Embedder, cache: EmbeddingCache | None = None) -> TokenLimit | None:
+    """The input limit chunks are fitted to, counted with ``embedder``'s tokenizer; None when it is not known.
+
+    The limit is the registry's ``max_tokens`` for the embedder's model, else
+    the embedder's own ``max_tokens`` (or sentence-transformers'
+    ``max_seq_length``). A local model's counts are taken from ``cache``
+    where it holds the text, so a run whose chunks are all cached never
+    loads the model; an API embedder's count is an offline approximation,
+    cheaper than a cache lookup.
+    """
+    entry = model_spec(embedder.provider, embedder.model)
+    max_tokens = entry.max_tokens if entry is not None else (
+        getattr(embedder, "max_tokens", None) or getattr(embedder, "max_seq_length", None))
+    if not max_tokens or max_tokens >= UNLIMITED_TOKENS:
+        return None
+    if cache is None or sends_requests(embedder.provider):
+        return TokenLimit(int(max_tokens), embedder.count_tokens)
+    key = CacheKey.of(embedder)
+
+    def count_tokens(texts: list[str]) -> list[int]:
+        digests = [text_hash(text) for text in texts]
+        known = cache.get_many(key, digests)
+        missing = [text for text, digest in zip(texts, digests) if digest not in known]
+        counted = iter(embedder.count_tokens(missing) if missing else [])
+        return [known[digest][1] if digest in known else next(counted) for digest in digests]
+
+    return TokenLimit(int(max_tokens), count_tokens)
+
+
+def chunk_corpus(
+    documents: Sequence[Document], chunking: ChunkingConfig, limit: TokenLimit | None = None
+) -> list[Chunk]:
+    """The documents' chunks, fitted to ``limit`` when given (:func:`token_limit`); InputError when there are none."""
+    return _split_corpus(documents, chunking, limit).chunks
+
+
+def _split_corpus(documents: Sequence[Document], chunking: ChunkingConfig, limit: TokenLimit | None) -> SplitChunks:
+    split = split_documents(documents, chunking, limit)
+    if not split.chunks:
         raise InputError("The documents contain no text to chunk; add documents with text.")
-    return chunks
+    return split
+
+
+def _token_fit(split: SplitChunks, limit: TokenLimit | None) -> TokenFit | None:
+    """What fitting the chunks to ``limit`` did; languages are detected on the chunks split again only."""
+    if limit is None:
+        return None
+    by_language = Counter(detect_language(text) for text in split.resplit_texts)
+    return TokenFit(limit.max_tokens, len(split.chunks), split.n_resplit, split.n_truncated,
+                    dict(by_language.most_common()))
 
 
 def _embed(
@@ -91,9 +140,11 @@ def embed_corpus(
     cache: EmbeddingCache | None,
     progress: Progress | None = None,
 ) -> Corpus:
-    chunks = chunk_corpus(documents, chunking)
-    embedded = _embed([chunk.text for chunk in chunks], embedder, cache, "chunks", progress)
-    return Corpus(list(documents), chunks, embedded)
+    """The documents chunked, fitted to ``embedder``'s input limit (:func:`token_limit`), and embedded."""
+    limit = token_limit(embedder, cache)
+    split = _split_corpus(documents, chunking, limit)
+    embedded = _embed([chunk.text for chunk in split.chunks], embedder, cache, "chunks", progress)
+    return Corpus(list(documents), split.chunks, embedded, _token_fit(split, limit))
 
 
 def embed_questions(
@@ -352,6 +403,7 @@ def rescore(
         force_exclude=force_exclude,
         calibration=analysis.calibration,
         topics=analysis.topics,
+        languages=analysis.languages.with_questions(questions) if analysis.languages is not None else None,
     )
 
 

@@ -9,13 +9,15 @@ import pandas as pd
 
 from coverage_core import duplicates
 from coverage_core.config import AnalysisConfig
+from coverage_core.embeddings.choice import ModelChoice
+from coverage_core.languages import LanguageProfile
 from coverage_core.stages import calibration
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.screening import QuestionScreener
 from coverage_core.suggest.gaps import Gap
 from coverage_core.types import Chunk, Document, QuestionSet
 
-__all__ = ["Analysis", "Clustering", "Corpus", "EmbeddedTexts"]
+__all__ = ["Analysis", "Clustering", "Corpus", "EmbeddedTexts", "TokenFit"]
 
 
 def _default_calibration() -> Calibration:
@@ -45,13 +47,45 @@ class EmbeddedTexts:
         return np.flatnonzero(np.asarray(self.token_counts) > int(self.token_limit))
 
 
+@dataclass(frozen=True)
+class TokenFit:
+    """How the chunks were fitted to the embedding model's input limit
+    (:func:`coverage_core.stages.chunking.split_documents`).
+
+    Attributes:
+        max_tokens: The model's input limit, in tokens.
+        n_chunks: Chunks after fitting.
+        n_resplit: Chunks of the character split that were over the limit and split again.
+        n_truncated: Chunks still over the limit (the model reads their beginning only); 0 when all fit.
+        by_language: Chunks split again, by the language of their text (ISO 639-1 code).
+    """
+
+    max_tokens: int
+    n_chunks: int
+    n_resplit: int
+    n_truncated: int
+    by_language: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "max_tokens": self.max_tokens, "n_chunks": self.n_chunks, "n_resplit": self.n_resplit,
+            "n_truncated": self.n_truncated, "by_language": dict(self.by_language),
+        }
+
+
 @dataclass
 class Corpus:
-    """Chunks of the readable documents and their vectors."""
+    """Chunks of the readable documents and their vectors.
+
+    ``token_fit`` says how the chunks were fitted to the model's input limit;
+    None when they were not chunked here (vectors read from a store or a
+    saved analysis) or the limit is unknown.
+    """
 
     documents: list[Document]
     chunks: list[Chunk]
     embedded: EmbeddedTexts
+    token_fit: TokenFit | None = None
 
     @property
     def vectors(self) -> np.ndarray:
@@ -112,6 +146,11 @@ class Analysis:
     calibration: Calibration = field(default_factory=_default_calibration)
     # The screener's topics (see measure); None: the clustering's own labels.
     topics: np.ndarray | None = None
+    # Which language each document and question is written in (measure fills it; None in an
+    # analysis built by hand or pickled before it existed).
+    languages: LanguageProfile | None = None
+    # The automatic model choice that picked ``config.embedding`` (None: the model was named).
+    model_choice: ModelChoice | None = None
 
     @property
     def screening_topics(self) -> np.ndarray:

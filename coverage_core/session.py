@@ -28,7 +28,9 @@ from typing import Any, Protocol, TypeVar
 
 from coverage_core import pipeline, verdicts
 from coverage_core.config import AnalysisConfig
+from coverage_core.embeddings.choice import AUTO, ModelChoice, resolve
 from coverage_core.errors import CoverageError, InputError
+from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.pipeline import Progress
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import (
@@ -216,7 +218,8 @@ class AnalysisSession:
     :meth:`embed` is given other slots), ``clusterings`` by corpus, K
     and seed, ``calibrations`` by :func:`calibration_key`, ``screeners`` by
     inputs, seed and the questions' τ, ``indexes`` (each chunk's nearest
-    questions) by inputs, ``analyses`` the last measured analysis by
+    questions) by inputs, ``language_profiles`` (the languages of the
+    documents and questions) by inputs, ``analyses`` the last measured analysis by
     :func:`analysis_key`. ``rerunnable``: later stages will be asked again
     (the dashboard), so the chunks' nearest questions are indexed once for
     every rerun; a one-shot run takes them from the screener's own pass.
@@ -230,10 +233,11 @@ class AnalysisSession:
     screeners: Recent = field(init=False)
     indexes: Recent = field(init=False)
     calibrations: Recent = field(init=False)
+    language_profiles: Recent = field(init=False)
     analyses: Recent = field(default_factory=lambda: Recent(1))
 
     def __post_init__(self) -> None:
-        for name in ("clusterings", "screeners", "indexes", "calibrations"):
+        for name in ("clusterings", "screeners", "indexes", "calibrations", "language_profiles"):
             setattr(self, name, Recent(self.keep))
 
     @classmethod
@@ -323,6 +327,11 @@ class AnalysisSession:
         return memo(self.indexes, inputs.key, lambda: similarity.nearest_questions(
             inputs.corpus.vectors, inputs.question_embedding.vectors))
 
+    def language_profile(self, inputs: EmbeddedInputs) -> LanguageProfile:
+        """The languages of the inputs' documents and questions, read once per inputs (a new K or τ reuses them)."""
+        return memo(self.language_profiles, inputs.key,
+                    lambda: profile_languages(inputs.corpus.documents, inputs.questions))
+
     def analysis_for(self, inputs: EmbeddedInputs, config: AnalysisConfig, include: Sequence[int] = (),
                      exclude: Sequence[int] = (), *, embedder=None, embed_cache=None,
                      progress: Progress | None = None) -> Analysis:
@@ -354,7 +363,7 @@ class AnalysisSession:
         return _reported(progress, "measuring", lambda: measure_stage.measure(
             config, inputs.corpus, inputs.questions, inputs.question_embedding, clustering,
             force_include=key.include, force_exclude=key.exclude, screener=screener, index=index,
-            calibration=calibration, topics=topics.labels))()
+            calibration=calibration, topics=topics.labels, languages=self.language_profile(inputs)))()
 
     def _lexical_evidence(self, inputs: EmbeddedInputs) -> tuple | None:
         """The lexical evidence of a screener already fitted on these texts (any seed or τ), if there is one."""
@@ -405,10 +414,26 @@ def analyze(config: AnalysisConfig, documents: Sequence[Document], questions: Qu
     if not documents:
         raise InputError("There are no readable documents; add PDF, TXT or Markdown files with text.")
     _require_questions(questions)
-    embedder = embedder or pipeline.build_embedder(config.embedding, api_key)
+    choice = None
+    if embedder is None:  # a given embedder is the caller's choice
+        config, choice = choose_embedding(config, documents, questions)
+        embedder = pipeline.build_embedder(config.embedding, api_key)
     session = AnalysisSession.one_shot()
     inputs = session.embed(*run_keys(config), questions, embedder, cache, documents=documents, progress=progress)
-    return session.run(inputs, config, embedder=embedder, embed_cache=cache, llm=llm, progress=progress)
+    analysis = session.run(inputs, config, embedder=embedder, embed_cache=cache, llm=llm, progress=progress)
+    return analysis if choice is None else dataclasses.replace(analysis, model_choice=choice)
+
+
+def choose_embedding(config: AnalysisConfig, documents: Sequence[Document], questions) -> tuple[AnalysisConfig, ModelChoice | None]:
+    """``config`` with an automatic model choice (``provider="auto"``) made concrete from the languages of
+    ``documents`` and ``questions`` (:func:`coverage_core.embeddings.choice.choose_model`), and the choice;
+    any other config unchanged, with None."""
+    if config.embedding.provider != AUTO:
+        return config, None
+    profile = profile_languages(documents, questions)
+    embedding, choice = resolve(config.embedding, profile.document_shares, profile.question_shares,
+                                sum(len(document.text) for document in documents))
+    return dataclasses.replace(config, embedding=embedding), choice
 
 
 def analyze_corpus(config: AnalysisConfig, corpus: Corpus, questions: QuestionSet, *, embedder, cache=None,

@@ -48,6 +48,7 @@ the JSON entry (``outputs.report``) and one failing case (``outputs.junit``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -60,6 +61,8 @@ from coverage_core.validation import is_number
 __all__ = [
     "FEW_MENTIONS",
     "MIN_TARGETING_QUESTIONS",
+    "MIN_UNREAD_SHARE",
+    "POOR_SEPARATION",
     "MIN_TOPIC_SHARE",
     "SECONDARY_SCORES",
     "TOP_GAPS",
@@ -77,6 +80,7 @@ __all__ = [
     "is_unmet_demand",
     "is_untested",
     "is_untested_topic",
+    "model_fit_problem",
     "is_untested_traffic",
 ]
 
@@ -120,6 +124,18 @@ UNMET_ANSWERABLE_SHARE = 0.5
 UNTESTED_TOPIC_SHARE = 0.5
 """A traffic topic is untested when less than this share of its traffic is tested (its real queries
 become suggestions; a frequent one fails JUnit)."""
+
+MIN_UNREAD_SHARE = 0.05
+"""A language the model is not trained for makes it a poor fit from this share of the documents' or
+the questions' characters (:func:`model_fit_problem`)."""
+
+POOR_SEPARATION = 0.4
+"""A calibration separation below this says the model barely tells the documents' topics apart
+(:func:`model_fit_problem`). Measured (``benchmarks/eval_languages.py``, halves A / B): English
+wiki-qa with all-MiniLM-L6-v2 0.69, where the off-topic and untested targets hold; French with the
+Universal Sentence Encoder 0.37 / 0.28 and multilingual-e5-small 0.36, Chinese with the Universal
+Sentence Encoder 0.20 / 0.47, where 31-45% of genuine French questions are flagged off-topic and
+off-topic precision at 8% is under 0.65: below 0.4 the verdicts must not pass unannounced."""
 
 TOP_GAPS = 3
 """Gaps the Results page names first (the rest are on the Gap analysis page)."""
@@ -242,6 +258,33 @@ def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_wor
     return flagged
 
 
+def model_fit_problem(model: str, unread: Sequence[tuple[str, float, str]], separation: float | None,
+                      cut: float = POOR_SEPARATION, min_share: float = MIN_UNREAD_SHARE) -> str:
+    """Why ``model`` does not fit these texts, in one sentence with the remedy; "" when it fits.
+
+    Poor fit when a language the model is not trained for holds at least
+    ``min_share`` of the documents' or questions' characters (``unread``:
+    ``(language name, share, "documents" or "questions")``, from the
+    registry's ``ModelSpec.languages``), or when the calibration's
+    ``separation < cut`` (the model barely tells one topic's passages from
+    another's, whatever the language).
+    """
+    unread = [(name, share, where) for name, share, where in unread if share >= min_share]
+    if unread:
+        parts: dict[str, list[str]] = {}
+        for name, share, where in unread:
+            parts.setdefault(name, []).append(f"{share:.0%} of the {where}")
+        what = ", ".join(f"{name} ({' and '.join(places)})" for name, places in parts.items())
+        names = " and ".join(parts)
+        return (f"{model} is not trained for {what}, so these figures may be wrong; analyse again with a "
+                f"multilingual model (the automatic model choice picks one) or a paid provider that covers {names}.")
+    if separation is not None and is_number(separation) and separation < cut:
+        return (f"{model} barely tells these documents' topics apart (separation {separation:.2f}, under "
+                f"{cut:.2f}), so these figures may be wrong; analyse again with another model, such as a "
+                "multilingual one or a paid provider.")
+    return ""
+
+
 def is_unmet_demand(share, answerable_share, min_share: float = MIN_TOPIC_SHARE,
                     cut: float = UNMET_ANSWERABLE_SHARE) -> np.ndarray:
     """Which traffic topics are unmet demand: ``share_t >= min_share and answerable_share_t < cut``.
@@ -339,6 +382,7 @@ class Verdicts:
     calibration_reason: str = ""
     support_threshold: float | None = None
     retrieval_k: int | None = None
+    model_fit: str = ""
 
     @classmethod
     def from_analysis(cls, analysis, top: int | None = TOP_GAPS) -> Verdicts:
@@ -357,6 +401,7 @@ class Verdicts:
             calibration_reason=str(getattr(calibration, "reason", "") or ""),
             support_threshold=getattr(calibration, "support_threshold", None),
             retrieval_k=analysis.config.tested_k,
+            model_fit=_model_fit(analysis),
         )
 
     @property
@@ -379,6 +424,8 @@ class Verdicts:
                 f"A passage counts as tested when a question retrieves it among its top {self.retrieval_k} "
                 f"passages with similarity of at least {self.support_threshold:.2f}."
             )
+        if self.model_fit:
+            sentences.insert(0, self.model_fit)
         if not self.calibration_reliable:
             sentences.insert(0, self._calibration_sentence())
         return " ".join(sentences)
@@ -399,6 +446,28 @@ class Verdicts:
 def headline(analysis) -> str:
     """:attr:`Verdicts.headline` of ``analysis`` (a :class:`coverage_core.results.Analysis`)."""
     return Verdicts.from_analysis(analysis, top=0).headline
+
+
+def _model_fit(analysis) -> str:
+    """:func:`model_fit_problem` for ``analysis``: its model, the languages it does not read, its separation."""
+    from coverage_core.embeddings.registry import PROVIDERS, covers_language, model_display_name
+
+    embedding = getattr(analysis.config, "embedding", None)
+    if embedding is None:
+        return ""
+    profile = getattr(analysis, "languages", None)
+    unread = []
+    for where in ("documents", "questions"):
+        for share in getattr(profile, f"{where[:-1]}_shares", ()) or ():
+            if covers_language(embedding.provider, embedding.model, share.code) is False:
+                unread.append((share.name, share.share, where))
+    calibration = getattr(analysis, "calibration", None)
+    # An unreliable calibration already leads the headline with its own reason.
+    separation = getattr(calibration, "separation", None) if getattr(calibration, "reliable", True) else None
+    spec = PROVIDERS.get(embedding.provider)
+    model = embedding.model or (spec.default_model if spec is not None else "")
+    name = model_display_name(embedding.provider, model) if model else embedding.provider
+    return model_fit_problem(name, unread, separation)
 
 
 def _untested_documents(documents: pd.DataFrame) -> tuple[UntestedDocument, ...]:

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from coverage_core.errors import CoverageError
-from ui import engine, flow, loading, state
+from ui import engine, flow, loading, state, widgets
 
 PREVIEW_ROWS = 200
 KNOWLEDGE_BASE = {
@@ -168,6 +168,10 @@ if question_file is not None:
             f"{question_file.name} ({len(questions.frame):,} rows, {len(questions.frame.columns)} columns)."
         )
         flow.show_warnings([str(w) for w in questions.warnings])
+
+languages = flow.language_profile()
+if languages is not None:
+    widgets.show_languages(languages)
 
 if documents is None or state.questions() is None:
     st.info("Add documents and a question file (or try the example) to continue.")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from coverage_core import costs
 from coverage_core.embeddings import CUSTOM_KEY_VARIABLE, PROVIDERS
+from coverage_core.embeddings.choice import AUTO
 from coverage_core.errors import CoverageError
 from coverage_core.suggest.llm import DEFAULT_LLM_MODEL, llm_key_variable
 from ui import engine, flow, state, widgets
@@ -47,7 +48,15 @@ spec = PROVIDERS[provider]
 settings = state.settings()
 model_key = f"{state.W_MODEL}_{provider}"
 model_area, size_area = st.columns(2) if spec.shortens_output else (st, st)
-if spec.typed_model:
+if provider == AUTO:
+    choice = flow.model_choice()
+    if choice is None:
+        st.caption("The model is chosen from the documents' languages; these passages came with their vectors, "
+                   "so choose the model that made them.")
+    else:
+        st.info(f"Chosen: {PROVIDERS[choice.provider].label} ({choice.model}). {choice.reason}",
+                icon=":material/translate:")
+elif spec.typed_model:
     state.seed_widget(model_key, settings.model)
     model_area.text_input(
         f"Model (leave empty for {spec.default_model})", key=model_key, help=spec.model_help or None,

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from coverage_core import pipeline
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.session import AnalysisSession, StageKey, calibration_key
@@ -116,6 +117,8 @@ def test_upload_documents_and_csv_shows_counts_preview_and_every_warning(cache_d
     warnings = " ".join(texts(at.warning))
     assert "empty.txt" in warnings and "empty or contains only whitespace" in warnings
     assert "binary.md" in warnings and "binary data" in warnings
+    languages = at.dataframe[1].value  # the documents' languages, in words
+    assert languages.to_dict("records") == [{"Language": "English", "Share of the documents": "100%", "Documents": 2}]
 
     csv = "question;notes\nWhat is a drum?;x\n;blank row\nHow is a flute played?;y\nWhat is a drum?;again\n"
     at.file_uploader(key=state.W_CSV_UPLOADER).set_value(("mine.csv", csv.encode("cp1252"), "text/csv"))
@@ -128,6 +131,9 @@ def test_upload_documents_and_csv_shows_counts_preview_and_every_warning(cache_d
     warnings = " ".join(texts(at.warning))
     assert "1 row(s) with an empty 'question' cell" in warnings
     assert "repeat an earlier one exactly" in warnings
+    questions = at.dataframe[3].value  # after the documents' languages
+    assert questions.to_dict("records") == [{"Language": "English", "Share of the questions": "100%", "Questions": 3}]
+    assert "Languages" in texts(at.subheader)
     assert [link.value for link in at.get("page_link")]  # next step offered
 
 
@@ -680,8 +686,9 @@ def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monke
     values, _, inputs = seeded
     at = app("configure", _paid_values(values))
     assert not at.exception, [e.value for e in at.exception]
-    # No key yet, so nothing counts as cached: every distinct text would be sent.
-    chunks = inputs.corpus.chunks
+    # No key yet, so nothing counts as cached: every distinct text would be sent. The chunks are
+    # text-embedding-3-small's: its 8,191 tokens split none of them again (the local model's 256 do).
+    chunks = pipeline.chunk_corpus(inputs.corpus.documents, inputs.chunking)
     probes = list(dict.fromkeys(calibration_texts(chunks, 0)))
     assert 0 < len(probes) <= costs.MAX_CALIBRATION_TEXTS
     lines = texts(at.text)
@@ -705,7 +712,8 @@ def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, m
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, inputs = seeded
-    main = list(dict.fromkeys([c.text for c in inputs.corpus.chunks] + list(inputs.questions.texts)))
+    chunks = pipeline.chunk_corpus(inputs.corpus.documents, inputs.chunking)  # text-embedding-3-small's
+    main = list(dict.fromkeys([c.text for c in chunks] + list(inputs.questions.texts)))
     alone = costs.estimate_embedding_cost(
         costs.approximate_tokens(main), "openai", "text-embedding-3-small", costs.default_price_table()
     )
@@ -973,10 +981,14 @@ def test_memo_takes_named_frozen_keys_only():
 
 
 def test_settings_defaults_come_from_the_core():
-    from coverage_core.config import AnalysisConfig
+    import dataclasses
+
+    from coverage_core.config import AnalysisConfig, EmbeddingConfig
     from coverage_core.suggest.llm import DEFAULT_LLM_MODEL
 
-    assert state.Settings().analysis_config() == AnalysisConfig()
+    # The automatic model choice is the English default until texts are loaded (ui.flow.language_profile).
+    assert state.Settings().analysis_config() == dataclasses.replace(AnalysisConfig(), embedding=EmbeddingConfig("local"))
+    assert state.Settings().provider == AnalysisConfig().embedding.provider == "auto"
     assert state.Settings().llm_model == DEFAULT_LLM_MODEL
     assert "streamlit" not in open(PROJECT_UI / "settings.py").read()
     assert engine.priority_formula(AnalysisConfig().gaps) == "0.7 × (1 − coverage) + 0.3 × corpus share"

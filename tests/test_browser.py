@@ -161,7 +161,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Report (JSON)").click()
     report = json.loads(Path(download_info.value.path()).read_text(encoding="utf-8"))
-    assert report["schema_version"] == 4 and report["summary"]["n_documents"] == 2
+    assert report["schema_version"] == 5 and report["summary"]["n_documents"] == 2
     assert report["config"]["inputs"] == {"documents": ["Drum.txt", "Koala.txt"], "questions": "drum-questions.csv"}
     after = report["after_apply"]  # the before and after figures and the accepted question travel with it
     assert after["after"]["basic"] > after["before"]["basic"]

@@ -347,7 +347,7 @@ def test_the_model_default_comes_from_the_provider_registry():
     corpus = Corpus(documents, chunks, EmbeddedTexts(embedder.embed([c.text for c in chunks]), 0, len(chunks), 0))
     topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
     config = AnalysisConfig()
-    assert config.embedding.provider == "local" and config.embedding.model is None
+    assert config.embedding.provider == "auto" and config.embedding.model is None  # unresolved: the English default
     result = pipeline.calibrate_corpus(config, corpus, embedder, topic_labels=topics)
     assert not result.reliable and result.support_threshold == pytest.approx(level)
     assert result.method == "default: model default"
@@ -440,7 +440,7 @@ def test_report_schema_3_carries_calibration_and_decisions():
                               separation=0.9)
     analysis = _measure(AnalysisConfig(n_clusters=3), calibration)
     report = json.loads(json.dumps(build_report(analysis)))
-    assert report["schema_version"] == SCHEMA_VERSION == 4
+    assert report["schema_version"] == SCHEMA_VERSION == 5
     expected = {
         "support_threshold": 0.5, "method": "pseudo-queries", "n_probes": 99, "positive_median": 0.8,
         "negative_median": 0.1, "separation": 0.9, "labelled_threshold": None, "question_support_threshold": 0.5,

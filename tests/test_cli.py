@@ -55,7 +55,7 @@ def test_cold_run_writes_a_complete_report(example_run):
     (result, report), _ = example_run
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert report["schema_version"] == 4
+    assert report["schema_version"] == 5
     assert set(report["metrics"]) == {"tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n"}
     for value in report["metrics"].values():
         assert 0.0 < value < 1.0

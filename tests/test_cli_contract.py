@@ -346,7 +346,7 @@ def test_summary_and_junit_lead_with_the_support_level_then_untested_then_under_
     assert main(args) == 0
     lines = capsys.readouterr().out.splitlines()
     report = json.loads(out.read_text())
-    assert report["schema_version"] == 4
+    assert report["schema_version"] == 5
     # Word-hashing vectors do not tell one document's sentences from the other's: τ falls back, and says so first.
     calibration = report["calibration"]
     assert calibration["reliable"] is False and calibration["reason"]

@@ -51,7 +51,7 @@ def test_default_table_prices_the_providers_models():
 
 
 def test_default_table_takes_embedding_prices_from_the_provider_registry():
-    from coverage_core.embeddings.registry import embedding_prices
+    from coverage_core.embeddings.registry import embedding_prices, is_paid
 
     table = costs.default_price_table()
     embedding = table[table["kind"] == "embedding"]
@@ -59,8 +59,11 @@ def test_default_table_takes_embedding_prices_from_the_provider_registry():
         (provider, model, usd) for provider, model, usd, _ in embedding_prices()
     )
     # The rows to check come first: paid providers' prices, then the LLMs', then the free model's zero row.
-    assert list(table["kind"]).index("llm") > max(embedding.index[embedding["provider"] != "local"])
-    assert table.iloc[-1].tolist() == ["local", "all-MiniLM-L6-v2", "embedding", 0.0, 0.0]
+    paid = embedding["provider"].map(is_paid)
+    assert list(table["kind"]).index("llm") > max(embedding.index[paid])
+    assert min(embedding.index[~paid]) > max(table.index[table["kind"] == "llm"])
+    assert ["local", "all-MiniLM-L6-v2", "embedding", 0.0, 0.0] in table.values.tolist()
+    assert "auto" not in set(embedding["provider"])  # it stands for a bundled model, priced in that row
 
 
 def test_embedding_cost_from_the_table():

@@ -211,7 +211,7 @@ def test_missing_key(provider, variable, monkeypatch):
 
 
 def test_unknown_provider_and_models_list_choices():
-    with pytest.raises(InputError, match="local, openai, voyage"):
+    with pytest.raises(InputError, match="local, use, e5, openai, voyage"):
         make_embedder("cohere")
     with pytest.raises(InputError, match="text-embedding-3-small"):
         make_embedder("openai", "gpt-4o", api_key=KEY)
@@ -285,7 +285,7 @@ def test_a_provider_registered_as_one_spec_reaches_make_embedder_the_cli_and_the
 
     assert cli.main(["analyze", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "{local,openai,voyage,acme}" in help_text and "acme-embed-1 for acme" in help_text
+    assert "local,use,e5,openai,voyage,acme}" in help_text and "acme-embed-1 for acme" in help_text
     assert "ACME_API_KEY" in help_text and "OpenAI/Voyage/Acme: requests in flight" in help_text
 
     table = costs.default_price_table()
@@ -299,12 +299,12 @@ def test_a_provider_registered_as_one_spec_reaches_make_embedder_the_cli_and_the
 
 
 def test_every_registered_spec_is_consistent():
-    assert list(registry.PROVIDERS) == ["local", "openai", "voyage"]
+    assert list(registry.PROVIDERS) == ["auto", "local", "use", "e5", "openai", "voyage"]
     for name, spec in registry.PROVIDERS.items():
         assert spec.name == name and spec.default_model in spec.models
         assert DEFAULT_MODELS[name] == spec.default_model
         assert not spec.paid or (spec.key_variable and spec.hosts)  # a paid endpoint takes its own key
         assert spec.remote == (spec.max_inputs_per_request is not None)
     assert registry.provider_spec(" OpenAI ") is registry.PROVIDERS["openai"]
-    with pytest.raises(InputError, match="local, openai, voyage"):
+    with pytest.raises(InputError, match="local, use, e5, openai, voyage"):
         registry.provider_spec("cohere")

@@ -347,7 +347,7 @@ def test_the_command_lines_max_concurrency_reaches_the_real_client(tmp_path, fak
 
 @pytest.mark.parametrize("extra, expected", [
     (["--max-concurrency", "0"], "--max-concurrency must be at least 1 (got 0)."),
-    (["--max-concurrency", "2"], "--max-concurrency limits requests to OpenAI or Voyage; the local model sends none"),
+    (["--max-concurrency", "2"], "--max-concurrency limits requests to OpenAI or Voyage; the automatic choice sends none"),
 ])
 def test_a_max_concurrency_that_cannot_apply_is_one_sentence(tmp_path, capsys, extra, expected):
     from coverage_core import cli

@@ -53,7 +53,7 @@ def test_optional_json_sections_absent_without_their_data(analysis):
     report = build_report(analysis)
     for key in ("after_apply", "retrieval", "answerability", "subquestions", "chunking_comparison"):
         assert key not in report
-    assert report["schema_version"] == 4
+    assert report["schema_version"] == 5
 
 
 def test_after_apply_holds_before_after_metrics_and_accepted_questions(analysis):
@@ -126,7 +126,7 @@ from tests.helpers import make_report  # noqa: E402
 
 def test_report_carries_the_schema_4_fields(analysis):
     report = build_report(analysis)
-    assert report["schema_version"] == SCHEMA_VERSION == 4
+    assert report["schema_version"] == SCHEMA_VERSION == 5
     assert report["config"]["retrieval_k"] == analysis.config.retrieval_k
     calibration = report["calibration"]
     assert calibration["reliable"] is analysis.calibration.reliable is False
@@ -159,7 +159,9 @@ def test_upgrade_gives_an_older_report_the_schema_4_keys():
     calibrated = make_report(schema_version=2, calibration={"support_threshold": 0.48, "method": "pseudo-queries"})
     assert upgrade_report(calibrated)["calibration"]["reliable"] is True
     current = make_report(schema_version=4, calibration={"method": "model default", "reliable": False, "reason": "x"})
-    assert upgrade_report(current) == current  # schema 4 is left as written
+    assert upgrade_report(current)["calibration"] == current["calibration"]  # schema 4's keys are left as written
+    current = upgrade_report(current) | {"schema_version": 5}
+    assert upgrade_report(current) == current  # schema 5 is left as written
 
 
 def test_summary_leads_with_the_unreliable_level_then_untested_then_under_tested(analysis):

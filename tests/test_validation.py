@@ -144,7 +144,10 @@ def test_binary_labels_is_public():
 def test_defaults_have_one_home():
     assert llm.DEFAULT_LLM_MODEL == "gpt-4o-mini" == llm.LLMConfig().model
     assert answerability.DEFAULT_FITNESS_THRESHOLD == 0.4
-    assert DEFAULT_MODELS == {"local": "all-MiniLM-L6-v2", "openai": "text-embedding-3-small", "voyage": "voyage-3.5"}
+    assert DEFAULT_MODELS == {
+        "auto": "all-MiniLM-L6-v2", "local": "all-MiniLM-L6-v2", "use": "universal-sentence-encoder-multilingual-3",
+        "e5": "multilingual-e5-small", "openai": "text-embedding-3-small", "voyage": "voyage-3.5",
+    }
 
 
 @pytest.mark.parametrize(

@@ -178,3 +178,31 @@ def test_a_question_tests_as_much_text_at_any_chunk_size(chunk_size, expected):
     config = AnalysisConfig(chunking=ChunkingConfig(chunk_size=chunk_size, chunk_overlap=0))
     assert config.retrieval_k == 5 and config.tested_k == expected
     assert AnalysisConfig(retrieval_k=3, chunking=ChunkingConfig(chunk_size=500, chunk_overlap=0)).tested_k == 6
+
+
+def _analysis_in(language_code: str, provider: str, separation: float = 0.7):
+    from coverage_core.config import EmbeddingConfig
+    from coverage_core.languages import LanguageProfile, LanguageShare, language_name
+
+    analysis = _analysis()
+    analysis.config.embedding = EmbeddingConfig(provider)
+    analysis.calibration.separation = separation
+    share = (LanguageShare(language_code, language_name(language_code), 1.0, 2),)
+    analysis.languages = LanguageProfile(document_shares=share, question_shares=share)
+    return analysis
+
+
+def test_a_model_not_trained_for_the_documents_language_leads_the_headline_with_the_remedy():
+    found = Verdicts.from_analysis(_analysis_in("de", "local"))
+    assert found.headline.startswith(
+        "all-MiniLM-L6-v2 is not trained for German (100% of the documents and 100% of the questions), so these "
+        "figures may be wrong; analyse again with a multilingual model")
+    assert found.headline.index("100% of the knowledge base is tested") > 0
+
+
+def test_a_model_that_reads_the_language_and_separates_well_adds_nothing():
+    assert Verdicts.from_analysis(_analysis_in("de", "use")).model_fit == ""
+    assert Verdicts.from_analysis(_analysis_in("en", "local")).model_fit == ""
+    poor = Verdicts.from_analysis(_analysis_in("fr", "use", separation=0.22))
+    assert poor.headline.startswith("universal-sentence-encoder-multilingual-3 barely tells these documents' topics "
+                                    "apart (separation 0.22, under 0.40)")

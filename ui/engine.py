@@ -238,10 +238,10 @@ def support_origin(calibration: Calibration) -> str:
     return "calibrated for this model and these documents"
 
 
-def chunk_counts(documents: Sequence, chunking: ChunkingConfig) -> dict[str, int]:
-    """Chunks per document (no embedding)."""
+def chunk_counts(documents: Sequence, chunking: ChunkingConfig, limit=None) -> dict[str, int]:
+    """Chunks per document, fitted to the model's ``limit`` when given (no embedding)."""
     counts: dict[str, int] = {}
-    for chunk in pipeline.chunk_corpus(documents, chunking):
+    for chunk in pipeline.chunk_corpus(documents, chunking, limit):
         counts[chunk.document] = counts.get(chunk.document, 0) + 1
     return counts
 

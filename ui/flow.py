@@ -17,8 +17,10 @@ import streamlit as st
 from coverage_core import pipeline
 from coverage_core.checks.answerability import fitness_threshold
 from coverage_core.embeddings import EmbeddingCache, environment_key, key_variable, make_embedder
+from coverage_core.embeddings.choice import ModelChoice, choose_model
 from coverage_core.embeddings.registry import sends_requests
 from coverage_core.errors import CoverageError
+from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.session import EMBEDDING_STAGES, AnalysisSession, EmbeddedInputs, StageKey, calibration_key
 from ui import engine, exports, formats, sidebar, state
 from ui.messages import user_message, user_messages
@@ -112,7 +114,13 @@ def chunks() -> list:
         return []
     if documents.embedded:
         return list(documents.passages.chunks)
-    return pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()))
+    return pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()), token_limit())
+
+
+def token_limit():
+    """What chunks are fitted to for the current model (:func:`coverage_core.pipeline.token_limit`), so the
+    counts and costs shown before a run are those of the run."""
+    return pipeline.token_limit(embedder(), embedding_cache())
 
 
 def chunk_texts() -> list[str]:
@@ -169,8 +177,50 @@ def chunk_counts() -> dict[str, int]:
     if documents.embedded:
         key = StageKey.of(documents.fingerprint, chunking=None)
         return state.memo(state.CHUNK_COUNTS, key, lambda: _passage_counts(documents.passages.chunks))
-    key = StageKey.of(documents.fingerprint, chunking=engine.chunking_config(state.settings()))
-    return state.memo(state.CHUNK_COUNTS, key, lambda: engine.chunk_counts(documents.documents, key.chunking))
+    settings = state.settings()
+    key = StageKey.of(documents.fingerprint, chunking=engine.chunking_config(settings),
+                      embedding=engine.embedding_config(settings))
+    return state.memo(state.CHUNK_COUNTS, key,
+                      lambda: engine.chunk_counts(documents.documents, key.chunking, token_limit()))
+
+
+def language_profile() -> LanguageProfile | None:
+    """The languages of the loaded documents and questions; None when neither is loaded.
+
+    Kept per inputs; new questions with the same documents read only the questions.
+    """
+    documents, asked = state.documents(), state.questions()
+    if documents is None and asked is None:
+        return None
+    key = StageKey.of(documents.fingerprint if documents is not None else None,
+                      questions=engine.questions_fingerprint(asked) if asked is not None else None)
+    texts = asked.texts if asked is not None else []
+    stored = state.stored_stage(state.LANGUAGES)
+
+    def compute() -> LanguageProfile:
+        if stored is not None and stored.key.source == key.source:
+            return stored.value.with_questions(texts)
+        return profile_languages(documents.documents if documents is not None else (), texts)
+
+    profile = state.memo(state.LANGUAGES, key, compute)
+    if documents is not None and not documents.embedded:  # vectors made elsewhere keep the model named for them
+        choice = choose_model(profile.document_shares, profile.question_shares, _characters(documents))
+        if state.settings().automatic_choice != (choice.provider, choice.model):
+            state.update_settings(automatic_choice=(choice.provider, choice.model))
+    return profile
+
+
+def model_choice() -> ModelChoice | None:
+    """What the automatic model choice picks for the loaded texts, and why; None before documents are loaded."""
+    documents = state.documents()
+    profile = language_profile()
+    if profile is None or documents is None or documents.embedded:
+        return None
+    return choose_model(profile.document_shares, profile.question_shares, _characters(documents))
+
+
+def _characters(documents: state.LoadedDocuments) -> int:
+    return sum(len(document.text) for document in documents.documents)
 
 
 def _passage_counts(passages) -> dict[str, int]:
@@ -194,6 +244,7 @@ def run_embedding() -> EmbeddedInputs | None:
     if docs is None or questions is None:
         st.error("Add documents and a question file on the Upload page first.")
         return None
+    language_profile()  # the automatic model choice follows the texts loaded
     settings = state.settings()
     try:
         engine.analysis_config(settings)  # settings the core rejects stop here, before any work

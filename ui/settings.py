@@ -16,6 +16,7 @@ from typing import Any
 
 from coverage_core.checks.retrieval import DEFAULT_K
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
+from coverage_core.embeddings.choice import AUTO, ENGLISH_MODEL
 from coverage_core.embeddings.registry import ProviderSpec, provider_spec
 from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
@@ -59,6 +60,8 @@ class Settings:
     retrieval_k: int = DEFAULT_K
     relevant_column: str = ""  # "" = detected from the column names
     label_column: str = ""  # "" = detected from the column names
+    # (provider, model) the automatic choice picked for the loaded texts' languages (ui.flow.language_profile).
+    automatic_choice: tuple[str, str] = ()
 
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
@@ -74,6 +77,11 @@ class Settings:
         return self.model or self.embedding_provider.default_model
 
     def embedding_config(self) -> EmbeddingConfig:
+        """The model to embed with: the one named, or the automatic choice's for the loaded texts."""
+        if self.provider == AUTO:  # before any text is loaded, the English default
+            provider, model = self.automatic_choice or ENGLISH_MODEL
+            # A provider's default model is left unnamed, as a model chosen by hand with the field left empty.
+            return EmbeddingConfig(provider=provider, model=None if model == provider_spec(provider).default_model else model)
         return EmbeddingConfig(
             provider=self.provider, model=self.model or None, dimensions=self.dimensions, base_url=self.base_url or None
         )

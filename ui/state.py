@@ -47,6 +47,7 @@ key                       value
 ``TRAFFIC``               :class:`Stage` of the production-traffic comparison
 ``VECTOR_UPLOAD``         (signature, error or None) of the vector file last read
 ``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
+``LANGUAGES``             :class:`Stage` of the loaded documents' and questions' languages (Upload page)
 ========================  =====================================================
 
 The two secrets are kept apart from :class:`Settings` on purpose: settings
@@ -110,6 +111,7 @@ TRAFFIC_LOG_FILE = "traffic_log_file"
 TRAFFIC = "traffic"
 VECTOR_UPLOAD = "vector_upload"
 SAVED_OPENED = "saved_opened"
+LANGUAGES = "languages"
 
 # ------------------------------------------------------------- widget keys
 W_DOC_UPLOADER = "w_doc_uploader"

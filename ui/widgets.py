@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from coverage_core.languages import UNDETERMINED
 from coverage_core.outputs.report import calibration_warning, to_safe_csv
 from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
 from coverage_core.verdicts import headline
@@ -317,3 +318,29 @@ def verdict_passed(analysis, sentence: str) -> None:
     else:
         st.info(f"{sentence} This may be wrong: it rests on the model's default support level, which could not "
                 "be calibrated on these documents.", icon=":material/help:")
+
+
+def language_table(shares, noun: str) -> pd.DataFrame:
+    """``shares`` (:class:`~coverage_core.languages.LanguageShare`) as "Language | Share of the <noun> | <Noun>"."""
+    return pd.DataFrame({
+        "Language": [share.name for share in shares],
+        f"Share of the {noun}": [formats.percent(share.share) for share in shares],
+        noun.capitalize(): [share.n_texts for share in shares],
+    })
+
+
+def show_languages(profile) -> None:
+    """The languages of the documents and of the questions (a :class:`~coverage_core.languages.LanguageProfile`),
+    a small table each, and how many texts were too short to tell."""
+    st.subheader("Languages", anchor=False)
+    st.caption("Each document's language is read on a few samples of its text; a document's share counts its "
+               "characters, a question's share counts questions.")
+    for noun, codes, shares in (("documents", profile.document_languages, profile.document_shares),
+                                ("questions", profile.question_languages, profile.question_shares)):
+        if not codes:
+            continue
+        st.dataframe(language_table(shares, noun), hide_index=True)
+        n_unknown = sum(code == UNDETERMINED for code in codes)
+        if n_unknown:
+            verb, whose = ("is", "its") if n_unknown == 1 else ("are", "their")
+            st.caption(f"{n_unknown} of {len(codes)} {noun} {verb} too short to tell {whose} language.")

@@ -45,7 +45,14 @@ from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts
 from coverage_core.embeddings.cache import uncached_texts
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.pipeline import calibrate_corpus, chunk_corpus, cluster_chunks, embed_corpus, support_fallback
+from coverage_core.pipeline import (
+    calibrate_corpus,
+    chunk_corpus,
+    cluster_chunks,
+    embed_corpus,
+    support_fallback,
+    token_limit,
+)
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.calibration import Calibration
@@ -217,9 +224,11 @@ def plan_chunkings(
 ) -> list[ChunkingPlan]:
     """Chunk counts and the texts each configuration would newly embed.
 
-    Texts are counted once across the whole grid (a chunk two
-    configurations share is embedded by the first only), and tokens are
-    approximated offline (:func:`coverage_core.embeddings.base.approximate_token_count`).
+    Chunks are fitted to the embedder's input limit as the analysis fits
+    them (:func:`coverage_core.pipeline.token_limit`). Texts are counted
+    once across the whole grid (a chunk two configurations share is
+    embedded by the first only), and tokens are approximated offline
+    (:func:`coverage_core.embeddings.base.approximate_token_count`).
     Unless ``config`` sets the support level, each configuration also counts
     the texts calibrating its own level would send
     (:func:`coverage_core.stages.calibration.calibration_texts`, with ``config.random_state``).
@@ -235,8 +244,9 @@ def plan_chunkings(
         return new
 
     plans = []
+    limit = token_limit(embedder, cache)
     for chunking in grid:
-        chunks = chunk_corpus(documents, chunking)
+        chunks = chunk_corpus(documents, chunking, limit)
         new_chunks = fresh([chunk.text for chunk in chunks])
         probes = []
         if config.support_threshold is None:

@@ -140,6 +140,10 @@ def redact(text: str, secret: str | None) -> str:
 # --------------------------------------------------------------------------
 
 
+UNLIMITED_TOKENS = 2**31 - 1
+"""``ModelSpec.max_tokens`` of a model that reads a text of any length (nothing to fit chunks to)."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """What we need to know about one model a provider lists.
@@ -156,6 +160,8 @@ class ModelSpec:
             back to when it cannot be trusted on a corpus (measured on public
             data for this model); None = not measured, the generic default applies.
         default_support_source: Where that level was measured, or why there is none.
+        languages: The ISO 639-1 codes of the languages the model was trained for; None = not
+            listed (many, or unknown), so no language is known to be unread.
     """
 
     dimensions: int
@@ -165,6 +171,7 @@ class ModelSpec:
     usd_per_1m_tokens: float | None = None
     default_support_threshold: float | None = None
     default_support_source: str = "not measured for this model; the generic default applies"
+    languages: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -358,7 +358,7 @@ SPEC = ProviderSpec(
     description="Local model (bundled all-MiniLM-L6-v2; free, nothing leaves this server)",
     default_model=DEFAULT_LOCAL_MODEL,
     models={DEFAULT_LOCAL_MODEL: ModelSpec(
-        384, 256, usd_per_1m_tokens=0.0, default_support_threshold=0.553,
+        384, 256, usd_per_1m_tokens=0.0, default_support_threshold=0.553, languages=frozenset({"en"}),
         default_support_source=(
             "measured on 55 English Wikipedia articles with 832 labelled questions: the Youden threshold "
             "between a question's best passage of its own article and of the other articles "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from coverage_core.embeddings import local, openai_provider, voyage_provider
+from coverage_core.embeddings import choice, local, multilingual, openai_provider, voyage_provider
 from coverage_core.embeddings.base import (
     ModelSpec,
     ProviderSpec,
@@ -22,7 +22,11 @@ from coverage_core.embeddings.base import (
 from coverage_core.errors import InputError
 
 PROVIDERS: dict[str, ProviderSpec] = {
-    spec.name: spec for spec in (local.SPEC, openai_provider.SPEC, voyage_provider.SPEC)
+    spec.name: spec
+    for spec in (
+        choice.SPEC, local.SPEC, multilingual.USE_SPEC, multilingual.E5_SPEC, openai_provider.SPEC,
+        voyage_provider.SPEC,
+    )
 }
 """Every provider by name, in the order the CLI and the Configure page offer them."""
 
@@ -109,6 +113,15 @@ def default_support_level(provider: str | None, model: str | None = None) -> tup
     if entry is None:
         return None, "not measured: the model is not in the registry"
     return entry.default_support_threshold, entry.default_support_source
+
+
+def covers_language(provider: str | None, model: str | None, code: str) -> bool | None:
+    """Whether ``model`` of ``provider`` was trained for the language ``code`` (ISO 639-1): True or False
+    when its registry entry lists its languages, None when it lists none or is not in the registry."""
+    entry = model_spec(provider, model)
+    if entry is None or entry.languages is None:
+        return None
+    return code in entry.languages
 
 
 def model_display_name(provider: str, model: str) -> str:

@@ -1,4 +1,4 @@
-"""CI outputs that work from a saved JSON report (schema version 4, 3, 2 or 1).
+"""CI outputs that work from a saved JSON report (schema version 5, 4, 3, 2 or 1).
 
 * :func:`junit_xml` turns a report into JUnit XML, so a CI system lists what
   is untested: one test case for the support level, one for the gated
@@ -61,11 +61,11 @@ __all__ = [
     "xml_safe",
 ]
 
-SUPPORTED_SCHEMA_VERSION = 4
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+SUPPORTED_SCHEMA_VERSION = 5
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 """Versions :func:`check_report` accepts: diff reads only metrics, documents
-and questions, which versions 2 to 4 kept; JUnit falls back to coverage on
-version 1; :func:`load_report` maps the fields versions 3 and 4 renamed or added."""
+and questions, which versions 2 to 5 kept; JUnit falls back to coverage on
+version 1; :func:`load_report` maps the fields versions 3 to 5 renamed or added."""
 DEFAULT_GAP_THRESHOLD = GAP_COVERAGE_THRESHOLD  # a schema-1 report without its own gap threshold
 # Order in which known metrics are shown; unknown ones follow alphabetically.
 _METRIC_ORDER = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
@@ -121,7 +121,7 @@ def _decided(report: Mapping) -> bool:
 
 
 def check_report(report: Any, label: str = "the report") -> dict:
-    """``report`` if it looks like a schema-1 to -4 report; else :class:`InputError` (one sentence)."""
+    """``report`` if it looks like a schema-1 to -5 report; else :class:`InputError` (one sentence)."""
     if not isinstance(report, dict) or "schema_version" not in report:
         raise InputError(f"{label} is not a coverage report (it has no schema_version).")
     version = report["schema_version"]
@@ -389,7 +389,7 @@ def junit_xml(
     gate_threshold: float | None = None,
     gap_threshold: float | None = None,
 ) -> str:
-    """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 4).
+    """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 5).
 
     Three test suites (one more with a calibration, one more with production traffic):
 

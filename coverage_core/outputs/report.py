@@ -63,6 +63,25 @@ False (its ``is_untested`` already held the thinly tested documents),
 ``n_questions``, ``offtopic_detail`` and ``offtopic_score`` null (not
 recorded), ``offtopic_reason`` ``""`` for an on-topic question and null for
 a flagged one.
+
+Added with version 5: ``chunking.token_fit`` — how the chunks
+were fitted to the embedding model's input limit
+(:class:`~coverage_core.results.TokenFit`: ``max_tokens``, ``n_chunks``,
+``n_resplit``, ``n_truncated``, ``by_language``); null when the passages
+were not chunked here (vectors from a store) or the limit is unknown.
+
+Version 5 adds the languages the texts are written in
+(:mod:`coverage_core.languages`): ``documents[].language`` and
+``questions[].language`` (ISO 639-1 codes, ``"und"`` when a text is too
+short or bare to tell), and ``languages``::
+
+    "languages": {"documents": [{"code", "name", "share", "n_documents"}],
+                  "questions": [{"code", "name", "share", "n_questions"}]}
+
+largest first; a document language's ``share`` is of the documents'
+characters, a question language's of the questions (undetermined texts left
+out of both). :func:`upgrade_report` gives an older report ``"und"`` for
+every text and empty lists.
 """
 
 from __future__ import annotations
@@ -80,13 +99,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from coverage_core.languages import UNDETERMINED, LanguageProfile, LanguageShare, profile_languages
 from coverage_core.results import Analysis
 from coverage_core.stages.topics import cluster_name
 from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import shorten
 from coverage_core.verdicts import Verdicts
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 RENAMED_FIELDS = {
     ("calibration", "topic_threshold"): "question_support_threshold",
@@ -179,15 +199,18 @@ def build_report(
     after_apply = _after_apply(analysis, improved, before, accepted)
     if after_apply is not None:
         sections["after_apply"] = after_apply
+    languages = analysis_languages(analysis)
     return {
         "schema_version": SCHEMA_VERSION,
         "config": _config_section(analysis, inputs),
         "calibration": _calibration_section(analysis, answerability),
         "metrics": _metrics(analysis.metrics),
         "summary": _summary_section(analysis),
+        "chunking": {"token_fit": analysis.corpus.token_fit.to_dict() if analysis.corpus.token_fit else None},
+        "languages": languages_section(languages),
         "clusters": _cluster_entries(analysis),
-        "documents": _document_entries(analysis),
-        "questions": _question_entries(analysis, labels),
+        "documents": _document_entries(analysis, languages),
+        "questions": _question_entries(analysis, labels, languages),
         "duplicate_groups": _duplicate_section(analysis),
         **sections,
         "warnings": list(analysis.warnings),
@@ -203,6 +226,9 @@ def _config_section(analysis: Analysis, inputs: dict | None) -> dict:
     config["n_clusters_used"] = analysis.clustering.n_clusters
     config["tested_k"] = analysis.config.tested_k
     config["screening_threshold"] = _plain(getattr(analysis.screener, "threshold_", None))
+    choice = getattr(analysis, "model_choice", None)
+    # How the automatic choice picked the model ``embedding`` names; None when the model was named.
+    config["model_choice"] = None if choice is None else {"reason": choice.reason, "languages": list(choice.languages)}
     if inputs:
         config["inputs"] = inputs
     return _plain(config)
@@ -259,10 +285,28 @@ def _cluster_entries(analysis: Analysis) -> list[dict]:
     return clusters
 
 
-def _document_entries(analysis: Analysis) -> list[dict]:
+def analysis_languages(analysis: Analysis) -> LanguageProfile:
+    """The analysis's :class:`~coverage_core.languages.LanguageProfile`, read now when it has none (built by hand)."""
+    if analysis.languages is not None:
+        return analysis.languages
+    return profile_languages(analysis.corpus.documents, analysis.questions)
+
+
+def languages_section(profile: LanguageProfile) -> dict:
+    """The report's ``languages`` section (module docstring, version 5)."""
+    def entries(shares: Sequence[LanguageShare], count: str) -> list[dict]:
+        return [{"code": s.code, "name": s.name, "share": _plain(s.share), count: s.n_texts} for s in shares]
+
+    return {"documents": entries(profile.document_shares, "n_documents"),
+            "questions": entries(profile.question_shares, "n_questions")}
+
+
+def _document_entries(analysis: Analysis, languages: LanguageProfile) -> list[dict]:
+    language_of = dict(zip(languages.document_names, languages.document_languages))
     return [
         {
             "name": row.document,
+            "language": language_of.get(row.document, UNDETERMINED),
             "n_chunks": int(row.n_chunks),
             "coverage": _plain(row.coverage),
             "n_tested": int(row.n_tested),
@@ -276,11 +320,15 @@ def _document_entries(analysis: Analysis) -> list[dict]:
     ]
 
 
-def _question_entries(analysis: Analysis, labels) -> list[dict]:
+def _question_entries(analysis: Analysis, labels, languages: LanguageProfile) -> list[dict]:
+    codes = languages.question_languages
+    if len(codes) != len(analysis.question_table):  # a profile of other questions: tell nothing
+        codes = (UNDETERMINED,) * len(analysis.question_table)
     questions = [
         {
             "row": int(row.row),
             "text": row.text,
+            "language": code,
             "max_similarity": _plain(row.max_similarity),
             "nearest_document": row.nearest_document,
             "cluster": int(row.cluster),
@@ -292,7 +340,7 @@ def _question_entries(analysis: Analysis, labels) -> list[dict]:
             "offtopic_score": _plain(row.offtopic_score),
             "duplicate_of": None if row.duplicate_of is None or pd.isna(row.duplicate_of) else int(row.duplicate_of),
         }
-        for row in analysis.question_table.itertuples(index=False)
+        for row, code in zip(analysis.question_table.itertuples(index=False), codes)
     ]
     if labels is not None and labels.column is not None:
         for entry, label in zip(questions, labels.labels):
@@ -473,10 +521,11 @@ def _after_apply(analysis: Analysis, improved, before, accepted) -> dict | None:
 
 
 def upgrade_report(report: Mapping) -> dict:
-    """A copy of ``report`` (schema 1 to 4) with schema 4's field names and keys.
+    """A copy of ``report`` (schema 1 to 5) with schema 5's field names and keys.
 
     Renamed fields go under their schema-3 names; a report older than schema 4
-    gets the keys schema 4 added, as the module docstring says. Only the
+    gets the keys schema 4 added, one older than schema 5 those schema 5 added
+    (every language ``"und"``), as the module docstring says. Only the
     changed sections are copied; ``schema_version`` stays, as it tells which
     decisions the report carries (before schema 4, ``is_untested`` was "less
     than 30% of the passages reached at τ", with no top-k).
@@ -491,7 +540,18 @@ def upgrade_report(report: Mapping) -> dict:
     version = upgraded.get("schema_version")
     if isinstance(version, int) and version < 4:
         _add_schema_4_keys(upgraded)
+    if isinstance(version, int) and version < 5:
+        _add_schema_5_keys(upgraded)
     return upgraded
+
+
+def _add_schema_5_keys(report: dict) -> None:
+    report.setdefault("languages", {"documents": [], "questions": []})
+    for section in ("documents", "questions"):
+        if isinstance(report.get(section), list):
+            report[section] = [
+                {"language": UNDETERMINED, **item} if isinstance(item, Mapping) else item for item in report[section]
+            ]
 
 
 def _add_schema_4_keys(report: dict) -> None:
@@ -624,6 +684,17 @@ def calibration_warning(analysis: Analysis) -> str:
             f"{calibration.support_threshold:.2f}, not on one measured on these documents, so they may be wrong.")
 
 
+def model_line(analysis: Analysis) -> str:
+    """"Model: <name>", and why when the automatic choice picked it."""
+    from coverage_core.embeddings.registry import DEFAULT_MODELS, model_display_name
+
+    embedding = analysis.config.embedding
+    model = embedding.model or (DEFAULT_MODELS[embedding.provider] if embedding.provider in DEFAULT_MODELS else "")
+    name = model_display_name(embedding.provider, model or "") or embedding.provider
+    choice = getattr(analysis, "model_choice", None)
+    return f"Model: {name} (automatic choice: {choice.reason})" if choice is not None else f"Model: {name}."
+
+
 def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunking=None) -> str:
     """A plain-text summary for the terminal: the headline (an unreliable calibration leads it), the
     untested documents, then the under-tested ones, then the tables."""
@@ -644,6 +715,11 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
         f"{analysis.clustering.n_clusters} clusters; {n_questions} questions, "
         f"{verdicts.n_off_topic} screened out as off-topic."
     )
+    lines.append(f"Languages: {analysis_languages(analysis).in_words()}.")
+    lines.append(model_line(analysis))
+    if corpus.token_fit is not None and corpus.token_fit.n_resplit:
+        lines.append(f"{corpus.token_fit.n_resplit} passages were longer than the model reads "
+                     f"({corpus.token_fit.max_tokens} tokens) and were split again.")
     duplicates = analysis.duplicate_groups
     if duplicates.n_groups:
         lines.append(

@@ -73,6 +73,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from coverage_core.errors import InputError
+from coverage_core.languages import word_units
 from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.types import Chunk
 from coverage_core.validation import check_scalar, unit_rows
@@ -102,7 +103,10 @@ MIN_PROBES = 20
 
 MIN_PROBE_WORDS = 5
 """A probe sentence has at least this many words (headings, list items and
-citations are not queries), and the chunk left without it as many."""
+citations are not queries), and the chunk left without it as many. Words
+are counted by :func:`probe_words`: in a script written without spaces
+(Chinese, Japanese, Thai) each pair of characters counts as one, so a
+Chinese sentence needs 6 characters and at most 61."""
 
 MAX_PROBE_WORDS = 60
 
@@ -142,7 +146,15 @@ still calibrate inside it."""
 
 _CHUNK_BLOCK = 20_000  # probes x block similarities, masked copies and top-k indices stay ~100 MB
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(
+    # Latin script: a stop, a space, then a capital or a digit ("e.g. the" goes on).
+    r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])"
+    # Chinese and Japanese full stops need no space after them; a closing quote or bracket stays with them.
+    r"|(?<=[\u3002\uff01\uff1f\uff1b])(?![\u300d\u300f\u201d\u2019\uff09\u300b])\s*"
+    r"|(?<=[\u3002\uff01\uff1f\uff1b][\u300d\u300f\u201d\u2019\uff09\u300b])\s*"
+    # A line break ends a sentence too (headings, list items, paragraphs without a final stop).
+    r"|\s*\n\s*"
+)
 _WORD = re.compile(r"\w+")
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -229,6 +241,12 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
+def probe_words(text: str) -> int:
+    """How many words ``text`` has for :data:`MIN_PROBE_WORDS`: its space-separated words, a run of a
+    spaceless script counting as its character pairs (:func:`~coverage_core.languages.word_units`)."""
+    return len(word_units(text).split())
+
+
 def _round_robin(queues: list[list], limit: int) -> list:
     """Items taken one per queue in turn, until ``limit`` items or every queue is empty."""
     taken: list = []
@@ -269,11 +287,10 @@ def sample_probes(
         chunk = chunks[index]
         sentences = _sentences(chunk.text)
         for position, sentence in enumerate(sentences):
-            words = len(sentence.split())
-            if not MIN_PROBE_WORDS <= words <= MAX_PROBE_WORDS:
+            if not MIN_PROBE_WORDS <= probe_words(sentence) <= MAX_PROBE_WORDS:
                 continue
             rest = " ".join(sentences[:position] + sentences[position + 1 :])
-            if len(rest.split()) < MIN_PROBE_WORDS:
+            if probe_words(rest) < MIN_PROBE_WORDS:
                 continue
             by_document.setdefault(chunk.document, []).append((index, sentence, rest))
     queues = []
@@ -466,8 +483,9 @@ def reliability_problem(
 
 
 def word_shingles(text: str, size: int = 3) -> set[tuple[str, ...]]:
-    """The text's runs of ``size`` consecutive words, lowercased, punctuation dropped."""
-    words = _WORD.findall(text.lower())
+    """The text's runs of ``size`` consecutive words, lowercased, punctuation dropped (Chinese, Japanese
+    and Thai read as character pairs, :func:`~coverage_core.languages.word_units`)."""
+    words = _WORD.findall(word_units(text).lower())
     return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 

@@ -23,14 +23,29 @@ import html
 import os
 import re
 import string
+import unicodedata
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["in_threads", "lexical_coverage", "LIKELY_CHUNKS_PER_QUESTION", "normalize_word"]
+from coverage_core.languages import (
+    SPACELESS,
+    UNDETERMINED,
+    corpus_languages,
+    has_spaceless_text,
+    spaceless_stop_characters,
+    stop_words,
+    word_units,
+)
+
+__all__ = [
+    "in_threads", "lexical_coverage", "LIKELY_CHUNKS_PER_QUESTION", "normalize_word", "Reading", "corpus_reading",
+]
 
 # Lexical evidence (used when question and chunk texts are given).
 # Words shorter than this are ignored (initials, typing noise, "of", "24").
@@ -71,9 +86,17 @@ MAX_THREADS = 8
 # ASCII punctuation and control characters separate words.
 _SEPARATORS_ASCII = string.punctuation.encode("ascii") + bytes(range(32)) + b"\x7f"
 _TO_SPACE = bytes.maketrans(_SEPARATORS_ASCII, b" " * len(_SEPARATORS_ASCII))
-# So do U+0080..U+00BF (control characters, no-break space, quotes, symbols)
-# and U+2000..U+203F (spaces, dashes, quotes, bullets, ellipsis), UTF-8 encoded.
-_SEPARATORS_UTF8 = re.compile(rb"\xc2[\x80-\xbf]|\xe2\x80[\x80-\xbf]")
+# So do U+0080..U+00BF (control characters, no-break space, quotes, symbols),
+# U+2000..U+203F (spaces, dashes, quotes, bullets, ellipsis), and the CJK and
+# full-width punctuation of Chinese and Japanese text: U+3000..U+303F but the
+# iteration and closing marks (U+3005..U+3007, in words: "人々"), and
+# U+FF01..U+FF0F, U+FF1A..U+FF20, U+FF3B..U+FF40, U+FF5B..U+FF65, UTF-8 encoded.
+_SEPARATORS_UTF8 = re.compile(
+    rb"\xc2[\x80-\xbf]|\xe2\x80[\x80-\xbf]|\xe3\x80[\x80-\x84\x88-\xbf]"
+    rb"|\xef\xbc[\x81-\x8f\x9a-\xa0\xbb-\xbf]|\xef\xbd[\x80\x9b-\xa5]"
+)
+# A byte every separator above starts with, to skip the substitution on text without one.
+_SEPARATOR_LEADS = (b"\xc2", b"\xe2", b"\xe3", b"\xef")
 STOP_WORDS = frozenset(
     w.encode("ascii") for w in (set(ENGLISH_STOP_WORDS) | QUESTION_WORDS)
 )
@@ -90,7 +113,7 @@ def words_of(text: str) -> list[bytes]:
     if "&" in text:
         text = html.unescape(text)  # "&#39853;", "&amp;"
     raw = text.lower().encode("utf-8", "replace")
-    if b"\xc2" in raw or b"\xe2\x80" in raw:
+    if any(lead in raw for lead in _SEPARATOR_LEADS):
         raw = _SEPARATORS_UTF8.sub(b" ", raw)
     return raw.translate(_TO_SPACE).split()
 
@@ -109,14 +132,82 @@ def normalize_word(word: bytes) -> bytes:
 _SUFFIXES_B = tuple(s.encode("ascii") for s in SUFFIXES)
 
 
-def _question_terms(text: str) -> list[bytes]:
-    """Distinct stems of the content words of a question, in order."""
-    stems = (
-        normalize_word(w)
-        for w in words_of(text)
-        if len(w) >= MIN_WORD_LENGTH and w not in STOP_WORDS
-    )
+def long_enough(word: bytes, stop_characters: frozenset[str] = frozenset()) -> bool:
+    """Whether a lower-cased word is long enough to be a content word: ``MIN_WORD_LENGTH`` bytes for
+    ASCII, as many characters otherwise ("été", not "où"), and a pair of characters of a spaceless
+    script (:func:`~coverage_core.languages.word_units`: "首都") without one of ``stop_characters``
+    ("的首": :func:`~coverage_core.languages.spaceless_stop_characters`), not a lone one ("的")."""
+    if word.isascii():
+        return len(word) >= MIN_WORD_LENGTH
+    text = word.decode("utf-8", "replace")
+    if len(text) == 2 and has_spaceless_text(text):
+        return text[0] not in stop_characters and text[1] not in stop_characters
+    return len(text) >= MIN_WORD_LENGTH
+
+
+def _question_terms(
+    text: str, stop: frozenset[bytes] = STOP_WORDS, stop_characters: frozenset[str] = frozenset()
+) -> list[bytes]:
+    """Distinct stems of the content words of a question (:func:`long_enough`, not in ``stop``), in order."""
+    stems = (normalize_word(w) for w in words_of(text) if w not in stop and long_enough(w, stop_characters))
     return list(dict.fromkeys(stems))
+
+
+_COMBINING_MARKS = re.compile("[\u0300-\u036f]")
+
+
+def fold_accents(text: str) -> str:
+    """``text`` without its accents ("Napoléon" -> "Napoleon"; Hangul and other composed scripts kept whole)."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _COMBINING_MARKS.sub("", unicodedata.normalize("NFD", text)))
+
+
+@lru_cache(maxsize=16)
+def _stop_words_of(codes: tuple[str, ...]) -> frozenset[bytes]:
+    """:data:`STOP_WORDS` and the stop words of the languages ``codes`` other than English, as written and
+    without accents, as the word index reads them. English keeps :data:`STOP_WORDS` alone: stopwords-iso's
+    English list holds content words ("computer", "information", "invention") that wiki-qa questions ask about."""
+    others = stop_words(code for code in codes if code != "en")
+    return STOP_WORDS | frozenset(w.encode("utf-8") for word in others for w in {word, fold_accents(word)})
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a corpus's texts are read as words: ``stop`` words left out of every question's content
+    words, whether texts are turned into word units (``spaceless``: Chinese, Japanese, Thai, …,
+    whose words are not separated by spaces, read as character pairs,
+    :func:`~coverage_core.languages.word_units`), whether accents are dropped (``accentless``:
+    crowd-typed French questions write "differents", "possede" for "différents", "possède"), and the
+    corpus's ``languages`` (ISO 639-1 codes), whose ``stop_characters`` (Chinese "的") make a character
+    pair no word (:func:`long_enough`). The default reads English as it always was."""
+
+    stop: frozenset[bytes] = STOP_WORDS
+    spaceless: bool = False
+    accentless: bool = False
+    languages: tuple[str, ...] = ()
+    stop_characters: frozenset[str] = frozenset()
+
+    def text(self, text: str) -> str:
+        """``text`` as the word index reads it (unchanged for English)."""
+        if self.accentless:
+            text = fold_accents(text)
+        return word_units(text) if self.spaceless else text
+
+    def texts(self, texts: Sequence[str]) -> Sequence[str]:
+        """:meth:`text` of each text (``texts`` itself when that changes nothing)."""
+        return [self.text(t) for t in texts] if self.spaceless or self.accentless else texts
+
+
+def corpus_reading(chunk_texts: Sequence[str], question_texts: Sequence[str] = ()) -> Reading:
+    """The :class:`Reading` of a corpus: the stop words of its languages (``corpus_languages``, read from
+    an even sample of the chunks), spaceless when one of them is, or a question holds spaceless text,
+    accentless when one is neither English nor spaceless."""
+    codes = corpus_languages(chunk_texts)
+    spaceless = any(code in SPACELESS for code in codes) or any(has_spaceless_text(t) for t in question_texts)
+    accentless = any(code not in SPACELESS and code not in ("en", UNDETERMINED) for code in codes)
+    return Reading(_stop_words_of(tuple(sorted(codes))), spaceless, accentless, tuple(codes),
+                   spaceless_stop_characters(codes))
 
 
 # Text read per block (bytes of lower-cased UTF-8): big enough that numpy's
@@ -252,7 +343,7 @@ def _lowered(texts: Sequence[str]) -> bytes:
     if joined.isascii():  # lower-cased by the byte table: 4x faster, the same for ASCII
         return joined.encode("ascii").translate(_LOWER_TO_SPACE_KEEP)
     raw = joined.lower().encode("utf-8", "replace")
-    if b"\xc2" in raw or b"\xe2" in raw:  # single bytes: found at memchr speed
+    if any(lead in raw for lead in _SEPARATOR_LEADS):  # single bytes: found at memchr speed
         raw = _SEPARATORS_UTF8.sub(b" ", raw)
     return raw.translate(_TO_SPACE_KEEP)
 
@@ -488,7 +579,7 @@ def _postings_with_fixes(chunk_texts: Sequence[str], stems: list[bytes], likely_
 
 
 def lexical_coverage(
-    question_texts: Sequence[str], chunk_texts: Sequence[str], *, likely_chunks=None
+    question_texts: Sequence[str], chunk_texts: Sequence[str], *, likely_chunks=None, reading: Reading | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
     """How well the best chunk covers each question's distinctive words.
 
@@ -507,6 +598,12 @@ def lexical_coverage(
     words may be misspelt (see ``SINGLE_PASS_MIN_CHARS``). Only the speed
     depends on them, never the result.
 
+    ``reading`` (optional, :func:`corpus_reading` of these texts by default)
+    says which words are stop words, those of the corpus's languages (French
+    "quel", "est", "les" are no content words), and whether the texts are
+    read as character pairs (Chinese: "南韓的首都" holds "首都"). An English
+    corpus is read exactly as before languages were detected.
+
     Returns
     -------
     coverage : ndarray of shape (n_questions,)
@@ -517,10 +614,13 @@ def lexical_coverage(
         Each question's content words that occur in no chunk (misspellings
         of corpus words excluded).
     """
-    terms = [_question_terms(t) for t in question_texts]
-    n = len(terms)
+    n = len(question_texts)
     if n == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int64), []
+    if reading is None:
+        reading = corpus_reading(chunk_texts, question_texts)
+    chunk_texts = reading.texts(chunk_texts)
+    terms = [_question_terms(t, reading.stop, reading.stop_characters) for t in reading.texts(question_texts)]
     stem_id: dict[bytes, int] = {}
     for ts in terms:
         for t in ts:

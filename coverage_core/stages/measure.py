@@ -16,6 +16,7 @@ import pandas as pd
 
 from coverage_core import duplicates, metrics, verdicts
 from coverage_core.config import AnalysisConfig
+from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module, similarity
 from coverage_core.stages.calibration import Calibration
@@ -332,6 +333,7 @@ def measure(
     index: similarity.NearestQuestions | None = None,
     calibration: Calibration | None = None,
     topics: np.ndarray | None = None,
+    languages: LanguageProfile | None = None,
 ) -> Analysis:
     """Screen the questions and compute every coverage figure.
 
@@ -343,6 +345,8 @@ def measure(
     then gets no τ, so measuring with and without a fitted screener agree.
     ``topics`` are the automatic topics the screener searches neighbours in,
     so the off-topic decision is the same for every K; None: ``clustering.labels``.
+    ``languages`` is the inputs' :class:`~coverage_core.languages.LanguageProfile`, read once per inputs
+    by the session; None reads it here.
     """
     question_support_threshold, calibration = _resolve_calibration(config, calibration)
     support_threshold = calibration.support_threshold
@@ -370,6 +374,7 @@ def measure(
         documents=_document_table(config, corpus, scan.min_distances, tested, support_threshold, warnings),
         question_table=question_table, duplicate_groups=duplicates, warnings=warnings,
         question_embedding=question_embedding, calibration=calibration, topics=topics,
+        languages=languages if languages is not None else profile_languages(corpus.documents, questions),
     )
 
 

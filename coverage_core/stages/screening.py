@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 
 from coverage_core import verdicts
 from coverage_core.errors import InputError
-from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, lexical_coverage
+from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, corpus_reading, lexical_coverage
 from coverage_core.stages.neighbourhoods import chunk_density, lof_scores, question_neighbours
 from coverage_core.stages.similarity import best_matches
 from coverage_core.stages.subjects import SubjectEvidence, subject_presence
@@ -421,10 +421,12 @@ class QuestionScreener:
         )
         notes: list[str] = []
         max_sim, nearest, own = self._document_support(Q, C, chunk_labels)
-        own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes)
+        # The words of the corpus's languages, read once for the word check and the subjects.
+        reading = corpus_reading(chunk_texts, question_texts) if question_texts is not None else None
+        own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes, reading)
         score = self._smooth_over_neighbours(Q, own, lexical_used, notes)
         self._prepare_decision(score, max_sim, notes)
-        self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C)
+        self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C, reading)
 
         self.outlier_score_ = score
         self.max_similarity_ = max_sim
@@ -507,7 +509,7 @@ class QuestionScreener:
         self.embedding_score_ = own
         return max_sim, found.nearest_chunk.astype(np.int64), own
 
-    def _add_lexical_evidence(self, own, question_texts, chunk_texts, lexical, notes):
+    def _add_lexical_evidence(self, own, question_texts, chunk_texts, lexical, notes, reading=None):
         """Step 2: the score combined with the lexical evidence when there are
         texts, and whether it was used (sets ``lexical_coverage_``,
         ``lexical_chunk_`` and ``absent_words_``)."""
@@ -519,7 +521,7 @@ class QuestionScreener:
             return own, False
         if lexical is None:
             likely = self.question_top_chunks_[:, :LIKELY_CHUNKS_PER_QUESTION]
-            lexical = lexical_coverage(question_texts, chunk_texts, likely_chunks=likely)
+            lexical = lexical_coverage(question_texts, chunk_texts, likely_chunks=likely, reading=reading)
         elif len(lexical[0]) != n:
             raise InputError(
                 f"lexical holds evidence for {len(lexical[0])} questions, not {n}; "
@@ -531,7 +533,7 @@ class QuestionScreener:
         self.absent_words_ = absent
         return self._combine(own, 1.0 - coverage, notes)
 
-    def _check_subjects(self, question_texts, chunk_texts, chunk_documents, Q, C) -> None:
+    def _check_subjects(self, question_texts, chunk_texts, chunk_documents, Q, C, reading=None) -> None:
         """Each question's named subjects and their presence in the passages (sets
         ``subject_evidence_``, ``subject_``, ``subject_passages_``, ``subject_retrieved_`` and
         ``absent_subject_``; see :func:`~coverage_core.stages.subjects.subject_presence`).
@@ -553,7 +555,7 @@ class QuestionScreener:
             # for a subject named in one passage is that passage whatever it says of it.
             self.subject_evidence_ = subject_presence(
                 question_texts, chunk_texts, self.question_top_chunks_, document_names=chunk_documents or (),
-                content_words=True, reaches=self._reaches(Q, C),
+                content_words=True, reaches=self._reaches(Q, C), reading=reading,
             )
             for q, evidence in enumerate(self.subject_evidence_):
                 weakest = _weakest_subject([e for e in evidence if e.subject.kind != "word"])

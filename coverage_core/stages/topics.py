@@ -5,7 +5,13 @@ e.g. ``"koala · marsupial · eucalyptus"``. Terms are words and adjacent word
 pairs ("steam engine"), scored by class-based TF-IDF (:func:`cluster_terms`).
 The same terms are the gap ``themes`` of :mod:`coverage_core.suggest.gaps`.
 
-Noise never becomes a term: English stop words, markup and attribute debris
+Terms are read in the corpus's own languages (:func:`_reading`): the stop
+words of each language detected in the chunks are no terms, and text in a
+script written without spaces (Chinese, Japanese, Thai) is read as
+overlapping character pairs, two adjacent pairs making one term of three
+characters ("南韓" + "韓國" -> "南韓國").
+
+Noise never becomes a term: stop words, markup and attribute debris
 (``alt=``, ``href``, ``http``, ``www``, ``px``, HTML/wiki markup), numbers and
 number-like tokens, single letters, and page furniture (page numbers,
 "page", "copyright", running headers repeated on many chunks).
@@ -24,6 +30,14 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from coverage_core.errors import InputError
+from coverage_core.languages import (
+    SPACELESS,
+    corpus_languages,
+    has_spaceless_text,
+    spaceless_stop_characters,
+    stop_words,
+    word_units,
+)
 
 __all__ = [
     "LABEL_SEPARATOR",
@@ -107,6 +121,37 @@ def _is_term_word(word: str) -> bool:
     )
 
 
+@lru_cache(maxsize=16)
+def _corpus_stop_words(codes: tuple[str, ...]) -> frozenset[str]:
+    """The stop words of the languages ``codes`` (English adds stopwords-iso's list to scikit-learn's, which
+    :func:`_is_term_word` always leaves out)."""
+    return stop_words(codes) - ENGLISH_STOP_WORDS
+
+
+def _reading(texts: list[str]) -> tuple[list[str], frozenset[str]]:
+    """The texts as words are counted in them, and the words that are no terms beyond :func:`_is_term_word`'s.
+
+    The corpus's languages (``corpus_languages``, an even sample of the
+    texts) give the stop words; with a spaceless one among them, every text
+    is read as character pairs (``word_units``), and pairs holding a
+    one-character stop word are no terms either.
+    """
+    codes = tuple(sorted(corpus_languages(texts)))
+    stop = _corpus_stop_words(codes)
+    if not any(code in SPACELESS for code in codes):
+        return texts, stop
+    units = [word_units(text) for text in texts]
+    return units, stop | _pairs_holding(units, spaceless_stop_characters(codes))
+
+
+def _pairs_holding(units: list[str], characters: frozenset[str]) -> frozenset[str]:
+    """The character pairs of texts read as word units holding one of ``characters``."""
+    if not characters:
+        return frozenset()
+    pairs = {word for text in units for word in text.split() if len(word) == 2}
+    return frozenset(pair for pair in pairs if pair[0] in characters or pair[1] in characters)
+
+
 def _tokens(text: str) -> list[str]:
     """The lowercase words of a text in order, with ``""`` wherever a phrase ends.
 
@@ -147,8 +192,10 @@ def _strip_furniture(texts: list[str]) -> list[str]:
     return stripped
 
 
-def _count_terms(texts: list[str]):
+def _count_terms(texts: list[str], stop: frozenset[str] = frozenset()):
     """Chunk x term counts of words and word pairs (:func:`_tokens`), or (None, None) if no term survives.
+
+    ``stop``: words that are no terms besides those :func:`_is_term_word` rejects (the corpus's languages').
 
     The counts, and the columns (the terms in alphabetical order), are those
     of scikit-learn's ``CountVectorizer`` with ``min_df`` 2 (1 below 20
@@ -166,7 +213,7 @@ def _count_terms(texts: list[str]):
     words = list(dict.fromkeys(tokens))
     number = {word: i for i, word in enumerate(words)}
     ids = np.fromiter(map(number.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-    is_term = np.fromiter(map(_is_term_word, words), dtype=bool, count=len(words))
+    is_term = np.fromiter((_is_term_word(w) and w not in stop for w in words), dtype=bool, count=len(words))
     chunk_of = np.repeat(np.arange(len(texts)), lengths)
 
     at_term = is_term[ids]
@@ -349,7 +396,8 @@ def _class_terms(texts: list[str], labels: np.ndarray, n_clusters: int, n_terms:
     result: list[list[str]] = [[] for _ in range(n_clusters)]
     if not texts:
         return tuple(tuple(t) for t in result)
-    counts, terms = _count_terms(_strip_furniture(texts))
+    counted, stop = _reading(_strip_furniture(texts))
+    counts, terms = _count_terms(counted, stop)
     if counts is None:
         return tuple(tuple(t) for t in result)
 
@@ -372,8 +420,19 @@ def _class_terms(texts: list[str], labels: np.ndarray, n_clusters: int, n_terms:
         # Best weight first, then most chunks, then alphabetical (reproducible).
         keys = (terms[present], -spread[k, present], -np.round(weights[k, present], 12))
         order = present[np.lexsort(keys)][: 10 * n_terms]
-        result[k] = _distinct_phrases([(str(terms[t]), float(weights[k, t])) for t in order], n_terms)
+        chosen = _distinct_phrases([(str(terms[t]), float(weights[k, t])) for t in order], n_terms)
+        result[k] = [_joined_pairs(phrase) for phrase in chosen]
     return tuple(tuple(t) for t in result)
+
+
+def _joined_pairs(phrase: str) -> str:
+    """Two overlapping character pairs of a spaceless script as the three characters they read ("南韓 韓國" ->
+    "南韓國"); any other phrase unchanged."""
+    words = phrase.split(" ")
+    if len(words) == 2 and len(words[0]) == len(words[1]) == 2 and words[0][1] == words[1][0]:
+        if has_spaceless_text(phrase):
+            return words[0] + words[1][1]
+    return phrase
 
 
 def labels_from_terms(terms: Sequence[Sequence[str]], n_terms: int = N_LABEL_TERMS) -> list[str]:

@@ -11,6 +11,8 @@ covered of its most representative chunks), and suggested questions:
 * with an LLM (:class:`~coverage_core.suggest.llm.ChatClient`): questions the model
   wrote from the passages, marked ``origin="llm"``. If the LLM fails for a
   gap, that gap falls back to drafts and a warning says so.
+
+Both are written in each passage's language (:mod:`coverage_core.suggest.questions`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coverage_core.errors import InputError
+from coverage_core.languages import corpus_languages
 from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.questions import (
@@ -417,6 +420,8 @@ def _write_gaps(
     n_unsupported = 0
     gaps = []
     representatives_of = inputs.representatives_of(ranked, max(N_REPRESENTATIVE, config.n_passages))
+    # Suggestions are written in each passage's language; an unsure guess is chosen among the corpus's.
+    languages = corpus_languages(inputs.texts)
     for cluster, priority in ranked:
         representatives = representatives_of(cluster)
         passages = _least_covered(representatives, inputs.distances, config.n_passages)
@@ -425,14 +430,14 @@ def _write_gaps(
         if llm is not None:
             gap_themes, suggestions, dropped, fatal = llm_suggestions(
                 llm, cluster, gap_themes, passages, representatives, inputs.texts, inputs.documents,
-                existing_questions, config, seen, inputs.vectors, embed, support_threshold, warnings,
+                existing_questions, config, seen, inputs.vectors, embed, support_threshold, warnings, languages,
             )
             n_unsupported += dropped
             if fatal:
                 llm = None  # the next gaps would fail the same way
         if suggestions is None:
             suggestions = draft_questions(
-                cluster, passages, inputs.texts, inputs.documents, gap_themes, config.n_suggestions, seen
+                cluster, passages, inputs.texts, inputs.documents, gap_themes, config.n_suggestions, seen, languages
             )
         gaps.append(inputs.gap(cluster, priority, gap_themes, passages, suggestions))
     if n_unsupported:

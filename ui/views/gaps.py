@@ -63,7 +63,7 @@ def gap_table(analysis: Analysis) -> pd.DataFrame:
                 "size": gap.size,
                 "corpus share": gap.share,
                 "themes": ", ".join(gap.themes),
-                "suggested questions": "\n".join(s.text for s in gap.suggestions),
+                "suggested questions": "\n".join(s.text or s.note for s in gap.suggestions),
             }
         )
     columns = ["rank", "cluster", "topic", "tested share", "coverage", "size", "corpus share", "themes", "suggested questions"]

@@ -14,6 +14,7 @@ from coverage_core.checks.subquestions.config import (
     SubQuestionConfig,
 )
 from coverage_core.costs import CostEstimate, approximate_tokens, default_price_table, estimate_llm_cost
+from coverage_core.languages import LANGUAGE_NAMES, UNDETERMINED, detect_language, language_name
 from coverage_core.types import Question
 from coverage_core.validation import shorten
 
@@ -24,8 +25,36 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_prompt(question: str, max_sub_questions: int) -> str:
-    """The user prompt that asks for the typed sub-questions of ``question``."""
+def question_language(question: str) -> str:
+    """The language code of ``question`` when it is clear, else :data:`~coverage_core.languages.UNDETERMINED`.
+
+    Short questions fool the detector ("When did Volta die?" reads as
+    Nigerian Pidgin at 0.1), and a wrongly named language would make the
+    model answer in it. :func:`~coverage_core.languages.detect_language`
+    keeps a confident guess whatever its candidates, so a guess that
+    survives being left out of them is confident.
+    """
+    guess = detect_language(question)
+    if guess == UNDETERMINED:
+        return guess
+    others = [code for code in LANGUAGE_NAMES if code not in (guess, UNDETERMINED)]
+    return guess if detect_language(question, others) == guess else UNDETERMINED
+
+
+def language_rule(language: str) -> str:
+    """The prompt's rule naming the language of the sub-questions ("" or undetermined: the question's own)."""
+    if language and language != UNDETERMINED:
+        return f"- Write the sub-questions in {language_name(language)}, the language of the question."
+    return "- Write the sub-questions in the language of the question."
+
+
+def build_prompt(question: str, max_sub_questions: int, language: str | None = None) -> str:
+    """The user prompt that asks for the typed sub-questions of ``question``.
+
+    ``language``: the code of the question's language, named in the prompt;
+    None detects it (:func:`question_language`).
+    """
+    language = question_language(question) if language is None else language
     return "\n".join(
         [
             f"Question: {shorten(question, PROMPT_QUESTION_CHARS, at_word=True)}",
@@ -45,6 +74,7 @@ def build_prompt(question: str, max_sub_questions: int) -> str:
             '- Give at least one "core" sub-question; a simple factual question may need only one or two '
             "sub-questions in all.",
             "- List the core sub-questions first, then background, then follow-up.",
+            language_rule(language),
             "",
             "Reply with JSON only, in exactly this form:",
             '{"sub_questions": [{"text": "...", "type": "core"}, {"text": "...", "type": "background"}, '

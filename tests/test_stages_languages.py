@@ -1,0 +1,128 @@
+"""The text-reading stages on corpora that are not English: topic names, the word check, subjects, probes."""
+
+import numpy as np
+import pytest
+
+from coverage_core.stages import calibration
+from coverage_core.stages.lexical import Reading, _question_terms, corpus_reading, lexical_coverage
+from coverage_core.stages.subjects import question_subjects, subject_presence
+from coverage_core.stages.topics import topic_labels
+from coverage_core.types import Chunk
+
+FRENCH_CHUNKS = [
+    "Le volcan de l'île est entré en éruption en 1793. Les coulées de lave ont recouvert la côte et le cratère fume encore.",
+    "Les géologues étudient le cratère du volcan depuis des années. La lave du volcan est riche en basalte.",
+    "Le cratère du volcan est surveillé par des géologues, car une nouvelle éruption est possible.",
+    "Le club de football a remporté le championnat de France avec son entraîneur et ses joueurs.",
+    "Les joueurs du club ont gagné la coupe et le championnat grâce à leur entraîneur.",
+    "L'entraîneur du club de football a recruté des joueurs pour la saison du championnat.",
+]
+FRENCH_STOP = {"le", "la", "les", "des", "est", "du", "de", "en", "et", "par", "pour", "ses", "son", "une", "car", "ont"}
+
+CHINESE_CHUNKS = [
+    "首爾是南韓的首都，也是南韓最大的城市。首爾的人口超過一千萬人。",
+    "南韓的首都首爾位於漢江流域，首爾是南韓的政治中心。",
+    "南韓的經濟在首爾發展迅速，首爾有許多大型企業。",
+    "稻米是亞洲的主要糧食作物，水稻需要大量的水來栽培。",
+    "水稻的栽培在亞洲有數千年的歷史，稻米是許多國家的主食。",
+    "農民在水田中栽培水稻，稻米的產量取決於氣候。",
+]
+CHINESE_STOP_CHARACTERS = {"的", "是", "在", "有", "也", "了", "和"}
+
+ENGLISH_CHUNKS = [
+    "The octopus is a cephalopod with eight arms and a soft body.",
+    "Cephalopods such as the octopus and the squid change colour.",
+    "Kuala Lumpur is the capital of Malaysia and its largest city.",
+    "The violin is a string instrument played with a bow.",
+]
+ENGLISH_QUESTIONS = [
+    "How many arms does an octopus have?",
+    "Is the squid a cephalopod?",
+    "What is the capital of Malaysia?",
+    "Who invented the telephone?",
+    "What colour does the violin bow change?",
+]
+
+
+def test_french_topic_labels_are_content_words_not_stop_words():
+    labels = topic_labels(FRENCH_CHUNKS, [0, 0, 0, 1, 1, 1], 2)
+    words = [set(label.replace(" · ", " ").split()) for label in labels]
+    assert all(words) and not (words[0] | words[1]) & FRENCH_STOP, labels
+    assert "volcan" in words[0] and {"club", "championnat"} & words[1], labels
+
+
+def test_chinese_topic_labels_are_character_pairs_without_stop_characters():
+    labels = topic_labels(CHINESE_CHUNKS, [0, 0, 0, 1, 1, 1], 2)
+    terms = [label.split(" · ") for label in labels]
+    assert all(terms), labels
+    for term in terms[0] + terms[1]:
+        assert 2 <= len(term) <= 3 and not set(term) & CHINESE_STOP_CHARACTERS, labels
+    assert {"首爾", "南韓"} & set(terms[0]) and ("水稻" in terms[1] or "稻米" in terms[1]), labels
+
+
+def test_english_word_check_is_exactly_the_english_only_computation():
+    found = lexical_coverage(ENGLISH_QUESTIONS, ENGLISH_CHUNKS)
+    english = lexical_coverage(ENGLISH_QUESTIONS, ENGLISH_CHUNKS, reading=Reading())
+    np.testing.assert_array_equal(found[0], english[0])
+    np.testing.assert_array_equal(found[1], english[1])
+    assert found[2] == english[2]
+    # And the values themselves: "octopus" and "arms" in chunk 0; "telephone" and "invented" nowhere.
+    assert found[0][0] == pytest.approx(1.0, abs=1e-12) and found[1][0] == 0
+    assert found[0][3] == pytest.approx(0.0, abs=1e-12) and found[2][3] == ["invent", "telephon"]
+
+
+def test_french_question_words_are_stop_words_and_accents_are_optional():
+    reading = corpus_reading(FRENCH_CHUNKS)
+    assert "fr" in reading.languages and reading.accentless and not reading.spaceless
+    terms = _question_terms(reading.text("Quel est le nom du cratère et les géologues ?"), reading.stop)
+    assert terms == [b"nom", b"crater", b"geologu"]
+    # A question typed without accents finds the accented words.
+    coverage, best, absent = lexical_coverage(["Quand le crater du volcan est-il entre en eruption ?"], FRENCH_CHUNKS)
+    assert best[0] == 0 and absent == [[]] and coverage[0] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_chinese_questions_get_a_lexical_coverage_from_character_pairs():
+    questions = ["南韓的首都是哪裡？", "水稻需要多少水？", "火星上有水嗎？"]
+    coverage, best, absent = lexical_coverage(questions, CHINESE_CHUNKS)
+    assert corpus_reading(CHINESE_CHUNKS).spaceless
+    assert coverage[0] == pytest.approx(1.0, abs=1e-9) and best[0] in (0, 1)
+    assert coverage[1] > 0.5 and best[1] in (3, 4, 5)
+    assert coverage[2] < 0.5 and "火星" in absent[2]
+    # Punctuation and lone characters are no words: "？" and "的" never count.
+    assert all("？" not in words and "的" not in words for words in absent)
+
+
+def test_chinese_questions_list_no_absent_content_words_but_find_years_and_acronyms():
+    chunks = CHINESE_CHUNKS + ["首爾在1988年舉辦了奧運會，NBA球隊也曾來訪。"]
+    evidence = subject_presence(["南韓的火星探測器在1988年做了什麼？", "NBA球隊哪年來訪？"], chunks,
+                                np.array([[6], [6]]), content_words=True)
+    kinds = [{e.subject.text: (e.subject.kind, e.n_passages) for e in found} for found in evidence]
+    assert kinds == [{"1988": ("period", 1)}, {"NBA": ("acronym", 1)}]
+
+
+GERMAN_CHUNKS = [
+    "Der Turm der Stadt wurde im Mittelalter gebaut und ist heute ein Museum für die Besucher.",
+    "Die Stadt Bremen liegt an der Weser und hat einen großen Hafen für die Schiffe.",
+    "Im Hafen der Stadt werden jedes Jahr viele Waren aus aller Welt umgeschlagen.",
+]
+
+
+def test_german_single_capitalised_nouns_are_common_words_multi_word_names_stay_names():
+    reading = corpus_reading(GERMAN_CHUNKS)
+    assert "de" in reading.languages
+    subjects = {s.text: s.kind for s in question_subjects("Wann hat Karl Müller den Turm in Bremen gebaut?", reading)}
+    assert subjects == {"Karl Müller": "name", "Turm": "word", "Bremen": "word"}
+    # In English a single capitalised word inside a sentence is a name.
+    assert [(s.text, s.kind) for s in question_subjects("How tall is the Turm?")] == [("Turm", "name")]
+
+
+def test_chinese_sentences_split_on_full_stops_and_make_probes():
+    text = "南韓是一個位於東亞的國家。首都是首爾，人口很多！他說：「我來了。」然後他走了很久；\n標題"
+    assert calibration._sentences(text) == [
+        "南韓是一個位於東亞的國家。", "首都是首爾，人口很多！", "他說：「我來了。」", "然後他走了很久；", "標題"]
+    assert calibration.probe_words("南韓是一個國家。") == 7 and calibration.probe_words("a b c") == 3
+    texts = [CHINESE_CHUNKS[i % 6] + CHINESE_CHUNKS[(i + 1) % 6] + CHINESE_CHUNKS[(i + 3) % 6] for i in range(12)]
+    chunks = [Chunk(document=f"d{i % 3}", text=t, start=0, end=len(t)) for i, t in enumerate(texts)]
+    probes = calibration.sample_probes(chunks, max_probes=50)
+    assert len(probes) >= calibration.MIN_PROBES
+    assert all(calibration.probe_words(sentence) >= calibration.MIN_PROBE_WORDS for _, sentence, _ in probes)
