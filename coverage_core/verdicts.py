@@ -450,7 +450,7 @@ def headline(analysis) -> str:
 
 def _model_fit(analysis) -> str:
     """:func:`model_fit_problem` for ``analysis``: its model, the languages it does not read, its separation."""
-    from coverage_core.embeddings.registry import PROVIDERS, covers_language, model_display_name
+    from coverage_core.embeddings.registry import configured_model_name, covers_language
 
     embedding = getattr(analysis.config, "embedding", None)
     if embedding is None:
@@ -464,10 +464,7 @@ def _model_fit(analysis) -> str:
     calibration = getattr(analysis, "calibration", None)
     # An unreliable calibration already leads the headline with its own reason.
     separation = getattr(calibration, "separation", None) if getattr(calibration, "reliable", True) else None
-    spec = PROVIDERS.get(embedding.provider)
-    model = embedding.model or (spec.default_model if spec is not None else "")
-    name = model_display_name(embedding.provider, model) if model else embedding.provider
-    return model_fit_problem(name, unread, separation)
+    return model_fit_problem(configured_model_name(embedding.provider, embedding.model), unread, separation)
 
 
 def _untested_documents(documents: pd.DataFrame) -> tuple[UntestedDocument, ...]:

@@ -130,6 +130,14 @@ def model_display_name(provider: str, model: str) -> str:
     return spec.model_name(model) if spec is not None and spec.model_name is not None else model
 
 
+def configured_model_name(provider: str, model: str | None) -> str:
+    """The model a configuration names, as messages name it: ``model`` or the provider's default
+    (:func:`model_display_name`); the provider itself when it is not registered."""
+    spec = PROVIDERS.get((provider or "").strip().lower())
+    name = model or (spec.default_model if spec is not None else "")
+    return model_display_name(provider, name) if name else provider
+
+
 def embedding_prices() -> list[tuple[str, str, float, bool]]:
     """``(provider, model, usd_per_1m_tokens, paid)`` for every listed model with a known price."""
     return [

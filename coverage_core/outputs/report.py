@@ -64,13 +64,10 @@ False (its ``is_untested`` already held the thinly tested documents),
 recorded), ``offtopic_reason`` ``""`` for an on-topic question and null for
 a flagged one.
 
-Added with version 5: ``chunking.token_fit`` — how the chunks
-were fitted to the embedding model's input limit
-(:class:`~coverage_core.results.TokenFit`: ``max_tokens``, ``n_chunks``,
-``n_resplit``, ``n_truncated``, ``by_language``); null when the passages
-were not chunked here (vectors from a store) or the limit is unknown.
-
-Version 5 adds the languages the texts are written in
+Version 5 adds ``chunking.token_fit``, how the chunks were fitted to the
+model's input limit (:class:`~coverage_core.results.TokenFit`; null for
+vectors from a store or an unknown limit), ``config.model_choice`` (the
+automatic choice's reason and languages, or null), and the languages the texts are written in
 (:mod:`coverage_core.languages`): ``documents[].language`` and
 ``questions[].language`` (ISO 639-1 codes, ``"und"`` when a text is too
 short or bare to tell), and ``languages``::
@@ -99,6 +96,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from coverage_core.embeddings.registry import configured_model_name
 from coverage_core.languages import UNDETERMINED, LanguageProfile, LanguageShare, profile_languages
 from coverage_core.results import Analysis
 from coverage_core.stages.topics import cluster_name
@@ -686,11 +684,7 @@ def calibration_warning(analysis: Analysis) -> str:
 
 def model_line(analysis: Analysis) -> str:
     """"Model: <name>", and why when the automatic choice picked it."""
-    from coverage_core.embeddings.registry import DEFAULT_MODELS, model_display_name
-
-    embedding = analysis.config.embedding
-    model = embedding.model or (DEFAULT_MODELS[embedding.provider] if embedding.provider in DEFAULT_MODELS else "")
-    name = model_display_name(embedding.provider, model or "") or embedding.provider
+    name = configured_model_name(analysis.config.embedding.provider, analysis.config.embedding.model)
     choice = getattr(analysis, "model_choice", None)
     return f"Model: {name} (automatic choice: {choice.reason})" if choice is not None else f"Model: {name}."
 
