@@ -137,6 +137,31 @@ def test_upload_documents_and_csv_shows_counts_preview_and_every_warning(cache_d
     assert [link.value for link in at.get("page_link")]  # next step offered
 
 
+def test_french_uploads_make_the_automatic_choice_a_multilingual_model_and_configure_says_why():
+    paragraph = ("La Révolution française est une période de bouleversements politiques et sociaux en France, "
+                 "qui commence en 1789 et met fin à l'Ancien Régime. Les députés des états généraux se "
+                 "proclament Assemblée nationale et rédigent une constitution pour le royaume. ")
+    at = app()
+    at.file_uploader(key=state.W_DOC_UPLOADER).set_value(
+        [("revolution.txt", (paragraph * 3).encode("utf-8"), "text/plain")])
+    at.run()
+    csv = "question\nQuand commence la Révolution française ?\nQui rédige la constitution du royaume ?\n"
+    at.file_uploader(key=state.W_CSV_UPLOADER).set_value(("questions.csv", csv.encode("utf-8"), "text/csv"))
+    at.run()
+    assert not at.exception
+    assert {"Language": "French", "Share of the documents": "100%", "Documents": 1} in [
+        row for frame in at.dataframe for row in frame.value.to_dict("records")]
+    # Nothing is embedded yet: the choice is made from the languages alone, and the settings embed with it.
+    settings = at.session_state[state.SETTINGS]
+    assert settings.provider == "auto" and settings.automatic_choice == ("e5", "multilingual-e5-small")
+    assert settings.embedding_config().provider == "e5"
+    at.switch_page(PAGES["configure"]).run()
+    assert not at.exception
+    chosen = " ".join(texts(at.info))
+    assert "Chosen: multilingual-e5-small" in chosen and "in French" in chosen and "English only" in chosen
+    assert at.selectbox(key=state.W_PROVIDER).value == "auto"
+
+
 def test_question_column_can_be_chosen_when_not_detected():
     at = app()
     csv = b"id,utterance,expected\n1,What is a drum?,A percussion instrument\n2,Who plays the flute?,A flautist\n"
