@@ -370,6 +370,17 @@ def question_language(text: str, candidates: Sequence[str]) -> str:
     return candidate if candidate_probability >= PLAUSIBLE_CANDIDATE * probability else code
 
 
+def foreign_to(texts: Sequence[str], languages: Sequence[str]) -> list[bool]:
+    """Which ``texts`` are written in none of ``languages``, each read as the report reads a question
+    (among those languages and English; an undetermined text is not foreign): English questions put to
+    French documents. Words cannot be matched across languages ("Moscow" against "Moscou", "NHL"
+    against "LNH")."""
+    if not languages:
+        return [False] * len(texts)
+    codes = _question_languages(list(texts), languages)
+    return [code != UNDETERMINED and code not in languages for code in codes]
+
+
 def _confident_languages(texts: Sequence[str], sample: int = 200) -> list[str]:
     """The main languages of the texts of an even sample the model reads with confidence (:data:`CONFIDENT`)."""
     picked = list(texts)[::max(1, len(texts) // sample)][:sample]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
-from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts, make_embedder
+from coverage_core.embeddings import Embedder, EmbeddingCache, approximate_token_count, embed_texts, make_embedder
 from coverage_core.embeddings.base import UNLIMITED_TOKENS
 from coverage_core.embeddings.cache import CacheKey, text_hash
 from coverage_core.embeddings.registry import default_support_level, model_spec, sends_requests
@@ -89,6 +89,15 @@ def token_limit(embedder: Embedder, cache: EmbeddingCache | None = None) -> Toke
         return [known[digest][1] if digest in known else next(counted) for digest in digests]
 
     return TokenLimit(int(max_tokens), count_tokens)
+
+
+def offline_token_limit(embedding: EmbeddingConfig) -> TokenLimit | None:
+    """:func:`token_limit` of an API model without its embedder (no key needed): the registry's
+    ``max_tokens``, counted with the same offline approximation its embedder uses."""
+    entry = model_spec(embedding.provider, embedding.model)
+    if entry is None or entry.max_tokens >= UNLIMITED_TOKENS:
+        return None
+    return TokenLimit(int(entry.max_tokens), lambda texts: [approximate_token_count(text) for text in texts])
 
 
 def chunk_corpus(

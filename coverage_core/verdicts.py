@@ -216,7 +216,8 @@ def is_off_topic(support_margin, cut: float) -> np.ndarray:
     return np.asarray(support_margin, dtype=np.float64) < cut
 
 
-def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_word=None, support_margin=None) -> np.ndarray:
+def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_word=None, support_margin=None,
+                      foreign=None) -> np.ndarray:
     """Which questions ask about a subject the documents never make their subject.
 
     ``n_q == 0 or (n_q <= few and not retrieved_q)``, where ``n_q`` is the
@@ -247,14 +248,21 @@ def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_wor
     misspellings of short words (3 more genuine questions of 349 on half A,
     11 of 374 on B); more in ``docs/screening.md``.
 
+    ``foreign``: questions in none of the documents' languages are never
+    flagged here (``languages.foreign_to``): names and words are written
+    otherwise across languages ("Moscow" in English, "Moscou" in French).
+
     n_passages : array-like of int, retrieved : array-like of bool, absent_word : array-like of bool,
-    support_margin : array-like of float, shape (n_questions,); returns bool of that shape.
+    support_margin : array-like of float, foreign : array-like of bool, shape (n_questions,); returns bool
+    of that shape.
     """
     n = np.asarray(n_passages, dtype=np.int64)
     retrieved = np.asarray(retrieved, dtype=bool)
     flagged = (n == 0) | ((n > 0) & (n <= few) & ~retrieved)
     if absent_word is not None and support_margin is not None:
         flagged |= np.asarray(absent_word, dtype=bool) & (np.asarray(support_margin, dtype=np.float64) < 0)
+    if foreign is not None:
+        flagged &= ~np.asarray(foreign, dtype=bool)
     return flagged
 
 

@@ -126,3 +126,29 @@ def test_chinese_sentences_split_on_full_stops_and_make_probes():
     probes = calibration.sample_probes(chunks, max_probes=50)
     assert len(probes) >= calibration.MIN_PROBES
     assert all(calibration.probe_words(sentence) >= calibration.MIN_PROBE_WORDS for _, sentence, _ in probes)
+
+
+def test_questions_in_another_language_than_the_documents_keep_no_word_evidence():
+    from coverage_core.stages.screening import QuestionScreener
+
+    chunks = [
+        "Moscou est la capitale de la Russie et sa plus grande ville, sur la Moskova.",
+        "Martin Brodeur a joué dans la Ligue nationale de hockey pour les Devils du New Jersey.",
+        "Le bronzage est une réaction de la peau aux rayons ultraviolets du soleil.",
+    ] * 4
+    questions = [
+        "What river flows through Moscow, the capital of Russia?",  # English: names written otherwise
+        "Which NHL team did Martin Brodeur play for?",
+        "Quelle rivière traverse Moscou ?",  # French, as the documents
+    ]
+    rng = np.random.default_rng(0)
+    C = rng.normal(size=(len(chunks), 8))
+    C /= np.linalg.norm(C, axis=1, keepdims=True)
+    Q = C[[0, 1, 0]] + 0.01  # each question right on its passage
+    Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+    screener = QuestionScreener(random_state=0, question_support_threshold=0.5).fit(
+        Q, C, np.arange(len(chunks)) % 3, question_texts=questions, chunk_texts=chunks)
+    assert screener.foreign_.tolist() == [True, True, False]
+    assert np.isnan(screener.lexical_coverage_[:2]).all() and np.isfinite(screener.lexical_coverage_[2])
+    # "NHL" is "LNH" in French: without the rule for foreign questions it would be a subject never mentioned.
+    assert not screener.absent_subject_[:2].any() and not screener.is_outlier_.any()

@@ -119,7 +119,10 @@ def chunks() -> list:
 
 def token_limit():
     """What chunks are fitted to for the current model (:func:`coverage_core.pipeline.token_limit`), so the
-    counts and costs shown before a run are those of the run."""
+    counts and costs shown before a run are those of the run; an API model's needs no key."""
+    config = engine.embedding_config(state.settings())
+    if sends_requests(config.provider):
+        return pipeline.offline_token_limit(config)
     return pipeline.token_limit(embedder(), embedding_cache())
 
 

@@ -26,6 +26,7 @@ from threadpoolctl import threadpool_limits
 
 from coverage_core import verdicts
 from coverage_core.errors import InputError
+from coverage_core.languages import foreign_to
 from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, corpus_reading, lexical_coverage
 from coverage_core.stages.neighbourhoods import chunk_density, lof_scores, question_neighbours
 from coverage_core.stages.similarity import best_matches
@@ -423,6 +424,8 @@ class QuestionScreener:
         max_sim, nearest, own = self._document_support(Q, C, chunk_labels)
         # The words of the corpus's languages, read once for the word check and the subjects.
         reading = corpus_reading(chunk_texts, question_texts) if question_texts is not None else None
+        self.foreign_ = np.asarray(foreign_to(question_texts, reading.languages) if reading is not None
+                                   else np.zeros(Q.shape[0], dtype=bool), dtype=bool)
         own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes, reading)
         score = self._smooth_over_neighbours(Q, own, lexical_used, notes)
         self._prepare_decision(score, max_sim, notes)
@@ -528,6 +531,10 @@ class QuestionScreener:
                 "compute it with lexical_coverage() for these question texts."
             )
         coverage, best_chunk, absent = lexical
+        foreign = getattr(self, "foreign_", np.zeros(n, dtype=bool))
+        if foreign.any():  # a question in another language than the documents' shares no words with them
+            coverage = np.where(foreign, np.nan, coverage)
+            absent = [[] if is_foreign else words for is_foreign, words in zip(foreign, absent)]
         self.lexical_coverage_ = coverage
         self.lexical_chunk_ = best_chunk
         self.absent_words_ = absent
@@ -564,7 +571,7 @@ class QuestionScreener:
                     self._show_subject(q, weakest)
         self.absent_subject_ = verdicts.is_absent_subject(
             self.subject_passages_, self.subject_retrieved_, absent_word=[w is not None for w in words],
-            support_margin=self.support_margin_)
+            support_margin=self.support_margin_, foreign=getattr(self, "foreign_", None))
         named = verdicts.is_absent_subject(self.subject_passages_, self.subject_retrieved_)
         for q in np.flatnonzero(self.absent_subject_ & ~named):  # flagged for the word alone: name it
             self._show_subject(q, words[q])
