@@ -29,7 +29,7 @@ from coverage_core.checks.chunking_comparison import DEFAULT_GRID
 from coverage_core.checks.retrieval import DEFAULT_K, check_k
 from coverage_core.config import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig, EmbeddingConfig
 from coverage_core.embeddings import CUSTOM_KEY_VARIABLE, DEFAULT_MAX_CONCURRENCY, PROVIDERS, provider_spec
-from coverage_core.embeddings.choice import AUTO
+from coverage_core.embeddings.choice import AUTO, ENGLISH_MODEL
 from coverage_core.errors import CoverageError, InputError
 from coverage_core.inputs import vector_store
 from coverage_core.outputs import junit
@@ -499,10 +499,9 @@ def _choose_model(config, args: argparse.Namespace, documents, questions, embedd
     if config.embedding.provider != AUTO:
         return config, embedder, None
     if isinstance(documents, _VectorInput):
-        raise InputError(
-            "--vectors needs the model that made the vectors: name it with --embedder and --model "
-            "(the automatic choice reads the texts' languages, not vectors)."
-        )
+        # Vectors made elsewhere: the English default, as before the automatic choice; the vectors' size is
+        # checked against it, and a mismatch names --embedder and --model.
+        return dataclasses.replace(config, embedding=EmbeddingConfig(ENGLISH_MODEL[0])), embedder, None
     from coverage_core.session import choose_embedding
 
     config, choice = choose_embedding(config, documents.documents, questions)

@@ -33,6 +33,17 @@ CR_QUESTION = "What is a drum?\r=cmd|' /C calc'!A0"
 NEW_QUESTION = "How long do koalas sleep each day?"
 
 
+def example_passages() -> int:
+    """The example's passages as the run makes them: 1,000-character chunks fitted to the local model's 256 tokens."""
+    from coverage_core import pipeline
+    from coverage_core.embeddings import make_embedder
+    from coverage_core.inputs.ingest import read_documents
+    from coverage_core.stages.chunking import ChunkingConfig
+
+    documents = read_documents([EXAMPLE / "docs"]).documents
+    return len(pipeline.chunk_corpus(documents, ChunkingConfig(), pipeline.token_limit(make_embedder("local"))))
+
+
 def _question_csv() -> bytes:
     with (EXAMPLE / "questions.csv").open(encoding="utf-8", newline="") as handle:
         rows = [row for row in csv.DictReader(handle) if row["article"] == "Drum"][:12]
@@ -182,7 +193,8 @@ def test_example_retrieval_and_answerability_checks(server, page):
         # Not a blind wait: the sidebar names the inputs at once, and the passages (only two of
         # the ten files were embedded before, by the test above) show their progress with a rate.
         page.get_by_test_id("stSidebar").get_by_text("Documents: 10 readable").first.wait_for(timeout=60_000)
-        page.get_by_text(re.compile(r"Embedding passages: [\d,]+ of 220")).first.wait_for(timeout=120_000)
+        page.get_by_text(re.compile(rf"Embedding passages: [\d,]+ of {example_passages()}")).first.wait_for(
+            timeout=120_000)
         page.get_by_role("heading", name="Results", exact=True).wait_for()
         page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
 
@@ -297,7 +309,8 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
         # ---- the verdict first: tested share, the untested documents, the gaps by topic, the next step
         headline = page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first
         headline.wait_for()
-        assert re.search(r"\d+% of the knowledge base is tested \(\d+ of 220 passages\)", headline.inner_text())
+        assert re.search(rf"\d+% of the knowledge base is tested \(\d+ of {example_passages()} passages\)",
+                         headline.inner_text())
         main = page.get_by_test_id("stMain")
         untested = main.get_by_text("Koala.txt").first
         untested.wait_for()

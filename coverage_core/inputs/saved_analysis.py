@@ -99,7 +99,19 @@ class SavedAnalysis:
             self.config, self.corpus, self.questions, self.question_embedding, self.clustering,
             calibration=self.calibration, topics=self.topics,
         )
-        return find_gaps(measured)
+        return dataclasses.replace(find_gaps(measured), model_choice=self.model_choice)
+
+    @property
+    def model_choice(self):
+        """How the automatic choice picked the saved model (``embeddings.choice.ModelChoice``), or None."""
+        from coverage_core.embeddings.choice import ModelChoice
+
+        chosen = (self.report.get("config") or {}).get("model_choice")
+        if not chosen:
+            return None
+        embedding = self.config.embedding
+        return ModelChoice(embedding.provider, embedding.model or "", str(chosen.get("reason", "")),
+                           tuple(chosen.get("languages", ())))
 
     def topic_clustering(self):
         """The automatic topics as a ``results.Clustering`` (centres: the members' normalised means, as
@@ -249,6 +261,14 @@ def _write_frame(path: Path, frame: pd.DataFrame) -> None:
 
     table = pa.table({name: pa.array(frame[name].tolist(), type=pa.string()) for name in frame.columns})
     pq.write_table(table, path)
+
+
+def _token_fit(report: dict):
+    """The chunks' fit to the model's input limit as the saved report recorded it (``results.TokenFit``), or None."""
+    from coverage_core.results import TokenFit
+
+    fit = (report.get("chunking") or {}).get("token_fit")
+    return None if not fit else TokenFit(**fit)
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -417,6 +437,7 @@ def _load(read, label: str, manifest: dict) -> SavedAnalysis:
     corpus = Corpus(documents, chunks, EmbeddedTexts(chunk_vectors, **_embedded_counts(embedded["chunks"])))
     clustering = Clustering(labels, centroids, list(manifest.get("cluster_warnings", [])))
     calibration, report = _calibration_and_report(read, label)
+    corpus.token_fit = _token_fit(report)
     return SavedAnalysis(
         manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label, topics
     )
