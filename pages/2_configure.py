@@ -54,8 +54,9 @@ if provider == AUTO:
         st.caption("The model is chosen from the documents' languages; these passages came with their vectors, "
                    "so choose the model that made them.")
     else:
-        st.info(f"Chosen: {PROVIDERS[choice.provider].label} ({choice.model}). {choice.reason}",
-                icon=":material/translate:")
+        label = PROVIDERS[choice.provider].label
+        named = label if label == choice.model else f"{label} ({choice.model})"
+        st.info(f"Chosen: {named}. {choice.reason}", icon=":material/translate:")
 elif spec.typed_model:
     state.seed_widget(model_key, settings.model)
     model_area.text_input(

@@ -177,6 +177,7 @@ def chunk_counts() -> dict[str, int]:
     documents = state.documents()
     if documents is None:
         return {}
+    language_profile()  # the automatic model choice, and so the chunks' token limit, follows the texts loaded
     if documents.embedded:
         key = StageKey.of(documents.fingerprint, chunking=None)
         return state.memo(state.CHUNK_COUNTS, key, lambda: _passage_counts(documents.passages.chunks))
