@@ -152,3 +152,29 @@ def test_questions_in_another_language_than_the_documents_keep_no_word_evidence(
     assert np.isnan(screener.lexical_coverage_[:2]).all() and np.isfinite(screener.lexical_coverage_[2])
     # "NHL" is "LNH" in French: without the rule for foreign questions it would be a subject never mentioned.
     assert not screener.absent_subject_[:2].any() and not screener.is_outlier_.any()
+
+
+@pytest.mark.parametrize("chunks, questions, weight", [
+    (FRENCH_CHUNKS, ["Quand le volcan entra-t-il en éruption ?", "Qui a entraîné le club de football ?"],
+     "INFLECTED_LEXICAL_WEIGHT"),
+    (ENGLISH_CHUNKS, ENGLISH_QUESTIONS[:2], "MARGIN_LEXICAL_WEIGHT"),
+    (CHINESE_CHUNKS, ["南韓的首都是哪裡？", "水稻需要多少水？"], "MARGIN_LEXICAL_WEIGHT"),
+])
+def test_words_weigh_less_in_the_support_margin_where_the_word_index_leaves_inflections_apart(
+        chunks, questions, weight):
+    from coverage_core.stages import screening
+
+    reading = corpus_reading(chunks, questions)
+    assert reading.folds_word_forms == (weight == "MARGIN_LEXICAL_WEIGHT")
+    rng = np.random.default_rng(0)
+    C = rng.normal(size=(len(chunks), 16))
+    Q = C[[0, 3]] + 0.5 * rng.normal(size=(2, 16))
+    tau = 0.6
+    s = screening.QuestionScreener(question_support_threshold=tau).fit(
+        Q, C, question_texts=questions, chunk_texts=chunks)
+    expected = getattr(screening, weight)
+    assert s.lexical_weight_ == expected
+    np.testing.assert_allclose(
+        s.support_margin_, screening.support_margin(s.max_similarity_, s.lexical_coverage_, tau, expected),
+        atol=1e-12)
+    assert screening.INFLECTED_LEXICAL_WEIGHT < screening.MARGIN_LEXICAL_WEIGHT

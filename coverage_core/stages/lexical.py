@@ -188,6 +188,12 @@ class Reading:
     languages: tuple[str, ...] = ()
     stop_characters: frozenset[str] = frozenset()
 
+    @property
+    def folds_word_forms(self) -> bool:
+        """Whether the word index matches a word's forms in every language of the corpus: English
+        suffixes are cut and spaceless scripts do not inflect; other languages' inflections stay apart."""
+        return not self.accentless
+
     def text(self, text: str) -> str:
         """``text`` as the word index reads it (unchanged for English)."""
         if self.accentless:

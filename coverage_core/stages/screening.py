@@ -66,6 +66,13 @@ LEXICAL_WEIGHT = 0.5
 # (benchmarks/eval_offtopic.py --tune: the tightest cut keeping precision and
 # recall >= 0.8 at 5%, 45% and 65% off-topic, between -0.7 and -0.8).
 MARGIN_LEXICAL_WEIGHT = 0.6
+# The word index folds English suffixes and reads spaceless scripts as character pairs, but leaves other
+# languages' inflections apart ("enrôlés" / "enrôlement"), and their test questions are often paraphrased
+# (PIAF, translated SQuAD sets): genuine French questions have a median coverage of 0.63 (English wiki-qa:
+# 1.00), so in those languages the words weigh less. Tuned on half A of fr-qa with multilingual-e5-small
+# (benchmarks/eval_languages.py): genuine questions flagged 15.9% -> 7.6%, off-topic recall at 45%
+# 0.92 -> 0.85 (0.3: 4.5%, recall 0.73); Chinese (character pairs) keeps 0.6, where 0.4 drops recall to 0.65.
+INFLECTED_LEXICAL_WEIGHT = 0.4
 EMBEDDING_UNIT = 0.1
 LEXICAL_CUT = 0.7
 LEXICAL_UNIT = 0.25
@@ -107,12 +114,15 @@ def strictness_to_z(strictness: float) -> float:
 
 
 def support_margin(
-    max_similarity: np.ndarray, lexical_coverage: np.ndarray, question_support_threshold: float
+    max_similarity: np.ndarray, lexical_coverage: np.ndarray, question_support_threshold: float,
+    lexical_weight: float = MARGIN_LEXICAL_WEIGHT,
 ) -> np.ndarray:
     """How far each question is above the documents' support level (> 0 = supported).
 
-    ``(1 - MARGIN_LEXICAL_WEIGHT) * (max_similarity - question_support_threshold) / EMBEDDING_UNIT +
-    MARGIN_LEXICAL_WEIGHT * (coverage - LEXICAL_CUT) / LEXICAL_UNIT``. A question
+    ``(1 - lexical_weight) * (max_similarity - question_support_threshold) / EMBEDDING_UNIT +
+    lexical_weight * (coverage - LEXICAL_CUT) / LEXICAL_UNIT``, ``lexical_weight`` being
+    :data:`MARGIN_LEXICAL_WEIGHT`, or :data:`INFLECTED_LEXICAL_WEIGHT` where the word index leaves the
+    language's inflections apart (``Reading.folds_word_forms``). A question
     without lexical evidence (no texts, or no content words: NaN coverage)
     is judged on its similarity alone, ``(max_similarity - question_support_threshold) /
     EMBEDDING_UNIT``. Each question's margin depends only on that question
@@ -123,7 +133,7 @@ def support_margin(
     known = np.isfinite(lex)
     return np.where(
         known,
-        (1.0 - MARGIN_LEXICAL_WEIGHT) * emb + MARGIN_LEXICAL_WEIGHT * np.where(known, lex, 0.0),
+        (1.0 - lexical_weight) * emb + lexical_weight * np.where(known, lex, 0.0),
         emb,
     )
 
@@ -300,6 +310,9 @@ class QuestionScreener:
     support_margin_ : ndarray of shape (n_questions,) or None
         Step 5's margin (> 0 = supported by the documents); None without
         ``question_support_threshold``.
+    lexical_weight_ : float
+        Weight of the words in that margin (:func:`support_margin`): lower where the word index leaves
+        the corpus's inflections apart.
     embedding_score_ : ndarray of shape (n_questions,)
         ``-support(q)`` of step 1, before combining and smoothing.
     lexical_coverage_ : ndarray of shape (n_questions,)
@@ -427,6 +440,8 @@ class QuestionScreener:
         self.foreign_ = np.asarray(foreign_to(question_texts, reading.languages) if reading is not None
                                    else np.zeros(Q.shape[0], dtype=bool), dtype=bool)
         own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes, reading)
+        self.lexical_weight_ = (MARGIN_LEXICAL_WEIGHT if reading is None or reading.folds_word_forms
+                                else INFLECTED_LEXICAL_WEIGHT)
         score = self._smooth_over_neighbours(Q, own, lexical_used, notes)
         self._prepare_decision(score, max_sim, notes)
         self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C, reading)
@@ -641,7 +656,7 @@ class QuestionScreener:
         if question_support_threshold is not None:
             # The absolute rule needs no bulk of questions.
             self.support_margin_ = support_margin(
-                max_sim, self.lexical_coverage_, float(question_support_threshold)
+                max_sim, self.lexical_coverage_, float(question_support_threshold), self.lexical_weight_
             )
             return
         self.support_margin_ = None
