@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from coverage_core.errors import CoverageError
-from ui import engine, flow, loading, state, widgets
+from ui import engine, flow, formats, loading, state, widgets
 
 PREVIEW_ROWS = 200
 KNOWLEDGE_BASE = {
@@ -114,7 +114,7 @@ if documents is not None:
         hide_index=True,
     )
     if documents.warnings:
-        st.markdown(f"**{len(documents.warnings)} problem(s) while reading the documents** — the rest was used:")
+        st.markdown(f"**{formats.count(len(documents.warnings), 'problem')} while reading the documents** — the rest was used:")
         flow.show_warnings(documents.warnings)
 
 st.header("2. Test questions")
@@ -164,8 +164,9 @@ if question_file is not None:
     questions = state.questions()
     if questions is not None:
         st.success(
-            f"{len(questions.questions):,} questions in column “{questions.question_column}” of "
-            f"{question_file.name} ({len(questions.frame):,} rows, {len(questions.frame.columns)} columns)."
+            f"{formats.count(len(questions.questions), 'question')} in column “{questions.question_column}” of "
+            f"{question_file.name} ({formats.count(len(questions.frame), 'row')}, "
+            f"{formats.count(len(questions.frame.columns), 'column')})."
         )
         flow.show_warnings([str(w) for w in questions.warnings])
 

@@ -9,7 +9,7 @@ from coverage_core.embeddings import CUSTOM_KEY_VARIABLE, PROVIDERS
 from coverage_core.embeddings.choice import AUTO
 from coverage_core.errors import CoverageError
 from coverage_core.suggest.llm import DEFAULT_LLM_MODEL, llm_key_variable
-from ui import engine, flow, state, widgets
+from ui import engine, flow, formats, state, widgets
 
 flow.start_page("Configure")
 documents, questions = state.documents(), state.questions()
@@ -135,7 +135,10 @@ else:
 n_chunks = None
 try:
     n_chunks = sum(flow.chunk_counts().values())
-    st.caption(f"{len(documents.documents)} documents → {n_chunks:,} chunks; {len(questions.questions):,} questions.")
+    st.caption(
+        f"{formats.count(len(documents.documents), 'document')} → {formats.count(n_chunks, 'chunk')}; "
+        f"{formats.count(len(questions.questions), 'question')}."
+    )
 except CoverageError as error:
     flow.show_error(error)
 
@@ -233,13 +236,14 @@ if embedding_paid or settings.llm_enabled:
             n_send = len(uncached) + (calibration.n_texts if calibration is not None else 0)
             st.metric(
                 f"Embedding with {model}", total.label.split(" (")[0],
-                help=f"{n_send:,} texts are not in the embedding cache and would be sent: "
+                help=f"{formats.count(n_send, 'text')} {'is' if n_send == 1 else 'are'} not in the embedding cache and "
+                "would be sent: "
                 f"{len(uncached):,} of the {len(texts):,} passages and questions"
                 + (f", and {calibration.n_texts:,} for the support-level calibration." if calibration else "."),
             )
             st.caption(total.label.replace("$", "\\$"))  # a plain dollar, not LaTeX
             if calibration is not None:
-                st.text(f"Passages and questions: about {len(uncached):,} texts, {estimate.label}")
+                st.text(f"Passages and questions: about {formats.count(len(uncached), 'text')}, {estimate.label}")
                 st.text(calibration.label)
                 st.caption(costs.CALIBRATION_NOTE)
         if settings.llm_enabled:
@@ -247,7 +251,7 @@ if embedding_paid or settings.llm_enabled:
             n_gaps = settings.n_clusters or auto_k or 10
             tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
             estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, table)
-            st.text(f"Gap suggestions with {settings.llm_model}, for up to {n_gaps} gaps: {estimate.label}")
+            st.text(f"Gap suggestions with {settings.llm_model}, for up to {formats.count(n_gaps, 'gap')}: {estimate.label}")
     except CoverageError as error:
         flow.show_error(error)
 

@@ -6,7 +6,7 @@ from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
 from coverage_core.outputs.report import UNDERTESTED, UNTESTED, document_findings
 from coverage_core.verdicts import UNDERTESTED_SHARE, Verdicts
-from ui import engine, flow, formats, state, widgets
+from ui import engine, exports, flow, formats, state, widgets
 from ui.views import results as view
 
 TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"]
@@ -36,7 +36,7 @@ if verdict.gaps:
     for gap in verdict.gaps:
         with st.container(border=True):
             st.warning(
-                f"{widgets.plain(gap.topic)}: {gap.tested_share:.0%} of {gap.size} passages tested",
+                f"{widgets.plain(gap.topic)}: {gap.tested_share:.0%} of {formats.count(gap.size, 'passage')} tested",
                 icon=":material/troubleshoot:",
             )
             st.page_link(flow.GAPS_PAGE, label=f"Suggest questions for “{widgets.plain(gap.topic)}” (Gap analysis)",
@@ -45,7 +45,7 @@ else:
     widgets.verdict_passed(analysis, "No topic is a gap.")
 if verdict.n_off_topic:
     st.button(
-        f"Review the {verdict.n_off_topic} off-topic question(s)", key=state.W_REVIEW_OFF_TOPIC,
+        f"Review the {formats.count(verdict.n_off_topic, 'off-topic question')}", key=state.W_REVIEW_OFF_TOPIC,
         on_click=state.put, args=(state.W_RESULTS_TABS, OFF_TOPIC_TAB), icon=":material/arrow_downward:",
         help="Opens the Off-topic questions tab below, where you can override the decision.",
     )
@@ -62,8 +62,9 @@ with st.expander("Tune clusters and thresholds (applies at once)"):
     widgets.tuning_controls(n_chunks, auto_k)
 
 st.caption(
-    f"{len(analysis.corpus.documents)} documents, {n_chunks:,} chunks in {analysis.clustering.n_clusters} clusters; "
-    f"{len(analysis.questions.questions):,} questions, {verdict.n_off_topic} screened out as off-topic."
+    f"{formats.count(len(analysis.corpus.documents), 'document')}, {formats.count(n_chunks, 'chunk')} in "
+    f"{formats.count(analysis.clustering.n_clusters, 'cluster')}; "
+    f"{formats.count(len(analysis.questions.questions), 'question')}, {verdict.n_off_topic:,} screened out as off-topic."
 )
 
 flow.show_warnings(analysis.warnings)
@@ -76,63 +77,64 @@ if clusters_tab.open:
     with clusters_tab:
         st.plotly_chart(plots.topic_verdict_bar(analysis.clusters, analysis.config.gaps))
         clusters = view.cluster_table(analysis)
-        st.dataframe(
-            clusters,
-            hide_index=True,
-            column_order=view.cluster_columns(clusters),
-            column_config={
-                "cluster": st.column_config.NumberColumn("cluster", width="small"),
-                "topic": st.column_config.TextColumn("topic", width="medium"),
-                "size": st.column_config.NumberColumn("passages", width="small"),
-                "share": st.column_config.NumberColumn("share of corpus", format="percent"),
-                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
-                "multi_threshold_coverage": st.column_config.NumberColumn("multi-threshold", format=formats.SCORE_FORMAT),
-                "multi_n_coverage": st.column_config.NumberColumn("multi-N", format=formats.SCORE_FORMAT),
-                "n_questions": st.column_config.NumberColumn("questions near it", width="small"),
-                "n_tested": st.column_config.NumberColumn("passages tested", width="small"),
-                "tested_share": st.column_config.ProgressColumn(
-                    "share tested", min_value=0.0, max_value=1.0, format="percent", width="medium"
-                ),
-                "is_gap": st.column_config.CheckboxColumn("gap", width="small"),
-                "example passage": st.column_config.TextColumn("most central passage", width="large"),
-            },
-        )
-        widgets.csv_download("Download the clusters (CSV)", clusters, "coverage-clusters.csv")
+        cluster_config = {
+            "cluster": st.column_config.NumberColumn("cluster", width="small"),
+            "topic": st.column_config.TextColumn("topic", width="medium"),
+            "size": st.column_config.NumberColumn("passages", width="small"),
+            "share": st.column_config.NumberColumn("share of corpus", format="percent"),
+            "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
+            "multi_threshold_coverage": st.column_config.NumberColumn(
+                "nearby-topic coverage (multi-threshold)", format=formats.SCORE_FORMAT
+            ),
+            "multi_n_coverage": st.column_config.NumberColumn(
+                "N-nearest-topic coverage (multi-N)", format=formats.SCORE_FORMAT
+            ),
+            "n_questions": st.column_config.NumberColumn("questions near it", width="small"),
+            "n_tested": st.column_config.NumberColumn("passages tested", width="small"),
+            "tested_share": st.column_config.ProgressColumn(
+                "share tested", min_value=0.0, max_value=1.0, format="percent", width="medium"
+            ),
+            "is_gap": st.column_config.CheckboxColumn("gap", width="small"),
+            "example passage": st.column_config.TextColumn("most central passage", width="large"),
+        }
+        st.dataframe(clusters, hide_index=True, column_order=view.cluster_columns(clusters), column_config=cluster_config)
+        widgets.csv_download("Download the clusters (CSV)", clusters, "coverage-clusters.csv",
+                             headers=exports.column_labels(cluster_config))
 
 if documents_tab.open:
     with documents_tab:
         documents = view.document_table(analysis)
         low = documents[documents["is_low"] & ~documents["is_untested"] & ~documents["is_undertested"]]
         st.caption(
-            f"A passage is tested when a question retrieves it among its top {analysis.config.tested_k} passages "
+            f"A passage is tested when a question retrieves it among its top "
+            f"{formats.count(analysis.config.tested_k, 'passage')} "
             f"with similarity of at least {formats.similarity(analysis.calibration.support_threshold)}. Untested: no "
             "on-topic question targets the document. Under-tested: questions target it, but less than "
             f"{UNDERTESTED_SHARE:.0%} of its passages are tested."
         )
         if len(low):
             st.warning(
-                f"{len(low)} document(s) are covered far less than the rest: untested or possibly misaligned "
-                "(they may not belong in this knowledge base)."
+                f"{formats.count(len(low), 'document')} {'is' if len(low) == 1 else 'are'} covered far less than "
+                "the rest: untested or possibly misaligned "
+                f"({'it' if len(low) == 1 else 'they'} may not belong in this knowledge base)."
             )
         # Red marks the verdict (untested), not the median/MAD hint.
         st.plotly_chart(plots.document_verdict_bar(analysis.documents))
         documents = documents.drop(columns=["is_low", "is_untested", "is_undertested"])  # the verdict says it
-        st.dataframe(
-            documents,
-            hide_index=True,
-            column_config={
-                "document": st.column_config.TextColumn("document", width="medium"),
-                "verdict": st.column_config.TextColumn("verdict"),
-                "n_questions": st.column_config.NumberColumn("questions targeting it"),
-                "n_tested": st.column_config.NumberColumn("passages tested"),
-                "n_chunks": st.column_config.NumberColumn("passages"),
-                "tested_share": st.column_config.ProgressColumn(
-                    "share tested", min_value=0.0, max_value=1.0, format="percent"
-                ),
-                "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
-            },
-        )
-        widgets.csv_download("Download the documents (CSV)", documents, "coverage-documents.csv")
+        document_config = {
+            "document": st.column_config.TextColumn("document", width="medium"),
+            "verdict": st.column_config.TextColumn("verdict"),
+            "n_questions": st.column_config.NumberColumn("questions targeting it"),
+            "n_tested": st.column_config.NumberColumn("passages tested"),
+            "n_chunks": st.column_config.NumberColumn("passages"),
+            "tested_share": st.column_config.ProgressColumn(
+                "share tested", min_value=0.0, max_value=1.0, format="percent"
+            ),
+            "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
+        }
+        st.dataframe(documents, hide_index=True, column_config=document_config)
+        widgets.csv_download("Download the documents (CSV)", documents, "coverage-documents.csv",
+                             headers=exports.column_labels(document_config))
 
 if outliers_tab.open:
     with outliers_tab:
@@ -140,7 +142,8 @@ if outliers_tab.open:
         table = view.off_topic_table(analysis, overrides)
         flagged = table[table["off-topic"]]
         st.write(
-            f"{len(flagged)} of {len(table)} questions look off-topic (not about this knowledge base) and are "
+            f"{len(flagged):,} of {formats.count(len(table), 'question')} {'looks' if len(flagged) == 1 else 'look'} "
+            f"off-topic (not about this knowledge base) and {'is' if len(flagged) == 1 else 'are'} "
             "left out of coverage. Each says why, with the numbers. The off-topic score is above 0 exactly when a "
             "question is flagged; higher = more off-topic. Override the decision below; coverage updates at once."
         )
@@ -196,7 +199,8 @@ if duplicates_tab.open:
             st.success(f"No near-duplicate questions (similarity ≥ {formats.similarity(threshold)}).")
         else:
             st.write(
-                f"{int(groups['questions'].sum())} questions form {len(groups)} group(s) of near-duplicates: every "
+                f"{formats.count(int(groups['questions'].sum()), 'question')} form {formats.count(len(groups), 'group')} "
+                "of near-duplicates: every "
                 f"question of a group has similarity ≥ {formats.similarity(threshold)} to the group's first question, its "
                 "representative, so the others add next to no coverage."
             )

@@ -29,7 +29,7 @@ if settings.llm_enabled:
         tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
         try:
             estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, flow.price_table())
-            st.write(f"Ask {settings.llm_model} for suggestions for {n_gaps} gap(s): {estimate.label}.")
+            st.write(f"Ask {settings.llm_model} for suggestions for {formats.count(n_gaps, 'gap')}: {estimate.label}.")
         except CoverageError as error:
             flow.show_error(error)
         use_llm = st.button(f"Write suggestions with {settings.llm_model}", key=state.W_LLM_GAPS, disabled=not n_gaps)
@@ -53,7 +53,7 @@ if not gapped.gaps:
     )
 else:
     st.write(
-        f"{len(gapped.gaps)} topic(s) with {rule_text}, most urgent first "
+        f"{formats.count(len(gapped.gaps), 'topic')} with {rule_text}, most urgent first "
         f"(priority = {engine.priority_formula(gap_config)}). Suggestions are {view.suggestions_origin(gapped)}."
     )
     gap_rows = view.gap_table(gapped)
@@ -96,11 +96,11 @@ edited = widgets.persistent_editor(
     },
 )
 accepted = view.accepted_texts(edited)
-st.caption(f"{len(accepted)} accepted question(s).")
+st.caption(f"{formats.count(len(accepted), 'accepted question')}.")
 n_drafts = view.unfinished_drafts(edited)
 if n_drafts:
     st.warning(
-        f"{n_drafts} accepted row(s) still begin “Write a question answered by”: rewrite each as the question "
+        f"{formats.count(n_drafts, 'accepted row')} still {'begins' if n_drafts == 1 else 'begin'} “Write a question answered by”: rewrite each as the question "
         "a user would ask; until then they are left out of Apply and the export."
     )
 
@@ -109,7 +109,7 @@ if st.button("Apply", key=state.W_APPLY, type="primary"):
         st.warning("Tick **accept** on at least one suggestion (or add a row of your own) first.")
     else:
         try:
-            with st.spinner(f"Embedding {len(accepted)} new question(s) and rescoring on the same clusters…"):
+            with st.spinner(f"Embedding {formats.count(len(accepted), 'new question')} and rescoring on the same clusters…"):
                 flow.improve(analysis, accepted, view.accepted_rows(edited, accepted))
         except CoverageError as error:
             flow.show_error(error)
@@ -129,13 +129,14 @@ if improvement is not None:
         plots.METRIC_LABELS["tested_share"], shown, delta=change, border=True,
         delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
         help=f"Share of the knowledge base's passages that some question reaches: before {before:.1%}, "
-        f"after {after:.1%} with {n_added} added question(s). Points are percentage points.",
+        f"after {after:.1%} with {formats.count(n_added, 'added question')}. Points are percentage points.",
     )
     for column, name in zip(columns[1:], widgets.RELATIVE_SCORES):
         before, after = improvement.before.metrics[name], improvement.after.metrics[name]
         widgets.score_card(
             column, name, before, after,
-            help=f"Before {formats.score(before)}, after {formats.score(after)} with {n_added} added question(s). "
+            help=f"Before {formats.score(before)}, after {formats.score(after)} with "
+            f"{formats.count(n_added, 'added question')}. "
             "Relative score.",
         )
     st.plotly_chart(plots.before_after_clusters(improvement.before.clusters, improvement.after.clusters))
@@ -158,7 +159,7 @@ inputs_record = exports.inputs_record(state.documents(), question_file)
 left, middle, right, last = st.columns(4)
 with left:
     widgets.csv_download(
-        f"Improved test set (CSV, +{len(accepted)} rows)",
+        f"Improved test set (CSV, +{formats.count(len(accepted), 'row')})",
         functools.partial(exports.improved_csv, analysis.questions, accepted),
         f"{stem}-improved{suffix}",
         key=state.W_DOWNLOAD_CSV,

@@ -28,9 +28,9 @@ MDS_NOTE = (
 # The label statistics' cards: name, AnswerabilityResult field, its format, help.
 LABEL_CARDS = (
     (
-        "Point-biserial r", "point_biserial_r", formats.score,
-        "Correlation between the best similarity and the label (1 answerable, 0 not). Positive: "
-        "answerable questions sit closer to the documents.",
+        "Link to answerability (point-biserial r)", "point_biserial_r", formats.score,
+        "How strongly the best similarity tracks the label (point-biserial correlation; 1 answerable, 0 not). "
+        "Positive: answerable questions sit closer to the documents.",
     ),
     ("p-value", "p_value", formats.p_value, "Two-sided test that the correlation is zero."),
     (
@@ -39,8 +39,9 @@ LABEL_CARDS = (
         "not-answerable one. 0.5 is chance, 1.0 perfect separation.",
     ),
     (
-        "Best threshold (Youden)", "threshold", formats.similarity,
-        "The similarity that best separates the two groups (maximises sensitivity + specificity − 1).",
+        "Best dividing line (Youden's J)", "threshold", formats.similarity,
+        "The similarity that best separates the two groups: it maximises Youden's J = share of answerable "
+        "questions above it + share of not-answerable ones below it − 1.",
     ),
 )
 
@@ -124,7 +125,7 @@ if not labelled:
         st.caption(NO_LABELS_HINT)
 else:
     st.caption(
-        f"{result.n_labelled:,} labelled questions, {result.n_answerable:,} answerable and "
+        f"{formats.count(result.n_labelled, 'labelled question')}, {result.n_answerable:,} answerable and "
         f"{result.n_unanswerable:,} not. How well each question's best similarity predicts its label:"
     )
     for card, (name, quantity, shown, help_text) in zip(st.columns(len(LABEL_CARDS)), LABEL_CARDS):
@@ -135,7 +136,7 @@ else:
         st.caption(
             f"At {formats.similarity(result.threshold)}, {formats.percent(result.sensitivity)} of answerable "
             f"questions are above the threshold and {formats.percent(result.specificity)} of not-answerable ones "
-            f"below it (Youden's J = {formats.score(result.youden_j)})."
+            f"below it (how cleanly it separates them, Youden's J = {formats.score(result.youden_j)})."
         )
         st.button(
             f"Use {formats.similarity(result.threshold)} as the threshold", key=state.W_USE_BEST_THRESHOLD,

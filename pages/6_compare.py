@@ -1,11 +1,13 @@
 """Compare: a second question set scored on the same chunks and clusters, side by side."""
 
+import functools
+
 import streamlit as st
 
 from coverage_core.errors import CoverageError
 from coverage_core.inputs.questions import read_questions
 from coverage_core.outputs import plots
-from ui import flow, formats, loading, state, widgets
+from ui import exports, flow, formats, loading, state, widgets
 from ui.views import compare as view, gaps as gaps_view
 
 SOURCES = {
@@ -42,7 +44,7 @@ if source == "upload":
             if columns:
                 st.selectbox("Column with the questions", columns, index=None, key=state.W_COMPARE_COLUMN)
         if other is not None:
-            st.caption(f"{len(other.questions):,} questions in column “{other.question_column}” of {upload.name}.")
+            st.caption(f"{formats.count(len(other.questions), 'question')} in column “{other.question_column}” of {upload.name}.")
             flow.show_warnings([str(w) for w in other.warnings])
 else:
     texts = gaps_view.accepted_texts(state.get(state.SUGGESTIONS_EDITED))
@@ -51,7 +53,10 @@ else:
     else:
         other = gaps_view.improved_questions(analysis.questions, texts)
         other_name = f"{first_name} + {len(texts)} accepted"
-        st.caption(f"{len(texts)} accepted suggestion(s) added to the {len(analysis.questions.questions):,} questions.")
+        st.caption(
+            f"{formats.count(len(texts), 'accepted suggestion')} added to the "
+            f"{formats.count(len(analysis.questions.questions), 'question')}."
+        )
 
 if other is not None:
     if st.button("Compare", key=state.W_COMPARE_RUN, type="primary"):
@@ -68,8 +73,9 @@ if not current:
     st.info("This comparison was made with earlier settings; click Compare again to update it.")
 
 st.subheader(f"{comparison.name_a} vs {comparison.name_b}")
+n_a, n_b = len(comparison.a.questions.questions), len(comparison.b.questions.questions)
 st.caption(
-    f"{len(comparison.a.questions.questions):,} vs {len(comparison.b.questions.questions):,} questions; "
+    f"{n_a:,} vs {n_b:,} {formats.plural(max(n_a, n_b), 'question')}; "
     f"{int(comparison.a.is_outlier.sum())} vs {int(comparison.b.is_outlier.sum())} screened out as off-topic."
 )
 for column, name in zip(st.columns(len(widgets.RELATIVE_SCORES)), widgets.RELATIVE_SCORES):
@@ -92,4 +98,7 @@ st.dataframe(
     hide_index=True,
     column_config={**widgets.score_columns(names), "topic": st.column_config.TextColumn("topic", width="medium")},
 )
-widgets.csv_download("Download the per-cluster comparison (CSV)", deltas, "compare-clusters.csv")
+widgets.csv_download(
+    "Download the per-cluster comparison (CSV)", functools.partial(exports.table_csv, deltas, as_is=names),
+    "compare-clusters.csv",
+)

@@ -7,15 +7,17 @@ from coverage_core.checks import chunking_comparison
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from ui import flow, formats, state, widgets
+from ui import exports, flow, formats, state, widgets
 from ui.views import retrieval as view
 
 K_RANGE = (1, 50)
+MRR_LABEL = "First-hit rank score (MRR)"
 HELP = {
     "precision": "Relevant chunks in the top k ÷ k, averaged over the labelled questions.",
     "recall": "Relevant sources retrieved in the top k ÷ relevant sources named, averaged over the labelled questions.",
     "hit": "Share of labelled questions with at least one relevant source in the top k.",
-    "mrr": "Mean of 1 / rank of the first relevant chunk (0 when none is in the top k).",
+    "mrr": "How high the first relevant chunk ranks (mean reciprocal rank): the mean of 1 / its rank, 0 when "
+    "none is in the top k.",
     "unlabelled": "Questions with an empty relevant-source cell: left out of the four retrieval figures.",
 }
 NO_COLUMN = (
@@ -40,14 +42,14 @@ settings = state.settings()
 st.header("Retrieval check")
 st.write(
     "Each question retrieves the k chunks most similar to it (cosine similarity of the embeddings the coverage "
-    "analysis uses), and the files of the retrieved chunks are compared with the relevant source(s) the question "
-    "file names for it."
+    "analysis uses), and the files of the retrieved chunks are compared with the relevant sources (one or more) the "
+    "question file names for it."
 )
 choice = view.relevant_column_choice(questions, settings.relevant_column)
 left, right = st.columns([2, 1])
 state.seed_widget(state.W_RELEVANT_COLUMN, settings.relevant_column or view.DETECTED)
 left.selectbox(
-    "Column naming each question's relevant source(s)", choice.options, format_func=choice.label,
+    "Column naming each question's relevant sources", choice.options, format_func=choice.label,
     key=state.W_RELEVANT_COLUMN,
     on_change=lambda: state.update_settings(relevant_column=st.session_state[state.W_RELEVANT_COLUMN] or ""),
     help="A file name per question, optionally with a page (report.pdf#page=3); several separated by | or ;. "
@@ -86,11 +88,11 @@ else:
     cards[0].metric(f"Precision@{k}", formats.score(result.precision_at_k), help=HELP["precision"], border=True)
     cards[1].metric(f"Recall@{k}", formats.score(result.recall_at_k), help=HELP["recall"], border=True)
     cards[2].metric(f"Hit@{k}", formats.score(result.hit_at_k), help=HELP["hit"], border=True)
-    cards[3].metric("MRR", formats.score(result.mrr), help=HELP["mrr"], border=True)
+    cards[3].metric(MRR_LABEL, formats.score(result.mrr), help=HELP["mrr"], border=True)
     cards[4].metric("Unlabelled, left out", f"{result.n_unlabelled:,}", help=HELP["unlabelled"], border=True)
     st.caption(
-        f"{result.n_labelled:,} labelled question(s) from column “{result.relevant_column}”, each retrieving "
-        f"{k} of {len(analysis.corpus.chunks):,} chunks. Every labelled question counts, off-topic or not."
+        f"{formats.count(result.n_labelled, 'labelled question')} from column “{result.relevant_column}”, each "
+        f"retrieving {k:,} of {formats.count(len(analysis.corpus.chunks), 'chunk')}. Every labelled question counts, off-topic or not."
     )
     flow.show_warnings(result.notes)
     if result.unknown_sources:
@@ -105,7 +107,8 @@ else:
             st.success(f"Every labelled question retrieved one of its relevant sources in its top {k}.")
         else:
             st.caption(
-                f"{failures['row'].nunique():,} of {result.n_labelled:,} labelled question(s) retrieved none of their "
+                f"{failures['row'].nunique():,} of {formats.count(result.n_labelled, 'labelled question')} retrieved none "
+                "of their "
                 f"relevant sources in the top {k}. What they retrieved instead, best first: a wrong label, a source "
                 "missing from the knowledge base, or a passage the chunking split shows up here."
             )
@@ -182,12 +185,14 @@ if paid:
         st.stop()
     st.dataframe(cost.plans, hide_index=True)
     calibration_help = (
-        f" Calibrating each chunking's support level adds {cost.n_calibration:,} short texts from the documents."
+        f" Calibrating each chunking's support level adds "
+        f"{formats.count(cost.n_calibration, 'short text')} from the documents."
         if cost.n_calibration else ""
     )
     st.metric(
         f"Embedding with {embedder.model}", cost.estimate.label.split(" (")[0],
-        help=f"{cost.n_send:,} chunk texts are not in the embedding cache and would be sent.{calibration_help} "
+        help=f"{formats.count(cost.n_send, 'chunk text')} {'is' if cost.n_send == 1 else 'are'} not in the embedding "
+        f"cache and would be sent.{calibration_help} "
         "Prices come from the table on Configure.",
     )
     st.caption(cost.estimate.label)
@@ -207,36 +212,35 @@ if not up_to_date:
 flow.show_warnings(comparison.messages)
 shown_k = comparison.k
 chunking_table = comparison.shown()
-st.dataframe(
-    chunking_table, hide_index=True,
-    column_config={
-        "chunk_size": st.column_config.NumberColumn("chunk size", format="%d"),
-        "chunk_overlap": st.column_config.NumberColumn("overlap", format="%d"),
-        "n_chunks": st.column_config.NumberColumn("chunks", format="%d"),
-        "n_clusters": st.column_config.NumberColumn("K", format="%d"),
-        "tested_share": st.column_config.NumberColumn(
-            "passages tested", format="percent",
-            help="Share of this chunking's passages that some question reaches at its support level.",
-        ),
-        "support_threshold": st.column_config.NumberColumn(
-            "support level", format="%.2f",
-            help="The similarity a question needs to reach a passage in this chunking.",
-        ),
-        "support_method": st.column_config.TextColumn("support level from"),
-        "basic": st.column_config.NumberColumn("basic coverage", format="%.3f"),
-        "balanced": st.column_config.NumberColumn("balanced coverage", format="%.3f"),
-        "precision_at_k": st.column_config.NumberColumn(f"precision@{shown_k}", format="%.3f"),
-        "recall_at_k": st.column_config.NumberColumn(f"recall@{shown_k}", format="%.3f"),
-        "hit_at_k": st.column_config.NumberColumn(f"hit@{shown_k}", format="%.3f"),
-        "mrr": st.column_config.NumberColumn("MRR", format="%.3f"),
-        "newly_embedded": st.column_config.NumberColumn("newly embedded", format="%d"),
-        "calibration_embedded": st.column_config.NumberColumn("newly embedded for the support level", format="%d"),
-        "new_tokens": st.column_config.NumberColumn("new tokens", format="%d"),
-        "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
-        "error": st.column_config.TextColumn(width="large"),
-    },
-)
-widgets.csv_download("Download the comparison (CSV)", chunking_table, "chunking-comparison.csv")
+chunking_columns = {
+    "chunk_size": st.column_config.NumberColumn("chunk size", format="%d"),
+    "chunk_overlap": st.column_config.NumberColumn("overlap", format="%d"),
+    "n_chunks": st.column_config.NumberColumn("chunks", format="%d"),
+    "n_clusters": st.column_config.NumberColumn("topics (K)", format="%d"),
+    "tested_share": st.column_config.NumberColumn(
+        "passages tested", format="percent",
+        help="Share of this chunking's passages that some question reaches at its support level.",
+    ),
+    "support_threshold": st.column_config.NumberColumn(
+        "support level", format="%.2f",
+        help="The similarity a question needs to reach a passage in this chunking.",
+    ),
+    "support_method": st.column_config.TextColumn("support level from"),
+    "basic": st.column_config.NumberColumn("basic coverage", format="%.3f"),
+    "balanced": st.column_config.NumberColumn("balanced coverage", format="%.3f"),
+    "precision_at_k": st.column_config.NumberColumn(f"precision@{shown_k}", format="%.3f"),
+    "recall_at_k": st.column_config.NumberColumn(f"recall@{shown_k}", format="%.3f"),
+    "hit_at_k": st.column_config.NumberColumn(f"hit@{shown_k}", format="%.3f"),
+    "mrr": st.column_config.NumberColumn(MRR_LABEL, format="%.3f"),
+    "newly_embedded": st.column_config.NumberColumn("newly embedded", format="%d"),
+    "calibration_embedded": st.column_config.NumberColumn("newly embedded for the support level", format="%d"),
+    "new_tokens": st.column_config.NumberColumn("new tokens", format="%d"),
+    "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
+    "error": st.column_config.TextColumn(width="large"),
+}
+st.dataframe(chunking_table, hide_index=True, column_config=chunking_columns)
+widgets.csv_download("Download the comparison (CSV)", chunking_table, "chunking-comparison.csv",
+                     headers=exports.column_labels(chunking_columns))
 st.caption(
     "The share of passages tested is absolute; coverage scores are relative: compare them across rows, not with "
     "a fixed bar. Newly embedded counts the chunk texts that were not in the cache."

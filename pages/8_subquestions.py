@@ -127,9 +127,9 @@ else:
 n_scored = result.count("ok")
 st.header("Overall")
 st.caption(
-    f"{n_scored} of {len(result.questions)} questions broken down by {result.model or settings.llm_model}. "
+    f"{n_scored:,} of {formats.count(len(result.questions), 'question')} broken down by {result.model or settings.llm_model}. "
     f"Supported: some chunk is at least {result.config.support_threshold:g} similar. Supported by retrieval: "
-    f"one of the {result.config.top_k} chunks retrieved for the original question is."
+    f"one of the {formats.count(result.config.top_k, 'chunk')} retrieved for the original question is."
 )
 columns = st.columns(3)
 columns[0].metric(
@@ -174,7 +174,7 @@ widgets.table(
 failed = view.subquestion_failures(result)
 if len(failed):
     st.warning(
-        f"{len(failed)} question{'s' if len(failed) != 1 else ''} could not be broken down. "
+        f"{formats.count(len(failed), 'question')} could not be broken down. "
         "Select them and run again to retry (the others are not sent again).",
         icon=":material/warning:",
     )

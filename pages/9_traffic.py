@@ -5,7 +5,7 @@ import streamlit as st
 from coverage_core.checks.traffic import read_traffic
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from ui import flow, state, widgets
+from ui import flow, formats, state, widgets
 from ui.views import traffic as view
 
 flow.start_page(
@@ -66,7 +66,7 @@ if unmet.empty:
 else:
     st.write("Frequent topics the documents mostly cannot answer: add documents for these, not only tests.")
     st.markdown("\n".join(
-        f"- {widgets.plain(row.label)}: {row.volume:,} queries, {row.answerable_share:.0%} answerable"
+        f"- {widgets.plain(row.label)}: {formats.count(row.volume, 'query', 'queries')}, {row.answerable_share:.0%} answerable"
         for row in unmet.itertuples()
     ))
 
@@ -76,13 +76,13 @@ if result.weekly is not None:
 
 st.header("Suggestions from real phrasing")
 st.write(
-    f"{len(result.suggestions)} untested real queries from the least tested topics can become test questions. "
-    "They join the suggestions table on the Gap analysis page, marked “traffic”, where you accept, edit, "
+    f"{formats.count(len(result.suggestions), 'untested real query', 'untested real queries')} from the least "
+    f"tested topics can become test questions. {'It joins' if len(result.suggestions) == 1 else 'They join'} the suggestions table on the Gap analysis page, marked “traffic”, where you accept, edit, "
     "apply and export them."
 )
 if result.suggestions and st.button("Add them to the suggestions", key=state.W_TRAFFIC_ADD, type="primary"):
     added = flow.add_traffic_suggestions(result)
-    st.success(f"{added} question(s) added to the suggestions table.")
+    st.success(f"{formats.count(added, 'question')} added to the suggestions table.")
     st.page_link("pages/4_gaps.py", label="Open the Gap analysis", icon=":material/troubleshoot:")
 
 with st.expander(f"Tests nobody needs ({len(result.unneeded_tests)})"):

@@ -84,7 +84,7 @@ def test_label_statistics_are_the_cores_with_a_box_plot(seeded):
     assert metric(at, "Point-biserial r") == f"{found.point_biserial_r:.3f}"
     assert metric(at, "p-value") == f"{found.p_value:.2g}"
     assert metric(at, "AUROC") == f"{found.auroc:.3f}"
-    assert metric(at, "Best threshold (Youden)") == formats.similarity(found.threshold)  # one format: ui.formats
+    assert metric(at, "Best dividing line (Youden's J)") == formats.similarity(found.threshold)  # one format: ui.formats
     assert f"{found.n_labelled:,} labelled questions" in " ".join(texts(at.caption))
     # The box plot comes with the label figures, before the ranked and polar views.
     figures = charts(at)
@@ -208,7 +208,7 @@ def test_dimension_sweep_has_one_row_per_size_and_the_truncation_note(seeded):
     labels = answerability_labels.question_labels(reference.questions).labels
     core = answerability.dimension_sweep(reference.question_vectors, reference.corpus.vectors, labels=labels)
     assert np.allclose(sweep["AUROC"], core["auroc"])
-    assert np.allclose(sweep["point-biserial r"], core["point_biserial_r"])
+    assert np.allclose(sweep["link to answerability (point-biserial r)"], core["point_biserial_r"])
     assert sweep["AUROC"].iloc[-1] == pytest.approx(expected(reference).auroc)
     assert any(chart["data"][0]["name"].startswith("rank agreement") for chart in charts(at))
     stored = at.session_state[state.DIMENSION_SWEEP]

@@ -25,7 +25,7 @@ from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, texts
 from ui import state
 
 PAGE = "pages/7_retrieval.py"
-METRICS = {"Precision@": "precision_at_k", "Recall@": "recall_at_k", "Hit@": "hit_at_k", "MRR": "mrr"}
+METRICS = {"Precision@": "precision_at_k", "Recall@": "recall_at_k", "Hit@": "hit_at_k", "First-hit rank score (MRR)": "mrr"}
 
 
 def _frame(with_source: bool = True) -> pd.DataFrame:
@@ -92,7 +92,7 @@ def expected(values: dict, k: int, column: str = "source") -> retrieval.Retrieva
 def assert_cards_match(at: AppTest, result: retrieval.RetrievalResult) -> None:
     shown = cards(at)
     for prefix, field in METRICS.items():
-        label = prefix if prefix == "MRR" else f"{prefix}{result.k}"
+        label = prefix if prefix == "First-hit rank score (MRR)" else f"{prefix}{result.k}"
         assert shown[label] == f"{getattr(result, field):.3f}", label
     assert shown["Unlabelled, left out"] == f"{result.n_unlabelled:,}"
 

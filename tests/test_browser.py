@@ -77,7 +77,7 @@ def _run_the_whole_flow(server: str, page) -> None:
             {"name": "Koala.txt", "mimeType": "text/plain", "buffer": (EXAMPLE / "docs" / "Koala.txt").read_bytes()},
         ]
     )
-    page.get_by_text("2 readable document(s) from your upload").wait_for()
+    page.get_by_text("2 readable documents from your upload").wait_for()
     inputs.nth(1).set_input_files({"name": "drum-questions.csv", "mimeType": "text/csv", "buffer": _question_csv()})
     page.get_by_text("14 questions in column “question” of drum-questions.csv").wait_for()
 
@@ -133,12 +133,12 @@ def _run_the_whole_flow(server: str, page) -> None:
             break
         except AssertionError:
             continue
-    page.get_by_text("1 accepted question(s).").wait_for()
+    page.get_by_text("1 accepted question.").wait_for()
 
     # ---- the edit survives a visit to another page
     open_page(page, "Results", "Results")
     open_page(page, "Gap analysis", "Gap analysis")
-    page.get_by_text("1 accepted question(s).").wait_for()
+    page.get_by_text("1 accepted question.").wait_for()
     editor = page.get_by_test_id("stDataFrame").filter(has=page.locator("#glide-cell-2-0")).last
     accepted = _Grid(page, editor)
     _wait_for(lambda: accepted.text(2, 0) == NEW_QUESTION and accepted.text(1, 0) == "true", "the kept edit")
@@ -204,7 +204,7 @@ def test_example_retrieval_and_answerability_checks(server, page):
             [t.strip() for t in page.get_by_test_id("stMetricLabel").all_inner_texts()],
             page.get_by_test_id("stMetricValue").all_inner_texts(),
         ))
-        assert float(cards["Hit@5"]) > 0.9 and float(cards["MRR"]) > 0.8, cards
+        assert float(cards["Hit@5"]) > 0.9 and float(cards["First-hit rank score (MRR)"]) > 0.8, cards
         page.get_by_role("heading", name="Failures").wait_for()
 
         open_page(page, "Knowledge-base fitness", "Knowledge-base fitness")
@@ -214,7 +214,7 @@ def test_example_retrieval_and_answerability_checks(server, page):
             page.get_by_test_id("stMetricValue").all_inner_texts(),
         ))
         assert float(cards["AUROC"]) > 0.9, cards
-        threshold = cards["Best threshold (Youden)"]
+        threshold = cards["Best dividing line (Youden's J)"]
         page.get_by_role("button", name=f"Use {threshold} as the threshold").click()
         page.get_by_test_id("stSliderThumbValue").filter(has_text=threshold).wait_for()
     except Exception:

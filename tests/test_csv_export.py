@@ -204,6 +204,36 @@ def test_improved_csv_is_the_users_file_plus_the_accepted_rows(delimiter):
 # ---------------------------------------------------------------- the dashboard
 
 
+def test_table_downloads_have_human_headers_and_stay_formula_safe():
+    frame = pd.DataFrame({
+        "text": ["=1+1", "What is a drum?"], "max_similarity": [0.5, 0.25], "is_outlier": [True, False],
+        "tested_share": [0.1, 0.9], "nearest document": ["@evil.txt", "drums.txt"], "n_chunks": [3, 4],
+    })
+    original = frame.copy()
+    rows, back = read_back(exports.table_csv(frame), ",")
+    assert rows[0] == ["Question", "Best similarity", "Off-topic", "Tested share", "Nearest document", "Passages"]
+    assert [row[0] for row in rows[1:]] == ["'=1+1", "What is a drum?"]
+    assert [row[4] for row in rows[1:]] == ["'@evil.txt", "drums.txt"]
+    assert [row[1] for row in rows[1:]] == ["0.5", "0.25"]  # numbers stay values
+    pd.testing.assert_frame_equal(frame, original)  # only the file is renamed, never the table
+
+    # A page's own labels win (its column_config), and a hostile label is neutralised like any header.
+    import streamlit as st
+    config = {"n_chunks": st.column_config.NumberColumn("chunks", format="%d"),
+              "text": st.column_config.TextColumn(width="large"),  # no label: the default name
+              "tested_share": st.column_config.NumberColumn("=share tested")}
+    rows, _ = read_back(exports.table_csv(frame, exports.column_labels(config)), ",")
+    assert rows[0] == ["Question", "Best similarity", "Off-topic", "'=share tested", "Nearest document", "Chunks"]
+
+    # Two columns that would share a header keep apart: the second keeps its field name.
+    rows, _ = read_back(exports.table_csv(pd.DataFrame({"size": [1], "n_chunks": [2]})), ",")
+    assert rows[0] == ["Passages", "n_chunks"]
+
+    # Names the user chose (a compared file's) keep their spelling.
+    rows, _ = read_back(exports.table_csv(pd.DataFrame({"topic": ["t"], "tests_v2.csv": [0.5]}), as_is=["tests_v2.csv"]), ",")
+    assert rows[0] == ["Topic", "tests_v2.csv"]
+
+
 def test_streamlit_built_in_table_download_is_off():
     config = tomllib.loads((PROJECT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
     assert config["client"]["disableDataExport"] is True
@@ -270,14 +300,23 @@ def is_number(cell: str) -> bool:
         return cell in ("True", "False")
 
 
+def assert_human_headers(header: list[str], shown: pd.DataFrame) -> None:
+    """One header per shown column, in order, each a human name: no field name's underscore, a capital first."""
+    assert len(header) == len(shown.columns)
+    for name in header:
+        assert "_" not in name and name[:1] == name[:1].upper(), header
+    assert not {"max_similarity", "is_outlier", "tested_share", "n_tested", "n_questions"} & set(header)
+
+
 def assert_safe_table(data: bytes, shown: pd.DataFrame) -> list[list[str]]:
-    """The file holds exactly the table shown, text neutralised, and nothing in it starts a formula."""
+    """The file holds exactly the table shown (under human headers, column by column), text neutralised, and
+    nothing in it starts a formula."""
     rows, back = read_back(data, ",")
-    assert rows[0] == [neutralise_formula(str(c)) for c in shown.columns]
+    assert_human_headers(rows[0], shown)
     assert len(rows) == len(shown) + 1 and len(back) == len(shown)
-    for column in shown.columns:
+    for position, column in enumerate(shown.columns):
         if shown[column].dtype == object or pd.api.types.is_string_dtype(shown[column]):
-            got = back[neutralise_formula(str(column))].tolist()
+            got = back.iloc[:, position].tolist()
             assert got == [neutralise_formula(v) if isinstance(v, str) else "" if v is None else str(v) for v in shown[column]]
     for row in rows[1:]:
         for cell in row:
@@ -310,9 +349,9 @@ def test_results_page_downloads_are_formula_safe(hostile_session, served):
     assert not at.exception
     rows = assert_safe_table(served_csv(served, "Download every question (CSV)"), shown_with(at, "override"))
     header = rows[0]
-    assert {"off-topic", "override", "best similarity", "nearest document"} <= set(header)
+    assert {"Off-topic", "Override", "Best similarity", "Nearest document"} <= set(header)
     assert len(rows) - 1 == len(values[state.QUESTIONS].questions)
-    questions = [row[header.index("question")] for row in rows[1:]]
+    questions = [row[header.index("Question")] for row in rows[1:]]
     assert "What is a drum?\r'=cmd|' /C calc'!A0" in questions
 
 
@@ -321,7 +360,7 @@ def test_fitness_page_download_is_formula_safe(hostile_session, served):
     at = run_page("pages/5_fitness.py", hostile_session)
     rows = assert_safe_table(served_csv(served, "Download these questions (CSV)"), shown_with(at, "nearest passage"))
     header = rows[0]
-    assert "What is a drum?\r'=cmd|' /C calc'!A0" in [row[header.index("question")] for row in rows[1:]]
+    assert "What is a drum?\r'=cmd|' /C calc'!A0" in [row[header.index("Question")] for row in rows[1:]]
 
 
 @pytest.mark.slow
@@ -331,7 +370,7 @@ def test_retrieval_page_downloads_are_formula_safe(hostile_session, served):
     assert_safe_table(served_csv(served, "Download the failures (CSV)"), failures)
     labelled = shown_with(at, "retrieved (rank order)")
     rows = assert_safe_table(served_csv(served, "Download every labelled question (CSV)"), labelled)
-    relevant = [row[rows[0].index("relevant")] for row in rows[1:]]
+    relevant = [row[rows[0].index("Relevant")] for row in rows[1:]]
     assert "'=evil.txt" in relevant
 
 

@@ -223,8 +223,9 @@ def progress_text(stage: str, done: int, total: int, seconds: float) -> str:
 
 
 def embedded_sentence(what: str, embedded) -> str:
+    """"Embedded 12 passages (10 from the cache, 2 now)." — ``what`` is the singular noun ("passage")."""
     return (
-        f"Embedded {embedded.n_cached + embedded.n_embedded:,} {what} "
+        f"Embedded {formats.count(embedded.n_cached + embedded.n_embedded, what)} "
         f"({embedded.n_cached:,} from the cache, {embedded.n_embedded:,} now)."
     )
 

@@ -120,6 +120,55 @@ def saved_analysis_zip(
         return zip_folder(folder)
 
 
+# Field names a downloaded table may still carry, as a spreadsheet reader would name them. Other names get their
+# underscores turned into spaces and a capital first letter ("best similarity" -> "Best similarity").
+CSV_HEADERS = {
+    "text": "Question",
+    "max_similarity": "Best similarity",
+    "is_outlier": "Off-topic",
+    "is_gap": "Gap",
+    "tested_share": "Tested share",
+    "n_tested": "Passages tested",
+    "n_chunks": "Passages",
+    "n_questions": "Questions",
+    "n_clusters": "Topics (K)",
+    "size": "Passages",
+    "share": "Share of corpus",
+    "label": "Topic",
+    "multi_threshold_coverage": "Nearby-topic coverage (multi-threshold)",
+    "multi_n_coverage": "N-nearest-topic coverage (multi-N)",
+    "mrr": "First-hit rank score (MRR)",
+    "point_biserial_r": "Link to answerability (point-biserial r)",
+}
+
+
+def csv_header(name: object, headers: dict | None = None) -> str:
+    """The header a downloaded table gives column ``name``: ``headers``' label for it, else :data:`CSV_HEADERS`',
+    else the name in words, with a capital first letter ("tested_share" -> "Tested share")."""
+    label = str((headers or {}).get(name) or CSV_HEADERS.get(str(name)) or str(name).replace("_", " "))
+    return label[:1].upper() + label[1:]
+
+
+def column_labels(column_config: dict) -> dict:
+    """The labels a page's ``st.column_config`` gives its columns (for :func:`table_csv`'s ``headers``)."""
+    return {name: config["label"] for name, config in column_config.items()
+            if isinstance(config, dict) and config.get("label")}
+
+
+def table_csv(frame, headers: dict | None = None, as_is: Sequence = ()) -> bytes:
+    """``frame`` as a formula-safe CSV (``to_safe_csv``) with human headers (:func:`csv_header`).
+
+    Columns named in ``as_is`` (names the user chose, such as a compared file's) keep their name exactly.
+    Only the file is renamed, never ``frame``; a header two columns would share keeps the first column's
+    label and falls back to the field name for the second.
+    """
+    names: list[str] = []
+    for column in frame.columns:
+        header = str(column) if column in as_is else csv_header(column, headers)
+        names.append(header if header not in names else str(column))
+    return to_safe_csv(frame.set_axis(names, axis=1))
+
+
 def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:
     """The user's own table, in its own delimiter, with accepted suggestions appended and marked, formula-safe."""
     return to_safe_csv(improved_questions(questions, texts).frame, delimiter=questions.delimiter)

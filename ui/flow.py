@@ -255,7 +255,10 @@ def run_embedding() -> EmbeddedInputs | None:
         corpus_key, question_key = wanted_keys()
         with st.status("Reading the documents…", expanded=True) as status:
             n_chunks = sum(chunk_counts().values())
-            st.write(f"Read {len(docs.documents):,} documents: {n_chunks:,} passages; {len(questions.questions):,} questions.")
+            st.write(
+                f"Read {formats.count(len(docs.documents), 'document')}: {formats.count(n_chunks, 'passage')}; "
+                f"{formats.count(len(questions.questions), 'question')}."
+            )
             bar = st.progress(0.0, text="Loading the embedding model…")
             model, cache = embedder(), embedding_cache()
             report = _progress_report(bar, status)
@@ -292,14 +295,20 @@ def _write_run(docs: state.LoadedDocuments, inputs: EmbeddedInputs, analysis) ->
     """What the run found, one line a stage."""
     corpus = inputs.corpus
     if docs.embedded:
-        st.write(f"Took the {len(corpus.chunks):,} passages with their vectors ({corpus.vectors.shape[1]} dimensions).")
+        st.write(
+            f"Took the {formats.count(len(corpus.chunks), 'passage')} with their vectors "
+            f"({formats.count(corpus.vectors.shape[1], 'dimension')})."
+        )
     else:
-        st.write(engine.embedded_sentence("passages", corpus.embedded))
-    st.write(engine.embedded_sentence("questions", inputs.question_embedding))
+        st.write(engine.embedded_sentence("passage", corpus.embedded))
+    st.write(engine.embedded_sentence("question", inputs.question_embedding))
     calibration = analysis.calibration
     st.write(f"Support level: {formats.similarity(calibration.support_threshold)} ({engine.support_origin(calibration)}).")
-    st.write(f"Clustered the passages into {analysis.clustering.n_clusters} topics.")
-    st.write(f"Screened {len(analysis.questions.questions):,} questions: {int(analysis.is_outlier.sum())} off-topic.")
+    st.write(f"Clustered the passages into {formats.count(analysis.clustering.n_clusters, 'topic')}.")
+    st.write(
+        f"Screened {formats.count(len(analysis.questions.questions), 'question')}: "
+        f"{int(analysis.is_outlier.sum()):,} off-topic."
+    )
 
 
 def current_analysis(show_notes: bool = True):
@@ -427,7 +436,7 @@ def projection_for(analysis, method: str = "tsne"):
     from coverage_core.outputs.projection import project_2d
 
     def compute():
-        with st.spinner(f"Drawing the map of {len(analysis.corpus.chunks):,} chunks (once per data set)…"):
+        with st.spinner(f"Drawing the map of {formats.count(len(analysis.corpus.chunks), 'chunk')} (once per data set)…"):
             return project_2d(
                 analysis.corpus.vectors, analysis.question_vectors, analysis.clustering.labels,
                 method=method, random_state=analysis.config.random_state,
@@ -442,7 +451,7 @@ def mds_for(analysis):
 
     def compute():
         n = len(analysis.corpus.chunks) + len(analysis.questions.questions)
-        with st.spinner(f"Placing {min(n, answerability.DEFAULT_MDS_POINTS):,} points with MDS (once per data set)…"):
+        with st.spinner(f"Placing {formats.count(min(n, answerability.DEFAULT_MDS_POINTS), 'point')} with MDS (once per data set)…"):
             return answerability.mds_points(
                 analysis.question_vectors, analysis.corpus.vectors, chunk_labels=analysis.clustering.labels,
                 random_state=analysis.config.random_state,
@@ -486,7 +495,7 @@ def run_dimension_sweep(analysis, labels, use_api: bool):
         if not use_api:
             with st.spinner(f"Recomputing the best similarities at {len(smaller) + 1} sizes…"):
                 return fitness_view.dimension_sweep(analysis, labels)
-        with st.status(f"Embedding at {len(smaller)} smaller sizes…", expanded=True) as status:
+        with st.status(f"Embedding at {formats.count(len(smaller), 'smaller size')}…", expanded=True) as status:
             bar = st.progress(0.0, text="Starting…")
             embed_at = fitness_view.sweep_embed_at(
                 [c.text for c in analysis.corpus.chunks], list(analysis.questions.texts),
@@ -565,7 +574,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
     run_config = SubQuestionConfig(top_k=int(state.settings().retrieval_k))
     watched = subquestions_view.WatchedLLM(llm)
     result = previous
-    with st.status(f"Breaking {len(positions)} questions into sub-questions…", expanded=True) as status:
+    with st.status(f"Breaking {formats.count(len(positions), 'question')} into sub-questions…", expanded=True) as status:
         bar = st.progress(0.0, text="Starting…")
 
         def progress(done: int, total: int) -> None:
@@ -584,7 +593,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
             result = state.put_stage(state.SUBQUESTIONS, key, subquestions_view.merge_subquestions(previous, new, config))
             ok = new.count("ok")
             status.update(
-                label=f"{ok} of {len(positions)} questions broken into sub-questions.",
+                label=f"{ok:,} of {formats.count(len(positions), 'question')} broken into sub-questions.",
                 state="complete" if ok == len(positions) else "error", expanded=False,
             )
     if watched.fatal is not None:
@@ -622,7 +631,7 @@ def compare_chunkings(analysis, grid, k: int, relevant_column, model, prices) ->
     own_level = analysis.config.support_threshold is not None
     try:
         model = model or embedder_for(inputs)
-        with st.status(f"Comparing {len(grid)} chunk configuration(s)…", expanded=True) as status:
+        with st.status(f"Comparing {formats.count(len(grid), 'chunk configuration')}…", expanded=True) as status:
             bar = st.progress(0.0, text="Starting…")
 
             def progress(done: int, total: int, chunking, step: str) -> None:
@@ -641,7 +650,7 @@ def compare_chunkings(analysis, grid, k: int, relevant_column, model, prices) ->
             result = retrieval_view.compare_chunkings(
                 inputs, analysis, grid, k, relevant_column, model, embedding_cache(), prices, progress
             )
-            status.update(label=f"Compared {len(result.table)} configuration(s).", state="complete", expanded=False)
+            status.update(label=f"Compared {formats.count(len(result.table), 'configuration')}.", state="complete", expanded=False)
     except CoverageError as error:
         show_error(error)
         return None
@@ -746,7 +755,7 @@ def traffic_for(analysis, log):
 
     def compute():
         inputs = stored_inputs()
-        with st.spinner(f"Embedding {log.n_distinct:,} distinct queries and comparing them…"):
+        with st.spinner(f"Embedding {formats.count(log.n_distinct, 'distinct query', 'distinct queries')} and comparing them…"):
             return pipeline.run_traffic_check(analysis, log, embedder_for(inputs), embedding_cache())
 
     return state.memo(state.TRAFFIC, key, compute)

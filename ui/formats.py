@@ -82,8 +82,30 @@ def percent(value: float | None) -> str:
     return f"{float(value):.0%}"
 
 
+# The dashboard's names for the scores whose chart names are jargon: a plain name first, the term after it.
+PLAIN_METRIC_LABELS = {
+    "multi_threshold": "Nearby-topic coverage (multi-threshold)",
+    "multi_n": "N-nearest-topic coverage (multi-N)",
+}
+
+
 def metric_label(name: str) -> str:
-    """A metric's plain name as the charts print it ("tested_share" -> "Tested share")."""
+    """A metric's plain name ("tested_share" -> "Tested share"), as the charts print it unless the chart's
+    name is jargon ("multi_n" -> "N-nearest-topic coverage (multi-N)")."""
     from coverage_core.outputs.plots import METRIC_LABELS
 
-    return METRIC_LABELS.get(name, name.replace("_", " "))
+    return PLAIN_METRIC_LABELS.get(name) or METRIC_LABELS.get(name, name.replace("_", " "))
+
+
+def plural(n: int, noun: str, plural_form: str | None = None) -> str:
+    """``noun`` or its plural, as agrees with ``n``: ``plural(1, "question")`` -> "question", else "questions".
+
+    ``plural_form`` gives an irregular plural (``plural(2, "query", "queries")``).
+    """
+    return noun if n == 1 else plural_form or f"{noun}s"
+
+
+def count(n: int, noun: str, plural_form: str | None = None) -> str:
+    """A count with its noun in agreement: ``count(1, "question")`` -> "1 question", ``count(1200, "passage")`` ->
+    "1,200 passages"; ``plural_form`` for an irregular plural (``count(2, "query", "queries")``)."""
+    return f"{int(n):,} {plural(int(n), noun, plural_form)}"

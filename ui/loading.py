@@ -16,7 +16,7 @@ from coverage_core.config import EmbeddingConfig
 from coverage_core.errors import CoverageError
 from coverage_core.inputs.ingest import read_documents, read_uploaded_documents
 from coverage_core.inputs.questions import read_questions
-from ui import engine, sidebar, state
+from ui import engine, formats, sidebar, state
 from ui.messages import user_message
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -59,15 +59,20 @@ def documents_sentence(documents: state.LoadedDocuments, n_passages: int, settin
     """What was loaded, in one sentence for the Upload page."""
     if documents.source == "vectors":
         return (
-            f"{n_passages:,} passages with their vectors ({documents.passages.vectors.shape[1]} dimensions) in "
-            f"{len(documents.documents)} document(s), from {documents.names[0]}."
+            f"{formats.count(n_passages, 'passage')} with their vectors "
+            f"({formats.count(documents.passages.vectors.shape[1], 'dimension')}) in "
+            f"{formats.count(len(documents.documents), 'document')}, from {documents.names[0]}."
         )
     if documents.source == "saved":
-        return f"A saved analysis: {n_passages:,} passages with their vectors in {len(documents.documents)} document(s)."
+        return (
+            f"A saved analysis: {formats.count(n_passages, 'passage')} with their vectors in "
+            f"{formats.count(len(documents.documents), 'document')}."
+        )
     origin = "the bundled example" if documents.source == "example" else "your upload"
     return (
-        f"{len(documents.documents)} readable document(s) from {origin}, "
-        f"{n_passages:,} chunks at {settings.chunk_size:,} characters with {settings.chunk_overlap:,} overlap."
+        f"{formats.count(len(documents.documents), 'readable document')} from {origin}, "
+        f"{formats.count(n_passages, 'chunk')} at {formats.count(settings.chunk_size, 'character')} with "
+        f"{settings.chunk_overlap:,} overlap."
     )
 
 

@@ -14,10 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from coverage_core.languages import UNDETERMINED
-from coverage_core.outputs.report import calibration_warning, to_safe_csv
+from coverage_core.outputs.report import calibration_warning
 from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
 from coverage_core.verdicts import headline
-from ui import engine, formats, state
+from ui import engine, exports, formats, state
 from ui.settings import DEFAULT_STRICTNESS, STRICTNESS_RANGE
 
 HELP_K = (
@@ -33,9 +33,10 @@ HELP_STRICTNESS = (
     "more questions. Off-topic questions do not count towards coverage."
 )
 HELP_MULTI_THRESHOLD = (
-    "Multi-cluster coverage: a question covers every topic whose centre is within this cosine distance."
+    "Nearby-topic coverage (multi-threshold): a question covers every topic whose centre is within this "
+    "cosine distance."
 )
-HELP_MULTI_N = "Multi-N coverage: each question covers its N nearest topics."
+HELP_MULTI_N = "N-nearest-topic coverage (multi-N): each question covers its N nearest topics."
 HELP_GAP = (
     "Used when gaps are decided by coverage score: a topic with coverage below this is a gap; gaps are "
     "ranked and get suggested questions."
@@ -85,7 +86,7 @@ def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
                             "n_clusters", state.W_K)
         if auto_k is not None:
             st.caption(
-                f"Automatic picks K = {auto_k}" + (f" for {n_chunks:,} chunks." if n_chunks else ".")
+                f"Automatic picks K = {auto_k}" + (f" for {formats.count(n_chunks, 'chunk')}." if n_chunks else ".")
             )
         st.slider(
             "Number of clusters (K)", min_value=1, max_value=k_max, step=1, key=state.W_K,
@@ -104,10 +105,10 @@ def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
         )
     with right:
         _synced(st.slider, state.W_MULTI_THRESHOLD, "multi_threshold", float(settings.multi_threshold), float,
-                label="Multi-cluster threshold (cosine distance)", min_value=0.05, max_value=1.0, step=0.01,
+                label="Nearby-topic distance (multi-threshold, cosine distance)", min_value=0.05, max_value=1.0, step=0.01,
                 help=HELP_MULTI_THRESHOLD)
         _synced(st.slider, state.W_MULTI_N, "multi_n", int(settings.multi_n), int,
-                label="Multi-cluster N (nearest topics per question)", min_value=1, max_value=10, step=1,
+                label="Nearest topics per question (multi-N)", min_value=1, max_value=10, step=1,
                 help=HELP_MULTI_N)
         _synced(st.radio, state.W_GAP_RULE, "gap_rule", settings.gap_rule, str,
                 label="A topic is a gap by its", options=list(GAP_RULE_LABELS), format_func=GAP_RULE_LABELS.get,
@@ -230,15 +231,19 @@ def csv_download(
     *,
     key: str | None = None,
     help: str | None = None,
+    headers: dict | None = None,
 ) -> None:
     """A button that downloads ``table`` as CSV through :func:`coverage_core.outputs.report.to_safe_csv`.
+
+    A frame's columns get human headers in the file (:func:`ui.exports.table_csv`; ``headers`` gives the
+    page's own labels, e.g. :func:`ui.exports.column_labels` of its ``column_config``); the frame is untouched.
 
     ``table`` is a frame, or a function returning finished CSV bytes (the
     improved test set, which keeps the user's delimiter). This replaces
     Streamlit's own table download, turned off in .streamlit/config.toml: that
     one neither quotes a lone carriage return nor neutralises formulas.
     """
-    build = table if callable(table) else functools.partial(to_safe_csv, table)
+    build = table if callable(table) else functools.partial(exports.table_csv, table, headers)
     st.download_button(
         label,
         data=build,  # a function: the file is built only when the button is clicked

@@ -17,7 +17,7 @@ SWEEP_COLUMNS = {
     "method": "vectors",
     "spearman": "rank agreement with full size (Spearman)",
     "mean_similarity": "mean best similarity",
-    "point_biserial_r": "point-biserial r",
+    "point_biserial_r": "link to answerability (point-biserial r)",
     "auroc": "AUROC",
 }
 SWEEP_SCORE_COLUMNS = tuple(name for key, name in SWEEP_COLUMNS.items() if key not in ("d", "method"))
