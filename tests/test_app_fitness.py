@@ -81,7 +81,7 @@ def test_label_statistics_are_the_cores_with_a_box_plot(seeded):
     at = app(values)
     assert at.selectbox(key=state.W_LABEL_COLUMN).value == ""
     assert "Detected: answerable" in at.selectbox(key=state.W_LABEL_COLUMN).options
-    assert metric(at, "Point-biserial r") == f"{found.point_biserial_r:.3f}"
+    assert metric(at, "Link to answerability (point-biserial r)") == f"{found.point_biserial_r:.3f}"
     assert metric(at, "p-value") == f"{found.p_value:.2g}"
     assert metric(at, "AUROC") == f"{found.auroc:.3f}"
     assert metric(at, "Best dividing line (Youden's J)") == formats.similarity(found.threshold)  # one format: ui.formats

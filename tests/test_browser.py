@@ -107,7 +107,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     exported = Path(download_info.value.path()).read_bytes().decode("utf-8-sig")
     rows = list(csv.reader(io.StringIO(exported, newline="")))
     assert len(rows) == 1 + 14
-    assert "What is a drum?\r'=cmd|' /C calc'!A0" in [row[rows[0].index("question")] for row in rows[1:]]
+    assert "What is a drum?\r'=cmd|' /C calc'!A0" in [row[rows[0].index("Question")] for row in rows[1:]]
 
     # ---- edit and accept a suggestion, apply
     open_page(page, "Gap analysis", "Gap analysis")
@@ -153,7 +153,7 @@ def _run_the_whole_flow(server: str, page) -> None:
 
     # ---- download the improved CSV
     with page.expect_download() as download_info:
-        page.get_by_role("button", name=re.compile(r"Improved test set \(CSV, \+1 rows\)")).click()
+        page.get_by_role("button", name=re.compile(r"Improved test set \(CSV, \+1 row\)")).click()
     download = download_info.value
     assert download.suggested_filename == "drum-questions-improved.csv"
     exported = Path(download.path()).read_bytes().decode("utf-8-sig")
