@@ -98,7 +98,7 @@ def test_upload_passage_vectors_and_questions_then_run(server, page, data):
     # A file made by another model: read, then refused at the run in the dashboard's words.
     uploaders.nth(0).set_input_files({"name": "openai.parquet", "mimeType": "application/octet-stream",
                                       "buffer": data["wrong_size"]})
-    page.get_by_text("2 passages with their vectors (1536 dimensions) in 1 document, from openai.parquet.").wait_for()
+    page.get_by_text("2 passages with their vectors (1,536 dimensions) in 1 document, from openai.parquet.").wait_for()
     uploaders.nth(1).set_input_files({"name": "ants.csv", "mimeType": "text/csv", "buffer": data["questions"]})
     page.get_by_text("24 questions in column “question” of ants.csv").wait_for()
     open_page(page, "Configure", "Configure")
