@@ -236,7 +236,7 @@ if embedding_paid or settings.llm_enabled:
             n_send = len(uncached) + (calibration.n_texts if calibration is not None else 0)
             st.metric(
                 f"Embedding with {model}", total.label.split(" (")[0],
-                help=f"{formats.count(n_send, 'text')} {'is' if n_send == 1 else 'are'} not in the embedding cache and "
+                help=f"{formats.count(n_send, 'text')} {formats.plural(n_send, 'is', 'are')} not in the embedding cache and "
                 "would be sent: "
                 f"{len(uncached):,} of the {len(texts):,} passages and questions"
                 + (f", and {calibration.n_texts:,} for the support-level calibration." if calibration else "."),

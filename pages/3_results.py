@@ -114,9 +114,9 @@ if documents_tab.open:
         )
         if len(low):
             st.warning(
-                f"{formats.count(len(low), 'document')} {'is' if len(low) == 1 else 'are'} covered far less than "
+                f"{formats.count(len(low), 'document')} {formats.plural(len(low), 'is', 'are')} covered far less than "
                 "the rest: untested or possibly misaligned "
-                f"({'it' if len(low) == 1 else 'they'} may not belong in this knowledge base)."
+                f"({formats.plural(len(low), 'it', 'they')} may not belong in this knowledge base)."
             )
         # Red marks the verdict (untested), not the median/MAD hint.
         st.plotly_chart(plots.document_verdict_bar(analysis.documents))
@@ -142,8 +142,8 @@ if outliers_tab.open:
         table = view.off_topic_table(analysis, overrides)
         flagged = table[table["off-topic"]]
         st.write(
-            f"{len(flagged):,} of {formats.count(len(table), 'question')} {'looks' if len(flagged) == 1 else 'look'} "
-            f"off-topic (not about this knowledge base) and {'is' if len(flagged) == 1 else 'are'} "
+            f"{len(flagged):,} of {formats.count(len(table), 'question')} {formats.plural(len(flagged), 'looks', 'look')} "
+            f"off-topic (not about this knowledge base) and {formats.plural(len(flagged), 'is', 'are')} "
             "left out of coverage. Each says why, with the numbers. The off-topic score is above 0 exactly when a "
             "question is flagged; higher = more off-topic. Override the decision below; coverage updates at once."
         )

@@ -100,7 +100,7 @@ st.caption(f"{formats.count(len(accepted), 'accepted question')}.")
 n_drafts = view.unfinished_drafts(edited)
 if n_drafts:
     st.warning(
-        f"{formats.count(n_drafts, 'accepted row')} still {'begins' if n_drafts == 1 else 'begin'} “Write a question answered by”: rewrite each as the question "
+        f"{formats.count(n_drafts, 'accepted row')} still {formats.plural(n_drafts, 'begins', 'begin')} “Write a question answered by”: rewrite each as the question "
         "a user would ask; until then they are left out of Apply and the export."
     )
 

@@ -28,7 +28,7 @@ MDS_NOTE = (
 # The label statistics' cards: name, AnswerabilityResult field, its format, help.
 LABEL_CARDS = (
     (
-        "Link to answerability (point-biserial r)", "point_biserial_r", formats.score,
+        formats.POINT_BISERIAL_LABEL, "point_biserial_r", formats.score,
         "How strongly the best similarity tracks the label (point-biserial correlation; 1 answerable, 0 not). "
         "Positive: answerable questions sit closer to the documents.",
     ),

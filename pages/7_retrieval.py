@@ -11,7 +11,6 @@ from ui import exports, flow, formats, state, widgets
 from ui.views import retrieval as view
 
 K_RANGE = (1, 50)
-MRR_LABEL = "First-hit rank score (MRR)"
 HELP = {
     "precision": "Relevant chunks in the top k ÷ k, averaged over the labelled questions.",
     "recall": "Relevant sources retrieved in the top k ÷ relevant sources named, averaged over the labelled questions.",
@@ -88,7 +87,7 @@ else:
     cards[0].metric(f"Precision@{k}", formats.score(result.precision_at_k), help=HELP["precision"], border=True)
     cards[1].metric(f"Recall@{k}", formats.score(result.recall_at_k), help=HELP["recall"], border=True)
     cards[2].metric(f"Hit@{k}", formats.score(result.hit_at_k), help=HELP["hit"], border=True)
-    cards[3].metric(MRR_LABEL, formats.score(result.mrr), help=HELP["mrr"], border=True)
+    cards[3].metric(formats.MRR_LABEL, formats.score(result.mrr), help=HELP["mrr"], border=True)
     cards[4].metric("Unlabelled, left out", f"{result.n_unlabelled:,}", help=HELP["unlabelled"], border=True)
     st.caption(
         f"{formats.count(result.n_labelled, 'labelled question')} from column “{result.relevant_column}”, each "
@@ -191,7 +190,7 @@ if paid:
     )
     st.metric(
         f"Embedding with {embedder.model}", cost.estimate.label.split(" (")[0],
-        help=f"{formats.count(cost.n_send, 'chunk text')} {'is' if cost.n_send == 1 else 'are'} not in the embedding "
+        help=f"{formats.count(cost.n_send, 'chunk text')} {formats.plural(cost.n_send, 'is', 'are')} not in the embedding "
         f"cache and would be sent.{calibration_help} "
         "Prices come from the table on Configure.",
     )
@@ -231,7 +230,7 @@ chunking_columns = {
     "precision_at_k": st.column_config.NumberColumn(f"precision@{shown_k}", format="%.3f"),
     "recall_at_k": st.column_config.NumberColumn(f"recall@{shown_k}", format="%.3f"),
     "hit_at_k": st.column_config.NumberColumn(f"hit@{shown_k}", format="%.3f"),
-    "mrr": st.column_config.NumberColumn(MRR_LABEL, format="%.3f"),
+    "mrr": st.column_config.NumberColumn(formats.MRR_LABEL, format="%.3f"),
     "newly_embedded": st.column_config.NumberColumn("newly embedded", format="%d"),
     "calibration_embedded": st.column_config.NumberColumn("newly embedded for the support level", format="%d"),
     "new_tokens": st.column_config.NumberColumn("new tokens", format="%d"),

@@ -77,7 +77,7 @@ if result.weekly is not None:
 st.header("Suggestions from real phrasing")
 st.write(
     f"{formats.count(len(result.suggestions), 'untested real query', 'untested real queries')} from the least "
-    f"tested topics can become test questions. {'It joins' if len(result.suggestions) == 1 else 'They join'} the suggestions table on the Gap analysis page, marked “traffic”, where you accept, edit, "
+    f"tested topics can become test questions. {formats.plural(len(result.suggestions), 'It joins', 'They join')} the suggestions table on the Gap analysis page, marked “traffic”, where you accept, edit, "
     "apply and export them."
 )
 if result.suggestions and st.button("Add them to the suggestions", key=state.W_TRAFFIC_ADD, type="primary"):

@@ -18,6 +18,7 @@ from coverage_core.errors import CoverageError
 from coverage_core.outputs.report import build_report, to_safe_csv
 from coverage_core.results import Analysis
 from coverage_core.types import QuestionSet
+from ui import formats
 from ui.messages import user_message
 from ui.views.gaps import Improvement, improved_questions
 
@@ -135,10 +136,10 @@ CSV_HEADERS = {
     "size": "Passages",
     "share": "Share of corpus",
     "label": "Topic",
-    "multi_threshold_coverage": "Nearby-topic coverage (multi-threshold)",
-    "multi_n_coverage": "N-nearest-topic coverage (multi-N)",
-    "mrr": "First-hit rank score (MRR)",
-    "point_biserial_r": "Link to answerability (point-biserial r)",
+    "multi_threshold_coverage": formats.metric_label("multi_threshold"),
+    "multi_n_coverage": formats.metric_label("multi_n"),
+    "mrr": formats.MRR_LABEL,
+    "point_biserial_r": formats.POINT_BISERIAL_LABEL,
 }
 
 

@@ -82,25 +82,23 @@ def percent(value: float | None) -> str:
     return f"{float(value):.0%}"
 
 
-# The dashboard's names for the scores whose chart names are jargon: a plain name first, the term after it.
-PLAIN_METRIC_LABELS = {
-    "multi_threshold": "Nearby-topic coverage (multi-threshold)",
-    "multi_n": "N-nearest-topic coverage (multi-N)",
-}
+# Plain names first, the statistician's term after: cards, table columns and CSV headers share them.
+MRR_LABEL = "First-hit rank score (MRR)"
+POINT_BISERIAL_LABEL = "Link to answerability (point-biserial r)"
 
 
 def metric_label(name: str) -> str:
-    """A metric's plain name ("tested_share" -> "Tested share"), as the charts print it unless the chart's
-    name is jargon ("multi_n" -> "N-nearest-topic coverage (multi-N)")."""
+    """A metric's plain name as the charts print it ("tested_share" -> "Tested share")."""
     from coverage_core.outputs.plots import METRIC_LABELS
 
-    return PLAIN_METRIC_LABELS.get(name) or METRIC_LABELS.get(name, name.replace("_", " "))
+    return METRIC_LABELS.get(name, name.replace("_", " "))
 
 
 def plural(n: int, noun: str, plural_form: str | None = None) -> str:
     """``noun`` or its plural, as agrees with ``n``: ``plural(1, "question")`` -> "question", else "questions".
 
-    ``plural_form`` gives an irregular plural (``plural(2, "query", "queries")``).
+    ``plural_form`` gives an irregular plural (``plural(2, "query", "queries")``) or the verb or pronoun that
+    agrees (``plural(n, "is", "are")``).
     """
     return noun if n == 1 else plural_form or f"{noun}s"
 

@@ -10,6 +10,7 @@ import pandas as pd
 from coverage_core.config import EmbeddingConfig
 from coverage_core.errors import CoverageError
 from coverage_core.results import Analysis
+from ui import formats
 
 LABEL_NAMES = {1.0: "answerable", 0.0: "not answerable"}
 SWEEP_COLUMNS = {
@@ -17,7 +18,7 @@ SWEEP_COLUMNS = {
     "method": "vectors",
     "spearman": "rank agreement with full size (Spearman)",
     "mean_similarity": "mean best similarity",
-    "point_biserial_r": "link to answerability (point-biserial r)",
+    "point_biserial_r": formats.POINT_BISERIAL_LABEL.lower(),
     "auroc": "AUROC",
 }
 SWEEP_SCORE_COLUMNS = tuple(name for key, name in SWEEP_COLUMNS.items() if key not in ("d", "method"))

@@ -44,8 +44,8 @@ METRIC_LABELS = {
     "basic": "Basic",
     "weighted": "Weighted (= basic)",
     "balanced": "Balanced",
-    "multi_threshold": "Multi-threshold",
-    "multi_n": "Multi-N",
+    "multi_threshold": "Nearby-topic coverage (multi-threshold)",
+    "multi_n": "N-nearest-topic coverage (multi-N)",
 }
 
 HOVER_CHARS = 160
