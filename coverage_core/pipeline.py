@@ -24,7 +24,7 @@ from coverage_core.embeddings import Embedder, EmbeddingCache, approximate_token
 from coverage_core.embeddings.base import UNLIMITED_TOKENS
 from coverage_core.embeddings.cache import CacheKey, text_hash
 from coverage_core.embeddings.registry import default_support_level, model_spec, sends_requests
-from coverage_core.errors import InputError
+from coverage_core.errors import InputError, ProviderError
 from coverage_core.languages import detect_language
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts, TokenFit
 from coverage_core.stages import calibration as calibration_module
@@ -34,6 +34,7 @@ from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.stages.measure import measure
 from coverage_core.suggest.gaps import analyze_gaps
 from coverage_core.suggest.llm import ChatClient
+from coverage_core.suggest.local_model import shared_local_client
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 from coverage_core.validation import is_whole
 
@@ -222,17 +223,27 @@ def find_gaps(
 ) -> Analysis:
     """Rank the least-covered clusters and suggest questions for them.
 
-    With an ``llm`` and an ``embedder`` (the one that embedded the chunks),
-    an LLM question is kept only if it reaches its source passage: cosine
-    similarity at least ``support_threshold``, by default the analysis's
-    calibrated ``analysis.calibration.support_threshold`` when there is one.
+    With an ``embedder`` (the one that embedded the chunks), questions are
+    written by a model and kept only by the keep rule of
+    :mod:`coverage_core.suggest.writing`, at ``support_threshold``, by
+    default the analysis's calibrated ``analysis.calibration.support_threshold``:
+    by the ``llm`` when one is given, else by the bundled local model
+    (:mod:`coverage_core.suggest.local_model`) when ``config.gaps.local_model``
+    is on. Without an embedder, or without a model, suggestions are drafts.
     """
     if support_threshold is None:
         support_threshold = analysis.calibration.support_threshold
     embed = None
-    if llm is not None and embedder is not None and support_threshold is not None:
+    if embedder is not None and support_threshold is not None:
         def embed(texts):
             return embed_texts(list(texts), embedder, cache).vectors
+    writer = None
+    gap_config = analysis.config.gaps
+    if llm is None and embed is not None and gap_config.local_model and gap_config.n_suggestions:
+        try:
+            writer = shared_local_client()
+        except ProviderError as error:
+            analysis.warnings.append(str(error))
     corpus = analysis.corpus
     gaps, gap_warnings = analyze_gaps(
         [chunk.text for chunk in corpus.chunks],
@@ -243,11 +254,13 @@ def find_gaps(
         analysis.min_distances,
         analysis.clusters["coverage"].to_numpy(),
         analysis.questions.texts,
-        analysis.config.gaps,
+        gap_config,
         llm=llm,
         embed=embed,
         support_threshold=support_threshold,
         is_gap=analysis.clusters["is_gap"].to_numpy(dtype=bool),
+        writer=writer,
+        question_vectors=analysis.question_vectors,
     )
     analysis.gaps = gaps
     analysis.warnings.extend(gap_warnings)
@@ -459,8 +472,10 @@ def run_traffic_check(
     ``embedder`` (the model of the analysis) through ``cache``, then compared with the on-topic test
     questions at τ and with the passages at the questions' support level (:mod:`coverage_core.checks.traffic`)."""
     from coverage_core.checks import traffic as traffic_check  # the module named in the annotations
+    from coverage_core.checks.traffic_answers import strip_masks
 
-    embedded = _embed(log.queries, embedder, cache, "traffic queries", progress)
+    # An anonymisation placeholder ("[REDACTED]") would pull a query's embedding away from its subject.
+    embedded = _embed([strip_masks(query) for query in log.queries], embedder, cache, "traffic queries", progress)
     inliers = ~np.asarray(analysis.is_outlier, dtype=bool)
     return traffic_check.analyze_traffic(
         log,
@@ -473,5 +488,7 @@ def run_traffic_check(
         chunk_texts=[chunk.text for chunk in analysis.corpus.chunks],
         chunk_documents=analysis.corpus.chunk_documents,
         chunk_labels=analysis.clustering.labels,
-        config=config or traffic_check.TrafficConfig(random_state=analysis.config.random_state),
+        config=config or traffic_check.TrafficConfig(
+            random_state=analysis.config.random_state, strictness=analysis.config.strictness
+        ),
     )

@@ -7,7 +7,7 @@ from coverage_core.outputs import plots
 from coverage_core.outputs.report import UNDERTESTED, UNTESTED, document_findings
 from coverage_core.verdicts import UNDERTESTED_SHARE, Verdicts
 from ui import engine, exports, flow, formats, state, widgets
-from ui.views import results as view
+from ui.views import gaps as gaps_view, results as view
 
 TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"]
 OFF_TOPIC_TAB = TABS[2]
@@ -33,14 +33,20 @@ if not findings:
     widgets.verdict_passed(analysis, "Every document has questions that test it.")
 if verdict.gaps:
     st.markdown(f"**Top gaps by topic** ({verdict.n_gaps} in all, most urgent first):")
+    found = state.stored_stage(state.GAPS)  # suggestions already written for this analysis (the Gap page's)
+    gapped = found.value if found is not None and found.key.source == flow.analysis_key() else None
     for gap in verdict.gaps:
         with st.container(border=True):
             st.warning(
                 f"{widgets.plain(gap.topic)}: {gap.tested_share:.0%} of {formats.count(gap.size, 'passage')} tested",
                 icon=":material/troubleshoot:",
             )
+            outlook = gaps_view.gap_outlook(gapped, gap.cluster) if gapped is not None else None
+            if outlook:
+                st.caption(widgets.plain(outlook))
+            # The link opens the Gap analysis at this gap: open, and scrolled to.
             st.page_link(flow.GAPS_PAGE, label=f"Suggest questions for “{widgets.plain(gap.topic)}” (Gap analysis)",
-                         icon=":material/arrow_forward:")
+                         icon=":material/arrow_forward:", query_params={state.GAP_PARAM: str(gap.cluster)})
 else:
     widgets.verdict_passed(analysis, "No topic is a gap.")
 if verdict.n_off_topic:

@@ -56,12 +56,21 @@ else:
         f"{formats.count(len(gapped.gaps), 'topic')} with {rule_text}, most urgent first "
         f"(priority = {engine.priority_formula(gap_config)}). Suggestions are {view.suggestions_origin(gapped)}."
     )
+    # A Results link names one gap (query parameter): show it open and scroll to it, once.
+    requested, scroll_to = st.query_params.get(state.GAP_PARAM), None
+    if requested is not None:
+        scroll_to = view.focused_gap(gapped, requested)
+        if scroll_to is not None:
+            state.put(state.GAP_FOCUS, scroll_to)
+        del st.query_params[state.GAP_PARAM]
+    focus = state.get(state.GAP_FOCUS)
+    for card in view.gap_cards(gapped):
+        with st.expander(f"{card.rank}. {widgets.plain(card.title)}: {card.summary}",
+                         expanded=card.cluster == focus, key=state.gap_card_key(card.cluster)):
+            widgets.gap_card(card)
+    if scroll_to is not None:
+        widgets.scroll_to(state.gap_card_key(scroll_to))
     gap_rows = view.gap_table(gapped)
-    st.markdown("\n".join(
-        f"{row['rank']}. {widgets.plain(row['topic'] or 'cluster ' + str(row['cluster']))}: "
-        f"{row['tested share']:.0%} of {row['size']} passages tested"
-        for row in gap_rows.head(5).to_dict("records")
-    ))
     widgets.table(
         gap_rows, medium=("topic", "themes"), large=("suggested questions",), scores=("coverage",),
         percents=("corpus share",),
@@ -90,12 +99,15 @@ edited = widgets.persistent_editor(
         "accept": st.column_config.CheckboxColumn("accept", default=False, width="small"),
         "question": st.column_config.TextColumn("question", width="large", required=True),
         "cluster": st.column_config.NumberColumn("cluster", width="small"),
-        "origin": st.column_config.TextColumn("origin", width="small"),
+        "origin": st.column_config.SelectboxColumn(
+            "origin", options=list(formats.ORIGIN_WORDS), format_func=formats.origin_words, width="medium"
+        ),
         "document": st.column_config.TextColumn("source document"),
         "passage": st.column_config.TextColumn("source passage", width="large"),
     },
 )
 accepted = view.accepted_texts(edited)
+accepted_rows = view.accepted_rows(edited, accepted)
 st.caption(f"{formats.count(len(accepted), 'accepted question')}.")
 n_drafts = view.unfinished_drafts(edited)
 if n_drafts:
@@ -110,7 +122,7 @@ if st.button("Apply", key=state.W_APPLY, type="primary"):
     else:
         try:
             with st.spinner(f"Embedding {formats.count(len(accepted), 'new question')} and rescoring on the same clusters…"):
-                flow.improve(analysis, accepted, view.accepted_rows(edited, accepted))
+                flow.improve(analysis, accepted, accepted_rows)
         except CoverageError as error:
             flow.show_error(error)
 
@@ -119,7 +131,8 @@ if improvement is not None:
     st.subheader("Before → after")
     if not current:
         st.info("Computed with earlier settings or suggestions; click Apply again to update.")
-    columns = st.columns(6)
+    # Three cards, then two: at 1280 px every label and value reads in full (six in a row cut them).
+    columns = [*st.columns(3), *st.columns(2)]
     n_added = len(improvement.texts)
     # The headline figure first: an absolute share, so its change is in percentage points.
     before, after = improvement.before.metrics["tested_share"], improvement.after.metrics["tested_share"]
@@ -160,11 +173,14 @@ left, middle, right, last = st.columns(4)
 with left:
     widgets.csv_download(
         f"Improved test set (CSV, +{formats.count(len(accepted), 'row')})",
-        functools.partial(exports.improved_csv, analysis.questions, accepted),
+        functools.partial(exports.improved_csv, analysis.questions, accepted, accepted_rows,
+                          settings.relevant_column or None),
         f"{stem}-improved{suffix}",
         key=state.W_DOWNLOAD_CSV,
         help="Your file with its columns, rows and delimiter untouched, accepted questions appended and marked "
-        "in the 'suggested' column. Text cells are quoted, and any line a spreadsheet would run as a formula "
+        "in the 'suggested' column. A suggested question names the document it came from (in your file's source "
+        f"column, or a new '{view.SOURCE_COLUMN}' column) and its passage ('{view.PASSAGE_COLUMN}'), so the "
+        "retrieval check can use it. Text cells are quoted, and any line a spreadsheet would run as a formula "
         "is prefixed with '.",
     )
 report = exports.report_json(gapped, inputs_record, flow.checks_for(analysis), flow.current_improvement(analysis))

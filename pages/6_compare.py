@@ -27,7 +27,10 @@ source = st.radio("Second set", list(SOURCES), format_func=SOURCES.get, key=stat
 other = None
 other_name = None
 if source == "upload":
-    upload = st.file_uploader("Second question file (CSV)", type=["csv", "tsv", "txt"], key=state.W_COMPARE_UPLOADER)
+    upload = st.file_uploader(
+        "Second question file (CSV or JSON)", type=["csv", "tsv", "txt", "json", "jsonl"], key=state.W_COMPARE_UPLOADER,
+        help="A table with a question column, or a test set exported by RAGAS, DeepEval or Giskard as it is.",
+    )
     if upload is None:
         st.info("Upload a second question file to compare it with the current one.")
     else:
@@ -44,8 +47,9 @@ if source == "upload":
             if columns:
                 st.selectbox("Column with the questions", columns, index=None, key=state.W_COMPARE_COLUMN)
         if other is not None:
-            st.caption(f"{formats.count(len(other.questions), 'question')} in column “{other.question_column}” of {upload.name}.")
-            flow.show_warnings([str(w) for w in other.warnings])
+            note, other_warnings = view.split_format_note([w.message for w in other.warnings])
+            st.caption(note or f"{formats.count(len(other.questions), 'question')} in column “{other.question_column}” of {upload.name}.")
+            flow.show_warnings([f"{upload.name}: {message}" for message in other_warnings])
 else:
     texts = gaps_view.accepted_texts(state.get(state.SUGGESTIONS_EDITED))
     if not texts:
@@ -78,13 +82,35 @@ st.caption(
     f"{n_a:,} vs {n_b:,} {formats.plural(max(n_a, n_b), 'question')}; "
     f"{int(comparison.a.is_outlier.sum())} vs {int(comparison.b.is_outlier.sum())} screened out as off-topic."
 )
-for column, name in zip(st.columns(len(widgets.RELATIVE_SCORES)), widgets.RELATIVE_SCORES):
-    a, b = comparison.a.metrics[name], comparison.b.metrics[name]
-    widgets.score_card(
-        column, name, a, b,
-        help=f"{comparison.name_b}: {formats.score(b)}; {comparison.name_a}: {formats.score(a)}. "
-        "Relative scores: only the difference matters.",
-    )
+# Tested share first (an absolute share, its change in percentage points), then the relative scores; rows
+# sized so that no label is cut at 1280 px.
+for row in view.card_rows(["tested_share", *widgets.RELATIVE_SCORES]):
+    for column, name in zip(st.columns(len(row)), row):
+        a, b = comparison.a.metrics[name], comparison.b.metrics[name]
+        if name == "tested_share":
+            shown, change = formats.share_change(a, b)
+            unchanged = change == formats.NO_CHANGE
+            column.metric(
+                formats.metric_label(name), shown, delta=change, border=True,
+                delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
+                help=f"Share of the knowledge base's passages some question reaches: {comparison.name_a} {a:.1%}, "
+                f"{comparison.name_b} {b:.1%}. Points are percentage points.",
+            )
+        else:
+            widgets.score_card(
+                column, name, a, b,
+                help=f"{comparison.name_b}: {formats.score(b)}; {comparison.name_a}: {formats.score(a)}. "
+                "Relative scores: only the difference matters.",
+            )
+cards = view.scorecards(comparison)
+st.subheader("Which set is the better test of this knowledge base?")
+(st.success if cards.winner is not None else st.info)(widgets.plain(cards.verdict))
+st.dataframe(view.scorecard_table(cards), hide_index=True)
+st.caption(
+    "Tested share: passages some question reaches. Balance: how evenly the questions spread over the documents "
+    "(100% even, 0% all on one). Near-duplicates: questions that repeat another. Off-topic: questions not about "
+    "the documents. Answerable: questions with a passage close enough to answer them."
+)
 names = (comparison.name_a, comparison.name_b)
 st.dataframe(
     view.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True,

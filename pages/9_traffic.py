@@ -46,40 +46,32 @@ left, middle, right = st.columns(3)
 left.metric("Traffic tested", f"{result.tested_share_weighted:.0%}", border=True,
             help="Share of the queries, counting repeats, that a test question matches closely.")
 middle.metric("Traffic answerable", f"{result.answerable_share_weighted:.0%}", border=True,
-              help="Share of the queries, counting repeats, that some passage of the documents supports.")
+              help="Share of the queries, counting repeats, that some passage of the documents answers (judged "
+              "as test questions are for the off-topic count).")
 right.metric("Queries", f"{log.n_queries:,}", border=True, help=f"{log.n_distinct:,} distinct after merging repeats.")
 
 st.header("Most asked, least tested")
 st.plotly_chart(plots.traffic_topics(result.topics))
+st.caption("Topics of the queries the documents answer; those without an answer are counted below, on their own.")
 widgets.table(
     view.traffic_topic_table(result), medium=("topic",), large=("most asked",), percents=("share of traffic",),
-    columns={
-        "tested": st.column_config.NumberColumn("share tested", format="percent"),
-        "answerable": st.column_config.NumberColumn("share answerable", format="percent"),
-    },
+    columns={"tested": st.column_config.NumberColumn("share tested", format="percent")},
 )
 
-unmet = result.unmet_demand
 st.header("Demand the documents do not meet")
-if unmet.empty:
-    st.success("Every frequent topic of the traffic is mostly answerable from the documents.")
+sentence = view.unanswered_sentence(result)
+if not sentence:
+    st.success("Every query of the traffic has an answer in the documents.")
 else:
-    st.write("Frequent topics the documents mostly cannot answer: add documents for these, not only tests.")
-    st.markdown("\n".join(
-        f"- {widgets.plain(row.label)}: {formats.count(row.volume, 'query', 'queries')}, {row.answerable_share:.0%} answerable"
-        for row in unmet.itertuples()
-    ))
+    (st.warning if result.unanswered.is_unmet else st.info)(sentence)
+    widgets.table(view.unanswered_table(result), large=("query",))
 
 if result.weekly is not None:
     st.header("Over time")
     st.plotly_chart(plots.traffic_weekly(result.weekly))
 
 st.header("Suggestions from real phrasing")
-st.write(
-    f"{formats.count(len(result.suggestions), 'untested real query', 'untested real queries')} from the least "
-    f"tested topics can become test questions. {formats.plural(len(result.suggestions), 'It joins', 'They join')} the suggestions table on the Gap analysis page, marked “traffic”, where you accept, edit, "
-    "apply and export them."
-)
+st.write(view.suggestions_sentence(result))
 if result.suggestions and st.button("Add them to the suggestions", key=state.W_TRAFFIC_ADD, type="primary"):
     added = flow.add_traffic_suggestions(result)
     st.success(f"{formats.count(added, 'question')} added to the suggestions table.")

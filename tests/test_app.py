@@ -915,6 +915,8 @@ def test_results_page_leads_with_the_verdict_and_gap_links(seeded):
     links = [n for n in at.main if n.type == "page_link"]
     assert len(links) == len(verdict.gaps) and all("Gap analysis" in link.proto.label for link in links)
     assert all(widgets.plain(gap.topic) in " ".join(link.proto.label for link in links) for gap in verdict.gaps)
+    # each link opens the Gap analysis at its own gap
+    assert [link.proto.query_string for link in links] == [f"{state.GAP_PARAM}={gap.cluster}" for gap in verdict.gaps]
     # the links come before the secondary scores, which are in an expander with one sentence each
     first_expander = min(order.index(t) for t in ("expandable", "expander") if t in order)
     assert order.index("page_link") < first_expander

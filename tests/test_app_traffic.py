@@ -8,6 +8,7 @@ import pytest
 
 from coverage_core import pipeline
 from coverage_core.checks.traffic import read_traffic
+from coverage_core.checks.traffic_answers import NO_ANSWER
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
 from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
@@ -16,6 +17,7 @@ from ui.views.gaps import TRAFFIC_ORIGIN
 
 PAGE = "pages/9_traffic.py"
 KOALA = ["What do koalas eat?", "Where do koalas live in the wild?", "How long do koalas sleep each day?"]
+SUPPORT = ["How do I reset my password?", "How do I cancel my subscription?"]
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +33,9 @@ def seeded(module_cache_dir):
 def _log(analysis):
     drum = [q.text for q in analysis.questions.questions if "drum" in q.text.lower()][:3]
     frame = pd.DataFrame({
-        "query": drum + KOALA + ["Write to me at someone@example.com about koalas"],
-        "count": [5, 5, 5, 60, 30, 10, 1],
-        "date": ["2026-11-02"] * 3 + ["2026-11-09"] * 4,
+        "query": drum + KOALA + ["Write to me at someone@example.com about koalas"] + SUPPORT,
+        "count": [5, 5, 5, 60, 30, 10, 1, 12, 8],
+        "date": ["2026-11-02"] * 3 + ["2026-11-09"] * 6,
     })
     return read_traffic(frame.to_csv(index=False).encode(), "log.csv")
 
@@ -55,13 +57,20 @@ def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page
     assert at.subheader[0].value == expected.headline()
     assert metric(at, "Traffic tested") == f"{expected.tested_share_weighted:.0%}"
     assert metric(at, "Traffic answerable") == f"{expected.answerable_share_weighted:.0%}"
-    assert metric(at, "Queries") == "116"
+    assert metric(at, "Queries") == "136"
     topics = [d.value for d in at.dataframe if "most asked" in d.value.columns][0]
     assert topics["topic"].tolist() == expected.topics["label"].tolist()
     assert "koala" in topics["topic"].iloc[0].lower()
     shown = " ".join(texts(at.markdown) + texts(at.caption) + topics["most asked"].tolist())
     assert "someone@example.com" not in shown
     assert [h.value for h in at.header][:2] == ["Most asked, least tested", "Demand the documents do not meet"]
+    # The support queries are their own group, never "every topic is answerable", and in no topic.
+    assert expected.unanswered.volume >= 20 and NO_ANSWER in at.subheader[0].value
+    assert not any("Every query" in text for text in texts(at.success))
+    assert any(f"have {NO_ANSWER}" in text and "of the traffic" in text for text in texts(at.warning))
+    unanswered = [d.value for d in at.dataframe if "times asked" in d.value.columns][0]
+    assert set(SUPPORT) <= set(unanswered["query"]) and not set(KOALA) & set(unanswered["query"])
+    assert not topics["most asked"].str.contains("password|subscription").any()
     assert "Over time" in [h.value for h in at.header]  # the log has dates
 
     at.button(key=state.W_TRAFFIC_ADD).click().run()
@@ -70,6 +79,14 @@ def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page
     traffic_rows = suggested[suggested["origin"] == TRAFFIC_ORIGIN]
     assert set(traffic_rows["question"]) == {s.text for s in expected.suggestions}
     assert "What do koalas eat?" in set(traffic_rows["question"])
+    # Each in the topic of the passage that answers it; a support query in none, marked as a gap in the documents.
+    by_question = traffic_rows.set_index("question")
+    labels = analysis.clustering.labels
+    koala = next(s for s in expected.suggestions if s.text == "What do koalas eat?")
+    assert by_question.loc["What do koalas eat?", "cluster"] == labels[koala.chunk]
+    assert by_question.loc["What do koalas eat?", "document"] == "Koala.txt"
+    assert pd.isna(by_question.loc["How do I reset my password?", "cluster"])
+    assert by_question.loc["How do I reset my password?", "passage"] == NO_ANSWER
 
     # The Gap page's editor holds them next to its own suggestions, ready to accept, apply and export.
     at.switch_page("pages/4_gaps.py").run()

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from coverage_core.outputs.report import SCHEMA_VERSION
 from tests.helpers import ARTIFACTS, BROWSER_TIMEOUT_MS, PROJECT, check_figures, open_page, screenshot
+from ui import state
 
 pytestmark = pytest.mark.slow
 
@@ -158,9 +160,12 @@ def _run_the_whole_flow(server: str, page) -> None:
     assert download.suggested_filename == "drum-questions-improved.csv"
     exported = Path(download.path()).read_bytes().decode("utf-8-sig")
     rows = list(csv.reader(io.StringIO(exported, newline="")))
-    assert rows[0] == ["question", "owner", "suggested"]
+    # The file has no source column: the accepted question names its source in new ones.
+    assert rows[0] == ["question", "owner", "suggested", "source_document", "source_passage"]
     assert len(rows) == 1 + 14 + 1
-    assert rows[-1] == [NEW_QUESTION, "", "yes"]
+    assert rows[-1][:3] == [NEW_QUESTION, "", "yes"]
+    assert rows[-1][3] in ("Drum.txt", "Koala.txt") and len(rows[-1][4]) > 20, rows[-1]
+    assert all(row[3:] == ["", ""] for row in rows[1:-1])
     original = list(csv.reader(io.StringIO(_question_csv().decode("utf-8"), newline="")))
     assert [r[:2] for r in rows[1:13]] == original[1:13]
     assert rows[13][:2] == ["'" + FORMULA, "'=1+1"]  # neutralised, not a live formula
@@ -172,7 +177,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Report (JSON)").click()
     report = json.loads(Path(download_info.value.path()).read_text(encoding="utf-8"))
-    assert report["schema_version"] == 5 and report["summary"]["n_documents"] == 2
+    assert report["schema_version"] == SCHEMA_VERSION and report["summary"]["n_documents"] == 2
     assert report["config"]["inputs"] == {"documents": ["Drum.txt", "Koala.txt"], "questions": "drum-questions.csv"}
     after = report["after_apply"]  # the before and after figures and the accepted question travel with it
     assert after["after"]["basic"] > after["before"]["basic"]
@@ -362,6 +367,88 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
         _shot(page, "7-fitness-sweep")
     except Exception:
         screenshot(page, "test_walk_the_example_at_1280_px-step")
+        raise
+    finally:
+        context.close()
+
+
+# Each metric card's label, value and change, and how many of their elements are cut (text wider than its box).
+CARD_CUTS = """() => [...document.querySelectorAll('[data-testid=stMetric]')].map(card => {
+    const parts = [...card.querySelectorAll(
+        '[data-testid=stMetricLabel], [data-testid=stMetricValue], [data-testid=stMetricDelta]')];
+    const cut = parts.flatMap(part => [part, ...part.querySelectorAll('*')])
+        .filter(element => element.scrollWidth > element.clientWidth + 1);
+    const text = id => (card.querySelector(`[data-testid=${id}]`) || {innerText: ''}).innerText.trim();
+    return {label: text('stMetricLabel'), value: text('stMetricValue'), cut: cut.length};
+})"""
+
+
+def test_a_gap_link_lands_on_its_gap_and_the_before_after_cards_read_in_full_at_1280_px(server, browser):
+    """The second gap's link on Results opens the Gap analysis at that gap (open, scrolled to); after Apply,
+    every before → after card shows its whole label and value at 1280 px, the tested share first.
+    Screenshots go to test-artifacts/walk-1280/."""
+    height = 800
+    context = browser.new_context(viewport={"width": 1280, "height": height}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(BROWSER_TIMEOUT_MS)
+    try:
+        page.goto(server)
+        page.get_by_role("button", name="Try the example").click()
+        page.get_by_role("heading", name="Results", exact=True).wait_for()
+        links = page.get_by_test_id("stPageLink")
+        links.first.wait_for()
+        assert links.count() >= 2
+        link = links.nth(1)  # not the first gap: the page must open the one asked for, lower down
+        cluster = int(re.search(r"[?&]gap=(\d+)", link.locator("a").get_attribute("href")).group(1))
+        topic = re.search(r"“(.+)”", link.inner_text()).group(1)
+        link.click()
+        page.get_by_role("heading", name="Improve the test set").wait_for()
+        card = page.locator(f".st-key-{state.gap_card_key(cluster)}")
+        card.wait_for()
+        _wait_for(lambda: 0 <= card.bounding_box()["y"] < height / 2, "the linked gap scrolled to the top of the view")
+        opened = page.evaluate(
+            "() => [...document.querySelectorAll(\"[class*='st-key-w_gap_card_']\")]"
+            ".filter(card => card.querySelector('details').open).map(card => card.className)"
+        )
+        assert len(opened) == 1 and f"st-key-{state.gap_card_key(cluster)}" in opened[0], opened  # that one only
+        assert topic in card.inner_text()
+        _shot(page, "8-gap-from-a-link")
+
+        # ---- accept one question (edited from a draft), Apply
+        editor = page.get_by_test_id("stDataFrame").filter(has=page.locator("#glide-cell-2-0")).last
+        editor.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        grid = _Grid(page, editor)
+        grid.select(2, 0)
+        page.keyboard.press("Enter")
+        overlay = page.locator("textarea").last
+        overlay.wait_for(state="visible", timeout=10_000)
+        overlay.fill(NEW_QUESTION)
+        overlay.press("Enter")
+        _wait_for(lambda: grid.text(2, 0) == NEW_QUESTION, "the edited question")
+        grid.select(2, 0)  # the question again (clicking the tick box itself might toggle it), then one left
+        page.keyboard.press("ArrowLeft")
+        _wait_for(lambda: grid.selected() == (1, 0), "the accept cell selected", seconds=10)
+        page.keyboard.press(" ")  # ticks it
+        page.get_by_text("1 accepted question.").wait_for()
+        page.get_by_role("button", name="Apply").click()
+        heading = page.get_by_role("heading", name="Before → after")
+        heading.wait_for()
+        page.get_by_test_id("stMetricDelta").first.wait_for()
+        page.wait_for_timeout(500)
+
+        cards = page.evaluate(CARD_CUTS)
+        assert [c["label"] for c in cards] == [
+            "Tested share", "Basic", "Balanced", "Nearby-topic coverage (multi-threshold)",
+            "N-nearest-topic coverage (multi-N)",
+        ], cards
+        assert re.fullmatch(r"\d{1,3}\.\d%", cards[0]["value"]), cards
+        assert all(re.fullmatch(r"-?\d\.\d{3}", c["value"]) for c in cards[1:]), cards
+        assert not [c for c in cards if c["cut"]], f"cut labels or values at 1280 px: {cards}"
+        heading.scroll_into_view_if_needed()
+        _shot(page, "9-before-after")
+    except Exception:
+        screenshot(page, "test_a_gap_link_lands_on_its_gap-step")
         raise
     finally:
         context.close()

@@ -2,7 +2,7 @@
 
 A query log (JSON Lines, with dates and a personal e-mail address) is uploaded after the one-click example;
 the page leads with the traffic sentence, draws its charts, masks the address, and sends the most asked
-untested queries to the Gap page's suggestions.
+untested queries to the Gap page's suggestions; a support query the documents cannot answer is counted apart.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ LOG = [
     {"query": "How long do koalas sleep? mail me at jo@example.com", "count": 5, "date": "2026-11-09"},
     {"query": "Does the octopus have two eyes?", "count": 10, "date": "2026-11-02"},
     {"query": "Is the flute a woodwind instrument?", "count": 8, "date": "2026-11-09"},
+    {"query": "How do I reset my password?", "count": 12, "date": "2026-11-09"},
 ]
 
 
@@ -39,13 +40,16 @@ def test_traffic_page_on_the_example(server, page):
         )
         headline = page.get_by_role("heading").filter(has_text="Production traffic:").first
         headline.wait_for()
-        assert re.search(r"\d+% of 113 queries \(5 distinct\) are tested, \d+% answerable", headline.inner_text())
+        assert re.search(r"\d+% of 125 queries \(6 distinct\) are tested, \d+% answerable", headline.inner_text())
+        assert re.search(r"\d+ queries have no answer in the documents", headline.inner_text())
         assert "koala" in headline.inner_text().lower()  # the most asked, least tested topic is named
         page.get_by_role("heading", name="Over time").wait_for()
         figures = check_figures(page, "Production traffic", at_least=2)
         assert len(figures) >= 2
         body = page.get_by_test_id("stMain").inner_text()
         assert "jo@example.com" not in body
+        assert "Every query of the traffic has an answer" not in body
+        assert "have no answer in the documents" in body and "a gap in the documents" in body
 
         page.get_by_role("button", name="Add them to the suggestions").click()
         page.get_by_text(re.compile(r"\d+ questions? added to the suggestions table")).wait_for()

@@ -440,7 +440,7 @@ def test_report_schema_3_carries_calibration_and_decisions():
                               separation=0.9)
     analysis = _measure(AnalysisConfig(n_clusters=3), calibration)
     report = json.loads(json.dumps(build_report(analysis)))
-    assert report["schema_version"] == SCHEMA_VERSION == 5
+    assert report["schema_version"] == SCHEMA_VERSION == 6
     expected = {
         "support_threshold": 0.5, "method": "pseudo-queries", "n_probes": 99, "positive_median": 0.8,
         "negative_median": 0.1, "separation": 0.9, "labelled_threshold": None, "question_support_threshold": 0.5,

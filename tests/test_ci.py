@@ -200,7 +200,7 @@ def test_diff_lists_are_capped_in_text_but_complete_in_json():
     [
         ([1, 2], "no schema_version"),
         ({"metrics": {}}, "no schema_version"),
-        (make_report(schema_version=6), "schema version 6"),
+        (make_report(schema_version=7), "schema version 7"),
         (make_report(metrics=None), "metrics"),
         (make_report(documents=[{"coverage": 0.5}]), "documents"),
         (make_report(questions="nope"), "questions"),
@@ -266,7 +266,7 @@ def test_cli_diff_a_rise_never_fails(reports, capsys):
         (b"\xff\xfe\x00garbage", "new.json is not a coverage report (it is not UTF-8 text)."),
         ('{"a": 1}', "new.json is not a coverage report (it has no schema_version)."),
         ("[]", "new.json is not a coverage report (it has no schema_version)."),
-        (json.dumps(make_report(schema_version=6)), "new.json has report schema version 6"),
+        (json.dumps(make_report(schema_version=7)), "new.json has report schema version 7"),
         (None, "could not read or write"),
     ],
 )

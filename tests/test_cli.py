@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from coverage_core.cli import main
+from coverage_core.suggest.gaps import GapConfig
 from tests.helpers import PDFS, PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
@@ -55,7 +56,7 @@ def test_cold_run_writes_a_complete_report(example_run):
     (result, report), _ = example_run
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert report["schema_version"] == 5
+    assert report["schema_version"] == 6
     assert set(report["metrics"]) == {"tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n"}
     for value in report["metrics"].values():
         assert 0.0 < value < 1.0
@@ -110,6 +111,15 @@ def test_gaps_point_at_the_untested_articles(example_run):
     assert {s["document"] for s in top["suggested_questions"]} & UNTESTED
     existing = {q["text"].lower() for q in report["questions"]}
     assert not {s["text"].lower() for s in top["suggested_questions"]} & existing
+    # The top-level gaps list the same gaps in the same order, each with its least-covered passages
+    # and the questions the clusters offer among its kept ones.
+    assert [(g["rank"], g["cluster"]) for g in report["gaps"]] == [(c["gap_rank"], c["id"]) for c in gaps]
+    first = report["gaps"][0]
+    assert first["least_covered_passages"] and {p["document"] for p in first["least_covered_passages"]} & UNTESTED
+    kept = [s["question"] for s in first["suggestions"] if s["kept"]]
+    assert kept[:len(top["suggested_questions"])] == [" ".join(s["text"].split()) for s in top["suggested_questions"]
+                                                      if s["text"].strip()]
+    assert len(kept) <= GapConfig().n_suggestions  # the default, as --suggest is not given
 
 
 @pytest.mark.slow

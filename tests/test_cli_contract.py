@@ -70,6 +70,8 @@ BAD_ANALYZE_VALUES = [
     (["--embedder", "openai", "--dimensions", "0"], "--dimensions must be at least 1 (got 0)."),
     (["--embedder", "openai", "--dimensions", "5000"], "--dimensions 5000 cannot be used"),
     (["--embedder", "voyage", "--dimensions", "100"], "--dimensions 100 cannot be used"),
+    (["--suggest", "-1"], "--suggest must be at least 0 (got -1); 0 writes no suggestions."),
+    (["--suggest", "1.5"], "argument --suggest: invalid int value: '1.5'"),
     (["--k", "0"], "--k must be at least 1 (got 0); it is the number of chunks retrieved per question."),
     (["--k", "-2"], "--k"),
     (["--subquestions", "0"], "--subquestions must be at least 1 (got 0)."),
@@ -200,6 +202,7 @@ def test_defaults_shown_are_the_cores(capsys):
         "--multi-n N": AnalysisConfig.multi_n,
         "--seed N": AnalysisConfig.random_state,
         "--k N": DEFAULT_K,
+        "--suggest N": GapConfig().n_suggestions,
     }.items():
         shown = re.search(r"\(default: ([^)]*)\)", options[options.index(flag):])
         assert shown[1] == str(default), flag
@@ -346,7 +349,7 @@ def test_summary_and_junit_lead_with_the_support_level_then_untested_then_under_
     assert main(args) == 0
     lines = capsys.readouterr().out.splitlines()
     report = json.loads(out.read_text())
-    assert report["schema_version"] == 5
+    assert report["schema_version"] == 6
     # Word-hashing vectors do not tell one document's sentences from the other's: τ falls back, and says so first.
     calibration = report["calibration"]
     assert calibration["reliable"] is False and calibration["reason"]
@@ -365,3 +368,45 @@ def test_summary_and_junit_lead_with_the_support_level_then_untested_then_under_
     assert [suite.get("name") for suite in root.findall("testsuite")][:2] == ["coverage.calibration", "coverage.metric"]
     assert root.find("testsuite/testcase/error").get("type") == "coverage.calibration_unreliable"
     assert root.get("errors") == "1"
+
+
+DRUM_QUESTIONS = ["What is a drum?", "How is a drum played?", "Who plays drums?"]
+
+
+def _run_with_suggest(tmp_path, capsys, n):
+    out = tmp_path / f"r{n}.json"
+    args = ["analyze", "--docs", *TWO_DOCS, "--questions", str(_questions(tmp_path, DRUM_QUESTIONS)), "--out", str(out),
+            "--clusters", "3", "--quiet", "--suggest", str(n)]
+    assert main(args) == 0
+    report = json.loads(out.read_text())
+    assert report["config"]["gaps"]["n_suggestions"] == n
+    assert report["gaps"], "only drum questions: the flute passages make a gap"
+    return report, capsys.readouterr().out
+
+
+def test_suggest_0_writes_gaps_without_any_suggestion(tmp_path, capsys, cache_dir, hash_embedder):
+    report, summary = _run_with_suggest(tmp_path, capsys, 0)
+    assert all(gap["suggestions"] == [] for gap in report["gaps"])
+    assert all(cluster["suggested_questions"] == [] for cluster in report["clusters"])
+    assert all(gap["least_covered_passages"] for gap in report["gaps"])  # the passages still say what to test
+    assert "suggested (" not in summary and "no suggestions asked for" in summary
+
+
+def test_suggest_2_keeps_at_most_2_per_gap_and_the_summary_names_the_first(tmp_path, capsys, cache_dir,
+                                                                           hash_embedder):
+    report, summary = _run_with_suggest(tmp_path, capsys, 2)
+    for gap in report["gaps"]:
+        kept = [s for s in gap["suggestions"] if s["kept"]]
+        assert len(kept) <= 2
+        assert [s["kept"] for s in gap["suggestions"]] == sorted((s["kept"] for s in gap["suggestions"]), reverse=True)
+        assert all(s["origin"] in ("local", "llm", "draft") and (s["reason"] == "") is s["kept"]
+                   for s in gap["suggestions"])
+        assert kept or gap["note"], "a gap without a kept question says why"
+    lines = summary.splitlines()
+    first = report["gaps"][0]
+    start = lines.index("Largest gaps")
+    kept = [s for s in first["suggestions"] if s["kept"]]
+    if kept:
+        assert lines[start + 2].startswith("     suggested (") and lines[start + 2].endswith(kept[0]["question"])
+    else:
+        assert lines[start + 2] == f"     no suggestion: {first['note']}"

@@ -69,6 +69,8 @@ def below(coverage, config=GapConfig()):
 
 
 def run(existing=(), llm=None, **config):
+    # Each fixture cluster holds 4 passages: 3 of them asked about leaves one to tell apart.
+    config = {"n_passages": 3, "n_suggestions": 3, **config}
     return analyze_gaps(
         TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, list(existing), GapConfig(**config), llm,
         is_gap=below(COVERAGE, GapConfig(**config)),
@@ -102,7 +104,7 @@ def test_rank_gaps_validation():
     with pytest.raises(InputError, match="size_weight"):
         GapConfig(size_weight=1.5)
     with pytest.raises(InputError, match="n_suggestions"):
-        GapConfig(n_suggestions=0)
+        GapConfig(n_suggestions=-1)
 
 
 # --------------------------------------------------------------------------

@@ -242,3 +242,60 @@ def test_charts_and_topic_table_draw_the_verdicts_cut_most_urgent_first(analysis
     assert shares == [f"{s:.0%}" for s in ordered["tested_share"]]
     n_gaps = int(analysis.clusters["is_gap"].sum())
     assert n_gaps > 0 and ordered["is_gap"].tolist() == [True] * n_gaps + [False] * (len(ordered) - n_gaps)
+
+
+# ---------------------------------------------------------------- gaps with their suggestions
+def _gaps_with_suggestions(analysis):
+    import dataclasses
+
+    from coverage_core.suggest.gaps import Gap
+    from coverage_core.suggest.questions import Suggestion
+
+    def asked(text, origin, kept=True, reason="", document="alpha.txt"):
+        return Suggestion(cluster=0, text=text, origin=origin, document=document, passage=f"about {text}", chunk=0,
+                          kept=kept, reason=reason)
+
+    gaps = [
+        Gap(0, 0.2, 20, 1 / 3, 0.9, ("comet",), (0,),
+            (asked("Where do comets orbit?", "local"), asked(f"Who wrote {EVIL}?", "llm", document=EVIL)),
+            dropped=(asked("Is ice cold?", "draft", kept=False, reason=f"it does not reach its passage {EVIL}"),)),
+        Gap(1, 0.3, 20, 1 / 3, 0.8, ("river",), (1,), (), note=f"No question reached its passage {EVIL}."),
+    ]
+    return dataclasses.replace(analysis, gaps=gaps)
+
+
+def _section(report, heading):
+    start = report.index(f"<h3>{heading}</h3>")
+    return report[start:report.index("<h3>", start + 4)]
+
+
+def test_gaps_show_each_question_with_its_origin_source_and_verdict_escaped(analysis):
+    from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS
+
+    report = build_html_report(_gaps_with_suggestions(analysis))
+    assert EVIL not in report
+    table = _section(report, "Suggested questions")
+    rows = table.split("<tr>")[2:]  # after the header row
+    assert [("Where do comets orbit?" in r, "Who wrote" in r, "Is ice cold?" in r) for r in rows] == [
+        (True, False, False), (False, True, False), (False, False, True)]  # kept first, then dropped
+    assert escape(SUGGESTION_ORIGIN_WORDS["local"]) in rows[0] and escape(SUGGESTION_ORIGIN_WORDS["llm"]) in rows[1]
+    assert escape(SUGGESTION_ORIGIN_WORDS["draft"]) in rows[2]
+    assert ">kept<" in rows[0] and "alpha.txt" in rows[0]
+    assert escape(f"dropped: it does not reach its passage {EVIL}") in rows[2]
+    assert escape(EVIL) in rows[1]  # the source document, as text
+    gap_table = report[report.index("<h2>Gaps</h2>"):report.index("<h3>Suggested questions</h3>")]
+    assert "2 kept, 1 dropped" in gap_table
+    assert escape(f"No question reached its passage {EVIL}.") in gap_table
+
+
+def test_no_suggestions_asked_for_is_said_plainly(analysis):
+    import dataclasses
+
+    from coverage_core.suggest.gaps import GapConfig
+
+    plain = _gaps_with_suggestions(analysis)
+    silent = dataclasses.replace(plain, gaps=[dataclasses.replace(g, suggestions=(), dropped=(), note="")
+                                            for g in plain.gaps],
+                                 config=dataclasses.replace(plain.config, gaps=GapConfig(n_suggestions=0)))
+    table = _section(build_html_report(silent), "Suggested questions")
+    assert "No questions were asked for (0 suggestions per gap)." in table and "<table" not in table

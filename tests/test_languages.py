@@ -207,7 +207,7 @@ def test_the_analysis_keeps_the_languages_and_the_report_carries_them(french_ana
     analysis, _ = french_analysis
     assert isinstance(analysis.languages, LanguageProfile)
     report = build_report(analysis)
-    assert report["schema_version"] == SCHEMA_VERSION == 5
+    assert report["schema_version"] == SCHEMA_VERSION == 6
     assert [d["language"] for d in report["documents"]] == ["fr"] * 3
     assert [q["language"] for q in report["questions"]] == ["fr"] * len(FRENCH_QUESTIONS)
     assert report["languages"] == {

@@ -158,7 +158,7 @@ def test_no_inliers_gives_zero_coverage_and_says_why(setting):
 def test_report_is_json_and_follows_the_schema(setting):
     analysis, _, _ = setting
     report = json.loads(json.dumps(build_report(analysis)))
-    assert report["schema_version"] == 5
+    assert report["schema_version"] == 6
     assert {"config", "metrics", "clusters", "documents", "questions", "warnings"} <= set(report)
     assert report["metrics"]["balanced"] == pytest.approx(float(np.mean(analysis.clusters["coverage"])), abs=1e-5)
     cluster = report["clusters"][0]

@@ -53,7 +53,7 @@ def test_optional_json_sections_absent_without_their_data(analysis):
     report = build_report(analysis)
     for key in ("after_apply", "retrieval", "answerability", "subquestions", "chunking_comparison"):
         assert key not in report
-    assert report["schema_version"] == 5
+    assert report["schema_version"] == 6
 
 
 def test_after_apply_holds_before_after_metrics_and_accepted_questions(analysis):
@@ -126,7 +126,7 @@ from tests.helpers import make_report  # noqa: E402
 
 def test_report_carries_the_schema_4_fields(analysis):
     report = build_report(analysis)
-    assert report["schema_version"] == SCHEMA_VERSION == 5
+    assert report["schema_version"] == SCHEMA_VERSION == 6
     assert report["config"]["retrieval_k"] == analysis.config.retrieval_k
     calibration = report["calibration"]
     assert calibration["reliable"] is analysis.calibration.reliable is False
@@ -160,8 +160,25 @@ def test_upgrade_gives_an_older_report_the_schema_4_keys():
     assert upgrade_report(calibrated)["calibration"]["reliable"] is True
     current = make_report(schema_version=4, calibration={"method": "model default", "reliable": False, "reason": "x"})
     assert upgrade_report(current)["calibration"] == current["calibration"]  # schema 4's keys are left as written
-    current = upgrade_report(current) | {"schema_version": 5}
-    assert upgrade_report(current) == current  # schema 5 is left as written
+    current = upgrade_report(current) | {"schema_version": SCHEMA_VERSION}
+    assert upgrade_report(current) == current  # the current schema is left as written
+    assert "gaps" in upgrade_report(make_report(schema_version=5)) and "gaps" not in make_report(schema_version=5)
+
+
+def test_report_gaps_follow_the_analysis_gaps(analysis):
+    """The synthetic analysis's own gaps (found by the core): one entry each, in order, suggestions kept first."""
+    assert analysis.gaps, "the synthetic analysis has an untested topic"
+    report = build_report(analysis)
+    assert [g["cluster"] for g in report["gaps"]] == [gap.cluster for gap in analysis.gaps]
+    assert [g["rank"] for g in report["gaps"]] == list(range(1, len(analysis.gaps) + 1))
+    ranks = {c["id"]: c["gap_rank"] for c in report["clusters"] if c["gap_rank"] is not None}
+    assert {g["cluster"]: g["rank"] for g in report["gaps"]} == ranks
+    for entry in report["gaps"]:
+        kept = [s["kept"] for s in entry["suggestions"]]
+        assert kept == sorted(kept, reverse=True)
+        assert all((s["reason"] == "") is s["kept"] for s in entry["suggestions"])
+        assert set(entry) == {"rank", "cluster", "label", "tested_share", "coverage", "size", "themes",
+                              "least_covered_passages", "note", "suggestions"}
 
 
 def test_summary_leads_with_the_unreliable_level_then_untested_then_under_tested(analysis):

@@ -284,3 +284,88 @@ def test_the_dashboard_opens_a_chosen_k_analysis_without_clustering_again(tmp_pa
     assert tuned.clustering.n_clusters == 2
     assert tuned.screening_topics.tolist() == saved.topics.tolist()
     assert tuned.is_outlier.tolist() == [q["is_outlier"] for q in report["questions"]]
+
+
+# ---------------------------------------------------------------- the gaps and their suggestions
+
+
+def _hand_made_gaps():
+    from coverage_core.suggest.gaps import Gap
+    from coverage_core.suggest.questions import Suggestion
+
+    kept = Suggestion(cluster=2, text="Where do comets orbit?", origin="local", document="<b>gamma</b>.md",
+                      passage="comet orbit ice tail.", language="en", chunk=41)
+    dropped = Suggestion(cluster=2, text="Is ice cold?", origin="local", document="<b>gamma</b>.md", passage="comet",
+                         chunk=42, kept=False, reason="it does not reach its passage")
+    return [
+        Gap(2, 0.21, 20, 1 / 3, 0.9, ("comet", "orbit"), (41, 42), (kept,), dropped=(dropped,)),
+        Gap(1, 0.5, 20, 1 / 3, 0.4, ("violin",), (21,), (), note="Every question written for this gap was dropped."),
+    ]
+
+
+@pytest.fixture
+def saved_gaps(analysis, tmp_path):
+    """The synthetic analysis with hand-made gaps (kept, dropped, a note), saved to a folder."""
+    import dataclasses
+
+    gaps = _hand_made_gaps()
+    folder = save_analysis(dataclasses.replace(analysis, gaps=gaps), tmp_path / "saved")
+    return folder, gaps
+
+
+def test_gaps_and_their_suggestions_round_trip(saved_gaps):
+    folder, gaps = saved_gaps
+    loaded = load_analysis(folder)
+    assert loaded.gaps == gaps  # every field: kept and dropped, chunk, reason, note, language
+    assert loaded.analysis().gaps == gaps  # opened as saved, not written again
+    assert load_analysis(zip_folder(folder), "saved.zip").gaps == gaps
+
+
+def test_a_folder_saved_before_the_gaps_were_kept_finds_them_again(saved_gaps, analysis):
+    folder, _ = saved_gaps
+    (folder / saved_analysis.GAPS).unlink()
+    loaded = load_analysis(folder)
+    assert loaded.gaps is None
+    again = loaded.analysis()
+    assert [gap.cluster for gap in again.gaps] == [gap.cluster for gap in analysis.gaps]
+    assert load_analysis(zip_folder(folder), "old.zip").gaps is None  # its zip leaves the file out too
+
+
+def test_gaps_saved_before_the_new_fields_take_their_defaults(saved_gaps):
+    folder, gaps = saved_gaps
+    path = folder / saved_analysis.GAPS
+    records = json.loads(path.read_text(encoding="utf-8"))
+    for record in records:
+        record.pop("dropped"), record.pop("note")
+        for item in record["suggestions"]:
+            for name in ("chunk", "kept", "reason"):
+                item.pop(name)
+    records[0]["added_by_a_later_version"] = 1
+    path.write_text(json.dumps(records), encoding="utf-8")
+    first, second = load_analysis(folder).gaps
+    assert first.dropped == () and first.note == "" and second.note == ""
+    assert first.suggestions[0].chunk is None and first.suggestions[0].kept is True
+    assert first.suggestions[0].reason == "" and first.suggestions[0].text == gaps[0].suggestions[0].text
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[{", "The gaps.json of saved is damaged; save the analysis again."),
+    ('[{"cluster": 2}]', "The gaps.json of saved is damaged; save the analysis again."),
+    ('{"cluster": 2}', "The gaps.json of saved is damaged; save the analysis again."),
+])
+def test_damaged_gaps_are_refused(saved_gaps, content, message):
+    folder, _ = saved_gaps
+    (folder / saved_analysis.GAPS).write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_analysis(folder)
+    assert str(caught.value) == message
+
+
+def test_gaps_that_name_other_clusters_are_refused(saved_gaps):
+    folder, _ = saved_gaps
+    path = folder / saved_analysis.GAPS
+    records = json.loads(path.read_text(encoding="utf-8"))
+    records[0]["cluster"] = 99
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(InputError, match="do not match its clusters and passages"):
+        load_analysis(folder)

@@ -8,6 +8,7 @@ import pytest
 
 from coverage_core.checks.traffic import (
     QUERY_MATCH_FRACTION,
+    UNANSWERED_TOPIC,
     TrafficConfig,
     analyze_traffic,
     best_matches,
@@ -15,6 +16,7 @@ from coverage_core.checks.traffic import (
     query_match_threshold,
     read_traffic,
 )
+from coverage_core.checks.traffic_answers import NO_ANSWER
 from coverage_core.errors import InputError
 
 
@@ -132,19 +134,27 @@ def test_traffic_weighted_shares_topics_unmet_demand_and_suggestions():
         support_threshold=0.6, question_support_threshold=0.6,
         chunk_texts=["billing a", "billing b", "shipping a", "shipping b", "other"],
         chunk_documents=["billing.md", "billing.md", "shipping.md", "shipping.md", "other.md"],
-        chunk_labels=[0, 0, 1, 1, 2], config=TrafficConfig(n_topics=3),
+        chunk_labels=[0, 0, 1, 1, 2], config=TrafficConfig(n_topics=2),
     )
     volume = {0: 46, 1: 166, 2: 106}
     total = sum(volume.values())
     assert result.tested_share_weighted == pytest.approx(volume[0] / total)
     assert result.answerable_share_weighted == pytest.approx((volume[0] + volume[1]) / total)
-    topics = result.topics
-    # Most asked, least tested first: shipping (166 untested), warranty (106), billing (tested).
-    assert [t.split()[0] for t in topics["examples"].str[0]] == ["shipping", "warranty", "billing"]
-    assert topics["volume"].tolist() == [166, 106, 46]
-    assert topics["priority"].tolist() == pytest.approx([166, 106, 0])
-    assert topics["is_unmet"].tolist() == [False, True, False]
+    # Warranty has no passage: it is no topic of its own, but the group of queries no passage answers.
+    unanswered = result.unanswered
+    assert (unanswered.volume, unanswered.n_distinct, unanswered.is_unmet) == (106, 4, True)
+    assert unanswered.share == pytest.approx(106 / total, abs=1e-9)
+    assert result.unanswered_share_weighted == pytest.approx(1 - result.answerable_share_weighted, abs=1e-9)
+    assert [t.split()[0] for t in unanswered.examples] == ["warranty"] * 3
+    assert result.queries.loc[~result.queries["is_answerable"], "topic"].eq(UNANSWERED_TOPIC).all()
+    assert NO_ANSWER in result.headline() and "106 queries" in result.headline()
     assert result.unmet_demand["volume"].tolist() == [106]
+    # Most asked, least tested first among the answerable topics: shipping (166 untested), billing (tested).
+    topics = result.topics
+    assert [t.split()[0] for t in topics["examples"].str[0]] == ["shipping", "billing"]
+    assert topics["volume"].tolist() == [166, 46]
+    assert topics["priority"].tolist() == pytest.approx([166, 0])
+    assert not topics["is_unmet"].any() and topics["answerable_share"].tolist() == pytest.approx([1.0, 1.0])
     assert "shipping" in topics.loc[0, "label"]
     # The test nobody needs.
     assert result.unneeded_tests["question"].tolist() == ["What colour is the moon?"]
@@ -153,10 +163,33 @@ def test_traffic_weighted_shares_topics_unmet_demand_and_suggestions():
     assert all(s.origin == "traffic" for s in result.suggestions)
     shipping = [s for s in result.suggestions if s.text.startswith("shipping")]
     assert shipping[0].text.startswith("shipping question 3") and shipping[0].document == "shipping.md"
-    assert shipping[0].cluster == 1 and shipping[0].passage.startswith("shipping")
+    assert shipping[0].cluster == 1 and shipping[0].passage.startswith("shipping") and shipping[0].note == ""
+    # Unanswered ones are in no knowledge-base topic, marked as having no answer in the documents.
     warranty = [s for s in result.suggestions if s.text.startswith("warranty")]
-    assert warranty and all(s.document == "" and s.passage == "" for s in warranty)
+    assert warranty and all((s.cluster, s.document, s.passage, s.note) == (-1, "", "", NO_ANSWER) for s in warranty)
     assert not any(text.startswith("billing") for text in by_text)
+
+
+def test_a_query_joins_the_topic_of_the_passage_that_answers_it():
+    """Each suggestion's cluster is its best passage's knowledge-base topic, never a neighbouring query's."""
+    log = read_traffic(b"query\nalpha one\nalpha two\nbeta one\n", "log.csv")
+    queries = np.stack([_near(0, 0), _near(0, 1), _near(1, 0)])
+    chunks = np.stack([_near(1, 3), _near(0, 3)])  # chunk 0 answers beta (cluster 7), chunk 1 alpha (cluster 4)
+    result = analyze_traffic(log, queries, np.stack([_direction(9)]), ["t"], chunks, support_threshold=0.6,
+                             question_support_threshold=0.6, chunk_texts=["beta text", "alpha text"],
+                             chunk_documents=["b.md", "a.md"], chunk_labels=[7, 4], config=TrafficConfig(n_topics=1))
+    clusters = {s.text: (s.cluster, s.document, s.chunk) for s in result.suggestions}
+    assert clusters == {"alpha one": (4, "a.md", 1), "alpha two": (4, "a.md", 1), "beta one": (7, "b.md", 0)}
+    assert result.unanswered.volume == 0 and not result.unanswered.is_unmet and result.unmet_demand.empty
+    assert NO_ANSWER not in result.headline()
+
+
+def test_nothing_answerable_gives_no_topic_and_one_group():
+    log = read_traffic(b"query\nreset my password\ncancel my plan\n", "log.csv")
+    result = analyze_traffic(log, np.stack([_direction(5), _direction(6)]), np.stack([_direction(0)]), ["t"],
+                             np.stack([_direction(0)]), support_threshold=0.6, question_support_threshold=0.6)
+    assert result.topics.empty and result.unanswered.volume == 2 and result.unanswered.share == pytest.approx(1.0)
+    assert result.to_dict()["unanswered"]["volume"] == 2 and result.to_dict()["topics"] == []
 
 
 def test_report_section_has_the_documented_fields_and_no_personal_data():

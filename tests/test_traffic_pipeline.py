@@ -99,3 +99,46 @@ def test_cli_traffic_report_junit_and_headline(analysis_and_embedder, tmp_path, 
     assert len(cases) == len(section["topics"]) >= 1
     failed = [case.get("name") for case in cases if case.find("failure") is not None]
     assert any("koala" in name for name in failed)
+
+
+@pytest.mark.slow
+def test_queries_the_documents_cannot_answer_are_one_group(analysis_and_embedder):
+    """Account and support queries in a koala log: counted apart, never in a koala topic, never a topic word."""
+    from coverage_core.checks.traffic import UNANSWERED_TOPIC
+    from coverage_core.checks.traffic_answers import NO_ANSWER
+
+    analysis, embedder, cache, _ = analysis_and_embedder
+    koala = ["What do koalas eat?", "Where do koalas live in the wild?", "How long do koalas sleep each day?",
+             "Are koalas bears? <EMAIL>", "What eats koalas? [REDACTED]", "Do {name}'s koalas drink water?"]
+    support = ["How do I reset my password?", "How do I cancel my subscription?", "Where can I download my invoice?",
+               "Hi <NAME>, my card XXXX was charged twice"]
+    frame = pd.DataFrame({"query": koala + support, "count": [30, 20, 10, 10, 5, 5] + [12, 8, 4, 1]})
+    log = read_traffic(frame.to_csv(index=False).encode(), "traffic.csv")
+    result = pipeline.run_traffic_check(analysis, log, embedder, cache)
+
+    queries = result.queries.set_index("text")
+    assert queries.loc[koala, "is_answerable"].all()
+    assert not queries.loc[support, "is_answerable"].any()
+    assert (queries.loc[support, "topic"] == UNANSWERED_TOPIC).all()
+    group = result.unanswered
+    assert (group.volume, group.n_distinct, group.is_unmet) == (25, 4, True)
+    assert group.share == pytest.approx(25 / 105)
+    assert result.unanswered_share_weighted == pytest.approx(1 - result.answerable_share_weighted)
+    assert list(group.examples) == support[:3]
+    assert f"25 queries have {NO_ANSWER} (24%)" in result.headline()
+    section = result.to_dict()
+    assert section["unanswered"]["volume"] == 25 and section["unanswered_share_weighted"] == pytest.approx(25 / 105)
+    # The koala topics hold koala queries only, and no placeholder names them.
+    assert int(result.topics["volume"].sum()) == 80
+    words = " ".join(result.topics["label"]).lower()
+    assert "koala" in words and not any(mask in words for mask in ("email", "redacted", "name", "xxxx"))
+    # Suggestions: koala queries in the knowledge-base topic of the Koala passage answering them; the support
+    # queries in none, marked as having no answer in the documents.
+    labels = analysis.clustering.labels
+    for suggestion in result.suggestions:
+        if suggestion.text in support:
+            assert (suggestion.cluster, suggestion.note, suggestion.document) == (-1, NO_ANSWER, "")
+        else:
+            assert suggestion.note == "" and suggestion.document == "Koala.txt"
+            assert suggestion.cluster == labels[suggestion.chunk]
+    assert {s.text for s in result.suggestions} >= {"What do koalas eat?", "How do I reset my password?"}

@@ -170,6 +170,14 @@ def table_csv(frame, headers: dict | None = None, as_is: Sequence = ()) -> bytes
     return to_safe_csv(frame.set_axis(names, axis=1))
 
 
-def improved_csv(questions: QuestionSet, texts: Sequence[str]) -> bytes:
-    """The user's own table, in its own delimiter, with accepted suggestions appended and marked, formula-safe."""
-    return to_safe_csv(improved_questions(questions, texts).frame, delimiter=questions.delimiter)
+def improved_csv(
+    questions: QuestionSet, texts: Sequence[str], rows: Sequence[dict] = (), relevant_column: str | None = None
+) -> bytes:
+    """The user's own table, in its own delimiter, with accepted suggestions appended and marked, formula-safe.
+
+    ``rows`` (:func:`ui.views.gaps.accepted_rows`) give each added question's source: its document goes into the
+    file's own source column (``relevant_column``, else one the retrieval check recognises by name) or a new
+    ``source_document`` column, its passage into ``source_passage`` (:func:`ui.views.gaps.with_sources`).
+    """
+    improved = improved_questions(questions, texts, rows, relevant_column)
+    return to_safe_csv(improved.frame, delimiter=questions.delimiter)

@@ -396,7 +396,7 @@ def gaps_for(analysis, use_llm: bool = False):
         llm = llm_client() if use_llm else None
         model = model_cache = None
         inputs = stored_inputs()
-        if llm is not None and inputs is not None:  # LLM questions are checked against τ with the chunks' model
+        if inputs is not None:  # written questions are checked against τ with the chunks' model
             model, model_cache = embedder_for(inputs), embedding_cache()
         with st.spinner("Finding gaps and writing suggestions…"):
             return pipeline.with_gaps(analysis, llm, model, model_cache)
@@ -688,7 +688,8 @@ def improve(analysis, accepted, rows=()) -> gaps_view.Improvement:
     kept with the result for the reports.
     """
     improvement = gaps_view.improve(
-        analysis, accepted, embedder_for(stored_inputs()), embedding_cache(), state.overrides(), rows
+        analysis, accepted, embedder_for(stored_inputs()), embedding_cache(), state.overrides(), rows,
+        relevant_column=state.settings().relevant_column or None,
     )
     return state.put_stage(state.IMPROVED, analysis_key(), improvement)
 

@@ -107,3 +107,18 @@ def count(n: int, noun: str, plural_form: str | None = None) -> str:
     """A count with its noun in agreement: ``count(1, "question")`` -> "1 question", ``count(1200, "passage")`` ->
     "1,200 passages"; ``plural_form`` for an irregular plural (``count(2, "query", "queries")``)."""
     return f"{int(n):,} {plural(int(n), noun, plural_form)}"
+
+
+# Who wrote a suggested question, in the words the Gap analysis page uses (the core's and the editor's codes as keys).
+ORIGIN_WORDS = {
+    "local": "written by the built-in model",
+    "llm": "written by your LLM",
+    "draft": "draft to edit",
+    "you": "added by you",
+    "traffic": "real query from traffic",
+}
+
+
+def origin_words(origin: object) -> str:
+    """Who wrote a suggestion, in plain words: ``origin_words("local")`` -> "written by the built-in model"."""
+    return ORIGIN_WORDS.get(str(origin), str(origin or ""))

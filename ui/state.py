@@ -48,7 +48,12 @@ key                       value
 ``VECTOR_UPLOAD``         (signature, error or None) of the vector file last read
 ``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
 ``LANGUAGES``             :class:`Stage` of the loaded documents' and questions' languages (Upload page)
+``GAP_FOCUS``             cluster of the gap the Gap analysis page shows open (set by a Results link)
 ========================  =====================================================
+
+A Results link to one gap opens the Gap analysis page with the query parameter
+``GAP_PARAM`` (the gap's cluster); the page moves it into ``GAP_FOCUS``, shows
+that gap open and scrolls to it once.
 
 The two secrets are kept apart from :class:`Settings` on purpose: settings
 go into reports, secrets never do.
@@ -112,6 +117,8 @@ TRAFFIC = "traffic"
 VECTOR_UPLOAD = "vector_upload"
 SAVED_OPENED = "saved_opened"
 LANGUAGES = "languages"
+GAP_FOCUS = "gap_focus"
+GAP_PARAM = "gap"  # the query parameter of a Results link to one gap: its cluster
 
 # ------------------------------------------------------------- widget keys
 W_DOC_UPLOADER = "w_doc_uploader"
@@ -165,6 +172,7 @@ W_RESULTS_TABS = "w_results_tabs"
 W_REVIEW_OFF_TOPIC = "w_review_off_topic"
 W_SHOW_ALL_QUESTIONS = "w_show_all_questions"
 W_GAP_TABS = "w_gap_tabs"
+W_GAP_CARD = "w_gap_card"  # prefix of each gap's expander on the Gap analysis page (gap_card_key)
 W_RESET = "w_reset"
 W_DOWNLOAD_CSV = "w_download_csv"
 W_DOWNLOAD_JSON = "w_download_json"
@@ -203,7 +211,7 @@ SETTINGS_WIDGETS = (
 DERIVED = (
     CORPUS, QUESTION_VECTORS, TUNING, OVERRIDES, GAPS, PROJECTION,
     SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
-    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS, TRAFFIC,
+    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS, TRAFFIC, GAP_FOCUS,
 )
 # Keys that refer to question rows: a different question set makes them stale.
 QUESTION_DERIVED = (
@@ -409,6 +417,11 @@ def llm_api_key() -> str | None:
 def clear_derived() -> None:
     """Forget everything computed from the inputs (new upload, reset)."""
     drop(*DERIVED)
+
+
+def gap_card_key(cluster: int) -> str:
+    """The key of gap ``cluster``'s expander on the Gap analysis page (its CSS class is ``st-key-`` + the key)."""
+    return f"{W_GAP_CARD}_{int(cluster)}"
 
 
 def seed_widget(widget_key: str, value: Any) -> None:

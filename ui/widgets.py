@@ -8,6 +8,7 @@ which run before the rerun, so the page computes with the new value.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 
 import pandas as pd
@@ -349,3 +350,37 @@ def show_languages(profile) -> None:
         if n_unknown:
             verb, whose = ("is", "its") if n_unknown == 1 else ("are", "their")
             st.caption(f"{n_unknown} of {len(codes)} {noun} {verb} too short to tell {whose} language.")
+
+
+# ---------------------------------------------------------------- gaps
+def gap_card(card) -> None:
+    """One gap's suggestions (a :class:`ui.views.gaps.GapCard`): each question with who wrote it and its source,
+    or why there is none; then the written questions that were dropped, and why, in an expander."""
+    if card.themes:
+        st.caption(f"Themes: {plain(', '.join(card.themes))}.")
+    if card.suggestions:
+        st.markdown("\n".join(
+            f"- {plain(text)} — *{origin}*" + (f", from {plain(document)}" if document else "")
+            for text, origin, document in card.suggestions
+        ))
+        st.caption("Tick **accept** on the ones to add under *Improve the test set* below.")
+    else:
+        st.info(plain(card.note), icon=":material/info:")
+    if card.dropped:
+        n = len(card.dropped)
+        with st.expander(f"{formats.count(n, 'written question')} dropped, and why", type="compact"):
+            st.markdown("\n".join(f"- {plain(text)} — {plain(reason)}" for text, reason in card.dropped))
+
+
+def scroll_to(key: str) -> None:
+    """Scroll the page to the element with widget key ``key`` once it is drawn (a key, never user text),
+    leaving room above it for the page's header bar."""
+    selector = json.dumps(f".st-key-{key}")
+    st.html(
+        "<script>(() => { let tries = 0; const timer = setInterval(() => {"
+        f" const target = document.querySelector({selector});"
+        " if (target || ++tries > 100) { clearInterval(timer);"
+        " if (target) { target.style.scrollMarginTop = '5rem'; target.scrollIntoView({block: 'start'}); } }"
+        " }, 100); })();</script>",
+        unsafe_allow_javascript=True,
+    )

@@ -52,6 +52,16 @@ A label that no chunk of the corpus matches (its file is not in the knowledge
 base, or the file has no such page) is an *unknown source*: it is listed, and
 it still counts as relevant, so it lowers recall; it can never be retrieved.
 
+Reference passages
+------------------
+A test set written by RAGAS, DeepEval or Giskard gives each question the
+passages it was generated from (:mod:`coverage_core.inputs.testset_formats`).
+Each passage is a :class:`PassageRef` label, matched by the chunks that
+contain or overlap it (:func:`coverage_core.checks.retrieval_labels.passage_chunks`:
+they share at least 30 % of the shorter text's five-word runs), so no
+column naming files is needed. A passage no chunk holds (it was edited, or
+its document is not in the knowledge base) is unknown, like a file above.
+
 Metrics
 -------
 Each question retrieves the ``k`` chunks most similar to it
@@ -84,9 +94,11 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.checks.retrieval_labels import (
+    PassageRef,
     SourceRef,
     name_key,
     parse_relevant,
+    passage_chunks,
     stem_key,
 )
 from coverage_core.config import DEFAULT_RETRIEVAL_K, MIN_RETRIEVAL_K
@@ -97,6 +109,7 @@ from coverage_core.validation import check_scalar, check_vectors, is_blank, shor
 
 __all__ = [
     "DEFAULT_K",
+    "PassageRef",
     "RetrievalResult",
     "SourceRef",
     "check_k",
@@ -259,6 +272,7 @@ class _CorpusIndex:
     last_page: np.ndarray  # (n,)
     doc_ids_by_key: dict[str, set[int]] = field(default_factory=dict)
     doc_pages: list[set[int]] = field(default_factory=list)
+    passage_chunks: dict[str, frozenset[int]] = field(default_factory=dict)  # PassageRef.key -> chunks holding it
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], documents: Sequence[Document] | None) -> _CorpusIndex:
@@ -290,24 +304,38 @@ class _CorpusIndex:
             index.doc_pages[chunk_doc[i]].update(range(int(first[i]), int(last[i]) + 1))
         return index
 
-    def documents_of(self, ref: SourceRef) -> set[int]:
+    def add_passages(self, labels, chunks: Sequence[Chunk]) -> None:
+        """Find the chunks holding each reference passage among ``labels`` (all in one read of the chunks)."""
+        passages = {ref.key: ref.text for refs in labels for ref in refs if isinstance(ref, PassageRef)}
+        passages = {key: text for key, text in passages.items() if key not in self.passage_chunks}
+        if passages:
+            found = passage_chunks(list(passages.values()), [chunk.text for chunk in chunks])
+            self.passage_chunks.update(zip(passages, found))
+
+    def documents_of(self, ref: SourceRef | PassageRef) -> set[int]:
+        if isinstance(ref, PassageRef):
+            return {int(self.chunk_doc[c]) for c in self.passage_chunks.get(ref.key, ())}
         return self.doc_ids_by_key.get(ref.key, set())
 
-    def matches(self, chunk: int, ref: SourceRef, docs: set[int]) -> bool:
+    def matches(self, chunk: int, ref: SourceRef | PassageRef, docs: set[int]) -> bool:
         if self.chunk_doc[chunk] not in docs:
             return False
+        if isinstance(ref, PassageRef):
+            return int(chunk) in self.passage_chunks.get(ref.key, ())
         return ref.page is None or self.first_page[chunk] <= ref.page <= self.last_page[chunk]
 
-    def is_known(self, ref: SourceRef) -> bool:
+    def is_known(self, ref: SourceRef | PassageRef) -> bool:
+        if isinstance(ref, PassageRef):
+            return bool(self.passage_chunks.get(ref.key))
         docs = self.documents_of(ref)
         return bool(docs) and (ref.page is None or any(ref.page in self.doc_pages[d] for d in docs))
 
 
-def _as_refs(entry, position: int) -> tuple[SourceRef, ...]:
+def _as_refs(entry, position: int) -> tuple[SourceRef | PassageRef, ...]:
     """One entry of ``relevant`` as labels without repeats; () when unlabelled."""
     if entry is None or isinstance(entry, str) or is_blank(entry):
         return parse_relevant(entry)
-    if isinstance(entry, SourceRef):
+    if isinstance(entry, (SourceRef, PassageRef)):
         entry = (entry,)
     if not isinstance(entry, Sequence):
         raise InputError(
@@ -318,13 +346,13 @@ def _as_refs(entry, position: int) -> tuple[SourceRef, ...]:
     for item in entry:
         if isinstance(item, str):
             refs.extend(parse_relevant(item))
-        elif isinstance(item, SourceRef):
+        elif isinstance(item, (SourceRef, PassageRef)):
             refs.append(item)
         else:
             raise InputError(
-                f"relevant[{position}] must hold SourceRef labels or strings; got {type(item).__name__}."
+                f"relevant[{position}] must hold SourceRef or PassageRef labels or strings; got {type(item).__name__}."
             )
-    unique: dict[tuple[str, int | None], SourceRef] = {}
+    unique: dict[tuple[str, int | None], SourceRef | PassageRef] = {}
     for ref in refs:
         unique.setdefault((ref.key, ref.page), ref)
     return tuple(unique.values())
@@ -364,7 +392,7 @@ def evaluate_retrieval(
         Embedded with the same model; rows need not be unit length.
     chunks : sequence of n Chunk, the chunks the rows of ``chunk_vectors`` belong to
     relevant : sequence of m entries
-        Each a sequence of :class:`SourceRef` (or of label strings), a raw
+        Each a sequence of :class:`SourceRef` or :class:`PassageRef` (or of label strings), a raw
         cell string (parsed with :func:`parse_relevant`), or None / empty for
         an unlabelled question, which is left out of every metric and counted.
     k : int >= 1, default 5
@@ -390,6 +418,7 @@ def evaluate_retrieval(
     labels = [_as_refs(entry, i) for i, entry in enumerate(relevant)]
     labelled = [i for i in range(questions.shape[0]) if labels[i]]
     index = _CorpusIndex.build(chunks, documents)
+    index.add_passages(labels, chunks)
     unknown = _unknown_sources(labels, labelled, index)
     top, sims = _top_k_of_labelled(ranked, questions, chunk_array, labelled, k, block_size)
     zero = np.linalg.norm(questions[labelled], axis=1) == 0 if labelled else np.zeros(0, dtype=bool)
@@ -582,13 +611,21 @@ def _notes(
             f"{n_unlabelled} of {m} question(s) have no relevant source in {where} and were left "
             "out of the retrieval metrics."
         )
-    if unknown:
-        shown = ", ".join(f"'{name}'" for name in unknown[:5])
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    passages = [name for name in unknown if name.startswith("\u201c")]
+    files = [name for name in unknown if not name.startswith("\u201c")]
+    if files:
+        shown = ", ".join(f"'{name}'" for name in files[:5])
+        more = f" and {len(files) - 5} more" if len(files) > 5 else ""
         notes.append(
-            f"{len(unknown)} relevant source(s) match no document or page of the knowledge base "
+            f"{len(files)} relevant source(s) match no document or page of the knowledge base "
             f"({shown}{more}); they count as relevant but cannot be retrieved, which lowers recall. "
             "Check the spelling or add the documents."
+        )
+    if passages:
+        notes.append(
+            f"{len(passages)} reference passage(s) of the test set are in no passage of the knowledge base "
+            f"(for example {passages[0]}); they count as relevant but cannot be retrieved, which lowers recall. "
+            "Check that the test set was generated from these documents."
         )
     if n_zero:
         notes.append(

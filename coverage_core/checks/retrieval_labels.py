@@ -3,18 +3,27 @@ relevant sources, and the :class:`SourceRef` labels a cell holds.
 
 The accepted forms and how a label matches a document are described in
 :mod:`coverage_core.checks.retrieval`, which re-exports these names.
+
+A test set written by a generator (RAGAS, DeepEval, Giskard; see
+:mod:`coverage_core.inputs.testset_formats`) carries each question's
+reference passages instead: that column is the detected one, and each of
+its passages becomes a :class:`PassageRef`, relevant in the chunks that
+contain or overlap it (:func:`passage_chunks`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coverage_core.errors import InputError
+from coverage_core.inputs import testset_formats
 from coverage_core.types import QuestionSet
-from coverage_core.validation import is_blank, is_whole, listed_columns, resolve_column
+from coverage_core.validation import is_blank, is_whole, listed_columns, resolve_column, shorten
 
 # Names of the relevant-source column in common test-set exports, in order of
 # preference. Matching ignores case, spaces, underscores and hyphens (see
@@ -57,6 +66,14 @@ _PAGE_FORMS = re.compile(
 )
 _QUOTES = "\"'\u201c\u201d\u2018\u2019"
 
+# Passage matching: words (or single CJK characters) in runs of SHINGLE_WORDS; a chunk is relevant to a
+# reference passage when they share at least PASSAGE_OVERLAP of the shorter one's runs.
+SHINGLE_WORDS = 5
+PASSAGE_OVERLAP = 0.3
+_WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
+# Characters of a passage shown where a label is listed.
+PASSAGE_LABEL_CHARS = 80
+
 
 def name_key(name: str) -> str:
     """File name without directories, Unicode-normalised and case-folded."""
@@ -98,6 +115,99 @@ class SourceRef:
 
     def __str__(self) -> str:
         return self.name if self.page is None else f"{self.name}#page={self.page}"
+
+
+@dataclass(frozen=True)
+class PassageRef:
+    """One reference passage of a question (from a generated test set), as text.
+
+    It is relevant in the chunks that contain or overlap it
+    (:func:`passage_chunks`), whatever their document. ``key`` identifies
+    the passage (a digest of its words); ``page`` is always None, so it sits
+    beside :class:`SourceRef` labels. ``str(ref)`` is the passage, quoted and
+    shortened.
+    """
+
+    text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise InputError(f"A reference passage needs text; got {self.text!r}.")
+
+    @property
+    def key(self) -> str:
+        words = " ".join(_words(self.text))
+        return "passage:" + hashlib.sha1(words.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def page(self) -> None:
+        return None
+
+    def __str__(self) -> str:
+        return f"\u201c{shorten(' '.join(self.text.split()), PASSAGE_LABEL_CHARS, at_word=True)}\u201d"
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def _shingles(text: str) -> set[int]:
+    words = _words(text)
+    if not words:
+        return set()
+    size = min(SHINGLE_WORDS, len(words))
+    return {hash(tuple(words[i : i + size])) for i in range(len(words) - size + 1)}
+
+
+def passage_chunks(passages: Sequence[str], chunk_texts: Sequence[str]) -> list[frozenset[int]]:
+    """For each reference passage, the chunks that contain or overlap it.
+
+    Texts are compared as runs of :data:`SHINGLE_WORDS` consecutive words
+    (case-folded, punctuation ignored; each Chinese, Japanese or Korean
+    character is a word). A chunk matches a passage when they share at least
+    ``PASSAGE_OVERLAP`` (30 %) of the runs of the shorter of the two: a chunk
+    holding the passage shares all of the passage's runs, a chunk inside a
+    longer passage all of its own, and a chunk at a passage's edge counts
+    when a good part of it is the passage. Passages shorter than
+    :data:`SHINGLE_WORDS` words are one run. The chunks are read once,
+    whatever the number of passages.
+
+    Returns
+    -------
+    list of frozenset of chunk indices, one per passage (empty: no chunk holds it).
+    """
+    passage_runs = [_shingles(text) for text in passages]
+    sizes = [min(SHINGLE_WORDS, max(len(_words(text)), 1)) for text in passages]
+    owners: dict[int, list[int]] = {}
+    for p, runs in enumerate(passage_runs):
+        for run in runs:
+            owners.setdefault(run, []).append(p)
+    found: list[set[int]] = [set() for _ in passages]
+    if not owners:
+        return [frozenset() for _ in passages]
+    for c, text in enumerate(chunk_texts):
+        words = _words(text)
+        shared: dict[int, int] = {}
+        for size in set(sizes):
+            if len(words) < size:
+                continue
+            runs = {hash(tuple(words[i : i + size])) for i in range(len(words) - size + 1)}
+            for run in runs & owners.keys():
+                for p in owners[run]:
+                    if sizes[p] == size:
+                        shared[p] = shared.get(p, 0) + 1
+        n_chunk_runs = max(len(words) - SHINGLE_WORDS + 1, 1)
+        for p, count in shared.items():
+            needed = max(1, math.ceil(PASSAGE_OVERLAP * min(len(passage_runs[p]), n_chunk_runs)))
+            if count >= needed:
+                found[p].add(c)
+    return [frozenset(chunks) for chunks in found]
+
+
+def passage_column(question_set: QuestionSet) -> str | None:
+    """The column holding each question's reference passages, when the file is a generator's test set; else None."""
+    found = testset_formats.detect_format(list(question_set.frame.columns))
+    return None if found is None else found.context_column
 
 
 def parse_relevant(cell) -> tuple[SourceRef, ...]:
@@ -148,6 +258,11 @@ def parse_relevant(cell) -> tuple[SourceRef, ...]:
 def find_relevant_column(columns: Sequence[str], explicit: str | None = None) -> str | None:
     """The column naming each question's relevant source(s), as spelled in the file.
 
+    In a test set written by RAGAS, DeepEval or Giskard
+    (:func:`coverage_core.inputs.testset_formats.detect_format`) the column
+    of reference passages is the detected one: a passage says more than a
+    file name.
+
     Parameters
     ----------
     columns : sequence of str
@@ -160,8 +275,9 @@ def find_relevant_column(columns: Sequence[str], explicit: str | None = None) ->
     Returns
     -------
     str or None
-        The chosen column; else the first column matching a name in
-        ``RELEVANT_COLUMN_NAMES`` (earlier names preferred); None if none does.
+        The chosen column; else a generator's reference-passage column; else
+        the first column matching a name in ``RELEVANT_COLUMN_NAMES``
+        (earlier names preferred); None if none does.
 
     Raises
     ------
@@ -169,12 +285,16 @@ def find_relevant_column(columns: Sequence[str], explicit: str | None = None) ->
         ``explicit`` is given and no column matches it; the message lists the
         columns.
     """
+    if explicit is None or not str(explicit).strip():
+        found = testset_formats.detect_format(list(columns))
+        if found is not None and found.context_column is not None:
+            return found.context_column
     return resolve_column(columns, explicit, RELEVANT_COLUMN_NAMES, what="relevant-source")
 
 
 def relevant_from_questions(
     question_set: QuestionSet, column: str | None = None
-) -> list[tuple[SourceRef, ...] | None]:
+) -> list[tuple[SourceRef | PassageRef, ...] | None]:
     """The relevant sources of every question, read from the user's table.
 
     Parameters
@@ -187,8 +307,9 @@ def relevant_from_questions(
     Returns
     -------
     list, one entry per ``question_set.questions`` (same order)
-        A tuple of :class:`SourceRef`, or None when the question's cell is
-        blank (an unlabelled question).
+        A tuple of :class:`SourceRef`, or of :class:`PassageRef` when the
+        column is a generator's reference passages; None when the question's
+        cell is blank (an unlabelled question).
 
     Raises
     ------
@@ -204,6 +325,13 @@ def relevant_from_questions(
             f"{listed_columns(columns)}); name it, for example 'source', or choose one explicitly."
         )
     cells = frame[found]
+    tool_format = testset_formats.detect_format(columns)
+    if tool_format is not None and found == tool_format.context_column:
+        return [
+            tuple(PassageRef(text) for text in testset_formats.reference_passages(
+                cells.iloc[question.row], tool_format.context_style)) or None
+            for question in question_set.questions
+        ]
     relevant: list[tuple[SourceRef, ...] | None] = []
     for question in question_set.questions:
         try:

@@ -16,16 +16,23 @@ each query was asked:
   at ≥ τ is a tested passage" erred by up to 0.087 (mean −0.048) on that
   benchmark's seeds 10-19, this rule by up to 0.036, as a passage tested by
   one question does not test every query it answers;
-* **answerable**: some passage of the knowledge base reaches it, similarity
-  ≥ the questions' support level (``Calibration.question_support_threshold``,
-  the level the off-topic rule reads);
-* **topics** of the traffic (K-means weighted by count), ranked by
-  ``volume × (1 − tested share)``: most asked, least tested first;
-* **unmet demand**: frequent topics the knowledge base mostly cannot answer
-  (a gap in the documents, not in the tests);
+* **answerable**: the off-topic screener does not flag it, the rule the
+  test questions are judged by (at the questions' support level
+  ``Calibration.question_support_threshold``, with the word and subject
+  checks; :mod:`coverage_core.checks.traffic_answers`). Queries without an
+  answer are **no answer in the documents**: one group of their own
+  (:class:`UnansweredDemand`, volume, share, most asked), whatever they are
+  about, never spread over the answerable topics (a gap in the documents,
+  not in the tests; unmet demand when frequent, :func:`is_unmet_demand`);
+* **topics** of the answerable traffic (K-means weighted by count), ranked by
+  ``volume × (1 − tested share)``: most asked, least tested first; named
+  from the queries without their anonymisation placeholders
+  (:func:`~coverage_core.checks.traffic_answers.strip_masks`);
 * **tests nobody needs**: test questions no query comes near (a drift signal);
 * **suggestions**: untested real queries, as candidate test questions with
-  origin ``"traffic"``;
+  origin ``"traffic"``, in the knowledge-base topic of the passage that
+  answers them; the most asked unanswered queries too, with no topic and the
+  note :data:`NO_ANSWER`;
 * **by week**, when the log has timestamps.
 
 Nothing here embeds: the caller passes the vectors (``pipeline.run_traffic_check``).
@@ -44,6 +51,7 @@ import pandas as pd
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
+from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
 from coverage_core.errors import InputError
 from coverage_core.inputs.questions import read_table
 from coverage_core.stages.clustering import default_n_clusters
@@ -71,6 +79,9 @@ MAX_TOPICS = 30
 topics are read as a ranked list."""
 
 SUGGESTIONS_PER_TOPIC = 3
+
+UNANSWERED_TOPIC = -1
+"""The ``topic`` of a query no passage answers: it joins no topic of the traffic."""
 
 TOPIC_STARTS = 4
 """K-means starts for the traffic topics; the best (lowest weighted inertia) wins."""
@@ -299,8 +310,29 @@ class TrafficConfig:
 
     n_topics: int | None = None
     random_state: int = 0
+    strictness: float | None = None
+    """The off-topic screener's strictness deciding which queries the documents answer (None: its default;
+    an analysis without a strictness uses the same)."""
     n_examples: int = N_EXAMPLES
     suggestions_per_topic: int = SUGGESTIONS_PER_TOPIC
+
+
+@dataclass(frozen=True)
+class UnansweredDemand:
+    """The queries no passage answers, as one group: ``volume`` (counting repeats), ``n_distinct``,
+    ``share`` of all traffic, ``examples`` (the most asked, shortened) and ``is_unmet`` (frequent enough to
+    be unmet demand, :func:`coverage_core.verdicts.is_unmet_demand`)."""
+
+    volume: int
+    n_distinct: int
+    share: float
+    examples: tuple[str, ...]
+    is_unmet: bool
+    label: str = NO_ANSWER
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "volume": self.volume, "n_distinct": self.n_distinct,
+                "share": round(self.share, 6), "is_unmet": self.is_unmet, "examples": list(self.examples)}
 
 
 @dataclass
@@ -308,12 +340,16 @@ class TrafficResult:
     """What :func:`analyze_traffic` found.
 
     ``queries`` has one row per distinct query: ``text`` (masked), ``count``,
-    ``topic``, ``best_test_similarity``, ``nearest_test`` (index into the test
+    ``topic`` (:data:`UNANSWERED_TOPIC` when no passage answers it),
+    ``best_test_similarity``, ``nearest_test`` (index into the test
     questions), ``is_tested``, ``best_passage_similarity``, ``best_passage``
-    (chunk index) and ``is_answerable``. ``topics`` has one row per traffic
-    topic, most asked least tested first: ``topic``, ``label``, ``volume``,
-    ``share``, ``tested_share``, ``answerable_share``, ``priority``
-    (``volume × (1 − tested_share)``), ``is_unmet`` and ``examples``.
+    (chunk index) and ``is_answerable``. ``topics`` has one row per topic of
+    the answerable traffic, most asked least tested first: ``topic``,
+    ``label``, ``volume``, ``share``, ``tested_share``, ``answerable_share``
+    (1 by construction, kept for older readers), ``priority``
+    (``volume × (1 − tested_share)``), ``is_unmet`` (False: unmet demand is
+    :attr:`unanswered`) and ``examples``. ``unanswered`` gathers the queries
+    no passage answers.
     ``unneeded_tests`` lists test questions whose best similarity to any
     query is below τ; ``weekly`` the tested share per week (None without
     timestamps).
@@ -327,6 +363,7 @@ class TrafficResult:
     unneeded_tests: pd.DataFrame
     weekly: pd.DataFrame | None
     suggestions: list[Suggestion]
+    unanswered: UnansweredDemand | None = None
 
     @property
     def tested_share_weighted(self) -> float:
@@ -336,12 +373,22 @@ class TrafficResult:
     def answerable_share_weighted(self) -> float:
         return _weighted(self.queries["is_answerable"], self.queries["count"])
 
+    @property
+    def unanswered_share_weighted(self) -> float:
+        """The share of traffic, counting repeats, that no passage answers."""
+        return 0.0 if self.unanswered is None else self.unanswered.share
+
     def headline(self) -> str:
-        """One sentence: how much real traffic is tested and answerable, and the topic to test first."""
+        """One sentence: how much real traffic is tested and answerable, what has no answer in the documents,
+        and the topic to test first."""
         sentence = (
             f"Production traffic: {self.tested_share_weighted:.0%} of {self.log.n_queries:,} queries "
             f"({self.log.n_distinct:,} distinct) are tested, {self.answerable_share_weighted:.0%} answerable"
         )
+        if self.unanswered is not None and self.unanswered.volume:
+            volume = self.unanswered.volume
+            sentence += (f"; {volume:,} {'query has' if volume == 1 else 'queries have'} {NO_ANSWER} "
+                         f"({self.unanswered.share:.0%})")
         untested = self.topics[is_untested_topic(self.topics["tested_share"])]
         if len(untested):
             top = untested.iloc[0]
@@ -350,8 +397,13 @@ class TrafficResult:
 
     @property
     def unmet_demand(self) -> pd.DataFrame:
-        """Frequent topics the knowledge base mostly cannot answer, by volume."""
-        return self.topics[self.topics["is_unmet"]].sort_values("volume", ascending=False)
+        """The queries no passage answers as one row (``label``, ``volume``, ``share``, ``answerable_share``
+        0, ``examples``) when they are frequent enough to be unmet demand; no row otherwise."""
+        group = self.unanswered
+        columns = ["label", "volume", "share", "answerable_share", "examples"]
+        if group is None or not group.is_unmet:
+            return pd.DataFrame(columns=columns)
+        return pd.DataFrame([[group.label, group.volume, group.share, 0.0, list(group.examples)]], columns=columns)
 
     def to_dict(self) -> dict:
         """The report's ``traffic`` section."""
@@ -372,10 +424,12 @@ class TrafficResult:
             "n_distinct": self.log.n_distinct,
             "tested_share_weighted": round(self.tested_share_weighted, 6),
             "answerable_share_weighted": round(self.answerable_share_weighted, 6),
+            "unanswered_share_weighted": round(self.unanswered_share_weighted, 6),
             "support_threshold": round(self.support_threshold, 6),
             "match_threshold": round(query_match_threshold(self.support_threshold), 6),
             "question_support_threshold": round(self.question_support_threshold, 6),
             "topics": topics,
+            "unanswered": self.unanswered.to_dict() if self.unanswered is not None else None,
             "unneeded_tests": [
                 {"question": row.question, "best_similarity": round(float(row.best_similarity), 6)}
                 for row in self.unneeded_tests.itertuples()
@@ -431,8 +485,10 @@ def analyze_traffic(
     ``query_vectors`` row ``i`` embeds ``log.queries[i]``; ``test_vectors``
     are the on-topic test questions (``test_texts``); ``chunk_vectors`` the
     passages. A query is tested when its best similarity to a test question
-    is ≥ :func:`query_match_threshold` of ``support_threshold`` (τ), answerable when its best similarity to a
-    passage is ≥ ``question_support_threshold``. With ``chunk_texts``,
+    is ≥ :func:`query_match_threshold` of ``support_threshold`` (τ), answerable when the off-topic
+    screener does not flag it at ``question_support_threshold``
+    (:func:`~coverage_core.checks.traffic_answers.query_answers`; with ``chunk_texts`` its word and subject
+    checks too, read on the queries without their masks). With ``chunk_texts``,
     ``chunk_documents`` and ``chunk_labels`` the suggestions name the passage
     that answers them and the knowledge-base topic they belong to.
     """
@@ -444,8 +500,13 @@ def analyze_traffic(
     counts = np.asarray(log.counts, dtype=np.int64)
 
     best_test, nearest_test = best_matches(queries, tests)
-    best_passage, nearest_passage = best_matches(queries, chunks)
-    topic, n_topics = _topics(queries, counts, config)
+    words = [strip_masks(text) for text in log.queries]
+    answers = query_answers(words, queries, chunks, question_support_threshold=question_support_threshold,
+                            chunk_texts=chunk_texts, chunk_documents=chunk_documents,
+                            strictness=config.strictness, random_state=config.random_state)
+    answerable = answers.is_answerable
+    topic = np.full(log.n_distinct, UNANSWERED_TOPIC, dtype=np.int64)
+    topic[answerable], n_topics = _topics(queries[answerable], counts[answerable], config)
     table = pd.DataFrame({
         "text": log.queries,
         "count": counts,
@@ -453,22 +514,25 @@ def analyze_traffic(
         "best_test_similarity": best_test,
         "nearest_test": nearest_test,
         "is_tested": best_test >= query_match_threshold(support_threshold),
-        "best_passage_similarity": best_passage,
-        "best_passage": nearest_passage,
-        "is_answerable": best_passage >= question_support_threshold,
+        "best_passage_similarity": answers.best_similarity,
+        "best_passage": answers.best_passage,
+        "is_answerable": answerable,
     })
-    topics = _topic_table(table, n_topics, config)
+    topics = _topic_table(table, words, n_topics, config)
+    unanswered = _unanswered(table, config.n_examples)
     unneeded = _unneeded_tests(tests, test_texts, queries, support_threshold)
     weekly = _weekly(log, table)
     suggestions = _suggestions(table, topics, config, chunk_texts, chunk_documents, chunk_labels)
     return TrafficResult(log, float(support_threshold), float(question_support_threshold), table, topics,
-                         unneeded, weekly, suggestions)
+                         unneeded, weekly, suggestions, unanswered)
 
 
 def _topics(queries: np.ndarray, counts: np.ndarray, config: TrafficConfig) -> tuple[np.ndarray, int]:
     """Traffic topics: K-means on up to :data:`TOPIC_SAMPLE` queries drawn with probability ∝ count
     (so topics follow volume, and 100,000 queries cost what 6,000 do), then every query to its nearest centre."""
     n = queries.shape[0]
+    if n == 0:  # no answerable query: no topic
+        return np.zeros(0, dtype=np.int64), 0
     k = config.n_topics if config.n_topics is not None else min(default_n_clusters(n), MAX_TOPICS)
     k = max(1, min(k, n))
     if k == 1:
@@ -493,13 +557,18 @@ def _topics(queries: np.ndarray, counts: np.ndarray, config: TrafficConfig) -> t
     return labels.astype(np.int64), len(used)
 
 
-def _topic_table(table: pd.DataFrame, n_topics: int, config: TrafficConfig) -> pd.DataFrame:
+def _topic_table(table: pd.DataFrame, words: list[str], n_topics: int, config: TrafficConfig) -> pd.DataFrame:
+    """One row per topic of the answerable queries (see :class:`TrafficResult`), named from ``words`` (the
+    queries without their masks); shares are of all traffic."""
     total = float(table["count"].sum())
+    answered = table["topic"].to_numpy() != UNANSWERED_TOPIC
+    words = [w for w, keep in zip(words, answered) if keep]
+    table = table[answered]
     weighted = table.assign(tested=table["is_tested"] * table["count"], answerable=table["is_answerable"] * table["count"])
     grouped = weighted.groupby("topic").agg(volume=("count", "sum"), tested=("tested", "sum"),
                                             answerable=("answerable", "sum"))
     grouped = grouped.reindex(range(n_topics), fill_value=0)
-    names = topic_labels(table["text"].tolist(), table["topic"].to_numpy(), n_topics)
+    names = topic_labels(words, table["topic"].to_numpy(), n_topics) if n_topics else []
     examples = [
         [shorten(t, 160, at_word=True) for t in
          table[table["topic"] == k].sort_values("count", ascending=False, kind="stable")["text"].head(config.n_examples)]
@@ -517,10 +586,25 @@ def _topic_table(table: pd.DataFrame, n_topics: int, config: TrafficConfig) -> p
         "tested_share": tested_share,
         "answerable_share": answerable_share,
         "priority": volume * (1.0 - tested_share),
-        "examples": examples,
+        "examples": pd.Series(examples, dtype=object),
     })
     frame["is_unmet"] = is_unmet_demand(frame["share"], frame["answerable_share"])
     return frame.sort_values(["priority", "volume"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _unanswered(table: pd.DataFrame, n_examples: int) -> UnansweredDemand:
+    """The queries no passage answers, as one group (its verdict: :func:`is_unmet_demand` with nothing
+    answerable)."""
+    rows = table[~table["is_answerable"]]
+    total = float(table["count"].sum())
+    volume = int(rows["count"].sum())
+    share = volume / total if total else 0.0
+    examples = rows.sort_values("count", ascending=False, kind="stable")["text"].head(n_examples)
+    return UnansweredDemand(
+        volume=volume, n_distinct=len(rows), share=share,
+        examples=tuple(shorten(t, 160, at_word=True) for t in examples),
+        is_unmet=bool(volume) and bool(is_unmet_demand([share], [0.0])[0]),
+    )
 
 
 def _unneeded_tests(
@@ -543,19 +627,30 @@ def _weekly(log: TrafficLog, table: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def _suggestions(table, topics, config, chunk_texts, chunk_documents, chunk_labels) -> list[Suggestion]:
-    """The most asked untested queries of the least tested topics, as candidate test questions."""
-    suggestions: list[Suggestion] = []
+    """The most asked untested queries of the least tested topics, then the most asked unanswered ones, as
+    candidate test questions: an answered one in the knowledge-base topic (cluster) of the passage that
+    answers it, an unanswered one in none, with the note :data:`NO_ANSWER`."""
+    untested = topics[is_untested_topic(topics["tested_share"])]["topic"].tolist()
+    groups = [table[(table["topic"] == topic) & ~table["is_tested"]] for topic in untested]
+    groups.append(table[~table["is_answerable"] & ~table["is_tested"]])
     labels = None if chunk_labels is None else np.asarray(chunk_labels)
-    for row in topics[is_untested_topic(topics["tested_share"])].itertuples():
-        untested = table[(table["topic"] == row.topic) & ~table["is_tested"]]
-        for query in untested.sort_values("count", ascending=False, kind="stable").head(config.suggestions_per_topic).itertuples():
-            passage = int(query.best_passage)
-            answerable = bool(query.is_answerable) and passage >= 0 and passage < len(chunk_texts)
-            suggestions.append(Suggestion(
-                cluster=int(labels[passage]) if labels is not None and passage >= 0 else -1,
-                text=query.text,
-                origin="traffic",
-                document=str(chunk_documents[passage]) if answerable and len(chunk_documents) else "",
-                passage=shorten(chunk_texts[passage], 200, at_word=True) if answerable else "",
-            ))
+    suggestions: list[Suggestion] = []
+    for rows in groups:
+        for query in rows.sort_values("count", ascending=False, kind="stable").head(config.suggestions_per_topic).itertuples():
+            suggestions.append(_suggestion(query, chunk_texts, chunk_documents, labels))
     return suggestions
+
+
+def _suggestion(query, chunk_texts, chunk_documents, labels) -> Suggestion:
+    passage = int(query.best_passage)
+    if not query.is_answerable or passage < 0:
+        return Suggestion(cluster=-1, text=query.text, origin="traffic", document="", passage="", note=NO_ANSWER)
+    known = passage < len(chunk_texts)
+    return Suggestion(
+        cluster=int(labels[passage]) if labels is not None and passage < len(labels) else -1,
+        text=query.text,
+        origin="traffic",
+        document=str(chunk_documents[passage]) if passage < len(chunk_documents) else "",
+        passage=shorten(chunk_texts[passage], 200, at_word=True) if known else "",
+        chunk=passage,
+    )

@@ -1,8 +1,11 @@
-"""Read the test-question table: CSV or TSV, any common encoding and delimiter.
+"""Read the test-question table: CSV or TSV, any common encoding and delimiter, or JSON.
 
 Files saved by Excel in cp1252, semicolon-separated CSVs, one-column files
 whose questions hold commas, empty rows: the reader returns clean data or
 raises ``InputError`` saying, in one sentence, what is wrong and what to do.
+Test sets written by RAGAS, DeepEval or Giskard (CSV, JSON or JSON lines)
+are recognised by their columns (:mod:`coverage_core.inputs.testset_formats`):
+their question column is used and one note says how the file was read.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from coverage_core.errors import InputError
+from coverage_core.inputs import testset_formats
 from coverage_core.inputs.text import decode_text, looks_binary
 from coverage_core.types import IngestWarning, Question, QuestionSet
 from coverage_core.validation import listed_columns, resolve_column
@@ -75,8 +79,16 @@ def read_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFr
     return _read_table(source, name)[0]
 
 
-def _read_table(source: str | Path | bytes, name: str | None) -> tuple[pd.DataFrame, str, str, str]:
+def _read_table(source: str | Path | bytes, name: str | None) -> tuple[pd.DataFrame, str, str | None, str]:
     """(frame, encoding, delimiter, name) of a question file; InputError if unusable."""
+    frame, encoding, delimiter, name, _ = _read_file(source, name)
+    return frame, encoding, delimiter, name
+
+
+def _read_file(
+    source: str | Path | bytes, name: str | None
+) -> tuple[pd.DataFrame, str, str | None, str, list[IngestWarning]]:
+    """(frame, encoding, delimiter, name, warnings) of a question file (CSV, TSV or JSON); InputError if unusable."""
     name, data = _question_bytes(source, name)
     if not data.strip():
         raise InputError(
@@ -89,8 +101,11 @@ def _read_table(source: str | Path | bytes, name: str | None) -> tuple[pd.DataFr
             "as an Excel workbook does); save it as CSV and use that file."
         )
     text, encoding = decode_text(data)
+    if testset_formats.looks_like_json(text, name):
+        frame, notes = testset_formats.records_frame(text, name)
+        return frame, encoding, ",", name, notes
     delimiter = _detect_delimiter(text)
-    return _parse_table(text, delimiter, name), encoding, delimiter, name
+    return _parse_table(text, delimiter, name), encoding, delimiter, name, []
 
 
 def read_questions(
@@ -103,14 +118,24 @@ def read_questions(
     ``source`` is a path or the raw bytes of an upload (then ``name`` names it
     in messages). The delimiter (comma, semicolon or tab) and encoding are
     detected; a file without any delimiter in its header is one column of
-    questions, which may contain commas. All columns are kept as text in
-    ``frame``; blank question cells are skipped and counted, exact repeats are
-    kept and listed in ``duplicates``.
+    questions, which may contain commas. A ``.json`` / ``.jsonl`` file (or
+    text starting with ``[`` or ``{``) is read as JSON records
+    (:func:`coverage_core.inputs.testset_formats.records_frame`). All columns
+    are kept as text in ``frame``; blank question cells are skipped and
+    counted, exact repeats are kept and listed in ``duplicates``. A test set
+    written by RAGAS, DeepEval or Giskard is recognised by its columns: its
+    question column is used (unless ``question_column`` names another) and
+    the first warning says, in one sentence, how the file was read.
     """
-    frame, encoding, delimiter, name = _read_table(source, name)
+    frame, encoding, delimiter, name, read_notes = _read_file(source, name)
+    tool_format = testset_formats.detect_format(list(frame.columns))
+    if tool_format is not None and (question_column is None or not str(question_column).strip()):
+        question_column = tool_format.question_column
     column = _question_column(frame, question_column, name)
     questions, n_blank, duplicates = _collect_questions(frame, column, name)
-    notes = _question_notes(name, column, n_blank, duplicates)
+    notes = [*read_notes, *_question_notes(name, column, n_blank, duplicates)]
+    if tool_format is not None and column == tool_format.question_column:
+        notes.insert(0, IngestWarning(name, _format_note(frame, questions, tool_format)))
     return QuestionSet(
         frame=frame,
         question_column=column,
@@ -123,6 +148,17 @@ def read_questions(
         delimiter=delimiter or ",",
         warnings=notes,
     )
+
+
+def _format_note(frame: pd.DataFrame, questions: list[Question], tool_format: testset_formats.ToolFormat) -> str:
+    """"Read as a RAGAS test set: …": the tool, the questions and how many carry reference passages."""
+    with_passages = 0
+    if tool_format.context_column is not None:
+        cells = frame[tool_format.context_column]
+        with_passages = sum(
+            bool(testset_formats.reference_passages(cells.iloc[q.row], tool_format.context_style)) for q in questions
+        )
+    return testset_formats.describe(tool_format, len(questions), with_passages)
 
 
 def _collect_questions(

@@ -19,7 +19,13 @@ file                   content
 ``clusters.parquet``   one row per cluster: number, centre (unit vector)
 ``calibration.json``   the support level τ and how it was found
 ``report.json``        the JSON report of the analysis (``coverage_core.outputs.report``)
+``gaps.json``          the gaps as found, every field of each ``suggest.gaps.Gap``
+                       and of its kept and dropped ``Suggestion`` objects
 =====================  ============================================================
+
+``gaps.json`` came later: a folder without it opens with its gaps found
+again (offline), and a field added to ``Gap`` or ``Suggestion`` since takes
+its default, so older folders keep opening.
 
 The manifest is written last, so a folder whose writing was interrupted has
 none and is refused as a whole.
@@ -49,9 +55,11 @@ FORMAT = "coverage-core saved analysis"
 MANIFEST = "manifest.json"
 CHUNKS, DOCUMENTS, QUESTIONS = "chunks.parquet", "documents.parquet", "questions.parquet"
 QUESTION_FILE, CLUSTERS = "question_file.parquet", "clusters.parquet"
-CALIBRATION, REPORT = "calibration.json", "report.json"
-FILES = (CHUNKS, DOCUMENTS, QUESTIONS, QUESTION_FILE, CLUSTERS, CALIBRATION, REPORT)
+CALIBRATION, REPORT, GAPS = "calibration.json", "report.json", "gaps.json"
+FILES = (CHUNKS, DOCUMENTS, QUESTIONS, QUESTION_FILE, CLUSTERS, CALIBRATION, REPORT, GAPS)
 """Every file besides the manifest, in the order they are written."""
+OPTIONAL_FILES = (GAPS,)
+"""Files a folder saved by an earlier version may lack; it opens without them."""
 MAX_UNPACKED_BYTES = 4 * 1024**3
 """Largest total a zip of a saved analysis may unpack to: a zip bomb is refused before it is read."""
 SAVED_ANALYSES_VARIABLE = "COVERAGE_CORE_SAVED_ANALYSES"
@@ -65,7 +73,9 @@ class SavedAnalysis:
     ``chunking`` is None when the passages came from a vector store (they
     cannot be chunked again); ``report`` is the saved JSON report;
     ``topics`` each passage's automatic topic (None in folders saved before
-    it was kept: the clusters stand in).
+    it was kept: the clusters stand in); ``gaps`` the gaps as saved, with
+    their suggestions (None in folders saved before they were kept: they are
+    found again).
     """
 
     manifest: dict
@@ -78,6 +88,7 @@ class SavedAnalysis:
     report: dict = field(default_factory=dict)
     source: str = ""
     topics: np.ndarray | None = None
+    gaps: list | None = None  # of suggest.gaps.Gap
 
     @property
     def chunking(self):
@@ -91,7 +102,8 @@ class SavedAnalysis:
         return self.manifest.get("passages") == "vectors"
 
     def analysis(self):
-        """The analysis again from the saved vectors, clusters and τ (nothing is embedded; offline gap drafts)."""
+        """The analysis again from the saved vectors, clusters and τ, nothing embedded; its gaps as saved
+        (the questions a model wrote are not written again), or found again offline when none were saved."""
         from coverage_core.pipeline import find_gaps
         from coverage_core.stages.measure import measure
 
@@ -99,7 +111,11 @@ class SavedAnalysis:
             self.config, self.corpus, self.questions, self.question_embedding, self.clustering,
             calibration=self.calibration, topics=self.topics,
         )
-        return dataclasses.replace(find_gaps(measured), model_choice=self.model_choice)
+        if self.gaps is None:
+            measured = find_gaps(measured)
+        else:
+            measured.gaps = list(self.gaps)
+        return dataclasses.replace(measured, model_choice=self.model_choice)
 
     @property
     def model_choice(self):
@@ -157,6 +173,7 @@ def save_analysis(
     frame = _write_tables(folder, analysis)
     _write_json(folder / CALIBRATION, analysis.calibration.to_dict())
     _write_json(folder / REPORT, report if report is not None else build_report(analysis, inputs))
+    _write_json(folder / GAPS, [dataclasses.asdict(gap) for gap in analysis.gaps])
     _write_json(folder / MANIFEST, _new_manifest(analysis, frame, inputs, from_vectors, question_file_name))
     return folder
 
@@ -271,7 +288,7 @@ def _token_fit(report: dict):
     return None if not fit else TokenFit(**fit)
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict | list) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=_plain), encoding="utf-8")
 
 
@@ -289,6 +306,8 @@ def zip_folder(directory: str | Path) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in (*FILES, MANIFEST):
+            if name in OPTIONAL_FILES and not (folder / name).is_file():
+                continue
             archive.write(folder / name, name)
     return buffer.getvalue()
 
@@ -357,13 +376,17 @@ def _zip_reader(source, label: str) -> Callable[[str], bytes]:
     return read
 
 
+class _MissingFile(InputError):
+    """A file of the saved analysis is not there (an optional one may not be)."""
+
+
 def _missing(label: str, file: str) -> InputError:
     if file == MANIFEST:
-        return InputError(
+        return _MissingFile(
             f"{label} has no {MANIFEST}, so it is not a saved analysis; choose a folder (or a zip of one) "
             "that an analysis was saved to."
         )
-    return InputError(f"{label} is missing {file}; save the analysis again.")
+    return _MissingFile(f"{label} is missing {file}; save the analysis again.")
 
 
 def _manifest(read, label: str) -> dict:
@@ -439,7 +462,8 @@ def _load(read, label: str, manifest: dict) -> SavedAnalysis:
     calibration, report = _calibration_and_report(read, label)
     corpus.token_fit = _token_fit(report)
     return SavedAnalysis(
-        manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label, topics
+        manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label, topics,
+        _saved_gaps(read, label, len(chunks), counts["clusters"]),
     )
 
 
@@ -532,6 +556,40 @@ def _calibration_and_report(read, label: str):
     except (UnicodeDecodeError, json.JSONDecodeError, TypeError):
         raise InputError(f"The {CALIBRATION} or {REPORT} of {label} is damaged; save the analysis again.") from None
     return calibration, report
+
+
+def _saved_gaps(read, label: str, n_chunks: int, n_clusters: int) -> list | None:
+    """The gaps of ``gaps.json`` (None when the folder predates it); InputError when it is damaged."""
+    try:
+        data = read(GAPS)
+    except _MissingFile:
+        return None
+    try:
+        gaps = [_gap_from(record) for record in json.loads(data.decode("utf-8"))]
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, AttributeError):
+        raise InputError(f"The {GAPS} of {label} is damaged; save the analysis again.") from None
+    if any(not 0 <= gap.cluster < n_clusters or any(not 0 <= i < n_chunks for i in gap.passages) for gap in gaps):
+        raise InputError(f"The gaps in {GAPS} of {label} do not match its clusters and passages; save the analysis again.")
+    return gaps
+
+
+def _known_fields(kind, record: dict) -> dict:
+    """The values of ``record`` that ``kind`` (a dataclass) has fields for: a field it lacks takes its default,
+    and one a later version added is left out."""
+    names = {f.name for f in dataclasses.fields(kind)}
+    return {name: value for name, value in record.items() if name in names}
+
+
+def _gap_from(record: dict):
+    from coverage_core.suggest.gaps import Gap
+    from coverage_core.suggest.questions import Suggestion
+
+    values = _known_fields(Gap, record)
+    for name in ("suggestions", "dropped"):
+        values[name] = tuple(Suggestion(**_known_fields(Suggestion, item)) for item in values.get(name, ()))
+    values["themes"] = tuple(str(theme) for theme in values.get("themes", ()))
+    values["passages"] = tuple(int(index) for index in values.get("passages", ()))
+    return Gap(**values)
 
 
 def _embedded_counts(record: dict) -> dict:

@@ -7,7 +7,8 @@ HTML-escaped; chart data is serialised by Plotly as JSON with ``<``, ``>``
 and ``/`` escaped, so no text can close a script tag.
 
 :func:`build_html_report` is a sequence of sections, one function each:
-header, coverage cards, warnings, clusters, gaps, documents, off-topic
+header, coverage cards, warnings, clusters, gaps (with every question
+written for them, kept or dropped and why), documents, off-topic
 questions, near-duplicates, fitness, and, when their data is given, the map,
 retrieval, answerability, sub-question coverage and the test set before and
 after Apply (metrics side by side and the accepted questions with their
@@ -27,6 +28,7 @@ import plotly.graph_objects as go
 
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.outputs import plots
+from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, gap_note, ordered_suggestions, origin_words
 from coverage_core.outputs.report import (
     METRIC_NAMES,
     UNDERTESTED,
@@ -350,8 +352,12 @@ def _gaps_section(analysis: "Analysis") -> str:
         [
             "<h2>Gaps</h2>",
             "<p>Clusters below the gap threshold, most urgent first (priority = 0.7 × (1 − coverage) + "
-            "0.3 × share). Suggested questions marked <i>draft</i> were templated offline and need editing.</p>",
+            "0.3 × share). Questions marked as offline drafts were templated from the passages and need rewording.</p>",
             _gap_table(analysis),
+            "<h3>Suggested questions</h3>",
+            "<p>Kept questions first; a dropped one failed the check a question must pass to be kept, "
+            "and says why.</p>",
+            _suggestions_table(analysis),
             "<h3>Least-covered passages</h3>",
             _least_covered_table(analysis),
         ]
@@ -359,21 +365,40 @@ def _gaps_section(analysis: "Analysis") -> str:
 
 
 def _gap_table(analysis: "Analysis") -> str:
+    """One row per gap: its figures, themes, and how many questions were kept and dropped, or why there are none."""
     labels = _cluster_labels(analysis)
     rows = []
     for rank, gap in enumerate(analysis.gaps, start=1):
-        suggestions = "<br>".join(
-            f"{_e(s.text)} <span class='muted'>({_e(s.origin)}{', ' + _e(s.document) if s.document else ''})</span>"
-            for s in gap.suggestions
-        )
+        written = ordered_suggestions(gap)
+        n_kept = sum(s.kept for s in written)
+        counted = f"{n_kept} kept, {len(written) - n_kept} dropped" if written else ""
         rows.append(
             [_e(rank), _e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _num(gap.coverage), _e(gap.size),
-             f"{gap.share:.1%}", _e(", ".join(gap.themes)), suggestions]
+             f"{gap.share:.1%}", _e(", ".join(gap.themes)), _e(counted or gap_note(gap) or "none written")]
         )
     return _table(
         ["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"], rows,
         numeric=(0, 2, 3, 4),
     )
+
+
+def _suggestions_table(analysis: "Analysis") -> str:
+    """Every question written for a gap, kept first: where it came from, its source, and why a dropped one was."""
+    labels = _cluster_labels(analysis)
+    rows = []
+    for rank, gap in enumerate(analysis.gaps, start=1):
+        for suggestion in ordered_suggestions(gap):
+            verdict = "kept" if suggestion.kept else f"dropped: {suggestion.reason or 'no reason given'}"
+            rows.append(
+                [_e(f"{rank}. {cluster_name(gap.cluster, labels.get(gap.cluster, ''))}"), _e(suggestion.text),
+                 _e(origin_words(suggestion.origin)), _e(suggestion.document), _e(suggestion.passage),
+                 f'<span class="flag">{_e(verdict)}</span>' if not suggestion.kept else _e(verdict)]
+            )
+    if not rows:
+        if analysis.config.gaps.n_suggestions == 0:
+            return "<p>No questions were asked for (0 suggestions per gap).</p>"
+        return "<p>No question could be written for these gaps; the table above says why.</p>"
+    return _table(["gap", "question", "origin", "source document", "source passage", "kept or dropped"], rows)
 
 
 def _least_covered_table(analysis: "Analysis") -> str:
@@ -644,6 +669,7 @@ def _subquestion_row(question) -> list[str]:
 
 # ---------------------------------------------------------------- before / after Apply
 ORIGIN_LABELS = {
+    "local": SUGGESTION_ORIGIN_WORDS["local"],
     "llm": "written by the LLM",
     "draft": "offline draft, worded by the user",
     "you": "written by the user",

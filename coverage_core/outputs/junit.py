@@ -1,4 +1,4 @@
-"""CI outputs that work from a saved JSON report (schema version 5, 4, 3, 2 or 1).
+"""CI outputs that work from a saved JSON report (schema version 6, 5, 4, 3, 2 or 1).
 
 * :func:`junit_xml` turns a report into JUnit XML, so a CI system lists what
   is untested: one test case for the support level, one for the gated
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from coverage_core.errors import InputError
-from coverage_core.outputs.report import upgrade_report
+from coverage_core.outputs.report_upgrade import upgrade_report
 from coverage_core.stages.topics import cluster_name
 from coverage_core.suggest.gaps import GAP_COVERAGE_THRESHOLD, GapConfig
 from coverage_core.validation import is_number, is_whole, shorten
@@ -61,11 +61,11 @@ __all__ = [
     "xml_safe",
 ]
 
-SUPPORTED_SCHEMA_VERSION = 5
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+SUPPORTED_SCHEMA_VERSION = 6
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
 """Versions :func:`check_report` accepts: diff reads only metrics, documents
-and questions, which versions 2 to 5 kept; JUnit falls back to coverage on
-version 1; :func:`load_report` maps the fields versions 3 to 5 renamed or added."""
+and questions, which versions 2 to 6 kept; JUnit falls back to coverage on
+version 1; :func:`load_report` maps the fields versions 3 to 6 renamed or added."""
 DEFAULT_GAP_THRESHOLD = GAP_COVERAGE_THRESHOLD  # a schema-1 report without its own gap threshold
 # Order in which known metrics are shown; unknown ones follow alphabetically.
 _METRIC_ORDER = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
@@ -121,7 +121,7 @@ def _decided(report: Mapping) -> bool:
 
 
 def check_report(report: Any, label: str = "the report") -> dict:
-    """``report`` if it looks like a schema-1 to -5 report; else :class:`InputError` (one sentence)."""
+    """``report`` if it looks like a schema-1 to -6 report; else :class:`InputError` (one sentence)."""
     if not isinstance(report, dict) or "schema_version" not in report:
         raise InputError(f"{label} is not a coverage report (it has no schema_version).")
     version = report["schema_version"]
@@ -362,7 +362,8 @@ def _untested_shown(report: Mapping, document: Mapping, tested: float | None) ->
 
 def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
     """One case per production-traffic topic, failing when its traffic is mostly untested and it is frequent
-    (:func:`coverage_core.verdicts.is_untested_traffic`)."""
+    (:func:`coverage_core.verdicts.is_untested_traffic`), and one for the queries with no answer in the
+    documents, failing when they are unmet demand (their ``is_unmet``)."""
     suite = _suite(root, "coverage.traffic")
     total = max(int(traffic.get("n_queries") or 0), 1)
     for topic in traffic.get("topics", []):
@@ -381,6 +382,19 @@ def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
                   "coverage.traffic")
         else:
             _system_out(case, "\n".join(lines))
+    unanswered = traffic.get("unanswered")
+    if unanswered and int(unanswered.get("volume") or 0):
+        volume = int(unanswered.get("volume") or 0)
+        case = _testcase(suite, "coverage.traffic", "traffic: no answer in the documents")
+        lines = [
+            f"{volume:,} queries ({volume / total:.1%} of traffic) have no answer in the documents",
+            *(f"example: {example}" for example in unanswered.get("examples", [])),
+        ]
+        if unanswered.get("is_unmet"):
+            _fail(case, f"{volume:,} queries ({volume / total:.0%} of traffic) have no answer in the documents: "
+                  "a gap in the knowledge base", "\n".join(lines), "coverage.traffic")
+        else:
+            _system_out(case, "\n".join(lines))
 
 
 def junit_xml(
@@ -389,7 +403,7 @@ def junit_xml(
     gate_threshold: float | None = None,
     gap_threshold: float | None = None,
 ) -> str:
-    """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 5).
+    """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 6).
 
     Three test suites (one more with a calibration, one more with production traffic):
 

@@ -79,6 +79,20 @@ largest first; a document language's ``share`` is of the documents'
 characters, a question language's of the questions (undetermined texts left
 out of both). :func:`upgrade_report` gives an older report ``"und"`` for
 every text and empty lists.
+
+Version 6 adds ``gaps`` (:mod:`coverage_core.outputs.gap_report`), every gap
+most urgent first with all the questions written for it, kept and dropped::
+
+    "gaps": [{"rank", "cluster", "label", "tested_share", "coverage", "size", "themes",
+              "least_covered_passages": [{"chunk", "document", "text"}], "note",
+              "suggestions": [{"question", "origin": "local"|"llm"|"draft", "document",
+                               "passage", "chunk", "kept", "reason"}]}]
+
+``note`` says why a gap has no suggestion ("" when it has one); kept
+suggestions come first, and a dropped one's ``reason`` says why ("" when
+kept). ``clusters[].suggested_questions`` stays as it was (the offered
+questions). :func:`upgrade_report` gives an older report ``gaps`` built from
+its clusters (no passages, every suggestion kept, ``chunk`` null).
 """
 
 from __future__ import annotations
@@ -98,19 +112,17 @@ import pandas as pd
 
 from coverage_core.embeddings.registry import configured_model_name
 from coverage_core.languages import UNDETERMINED, LanguageProfile, LanguageShare, profile_languages
+from coverage_core.outputs.gap_report import gaps_section, largest_gaps_lines
+from coverage_core.outputs.report_upgrade import (  # re-exported: older reports are read through this module too
+    RENAMED_FIELDS as RENAMED_FIELDS,
+    upgrade_report as upgrade_report,
+)
 from coverage_core.results import Analysis
-from coverage_core.stages.topics import cluster_name
 from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import shorten
 from coverage_core.verdicts import Verdicts
 
-SCHEMA_VERSION = 5
-
-RENAMED_FIELDS = {
-    ("calibration", "topic_threshold"): "question_support_threshold",
-    ("traffic", "answer_threshold"): "question_support_threshold",
-}
-"""``(section, old name) -> new name`` for the fields schema 3 renamed."""
+SCHEMA_VERSION = 6
 
 OFFTOPIC_REASON_WORDS = {
     "no_support": "no passage supports it",
@@ -207,6 +219,7 @@ def build_report(
         "chunking": {"token_fit": analysis.corpus.token_fit.to_dict() if analysis.corpus.token_fit else None},
         "languages": languages_section(languages),
         "clusters": _cluster_entries(analysis),
+        "gaps": gaps_section(analysis),
         "documents": _document_entries(analysis, languages),
         "questions": _question_entries(analysis, labels, languages),
         "duplicate_groups": _duplicate_section(analysis),
@@ -518,62 +531,6 @@ def _after_apply(analysis: Analysis, improved, before, accepted) -> dict | None:
     return after_apply_section(pair, accepted)
 
 
-def upgrade_report(report: Mapping) -> dict:
-    """A copy of ``report`` (schema 1 to 5) with schema 5's field names and keys.
-
-    Renamed fields go under their schema-3 names; a report older than schema 4
-    gets the keys schema 4 added, one older than schema 5 those schema 5 added
-    (every language ``"und"``), as the module docstring says. Only the
-    changed sections are copied; ``schema_version`` stays, as it tells which
-    decisions the report carries (before schema 4, ``is_untested`` was "less
-    than 30% of the passages reached at τ", with no top-k).
-    """
-    upgraded = dict(report)
-    for (section, old), new in RENAMED_FIELDS.items():
-        fields = upgraded.get(section)
-        if isinstance(fields, Mapping) and old in fields:
-            fields = dict(fields)
-            fields.setdefault(new, fields.pop(old))
-            upgraded[section] = fields
-    version = upgraded.get("schema_version")
-    if isinstance(version, int) and version < 4:
-        _add_schema_4_keys(upgraded)
-    if isinstance(version, int) and version < 5:
-        _add_schema_5_keys(upgraded)
-    return upgraded
-
-
-def _add_schema_5_keys(report: dict) -> None:
-    report.setdefault("languages", {"documents": [], "questions": []})
-    for section in ("documents", "questions"):
-        if isinstance(report.get(section), list):
-            report[section] = [
-                {"language": UNDETERMINED, **item} if isinstance(item, Mapping) else item for item in report[section]
-            ]
-
-
-def _add_schema_4_keys(report: dict) -> None:
-    calibration = report.get("calibration")
-    if isinstance(calibration, Mapping) and "reliable" not in calibration:
-        method = str(calibration.get("method") or "")
-        fell_back = method.startswith("default")
-        report["calibration"] = {
-            **calibration, "reliable": not fell_back,
-            "reason": f"The support level is a default: {method.removeprefix('default: ')}." if fell_back else "",
-        }
-    if isinstance(report.get("documents"), list):
-        report["documents"] = [
-            {"n_questions": None, "is_undertested": False, **document} if isinstance(document, Mapping) else document
-            for document in report["documents"]
-        ]
-    if isinstance(report.get("questions"), list):
-        report["questions"] = [
-            {"offtopic_reason": None if question.get("is_outlier") else "", "offtopic_detail": None,
-             "offtopic_score": None, **question} if isinstance(question, Mapping) else question
-            for question in report["questions"]
-        ]
-
-
 def write_report(report: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
 
@@ -745,12 +702,7 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
                 else "  covered far less than the others" if row.is_low else "")
         lines.append(f"{row.document[:40]:<40} {row.n_chunks:>6} {row.n_questions:>9} "
                      f"{row.tested_share:>6.0%} {row.coverage:>8.3f}{flag}")
-    if analysis.gaps:
-        lines.append("")
-        lines.append("Largest gaps")
-        for rank, gap in enumerate(analysis.gaps[:5], start=1):
-            label = analysis.clusters["label"].get(gap.cluster, "") if "label" in analysis.clusters else ""
-            lines.append(f"  {rank}. {cluster_name(gap.cluster, label)} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
+    lines.extend(largest_gaps_lines(analysis))
     lines.extend(_checks_summary_lines(retrieval, answerability, chunking))
     outliers = analysis.question_table[analysis.question_table["is_outlier"]]
     if len(outliers):

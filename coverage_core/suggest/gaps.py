@@ -5,12 +5,15 @@ A *gap* is a cluster of chunks whose coverage is below
 (c-TF-IDF keyphrases), the passages that most need a question (the least
 covered of its most representative chunks), and suggested questions:
 
-* offline (default): question **drafts** templated from those passages,
-  marked ``origin="draft"``; they are a starting point for a person to edit,
-  not finished test questions;
-* with an LLM (:class:`~coverage_core.suggest.llm.ChatClient`): questions the model
-  wrote from the passages, marked ``origin="llm"``. If the LLM fails for a
-  gap, that gap falls back to drafts and a warning says so.
+* offline (default): real questions the bundled local model
+  (:mod:`coverage_core.suggest.local_model`) wrote from those passages,
+  marked ``origin="local"``, each kept only by the keep rule of
+  :mod:`coverage_core.suggest.writing`; a passage without a kept question
+  gets a question **draft** templated from its sentences
+  (``origin="draft"``), a starting point for a person to edit;
+* with the user's LLM (:class:`~coverage_core.suggest.llm.ChatClient`): questions
+  that model wrote from the passages, marked ``origin="llm"``. If the LLM
+  fails for a gap, that gap falls back to drafts and a warning says so.
 
 Both are written in each passage's language (:mod:`coverage_core.suggest.questions`).
 """
@@ -23,17 +26,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from coverage_core.errors import InputError
-from coverage_core.languages import corpus_languages
+from coverage_core.languages import corpus_languages, detect_language
 from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.questions import (
     Suggestion,
     draft_questions,
     duplicate_key,
+    has_sentences,
     llm_suggestions,
     unsupported_warning,
 )
-from coverage_core.validation import check_scalar
+from coverage_core.suggest.writing import PassageRanks, write_questions
+from coverage_core.validation import check_scalar, unit_rows
 
 __all__ = [
     "Gap",
@@ -83,6 +88,16 @@ class GapConfig:
 
     where ``share`` is the cluster's fraction of all chunks: mostly how badly
     the topic is covered, partly how much of the knowledge base it is.
+
+    Each gap gets up to ``n_suggestions`` suggested questions (0: none) from
+    its ``n_passages`` least covered passages. A model writes them for the
+    ``n_written_gaps`` most urgent gaps only (a few seconds each on a
+    laptop); the others get drafts. ``local_model`` False leaves the
+    bundled local model out (drafts unless the user's LLM writes). With a
+    support level, the passages are chosen to spread the questions over the
+    gap (:func:`spread_passages`, a question taken to test its source's
+    ``spread_reach`` nearest passages); ``spread_reach`` None, or no
+    support level: the least covered of the gap's most central passages.
     """
 
     gap_threshold: float = GAP_COVERAGE_THRESHOLD
@@ -90,8 +105,11 @@ class GapConfig:
     rule: str = "tested_share"
     tested_share_threshold: float = GAP_TESTED_SHARE
     n_themes: int = 5
-    n_suggestions: int = 3
-    n_passages: int = 3
+    n_suggestions: int = 5
+    n_passages: int = 5
+    n_written_gaps: int = 8
+    local_model: bool = True
+    spread_reach: int | None = 5
 
     def __post_init__(self):
         low, high = COVERAGE_THRESHOLD_RANGE
@@ -102,8 +120,11 @@ class GapConfig:
             raise InputError(f"The gap rule must be one of {', '.join(GAP_RULES)}; got {self.rule!r}.")
         check_scalar(self.tested_share_threshold, "tested_share_threshold", float, min_val=SHARE_RANGE[0],
                      max_val=SHARE_RANGE[1], include_boundaries="right", hint="it is a share of passages")
-        for name in ("n_themes", "n_suggestions", "n_passages"):
+        for name in ("n_themes", "n_passages", "n_written_gaps"):
             check_scalar(getattr(self, name), name, int, min_val=1)
+        if self.spread_reach is not None:
+            check_scalar(self.spread_reach, "spread_reach", int, min_val=1)
+        check_scalar(self.n_suggestions, "n_suggestions", int, min_val=0, hint="0 writes no suggestions")
 
 
 @dataclass(frozen=True)
@@ -111,7 +132,11 @@ class Gap:
     """An under-covered cluster.
 
     ``passages`` are chunk indices of its least-covered representative
-    chunks, worst first.
+    chunks, worst first. ``suggestions`` are the questions offered for it
+    (kept generated questions, else drafts); ``dropped`` the generated
+    questions that failed the keep rule, each with its ``reason``.
+    ``note`` says, in one sentence, why the gap has no suggestion at all
+    ("" when it has some).
     """
 
     cluster: int
@@ -122,6 +147,8 @@ class Gap:
     themes: tuple[str, ...]
     passages: tuple[int, ...]
     suggestions: tuple[Suggestion, ...]
+    dropped: tuple[Suggestion, ...] = ()
+    note: str = ""
 
 
 # --------------------------------------------------------------------------
@@ -286,6 +313,56 @@ def representatives_by_cluster(chunk_vectors, labels, centroids, n: int) -> list
     return [order[starts[c] : min(starts[c] + n, starts[c + 1])].astype(np.intp) for c in range(k)]
 
 
+# At most this many of a gap's untested passages are weighed by spread_passages (their similarities fill 16 MB).
+MAX_SPREAD_CANDIDATES = 2000
+
+
+def spread_passages(
+    rows, chunk_vectors, min_distances, support_threshold: float, n: int, reach: int, askable=None,
+) -> list[int]:
+    """The ``n`` passages of a gap whose questions would test most of it: greedy maximum coverage.
+
+    A passage ``p`` of the gap (chunk ``rows``) is untested when its
+    similarity to its nearest question, ``1 - min_distance``, is below τ
+    (``support_threshold``). A question written from passage ``c`` tests
+    the passages it retrieves, taken to be ``c``'s ``reach`` nearest
+    passages of the gap (``c`` included). Each step picks the untested
+    passage whose nearest passages hold the most untested passages not yet
+    reached (ties: the least covered first), so the questions spread over
+    the gap instead of all landing on one corner of it. Only the
+    ``MAX_SPREAD_CANDIDATES`` least covered passages are weighed.
+    ``askable(chunk)``: whether a question can be written from a chunk (a
+    list of names cannot); a pick that is not askable is skipped.
+    """
+    rows = np.asarray(rows, dtype=np.intp)
+    all_distances = np.asarray(min_distances, dtype=np.float64)
+    rows = rows[np.argsort(-all_distances[rows], kind="stable")][:MAX_SPREAD_CANDIDATES]
+    untested = (1.0 - all_distances[rows]) < support_threshold
+    if not untested.any():
+        return []
+    unit = unit_rows(np.asarray(np.asarray(chunk_vectors)[rows], dtype=np.float32))
+    similarity = unit @ unit.T
+    nearest = np.argsort(-similarity, axis=1, kind="stable")[:, :reach]
+    reaches = np.zeros_like(similarity, dtype=bool)
+    np.put_along_axis(reaches, nearest, True, axis=1)
+    reaches[np.arange(len(rows)), np.arange(len(rows))] = True
+    open_rows = untested.copy()
+    chosen: list[int] = []
+    while len(chosen) < n:
+        gains = (reaches & open_rows[None, :]).sum(axis=1)
+        gains[~untested] = -1  # a question is written for an untested passage only
+        gains[chosen] = -1
+        best = int(np.argmax(gains))  # the first maximum: rows are least covered first
+        if gains[best] <= 0:
+            break
+        if askable is not None and not askable(int(rows[best])):
+            untested[best] = False
+            continue
+        chosen.append(best)
+        open_rows &= ~reaches[best]
+    return [int(rows[i]) for i in chosen]
+
+
 def _least_covered(representatives: np.ndarray, min_distances: np.ndarray, n: int) -> list[int]:
     """The ``n`` representatives farthest from any question, worst first."""
     distances = min_distances[representatives]
@@ -313,6 +390,8 @@ def analyze_gaps(
     support_threshold: float | None = None,
     *,
     is_gap,
+    writer: ChatClient | None = None,
+    question_vectors=None,
 ) -> tuple[list[Gap], list[str]]:
     """Find the under-covered clusters and suggest questions for them.
 
@@ -338,6 +417,14 @@ def analyze_gaps(
     is_gap : array-like of shape (K,), bool
         Which clusters are gaps (the pipeline's ``clusters["is_gap"]``, from
         :func:`coverage_core.verdicts.is_gap`).
+    writer : ChatClient, optional
+        The bundled local model (:func:`~coverage_core.suggest.local_model.shared_local_client`):
+        without ``llm``, it writes one question per passage, kept by the
+        rule of :mod:`coverage_core.suggest.writing` (needs ``embed`` and
+        ``support_threshold``).
+    question_vectors : array-like of shape (m, d), optional
+        The existing questions' embeddings: a written question too similar
+        to one of them is dropped.
 
     Returns
     -------
@@ -351,7 +438,11 @@ def analyze_gaps(
     ranked = rank_gaps(inputs.coverage, inputs.sizes, config, is_gap=is_gap)
     if not ranked:
         return [], []
-    return _write_gaps(inputs, ranked, config, existing_questions, llm, embed, support_threshold)
+    if writer is not None and (embed is None or support_threshold is None):
+        writer = None  # the keep rule cannot be checked
+    return _write_gaps(
+        inputs, ranked, config, existing_questions, llm, embed, support_threshold, writer, question_vectors
+    )
 
 
 @dataclass(frozen=True)
@@ -391,7 +482,8 @@ class _GapInputs:
         # One gap: its own cluster's rows are all that need reading.
         return lambda cluster: representative_chunks(self.vectors, self.labels, self.centroids, cluster, n_representative)
 
-    def gap(self, cluster: int, priority: float, themes: list[str], passages, suggestions) -> Gap:
+    def gap(self, cluster: int, priority: float, themes: list[str], passages, suggestions, dropped=(),
+            note: str = "") -> Gap:
         return Gap(
             cluster=cluster,
             coverage=float(self.coverage[cluster]),
@@ -401,6 +493,8 @@ class _GapInputs:
             themes=tuple(themes),
             passages=tuple(passages),
             suggestions=tuple(suggestions),
+            dropped=tuple(dropped),
+            note=note,
         )
 
 
@@ -412,6 +506,8 @@ def _write_gaps(
     llm: ChatClient | None,
     embed,
     support_threshold: float | None,
+    writer: ChatClient | None = None,
+    question_vectors=None,
 ) -> tuple[list[Gap], list[str]]:
     """One Gap per ranked cluster: its themes, least-covered passages and suggested questions."""
     themes = extract_themes(inputs.texts, inputs.labels, inputs.n_clusters, config.n_themes)
@@ -422,27 +518,79 @@ def _write_gaps(
     representatives_of = inputs.representatives_of(ranked, max(N_REPRESENTATIVE, config.n_passages))
     # Suggestions are written in each passage's language; an unsure guess is chosen among the corpus's.
     languages = corpus_languages(inputs.texts)
-    for cluster, priority in ranked:
+    ranks = PassageRanks(inputs.vectors) if writer is not None else None
+    for rank, (cluster, priority) in enumerate(ranked):
         representatives = representatives_of(cluster)
         passages = _least_covered(representatives, inputs.distances, config.n_passages)
+        if support_threshold is not None and config.spread_reach is not None:
+            spread = spread_passages(
+                np.flatnonzero(inputs.labels == cluster), inputs.vectors, inputs.distances, support_threshold,
+                config.n_passages, config.spread_reach,
+                askable=lambda chunk: has_sentences(inputs.texts[chunk], detect_language(inputs.texts[chunk], languages)),
+            )
+            passages = spread or passages
         gap_themes = list(themes[cluster])
-        suggestions = None
+        if config.n_suggestions == 0:
+            gaps.append(inputs.gap(cluster, priority, gap_themes, passages, (), note=NOTE_TURNED_OFF))
+            continue
+        suggestions, dropped = None, ()
         if llm is not None:
-            gap_themes, suggestions, dropped, fatal = llm_suggestions(
+            gap_themes, suggestions, n_dropped, fatal = llm_suggestions(
                 llm, cluster, gap_themes, passages, representatives, inputs.texts, inputs.documents,
                 existing_questions, config, seen, inputs.vectors, embed, support_threshold, warnings, languages,
             )
-            n_unsupported += dropped
+            n_unsupported += n_dropped
             if fatal:
                 llm = None  # the next gaps would fail the same way
+        elif writer is not None and rank < config.n_written_gaps:
+            written = write_questions(
+                writer, cluster, passages, inputs.texts, inputs.documents, inputs.vectors, embed,
+                support_threshold, existing_vectors=question_vectors, candidates=languages,
+                n=config.n_suggestions, seen=seen, retrieval=ranks,
+            )
+            dropped = written.dropped
+            drafts = draft_questions(
+                cluster, list(written.unwritten), inputs.texts, inputs.documents, gap_themes,
+                config.n_suggestions - len(written.kept), seen, languages,
+            ) if written.unwritten and len(written.kept) < config.n_suggestions else []
+            suggestions = [*written.kept, *drafts]
+            if written.failure:
+                warnings.append(f"The built-in question writer stopped, so drafts are shown instead: {written.failure}")
+                if written.fatal:
+                    writer = None
         if suggestions is None:
             suggestions = draft_questions(
                 cluster, passages, inputs.texts, inputs.documents, gap_themes, config.n_suggestions, seen, languages
             )
-        gaps.append(inputs.gap(cluster, priority, gap_themes, passages, suggestions))
+        note = "" if any(s.text for s in suggestions) else no_suggestion_note(dropped)
+        gaps.append(inputs.gap(cluster, priority, gap_themes, passages, suggestions, dropped, note))
+    if writer is not None and len(ranked) > config.n_written_gaps:
+        rest = len(ranked) - config.n_written_gaps
+        written_for = "the most urgent gap" if config.n_written_gaps == 1 else f"the {config.n_written_gaps} most urgent gaps"
+        warnings.append(
+            f"Questions were written for {written_for}; the other {rest} "
+            f"{'gap has' if rest == 1 else 'gaps have'} drafts to edit."
+        )
     if n_unsupported:
         warnings.append(unsupported_warning(n_unsupported, support_threshold))
     return gaps, warnings
+
+
+NOTE_TURNED_OFF = "Suggestions are turned off."
+
+
+def no_suggestion_note(dropped: Sequence[Suggestion]) -> str:
+    """Why a gap has no suggestion at all, in one sentence."""
+    if dropped:
+        return (
+            f"No question could be kept: the {len(dropped)} written "
+            f"{'question' if len(dropped) == 1 else 'questions'} failed the checks, and its least covered "
+            "passages hold no sentence to draft one from (tables, lists or captions); write one yourself."
+        )
+    return (
+        "No question could be suggested: its least covered passages hold no sentence to draft one from "
+        "(tables, lists or captions); write one yourself."
+    )
 
 
 def _check_gap_inputs(n, documents, vectors, labels, centroids, distances, coverage) -> int:

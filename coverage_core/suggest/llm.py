@@ -53,7 +53,9 @@ class LLMConfig:
     falls back to the environment: ``OPENAI_API_KEY`` for OpenAI itself (no
     base URL, or https on api.openai.com), but ``LLM_API_KEY`` for any other
     ``base_url``, so an OpenAI key is never sent to a third-party server by
-    accident. The key is left out of ``repr`` and of :meth:`public_dict`
+    accident. ``max_tokens`` caps a reply (None: the server's own limit; a
+    small local model can otherwise ramble until the timeout). The key is
+    left out of ``repr`` and of :meth:`public_dict`
     (which also drops credentials written into the base URL), so it never
     reaches logs or saved results.
     """
@@ -64,6 +66,7 @@ class LLMConfig:
     temperature: float = 0.2
     timeout: float = 60
     max_retries: int = 3
+    max_tokens: int | None = None
 
     def public_dict(self) -> dict[str, Any]:
         """The settings safe to save or show: everything except the key."""
@@ -73,6 +76,7 @@ class LLMConfig:
             "temperature": self.temperature,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
+            "max_tokens": self.max_tokens,
         }
 
     def __repr__(self) -> str:  # a repr can end up in a traceback or a log
@@ -149,16 +153,37 @@ class ChatClient:
                 kind="bad_response",
             ) from None
 
-    def _chat(self, messages: list[dict]) -> str:
+    def complete_text(
+        self, system: str, user: str, *, max_tokens: int = 64, temperature: float | None = None,
+        seed: int | None = None,
+    ) -> str:
+        """Send one chat prompt and return the reply as text (no JSON asked for).
+
+        ``temperature`` None is the configured one; ``seed`` makes a retry
+        differ from the first try on servers that honour it.
+        """
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        extra = {"max_tokens": max_tokens}
+        if temperature is not None:
+            extra["temperature"] = temperature
+        if seed is not None:
+            extra["seed"] = seed
+        return self._chat(messages, json_reply=False, **extra)
+
+    def _chat(self, messages: list[dict], json_reply: bool = True, **extra) -> str:
         import openai
 
         request = {
             "model": self.config.model,
             "messages": messages,
             "temperature": self.config.temperature,
+            **({"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}),
+            **extra,
         }
         try:
-            if self._json_mode:
+            if not json_reply:
+                response = self._client.chat.completions.create(**request)
+            elif self._json_mode:
                 try:
                     response = self._client.chat.completions.create(
                         **request, response_format={"type": "json_object"}

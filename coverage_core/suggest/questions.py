@@ -40,12 +40,16 @@ N_EXISTING_IN_PROMPT = 20
 class Suggestion:
     """A suggested test question for a gap.
 
-    ``origin`` is ``"llm"`` (written by the model) or ``"draft"`` (templated
+    ``origin`` is ``"local"`` (written by the bundled local model),
+    ``"llm"`` (written by the user's LLM) or ``"draft"`` (templated
     offline, to be edited). ``document`` and ``passage`` (shortened) are the
     source the question is answerable from; empty when an LLM question cited
-    no valid passage. ``language`` is the ISO 639-1 code of that passage
+    no valid passage. ``chunk`` is that passage's chunk index (None when
+    there is none). ``language`` is the ISO 639-1 code of that passage
     ("" when unknown). ``note`` says why a passage got no draft (its
     language has no draft wording); such a suggestion's ``text`` is empty.
+    ``kept`` is False for a written question that failed the keep rule
+    (:data:`DROP_REASONS`); ``reason`` then says why, in plain words.
     """
 
     cluster: int
@@ -55,6 +59,9 @@ class Suggestion:
     passage: str
     language: str = ""
     note: str = ""
+    chunk: int | None = None
+    kept: bool = True
+    reason: str = ""
 
 
 def suggestion_from(
@@ -72,6 +79,7 @@ def suggestion_from(
         passage=shorten(chunk_texts[index], SUGGESTION_PASSAGE_CHARS, at_word=True),
         language=language,
         note=note,
+        chunk=int(index),
     )
 
 
@@ -350,6 +358,16 @@ def _key_sentences(text: str, theme_words: set[str], code: str, strict: bool = T
         needs_context = bool(dangling and dangling.match(sentence.lstrip(_SENTENCE_OPENERS)))
         scored.append((needs_context, -density, position, sentence))
     return [sentence for *_, sentence in sorted(scored)]
+
+
+def has_sentences(text: str, code: str) -> bool:
+    """Whether a passage in language ``code`` holds a sentence to ask about (prose, not a list, table or caption).
+
+    Languages without draft wording are given the benefit of the doubt.
+    """
+    if _wording_key(text, code) not in DRAFT_WORDINGS:
+        return True
+    return bool(_key_sentences(text, set(), code) or _key_sentences(text, set(), code, strict=False))
 
 
 @lru_cache(maxsize=None)

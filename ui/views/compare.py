@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from coverage_core import pipeline
+from coverage_core.checks import scorecard as scorecard_check
+from coverage_core.inputs import testset_formats
 from coverage_core.results import Analysis
 from coverage_core.types import QuestionSet
 from ui import formats
@@ -58,3 +60,55 @@ def cluster_deltas(before: Analysis, after: Analysis, names=("before", "after"))
         }
     )
     return frame.sort_values(["change", "cluster"], ascending=[False, True]).reset_index(drop=True)
+
+
+# Score cards at 1280 px: the main area of the wide layout beside the sidebar, a label's width per character
+# (14 px sans-serif) and a card's padding and border. A row holds at most MAX_CARDS_PER_ROW cards.
+MAIN_WIDTH_AT_1280 = 880
+LABEL_CHAR_PX = 8.5
+CARD_PADDING_PX = 48
+MAX_CARDS_PER_ROW = 3
+
+
+def label_fits(label: str, cards_in_row: int, main_width: int = MAIN_WIDTH_AT_1280) -> bool:
+    """Whether a card's label shows whole (not cut to "Tested sh…") in a row of ``cards_in_row`` cards."""
+    return len(label) * LABEL_CHAR_PX + CARD_PADDING_PX <= main_width / cards_in_row
+
+
+def card_rows(names: list[str], main_width: int = MAIN_WIDTH_AT_1280) -> list[list[str]]:
+    """The score cards in rows, in order, each row as full as its labels allow at ``main_width`` pixels."""
+    rows: list[list[str]] = []
+    for name in names:
+        label = formats.metric_label(name)
+        if rows and len(rows[-1]) < MAX_CARDS_PER_ROW and all(
+            label_fits(formats.metric_label(n), len(rows[-1]) + 1, main_width) for n in [*rows[-1], name]
+        ) and label_fits(label, len(rows[-1]) + 1, main_width):
+            rows[-1].append(name)
+        else:
+            rows.append([name])
+    return rows
+
+
+def scorecards(comparison: Comparison) -> scorecard_check.ScorecardComparison:
+    """Both sets' test-set scorecards and which is better on what."""
+    return scorecard_check.compare_scorecards(
+        scorecard_check.scorecard(comparison.a), scorecard_check.scorecard(comparison.b),
+        (comparison.name_a, comparison.name_b),
+    )
+
+
+def scorecard_table(result: scorecard_check.ScorecardComparison) -> pd.DataFrame:
+    """One row per figure: both sets' values as percentages, which set is better, and each set's reading."""
+    names = result.names
+    table = result.table.copy()
+    for name in names:
+        table[name] = [formats.percent(value) for value in table[name]]
+    for name, card in zip(names, result.cards):
+        table[f"reading ({name})"] = card.table()["reading"].to_numpy()
+    return table
+
+
+def split_format_note(messages: list[str]) -> tuple[str | None, list[str]]:
+    """(the "Read as a RAGAS test set: …" sentence or None, the other warnings)."""
+    notes = [m for m in messages if testset_formats.is_format_note(m)]
+    return (notes[0] if notes else None), [m for m in messages if not testset_formats.is_format_note(m)]

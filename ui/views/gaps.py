@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from coverage_core import pipeline
+from coverage_core.checks.retrieval_labels import find_relevant_column
+from coverage_core.errors import CoverageError
 from coverage_core.results import Analysis
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.suggest.questions import is_unfinished_draft
@@ -19,6 +22,11 @@ SUGGESTION_COLUMNS = ("accept", "question", "cluster", "origin", "document", "pa
 USER_ORIGIN = "you"
 TRAFFIC_ORIGIN = "traffic"
 MARKER_COLUMN = "suggested"
+SOURCE_COLUMN = "source_document"
+"""The column the improved CSV names an added question's source document in when the file has no source column
+of its own; one of the names the retrieval check recognises (``RELEVANT_COLUMN_NAMES``)."""
+PASSAGE_COLUMN = "source_passage"
+"""The column the improved CSV gives an added question's source passage in (shortened, as the editor shows it)."""
 
 
 def topic_of(analysis: Analysis, cluster: int) -> str:
@@ -44,9 +52,85 @@ def gap_rule(gaps: GapConfig) -> str:
 
 def suggestions_origin(analysis: Analysis) -> str:
     """Who wrote the gaps' suggestions, for the sentence above the gap table."""
-    if any(s.origin == "llm" for gap in analysis.gaps for s in gap.suggestions):
-        return "written by the LLM"
-    return "offline drafts from the least-covered passages — edit them before use"
+    origins = {s.origin for gap in analysis.gaps for s in gap.suggestions if s.text}
+    written = [formats.origin_words(origin) for origin in ("llm", "local") if origin in origins]
+    if not written:
+        return "offline drafts from the least-covered passages — edit them before use"
+    sentence = " or ".join(written)
+    if "draft" in origins:
+        sentence += ", and drafts to edit where no written question passed the check"
+    return sentence
+
+
+def why_no_suggestion(gap) -> str:
+    """Why ``gap`` has no suggestion, in one plain sentence: the core's note, else what the suggestions say."""
+    if gap.note:
+        return gap.note
+    notes = [s.note for s in gap.suggestions if s.note]
+    if notes:
+        return notes[0]
+    if gap.dropped:
+        reasons = list(dict.fromkeys(s.reason for s in gap.dropped if s.reason))
+        return (f"Every question written for this topic was dropped ({'; '.join(reasons)})." if reasons
+                else "Every question written for this topic was dropped.")
+    return "No question could be written for this topic."
+
+
+@dataclass(frozen=True)
+class GapCard:
+    """One gap as the Gap analysis page lists it: what it is, its suggestions, the questions dropped, or why none.
+
+    ``suggestions`` are (question, who wrote it in words, source document); ``dropped`` are (question, why);
+    ``note`` is "" when there are suggestions, else why there are none (:func:`why_no_suggestion`).
+    ``title`` is user text (a topic label): escape it before showing it as Markdown.
+    """
+
+    rank: int
+    cluster: int
+    title: str
+    summary: str
+    themes: tuple[str, ...]
+    suggestions: tuple[tuple[str, str, str], ...]
+    dropped: tuple[tuple[str, str], ...]
+    note: str
+
+
+def gap_cards(analysis: Analysis) -> list[GapCard]:
+    """Every gap of ``analysis``, most urgent first, as a :class:`GapCard`."""
+    cards = []
+    for rank, gap in enumerate(analysis.gaps, start=1):
+        written = tuple((s.text, formats.origin_words(s.origin), s.document) for s in gap.suggestions if s.text)
+        share = _tested_share(analysis, gap.cluster)
+        tested = f"{share:.0%} of {formats.count(gap.size, 'passage')} tested" if np.isfinite(share) else (
+            formats.count(gap.size, "passage"))
+        offered = formats.count(len(written), "suggestion") if written else "no suggestion"
+        cards.append(GapCard(
+            rank=rank, cluster=int(gap.cluster), title=topic_of(analysis, gap.cluster) or f"cluster {gap.cluster}",
+            summary=f"{tested} · {offered}", themes=tuple(gap.themes), suggestions=written,
+            dropped=tuple((s.text, s.reason or "it did not pass the check") for s in gap.dropped),
+            note="" if written else why_no_suggestion(gap),
+        ))
+    return cards
+
+
+def focused_gap(analysis: Analysis, value: object) -> int | None:
+    """The cluster ``value`` (a Results link's query parameter) names, if it is one of ``analysis``'s gaps."""
+    try:
+        cluster = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return cluster if any(int(gap.cluster) == cluster for gap in analysis.gaps) else None
+
+
+def gap_outlook(analysis: Analysis, cluster: int) -> str | None:
+    """What the Gap analysis page offers for gap ``cluster`` of ``analysis`` (its gaps found): how many
+    suggestions, or why there are none; None when it is not one of the gaps."""
+    for card in gap_cards(analysis):
+        if card.cluster == int(cluster):
+            if card.suggestions:
+                return f"{formats.count(len(card.suggestions), 'suggested question')} ready."
+            return card.note
+    return None
 
 
 def gap_table(analysis: Analysis) -> pd.DataFrame:
@@ -63,7 +147,7 @@ def gap_table(analysis: Analysis) -> pd.DataFrame:
                 "size": gap.size,
                 "corpus share": gap.share,
                 "themes": ", ".join(gap.themes),
-                "suggested questions": "\n".join(s.text or s.note for s in gap.suggestions),
+                "suggested questions": "\n".join(s.text for s in gap.suggestions if s.text) or why_no_suggestion(gap),
             }
         )
     columns = ["rank", "cluster", "topic", "tested share", "coverage", "size", "corpus share", "themes", "suggested questions"]
@@ -135,10 +219,14 @@ def merge_suggestions(previous: pd.DataFrame | None, fresh: pd.DataFrame) -> pd.
 
 
 def traffic_suggestions_frame(result) -> pd.DataFrame:
-    """The traffic comparison's suggestions (real untested queries) as rows of the suggestions editor."""
+    """The traffic comparison's suggestions (real untested queries) as rows of the suggestions editor.
+
+    Each row is in the topic (cluster) of the passage that answers it; a query no passage answers has no
+    topic and its passage cell says so (the core's note, "no answer in the documents"): a gap in the
+    documents, not in the test set."""
     rows = [
-        {"accept": False, "question": s.text, "cluster": s.cluster if s.cluster >= 0 else None,
-         "origin": s.origin, "document": s.document, "passage": s.passage}
+        {"accept": False, "question": s.text, "cluster": s.cluster if s.cluster >= 0 and not s.note else None,
+         "origin": s.origin, "document": s.document, "passage": s.passage or s.note}
         for s in result.suggestions
     ]
     return normalize_suggestions(pd.DataFrame(rows, columns=list(SUGGESTION_COLUMNS)))
@@ -214,15 +302,66 @@ class Improvement:
 
 
 def improve(
-    analysis: Analysis, texts: Sequence[str], embedder, cache, overrides, rows: Sequence[dict] = ()
+    analysis: Analysis, texts: Sequence[str], embedder, cache, overrides, rows: Sequence[dict] = (),
+    relevant_column: str | None = None,
 ) -> Improvement:
-    """Add ``texts`` to the questions and rescore (same clusters; only new texts are embedded)."""
+    """Add ``texts`` to the questions and rescore (same clusters; only new texts are embedded).
+
+    The improved question set names each added question's source (:func:`with_sources`).
+    """
     improved, after = pipeline.accept_questions(
         analysis, list(texts), embedder, cache, marker_column=MARKER_COLUMN,
         force_include=sorted(overrides.include), force_exclude=sorted(overrides.exclude),
     )
+    improved = with_sources(improved, len(analysis.questions.frame), rows,
+                            source_column(analysis.questions, relevant_column))
     return Improvement(tuple(texts), improved, analysis, after, tuple(rows))
 
 
-def improved_questions(questions: QuestionSet, texts: Sequence[str]) -> QuestionSet:
-    return pipeline.add_questions(questions, list(texts), marker_column=MARKER_COLUMN)
+def source_column(questions: QuestionSet, relevant_column: str | None = None) -> str | None:
+    """The user's own column for relevant sources (the one chosen, else one named like it, as the retrieval check
+    finds it), or None when the file has none."""
+    columns = [str(column) for column in questions.frame.columns]
+    try:
+        found = find_relevant_column(columns, relevant_column or None)
+    except CoverageError:  # a chosen column this file does not have
+        found = find_relevant_column(columns)
+    return None if found == questions.question_column else found
+
+
+def with_sources(
+    improved: QuestionSet, start: int, rows: Iterable[Mapping], column: str | None = None
+) -> QuestionSet:
+    """``improved`` with each added row (from file row ``start`` on) naming the source of its question.
+
+    ``rows`` are the accepted suggestion-table rows (:func:`accepted_rows`); a row's ``document`` goes into
+    ``column`` (the user's source column, :func:`source_column`) or, when there is none, into a new
+    :data:`SOURCE_COLUMN`, and its ``passage`` into :data:`PASSAGE_COLUMN`. Rows without a source (typed by the
+    user) stay blank; when no added row has a source the set is returned as it is, with no new column.
+    """
+    by_text = {" ".join(str(row.get("question", "")).split()): row for row in rows}
+    frame = improved.frame
+    sourced = [
+        (index, by_text[text]) for index, text in zip(frame.index[start:], frame[improved.question_column].iloc[start:])
+        if str(by_text.get(text, {}).get("document") or "").strip()
+    ]
+    if not sourced:
+        return improved
+    frame = frame.copy()
+    column = column or SOURCE_COLUMN
+    for name in (column, PASSAGE_COLUMN):
+        if name not in frame.columns:
+            frame[name] = ""
+    for index, row in sourced:
+        frame.loc[index, column] = str(row["document"])
+        frame.loc[index, PASSAGE_COLUMN] = " ".join(str(row.get("passage") or "").split())
+    return dataclasses.replace(improved, frame=frame)
+
+
+def improved_questions(
+    questions: QuestionSet, texts: Sequence[str], rows: Iterable[Mapping] = (), relevant_column: str | None = None
+) -> QuestionSet:
+    """``questions`` with ``texts`` appended and marked; with ``rows`` (:func:`accepted_rows`), each added
+    question's source document and passage too (:func:`with_sources`)."""
+    improved = pipeline.add_questions(questions, list(texts), marker_column=MARKER_COLUMN)
+    return with_sources(improved, len(questions.frame), rows, source_column(questions, relevant_column))

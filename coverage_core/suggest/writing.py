@@ -1,0 +1,271 @@
+"""Real questions for a gap's least covered passages, written by a language model and kept only when they hold.
+
+A small model writes uneven questions: some good, some about "the passage"
+rather than its content, some unanswerable, some in the wrong language. So
+the model writes one question per passage and each is checked by the
+**keep rule**: a question ``q`` written from passage ``c`` is kept when
+
+1. it is one question: ends with a question mark, 4 to ``max_words`` words,
+   does not talk about "the passage" or "the text", and is in the passage's
+   language;
+2. it reaches its passage: ``cos(q, c) >= τ``, the calibrated support level;
+3. it retrieves its passage: ``c`` is among the ``top_k`` chunks most
+   similar to ``q`` (rank by cosine over the whole knowledge base), so a
+   generic question that reaches many passages is not kept;
+4. it repeats no test question: ``cos(q, e) < duplicate_similarity`` for
+   every existing question ``e``.
+
+A dropped question keeps its reason (:data:`DROP_REASONS`), and its
+passage is tried again with a new seed, up to ``attempts`` times; a passage
+with no kept question falls back to an offline draft
+(:func:`~coverage_core.suggest.questions.draft_questions`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from coverage_core.errors import ProviderError
+from coverage_core.languages import UNDETERMINED, detect_language, language_name
+from coverage_core.stages.blockwise import block_rows
+from coverage_core.suggest.llm import FATAL_KINDS, ChatClient
+from coverage_core.suggest.questions import Suggestion, duplicate_key, suggestion_from
+from coverage_core.validation import check_scalar, shorten, unit_rows
+
+__all__ = ["DROP_REASONS", "PassageRanks", "WritingConfig", "WrittenQuestions", "tidy_question", "write_questions"]
+
+DROP_REASONS = {
+    "not_a_question": "it is not a single question",
+    "about_the_text": "it asks about the passage itself, not about its content",
+    "length": "it is too short or too long to be a test question",
+    "language": "it is not written in the passage's language ({language})",
+    "repeat": "it repeats a question already suggested",
+    "unreached": "it does not reach its passage (similarity {similarity:.2f}, below the support level {tau:.2f})",
+    "not_retrieved": "its passage is not among the {k} passages it retrieves (rank {rank})",
+    "duplicate": "it is a near-duplicate of an existing test question",
+}
+"""Why a written question was dropped, in plain words: the one place these sentences live."""
+
+
+@dataclass(frozen=True)
+class WritingConfig:
+    """Settings of the keep rule (module docstring) and of the model's tries.
+
+    ``attempts``: tries per passage (the first at ``temperature``, the
+    others at ``retry_temperature`` with a new seed). ``max_tokens``: the
+    longest reply read.
+    """
+
+    attempts: int = 3
+    top_k: int = 5
+    max_words: int = 30
+    duplicate_similarity: float = 0.9
+    temperature: float = 0.2
+    retry_temperature: float = 0.8
+    max_tokens: int = 48
+
+    def __post_init__(self):
+        for name in ("attempts", "top_k", "max_words", "max_tokens"):
+            check_scalar(getattr(self, name), name, int, min_val=1)
+        check_scalar(self.duplicate_similarity, "duplicate_similarity", float, min_val=0.0, max_val=1.0)
+
+
+@dataclass(frozen=True)
+class WrittenQuestions:
+    """What :func:`write_questions` made of one gap's passages.
+
+    ``kept``: the questions that passed the keep rule, at most one per
+    passage, in passage order. ``dropped``: the others, each with
+    ``kept=False`` and its ``reason``. ``unwritten``: the passages with no
+    kept question (for drafts). ``failure``: the model's error when it
+    stopped answering ("" when it did not); ``fatal`` when the next gaps
+    would fail the same way.
+    """
+
+    kept: tuple[Suggestion, ...]
+    dropped: tuple[Suggestion, ...]
+    unwritten: tuple[int, ...]
+    failure: str = ""
+    fatal: bool = False
+
+
+_SYSTEM = "You write one quiz question about a passage."
+_PROMPT = "Passage: {passage}\n\nWrite one question that this passage answers.{language} Reply with the question only."
+_PASSAGE_CHARS = 1200
+# Openings a small model puts before its question: "Question:", "Q1.", "Here is a question:", quotes, bullets.
+_PREAMBLE = re.compile(
+    r"^(?:\W*(?:question|q)\s*\d*\s*[:.)-]|\W*here(?:'s| is) (?:a|one|the) question[^:]*:|"
+    r"\W*the question (?:that|this)[^:]*:|[\s\"'“‘«*#>\-•\d.)]+)\s*",
+    re.IGNORECASE,
+)
+_ABOUT_THE_TEXT = re.compile(
+    r"\b(?:the|this|that|given) (?:passage|text|article|paragraph|sentence|excerpt|author|statement)\b|"
+    r"\bthis question\b|\bthe answer to\b",
+    re.IGNORECASE,
+)
+_MIN_WORDS = 4
+
+
+def tidy_question(reply: str, max_words: int = WritingConfig.max_words) -> tuple[str, str]:
+    """The question in a model's reply and "" , or the text and the :data:`DROP_REASONS` key that rejects it.
+
+    The reply's first line is read, with any "Question:" preamble, quotes
+    and bullets taken off, and cut after its first question mark.
+    """
+    line = next((part.strip() for part in str(reply).splitlines() if part.strip()), "")
+    for _ in range(2):  # "1. Question: …"
+        line = _PREAMBLE.sub("", line, count=1).strip()
+    mark = re.search(r"[?？]", line)
+    if mark is None:
+        return line, "not_a_question"
+    question = line[: mark.end()].strip().strip("\"'”’»*").strip()
+    if _ABOUT_THE_TEXT.search(question):
+        return question, "about_the_text"
+    words = len(question.split()) if " " in question else len(question) // 2  # no spaces: Chinese, Japanese
+    if not _MIN_WORDS <= words <= max_words:
+        return question, "length"
+    return question, ""
+
+
+def _language_clause(code: str) -> str:
+    if code in ("", "en", UNDETERMINED):
+        return ""
+    return f" Write the question in {language_name(code)}, the language of the passage."
+
+
+class PassageRanks:
+    """Ranks of source passages among all chunks, for the keep rule's third point, in bounded memory."""
+
+    def __init__(self, chunk_vectors):
+        self.vectors = chunk_vectors
+        self._norms: np.ndarray | None = None
+
+    def norms(self) -> np.ndarray:
+        if self._norms is None:
+            rows = block_rows(self.vectors.shape[1], None)
+            self._norms = np.concatenate([
+                np.linalg.norm(np.asarray(self.vectors[start:start + rows], dtype=np.float32), axis=1)
+                for start in range(0, self.vectors.shape[0], rows)
+            ]) if self.vectors.shape[0] else np.zeros(0, dtype=np.float32)
+            self._norms[self._norms == 0] = 1.0
+        return self._norms
+
+    def similarities(self, question_vector: np.ndarray) -> np.ndarray:
+        """cos(q, every chunk)."""
+        norms = self.norms()
+        rows = block_rows(self.vectors.shape[1], None)
+        unit = unit_rows(np.asarray(question_vector, dtype=np.float32)[None, :])[0]
+        return np.concatenate([
+            np.asarray(self.vectors[start:start + rows], dtype=np.float32) @ unit / norms[start:start + rows]
+            for start in range(0, self.vectors.shape[0], rows)
+        ])
+
+
+def _verdict(
+    question_vector, source: int, retrieval: PassageRanks, existing: np.ndarray | None, support_threshold: float,
+    config: WritingConfig,
+) -> str:
+    """The keep rule's points 2-4 for one question: "" when kept, else the reason."""
+    similarities = retrieval.similarities(question_vector)
+    own = float(similarities[source])
+    if own < support_threshold:
+        return DROP_REASONS["unreached"].format(similarity=own, tau=support_threshold)
+    rank = int(np.count_nonzero(similarities > own)) + 1
+    if rank > config.top_k:
+        return DROP_REASONS["not_retrieved"].format(k=config.top_k, rank=rank)
+    if existing is not None and existing.size:
+        unit = unit_rows(np.asarray(question_vector, dtype=np.float32)[None, :])[0]
+        if float(np.max(existing @ unit)) >= config.duplicate_similarity:
+            return DROP_REASONS["duplicate"]
+    return ""
+
+
+def write_questions(
+    client: ChatClient,
+    cluster: int,
+    passages: Sequence[int],
+    chunk_texts: Sequence[str],
+    chunk_documents: Sequence[str],
+    chunk_vectors,
+    embed: Callable[[list[str]], np.ndarray],
+    support_threshold: float,
+    *,
+    existing_vectors=None,
+    languages: Sequence[str] | None = None,
+    candidates: Sequence[str] | None = None,
+    n: int = 3,
+    seen: set[str] | None = None,
+    config: WritingConfig | None = None,
+    origin: str = "local",
+    retrieval: PassageRanks | None = None,
+) -> WrittenQuestions:
+    """One kept question per passage, for up to ``n`` of ``passages`` (least covered first), by the keep rule.
+
+    ``embed`` embeds texts with the model of ``chunk_vectors``;
+    ``existing_vectors`` are the test questions' embeddings (point 4);
+    ``languages`` each passage's language code (detected when None;
+    ``candidates`` are the corpus's languages). ``seen`` holds the
+    duplicate keys of questions already suggested, and gains the kept ones.
+    A model error stops the writing: what was kept so far stays, and
+    ``failure`` says what happened.
+    """
+    config = config or WritingConfig()
+    seen = seen if seen is not None else set()
+    retrieval = retrieval or PassageRanks(chunk_vectors)
+    existing = None
+    if existing_vectors is not None and len(existing_vectors):
+        existing = unit_rows(np.asarray(existing_vectors, dtype=np.float32))
+    if languages is None:
+        languages = [detect_language(chunk_texts[i], candidates) for i in passages]
+    kept: list[Suggestion] = []
+    dropped: list[Suggestion] = []
+    unwritten: list[int] = []
+    for position, (index, code) in enumerate(zip(passages, languages)):
+        if len(kept) == n:
+            break
+        prompt = _PROMPT.format(
+            passage=shorten(chunk_texts[index], _PASSAGE_CHARS, at_word=True), language=_language_clause(code)
+        )
+        found = None
+        for attempt in range(config.attempts):
+            try:
+                reply = client.complete_text(
+                    _SYSTEM, prompt, max_tokens=config.max_tokens, seed=attempt,
+                    temperature=config.temperature if attempt == 0 else config.retry_temperature,
+                )
+            except ProviderError as error:
+                unwritten.extend(passages[position:])
+                return WrittenQuestions(tuple(kept), tuple(dropped), tuple(unwritten), str(error),
+                                        error.kind in FATAL_KINDS or error.kind == "unavailable")
+            text, key = tidy_question(reply, config.max_words)
+            reason = DROP_REASONS[key] if key else ""
+            if not reason and code not in ("", UNDETERMINED) and detect_language(text, candidates) != code:
+                reason = DROP_REASONS["language"].format(language=language_name(code))
+            if not reason and duplicate_key(text) in seen:
+                reason = DROP_REASONS["repeat"]
+            if not reason:
+                vector = np.asarray(embed([text]), dtype=np.float32)[0]
+                reason = _verdict(vector, index, retrieval, existing, support_threshold, config)
+            suggestion = suggestion_from(cluster, text, origin, index, chunk_texts, chunk_documents, code)
+            if reason:
+                if text:
+                    dropped.append(_dropped(suggestion, reason))
+                continue
+            found = suggestion
+            break
+        if found is None:
+            unwritten.append(index)
+        else:
+            seen.add(duplicate_key(found.text))
+            kept.append(found)
+    return WrittenQuestions(tuple(kept), tuple(dropped), tuple(unwritten))
+
+
+def _dropped(suggestion: Suggestion, reason: str) -> Suggestion:
+    from dataclasses import replace
+
+    return replace(suggestion, kept=False, reason=reason)
