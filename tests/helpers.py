@@ -380,3 +380,18 @@ def check_figures(page, where: str, at_least: int = 1) -> list[dict]:
             f"{name}: clusters are named by number in the legend: {figure['legendText'][:200]!r}"
         )
     return figures
+
+
+def measured_analysis(documents, questions, embedder):
+    """The measured analysis with the default settings (chunks, clusters, screening, figures), without gap
+    suggestions: the tests that use it need no model writing questions."""
+    from coverage_core import pipeline
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.stages.measure import measure
+
+    config = AnalysisConfig()
+    corpus = pipeline.embed_corpus(documents, config.chunking, embedder, None)
+    embedding = pipeline.embed_questions(questions, embedder, None)
+    calibration = pipeline.calibrate_corpus(config, corpus, embedder, None)
+    clustering = pipeline.cluster_chunks(corpus, config.n_clusters, config.random_state)
+    return measure(config, corpus, questions, embedding, clustering, calibration=calibration)

@@ -487,7 +487,7 @@ def test_compare_page_scores_a_second_set_on_the_same_clusters(seeded):
     assert not at.exception, [e.value for e in at.exception]
     comparison = at.session_state[state.COMPARISON].value
     assert comparison.b.clustering is comparison.a.clustering
-    deltas = at.dataframe[1].value
+    deltas = next(frame.value for frame in at.dataframe if "cluster" in frame.value.columns)
     assert len(deltas) == 4 and {"subset.csv", "koala.csv", "change"} <= set(deltas.columns)
     koala = {int(c) for c in reference.clusters.sort_values("coverage")["cluster"][:1]}
     assert deltas.set_index("cluster").loc[list(koala), "change"].iloc[0] > 0

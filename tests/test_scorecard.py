@@ -11,25 +11,13 @@ from coverage_core import pipeline
 from coverage_core.checks import scorecard as scorecard_check
 from coverage_core.checks.answerability import fitness_threshold
 from coverage_core.checks.scorecard import compare_scorecards, gini, normalised_entropy, scorecard
-from coverage_core.config import AnalysisConfig
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
-from coverage_core.stages.measure import measure
 from tests.fakes import FakeEmbedder
-from tests.helpers import FIXTURES, PROJECT
+from tests.helpers import FIXTURES, PROJECT, measured_analysis
 
 TESTSETS = FIXTURES / "testsets"
 DOCS = PROJECT / "examples" / "wiki-qa" / "docs"
-
-
-def analyzed(documents, questions, embedder):
-    """The measured analysis (chunks, clusters, screening, figures; no gap suggestions, which need nothing here)."""
-    config = AnalysisConfig()
-    corpus = pipeline.embed_corpus(documents, config.chunking, embedder, None)
-    embedding = pipeline.embed_questions(questions, embedder, None)
-    calibration = pipeline.calibrate_corpus(config, corpus, embedder, None)
-    clustering = pipeline.cluster_chunks(corpus, config.n_clusters, config.random_state)
-    return measure(config, corpus, questions, embedding, clustering, calibration=calibration)
 
 
 # ---------------------------------------------------------------- balance measures
@@ -87,7 +75,7 @@ def two_sets():
     on the same chunks and clusters (only its questions embedded)."""
     documents = read_documents([DOCS]).documents
     embedder = FakeEmbedder(vectors="words", width=256, max_tokens=400)
-    good = analyzed(documents, read_questions(TESTSETS / "ragas_testset.jsonl"), embedder)
+    good = measured_analysis(documents, read_questions(TESTSETS / "ragas_testset.jsonl"), embedder)
     before = embedder.n_embedded
     bad_questions = read_questions(TESTSETS / "ragas_skewed_duplicated.jsonl")
     bad = pipeline.rescore(good, bad_questions, embedder, None)

@@ -38,6 +38,8 @@ from tests.test_gaps import (
         ("Here is a question: What is a violin bow strung with?", "What is a violin bow strung with?", ""),
         ("What is the answer to this question?", "What is the answer to this question?", "about_the_text"),
         ("What does the passage say about violins?", "What does the passage say about violins?", "about_the_text"),
+        ("What inspired you to write about violins?", "What inspired you to write about violins?", "about_the_text"),
+        ("Write: What is a violin bow strung with?", "What is a violin bow strung with?", ""),
         ("Violins are strung with horsehair.", "Violins are strung with horsehair.", "not_a_question"),
         ("Why?", "Why?", "length"),
         ("What " + "very " * 40 + "long question is this?", None, "length"),

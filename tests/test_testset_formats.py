@@ -12,29 +12,17 @@ import pytest
 from coverage_core import pipeline
 from coverage_core.checks import retrieval, retrieval_labels
 from coverage_core.checks.retrieval_labels import PassageRef, find_relevant_column, passage_chunks
-from coverage_core.config import AnalysisConfig
 from coverage_core.errors import InputError
 from coverage_core.inputs import testset_formats
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
 from coverage_core.inputs.testset_formats import detect_format, parse_list_cell, reference_passages
-from coverage_core.stages.measure import measure
 from coverage_core.types import Chunk, Document
 from tests.fakes import FakeEmbedder
-from tests.helpers import FIXTURES, PROJECT
+from tests.helpers import FIXTURES, PROJECT, measured_analysis
 
 TESTSETS = FIXTURES / "testsets"
 DOCS = PROJECT / "examples" / "wiki-qa" / "docs"
-
-
-def analyzed(documents, questions, embedder):
-    """The measured analysis (chunks, clusters, screening, figures; no gap suggestions, which need nothing here)."""
-    config = AnalysisConfig()
-    corpus = pipeline.embed_corpus(documents, config.chunking, embedder, None)
-    embedding = pipeline.embed_questions(questions, embedder, None)
-    calibration = pipeline.calibrate_corpus(config, corpus, embedder, None)
-    clustering = pipeline.cluster_chunks(corpus, config.n_clusters, config.random_state)
-    return measure(config, corpus, questions, embedding, clustering, calibration=calibration)
 
 # (file, tool, question column, context column) as each generator writes them.
 FILES = [
@@ -254,7 +242,7 @@ def fixture_analysis():
     documents = read_documents([DOCS]).documents
     questions = read_questions(TESTSETS / "ragas_testset.jsonl")
     embedder = FakeEmbedder(vectors="words", width=256, max_tokens=400)
-    return analyzed(documents, questions, embedder)
+    return measured_analysis(documents, questions, embedder)
 
 
 def test_the_retrieval_check_runs_on_reference_passages_with_no_column_chosen(fixture_analysis):

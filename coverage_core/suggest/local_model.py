@@ -21,12 +21,13 @@ import importlib.util
 import os
 import secrets
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from coverage_core.errors import ProviderError
 from coverage_core.suggest.llm import ChatClient, LLMConfig
 
-__all__ = ["LOCAL_MODEL", "LocalModelServer", "local_model_available", "local_model_path", "shared_local_client"]
+__all__ = ["LOCAL_MODEL", "LocalChatClient", "LocalModelServer", "local_model_available", "local_model_path", "shared_local_client"]
 
 LOCAL_MODEL = "SmolLM2-135M-Instruct"
 """The bundled model's name, as the dashboard and the reports show it."""
@@ -120,7 +121,7 @@ class LocalModelServer:
         )
 
     def client(self) -> ChatClient:
-        return ChatClient(self.config())
+        return LocalChatClient(self.config())
 
     def close(self) -> None:
         server, self._server, self.base_url = self._server, None, None
@@ -134,6 +135,31 @@ class LocalModelServer:
 
     def __repr__(self) -> str:  # the key stays out
         return f"LocalModelServer(model={LOCAL_MODEL!r}, base_url={self.base_url!r})"
+
+
+# Replies remembered per process: the bundled model answers a prompt with a given seed the same way every
+# time, so asking again (a dashboard rerun, the same gap after a new K) would only cost seconds.
+_MAX_REMEMBERED_REPLIES = 4096
+_replies: OrderedDict[tuple, str] = OrderedDict()
+_replies_lock = threading.Lock()
+
+
+class LocalChatClient(ChatClient):
+    """A :class:`ChatClient` to the bundled model whose text replies are remembered (a seeded reply repeats)."""
+
+    def complete_text(self, system: str, user: str, *, max_tokens: int = 64, temperature: float | None = None,
+                      seed: int | None = None) -> str:
+        key = (system, user, max_tokens, temperature, seed)
+        with _replies_lock:
+            if key in _replies:
+                _replies.move_to_end(key)
+                return _replies[key]
+        reply = super().complete_text(system, user, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        with _replies_lock:
+            _replies[key] = reply
+            while len(_replies) > _MAX_REMEMBERED_REPLIES:
+                _replies.popitem(last=False)
+        return reply
 
 
 _shared_server: LocalModelServer | None = None

@@ -6,8 +6,8 @@ the model writes one question per passage and each is checked by the
 **keep rule**: a question ``q`` written from passage ``c`` is kept when
 
 1. it is one question: ends with a question mark, 4 to ``max_words`` words,
-   does not talk about "the passage" or "the text", and is in the passage's
-   language;
+   does not talk about "the passage", "the text" or "you", and is in the
+   passage's language;
 2. it reaches its passage: ``cos(q, c) >= τ``, the calibrated support level;
 3. it retrieves its passage: ``c`` is among the ``top_k`` chunks most
    similar to ``q`` (rank by cosine over the whole knowledge base), so a
@@ -40,7 +40,7 @@ __all__ = ["DROP_REASONS", "PassageRanks", "WritingConfig", "WrittenQuestions", 
 
 DROP_REASONS = {
     "not_a_question": "it is not a single question",
-    "about_the_text": "it asks about the passage itself, not about its content",
+    "about_the_text": "it asks about the passage or its reader, not about the passage's content",
     "length": "it is too short or too long to be a test question",
     "language": "it is not written in the passage's language ({language})",
     "repeat": "it repeats a question already suggested",
@@ -98,13 +98,13 @@ _PROMPT = "Passage: {passage}\n\nWrite one question that this passage answers.{l
 _PASSAGE_CHARS = 1200
 # Openings a small model puts before its question: "Question:", "Q1.", "Here is a question:", quotes, bullets.
 _PREAMBLE = re.compile(
-    r"^(?:\W*(?:question|q)\s*\d*\s*[:.)-]|\W*here(?:'s| is) (?:a|one|the) question[^:]*:|"
+    r"^(?:\W*(?:question|q|write)\s*\d*\s*[:.)-]|\W*here(?:'s| is) (?:a|one|the) question[^:]*:|"
     r"\W*the question (?:that|this)[^:]*:|[\s\"'“‘«*#>\-•\d.)]+)\s*",
     re.IGNORECASE,
 )
 _ABOUT_THE_TEXT = re.compile(
     r"\b(?:the|this|that|given) (?:passage|text|article|paragraph|sentence|excerpt|author|statement)\b|"
-    r"\bthis question\b|\bthe answer to\b",
+    r"\bthis question\b|\bthe answer to\b|\byour?\b",
     re.IGNORECASE,
 )
 _MIN_WORDS = 4
