@@ -119,8 +119,8 @@ if documents is not None:
 
 st.header("2. Test questions")
 csv_upload = st.file_uploader(
-    "Question file (CSV or TSV; comma, semicolon or tab separated)",
-    type=["csv", "tsv", "txt"],
+    "Question file (CSV or TSV; or a RAGAS, DeepEval or Giskard test set in JSON)",
+    type=["csv", "tsv", "txt", "json", "jsonl"],
     key=state.W_CSV_UPLOADER,
 )
 if csv_upload is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, origin_words  # noqa: F401 (re-exported)
+
 SIMILARITY_DECIMALS = 2
 SCORE_DECIMALS = 3
 SIMILARITY_FORMAT = f"%.{SIMILARITY_DECIMALS}f"  # st.column_config / slider format strings
@@ -109,16 +111,5 @@ def count(n: int, noun: str, plural_form: str | None = None) -> str:
     return f"{int(n):,} {plural(int(n), noun, plural_form)}"
 
 
-# Who wrote a suggested question, in the words the Gap analysis page uses (the core's and the editor's codes as keys).
-ORIGIN_WORDS = {
-    "local": "written by the built-in model",
-    "llm": "written by your LLM",
-    "draft": "draft to edit",
-    "you": "added by you",
-    "traffic": "real query from traffic",
-}
-
-
-def origin_words(origin: object) -> str:
-    """Who wrote a suggestion, in plain words: ``origin_words("local")`` -> "written by the built-in model"."""
-    return ORIGIN_WORDS.get(str(origin), str(origin or ""))
+# Who wrote a suggested question: the words every output uses, kept once in the core.
+ORIGIN_WORDS = SUGGESTION_ORIGIN_WORDS

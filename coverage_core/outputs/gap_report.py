@@ -35,11 +35,14 @@ __all__ = [
 ]
 
 SUGGESTION_ORIGIN_WORDS = {
-    "local": "written by the bundled local model",
+    "local": "written by the built-in model",
     "llm": "written by your LLM",
-    "draft": "offline draft, to reword before use",
+    "draft": "draft to edit",
+    "you": "added by you",
+    "traffic": "real query from traffic",
 }
-"""Each suggestion ``origin`` in plain words, for every output that shows it (:func:`origin_words`)."""
+"""Each suggestion ``origin`` in plain words, for every output that shows it, the dashboard's too
+(:func:`origin_words`); ``you`` and ``traffic`` are the dashboard's own rows."""
 
 # Gaps the terminal summary lists; the reports list them all.
 N_SUMMARY_GAPS = 5

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -266,6 +266,4 @@ def write_questions(
 
 
 def _dropped(suggestion: Suggestion, reason: str) -> Suggestion:
-    from dataclasses import replace
-
     return replace(suggestion, kept=False, reason=reason)
