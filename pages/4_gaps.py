@@ -136,11 +136,8 @@ if improvement is not None:
     n_added = len(improvement.texts)
     # The headline figure first: an absolute share, so its change is in percentage points.
     before, after = improvement.before.metrics["tested_share"], improvement.after.metrics["tested_share"]
-    shown, change = formats.share_change(before, after)
-    unchanged = change == formats.NO_CHANGE
-    columns[0].metric(
-        plots.METRIC_LABELS["tested_share"], shown, delta=change, border=True,
-        delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
+    widgets.share_card(
+        columns[0], "tested_share", before, after,
         help=f"Share of the knowledge base's passages that some question reaches: before {before:.1%}, "
         f"after {after:.1%} with {formats.count(n_added, 'added question')}. Points are percentage points.",
     )

@@ -88,11 +88,8 @@ for row in view.card_rows(["tested_share", *widgets.RELATIVE_SCORES]):
     for column, name in zip(st.columns(len(row)), row):
         a, b = comparison.a.metrics[name], comparison.b.metrics[name]
         if name == "tested_share":
-            shown, change = formats.share_change(a, b)
-            unchanged = change == formats.NO_CHANGE
-            column.metric(
-                formats.metric_label(name), shown, delta=change, border=True,
-                delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
+            widgets.share_card(
+                column, name, a, b,
                 help=f"Share of the knowledge base's passages some question reaches: {comparison.name_a} {a:.1%}, "
                 f"{comparison.name_b} {b:.1%}. Points are percentage points.",
             )

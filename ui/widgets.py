@@ -279,6 +279,16 @@ def score_card(column, name: str, before: float, after: float, help: str) -> Non
     )
 
 
+def share_card(column, name: str, before: float, after: float, help: str) -> None:
+    """A share (the tested share) after a change, in percent, its change in percentage points as shown."""
+    shown, change = formats.share_change(before, after)
+    unchanged = change == formats.NO_CHANGE
+    column.metric(
+        formats.metric_label(name), shown, delta=change, border=True, help=help,
+        delta_color="off" if unchanged else "normal", delta_arrow="off" if unchanged else "auto",
+    )
+
+
 def score_columns(names: tuple[str, str]) -> dict:
     """Column formats of a before/after table of relative scores."""
     return {

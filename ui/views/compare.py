@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import pandas as pd
@@ -21,6 +22,14 @@ class Comparison:
     name_b: str
     a: Analysis
     b: Analysis
+
+    @functools.cached_property
+    def scorecards(self) -> scorecard_check.ScorecardComparison:
+        """Both sets' test-set scorecards and which is better on what; computed once, as the comparison is kept
+        across the page's reruns."""
+        return scorecard_check.compare_scorecards(
+            scorecard_check.scorecard(self.a), scorecard_check.scorecard(self.b), (self.name_a, self.name_b),
+        )
 
 
 def compare(analysis: Analysis, other: QuestionSet, embedder, cache, names: tuple[str, str]) -> Comparison:
@@ -90,11 +99,8 @@ def card_rows(names: list[str], main_width: int = MAIN_WIDTH_AT_1280) -> list[li
 
 
 def scorecards(comparison: Comparison) -> scorecard_check.ScorecardComparison:
-    """Both sets' test-set scorecards and which is better on what."""
-    return scorecard_check.compare_scorecards(
-        scorecard_check.scorecard(comparison.a), scorecard_check.scorecard(comparison.b),
-        (comparison.name_a, comparison.name_b),
-    )
+    """Both sets' test-set scorecards and which is better on what (:attr:`Comparison.scorecards`)."""
+    return comparison.scorecards
 
 
 def scorecard_table(result: scorecard_check.ScorecardComparison) -> pd.DataFrame:
