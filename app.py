@@ -7,7 +7,11 @@ import streamlit as st
 
 from ui import sidebar
 
-st.set_page_config(page_title="RAG test-set coverage", page_icon=":material/explore:", layout="wide")
+# An emoji icon: Streamlit draws it as an inline image. A ":material/…:" page icon would make every browser fetch
+# the favicon from fonts.gstatic.com, and nothing may leave this server. (Material icons elsewhere are drawn with
+# the font Streamlit ships itself.)
+PAGE_ICON = "🧭"
+st.set_page_config(page_title="RAG test-set coverage", page_icon=PAGE_ICON, layout="wide")
 
 PAGES = [
     st.Page("pages/1_upload.py", title="Upload", icon=":material/upload_file:", default=True),

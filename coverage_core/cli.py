@@ -6,9 +6,13 @@ XML); ``coverage-core diff OLD.json NEW.json`` compares two reports.
 
 Exit codes: 0 done; 1 the gated metric is below ``--fail-below`` (analyze) or
 fell by more than ``--fail-on-drop`` (diff); 2 the input cannot be used (one
-plain sentence on stderr, never a traceback). Every flag is checked against
-the core's own limits before any file is read or any text embedded, and the
-message names the flag as typed (prefix abbreviations are off).
+plain sentence on stderr, never a traceback); 3 an internal error, a bug to
+report (one sentence; the traceback only with ``COVERAGE_CORE_DEBUG=1``); 130
+interrupted. Every flag, and every path to write (its folder, and that it is
+no input and no other output), is checked before any file is read or any text
+embedded, and the message names the flag as typed (prefix abbreviations are
+off). Everything printed has its control characters removed: a file name or a
+question cannot move the cursor, recolour or rewrite the terminal.
 API keys are read from the environment only, so they never land in shell
 history, logs or the report.
 """
@@ -18,8 +22,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sys
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -31,6 +37,13 @@ from coverage_core.embeddings import provider_spec
 from coverage_core.embeddings.choice import AUTO, ENGLISH_MODEL
 from coverage_core.errors import CoverageError, InputError
 from coverage_core.inputs import vector_store
+from coverage_core.inputs.files import (
+    DEFAULT_MAX_FILE_BYTES,
+    check_output_file,
+    check_output_folder,
+    check_regular_file,
+    refuse_overlaps,
+)
 from coverage_core.outputs import junit
 from coverage_core.outputs.report import (
     METRIC_NAMES as METRIC_NAMES,  # re-exported: the metrics --metric names
@@ -38,13 +51,29 @@ from coverage_core.outputs.report import (
     summary_table,
     write_report,
 )
-from coverage_core.session import EMBEDDING_STAGES, STAGES
+from coverage_core.session import EMBEDDING_STAGES, STAGES, distinct_questions
 from coverage_core.stages.chunking import ChunkingConfig, check_chunking
 from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
 from coverage_core.validation import SettingError, check_scalar
 from coverage_core.verdicts import gate_failed
 
-EXIT_OK, EXIT_BELOW_THRESHOLD, EXIT_UNUSABLE = 0, 1, 2
+EXIT_OK, EXIT_BELOW_THRESHOLD, EXIT_UNUSABLE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+DEBUG_VARIABLE = "COVERAGE_CORE_DEBUG"
+"""Set to 1 to see the traceback of an internal error (exit 3), e.g. to attach it to a bug report."""
+
+# C0 and C1 control characters but newline and tab (ESC starts a terminal escape sequence, CR rewrites the
+# line, 0x9b is an 8-bit CSI), DEL, and the bidirectional overrides that make text read differently than it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def plain(text: object) -> str:
+    """``text`` as a string safe to print: control characters (but newline and tab) removed."""
+    return _CONTROL.sub("", str(text))
+
+
+def _say(text: object = "", *, error: bool = False) -> None:
+    """Print ``text`` on stdout (stderr with ``error``), without control characters."""
+    print(plain(text), file=sys.stderr if error else sys.stdout)
 
 
 def _prog(argv0: str | None = None) -> str:
@@ -60,7 +89,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # one sentence, no usage dump
-        self.exit(EXIT_UNUSABLE, f"coverage_core: {message} (see --help).\n")
+        self.exit(EXIT_UNUSABLE, plain(f"coverage_core: {message} (see --help).") + "\n")
 
 
 def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -203,6 +232,25 @@ def _check_flag_combinations(args: argparse.Namespace) -> None:
         check_folder(args.save_analysis)
 
 
+def _check_paths(args: argparse.Namespace) -> None:
+    """Before any work: every output can be written, and none is an input or another output (resolved paths)."""
+    outputs = [(flag, path) for flag, path in (("--out", args.out), ("--junit", args.junit)) if path]
+    for flag, path in outputs:
+        check_output_file(path, flag)
+    if args.save_analysis:
+        check_output_folder(args.save_analysis, "--save-analysis")
+    if args.vectors is not None and not os.path.isdir(args.vectors):
+        check_regular_file(args.vectors, "--vectors file")  # a device or FIFO would never end
+    if args.traffic:
+        check_regular_file(args.traffic, "query log")  # refused before a model is chosen, not after
+    inputs = [("--questions", args.questions), *(("--docs", path) for path in args.docs or ()),
+              *((flag, path) for flag, path in (("--traffic", args.traffic), ("--vectors", args.vectors)) if path)]
+    from coverage_core.inputs.ingest import DOCUMENT_SUFFIXES
+
+    refuse_overlaps(inputs, outputs, [("--save-analysis", args.save_analysis)] if args.save_analysis else [],
+                    read_suffixes={"--docs": DOCUMENT_SUFFIXES})
+
+
 def _check_max_concurrency(value: int | None, provider: str) -> None:
     """InputError unless --max-concurrency is at least 1 and ``provider`` sends requests it could limit."""
     if value is not None:
@@ -271,9 +319,11 @@ def _run_analyze(args: argparse.Namespace) -> int:
     # Every flag is checked, and the embedder and LLM client set up (no
     # model loaded, nothing sent), before any file is read.
     config, grid = _analysis_settings(args)
+    _check_paths(args)
     embedder = _embedder(config, args)
     llm = _llm_client(args)
     documents, questions = _read_inputs(args)
+    questions = distinct_questions(questions)  # repeats are reported, and measured once
     config, embedder, choice = _choose_model(config, args, documents, questions, embedder)
     traffic_log = _read_traffic(args)
     cache = EmbeddingCache(args.cache_dir)
@@ -348,11 +398,11 @@ def _read_inputs(args: argparse.Namespace):
         )
         documents = _VectorInput(vector_store.read_vectors(args.vectors, columns))
     else:
-        documents = read_documents(args.docs, pdf_password=args.pdf_password)
+        documents = read_documents(args.docs, pdf_password=args.pdf_password, follow_symlinks=args.follow_symlinks)
     questions = read_questions(args.questions, question_column=args.question_column)
     _check_columns(questions, args.relevant_column, args.label_column)
     for warning in [*documents.warnings, *questions.warnings]:
-        print(f"warning: {_with_flags(warning)}", file=sys.stderr)
+        _say(f"warning: {_with_flags(warning)}", error=True)
     return documents, questions
 
 
@@ -480,16 +530,16 @@ def _write_reports(args, analysis, documents, questions, llm, retrieval, answera
 
 def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: int, traffic=None) -> None:
     """The summary table, the warnings not printed yet (the first ``n_shown`` were) and where the files went."""
-    print(summary_table(analysis, retrieval, answerability, chunking))
+    _say(summary_table(analysis, retrieval, answerability, chunking))
     if traffic is not None:
-        print(traffic.headline())
+        _say(traffic.headline())
     for warning in analysis.warnings[n_shown:]:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"\nReport written to {args.out}")
+        _say(f"warning: {warning}", error=True)
+    _say(f"\nReport written to {args.out}")
     if args.save_analysis:
-        print(f"Analysis saved to {args.save_analysis}")
+        _say(f"Analysis saved to {args.save_analysis}")
     if args.junit:
-        print(f"JUnit XML written to {args.junit}")
+        _say(f"JUnit XML written to {args.junit}")
 
 
 def _gate(report: dict, args: argparse.Namespace) -> int:
@@ -500,7 +550,7 @@ def _gate(report: dict, args: argparse.Namespace) -> int:
             message = f"{args.metric} coverage is not defined, so it cannot meet the required {args.fail_below:.3f}."
         else:
             message = f"{args.metric} coverage {value:.3f} is below the required {args.fail_below:.3f}."
-        print(message, file=sys.stderr)
+        _say(message, error=True)
         return EXIT_BELOW_THRESHOLD
     return EXIT_OK
 
@@ -524,7 +574,7 @@ def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_
 
     def progress(done, total, config, step):
         if show_progress and step == "embedding":
-            print(f"chunking {done + 1} of {total}: {config.chunk_size}/{config.chunk_overlap}", file=sys.stderr)
+            _say(f"chunking {done + 1} of {total}: {config.chunk_size}/{config.chunk_overlap}", error=True)
 
     table, warnings = compare_chunkings(
         analysis.corpus.documents,
@@ -546,25 +596,27 @@ def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_
 def _run_diff(args: argparse.Namespace) -> int:
     if args.fail_on_drop is not None:
         check_scalar(args.fail_on_drop, "--fail-on-drop", float, min_val=0)
+    for path in (args.old, args.new):
+        check_regular_file(path, "report", DEFAULT_MAX_FILE_BYTES)  # /dev/zero or a FIFO would never end
+    if args.json:
+        check_output_file(args.json, "--json")
+        refuse_overlaps([("OLD.json", args.old), ("NEW.json", args.new)], [("--json", args.json)])
     old, new = junit.load_report(args.old), junit.load_report(args.new)
     diff = junit.diff_reports(old, new)
-    print(junit.format_diff(diff, args.old, args.new))
+    _say(junit.format_diff(diff, args.old, args.new))
     if args.json:
         Path(args.json).write_text(
             json.dumps({"old": args.old, "new": args.new, **diff.to_dict()}, indent=2, ensure_ascii=False),
             encoding="utf-8",
         )
-        print(f"\nComparison written to {args.json}")
+        _say(f"\nComparison written to {args.json}")
     if args.fail_on_drop is None:
         return EXIT_OK
     drop = junit.metric_drop(diff, args.metric)
     if drop is None:
         raise InputError(f"{args.metric} coverage is not defined in both reports, so its drop cannot be checked.")
     if drop > args.fail_on_drop:
-        print(
-            f"{args.metric} coverage fell by {drop:.3f}, more than the allowed {args.fail_on_drop:.3f}.",
-            file=sys.stderr,
-        )
+        _say(f"{args.metric} coverage fell by {drop:.3f}, more than the allowed {args.fail_on_drop:.3f}.", error=True)
         return EXIT_BELOW_THRESHOLD
     return EXIT_OK
 
@@ -596,12 +648,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "diff":
             return _run_diff(args)
     except CoverageError as error:
-        print(f"coverage_core: {_with_flags(error)}", file=sys.stderr)
+        _say(f"coverage_core: {_with_flags(error)}", error=True)
         return EXIT_UNUSABLE
     except OSError as error:
-        print(f"coverage_core: could not read or write {error.filename or 'a file'}: {error.strerror}.", file=sys.stderr)
+        _say(f"coverage_core: could not read or write {error.filename or 'a file'}: {error.strerror}.", error=True)
         return EXIT_UNUSABLE
     except KeyboardInterrupt:
-        print("coverage_core: interrupted; embeddings computed so far are cached.", file=sys.stderr)
-        return 130
+        _say("coverage_core: interrupted; embeddings computed so far are cached.", error=True)
+        return EXIT_INTERRUPTED
+    except Exception as error:  # a bug: its own exit code, so a CI never takes it for a failed gate
+        return _internal_error(error)
     return EXIT_UNUSABLE
+
+
+def _internal_error(error: Exception) -> int:
+    """One sentence asking to report an unexpected exception (its traceback with COVERAGE_CORE_DEBUG=1)."""
+    if isinstance(error, MemoryError):  # the inputs are too large for this machine: the user can act on it
+        _say("coverage_core: the analysis ran out of memory; use fewer documents or questions, or a machine with "
+             "more memory.", error=True)
+        return EXIT_UNUSABLE
+    if os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0"):
+        _say("".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip(), error=True)
+    _say(f"coverage_core: internal error ({type(error).__name__}), a bug in coverage_core; please report it to "
+         f"its maintainers with the command you ran (set {DEBUG_VARIABLE}=1 to see the traceback).", error=True)
+    return EXIT_INTERNAL

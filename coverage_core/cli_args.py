@@ -169,6 +169,9 @@ def _add_reading_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--cache-dir", metavar="DIR",
         help=_default("embedding cache folder", "$COVERAGE_CORE_CACHE_DIR or ~/.cache/coverage_core"))
     add("--pdf-password", metavar="P", help=_default("password for encrypted PDFs", "none"))
+    add("--follow-symlinks", action="store_true",
+        help=_default("in --docs folders, also read links that lead outside the folder",
+                      "off: such links are skipped with a warning"))
 
 
 def _add_suggestion_arguments(analyze: argparse.ArgumentParser) -> None:

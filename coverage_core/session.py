@@ -153,6 +153,22 @@ class Recent:
 
 
 # ---------------------------------------------------------------- inputs
+def distinct_questions(questions: QuestionSet) -> QuestionSet:
+    """``questions`` without its exact repeats (``questions.duplicates``): what the stages measure.
+
+    A repeat adds nothing to coverage, yet every stage after embedding holds
+    a row per question and the screener compares questions with each other,
+    so 500,000 copies of one question would take hours and gigabytes. The
+    file's table (``frame``) and the list of repeats are kept, so nothing the
+    user wrote is lost from exports, and read_questions warns about them.
+    """
+    if not questions.duplicates:
+        return questions
+    repeats = questions.duplicates
+    kept = [question for question in questions.questions if question.row not in repeats]
+    return dataclasses.replace(questions, questions=kept)
+
+
 def inputs_key(corpus: StageKey, questions: StageKey) -> StageKey:
     """The embedded corpus and questions together (maps, MDS, sub-questions are keyed by these only)."""
     return StageKey.of(corpus, questions=questions)
@@ -260,6 +276,7 @@ class AnalysisSession:
         dashboard keeps them in its session state); None: the session's own.
         """
         corpora, question_sets = keep_in or (self.corpora, self.question_sets)
+        questions = distinct_questions(questions)
         corpus = memo(corpora, corpus_key, lambda: passages if passages is not None else pipeline.embed_corpus(
             documents, corpus_key.chunking, embedder, cache, progress))
         _, embedded = memo(question_sets, question_key,
@@ -430,7 +447,7 @@ def choose_embedding(config: AnalysisConfig, documents: Sequence[Document], ques
     any other config unchanged, with None."""
     if config.embedding.provider != AUTO:
         return config, None
-    profile = profile_languages(documents, questions)
+    profile = profile_languages(documents, distinct_questions(questions))
     embedding, choice = resolve(config.embedding, profile.document_shares, profile.question_shares,
                                 sum(len(document.text) for document in documents))
     return dataclasses.replace(config, embedding=embedding), choice

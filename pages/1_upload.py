@@ -101,7 +101,7 @@ if documents is not None:
     except CoverageError as error:
         flow.show_error(error)
         counts = {}
-    st.success(loading.documents_sentence(documents, sum(counts.values()), settings))
+    st.success(widgets.plain(loading.documents_sentence(documents, sum(counts.values()), settings)))  # a file name
     st.dataframe(
         pd.DataFrame(
             {
@@ -160,12 +160,12 @@ if question_file is not None:
             help="Detected from its name (question, query, prompt, …). Choose another if it is wrong.",
         )
         if state.get(state.COLUMN_ERROR):
-            st.error(state.get(state.COLUMN_ERROR))
+            st.error(widgets.plain(state.get(state.COLUMN_ERROR)))
     questions = state.questions()
     if questions is not None:
         st.success(
-            f"{formats.count(len(questions.questions), 'question')} in column “{questions.question_column}” of "
-            f"{question_file.name} ({formats.count(len(questions.frame), 'row')}, "
+            f"{formats.count(len(questions.questions), 'question')} in column “{widgets.plain(questions.question_column)}” "
+            f"of {widgets.plain(question_file.name)} ({formats.count(len(questions.frame), 'row')}, "
             f"{formats.count(len(questions.frame.columns), 'column')})."
         )
         flow.show_warnings([str(w) for w in questions.warnings])

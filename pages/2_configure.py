@@ -21,15 +21,18 @@ settings = state.settings()
 
 
 # A key typed for one provider or server is never sent to another: changing
-# either forgets it.
+# either forgets it. Choosing them here is the user's own choice, so it also
+# ends the hold on settings a saved analysis brought.
 def choose_provider() -> None:
     state.update_settings(provider=st.session_state[state.W_PROVIDER], model="", dimensions=None, base_url="")
     state.drop(state.EMBED_API_KEY)
+    state.confirm_provider_settings()
 
 
 def choose_base_url() -> None:
     state.update_settings(base_url=st.session_state[state.W_BASE_URL].strip())
     state.drop(state.EMBED_API_KEY)
+    state.confirm_provider_settings()
 
 
 def choose_llm_base_url() -> None:
@@ -39,6 +42,12 @@ def choose_llm_base_url() -> None:
 
 # ------------------------------------------------------------------ embedding
 st.header("Embedding model")
+held = state.provider_notice()
+if held is not None:
+    st.warning(widgets.plain(held), icon=":material/key_off:")
+    if st.button("Use these embedding settings", key=state.W_CONFIRM_PROVIDER):
+        state.confirm_provider_settings()
+        st.rerun()
 state.seed_widget(state.W_PROVIDER, settings.provider)
 provider = st.selectbox(
     "Provider", list(PROVIDERS), format_func=lambda name: PROVIDERS[name].description, key=state.W_PROVIDER,
@@ -84,12 +93,14 @@ if spec.compatible_servers:
         f"Base URL of a server compatible with {spec.label} (empty = {spec.label})", key=state.W_BASE_URL,
         placeholder="http://localhost:8000/v1", on_change=choose_base_url,
     )
-if spec.key_variable:
+if spec.key_variable and held is not None:
+    st.caption("Confirm the embedding settings above, or choose others, before a key is used.")
+elif spec.key_variable:
     settings = state.settings()
     # The same rule the embedder applies, so this says which key will really be sent.
     variable = flow.embed_key_variable(settings)
     custom_server = variable == CUSTOM_KEY_VARIABLE
-    if state.embed_api_key():  # a typed key comes first, wherever the server has one
+    if state.typed_embed_key():  # a typed key comes first, wherever the server has one
         st.success("An API key is set for this session (kept in memory only, never saved or exported).")
         if st.button("Forget the key"):
             state.drop(state.EMBED_API_KEY)
@@ -235,13 +246,13 @@ if embedding_paid or settings.llm_enabled:
             )
             n_send = len(uncached) + (calibration.n_texts if calibration is not None else 0)
             st.metric(
-                f"Embedding with {model}", total.label.split(" (")[0],
+                f"Embedding with {widgets.plain(model)}", total.label.split(" (")[0],
                 help=f"{formats.count(n_send, 'text')} {formats.plural(n_send, 'is', 'are')} not in the embedding cache and "
                 "would be sent: "
                 f"{len(uncached):,} of the {len(texts):,} passages and questions"
                 + (f", and {calibration.n_texts:,} for the support-level calibration." if calibration else "."),
             )
-            st.caption(total.label.replace("$", "\\$"))  # a plain dollar, not LaTeX
+            st.caption(widgets.plain(total.label))  # a plain dollar, not LaTeX; the label may name a typed model
             if calibration is not None:
                 st.text(f"Passages and questions: about {formats.count(len(uncached), 'text')}, {estimate.label}")
                 st.text(calibration.label)

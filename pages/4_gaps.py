@@ -29,10 +29,10 @@ if settings.llm_enabled:
         tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
         try:
             estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, flow.price_table())
-            st.write(f"Ask {settings.llm_model} for suggestions for {formats.count(n_gaps, 'gap')}: {estimate.label}.")
+            st.write(widgets.plain(f"Ask {settings.llm_model} for suggestions for {formats.count(n_gaps, 'gap')}: {estimate.label}."))
         except CoverageError as error:
             flow.show_error(error)
-        use_llm = st.button(f"Write suggestions with {settings.llm_model}", key=state.W_LLM_GAPS, disabled=not n_gaps)
+        use_llm = st.button(f"Write suggestions with {widgets.plain(settings.llm_model)}", key=state.W_LLM_GAPS, disabled=not n_gaps)
 
 try:
     gapped = flow.gaps_for(analysis, use_llm=use_llm)
@@ -43,7 +43,7 @@ except CoverageError as error:
 gap_config = analysis.config.gaps
 rule_text = view.gap_rule(gap_config)
 for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
-    st.warning(message)
+    st.warning(widgets.plain(message))  # a warning may quote a topic or a model's reply
 
 if not gapped.gaps:
     widgets.verdict_passed(

@@ -8,7 +8,7 @@ from coverage_core.checks import answerability
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
 from ui import flow, formats, state, widgets
-from ui.messages import user_message
+from ui.messages import shown_message
 from ui.views import fitness as view
 
 RANKED_VIEW = "Ranked and polar"
@@ -108,7 +108,7 @@ st.subheader("Answerable and not-answerable questions")
 picker = st.container()
 checks = flow.checks_for(analysis)
 if checks.answerability_error:
-    st.error(checks.answerability_error)  # an unusable column the user named, under the picker
+    st.error(widgets.plain(checks.answerability_error))  # an unusable column the user named, under the picker
 labels = checks.labels
 result = checks.answerability
 settings = state.settings()
@@ -118,7 +118,7 @@ with picker:
     with left:
         label_column_picker(analysis, detected)
 for note in labels.notes if labels is not None else ():
-    st.info(user_message(note), icon=":material/info:")
+    st.info(shown_message(note), icon=":material/info:")
 labelled = result is not None and labels is not None and labels.column is not None
 if not labelled:
     if not (settings.label_column and labels is None):  # else the error above says what is wrong
@@ -131,7 +131,7 @@ else:
     for card, (name, quantity, shown, help_text) in zip(st.columns(len(LABEL_CARDS)), LABEL_CARDS):
         card.metric(name, shown(getattr(result, quantity)), border=True, help=help_text)
     if result.note:
-        st.warning(user_message(result.note), icon=":material/warning:")
+        st.warning(shown_message(result.note), icon=":material/warning:")
     if math.isfinite(result.threshold):
         st.caption(
             f"At {formats.similarity(result.threshold)}, {formats.percent(result.sensitivity)} of answerable "
@@ -209,7 +209,7 @@ else:
     st.caption(f"The embeddings have {full} dimensions: there is no smaller size to compare.")
 note = answerability.truncation_note(config.provider, config.model)
 if note:
-    st.info(user_message(note), icon=":material/info:")
+    st.info(shown_message(note), icon=":material/info:")
 api_model = view.sweep_model(config)
 use_api = False
 if api_model and smaller:

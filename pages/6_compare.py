@@ -48,7 +48,9 @@ if source == "upload":
                 st.selectbox("Column with the questions", columns, index=None, key=state.W_COMPARE_COLUMN)
         if other is not None:
             note, other_warnings = view.split_format_note([w.message for w in other.warnings])
-            st.caption(note or f"{formats.count(len(other.questions), 'question')} in column “{other.question_column}” of {upload.name}.")
+            st.caption(widgets.plain(
+                note or f"{formats.count(len(other.questions), 'question')} in column “{other.question_column}” of {upload.name}."
+            ))
             flow.show_warnings([f"{upload.name}: {message}" for message in other_warnings])
 else:
     texts = gaps_view.accepted_texts(state.get(state.SUGGESTIONS_EDITED))
@@ -65,7 +67,7 @@ else:
 if other is not None:
     if st.button("Compare", key=state.W_COMPARE_RUN, type="primary"):
         try:
-            with st.spinner(f"Embedding the new questions of {other_name} (cached ones are reused)…"):
+            with st.spinner(f"Embedding the new questions of {widgets.plain(other_name)} (cached ones are reused)…"):
                 flow.compare(analysis, other, (first_name, other_name))
         except CoverageError as error:
             flow.show_error(error)
@@ -76,7 +78,9 @@ if comparison is None:
 if not current:
     st.info("This comparison was made with earlier settings; click Compare again to update it.")
 
-st.subheader(f"{comparison.name_a} vs {comparison.name_b}")
+# The set names are file names: user text, escaped wherever Markdown shows them.
+shown_a, shown_b = widgets.plain(comparison.name_a), widgets.plain(comparison.name_b)
+st.subheader(f"{shown_a} vs {shown_b}", anchor=False)
 n_a, n_b = len(comparison.a.questions.questions), len(comparison.b.questions.questions)
 st.caption(
     f"{n_a:,} vs {n_b:,} {formats.plural(max(n_a, n_b), 'question')}; "
@@ -90,13 +94,13 @@ for row in view.card_rows(["tested_share", *widgets.RELATIVE_SCORES]):
         if name == "tested_share":
             widgets.share_card(
                 column, name, a, b,
-                help=f"Share of the knowledge base's passages some question reaches: {comparison.name_a} {a:.1%}, "
-                f"{comparison.name_b} {b:.1%}. Points are percentage points.",
+                help=f"Share of the knowledge base's passages some question reaches: {shown_a} {a:.1%}, "
+                f"{shown_b} {b:.1%}. Points are percentage points.",
             )
         else:
             widgets.score_card(
                 column, name, a, b,
-                help=f"{comparison.name_b}: {formats.score(b)}; {comparison.name_a}: {formats.score(a)}. "
+                help=f"{shown_b}: {formats.score(b)}; {shown_a}: {formats.score(a)}. "
                 "Relative scores: only the difference matters.",
             )
 cards = view.scorecards(comparison)

@@ -66,20 +66,20 @@ column = settings.relevant_column or choice.detected
 checks = flow.checks_for(analysis)
 result = checks.retrieval
 if checks.retrieval_error:
-    st.error(checks.retrieval_error)
+    st.error(widgets.plain(checks.retrieval_error))  # quotes the column the user named
 
 usable = None  # the retrieval result the chunking comparison can reuse the labels of
 if result is None:
     if not column:
         st.info(NO_COLUMN)
     elif column == questions.question_column:
-        st.error(f"'{column}' is the question column itself; choose the column that names each question's source file.")
+        st.error(f"'{widgets.plain(column)}' is the question column itself; choose the column that names each question's source file.")
 elif view.all_labels_unknown(result):
     examples = ", ".join(f"'{label}'" for label in result.unknown_sources[:3])
-    st.error(
+    st.error(widgets.plain(
         f"No value in '{result.relevant_column}' (such as {examples}) names a document of the knowledge base; "
         "choose the column that holds each question's source file name."
-    )
+    ))
 else:
     usable = result
     k = result.k
@@ -90,14 +90,14 @@ else:
     cards[3].metric(formats.MRR_LABEL, formats.score(result.mrr), help=HELP["mrr"], border=True)
     cards[4].metric("Unlabelled, left out", f"{result.n_unlabelled:,}", help=HELP["unlabelled"], border=True)
     st.caption(
-        f"{formats.count(result.n_labelled, 'labelled question')} from column “{result.relevant_column}”, each "
+        f"{formats.count(result.n_labelled, 'labelled question')} from column “{widgets.plain(result.relevant_column)}”, each "
         f"retrieving {k:,} of {formats.count(len(analysis.corpus.chunks), 'chunk')}. Every labelled question counts, off-topic or not."
     )
     flow.show_warnings(result.notes)
     if result.unknown_sources:
         with st.expander(f"Sources not in the knowledge base ({len(result.unknown_sources)})"):
             st.dataframe(pd.DataFrame({"named in the question file": list(result.unknown_sources)}), hide_index=True)
-            st.caption("The knowledge base has: " + ", ".join(d.name for d in analysis.corpus.documents))
+            st.caption("The knowledge base has: " + widgets.plain(", ".join(d.name for d in analysis.corpus.documents)))
 
     if result.n_labelled:
         st.subheader("Failures")
@@ -162,7 +162,7 @@ current = inputs.chunking
 st.caption(
     f"The current analysis uses chunk size {current.chunk_size:,} with overlap {current.chunk_overlap:,}. "
     "Add, edit or delete rows; " + ("a relevant-source column adds the retrieval figures." if usable is None else
-                                    f"retrieval is checked against “{usable.relevant_column}”.")
+                                    f"retrieval is checked against “{widgets.plain(usable.relevant_column)}”.")
 )
 try:
     grid = chunking_comparison.grid_from_frame(grid_table)
@@ -189,12 +189,12 @@ if paid:
         if cost.n_calibration else ""
     )
     st.metric(
-        f"Embedding with {embedder.model}", cost.estimate.label.split(" (")[0],
+        f"Embedding with {widgets.plain(embedder.model)}", cost.estimate.label.split(" (")[0],  # tokens and dollars only
         help=f"{formats.count(cost.n_send, 'chunk text')} {formats.plural(cost.n_send, 'is', 'are')} not in the embedding "
         f"cache and would be sent.{calibration_help} "
         "Prices come from the table on Configure.",
     )
-    st.caption(cost.estimate.label)
+    st.caption(widgets.plain(cost.estimate.label))  # names the model; a price has "$"
     consent = st.checkbox("I accept the estimated embedding cost", key=state.W_CHUNKING_COST_OK)
 
 if st.button("Compare chunkings", key=state.W_COMPARE_CHUNKINGS, type="primary", disabled=not consent):

@@ -30,7 +30,7 @@ except CoverageError as error:  # e.g. the LLM is on but has no key
     st.stop()
 reason = unavailable_reason(llm)
 if reason is not None:
-    st.info(user_message(reason))
+    st.info(user_message(reason))  # a fixed sentence of the core: no user text
     st.page_link(flow.CONFIGURE_PAGE, label="Turn on an LLM on Configure", icon=":material/tune:")
     st.stop()
 
@@ -49,7 +49,7 @@ def _pick(positions) -> None:
 
 st.header("Questions to break down")
 st.caption(
-    f"One LLM request per question (a second one if the reply is not valid JSON), with {settings.llm_model}. "
+    f"One LLM request per question (a second one if the reply is not valid JSON), with {widgets.plain(settings.llm_model)}. "
     "Questions already broken down are not sent again."
 )
 quick = st.columns(3)
@@ -78,7 +78,7 @@ elif to_send:
     except CoverageError as error:
         flow.show_error(error)
     else:
-        st.caption(cost.label)
+        st.caption(widgets.plain(cost.label))  # names the model; a price has "$"
 if st.button("Break into sub-questions", key=state.W_SUB_RUN, type="primary", disabled=not to_send):
     result = flow.break_into_subquestions(analysis, to_send, llm, result)
 
@@ -127,7 +127,7 @@ else:
 n_scored = result.count("ok")
 st.header("Overall")
 st.caption(
-    f"{n_scored:,} of {formats.count(len(result.questions), 'question')} broken down by {result.model or settings.llm_model}. "
+    f"{n_scored:,} of {formats.count(len(result.questions), 'question')} broken down by {widgets.plain(result.model or settings.llm_model)}. "
     f"Supported: some chunk is at least {result.config.support_threshold:g} similar. Supported by retrieval: "
     f"one of the {formats.count(result.config.top_k, 'chunk')} retrieved for the original question is."
 )

@@ -33,7 +33,7 @@ if log is None:
     st.info("Upload a query log to compare it with your test set and documents.")
     st.stop()
 for warning in log.warnings:
-    st.warning(warning)
+    st.warning(widgets.plain(warning))  # may quote the file or a column
 
 try:
     result = flow.traffic_for(analysis, log)
@@ -41,7 +41,7 @@ except CoverageError as error:
     flow.show_error(error)
     st.stop()
 
-st.subheader(result.headline())
+st.subheader(widgets.plain(result.headline()), anchor=False)  # names a topic of query words
 left, middle, right = st.columns(3)
 left.metric("Traffic tested", f"{result.tested_share_weighted:.0%}", border=True,
             help="Share of the queries, counting repeats, that a test question matches closely.")
@@ -63,7 +63,7 @@ sentence = view.unanswered_sentence(result)
 if not sentence:
     st.success("Every query of the traffic has an answer in the documents.")
 else:
-    (st.warning if result.unanswered.is_unmet else st.info)(sentence)
+    (st.warning if result.unanswered.is_unmet else st.info)(sentence)  # numbers and fixed words only
     widgets.table(view.unanswered_table(result), large=("query",))
 
 if result.weekly is not None:

@@ -125,7 +125,7 @@ def test_upload_documents_and_csv_shows_counts_preview_and_every_warning(cache_d
     at.run()
     assert not at.exception
     assert at.selectbox(key=state.W_QUESTION_COLUMN).value == "question"
-    assert "3 questions in column “question” of mine.csv" in " ".join(texts(at.success))
+    assert f"3 questions in column “question” of {widgets.plain('mine.csv')}" in " ".join(texts(at.success))
     preview = at.dataframe[1].value
     assert list(preview.columns) == ["question", "notes"] and len(preview) == 4
     warnings = " ".join(texts(at.warning))
@@ -172,7 +172,7 @@ def test_question_column_can_be_chosen_when_not_detected():
     assert box.options == ["id", "utterance", "expected"] and box.value is None
     box.select("utterance").run()
     assert not at.exception and not at.error
-    assert "2 questions in column “utterance” of custom.csv" in " ".join(texts(at.success))
+    assert f"2 questions in column “utterance” of {widgets.plain('custom.csv')}" in " ".join(texts(at.success))
     assert at.session_state[state.QUESTIONS].texts == ["What is a drum?", "Who plays the flute?"]
     # A column with no questions at all is refused and the last good reading kept.
     at.selectbox(key=state.W_QUESTION_COLUMN).select("id").run()
@@ -245,7 +245,7 @@ def test_paid_provider_shows_tokens_and_cost_before_sending(seeded, monkeypatch)
     assert not at.exception
     assert at.session_state[state.SETTINGS].provider == "openai"
     assert at.text_input(key=state.W_EMBED_KEY).proto.type == at.text_input(key=state.W_EMBED_KEY).proto.PASSWORD
-    cost = [m for m in at.metric if m.label.startswith("Embedding with text-embedding-3-small")]
+    cost = [m for m in at.metric if m.label.startswith(f"Embedding with {widgets.plain('text-embedding-3-small')}")]
     assert cost and cost[0].value.startswith("~") and "tokens" in cost[0].value
     assert any("approximate" in c for c in texts(at.caption))
     prices = at.data_editor(key=state.W_PRICE_EDITOR) if hasattr(at, "data_editor") else None
@@ -446,7 +446,7 @@ def test_gap_page_with_a_failing_llm_shows_an_error(seeded, monkeypatch):
     values = dict(values)
     values[state.SETTINGS] = values[state.SETTINGS].replace(llm_enabled=True)
     at = app("gaps", values)
-    assert any("Ask gpt-4o-mini for suggestions" in m for m in texts(at.markdown))
+    assert any(widgets.plain("Ask gpt-4o-mini for suggestions") in m for m in texts(at.markdown))
     at.button(key=state.W_LLM_GAPS).click().run()
     assert not at.exception
     assert "No OpenAI API key" in " ".join(texts(at.error))
@@ -724,7 +724,7 @@ def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monke
         costs.approximate_tokens(main) + costs.approximate_tokens(probes), "openai", "text-embedding-3-small",
         costs.default_price_table(),
     )
-    assert metric(at, "Embedding with text-embedding-3-small") == total.label.split(" (")[0]
+    assert metric(at, f"Embedding with {widgets.plain('text-embedding-3-small')}") == total.label.split(" (")[0]
     assert costs.CALIBRATION_NOTE in texts(at.caption)
     shown = " ".join(lines + texts(at.caption) + texts(at.markdown))
     assert "support_threshold" not in shown and "--" not in shown  # plain words, no field names or flags
@@ -746,7 +746,7 @@ def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, m
     at = app("configure", _paid_values(values, support_threshold=0.4))
     assert not at.exception
     assert not any("calibration" in line for line in texts(at.text))
-    assert metric(at, "Embedding with text-embedding-3-small") == alone.label.split(" (")[0]
+    assert metric(at, f"Embedding with {widgets.plain('text-embedding-3-small')}") == alone.label.split(" (")[0]
     # The level is already known for these documents, this chunking, model and seed.
     paid = _paid_values(values)
     cache = AnalysisSession()
@@ -758,7 +758,7 @@ def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, m
     at = app("configure", paid)
     assert not at.exception
     assert not any("calibration" in line for line in texts(at.text))
-    assert metric(at, "Embedding with text-embedding-3-small") == alone.label.split(" (")[0]
+    assert metric(at, f"Embedding with {widgets.plain('text-embedding-3-small')}") == alone.label.split(" (")[0]
 
 
 def test_counts_agree_with_their_nouns():

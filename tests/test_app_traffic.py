@@ -12,7 +12,7 @@ from coverage_core.checks.traffic_answers import NO_ANSWER
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
 from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
-from ui import state
+from ui import state, widgets
 from ui.views.gaps import TRAFFIC_ORIGIN
 
 PAGE = "pages/9_traffic.py"
@@ -54,7 +54,7 @@ def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page
     expected = pipeline.run_traffic_check(analysis, log, embedder, cache)
     at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
 
-    assert at.subheader[0].value == expected.headline()
+    assert at.subheader[0].value == widgets.plain(expected.headline())
     assert metric(at, "Traffic tested") == f"{expected.tested_share_weighted:.0%}"
     assert metric(at, "Traffic answerable") == f"{expected.answerable_share_weighted:.0%}"
     assert metric(at, "Queries") == "136"

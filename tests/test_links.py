@@ -77,7 +77,7 @@ def test_a_loop_through_a_folder_outside_terminates(tmp_path):
     _write(outside / "o.txt")
     os.symlink(outside, docs / "ext")
     os.symlink(docs, outside / "up")  # docs/ext/up -> docs
-    result = read_documents([docs])
+    result = read_documents([docs], follow_symlinks=True)
     assert [d.name for d in result.documents] == ["a.txt", "ext/o.txt"]
     assert [w.source for w in result.warnings] == ["ext/up"]
     assert "a link loop" in _warnings(result)[0]
@@ -90,7 +90,7 @@ def test_links_to_folders_and_files_are_followed_and_read_once(tmp_path):
     os.symlink(common, docs / "linked")
     os.symlink(common, docs / "linked-again")  # the same folder twice
     os.symlink("z-real.txt", docs / "0-alias.txt")  # sorts before the file it points to
-    result = read_documents([docs, docs / "z-real.txt", common / "s.md"])
+    result = read_documents([docs, docs / "z-real.txt", common / "s.md"], follow_symlinks=True)
     assert [d.name for d in result.documents] == ["linked/s.md", "z-real.txt"]
     assert result.warnings == []
 

@@ -706,6 +706,22 @@ def test_a_common_word_in_no_passage_is_an_absent_subject_when_support_is_below_
     assert above.support_margin_[3] > 0 and not above.is_outlier_.any()
 
 
+def test_a_missing_word_about_a_named_subject_the_question_reaches_is_what_it_asks_not_its_subject():
+    rng = np.random.default_rng(3)
+    topic = unit(rng.normal(size=D))
+    chunk_texts = [f"Nikola Tesla was an inventor; note {i} on his mother and his coils." for i in range(20)]
+    chunks = unit(topic + 0.3 * rng.normal(size=(len(chunk_texts), D)))
+    questions = ["Did Nikola Tesla build coils?", "Was Tesla an inventor?", "Who was his mother?",
+                 "Was Nikola Tesla's mother illiterate?", "Was the inventor's mother illiterate, by his note on coils?"]
+    Q = unit(topic + 0.3 * rng.normal(size=(len(questions), D)))
+    s = QuestionScreener(question_support_threshold=0.5, neighbor_weight=0).fit(
+        Q, chunks, question_texts=questions, chunk_texts=chunk_texts)
+    assert (s.support_margin_[3:] < 0).all() and not s._short_of_support(s.strictness)[3:].any()
+    # Same missing word, same weak support: only the question without a named, discussed subject is flagged.
+    assert s.is_outlier_.tolist() == [False, False, False, False, True]
+    assert s.subject_[4] == "illiterate"
+
+
 def test_absent_word_verdict_needs_a_margin_below_the_level():
     n, retrieved = [-1, -1, -1, 3], [False, False, False, True]
     got = verdicts.is_absent_subject(n, retrieved, absent_word=[True, True, False, True],

@@ -33,7 +33,7 @@ def _csv(frame: pd.DataFrame) -> bytes:
         ("mail jane.doe+rag@example.co.uk about it", "mail [email] about it"),
         ("call +1 (555) 123-4567 now", "call [phone] now"),
         ("my number is 030 1234 5678", "my number is [phone]"),
-        ("card 4111111111111111 declined", "card [number] declined"),
+        ("card 4111111111111111 declined", "card [card] declined"),
         ("account 12345678", "account [number]"),
     ],
 )

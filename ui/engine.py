@@ -180,6 +180,36 @@ def saved_settings(saved, settings):
     )
 
 
+def provider_notice(before, after) -> str | None:
+    """What a user must hear when a saved analysis replaces the embedding settings ``before`` with
+    ``after`` (:func:`saved_settings`); None when it keeps them.
+
+    A saved analysis is a file anyone can write: the provider, model and
+    base URL it names are the sender's choice, not the user's, so they are
+    shown in full (the URL without credentials) and held until the user
+    confirms them (:func:`ui.state.embed_api_key`).
+    """
+    if before.embedding_choice() == after.embedding_choice():
+        return None
+    from coverage_core.embeddings.base import redact_url
+    from coverage_core.embeddings.registry import PROVIDERS, configured_model_name
+
+    spec = PROVIDERS.get(after.provider)
+    named = spec.label if spec is not None else after.provider
+    model = configured_model_name(after.provider, after.model or None)
+    if model != named:
+        named += f" {model}"
+    if after.dimensions:
+        named += f" at {after.dimensions:,} dimensions"
+    if after.base_url:
+        named += f" through the server at {redact_url(after.base_url)}"
+    return (
+        f"This saved analysis brought its own embedding settings ({named}), so the API keys typed in this "
+        "session were forgotten and nothing is sent to an embedding provider until you confirm these "
+        "settings, or choose others, on the Configure page."
+    )
+
+
 def saved_tuning(saved, corpus_key: StageKey, settings) -> AnalysisSession:
     """A session holding a saved analysis's clustering, automatic topics and τ, so opening it computes
     none of them again."""

@@ -23,7 +23,7 @@ from coverage_core.errors import CoverageError
 from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.session import EMBEDDING_STAGES, AnalysisSession, EmbeddedInputs, StageKey, calibration_key
 from ui import engine, exports, formats, sidebar, state
-from ui.messages import user_message, user_messages
+from ui.messages import shown_message, shown_messages
 from ui.state import is_stale, stored_inputs, wanted_keys
 from ui.views import (
     compare as compare_view,
@@ -43,6 +43,9 @@ def start_page(title: str, intro: str | None = None) -> None:
     """Every page's first lines: the shared sidebar (:func:`ui.sidebar.render`), the title, what the page does."""
     sidebar.render()
     st.title(title)
+    notice = state.provider_notice()
+    if notice:  # a saved analysis's provider settings wait for the user's confirmation on Configure
+        st.warning(formats.markdown_text(notice))
     if intro:
         st.write(intro)
 
@@ -97,14 +100,15 @@ def env_key_present(settings: state.Settings) -> bool:
 
 # ---------------------------------------------------------------- inputs
 def show_warnings(messages: Sequence[str]) -> None:
-    """Core warnings, in the dashboard's words (:func:`ui.messages.user_message`)."""
-    for message in user_messages(messages):
+    """Core warnings, in the dashboard's words (:func:`ui.messages.shown_message`: they quote file names,
+    columns and cells, so they are escaped)."""
+    for message in shown_messages(messages):
         st.warning(message, icon=":material/warning:")
 
 
 def show_error(error: object) -> None:
     """A core error, in the dashboard's words."""
-    st.error(user_message(error))
+    st.error(shown_message(error))
 
 
 def chunks() -> list:
@@ -397,7 +401,10 @@ def gaps_for(analysis, use_llm: bool = False):
         model = model_cache = None
         inputs = stored_inputs()
         if inputs is not None:  # written questions are checked against τ with the chunks' model
-            model, model_cache = embedder_for(inputs), embedding_cache()
+            try:
+                model, model_cache = embedder_for(inputs), embedding_cache()
+            except CoverageError as error:  # no model to check them with (a key missing or on hold): drafts
+                show_error(error)
         with st.spinner("Finding gaps and writing suggestions…"):
             return pipeline.with_gaps(analysis, llm, model, model_cache)
 

@@ -10,6 +10,7 @@ card or table ever says "-0.000".
 from __future__ import annotations
 
 import math
+import re
 
 from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, origin_words  # noqa: F401 (re-exported)
 
@@ -113,3 +114,22 @@ def count(n: int, noun: str, plural_form: str | None = None) -> str:
 
 # Who wrote a suggested question: the words every output uses, kept once in the core.
 ORIGIN_WORDS = SUGGESTION_ORIGIN_WORDS
+
+# Every ASCII character that starts markup in Streamlit's Markdown: CommonMark and GitHub's extensions
+# (images, links, autolinks, raw HTML, entities, tables, strikethrough), LaTeX ($), Streamlit's directives
+# (":red[…]", ":material/…:", emoji shortcodes) and setext headings (=). CommonMark lets any ASCII
+# punctuation be backslash-escaped, so each shows as itself.
+MARKDOWN_SPECIAL = "\\`*_{}[]()<>#+-.!|~$:&=@^"
+_MARKDOWN_ESCAPES = str.maketrans({c: "\\" + c for c in MARKDOWN_SPECIAL})
+# GitHub's autolinks ("http://…", "www.…", "a@b.org") are found in the text after escapes are undone, so
+# escaping cannot stop them: an invisible word joiner after "://"'s colon, "www" and "@" breaks each pattern.
+WORD_JOINER = "\u2060"
+_AUTOLINK_STARTS = re.compile(r"(\\:)(?=//)|(?i:\b(www))(?=\\\.)|(\\@)")
+
+
+def markdown_text(text: object) -> str:
+    """User text (a file name, a column name, a question, a topic) escaped for any Streamlit element that reads
+    Markdown (st.markdown, captions, alerts, labels, expander titles, radio options): shown as written, never as
+    markup or a link, so a "![x](http://host/beacon.png)" in a file is never an image the browser fetches."""
+    escaped = str(text).translate(_MARKDOWN_ESCAPES)
+    return _AUTOLINK_STARTS.sub(lambda match: match.group(0) + WORD_JOINER, escaped)

@@ -131,8 +131,10 @@ def open_saved_analysis(data: bytes | None = None, name: str | None = None, fold
 
     Its passages, questions, vectors, clusters, support level and settings
     go into the session as if the analysis had just run, so nothing is
-    embedded again. Raises InputError for a folder or zip that is not a
-    complete saved analysis.
+    embedded again. Embedding settings other than the session's are held
+    (:func:`ui.state.hold_provider_settings`): typed keys are forgotten and
+    nothing is sent until the user confirms them on Configure. Raises
+    InputError for a folder or zip that is not a complete saved analysis.
     """
     from coverage_core.errors import InputError
     from coverage_core.inputs import saved_analysis
@@ -153,6 +155,10 @@ def open_saved_analysis(data: bytes | None = None, name: str | None = None, fold
     state.drop(state.DOCUMENTS, *state.SETTINGS_WIDGETS, state.W_QUESTION_COLUMN, state.COLUMN_ERROR,
                state.VECTOR_UPLOAD)
     settings = engine.saved_settings(saved, state.settings())
+    notice = engine.provider_notice(state.settings(), settings)
+    if notice is not None:  # the file, not the user, chose these: no key goes there unconfirmed
+        state.hold_provider_settings(notice)
+        st.toast(formats.markdown_text(notice), icon=":material/key_off:")
     state.put(state.SETTINGS, settings)
     set_documents(
         DocumentSet(list(corpus.documents), []), [d.name for d in corpus.documents], "saved",
@@ -228,3 +234,4 @@ def load_example() -> None:
     data = (EXAMPLE / "questions.csv").read_bytes()
     set_question_file("wiki-qa questions.csv", data, source="example")
     state.update_settings(provider=EmbeddingConfig().provider, model="", dimensions=None, base_url="")
+    state.confirm_provider_settings()  # the app's defaults replaced whatever a saved analysis named

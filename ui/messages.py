@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ui.formats import markdown_text
+
 # (pattern, replacement): a core wording and what the dashboard says instead.
 REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple(
     (re.compile(pattern), replacement)
@@ -58,3 +60,14 @@ def user_message(text: object) -> str:
 def user_messages(texts: Iterable[object]) -> list[str]:
     """:func:`user_message` of each, without repeats, in order."""
     return list(dict.fromkeys(user_message(text) for text in texts))
+
+
+def shown_message(text: object) -> str:
+    """:func:`user_message`, escaped for an element that reads Markdown (st.error, st.warning, st.info, …): a core
+    message quotes file names, column names and cell values, which are user text."""
+    return markdown_text(user_message(text))
+
+
+def shown_messages(texts: Iterable[object]) -> list[str]:
+    """:func:`shown_message` of each, without repeats, in order."""
+    return [markdown_text(message) for message in user_messages(texts)]

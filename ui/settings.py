@@ -66,6 +66,11 @@ class Settings:
     def replace(self, **changes: Any) -> "Settings":
         return dataclasses.replace(self, **changes)
 
+    def embedding_choice(self) -> tuple[str, str, int | None, str]:
+        """``(provider, model, dimensions, base_url)``: what decides where an embedding key is sent and
+        which vectors come back (a saved analysis naming others must be confirmed, ``ui.state``)."""
+        return self.provider, self.model, self.dimensions, self.base_url
+
     @property
     def embedding_provider(self) -> ProviderSpec:
         """The spec of ``provider`` (InputError if none is registered under that name)."""

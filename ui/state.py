@@ -49,6 +49,8 @@ key                       value
 ``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
 ``LANGUAGES``             :class:`Stage` of the loaded documents' and questions' languages (Upload page)
 ``GAP_FOCUS``             cluster of the gap the Gap analysis page shows open (set by a Results link)
+``PROVIDER_NOTICE``       the sentence naming embedding settings a saved analysis brought, until
+                          the user confirms them on Configure (:func:`embed_api_key`)
 ========================  =====================================================
 
 A Results link to one gap opens the Gap analysis page with the query parameter
@@ -56,7 +58,11 @@ A Results link to one gap opens the Gap analysis page with the query parameter
 that gap open and scrolls to it once.
 
 The two secrets are kept apart from :class:`Settings` on purpose: settings
-go into reports, secrets never do.
+go into reports, secrets never do. No file, saved analysis or URL parameter
+chooses where a secret goes: a saved analysis that names other embedding
+settings makes the session forget both typed keys, and until the user
+confirms those settings on Configure (``PROVIDER_NOTICE``) no embedding key
+is handed out at all, not even the server's own (:func:`embed_api_key`).
 
 Widget keys (``W_*``) are the keys of widgets whose value must be read or
 seeded from code. Streamlit deletes a widget's state when a page without it
@@ -72,7 +78,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from coverage_core.errors import CoverageError
+from coverage_core.errors import CoverageError, InputError
 from coverage_core.session import MISSING, AnalysisSession, EmbeddedInputs, StageKey, check_key, memo as keep_in
 from ui import engine
 from ui.settings import Settings
@@ -118,6 +124,7 @@ VECTOR_UPLOAD = "vector_upload"
 SAVED_OPENED = "saved_opened"
 LANGUAGES = "languages"
 GAP_FOCUS = "gap_focus"
+PROVIDER_NOTICE = "provider_notice"
 GAP_PARAM = "gap"  # the query parameter of a Results link to one gap: its cluster
 
 # ------------------------------------------------------------- widget keys
@@ -136,6 +143,7 @@ W_MODEL = "w_model"
 W_DIMENSIONS = "w_dimensions"
 W_BASE_URL = "w_base_url"
 W_EMBED_KEY = "w_embed_key"
+W_CONFIRM_PROVIDER = "w_confirm_provider"
 W_CHUNK_SIZE = "w_chunk_size"
 W_CHUNK_OVERLAP = "w_chunk_overlap"
 W_AUTO_K = "w_auto_k"
@@ -406,8 +414,39 @@ def is_stale(inputs: EmbeddedInputs) -> bool:
     return wanted is None or (inputs.corpus_key, inputs.question_key) != wanted
 
 
-def embed_api_key() -> str | None:
+def typed_embed_key() -> str | None:
+    """The embedding key typed in this session, for the Configure page to say one is set (never sent from here)."""
     return st.session_state.get(EMBED_API_KEY) or None
+
+
+def embed_api_key() -> str | None:
+    """The typed embedding key for a request about to be sent (None: the server's environment decides).
+
+    Raises InputError while settings a saved analysis brought wait for the
+    user's confirmation (:func:`provider_notice`): the embedder is made
+    through here, so neither a typed key nor the server's own reaches a
+    server the file named.
+    """
+    notice = provider_notice()
+    if notice is not None:
+        raise InputError(notice)
+    return typed_embed_key()
+
+
+def provider_notice() -> str | None:
+    """The sentence naming embedding settings a saved analysis brought and the user has not confirmed, or None."""
+    return st.session_state.get(PROVIDER_NOTICE) or None
+
+
+def hold_provider_settings(notice: str) -> None:
+    """Settings from a file replaced the user's: forget every typed key and hold them until confirmed."""
+    drop(EMBED_API_KEY, LLM_API_KEY, W_EMBED_KEY, W_LLM_KEY)
+    put(PROVIDER_NOTICE, notice)
+
+
+def confirm_provider_settings() -> None:
+    """The user confirmed (or chose) the embedding settings on Configure: requests may be sent again."""
+    drop(PROVIDER_NOTICE)
 
 
 def llm_api_key() -> str | None:

@@ -299,12 +299,10 @@ def score_columns(names: tuple[str, str]) -> dict:
 
 
 # ---------------------------------------------------------------- headline
-_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+-.!|~$"})
-
-
 def plain(text: object) -> str:
-    """User text (a file name, a topic) escaped for st.markdown: shown as written, never as markup."""
-    return str(text).translate(_MARKDOWN_SPECIAL)
+    """User text (a file name, a topic) escaped for st.markdown: shown as written, never as markup
+    (:func:`ui.formats.markdown_text`)."""
+    return formats.markdown_text(text)
 
 
 def support_sentence(analysis) -> str:

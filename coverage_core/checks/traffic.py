@@ -2,7 +2,9 @@
 
 A query log (the questions a RAG application received) is the third input,
 beside the knowledge base and the test set. This module reads it, masks
-personal data, merges repeated queries and measures, weighted by how often
+personal data and secrets (:mod:`coverage_core.checks.personal_data`, before
+anything stores or shows a query), merges repeated queries and measures,
+weighted by how often
 each query was asked:
 
 * **tested**: some (on-topic) test question matches the query: cosine
@@ -41,7 +43,6 @@ Nothing here embeds: the caller passes the vectors (``pipeline.run_traffic_check
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -51,8 +52,10 @@ import pandas as pd
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
+from coverage_core.checks.personal_data import mask_personal_data
 from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
 from coverage_core.errors import InputError
+from coverage_core.inputs.files import DEFAULT_MAX_FILE_BYTES, read_user_file
 from coverage_core.inputs.questions import read_table
 from coverage_core.stages.clustering import default_n_clusters
 from coverage_core.stages.topics import topic_labels
@@ -90,34 +93,29 @@ TOPIC_SAMPLE = 6000
 """Queries the topic K-means is fitted on at most (drawn with probability ∝ count); the rest are assigned
 to the nearest centre."""
 
+MAX_LOG_BYTES = DEFAULT_MAX_FILE_BYTES
+"""Largest query log read (the limit of every input file)."""
+
+MAX_LOG_ROWS = 2_000_000
+"""Lines a query log may have at most: merged repeats keep a count column far shorter, and each line costs
+memory long before it is embedded."""
+
+MAX_COUNT = 10**12
+"""The most times one row may say its query was asked (a trillion, far beyond any real log). With at most
+:data:`MAX_LOG_ROWS` rows the total stays below 2**63, so sums are exact int64 with no wraparound."""
+
+MAX_QUERY_CHARS = 4000
+"""Characters of a query kept; a longer one is cut there (it is a document pasted in, not a question)."""
+
+LOG_DATES = ("1990-01-01", "2100-01-01")
+"""Timestamps outside this range (year 1, year 9999, an epoch counted wrong) are not read as dates."""
+
 _BLOCK_ROWS = 2048
 """Queries scored at a time: a (2,048 × 20,000) float32 block is 160 MB."""
-
-# Personal data masked in everything shown or exported. Phone numbers need 9+ digits so that year ranges
-# ("1914-1918") and amounts stay readable; long digit runs (account or card numbers) 7+.
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{7,}\d(?!\w)")
-_LONG_DIGITS = re.compile(r"\d{7,}")
-
 
 def query_match_threshold(support_threshold: float) -> float:
     """The similarity at which a test question matches a traffic query: ``τ + QUERY_MATCH_FRACTION · (1 − τ)``."""
     return float(support_threshold + QUERY_MATCH_FRACTION * (1.0 - support_threshold))
-
-
-def mask_personal_data(text: str) -> str:
-    """``text`` with e-mail addresses, phone numbers and long digit runs replaced by
-    ``[email]``, ``[phone]`` and ``[number]``."""
-    text = _EMAIL.sub("[email]", text)
-    text = _PHONE.sub(_phone_or_number, text)
-    return _LONG_DIGITS.sub("[number]", text)
-
-
-def _phone_or_number(match: re.Match) -> str:
-    found = match.group()
-    if found.isdigit():  # one unbroken run: an account or card number, masked below
-        return found
-    return "[phone]" if sum(c.isdigit() for c in found) >= 9 else found
 
 
 @dataclass(frozen=True)
@@ -147,19 +145,31 @@ class TrafficLog:
         return len(self.queries)
 
 
-def _read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, int]:
-    records, n_bad = [], 0
+def _read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, int, int]:
+    """(records, lines that are no JSON object, values that are objects or lists rather than text).
+
+    Numbers stay as written (``parse_int``/``parse_float`` keep the text), so a count of ``1e400`` or a
+    4,300-digit integer is judged by the count rules instead of failing the line; a line nested too deep
+    for the parser (RecursionError) is one bad line.
+    """
+    records, n_bad, n_nested = [], 0, 0
     for line in text.splitlines():
         line = line.strip()
         if not line:
             continue
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = json.loads(line, parse_int=str, parse_float=str, parse_constant=str)
+        except (ValueError, RecursionError):
             n_bad += 1
             continue
         if isinstance(record, dict):
-            records.append({str(k): v for k, v in record.items()})
+            row = {}
+            for key, value in record.items():
+                if isinstance(value, (dict, list)):  # its text would be a structure, not a query
+                    n_nested += 1
+                    value = None
+                row[str(key)] = value
+            records.append(row)
         elif isinstance(record, str):
             records.append({"query": record})
         else:
@@ -167,7 +177,7 @@ def _read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, int]:
     if not records:
         raise InputError(f"The query log {name} has no JSON object per line; write one object such as "
                          '{"query": "…", "count": 3} per line, or use a CSV file.')
-    return pd.DataFrame.from_records(records), n_bad
+    return pd.DataFrame.from_records(records), n_bad, n_nested
 
 
 def _is_jsonl(name: str, data: bytes) -> bool:
@@ -190,9 +200,19 @@ def read_traffic(
     The query column is ``query_column`` or detected (:data:`QUERY_COLUMN_NAMES`);
     a count column (:data:`COUNT_COLUMN_NAMES`) and a timestamp column
     (:data:`TIME_COLUMN_NAMES`) are optional. Queries are masked
-    (:func:`mask_personal_data`), then repeats merged (case and spacing
-    ignored; the first spelling is kept) with their counts summed. Blank
-    queries, unreadable counts and counts below 1 are skipped with a warning.
+    (:func:`~coverage_core.checks.personal_data.mask_personal_data`: nothing
+    after this sees them raw), then repeats merged (case and spacing ignored;
+    the first spelling is kept) with their counts summed exactly.
+
+    Hostile logs: a path must be a regular file of at most
+    :data:`MAX_LOG_BYTES` and :data:`MAX_LOG_ROWS` lines (a device, FIFO,
+    folder or larger log is one InputError). Skipped with a counted warning,
+    the rest still read: blank queries, counts that are words, inf, nan or
+    below 1, counts above :data:`MAX_COUNT`, JSON lines that are no object or
+    nest too deep to parse, and objects or lists where text belongs (read as
+    empty). Queries longer than :data:`MAX_QUERY_CHARS` are cut; timestamps
+    outside :data:`LOG_DATES` or unreadable count in the totals but not the
+    weekly figures; mixed time zones are read as UTC.
     """
     name, data = _log_bytes(source, name)
     warnings: list[str] = []
@@ -209,11 +229,16 @@ def read_traffic(
     when = _column(columns, time_column, TIME_COLUMN_NAMES, name, "timestamp")
     texts, counts, keep = _usable_rows(frame, query, count, name, warnings)
 
-    masked = texts[keep].map(mask_personal_data)
+    long = texts[keep].str.len() > MAX_QUERY_CHARS
+    if long.any():
+        warnings.append(f"{int(long.sum())} query(ies) longer than {MAX_QUERY_CHARS:,} characters were cut to "
+                        f"their first {MAX_QUERY_CHARS:,}.")
+    masked = texts[keep].str.slice(0, MAX_QUERY_CHARS).map(mask_personal_data)
     keys = masked.str.casefold().str.split().str.join(" ")
     codes, uniques = pd.factorize(keys, sort=False)
     first = pd.Series(masked.to_numpy()).groupby(codes).first()
-    merged = np.bincount(codes, weights=counts[keep].to_numpy(dtype=np.float64)).astype(np.int64)
+    # Exact int64 sums: every count is ≤ MAX_COUNT and rows ≤ MAX_LOG_ROWS, so no total can wrap around.
+    merged = pd.Series(counts[keep].to_numpy(dtype=np.int64)).groupby(codes).sum().to_numpy(dtype=np.int64)
     weekly = None if when is None else _weekly_counts(frame, keep, when, codes, counts, warnings)
     return TrafficLog(
         name=name,
@@ -227,18 +252,23 @@ def read_traffic(
 
 def _log_bytes(source: str | Path | bytes, name: str | None) -> tuple[str, bytes]:
     """(name, content) of a query log; InputError if it cannot be read or is empty."""
-    if isinstance(source, bytes):
-        name, data = name or "queries", source
+    if isinstance(source, (bytes, bytearray)):
+        name, data = name or "queries", bytes(source)
+        if len(data) > MAX_LOG_BYTES:
+            raise InputError(f"The query log {name} is {len(data) / 1024**2:,.0f} MB, over the "
+                             f"{MAX_LOG_BYTES / 1024**2:,.0f} MB limit; merge repeated queries into a count "
+                             "column or keep a sample.")
     else:
         path = Path(source)
         name = name or path.name
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise InputError(f"The query log {path} could not be opened ({error.strerror or error}); "
-                             "check the path.") from None
+        # Regular files only, size checked first: /dev/zero or a FIFO would never end or never answer.
+        data = read_user_file(path, "query log", MAX_LOG_BYTES)
     if not data.strip():
         raise InputError(f"The query log {name} is empty; add one query per row.")
+    lines = data.count(b"\n") + 1
+    if lines > MAX_LOG_ROWS:
+        raise InputError(f"The query log {name} has {lines:,} lines, over the {MAX_LOG_ROWS:,} limit; merge "
+                         "repeated queries into a count column or keep a sample.")
     return name, data
 
 
@@ -247,9 +277,12 @@ def _log_frame(name: str, data: bytes, warnings: list[str]) -> pd.DataFrame:
     if not _is_jsonl(name, data):
         return read_table(data, name)
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
-    frame, n_bad = _read_jsonl(text, name)
+    frame, n_bad, n_nested = _read_jsonl(text, name)
     if n_bad:
         warnings.append(f"{n_bad} line(s) of {name} are not JSON objects and were skipped.")
+    if n_nested:
+        warnings.append(f"{n_nested} value(s) in {name} are JSON objects or lists, not text, and were read as "
+                        "empty.")
     frame = frame.astype(object).where(frame.notna(), "")
     return frame.map(lambda v: v if isinstance(v, str) else str(v))
 
@@ -265,26 +298,53 @@ def _usable_rows(
         warnings.append(f"{int((~keep).sum())} row(s) with an empty query were skipped.")
     if count is not None:
         cells = frame[count].astype(str).str.replace(",", "").str.strip()
-        parsed = pd.to_numeric(cells.mask(cells == "", "1"), errors="coerce")  # no count: asked once
+        parsed = cells.mask(cells == "", "1").map(_count_value).astype(np.float64)  # no count: asked once
         bad = keep & (parsed.isna() | (parsed < 1))
         if bad.any():
             warnings.append(f"{int(bad.sum())} row(s) have a '{count}' that is not a whole number of at least 1 "
                             "and were skipped.")
-        keep &= ~bad
-        counts = parsed.fillna(0).round().astype("int64")
+        huge = keep & ~bad & (parsed > MAX_COUNT)
+        if huge.any():
+            warnings.append(f"{int(huge.sum())} row(s) have a '{count}' above {MAX_COUNT:,}, more than any real "
+                            "log holds, and were skipped.")
+        keep &= ~bad & ~huge
+        counts = parsed.where(keep, 0).round().astype("int64")
     if not keep.any():
         raise InputError(f"The query log {name} has no usable query; fill in the '{query}' column.")
     return texts, counts, keep
+
+
+def _count_value(cell: str) -> float:
+    """The number a count cell holds: NaN for words, "inf" and "nan", +inf for digits beyond float64 (then
+    refused as above :data:`MAX_COUNT`). float64 is exact for every count kept (≤ MAX_COUNT < 2**53) and
+    never wraps around, unlike int64."""
+    try:
+        value = float(cell)
+    except (ValueError, OverflowError):
+        return float("nan")
+    if np.isfinite(value) or (value > 0 and any(c.isdigit() for c in cell)):
+        return value
+    return float("nan")
 
 
 def _weekly_counts(
     frame: pd.DataFrame, keep: pd.Series, when: str, codes: np.ndarray, counts: pd.Series, warnings: list[str]
 ) -> pd.DataFrame | None:
     """Counts per merged query and week (weeks start on Monday); None when no row has a date."""
-    stamps = pd.to_datetime(frame.loc[keep, when], errors="coerce", utc=True, format="mixed")
+    cells = frame.loc[keep, when].astype(str)
+    try:  # mixed time zones are read as UTC
+        stamps = pd.to_datetime(cells, errors="coerce", utc=True, format="mixed")
+    except (ValueError, OverflowError, TypeError):
+        stamps = pd.Series(pd.NaT, index=cells.index, dtype="datetime64[ns, UTC]")
     if stamps.isna().any():
         warnings.append(f"{int(stamps.isna().sum())} row(s) have a '{when}' that is not a date; they count "
                         "in the totals but not in the weekly figures.")
+    outside = stamps.notna() & ((stamps < pd.Timestamp(LOG_DATES[0], tz="UTC"))
+                                | (stamps >= pd.Timestamp(LOG_DATES[1], tz="UTC")))
+    if outside.any():
+        warnings.append(f"{int(outside.sum())} row(s) have a '{when}' before {LOG_DATES[0][:4]} or from "
+                        f"{LOG_DATES[1][:4]} on; they count in the totals but not in the weekly figures.")
+        stamps = stamps.mask(outside)
     dated = stamps.notna().to_numpy()
     if not dated.any():
         return None

@@ -15,8 +15,9 @@
   queries. The chunk density of the relative rule decides nothing here and
   is skipped (``density_weight=0``).
 * **masks**: anonymised logs carry placeholders (``<EMAIL>``,
-  ``[REDACTED]``, ``{name}``, ``XXXX``, ``***``, this package's own
-  ``[email]``); :func:`strip_masks` removes them, and the one- or
+  ``[REDACTED]``, ``{name}``, ``XXXX``, ``***``, and this package's own
+  ``[email]``, ``[phone]``, ``[secret]``… of
+  :mod:`coverage_core.checks.personal_data`); :func:`strip_masks` removes them, and the one- or
   two-letter fragments glued to them ("J***n", "<NAME>'s"), before topics
   are named and before any word evidence is read, so a placeholder never
   becomes a topic word or an "absent word".

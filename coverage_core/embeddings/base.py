@@ -11,6 +11,7 @@ cached run never pays for a model or a network round trip.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -214,6 +215,8 @@ class ProviderSpec:
             not to be, None when unknown.
         key_variable: The environment variable holding its key; sent only to
             ``hosts`` (None: it needs no key).
+        base_url_variable: The environment variable its client library reads a base URL
+            from when none is given (the operator's choice); None: it reads none.
         hosts: Its own API hosts, the only ones its key variable is sent to.
         paid: Its own endpoint charges per token (the cost is shown before a run).
         remote: Texts are sent to a server: ``max_concurrency`` applies and a
@@ -234,6 +237,7 @@ class ProviderSpec:
     factory: Callable[[str, EmbedderOptions], "Embedder"]
     trained_for_truncation: Callable[[str], "bool | None"]
     key_variable: str | None = None
+    base_url_variable: str | None = None
     hosts: tuple[str, ...] = ()
     paid: bool = False
     remote: bool = False
@@ -287,6 +291,26 @@ def key_variable_for(spec: ProviderSpec | None, base_url: str | None) -> str:
     if spec is not None and spec.key_variable and endpoint_is_own(spec, base_url):
         return spec.key_variable
     return CUSTOM_KEY_VARIABLE
+
+
+def endpoint_identity(spec: ProviderSpec | None, base_url: str | None) -> str:
+    """The server that answers for ``spec``'s provider at ``base_url`` (None: the operator's
+    ``spec.base_url_variable``, as the client library reads it), as the embedding cache keys it.
+
+    "" for the provider's own API (:func:`endpoint_is_own`), so older caches stay valid for it; any other
+    server is its URL without credentials, query or fragment, so no secret is written to the cache.
+    """
+    url = (base_url or "").strip()
+    if not url and spec is not None and spec.base_url_variable:
+        url = os.environ.get(spec.base_url_variable, "").strip()
+    if endpoint_is_own(spec, url):
+        return ""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_url(url) or ""
+    host = parts.netloc.rpartition("@")[2].lower()
+    return f"{parts.scheme.lower()}://{host}{parts.path.rstrip('/')}"
 
 
 def environment_key_for(spec: ProviderSpec | None, base_url: str | None) -> str | None:
@@ -378,6 +402,7 @@ class RemoteEmbedder:
     max_batch_tokens: int = field(default=0, init=False)
     _client: Any = field(default=None, init=False, repr=False)
     _gate: "RequestGate | None" = field(default=None, init=False, repr=False)
+    _endpoint: str = field(default="", init=False, repr=False)  # see cache_tag
 
     label = "The provider"  # not a field: each provider names itself
     spec: ClassVar[ProviderSpec | None] = None  # each provider sets its module's SPEC: its key routing reads it
@@ -403,6 +428,7 @@ class RemoteEmbedder:
 
     def __post_init__(self) -> None:
         self.base_url = (self.base_url or "").strip() or None
+        self._endpoint = endpoint_identity(self.spec, self.base_url)  # once, as the client reads its variable
         self._check_settings()
         self._check_request_settings()
         # Resolve the key now (cheap, no network) so a missing key is reported
@@ -551,13 +577,42 @@ class RemoteEmbedder:
                 self._gate = RequestGate(self.max_concurrency)
             return self._gate
 
+    @property
+    def cache_tag(self) -> str:
+        """What besides provider, model and dimensions decides its vectors: the server that answers
+        (:func:`endpoint_identity`; "" for the provider's own API)."""
+        return f"endpoint={self._endpoint}" if self._endpoint else ""
+
+    def _bad_response(self, problem: str) -> ProviderError:
+        """The one sentence for a reply that holds no usable embeddings (kind ``bad_response``)."""
+        where = f"{self.label} at {redact_url(self.base_url)}" if self.base_url else self.label
+        return ProviderError(f"{where} sent a reply that holds no usable embeddings ({problem}); check the base "
+                             "URL, or try again later.", "bad_response")
+
+    def _bad_response_failure(self, exc: Exception) -> "Failure":
+        """A reply the client library could not read. Not retried (a server answering garbage answers it
+        again, and each attempt may be billed); not quoted (it may be a whole page, or echo the key)."""
+        problem = "not JSON" if isinstance(exc, json.JSONDecodeError) else "fields missing or of the wrong type"
+        return Failure("bad_response", str(self._bad_response(problem)), retryable=False)
+
     def _unit_vectors(self, embeddings, n_texts: int) -> np.ndarray:
-        """The reply's embeddings as unit float32 rows; ProviderError unless there is one per text."""
-        if len(embeddings) != n_texts:
-            raise ProviderError(
-                f"{self.label} returned {len(embeddings)} embeddings for {n_texts} texts; try again.", "other"
-            )
-        return unit_rows(np.array(embeddings, dtype=np.float32))
+        """The reply's embeddings as unit float32 rows; ProviderError (``bad_response``) unless they are one list
+        of finite numbers per text, all of one length (``dimensions`` when asked): garbage stops here."""
+        try:
+            array = np.array(embeddings)
+        except (ValueError, TypeError):  # lists of different lengths
+            raise self._bad_response("embeddings of different lengths") from None
+        if array.ndim == 0 or len(array) != n_texts:
+            raise self._bad_response(f"{len(array) if array.ndim else 'no'} embeddings for {n_texts} texts")
+        if array.ndim != 2 or not array.shape[1] or array.dtype.kind not in "iuf":
+            raise self._bad_response("embeddings that are not lists of numbers of one length")
+        if self.dimensions is not None and array.shape[1] != int(self.dimensions):
+            raise self._bad_response(f"embeddings of {array.shape[1]} numbers where {self.dimensions} were asked for")
+        with np.errstate(over="ignore"):  # a number past float32's range becomes inf, refused next
+            array = array.astype(np.float32)
+        if not np.isfinite(array).all():
+            raise self._bad_response("embeddings holding NaN or infinite numbers")
+        return unit_rows(array)
 
 
 @dataclass(frozen=True)

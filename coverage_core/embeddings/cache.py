@@ -4,8 +4,15 @@ Embedding a knowledge base costs minutes (local model) or money (APIs), and
 users re-run the same documents many times while tuning questions. The cache
 remembers every vector by (provider, model, dimensions, sha256(text)) in one
 SQLite file, together with the text's token count, so a fully cached run
-needs neither the model nor its tokenizer. A local model run in bf16 counts
-as another model (:func:`stored_model_name`).
+needs neither the model nor its tokenizer. A local model run in bf16, and an
+API model answered by another server than its provider's own (a base URL),
+count as other models (:func:`stored_model_name`), so one server's vectors
+are never taken for another's.
+
+What the cache holds is checked as it is read: a vector of the wrong length
+or holding no finite numbers is dropped, computed again and reported; and a
+cache that cannot be written (locked by another program) never loses
+embeddings already paid for: the run uses them and says they were not saved.
 
 SQLite in WAL mode gives atomic writes that several processes and threads
 can share (e.g. two dashboard sessions). A new connection is opened per
@@ -30,7 +37,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from coverage_core.embeddings.base import Embedder, batches, plan_batches
-from coverage_core.errors import InputError
+from coverage_core.errors import InputError, ProviderError
 from coverage_core.validation import unit_rows
 
 CACHE_FILE_NAME = "embeddings.sqlite3"
@@ -84,15 +91,27 @@ class CacheKey:
 
 
 def stored_model_name(embedder: Embedder) -> str:
-    """The model column for ``embedder``: its model, plus ``@bf16`` (say) when it does not run in fp32.
+    """The model column for ``embedder``: its model, plus ``@bf16`` (say) when it does not run in fp32,
+    plus ``[endpoint=http://host/v1]`` (say) when another server than the provider's own answers.
 
     Vectors of one text differ by up to ~1e-3 between bf16 and fp32, so they
     are kept apart. fp32, the precision of every cache written before
     precisions were told apart (and of API embedders, which have no
     ``precision_used``), keeps the bare name, so those caches stay valid.
+
+    The bracket is the embedder's ``cache_tag`` (API embedders: the server
+    that answers and any other setting that changes its vectors): a server
+    at a base URL may answer anything under a model's name, so its vectors
+    must never be taken for the provider's own. The provider's own endpoint
+    has no tag, so caches written before endpoints were told apart stay
+    valid for it. Only model names from the provider's list are accepted
+    without a base URL, so no bare name can end in a bracket of another
+    server's.
     """
     precision = getattr(embedder, "precision_used", None) or "fp32"
-    return embedder.model if precision == "fp32" else f"{embedder.model}@{precision}"
+    name = embedder.model if precision == "fp32" else f"{embedder.model}@{precision}"
+    tag = getattr(embedder, "cache_tag", "") or ""
+    return f"{name} [{tag}]" if tag else name
 
 
 class EmbeddingCache:
@@ -110,11 +129,15 @@ class EmbeddingCache:
     next, so the CLI prints them, the report and the dashboard list them).
     """
 
+    lock_timeout = 60.0
+    """Seconds an operation waits for another program's write to end before it gives up (tests shorten it)."""
+
     def __init__(self, directory: str | Path | None = None):
         self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
         self.path = self.directory / CACHE_FILE_NAME
         self._ready = False
         self.warnings: list[str] = []
+        self.unwritable = False  # a write failed: see try_put_many
 
     def __repr__(self) -> str:
         return f"EmbeddingCache(directory={str(self.directory)!r})"
@@ -172,7 +195,7 @@ class EmbeddingCache:
             self._note_empty_file()
         # timeout: wait for another writer instead of failing with "database is locked".
         with self._guard():
-            connection = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+            connection = sqlite3.connect(self.path, timeout=self.lock_timeout, check_same_thread=False)
             try:
                 if not self._ready:
                     with connection:
@@ -199,14 +222,60 @@ class EmbeddingCache:
                 )
 
     def get_many(self, key: CacheKey, hashes: Sequence[bytes]) -> dict[bytes, tuple[np.ndarray, int]]:
-        """Cached ``(vector, token_count)`` for each hash found; missing ones are absent."""
-        found = {}
-        for digest, tokens, blob in self._select("text_hash, tokens, vector", key, hashes):
+        """Cached ``(vector, token_count)`` for each hash found; missing ones are absent.
+
+        A stored vector holding NaN, an infinity or no number at all is
+        damage SQLite cannot see: it is left out (so it is computed again and
+        overwritten), and :meth:`note_damaged` says so.
+        """
+        rows = list(self._select("text_hash, tokens, vector", key, hashes))
+        for _, tokens, blob in rows:
             if not isinstance(blob, bytes) or len(blob) % 4 or not isinstance(tokens, int):
                 # SQLite read the page but the row is not what we wrote: damage it could not see.
                 raise self._unusable(sqlite3.DatabaseError("a stored vector is damaged"))
-            found[bytes(digest)] = (np.frombuffer(blob, dtype="<f4").copy(), tokens)
+        # One array for every row, checked at once: a check per row costs more than the lookup.
+        flat = np.frombuffer(b"".join(blob for _, _, blob in rows), dtype="<f4").copy()
+        sizes = np.array([len(blob) // 4 for _, _, blob in rows], dtype=np.int64)
+        ends = np.cumsum(sizes)
+        bad_at = np.cumsum(~np.isfinite(flat)) if len(flat) else np.zeros(0, dtype=np.int64)
+        found, damaged = {}, 0
+        for (digest, tokens, _), size, end in zip(rows, sizes.tolist(), ends.tolist()):
+            start = end - size
+            if size == 0 or bad_at[end - 1] != (bad_at[start - 1] if start else 0):
+                damaged += 1
+                continue
+            found[bytes(digest)] = (flat[start:end], tokens)
+        self.note_damaged(damaged)
         return found
+
+    def note_damaged(self, count: int) -> None:
+        """Say (in ``warnings``) that ``count`` stored vectors were damaged and are computed again."""
+        if count:
+            self.warnings.append(
+                f"{count:,} vector{'s' if count != 1 else ''} in the embedding cache {self.path} "
+                f"{'were' if count != 1 else 'was'} damaged (wrong length or not numbers), so "
+                f"{'they were' if count != 1 else 'it was'} computed again."
+            )
+
+    def try_put_many(self, key: CacheKey, items: list[tuple[bytes, np.ndarray, int]]) -> bool:
+        """:meth:`put_many`, but a cache that cannot be written (locked by another program for longer
+        than the timeout, a full disk) loses nothing: the caller keeps the vectors it just paid for,
+        ``warnings`` says once that they were not saved, and this instance writes no more (each write
+        would wait out the timeout again). Returns whether the items were stored."""
+        if self.unwritable:
+            return False
+        try:
+            self.put_many(key, items)
+        except InputError as error:
+            self.unwritable = True
+            reason = str(error.__cause__ or "it cannot be opened")
+            self.warnings.append(
+                f"The embedding cache {self.path} could not be written ({reason}), so this run used its new "
+                "embeddings without saving them and the next run computes them again; if this lasts, set "
+                "COVERAGE_CORE_CACHE_DIR to another folder."
+            )
+            return False
+        return True
 
     def has_many(self, key: CacheKey, hashes: Sequence[bytes]) -> set[bytes]:
         """The hashes among ``hashes`` that have a stored vector (vectors are not read)."""
@@ -365,37 +434,89 @@ def embed_texts(
     repeats = Counter(digests)
 
     known = cache.get_many(key, list(unique)) if cache is not None else {}
+    if cache is not None:  # said now, so a run that fails later still tells it
+        cache.note_damaged(drop_wrong_sizes(known, declared_size(embedder)))
     n_cached = sum(repeats[digest] for digest in known)
     if progress is not None:
         progress(n_cached, total)
     missing = [digest for digest in unique if digest not in known]
     new_tokens = 0
     if missing:
-        missing_texts = [texts[unique[digest]] for digest in missing]
-        new_tokens = _embed_missing(missing, missing_texts, embedder, cache, key, known, repeats,
+        new_tokens = _embed_missing(missing, texts, unique, embedder, cache, key, known, repeats,
                                     lambda done: progress(n_cached + done, total) if progress else None)
+        # The vectors just made show the model's size: cached ones of another size are damaged too.
+        stale = drop_wrong_sizes(known, len(known[missing[0]][0]))
+        if stale:
+            cache.note_damaged(stale)  # only cached vectors can be stale, so there is a cache
+            n_cached = sum(repeats[digest] for digest in known) - sum(repeats[digest] for digest in missing)
+            again = [digest for digest in unique if digest not in known]
+            new_tokens += _embed_missing(again, texts, unique, embedder, cache, key, known, repeats, lambda _: None)
+            if progress is not None:
+                progress(total, total)
     return assemble_run(digests, known, embedder, key, n_cached, new_tokens)
 
 
-def _embed_missing(
-    missing: list[bytes], missing_texts: list[str], embedder: Embedder, cache: "EmbeddingCache | None",
-    key: CacheKey, known: dict, repeats: Counter, progress: Callable[[int], None],
-) -> int:
-    """Embed ``missing_texts`` in planned batches, keeping each finished batch; returns the tokens paid.
+def declared_size(embedder: Embedder) -> int | None:
+    """The length ``embedder``'s vectors must have, when known without asking it: the ``dimensions`` it
+    was given, else the registry's native size of an API model at its provider's own endpoint.
 
-    ``progress(done)`` counts the input texts finished so far (repeats included).
+    None for the local models (a folder may hold any model) and for other
+    servers (they answer with a size of their own).
     """
+    if embedder.dimensions:
+        return int(embedder.dimensions)
+    from coverage_core.embeddings.registry import model_spec, sends_requests
+
+    if getattr(embedder, "cache_tag", "") or not sends_requests(embedder.provider):
+        return None
+    entry = model_spec(embedder.provider, embedder.model)
+    return entry.dimensions if entry is not None else None
+
+
+def drop_wrong_sizes(known: dict[bytes, tuple[np.ndarray, int]], size: int | None) -> int:
+    """Remove from ``known`` the vectors whose length is not ``size`` (None: the most common length);
+    returns how many went. A cached vector of another length than its model's is damaged (or was
+    written by something else under this key): used, it would fail the analysis or skew it."""
+    if not known:
+        return 0
+    if size is None:
+        size = Counter(len(vector) for vector, _ in known.values()).most_common(1)[0][0]
+    wrong = [digest for digest, (vector, _) in known.items() if len(vector) != size]
+    for digest in wrong:
+        del known[digest]
+    return len(wrong)
+
+
+def _embed_missing(
+    missing: list[bytes], texts: list[str], first_position: dict[bytes, int], embedder: Embedder,
+    cache: "EmbeddingCache | None", key: CacheKey, known: dict, repeats: Counter, progress: Callable[[int], None],
+) -> int:
+    """Embed the texts of ``missing`` in planned batches, keeping each finished batch; returns the tokens paid.
+
+    ``progress(done)`` counts the input texts finished so far (repeats
+    included). A batch whose vectors do not match the request (another
+    count, or another length than the batches before it) is the provider's
+    error (``bad_response``): the batches before it stay kept.
+    """
+    missing_texts = [texts[first_position[digest]] for digest in missing]
     missing_tokens = [int(t) for t in embedder.count_tokens(missing_texts)]
     size = int(getattr(embedder, "batch_size", None) or 64)
     plan = plan_batches(missing_tokens, size, getattr(embedder, "max_batch_tokens", None))
     concurrency = int(getattr(embedder, "max_concurrency", None) or 1)
     requests = [[missing_texts[i] for i in batch] for batch in plan]
     done = new_tokens = 0
+    width = None
     for position, vectors in _completed_batches(embedder.embed, requests, concurrency):
         batch = plan[position]
         vectors = unit_rows(np.asarray(vectors, dtype=np.float32))
-        if len(vectors) != len(batch):
-            raise RuntimeError(f"{embedder.provider} returned {len(vectors)} vectors for {len(batch)} texts")
+        width = width or vectors.shape[1]
+        if len(vectors) != len(batch) or vectors.shape[1] != width:
+            raise ProviderError(
+                f"{embedder.provider} returned {len(vectors)} vectors of {vectors.shape[1]} numbers for "
+                f"{len(batch)} texts (vectors of {width} numbers expected); check the model and base URL, "
+                "or try again later.",
+                "bad_response",
+            )
         items = [(missing[i], vector, missing_tokens[i]) for i, vector in zip(batch, vectors)]
         texts_done, tokens_paid = keep_batch(cache, key, items, known, repeats)
         done += texts_done
@@ -409,9 +530,10 @@ def keep_batch(
 ) -> tuple[int, int]:
     """Store a finished batch's ``(digest, vector, tokens)`` items in ``cache`` at once (so a run stopped later
     keeps them) and in ``known``; returns the texts it finished (each digest counted ``repeats`` times) and its
-    new tokens."""
+    new tokens. A cache that cannot be written costs nothing paid for: ``known`` holds the items anyway
+    (:meth:`EmbeddingCache.try_put_many`)."""
     if cache is not None:
-        cache.put_many(key, items)
+        cache.try_put_many(key, items)
     texts_done = tokens_paid = 0
     for digest, vector, tokens in items:
         known[digest] = (vector, tokens)

@@ -76,6 +76,7 @@ SPEC = ProviderSpec(
     factory=lambda model, options: OpenAIEmbedder.from_options(model, options),  # the class is defined below
     trained_for_truncation=trained_for_truncation,
     key_variable="OPENAI_API_KEY",
+    base_url_variable="OPENAI_BASE_URL",  # the openai client reads it when no base_url is given
     hosts=("api.openai.com",),
     paid=True,
     remote=True,
@@ -150,9 +151,15 @@ class OpenAIEmbedder(RemoteEmbedder):
             return client.embeddings.create(input=texts, model=self.model, **extra)
 
         response = self._request(request)
-        # The API documents ``index``; sort by it rather than trusting order.
-        data = sorted(response.data, key=lambda item: item.index)
-        return self._unit_vectors([item.embedding for item in data], len(texts))
+        try:
+            # The API documents ``index``; sort by it rather than trusting order.
+            data = sorted(response.data, key=lambda item: item.index)
+            embeddings = [item.embedding for item in data]
+        except (AttributeError, TypeError):  # the client builds replies without checking their fields
+            raise self._bad_response("fields missing or of the wrong type") from None
+        if sorted(item.index for item in data) != list(range(len(data))):
+            raise self._bad_response("the embeddings' positions are not 0 to n-1")
+        return self._unit_vectors(embeddings, len(texts))
 
     def _classify(self, exc: Exception) -> Failure | None:
         """Translate an ``openai`` exception into a :class:`Failure`."""
@@ -171,6 +178,10 @@ class OpenAIEmbedder(RemoteEmbedder):
             return self._server_failure(exc.status_code, self._detail(exc))
         if isinstance(exc, openai.APIStatusError):
             return self._refused_failure(exc.status_code, self._detail(exc))
+        if isinstance(exc, (openai.APIResponseValidationError, ValueError, TypeError, AttributeError, KeyError)):
+            # Raised while the client read a 200 reply (JSONDecodeError is a ValueError); the request
+            # callable does nothing else.
+            return self._bad_response_failure(exc)
         return None
 
     def _detail(self, exc: Any) -> str:

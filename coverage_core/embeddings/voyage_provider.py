@@ -144,15 +144,31 @@ class VoyageEmbedder(RemoteEmbedder):
                 output_dimension=self.dimensions,
             )
 
-        return self._unit_vectors(self._request(request).embeddings, len(texts))
+        response = self._request(request)
+        try:
+            embeddings = response.embeddings
+        except (AttributeError, KeyError, TypeError):
+            raise self._bad_response("fields missing or of the wrong type") from None
+        return self._unit_vectors(embeddings, len(texts))
+
+    @property
+    def cache_tag(self) -> str:
+        """The endpoint, and ``input_type`` unless it is ``"document"`` (what every earlier cache holds):
+        Voyage embeds a text differently as a query."""
+        tags = [super().cache_tag] + ([] if self.input_type == "document" else [f"input_type={self.input_type}"])
+        return "; ".join(tag for tag in tags if tag)
 
     def _classify(self, exc: Exception) -> Failure | None:
         """Translate a ``voyageai.error`` exception into a :class:`Failure`."""
         from voyageai import error
 
         if not isinstance(exc, error.VoyageError):
-            return None
+            # Raised while the client read a 200 reply (fields missing); the request callable does nothing else.
+            return self._bad_response_failure(exc) if isinstance(exc, (ValueError, TypeError, AttributeError,
+                                                                        KeyError)) else None
         status = exc.http_status
+        if status is not None and 200 <= status < 300:  # the client could not read a successful reply
+            return Failure("bad_response", str(self._bad_response("not JSON")), retryable=False)
         detail = redact(str(exc.user_message or type(exc).__name__).strip().rstrip("."), self.api_key)
         if isinstance(exc, error.Timeout):
             return self._timeout_failure()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from coverage_core.errors import InputError
-from coverage_core.inputs.pdf import read_pdf
+from coverage_core.inputs.pdf import DEFAULT_PDF_BUDGET, PdfBudget, PdfClock, read_pdf
 from coverage_core.inputs.text import Unreadable, decode_text, looks_binary
 from coverage_core.types import Document, DocumentSet, IngestWarning
 
@@ -50,6 +50,9 @@ def read_documents(
     paths: Sequence[str | Path],
     pdf_password: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    *,
+    follow_symlinks: bool = False,
+    pdf_budget: PdfBudget = DEFAULT_PDF_BUDGET,
 ) -> DocumentSet:
     """Read document files and folders, skipping unreadable ones with a warning.
 
@@ -60,12 +63,18 @@ def read_documents(
     ``intro.md`` in different subfolders stay apart. ``pdf_password`` is tried
     on every encrypted PDF. Raises ``InputError`` if no document is readable.
 
-    Links are followed, to files and to folders, and every file is read once
-    however many paths lead to it (the first name in sorted order wins, a
-    path without links before one through a link). A link that points to
-    nothing (broken) or to itself (a loop), and a link inside a folder that
-    leads back to a folder containing it, are skipped with a warning naming
-    the link; the walk never follows a loop.
+    A path named directly is read even if it is a link: the user chose it.
+    Inside a folder, links to files and folders within that folder are
+    followed; a link that leads outside it is skipped with a warning naming
+    the link unless ``follow_symlinks`` is true, so a shared or uploaded
+    folder cannot pull in a file it only points at (``~/.ssh``, ``/etc``).
+    Only regular files are read: a pipe or device named like a document is
+    skipped with a warning. Every file is read once however many paths lead
+    to it (the first name in sorted order wins, a path without links before
+    one through a link). A link that points to nothing (broken) or to itself
+    (a loop), and a link inside a folder that leads back to a folder
+    containing it, are skipped with a warning naming the link; the walk never
+    follows a loop.
     """
     sources: list[_Source] = []
     seen: set[tuple[int, int]] = set()
@@ -76,7 +85,7 @@ def read_documents(
             sources.append(_problem(str(raw), *problem))
             continue
         if path.is_dir():
-            found = _folder_entries(path)
+            found = _folder_entries(path, follow_symlinks)
             if not any(file is not None for _, file, _ in found):
                 sources.append(
                     _problem(
@@ -98,8 +107,8 @@ def read_documents(
             if identity in seen:  # the same file named twice, e.g. file and its folder, or through a link
                 continue
             seen.add(identity)
-            sources.append(_path_source(name, file))
-    return _read_sources(sources, pdf_password, max_bytes)
+            sources.append(_path_source(name, file, max_bytes))
+    return _read_sources(sources, pdf_password, max_bytes, pdf_budget)
 
 
 def _path_problem(path: Path) -> tuple[str, str] | None:
@@ -129,22 +138,34 @@ def _file_identity(path: Path) -> tuple[int, int]:
     return (info.st_dev, info.st_ino)
 
 
+_OUTSIDE = (
+    "is a link to something outside the folder",
+    "copy what it points to into the folder if it should be read",
+)
+_SPECIAL = (
+    "is not a regular file (a pipe, device or socket)",
+    "save its content to a regular file if it should be read",
+)
+
 _LOOP = (
     "is a link back to a folder that contains it (a link loop)",
     "the folder it leads to is read once already, so nothing is missing",
 )
 
 
-def _folder_entries(folder: Path) -> list[tuple[str, Path | None, tuple[str, str] | None]]:
+def _folder_entries(
+    folder: Path, follow_symlinks: bool = False
+) -> list[tuple[str, Path | None, tuple[str, str] | None]]:
     """The document files under ``folder`` and the links skipped there, sorted by relative name.
 
     Each entry is ``(name relative to folder, file, None)`` or ``(name, None,
     (reason, advice))``. Hidden files and folders are left out. Folders are
     walked without links first, then the folders links lead to, each folder
     once: a link to a folder already walked adds nothing, a link to a folder
-    that contains it is a loop and is reported.
+    that contains it is a loop and is reported. Unless ``follow_symlinks``,
+    a link whose target resolves outside ``folder`` is reported, not followed.
     """
-    walk = _FolderWalk()
+    walk = _FolderWalk(None if follow_symlinks else Path(os.path.realpath(folder)))
     top = folder.stat()
     walk.walked.add((top.st_dev, top.st_ino))
     walk.walk("", folder, frozenset({(top.st_dev, top.st_ino)}), False)
@@ -159,7 +180,9 @@ def _not_opened(error: OSError) -> tuple[str, str]:
 class _FolderWalk:
     """What one walk of a folder found: entries so far, files, folders walked, links to follow."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None) -> None:
+        # Links must resolve inside this folder; None: links may lead anywhere.
+        self.root = root
         self.entries: list[tuple[str, Path | None, tuple[str, str] | None]] = []
         # (through a link, name, path, identity)
         self.files: list[tuple[bool, str, Path, tuple[int, int]]] = []
@@ -185,6 +208,8 @@ class _FolderWalk:
         path = Path(child.path)
         is_link = child.is_symlink()
         problem = _path_problem(path) if is_link else None
+        if problem is None and is_link and self._leads_out(path):
+            problem = _OUTSIDE
         if problem is not None:
             self.entries.append((name, None, problem))
             return
@@ -198,8 +223,16 @@ class _FolderWalk:
                 self.links.append((name, path, chain))
             else:
                 self._enter(name, path, (info.st_dev, info.st_ino), chain, through_link)
-        elif stat.S_ISREG(info.st_mode) and PurePosixPath(child.name).suffix.lower() in DOCUMENT_SUFFIXES:
-            self.files.append((through_link or is_link, name, path, (info.st_dev, info.st_ino)))
+        elif PurePosixPath(child.name).suffix.lower() in DOCUMENT_SUFFIXES:
+            if stat.S_ISREG(info.st_mode):
+                self.files.append((through_link or is_link, name, path, (info.st_dev, info.st_ino)))
+            else:  # reading a FIFO blocks, a device never ends
+                self.entries.append((name, None, _SPECIAL))
+
+    def _leads_out(self, link: Path) -> bool:
+        if self.root is None:
+            return False
+        return not Path(os.path.realpath(link)).is_relative_to(self.root)
 
     def _enter(
         self, name: str, path: Path, identity: tuple[int, int], chain: frozenset, through_link: bool
@@ -235,30 +268,49 @@ def read_uploaded_documents(
     files: Sequence[tuple[str, bytes]],
     pdf_password: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    *,
+    pdf_budget: PdfBudget = DEFAULT_PDF_BUDGET,
 ) -> DocumentSet:
     """Read uploaded ``(file name, content)`` pairs like ``read_documents`` reads files."""
     sources = [_Source(name, len(data), lambda data=data: data) for name, data in files]
-    return _read_sources(sources, pdf_password, max_bytes)
+    return _read_sources(sources, pdf_password, max_bytes, pdf_budget)
 
 
-def read_document_bytes(name: str, data: bytes, pdf_password: str | None = None) -> Document:
+def read_document_bytes(
+    name: str, data: bytes, pdf_password: str | None = None, pdf_budget: PdfBudget = DEFAULT_PDF_BUDGET
+) -> Document:
     """Read one uploaded file; raise ``InputError`` saying why if it is unreadable.
 
     Problems on single pages of a PDF that is otherwise readable are not
     reported here; use ``read_uploaded_documents`` to get those warnings.
     """
     try:
-        return _read_source(_Source(name, len(data), lambda: data), pdf_password, None, [])
+        clock = PdfClock(pdf_budget, len(data) if _is_pdf(name) else 0)
+        return _read_source(_Source(name, len(data), lambda: data), pdf_password, None, [], clock)
     except Unreadable as problem:
         raise InputError(problem.sentence(name)) from None
 
 
-def _path_source(name: str, path: Path) -> _Source:
+def _path_source(name: str, path: Path, max_bytes: int | None) -> _Source:
     try:
         size = path.stat().st_size
     except OSError:
         size = 0  # reading it will fail and say why
-    return _Source(name, size, path.read_bytes)
+    return _Source(name, size, lambda: _read_regular(path, max_bytes))
+
+
+def _read_regular(path: Path, max_bytes: int | None) -> bytes:
+    """The bytes of ``path`` if it is still a regular file, never more than ``max_bytes`` + 1.
+
+    Checked on the open file, not the name: what was a file when the folder
+    was listed may have been swapped for a pipe (whose open would block, hence
+    non-blocking) or may have grown past the limit since.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise Unreadable(*_SPECIAL)
+        return handle.read() if max_bytes is None else handle.read(max_bytes + 1)
 
 
 def _problem(name: str, reason: str, advice: str) -> _Source:
@@ -266,9 +318,14 @@ def _problem(name: str, reason: str, advice: str) -> _Source:
 
 
 def _read_sources(
-    sources: Sequence[_Source], pdf_password: str | None, max_bytes: int | None
+    sources: Sequence[_Source], pdf_password: str | None, max_bytes: int | None, pdf_budget: PdfBudget
 ) -> DocumentSet:
     """The one loop behind both readers: read each source, collect what failed."""
+    pdf_bytes = sum(
+        source.size for source in sources
+        if _is_pdf(source.name) and (max_bytes is None or source.size <= max_bytes)
+    )
+    clock = PdfClock(pdf_budget, pdf_bytes)
     documents: list[Document] = []
     problems: list[tuple[str, Unreadable]] = []
     page_warnings: list[IngestWarning] = []
@@ -278,7 +335,7 @@ def _read_sources(
         taken.add(name)
         try:
             documents.append(
-                _read_source(replace(source, name=name), pdf_password, max_bytes, page_warnings)
+                _read_source(replace(source, name=name), pdf_password, max_bytes, page_warnings, clock)
             )
         except Unreadable as problem:
             problems.append((name, problem))
@@ -293,6 +350,7 @@ def _read_source(
     pdf_password: str | None,
     max_bytes: int | None,
     warnings_: list[IngestWarning],
+    clock: PdfClock,
 ) -> Document:
     if source.problem is not None:
         raise source.problem
@@ -314,11 +372,20 @@ def _read_source(
         raise Unreadable(
             f"could not be opened ({error.strerror or error})", "check that the file is readable"
         ) from error
+    if max_bytes is not None and len(data) > max_bytes:
+        raise Unreadable(
+            f"grew past the {_size(max_bytes)} limit while it was read",
+            "give a file that is not being written to",
+        )
     if not data or data.isspace():  # isspace, not strip: no copy of a large file
         raise Unreadable("is empty or contains only whitespace", "add text to it or remove it")
     if suffix == ".pdf":
-        return read_pdf(source.name, data, pdf_password, warnings_)
+        return read_pdf(source.name, data, pdf_password, warnings_, clock)
     return _read_text(source.name, data)
+
+
+def _is_pdf(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() == ".pdf"
 
 
 def _read_text(name: str, data: bytes) -> Document:

@@ -2,17 +2,21 @@
 
 A page that cannot be read, is too large for the reader or has only images is
 left out with a warning naming it; a PDF with no text layer at all (scanned)
-is skipped as a whole.
+is skipped as a whole. Reading runs against a clock (:class:`PdfBudget`): a
+PDF that takes too long has its remaining pages left out, so a small crafted
+file cannot hold a run for minutes.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import time
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from pypdf import PageObject, PasswordType, PdfReader, apply_configuration
@@ -61,19 +65,130 @@ _PDF_ERRORS = (
 # apply_configuration, so pypdf's settings for the rest of the process stay.
 _PDF_LIMITS = {"stream_parsing_work_maximum_count": 5_000_000}
 
+_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PdfBudget:
+    """How long extracting text may take, per PDF and for all the PDFs of one reading call.
+
+    pypdf's limits bound memory, not time: a 25 KB page of 2.4 million
+    ``(x) Tj`` operators stays under them and takes minutes, as text shown
+    glyph by glyph costs 20 to 100 µs per operator. A PDF may take
+    ``seconds_per_file``, all PDFs of one call ``seconds_per_call``, each
+    plus ``seconds_per_mb`` per MB of PDF: honest files take 0.1 to 5 s per
+    MB (measured on the PDFs in tests, two shared cores), so the allowance
+    grows with what was given while a tiny crafted file gets little. Wall
+    time rather than an operator count because operators differ a
+    hundredfold in cost; only files far slower than honest ones are cut.
+    """
+
+    seconds_per_file: float = 30.0
+    seconds_per_call: float = 120.0
+    seconds_per_mb: float = 30.0
+
+
+DEFAULT_PDF_BUDGET = PdfBudget()
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
+
+
+class _OutOfTime(Exception):
+    """Raised between content operators when the PDF's time is up."""
+
+
+class PdfClock:
+    """The time left for the PDFs of one reading call and for the PDF being read.
+
+    ``pdf_bytes`` is the size of all PDFs the call will read; ``now`` is a
+    seconds clock (injectable so tests need not be slow).
+    """
+
+    def __init__(
+        self, budget: PdfBudget, pdf_bytes: int, now: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._budget = budget
+        self._now = now
+        self.call_seconds = budget.seconds_per_call + budget.seconds_per_mb * pdf_bytes / _MB
+        self._call_deadline = now() + self.call_seconds
+        self.file_seconds = 0.0
+        self._file_deadline = self._call_deadline
+
+    def start_file(self, size: int) -> None:
+        self.file_seconds = self._budget.seconds_per_file + self._budget.seconds_per_mb * size / _MB
+        self._file_deadline = min(self._call_deadline, self._now() + self.file_seconds)
+
+    def over(self) -> bool:
+        return self._now() > self._file_deadline
+
+    def call_over(self) -> bool:
+        return self._now() > self._call_deadline
+
+    def check(self, *_: Any) -> None:
+        """Raise ``_OutOfTime`` if time is up; shaped as a pypdf operator visitor."""
+        if self.over():
+            raise _OutOfTime
+
+    def unreadable(self) -> Unreadable:
+        """Why a PDF that got no page read in time was skipped."""
+        if self.call_over():
+            return Unreadable(
+                f"could not be read within the {_seconds(self.call_seconds)} s allowed for reading PDFs "
+                "in one run",
+                "read it in a separate run",
+            )
+        return Unreadable(
+            f"took longer than the {_seconds(self.file_seconds)} s allowed for reading it "
+            "(it may be built to be slow to read)",
+            "split it into smaller PDFs or print it to a new PDF",
+        )
+
+    def pages_left_out(self, first: int, last: int) -> str:
+        """The warning for pages ``first`` to ``last`` left out when time ran out."""
+        pages = f"Page {first} was" if first == last else f"Pages {first} to {last} were"
+        if self.call_over():
+            return (
+                f"{pages} left out because reading PDFs took longer than the "
+                f"{_seconds(self.call_seconds)} s allowed for one run; read this PDF in a separate run "
+                "to include them."
+            )
+        return (
+            f"{pages} left out because reading took longer than the {_seconds(self.file_seconds)} s "
+            "allowed for this PDF; split it or print it to a new PDF to include them."
+        )
+
 
 def read_pdf(
-    name: str, data: bytes, password: str | None, warnings_: list[IngestWarning]
+    name: str,
+    data: bytes,
+    password: str | None,
+    warnings_: list[IngestWarning],
+    clock: PdfClock | None = None,
 ) -> Document:
     """Extract the text of each page; pages are joined with ``PAGE_SEPARATOR``.
 
     A page that cannot be read, or that has only images, is left out with a
-    warning naming it; the rest of the file is still used.
+    warning naming it; the rest of the file is still used. ``clock`` (by
+    default a fresh one for this file alone) is shared by the PDFs of one
+    call: when it runs out the page being read and the rest are left out,
+    and a PDF of which no page was read is ``Unreadable``.
     """
+    if clock is None:
+        clock = PdfClock(DEFAULT_PDF_BUDGET, len(data))
+    clock.start_file(len(data))
+    if clock.over():
+        raise clock.unreadable()
     with _quiet_pypdf(), apply_configuration(**_PDF_LIMITS):
         pages = _open_pages(data, password)
-        page_texts, unreadable, too_large = _page_texts(pages)
-        scanned, image_only = _image_pages(pages, page_texts, set(unreadable + too_large))
+        page_texts, unreadable, too_large, cut = _page_texts(pages, clock)
+        failed = set(unreadable + too_large + cut)
+        if cut and not "".join(page_texts).strip():
+            raise clock.unreadable()
+        scanned, image_only = _image_pages(pages, page_texts, failed, clock)
+    if cut:
+        warnings_.append(IngestWarning(name, clock.pages_left_out(cut[0], cut[-1])))
     if scanned:
         raise Unreadable(
             "has no extractable text (it looks scanned or image-only)",
@@ -99,27 +214,38 @@ def _open_pages(data: bytes, password: str | None) -> list[PageObject]:
         raise _unreadable_pdf(isinstance(error, LimitReachedError)) from error
 
 
-def _page_texts(pages: list[PageObject]) -> tuple[list[str], list[int], list[int]]:
-    """(text of each page, numbers of unreadable pages, numbers of pages over the limit).
+def _page_texts(
+    pages: list[PageObject], clock: PdfClock
+) -> tuple[list[str], list[int], list[int], list[int]]:
+    """(text of each page, numbers of unreadable pages, of pages over the limit, of pages out of time).
 
-    A page that fails has empty text; if every page fails the PDF is ``Unreadable``.
+    A page that fails has empty text; if every page fails the PDF is
+    ``Unreadable``. Once time is up, that page and all after it are out of time.
     """
     page_texts: list[str] = []
     unreadable: list[int] = []
     too_large: list[int] = []
     for number, page in enumerate(pages, start=1):
         try:
-            page_texts.append(page.extract_text() or "")
+            # The visitor is the only hook inside pypdf's operator loop; it
+            # also makes pypdf parse pages without text operators, which
+            # _draws_image would parse anyway.
+            text = page.extract_text(visitor_operand_before=clock.check) or ""
+            clock.check()  # pypdf swallows errors inside forms, so time may have run out there
+            page_texts.append(text)
+        except _OutOfTime:
+            cut = list(range(number, len(pages) + 1))
+            return page_texts + [""] * len(cut), unreadable, too_large, cut
         except _PDF_ERRORS as error:
             page_texts.append("")
             (too_large if isinstance(error, LimitReachedError) else unreadable).append(number)
     if pages and len(unreadable) + len(too_large) == len(pages):
         raise _unreadable_pdf(bool(too_large))
-    return page_texts, unreadable, too_large
+    return page_texts, unreadable, too_large, []
 
 
 def _image_pages(
-    pages: list[PageObject], page_texts: list[str], failed: set[int]
+    pages: list[PageObject], page_texts: list[str], failed: set[int], clock: PdfClock
 ) -> tuple[bool, list[int]]:
     """(whether the whole PDF looks scanned, numbers of the pages with only images)."""
     visible = [len("".join(text.split())) for text in page_texts]
@@ -130,12 +256,12 @@ def _image_pages(
     ]
     scanned = sum(visible) == 0 or (
         sum(visible) < MIN_CHARS_PER_PAGE * len(pages)
-        and any(_draws_image(page) for _, page, _ in read)
+        and any(_draws_image(page, clock) for _, page, _ in read)
     )
     image_only = [
         number
         for number, page, count in read
-        if not scanned and count < MIN_CHARS_PER_PAGE and _draws_image(page)
+        if not scanned and count < MIN_CHARS_PER_PAGE and _draws_image(page, clock)
     ]
     return scanned, image_only
 
@@ -190,29 +316,33 @@ def _unreadable_pdf(too_large: bool) -> Unreadable:
     )
 
 
-def _draws_image(page: PageObject) -> bool:
+def _draws_image(page: PageObject, clock: PdfClock) -> bool:
     """Whether the page draws an image: inline, or an image XObject, also inside forms.
 
     Judged from the page's operators and resources without decoding any image;
-    ``page.images`` decodes every inline image only to count it.
+    ``page.images`` decodes every inline image only to count it. Out of
+    time, a page is taken to draw none: its text, if any, is kept.
     """
+    if clock.over():
+        return False
     try:
         return _content_draws_image(
-            page.get_contents(), _resolved(page.get("/Resources")), page.pdf, set()
+            page.get_contents(), _resolved(page.get("/Resources")), page.pdf, set(), clock
         )
-    except _PDF_ERRORS:
+    except (_OutOfTime, *_PDF_ERRORS):
         # Content that cannot be parsed draws nothing we could use; whether the
         # page has text was already decided by the text extraction.
         return False
 
 
 def _content_draws_image(
-    content: ContentStream | None, resources: Any, pdf: Any, seen: set[int]
+    content: ContentStream | None, resources: Any, pdf: Any, seen: set[int], clock: PdfClock
 ) -> bool:
     if content is None:
         return False
     xobjects = _resolved(resources.get("/XObject")) if isinstance(resources, dict) else None
     for operands, operator in content.operations:
+        clock.check()
         if operator == b"INLINE IMAGE":
             return True
         if operator != b"Do" or not operands or not isinstance(xobjects, dict):
@@ -225,7 +355,7 @@ def _content_draws_image(
             return True
         # A form without resources of its own uses those of what draws it.
         if xobject.get("/Subtype") == "/Form" and _content_draws_image(
-            ContentStream(xobject, pdf), _resolved(xobject.get("/Resources")) or resources, pdf, seen
+            ContentStream(xobject, pdf), _resolved(xobject.get("/Resources")) or resources, pdf, seen, clock
         ):
             return True
     return False

@@ -20,6 +20,7 @@ import pandas as pd
 
 from coverage_core.errors import InputError
 from coverage_core.inputs import testset_formats
+from coverage_core.inputs.files import read_user_file
 from coverage_core.inputs.text import decode_text, looks_binary
 from coverage_core.types import IngestWarning, Question, QuestionSet
 from coverage_core.validation import listed_columns, resolve_column
@@ -70,6 +71,10 @@ _DELIMITER_NAMES = {"\t": "tabs", ";": "semicolons", ",": "commas"}
 # text (ASCII unit separator) so commas inside questions stay in the cell.
 _NO_DELIMITER = "\x1f"
 _SNIFF_CHARS = 32_000
+MAX_QUESTIONS = 100_000
+"""Most distinct questions one analysis measures: every stage after embedding holds a row per question (and
+the screener's neighbour search grows faster than that), so a file far larger is refused at once rather than
+running for hours or out of memory. Exact repeats do not count: they are measured once."""
 
 
 def read_table(source: str | Path | bytes, name: str | None = None) -> pd.DataFrame:
@@ -178,6 +183,11 @@ def _collect_questions(
             duplicates[row] = first_row[question]
         else:
             first_row[question] = row
+            if len(first_row) > MAX_QUESTIONS:
+                raise InputError(
+                    f"The question file {name} holds more than {MAX_QUESTIONS:,} distinct questions, more than "
+                    "one analysis measures; split it into smaller test sets or keep a sample."
+                )
         questions.append(Question(row=row, text=question))
     if not questions:
         raise InputError(
@@ -207,7 +217,8 @@ def _question_notes(
                 name,
                 f"{len(duplicates)} question(s) repeat an earlier one exactly (for example "
                 f"row {row + 1} repeats row {first + 1}, counting rows below the header "
-                "from 1); they are kept, so delete them if they were not meant.",
+                "from 1); each is measured once, as the question it repeats, so delete them if they were not "
+                "meant.",
             )
         )
     return notes
@@ -217,16 +228,8 @@ def _question_bytes(source: str | Path | bytes, name: str | None) -> tuple[str, 
     if isinstance(source, bytes):
         return name or "questions", source
     path = Path(source)
-    display = name or path.name
-    try:
-        return display, path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"The question file {path} does not exist; check the path.") from None
-    except OSError as error:
-        raise InputError(
-            f"The question file {path} could not be opened ({error.strerror or error}); "
-            "check that it is a readable file."
-        ) from None
+    # A regular file only, and never more than the size limit: /dev/zero or a FIFO must not hang the run.
+    return name or path.name, read_user_file(path, "question file")
 
 
 def _detect_delimiter(text: str) -> str | None:

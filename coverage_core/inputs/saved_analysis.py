@@ -47,6 +47,17 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.errors import InputError
+from coverage_core.inputs.saved_schema import (
+    MAX_JSON_BYTES,
+    check_calibration,
+    check_fits,
+    check_gaps,
+    check_manifest,
+    check_report,
+    load_json,
+    memory_budget,
+    size_words,
+)
 
 SCHEMA_VERSION = 1
 """Version of the folder layout; :func:`load_analysis` reads only this one."""
@@ -61,7 +72,20 @@ FILES = (CHUNKS, DOCUMENTS, QUESTIONS, QUESTION_FILE, CLUSTERS, CALIBRATION, REP
 OPTIONAL_FILES = (GAPS,)
 """Files a folder saved by an earlier version may lack; it opens without them."""
 MAX_UNPACKED_BYTES = 4 * 1024**3
-"""Largest total a zip of a saved analysis may unpack to: a zip bomb is refused before it is read."""
+"""Largest total a zip of a saved analysis may unpack to: a zip bomb is refused before it is read. What is
+held in memory is bounded further, file by file (:func:`_file_limit`) and by the machine's memory."""
+MAX_ZIP_MEMBERS = 256
+"""Most files a zip of a saved analysis may hold: its ten, and room for what zip tools add (``__MACOSX``)."""
+MAX_TEXT_BYTES = 1024**3
+"""Most text one Parquet file of a saved analysis may hold (passages, documents, the question file)."""
+TEXT_BYTES_PER_ROW = 1024**2
+"""Most text one passage, question or question-file row may hold: far more than any model reads at once."""
+TEXT_BYTES_PER_DOCUMENT = 64 * 1024**2
+"""Most text one document may hold: a long book is a few MB."""
+PARQUET_ROW_BYTES = 64
+"""Bytes a Parquet row may take besides its vector and text: its numbers and offsets."""
+PARQUET_SLACK_BYTES = 16 * 1024**2
+"""A Parquet file's own metadata and page headers, whatever its rows."""
 SAVED_ANALYSES_VARIABLE = "COVERAGE_CORE_SAVED_ANALYSES"
 """Environment variable naming the folder whose sub-folders the dashboard offers to open."""
 
@@ -280,14 +304,6 @@ def _write_frame(path: Path, frame: pd.DataFrame) -> None:
     pq.write_table(table, path)
 
 
-def _token_fit(report: dict):
-    """The chunks' fit to the model's input limit as the saved report recorded it (``results.TokenFit``), or None."""
-    from coverage_core.results import TokenFit
-
-    fit = (report.get("chunking") or {}).get("token_fit")
-    return None if not fit else TokenFit(**fit)
-
-
 def _write_json(path: Path, data: dict | list) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=_plain), encoding="utf-8")
 
@@ -320,28 +336,59 @@ def zip_folder(directory: str | Path) -> bytes:
 def load_analysis(source: str | Path | bytes, name: str | None = None) -> SavedAnalysis:
     """A saved analysis from its folder, a zip file of it, or a zip's bytes (``name`` names it in messages).
 
-    Every file is checked: the manifest's format and schema version, each
-    file present and readable, row counts as the manifest says, vectors of
-    one size. Raises :class:`InputError` with one sentence saying what is
-    wrong and what to do.
+    Nothing in it is trusted (:mod:`coverage_core.inputs.saved_schema`):
+    every field of the manifest and of the JSON files is checked for its
+    type and range, the tables for their columns' types, row counts and
+    row, cluster and topic numbers that point inside the data, and each file
+    for a size it can legitimately have before it is read, within the
+    memory the machine can spare. Raises :class:`InputError` with one
+    sentence naming the file (and field) and what to do.
     """
     read, label = _reader(source, name)
     manifest = _manifest(read, label)
     return _load(read, label, manifest)
 
 
-def _reader(source, name: str | None) -> tuple[Callable[[str], bytes], str]:
-    """A function giving each file's bytes (InputError when it is missing), and the source's name."""
+class _Budget:
+    """Bytes the files read so far hold, against :func:`saved_schema.memory_budget`: a file is refused
+    before it is read when it would take the total past the budget."""
+
+    def __init__(self, label: str):
+        self.label, self.limit, self.used = label, memory_budget(), 0
+
+    def take(self, file: str, size: int, max_bytes: int) -> None:
+        if size > max_bytes:
+            raise InputError(
+                f"{file} in {self.label} is {size_words(size)}, more than a saved analysis of its size can hold "
+                f"({size_words(max_bytes)}); save the analysis again."
+            )
+        self.used += size
+        check_fits(self.used, f"Opening {self.label}", self.limit)
+
+
+Reader = Callable[[str, int], bytes]
+"""``read(file, max_bytes)``: the bytes of one file of the saved analysis, refused when larger than ``max_bytes``."""
+
+
+def _reader(source, name: str | None) -> tuple[Reader, str]:
+    """A function giving each file's bytes (InputError when it is missing or too large), and the source's name."""
     if isinstance(source, (bytes, bytearray)):
         return _zip_reader(io.BytesIO(source), name or "the zip file"), name or "the zip file"
     path = Path(source)
     label = name or path.name
     if path.is_dir():
-        def read(file: str) -> bytes:
+        budget = _Budget(label)
+
+        def read(file: str, max_bytes: int) -> bytes:
             target = path / file
             if not target.is_file():
                 raise _missing(label, file)
-            return target.read_bytes()
+            budget.take(file, target.stat().st_size, max_bytes)
+            with target.open("rb") as handle:
+                data = handle.read(max_bytes + 1)
+            if len(data) > max_bytes:  # it grew since: refused, not read on
+                budget.take(file, len(data), max_bytes)
+            return data
         return read, label
     if path.is_file() and zipfile.is_zipfile(path):
         return _zip_reader(path, label), label
@@ -350,28 +397,41 @@ def _reader(source, name: str | None) -> tuple[Callable[[str], bytes], str]:
     raise InputError(f"{label} is neither a folder nor a zip file; choose a folder (or a zip of one) that an analysis was saved to.")
 
 
-def _zip_reader(source, label: str) -> Callable[[str], bytes]:
+def _zip_reader(source, label: str) -> Reader:
     try:
         archive = zipfile.ZipFile(source)
         members = {info.filename: info for info in archive.infolist() if not info.is_dir()}
-    except (zipfile.BadZipFile, OSError, EOFError):
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
         raise InputError(f"{label} is not a readable zip file; zip the saved analysis folder again.") from None
+    if len(members) > MAX_ZIP_MEMBERS:
+        raise InputError(
+            f"{label} holds {len(members)} files, more than the {MAX_ZIP_MEMBERS} a zip of a saved analysis may; "
+            "zip only the saved analysis folder."
+        )
     if sum(info.file_size for info in members.values()) > MAX_UNPACKED_BYTES:
         raise InputError(
-            f"{label} would unpack to more than {MAX_UNPACKED_BYTES // 1024**3} GB; open the saved folder itself instead."
+            f"{label} would unpack to more than {size_words(MAX_UNPACKED_BYTES)}; open the saved folder itself instead."
         )
     # The files sit at the top, or in one folder (a zipped folder keeps its name).
     prefixes = {str(PurePosixPath(n).parent) for n in members if PurePosixPath(n).name == MANIFEST}
     prefix = "" if "." in prefixes or not prefixes else sorted(prefixes, key=len)[0] + "/"
+    budget = _Budget(label)
 
-    def read(file: str) -> bytes:
+    def read(file: str, max_bytes: int) -> bytes:
         info = members.get(prefix + file)
         if info is None:
             raise _missing(label, file)
+        budget.take(file, info.file_size, max_bytes)
         try:
-            return archive.read(info)
-        except (zipfile.BadZipFile, OSError, EOFError, RuntimeError):
+            # Streamed, at most the size the header declares (zipfile stops there and checks the CRC), so a
+            # member cannot unpack to more than was budgeted for it.
+            with archive.open(info) as member:
+                data = member.read(info.file_size + 1)
+        except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError, NotImplementedError):
             raise InputError(f"{file} in {label} could not be unpacked; zip the saved analysis folder again.") from None
+        if len(data) != info.file_size:
+            raise InputError(f"{file} in {label} could not be unpacked; zip the saved analysis folder again.")
+        return data
 
     return read
 
@@ -389,49 +449,89 @@ def _missing(label: str, file: str) -> InputError:
     return _MissingFile(f"{label} is missing {file}; save the analysis again.")
 
 
-def _manifest(read, label: str) -> dict:
-    try:
-        manifest = json.loads(read(MANIFEST).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError(f"The {MANIFEST} of {label} is not valid JSON; save the analysis again.") from None
+def _manifest(read: Reader, label: str) -> dict:
+    manifest = load_json(read(MANIFEST, MAX_JSON_BYTES), MANIFEST, label)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InputError(f"The {MANIFEST} of {label} does not describe a saved analysis; choose a folder an analysis was saved to.")
     version = manifest.get("schema_version")
     if version != SCHEMA_VERSION:
         raise InputError(
-            f"{label} was saved in format version {version}, but this version reads version {SCHEMA_VERSION}; "
+            f"{label} was saved in format version {str(version)[:20]}, but this version reads version {SCHEMA_VERSION}; "
             "save the analysis again with this version."
         )
     return manifest
 
 
-def _table(read, label: str, file: str, n_rows: int, columns: tuple[str, ...]):
+def _file_limit(n_rows: int, dimensions: int, text_per_row: int) -> int:
+    """The most bytes a Parquet file of ``n_rows`` rows can legitimately take: its vectors, a few numbers per
+    row, its text (at most ``text_per_row`` a row, :data:`MAX_TEXT_BYTES` in all) and the file's own metadata."""
+    text = min(MAX_TEXT_BYTES, n_rows * text_per_row)
+    return n_rows * (4 * dimensions + PARQUET_ROW_BYTES) + text + PARQUET_SLACK_BYTES
+
+
+def _table(read: Reader, label: str, file: str, n_rows: int, columns: dict[str, str] | None, dimensions: int = 0,
+           text_per_row: int | None = None):
+    """The Parquet file ``file``, checked before it is decoded: its rows as the manifest says, each of
+    ``columns`` of its kind (:func:`_kind_of`; None: every column is text), and its decoded size within what it
+    can legitimately hold."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    data = read(file)  # outside the try: a missing file says so (InputError is a ValueError too)
+    limit = _file_limit(n_rows, dimensions, TEXT_BYTES_PER_ROW if text_per_row is None else text_per_row)
+    data = read(file, limit)  # outside the try: a missing file says so (InputError is a ValueError too)
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        schema, metadata = parquet.schema_arrow, parquet.metadata
     except (pa.ArrowException, OSError, ValueError):
         raise InputError(f"{file} in {label} is not a readable Parquet file; save the analysis again.") from None
-    absent = [c for c in columns if c not in table.column_names]
+    columns = dict.fromkeys(schema.names, "text") if columns is None else columns
+    absent = [c for c in columns if c not in schema.names]
     if absent:
         raise InputError(f"{file} in {label} lacks the column(s) {', '.join(absent)}; save the analysis again.")
-    if table.num_rows != n_rows:
+    if metadata.num_rows != n_rows:
         raise InputError(
-            f"{file} in {label} has {table.num_rows} rows but the manifest says {n_rows}; the folder is incomplete "
+            f"{file} in {label} has {metadata.num_rows} rows but the manifest says {n_rows}; the folder is incomplete "
             "or was changed, so save the analysis again."
         )
-    return table
+    for column, kind in columns.items():
+        if not _kind_of(schema.field(column).type, kind, dimensions):
+            raise InputError(f"The column {column} of {file} in {label} holds {str(schema.field(column).type)[:60]}, "
+                             f"not {kind}; save the analysis again.")
+    decoded = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    if decoded > limit:
+        raise InputError(f"{file} in {label} would unpack to {size_words(decoded)}, more than a saved analysis of "
+                         f"its size can hold ({size_words(limit)}); save the analysis again.")
+    try:
+        return parquet.read()
+    except (pa.ArrowException, OSError, ValueError):
+        raise InputError(f"{file} in {label} is not a readable Parquet file; save the analysis again.") from None
+
+
+def _kind_of(arrow_type, kind: str, dimensions: int) -> bool:
+    """Whether ``arrow_type`` is what a column of ``kind`` holds: text, whole numbers, the vectors of
+    ``dimensions`` numbers, or page spans (lists of three whole numbers)."""
+    import pyarrow as pa
+
+    types = pa.types
+    if kind == "text":
+        return types.is_string(arrow_type) or types.is_large_string(arrow_type) or types.is_null(arrow_type)
+    if kind == "whole numbers":
+        return types.is_integer(arrow_type) or types.is_null(arrow_type)
+    if kind == "vectors":
+        return (types.is_fixed_size_list(arrow_type) and arrow_type.list_size == dimensions
+                and (types.is_floating(arrow_type.value_type) or types.is_integer(arrow_type.value_type)))
+    if kind == "page spans":
+        inner = arrow_type.value_type if types.is_list(arrow_type) or types.is_large_list(arrow_type) else None
+        return types.is_null(arrow_type) or (
+            inner is not None and (types.is_list(inner) or types.is_large_list(inner) or types.is_null(inner))
+            and (types.is_null(inner) or types.is_integer(inner.value_type) or types.is_null(inner.value_type)))
+    return True
 
 
 def _matrix(table, label: str, file: str, dimensions: int) -> np.ndarray:
     """The ``vector`` column as a (rows, dimensions) float32 array, in one pass."""
-    import pyarrow as pa
-
     column = table.column("vector").combine_chunks()
-    if (not pa.types.is_fixed_size_list(column.type) or column.type.list_size != dimensions
-            or column.null_count):
+    if column.null_count:
         raise InputError(
             f"The vectors in {file} of {label} are not all of the manifest's {dimensions} dimensions; "
             "save the analysis again."
@@ -440,79 +540,93 @@ def _matrix(table, label: str, file: str, dimensions: int) -> np.ndarray:
     return np.asarray(values, dtype=np.float32).reshape(len(column), dimensions)
 
 
-def _load(read, label: str, manifest: dict) -> SavedAnalysis:
+def _load(read: Reader, label: str, manifest: dict) -> SavedAnalysis:
     from coverage_core.results import Clustering, Corpus, EmbeddedTexts
 
-    counts, dimensions, config, asked, embedded = _manifest_settings(manifest, label)
-    chunk_table = _table(read, label, CHUNKS, counts["chunks"], ("document", "text", "start", "end", "page", "cluster", "vector"))
-    document_table = _table(read, label, DOCUMENTS, counts["documents"], ("name", "text", "pages"))
-    question_table = _table(read, label, QUESTIONS, counts["questions"], ("row", "text", "token_count", "vector"))
-    file_table = _table(read, label, QUESTION_FILE, counts["question_file_rows"], ())
-    cluster_table = _table(read, label, CLUSTERS, counts["clusters"], ("cluster", "vector"))
+    checked = check_manifest(manifest, label, MANIFEST)
+    counts, dimensions, embedded = checked["counts"], checked["dimensions"], checked["embedded"]
+    text, number, vectors = "text", "whole numbers", "vectors"
+    chunk_table = _table(read, label, CHUNKS, counts["chunks"], {
+        "document": text, "text": text, "start": number, "end": number, "page": number, "cluster": number,
+        "vector": vectors}, dimensions)
+    document_table = _table(read, label, DOCUMENTS, counts["documents"],
+                            {"name": text, "text": text, "pages": "page spans"}, text_per_row=TEXT_BYTES_PER_DOCUMENT)
+    question_table = _table(read, label, QUESTIONS, counts["questions"],
+                            {"row": number, "text": text, "token_count": number, "vector": vectors}, dimensions)
+    file_table = _table(read, label, QUESTION_FILE, counts["question_file_rows"], None)
+    cluster_table = _table(read, label, CLUSTERS, counts["clusters"], {"cluster": number, "vector": vectors},
+                           dimensions, text_per_row=0)
 
-    documents = _documents(document_table)
+    documents = _documents(document_table, label)
     chunks, labels, topics = _chunk_rows(chunk_table, label, counts["clusters"])
     chunk_vectors = _matrix(chunk_table, label, CHUNKS, dimensions)
     question_vectors = _matrix(question_table, label, QUESTIONS, dimensions)
     centroids = _matrix(cluster_table, label, CLUSTERS, dimensions)
-    questions = _question_set(file_table, question_table, asked, label)
-    question_embedding = _question_embedding(question_table, question_vectors, embedded["questions"])
+    questions = _question_set(file_table, question_table, checked["question_file"], label)
+    question_embedding = _question_embedding(question_table, question_vectors, embedded["questions"], label)
     corpus = Corpus(documents, chunks, EmbeddedTexts(chunk_vectors, **_embedded_counts(embedded["chunks"])))
-    clustering = Clustering(labels, centroids, list(manifest.get("cluster_warnings", [])))
-    calibration, report = _calibration_and_report(read, label)
-    corpus.token_fit = _token_fit(report)
+    clustering = Clustering(labels, centroids, checked["cluster_warnings"])
+    calibration = check_calibration(load_json(read(CALIBRATION, MAX_JSON_BYTES), CALIBRATION, label),
+                                    label, CALIBRATION)
+    report, corpus.token_fit = check_report(load_json(read(REPORT, MAX_JSON_BYTES), REPORT, label), label, REPORT)
     return SavedAnalysis(
-        manifest, config, corpus, questions, question_embedding, clustering, calibration, report, label, topics,
-        _saved_gaps(read, label, len(chunks), counts["clusters"]),
+        manifest, checked["config"], corpus, questions, question_embedding, clustering, calibration, report, label,
+        topics, _saved_gaps(read, label, len(chunks), counts["clusters"]),
     )
 
 
-def _manifest_settings(manifest: dict, label: str) -> tuple[dict[str, int], int, object, dict, dict]:
-    """(counts, dimensions, AnalysisConfig, question-file record, embedded record) of a manifest."""
-    from coverage_core.config import AnalysisConfig, EmbeddingConfig
-    from coverage_core.stages.chunking import ChunkingConfig
-    from coverage_core.suggest.gaps import GapConfig
-
-    try:
-        counts = {key: int(manifest["counts"][key]) for key in
-                  ("documents", "chunks", "questions", "question_file_rows", "clusters")}
-        dimensions = int(manifest["dimensions"])
-        settings = dict(manifest["config"])
-        config = AnalysisConfig(
-            embedding=EmbeddingConfig(**settings.pop("embedding")),
-            chunking=ChunkingConfig(**settings.pop("chunking")),
-            gaps=GapConfig(**settings.pop("gaps")),
-            **settings,
-        )
-        asked = manifest["question_file"]
-        embedded = manifest["embedded"]
-    except (KeyError, TypeError, ValueError):
-        raise InputError(f"The {MANIFEST} of {label} is incomplete; save the analysis again.") from None
-    return counts, dimensions, config, asked, embedded
+def _damaged(file: str, label: str, what: str) -> InputError:
+    return InputError(f"The {what} in {file} of {label} are damaged; save the analysis again.")
 
 
-def _documents(document_table) -> list:
+def _documents(document_table, label: str) -> list:
     from coverage_core.types import Document, PageSpan
 
-    return [
-        Document(name, text, tuple(PageSpan(*span) for span in pages or ()))
-        for name, text, pages in zip(*(document_table.column(c).to_pylist() for c in ("name", "text", "pages")))
-    ]
+    names, texts, pages = (document_table.column(c).to_pylist() for c in ("name", "text", "pages"))
+    if any(value is None for value in (*names, *texts)):
+        raise _damaged(DOCUMENTS, label, "document names or texts")
+    spans = [[span for span in document or ()] for document in pages]
+    if any(span is None or len(span) != 3 or None in span or span[0] < 1 or not 0 <= span[1] <= span[2]
+           for document in spans for span in document):
+        raise InputError(f"The page spans in {DOCUMENTS} of {label} are not each a page (from 1), a start and an "
+                         "end; save the analysis again.")
+    return [Document(name, text, tuple(PageSpan(*span) for span in document))
+            for name, text, document in zip(names, texts, spans)]
 
 
 def _chunk_rows(chunk_table, label: str, n_clusters: int) -> tuple[list, np.ndarray, np.ndarray | None]:
-    """(chunks, cluster of each chunk, topic of each chunk or None), checked against the clusters."""
+    """(chunks, cluster of each chunk, topic of each chunk or None), checked against the clusters and passages."""
     from coverage_core.types import Chunk
 
     chunk_columns = {c: chunk_table.column(c).to_pylist() for c in ("document", "text", "start", "end", "page")}
+    if any(value is None for c in ("document", "text", "start", "end") for value in chunk_columns[c]):
+        raise _damaged(CHUNKS, label, "passages")
+    if any(not 0 <= start <= end for start, end in zip(chunk_columns["start"], chunk_columns["end"])):
+        raise _damaged(CHUNKS, label, "passage offsets")
+    if any(page is not None and page < 1 for page in chunk_columns["page"]):
+        raise _damaged(CHUNKS, label, "page numbers")
     chunks = [Chunk(*values) for values in zip(*chunk_columns.values())]
-    labels = chunk_table.column("cluster").to_numpy().astype(np.int64)
+    labels = _numbers(chunk_table, "cluster", label)
     if len(labels) and (labels.min() < 0 or labels.max() >= n_clusters):
         raise InputError(f"The cluster numbers in {CHUNKS} of {label} do not match {CLUSTERS}; save the analysis again.")
-    topics = chunk_table.column("topic").to_numpy().astype(np.int64) if "topic" in chunk_table.column_names else None
-    if topics is not None and len(topics) and topics.min() < 0:
-        raise InputError(f"The topic numbers in {CHUNKS} of {label} are damaged; save the analysis again.")
+    if "topic" not in chunk_table.column_names:
+        return chunks, labels, None
+    if not _kind_of(chunk_table.schema.field("topic").type, "whole numbers", 0):
+        raise _damaged(CHUNKS, label, "topic numbers")
+    topics = _numbers(chunk_table, "topic", label)
+    # A topic is a group of passages, so there are at most as many as passages: a larger number would
+    # make the topic centres (one row per topic) as large as the number says.
+    if len(topics) and (topics.min() < 0 or topics.max() >= len(topics)):
+        raise InputError(f"The topic numbers in {CHUNKS} of {label} are not between 0 and the number of passages; "
+                         "save the analysis again.")
     return chunks, labels, topics
+
+
+def _numbers(table, column: str, label: str) -> np.ndarray:
+    values = table.column(column)
+    if values.null_count:
+        raise _damaged(CHUNKS, label, f"{column} numbers")
+    return values.to_numpy().astype(np.int64)
 
 
 def _question_set(file_table, question_table, asked: dict, label: str):
@@ -523,79 +637,49 @@ def _question_set(file_table, question_table, asked: dict, label: str):
     frame = frame.where(frame.notna(), None) if len(frame.columns) else frame
     rows = question_table.column("row").to_pylist()
     texts = question_table.column("text").to_pylist()
+    if None in rows or None in texts:
+        raise _damaged(QUESTIONS, label, "questions")
+    if len(frame.columns) and asked["question_column"] not in frame.columns:
+        raise InputError(f"The question column {asked['question_column'][:60]!r} of {MANIFEST} is not a column of "
+                         f"{QUESTION_FILE} in {label}; save the analysis again.")
     if rows and (min(rows) < 0 or max(rows) >= len(frame)):
         raise InputError(f"The question rows in {QUESTIONS} of {label} are not rows of the question file; save the analysis again.")
     return QuestionSet(
         frame=frame, question_column=asked["question_column"],
         questions=[Question(int(row), text) for row, text in zip(rows, texts)],
-        n_blank=int(asked.get("n_blank", 0)),
-        duplicates={int(row): int(of) for row, of in asked.get("duplicates", [])},
-        encoding=asked.get("encoding", "utf-8"), delimiter=asked.get("delimiter", ","),
-        warnings=[IngestWarning(source, message) for source, message in asked.get("warnings", [])],
+        n_blank=asked["n_blank"], duplicates=asked["duplicates"], encoding=asked["encoding"],
+        delimiter=asked["delimiter"], warnings=[IngestWarning(source, message) for source, message in asked["warnings"]],
     )
 
 
-def _question_embedding(question_table, question_vectors: np.ndarray, record: dict):
+def _question_embedding(question_table, question_vectors: np.ndarray, record: dict, label: str):
     from coverage_core.results import EmbeddedTexts
 
     token_counts = question_table.column("token_count").to_pandas()
     known = token_counts.notna().all() and len(token_counts)
+    if known and (token_counts < 0).any():
+        raise _damaged(QUESTIONS, label, "token counts")
     return EmbeddedTexts(
         question_vectors, **_embedded_counts(record),
         token_counts=token_counts.to_numpy(dtype=np.int64) if known else None,
     )
 
 
-def _calibration_and_report(read, label: str):
-    from coverage_core.outputs.report import upgrade_report
-    from coverage_core.stages.calibration import Calibration
-
-    try:
-        calibration = Calibration.from_dict(json.loads(read(CALIBRATION).decode("utf-8")))
-        report = upgrade_report(json.loads(read(REPORT).decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError, TypeError):
-        raise InputError(f"The {CALIBRATION} or {REPORT} of {label} is damaged; save the analysis again.") from None
-    return calibration, report
-
-
-def _saved_gaps(read, label: str, n_chunks: int, n_clusters: int) -> list | None:
+def _saved_gaps(read: Reader, label: str, n_chunks: int, n_clusters: int) -> list | None:
     """The gaps of ``gaps.json`` (None when the folder predates it); InputError when it is damaged."""
     try:
-        data = read(GAPS)
+        data = read(GAPS, MAX_JSON_BYTES)
     except _MissingFile:
         return None
     try:
-        gaps = [_gap_from(record) for record in json.loads(data.decode("utf-8"))]
-    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, AttributeError):
+        records = load_json(data, GAPS, label)
+    except InputError:
         raise InputError(f"The {GAPS} of {label} is damaged; save the analysis again.") from None
-    if any(not 0 <= gap.cluster < n_clusters or any(not 0 <= i < n_chunks for i in gap.passages) for gap in gaps):
-        raise InputError(f"The gaps in {GAPS} of {label} do not match its clusters and passages; save the analysis again.")
-    return gaps
-
-
-def _known_fields(kind, record: dict) -> dict:
-    """The values of ``record`` that ``kind`` (a dataclass) has fields for: a field it lacks takes its default,
-    and one a later version added is left out."""
-    names = {f.name for f in dataclasses.fields(kind)}
-    return {name: value for name, value in record.items() if name in names}
-
-
-def _gap_from(record: dict):
-    from coverage_core.suggest.gaps import Gap
-    from coverage_core.suggest.questions import Suggestion
-
-    values = _known_fields(Gap, record)
-    for name in ("suggestions", "dropped"):
-        values[name] = tuple(Suggestion(**_known_fields(Suggestion, item)) for item in values.get(name, ()))
-    values["themes"] = tuple(str(theme) for theme in values.get("themes", ()))
-    values["passages"] = tuple(int(index) for index in values.get("passages", ()))
-    return Gap(**values)
+    return check_gaps(records, label, GAPS, n_chunks, n_clusters)
 
 
 def _embedded_counts(record: dict) -> dict:
-    return {"n_cached": int(record.get("n_cached", 0)), "n_embedded": int(record.get("n_embedded", 0)),
-            "n_over_limit": int(record.get("n_over_limit", 0)), "token_limit": record.get("token_limit"),
-            "new_tokens": int(record.get("new_tokens", 0))}
+    return {key: record[key] for key in ("n_cached", "n_embedded", "n_over_limit", "token_limit", "new_tokens")}
 
 
 # --------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from coverage_core.errors import InputError
+from coverage_core.inputs.saved_schema import check_fits, memory_budget
 from coverage_core.results import Corpus
 from coverage_core.types import Chunk, Document, PageSpan
 from coverage_core.validation import listed_columns, resolve_column, unit_rows
@@ -58,6 +59,13 @@ SHOWN_ROWS = 5
 """Row numbers a warning names before saying "and N more"."""
 READ_BATCH_ROWS = 8192
 """Rows decoded at a time from a Parquet file: bounds the reader's working memory at any row-group size."""
+
+ROW_OVERHEAD_BYTES = 512
+"""Memory a row takes besides its vector and text once read: its passage, offsets and Python objects."""
+TEXT_COPIES = 3
+"""Times a row's text is held once read: the Arrow column, the passage, its document's joined text."""
+MAX_PAGE_NUMBER = 10**7
+"""Largest page number taken from a page column; larger ones (and fractions, NaN, words) are not pages."""
 
 _PASSAGE_SEPARATOR = "\n\n"
 """Between the passages of one document when its text is rebuilt from them (as PDF pages are joined)."""
@@ -129,15 +137,26 @@ def _read_parquet(source, name: str, columns: VectorColumns):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    budget = memory_budget()
     try:
         if isinstance(source, Path) and source.is_dir():
             dataset = pq.ParquetDataset(source)
             wanted = _wanted(dataset.schema.names, columns, name)
+            _check_parquet_size([fragment.metadata for fragment in dataset.fragments], dataset.schema, wanted,
+                                name, budget)
             return dataset.read(columns=wanted)
         parquet = pq.ParquetFile(source)
         wanted = _wanted(parquet.schema_arrow.names, columns, name)
+        # Before anything is decoded: a small file can declare millions of rows of compressed zeros.
+        _check_parquet_size([parquet.metadata], parquet.schema_arrow, wanted, name, budget)
         # In batches: decoding a whole row group of list values at once takes several times its size.
-        batches = list(parquet.iter_batches(batch_size=READ_BATCH_ROWS, columns=wanted))
+        batches, held = [], 0
+        for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, columns=wanted):
+            held += batch.nbytes
+            # The metadata may understate the data; what is decoded is counted as it comes, with the
+            # float32 matrix still to be made from it.
+            check_fits(2 * held, f"The vectors of {name}", budget)
+            batches.append(batch)
         schema = pa.schema([parquet.schema_arrow.field(column) for column in wanted])
         return pa.Table.from_batches(batches, schema=schema)
     except (pa.ArrowException, OSError) as error:
@@ -146,6 +165,30 @@ def _read_parquet(source, name: str, columns: VectorColumns):
         if isinstance(error, InputError):
             raise
         raise _not_parquet(name, error) from None
+
+
+def _check_parquet_size(metadatas, schema, wanted: list[str], name: str, budget: int) -> None:
+    """InputError when the columns ``wanted`` of Parquet files (their ``FileMetaData``) would take more memory
+    than ``budget`` once read, counted from the metadata alone: each list value as its Arrow value and a float32,
+    each row's overhead, its text several times."""
+    import pyarrow as pa
+
+    rows = sum(metadata.num_rows for metadata in metadatas)
+    estimate = rows * ROW_OVERHEAD_BYTES
+    for metadata in metadatas:
+        paths = [metadata.schema.column(j).path.split(".")[0] for j in range(metadata.num_columns)]
+        for j, top in enumerate(paths):
+            if top not in wanted:
+                continue
+            kind = schema.field(top).type
+            for i in range(metadata.num_row_groups):
+                chunk = metadata.row_group(i).column(j)
+                if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+                    width = kind.value_type.bit_width // 8 if pa.types.is_primitive(kind.value_type) else 8
+                    estimate += chunk.num_values * (width + 4)
+                else:
+                    estimate += TEXT_COPIES * chunk.total_uncompressed_size
+    check_fits(estimate, f"The {rows} rows of {name}", budget)
 
 
 def _wanted(names: Sequence[str], columns: VectorColumns, source: str) -> list[str]:
@@ -166,7 +209,9 @@ def _is_lance(path: Path) -> bool:
 
 
 def _read_lance(path: Path):
-    """The whole table as Arrow, through LanceDB's own API."""
+    """The whole table as Arrow, through LanceDB's own API, once its size is known to fit in memory."""
+    import pyarrow as pa
+
     try:
         import lancedb
     except ImportError:  # pinned in requirements.txt; a trimmed install may lack it
@@ -186,8 +231,16 @@ def _read_lance(path: Path):
             )
         database, name = path, tables[0]
     try:
-        return lancedb.connect(str(database)).open_table(name).to_arrow()
+        table = lancedb.connect(str(database)).open_table(name)
+        rows, schema = table.count_rows(), table.schema
     except Exception as error:  # lancedb raises plain ValueError/RuntimeError/OSError for a damaged table
+        raise InputError(f"The LanceDB table {name} could not be read ({_first_line(error)}).") from None
+    widths = [field.type.list_size * (field.type.value_type.bit_width // 8 + 4) for field in schema
+              if pa.types.is_fixed_size_list(field.type) and pa.types.is_primitive(field.type.value_type)]
+    check_fits(rows * (ROW_OVERHEAD_BYTES + sum(widths)), f"The {rows} rows of the LanceDB table {name}")
+    try:
+        return table.to_arrow()
+    except Exception as error:  # as above
         raise InputError(f"The LanceDB table {name} could not be read ({_first_line(error)}).") from None
 
 
@@ -229,7 +282,11 @@ def read_vector_table(table, columns: VectorColumns = VectorColumns(), *, source
             _rows_warning(unnamed, n_rows, "name no document", f"so they count as document '{source}'")
         )
     names = [documents_column[i].strip() or source for i in kept]
-    pages = _pages(table.column(resolved.page), n_rows) if resolved.page else [None] * n_rows
+    pages, not_pages = _pages(table.column(resolved.page)) if resolved.page else ([None] * n_rows, None)
+    if not_pages is not None and (not_pages & usable).any():
+        warnings.append(_rows_warning(
+            not_pages & usable, n_rows, f"have a page number that is not a whole number from 1 to {MAX_PAGE_NUMBER}",
+            "so they were kept without a page"))
     documents, chunks = _documents_and_chunks([texts[i] for i in kept], names, [pages[i] for i in kept])
     del table  # the caller may still hold it; this function no longer needs its columns
     vectors = vectors if len(kept) == n_rows else vectors[kept]
@@ -382,24 +439,32 @@ def _castable(column) -> bool:
     return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_dictionary(kind)
 
 
-def _pages(column, n_rows: int) -> list[int | None]:
-    """1-based page numbers (None where blank or not a whole number)."""
+def _pages(column) -> tuple[list[int | None], np.ndarray]:
+    """1-based page numbers (None where blank or not a page), and the rows whose value was given but is not a
+    page: not a whole number from 1 to :data:`MAX_PAGE_NUMBER` (NaN, negative, 1e300, a fraction, a word)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    blank = pc.is_null(column)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        blank = pc.or_(blank, pc.equal(pc.utf8_trim_whitespace(column), "")).fill_null(True)
+    blank = np.asarray(blank.to_numpy(zero_copy_only=False), dtype=bool)
     try:
-        numbers = column.cast(pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # text that is not all numbers: one by one
+        numbers = column.cast(pa.float64(), safe=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # text that is not all numbers, lists: one by one
         numbers = pa.array([_number(value) for value in column.to_pylist()], type=pa.float64())
-    values = np.asarray(numbers.to_numpy(zero_copy_only=False), dtype=float)
-    whole = np.isfinite(values) & (values == np.round(values))
-    return [int(v) if ok else None for v, ok in zip(values.tolist(), whole.tolist())]
+    values = np.asarray(numbers.fill_null(np.nan).to_numpy(zero_copy_only=False), dtype=float)
+    with np.errstate(invalid="ignore"):
+        page = np.isfinite(values) & (values == np.round(values)) & (values >= 1) & (values <= MAX_PAGE_NUMBER)
+    return [int(v) if ok else None for v, ok in zip(values.tolist(), page.tolist())], ~page & ~blank
 
 
-def _number(value) -> float | None:
+def _number(value) -> float:
+    """``value`` as a float, NaN when it is none (a word, a list)."""
     try:
         return float(value)
-    except (TypeError, ValueError):
-        return None
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
 
 
 def _documents_and_chunks(texts: Sequence[str], names: Sequence[str], pages: Sequence[int | None]):

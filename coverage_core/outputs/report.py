@@ -145,6 +145,13 @@ ACCEPTED_PASSAGE_CHARS = 300
 # adds NUL). Leading whitespace is looked past: importers may trim it.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
 
+# A spreadsheet reads a cell that parses as a number as that number, sign or
+# not (-0.5, +2, -1e5, -.5, -3%, -1,000.50), not as a formula; neutralising
+# it would turn the user's value into text. Such a cell cannot call anything
+# even where it were evaluated: no letter but an exponent's e, no operator but
+# signs. Separators of every locale count, as the reader's locale is unknown.
+_SIGNED_NUMBER = re.compile(r"[+-](?:[0-9]+(?:[.,'\u00a0\u202f][0-9]+)*[.,]?|[.,][0-9]+)(?:[eE][+-]?[0-9]+)?%?")
+
 # Where a CSV reader or a spreadsheet starts a new line: a reader that ignores
 # quotes, or someone pasting the text, starts a new row there.
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
@@ -547,10 +554,14 @@ def neutralise_formula(cell: Any) -> Any:
 
     The cell as a whole is checked too, since one that starts with a line
     break starts with a carriage return or whitespace: ``"\\r=1+1"`` becomes
-    ``"'\\r'=1+1"``. Nothing else changes, so removing the added ``'`` gives
-    the cell back. Idempotent; values that are not text are returned as they are.
+    ``"'\\r'=1+1"``. A cell that is a signed plain number (``-0.5``, ``+2``,
+    ``-3%``, spaces around it allowed) is a value, not a formula, and is kept
+    as it is; a line of a longer cell is not, since a spreadsheet reads the
+    whole cell, which is then no number. Nothing else changes, so removing
+    the added ``'`` gives the cell back. Idempotent; values that are not text
+    are returned as they are.
     """
-    if not isinstance(cell, str):
+    if not isinstance(cell, str) or _SIGNED_NUMBER.fullmatch(cell.strip(" ")):
         return cell
     pieces = _LINE_BREAK.split(cell)  # lines at even positions, the breaks between them
     for i in range(0, len(pieces), 2):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from coverage_core.errors import InputError
 from coverage_core.languages import UNDETERMINED
 from coverage_core.outputs.gap_report import gaps_from_clusters
 
@@ -30,7 +31,14 @@ def upgrade_report(report: Mapping) -> dict:
     report module's docstring says. Only the changed sections are copied; ``schema_version`` stays, as it tells which
     decisions the report carries (before schema 4, ``is_untested`` was "less
     than 30% of the passages reached at τ", with no top-k).
+
+    The report may come from anyone (a saved analysis, a file given to
+    compare): a section of the wrong type is left as it is rather than
+    upgraded, so any JSON object comes through; anything else is an
+    InputError.
     """
+    if not isinstance(report, Mapping):
+        raise InputError(f"The report is a JSON {type(report).__name__}, not an object; give a report this program wrote.")
     upgraded = dict(report)
     for (section, old), new in RENAMED_FIELDS.items():
         fields = upgraded.get(section)
@@ -39,13 +47,32 @@ def upgrade_report(report: Mapping) -> dict:
             fields.setdefault(new, fields.pop(old))
             upgraded[section] = fields
     version = upgraded.get("schema_version")
-    if isinstance(version, int) and version < 4:
+    if isinstance(version, bool) or not isinstance(version, int):
+        return upgraded
+    if version < 4:
         _add_schema_4_keys(upgraded)
-    if isinstance(version, int) and version < 5:
+    if version < 5:
         _add_schema_5_keys(upgraded)
-    if isinstance(version, int) and version < 6:
-        upgraded.setdefault("gaps", gaps_from_clusters(upgraded.get("clusters")))
+    if version < 6:
+        upgraded.setdefault("gaps", gaps_from_clusters(_plain_clusters(upgraded.get("clusters"))))
     return upgraded
+
+
+def _plain_clusters(clusters) -> list:
+    """The clusters of an old report with the lists its gaps are built from as lists (of text for the themes),
+    whatever the file held there."""
+    if not isinstance(clusters, list):
+        return []
+    plain = []
+    for cluster in clusters:
+        if not isinstance(cluster, Mapping):
+            continue
+        themes, suggested = cluster.get("themes"), cluster.get("suggested_questions")
+        plain.append({
+            **cluster, "themes": [str(theme) for theme in themes] if isinstance(themes, list) else [],
+            "suggested_questions": suggested if isinstance(suggested, list) else [],
+        })
+    return plain
 
 
 def _add_schema_5_keys(report: dict) -> None:

@@ -187,7 +187,11 @@ def _weakest_subject(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
 
 
 def _absent_word(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
-    """The question's first common content word (kind ``"word"``) in no passage, if any."""
+    """The question's first common content word (kind ``"word"``) in no passage, if any; none when
+    the question names a subject the documents discuss and it reaches ("Was Nikola Tesla's mother
+    illiterate?"): the missing word is then what it asks of that subject, not what it is about."""
+    if any(e.subject.kind != "word" and e.n_passages > verdicts.FEW_MENTIONS and e.retrieved for e in evidence):
+        return None
     return next((e for e in evidence if e.subject.kind == "word" and e.n_passages == 0), None)
 
 

@@ -133,7 +133,8 @@ def sweep_estimate(texts: Sequence[str], dims: Sequence[int], provider: str, mod
 
 
 def sweep_consent_label(dims: Sequence[int], estimate) -> str:
-    """The label of the box that allows the sweep to embed again through the API, with its cost (no LaTeX "$")."""
+    """The label of the box that allows the sweep to embed again through the API, with its cost (no LaTeX "$").
+    The model it names is one of the providers' own (:func:`sweep_model`), never user text."""
     sizes = ", ".join(str(d) for d in dims)
     return (
         f"Embed every text again at {sizes} dimensions through the API "

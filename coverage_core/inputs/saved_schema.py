@@ -1,0 +1,468 @@
+"""The schema a saved analysis is checked against, and the memory any file read from a user may take.
+
+A saved analysis (:mod:`coverage_core.inputs.saved_analysis`) or a vector
+file (:mod:`coverage_core.inputs.vector_store`) may come from anyone, so
+nothing in it is trusted: every JSON member is parsed with bounded size and
+nesting, every field the analysis uses is checked for its type and range
+before use, and the sizes a file declares are compared with
+:func:`memory_budget` before anything of that size is allocated. Each
+problem is one :class:`~coverage_core.errors.InputError` naming the file and
+the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
+
+from coverage_core.errors import InputError
+
+__all__ = [
+    "FALLBACK_MEMORY_BYTES", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MEMORY_FRACTION", "READ_COPIES", "Fields",
+    "available_memory", "check_fits", "load_json", "memory_budget", "size_words",
+]
+
+MAX_JSON_BYTES = 256 * 1024**2
+"""Largest JSON member of a saved analysis: a report of a million questions stays well under it."""
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of a JSON member: the report nests about 5 deep; Python's parser recurses per level."""
+MEMORY_FRACTION = 0.5
+"""Share of the memory available now that one file read from a user may take (the rest keeps the server up)."""
+FALLBACK_MEMORY_BYTES = 4 * 1024**3
+"""The budget's base when the machine's memory cannot be read (not Linux, no ``sysconf``)."""
+READ_COPIES = 3
+"""Times a vector is held while read: the file's bytes, the Arrow column and the float32 matrix."""
+
+
+def size_words(n_bytes: int | float) -> str:
+    """``1.5 GB``, ``300 MB``, ``12 KB``: a size as a message gives it."""
+    if n_bytes >= 1024**3:
+        return f"{n_bytes / 1024**3:.1f} GB"
+    if n_bytes >= 1024**2:
+        return f"{n_bytes / 1024**2:.0f} MB"
+    return f"{max(1, int(n_bytes) // 1024)} KB"
+
+
+def _read_number(path: str, prefix: str = "") -> int | None:
+    """The number in ``path`` (after ``prefix`` on its line, in kB when the line says so), or None."""
+    try:
+        lines = Path(path).read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in lines:
+        if line.startswith(prefix):
+            words = line[len(prefix):].split()
+            if words and words[0].isdigit():
+                return int(words[0]) * (1024 if words[1:2] == ["kB"] else 1)
+    return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may still take: the least of what the machine has available and what its
+    container (cgroup) still allows; None when neither can be read."""
+    known = []
+    available = _read_number("/proc/meminfo", "MemAvailable:")
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            available = None
+    if available is not None:
+        known.append(available)
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, used = _read_number(limit_file), _read_number(usage_file)
+        if limit is not None and used is not None and limit < 2**60:  # "max" or v1's huge number: no limit
+            known.append(max(0, limit - used))
+    return min(known) if known else None
+
+
+def memory_budget() -> int:
+    """Bytes one file read from a user may take: :data:`MEMORY_FRACTION` of :func:`available_memory`."""
+    available = available_memory()
+    return int(MEMORY_FRACTION * (available if available is not None else FALLBACK_MEMORY_BYTES))
+
+
+def check_fits(n_bytes: int | float, what: str, budget: int | None = None) -> None:
+    """InputError when ``what`` (its name in the message) would take more than ``budget`` bytes of memory
+    (default :func:`memory_budget`)."""
+    budget = memory_budget() if budget is None else budget
+    if n_bytes > budget:
+        raise InputError(
+            f"{what} would need about {size_words(n_bytes)} of memory, more than the {size_words(budget)} this "
+            "server can spare; use a smaller file or a machine with more memory."
+        )
+
+
+def load_json(data: bytes, file: str, label: str, max_bytes: int | None = None) -> Any:
+    """The JSON value of ``data`` (the member ``file`` of ``label``); InputError when it is too large, not
+    UTF-8 JSON, or nested deeper than :data:`MAX_JSON_DEPTH`."""
+    limit = MAX_JSON_BYTES if max_bytes is None else max_bytes
+    if len(data) > limit:
+        raise InputError(f"The {file} of {label} is {size_words(len(data))}, over the {size_words(limit)} a saved "
+                         "analysis's JSON file may be; save the analysis again.")
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise InputError(f"The {file} of {label} is not valid JSON; save the analysis again.") from None
+    except RecursionError:  # the parser recurses once per level and stops cleanly at Python's limit
+        value = None
+    if value is None and data.strip() != b"null" or _depth_over(value, MAX_JSON_DEPTH):
+        raise InputError(f"The {file} of {label} is nested more than {MAX_JSON_DEPTH} levels deep, so it was not "
+                         "written by this program; save the analysis again.")
+    return value
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep; iterative, so any depth is safe."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Fields:
+    """Checks of the fields of one JSON member (``file`` of ``label``); each failure names the field.
+
+    Every method returns the value when it is valid, so a record is read and
+    checked in one line: ``fields.integer(record, "n_blank", minimum=0)``.
+    """
+
+    def __init__(self, file: str, label: str):
+        self.file, self.label = file, label
+
+    def fail(self, name: str, value: Any, need: str) -> InputError:
+        return InputError(f"The {self.file} of {self.label} has an invalid {name} ({_shown(value)}), which must be "
+                          f"{need}; save the analysis again.")
+
+    def missing(self, name: str) -> InputError:
+        return InputError(f"The {self.file} of {self.label} lacks the field {name}; save the analysis again.")
+
+    def get(self, record: Mapping, key: str, name: str, default: Any = ...) -> Any:
+        if key in record:
+            return record[key]
+        if default is ...:
+            raise self.missing(name)
+        return default
+
+    def mapping(self, value: Any, name: str) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(name, value, "an object")
+        return value
+
+    def integer(self, value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None,
+                optional: bool = False) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, Integral):
+            raise self.fail(name, value, "a whole number")
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            low = "" if minimum is None else f"at least {minimum}"
+            high = "" if maximum is None else f"at most {maximum}"
+            raise self.fail(name, value, " and ".join(part for part in (low, high) if part))
+        return int(value)
+
+    def number(self, value: Any, name: str, *, optional: bool = False) -> float | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+            raise self.fail(name, value, "a finite number")
+        return float(value)
+
+    def text(self, value: Any, name: str, *, optional: bool = False) -> str | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(name, value, "text")
+        return value
+
+    def boolean(self, value: Any, name: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(name, value, "true or false")
+        return value
+
+    def items(self, value: Any, name: str) -> list:
+        if not isinstance(value, list):
+            raise self.fail(name, value, "a list")
+        return value
+
+    def texts(self, value: Any, name: str) -> list[str]:
+        return [self.text(item, f"{name}[{i}]") for i, item in enumerate(self.items(value, name))]
+
+    def pair(self, value: Any, name: str) -> list:
+        if not isinstance(value, list) or len(value) != 2:
+            raise self.fail(name, value, "a pair")
+        return value
+
+
+# --------------------------------------------------------------------------
+# the members of a saved analysis
+# --------------------------------------------------------------------------
+
+
+COUNTS = ("documents", "chunks", "questions", "question_file_rows", "clusters")
+"""The row counts a manifest records, one per Parquet member."""
+EMBEDDED_COUNTS = ("n_cached", "n_embedded", "n_over_limit", "new_tokens")
+
+
+def _typed(fields: Fields, value: Any, annotation: str, name: str) -> Any:
+    """``value`` checked against a dataclass field's annotation (``"int"``, ``"float | None"``, ...); other
+    annotations are left to the dataclass."""
+    optional = "None" in annotation
+    base = annotation.replace("| None", "").replace("None |", "").strip()
+    if value is None:
+        if optional or base not in ("int", "float", "str", "bool"):
+            return None
+        raise fields.fail(name, value, f"{'a whole number' if base == 'int' else base}, not null")
+    check = {"int": fields.integer, "float": fields.number, "str": fields.text, "bool": fields.boolean}.get(base)
+    return value if check is None else check(value, name)
+
+
+def _dataclass_from(fields: Fields, kind, record: Any, name: str, *, known_only: bool = False):
+    """``kind(**record)``, each field type-checked first; an unknown field is refused (left out when
+    ``known_only``: a field a later version added), and a value ``kind`` refuses is named."""
+    import dataclasses
+
+    record = fields.mapping(record, name)
+    annotations = {f.name: f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+                   for f in dataclasses.fields(kind)}
+    values = {}
+    for key, value in record.items():
+        if key not in annotations:
+            if known_only:
+                continue
+            raise InputError(f"The {fields.file} of {fields.label} has an unknown field {name}.{key}; save the "
+                             "analysis again.")
+        values[key] = _typed(fields, value, annotations[key], f"{name}.{key}")
+    try:
+        return kind(**values)
+    except TypeError:  # a field without a default is missing
+        absent = [f.name for f in dataclasses.fields(kind) if f.name not in values
+                  and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        raise fields.missing(f"{name}.{absent[0]}" if absent else name) from None
+    except ValueError:  # InputError too: a value out of range, or two that disagree
+        for key, value in values.items():
+            try:
+                kind(**{**_defaults_of(kind), key: value})
+            except (TypeError, ValueError):
+                raise fields.fail(f"{name}.{key}", value, f"a valid {key.replace('_', ' ')}") from None
+        raise fields.fail(name, record, "settings that agree with each other") from None
+
+
+def _defaults_of(kind) -> dict:
+    """The required fields of ``kind`` with a harmless value, so one field can be tried alone."""
+    import dataclasses
+
+    return {f.name: 0 for f in dataclasses.fields(kind)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+
+
+def _provider(fields: Fields, value: Any, name: str) -> str:
+    from coverage_core.embeddings.registry import PROVIDERS
+
+    if not isinstance(value, str) or value.strip().lower() not in PROVIDERS:
+        raise fields.fail(name, value, f"one of the providers {', '.join(PROVIDERS)}")
+    return value
+
+
+def _analysis_config(fields: Fields, settings: Any):
+    from coverage_core.config import AnalysisConfig, EmbeddingConfig
+    from coverage_core.stages.chunking import ChunkingConfig
+    from coverage_core.suggest.gaps import GapConfig
+
+    settings = dict(fields.mapping(settings, "config"))
+    parts = {"embedding": EmbeddingConfig, "chunking": ChunkingConfig, "gaps": GapConfig}
+    built = {key: _dataclass_from(fields, kind, fields.get(settings, key, f"config.{key}"), f"config.{key}")
+             for key, kind in parts.items()}
+    _provider(fields, built["embedding"].provider, "config.embedding.provider")
+    _url(fields, built["embedding"].base_url, "config.embedding.base_url")
+    rest = {key: value for key, value in settings.items() if key not in parts}
+    top = _dataclass_from(fields, AnalysisConfig, rest, "config")
+    import dataclasses
+
+    return dataclasses.replace(top, **built)
+
+
+def _url(fields: Fields, value: Any, name: str) -> str | None:
+    value = fields.text(value, name, optional=True)
+    if value is not None and not value.lower().startswith(("http://", "https://")):
+        raise fields.fail(name, value, "an http or https address")
+    return value
+
+
+def check_manifest(manifest: dict, label: str, file: str) -> dict:
+    """The fields of a manifest the analysis uses, checked: ``counts``, ``dimensions``, ``config``
+    (an ``AnalysisConfig``), ``question_file``, ``embedded`` (``chunks`` and ``questions``, with every count),
+    ``cluster_warnings``. The vectors the counts announce must fit :func:`memory_budget`."""
+    fields = Fields(file, label)
+    _provider(fields, fields.get(manifest, "provider", "provider"), "provider")
+    fields.text(manifest.get("model"), "model", optional=True)
+    fields.text(manifest.get("created"), "created", optional=True)
+    _url(fields, manifest.get("base_url"), "base_url")
+    passages = manifest.get("passages", "documents")
+    if passages not in ("documents", "vectors"):
+        raise fields.fail("passages", passages, '"documents" or "vectors"')
+    chunking = manifest.get("chunking")
+    if chunking is not None:
+        from coverage_core.stages.chunking import ChunkingConfig
+
+        _dataclass_from(fields, ChunkingConfig, chunking, "chunking")
+    counts_record = fields.mapping(fields.get(manifest, "counts", "counts"), "counts")
+    counts = {key: fields.integer(fields.get(counts_record, key, f"counts.{key}"), f"counts.{key}", minimum=0)
+              for key in COUNTS}
+    if counts["clusters"] > max(counts["chunks"], 1):
+        raise fields.fail("counts.clusters", counts["clusters"], f"at most the {counts['chunks']} passages")
+    if counts["questions"] > counts["question_file_rows"]:
+        raise fields.fail("counts.questions", counts["questions"],
+                          f"at most the {counts['question_file_rows']} rows of the question file")
+    dimensions = fields.integer(fields.get(manifest, "dimensions", "dimensions"), "dimensions", minimum=1)
+    vectors = counts["chunks"] + counts["questions"] + counts["clusters"]
+    check_fits(READ_COPIES * 4 * vectors * dimensions,
+               f"The {vectors} vectors of {dimensions} dimensions that the {file} of {label} announces")
+    config = _analysis_config(fields, fields.get(manifest, "config", "config"))
+    return {
+        "counts": counts, "dimensions": dimensions, "config": config,
+        "question_file": _question_file(fields, fields.get(manifest, "question_file", "question_file"),
+                                        counts["question_file_rows"]),
+        "embedded": _embedded(fields, fields.get(manifest, "embedded", "embedded")),
+        "cluster_warnings": fields.texts(manifest.get("cluster_warnings", []), "cluster_warnings"),
+    }
+
+
+def _question_file(fields: Fields, record: Any, n_rows: int) -> dict:
+    record = fields.mapping(record, "question_file")
+    name = "question_file"
+    duplicates = {}
+    for i, item in enumerate(fields.items(record.get("duplicates", []), f"{name}.duplicates")):
+        row, of = fields.pair(item, f"{name}.duplicates[{i}]")
+        where = f"{name}.duplicates[{i}]"
+        duplicates[fields.integer(row, where, minimum=0, maximum=n_rows - 1)] = fields.integer(
+            of, where, minimum=0, maximum=n_rows - 1)
+    warnings = [tuple(fields.text(part, f"{name}.warnings[{i}]")
+                      for part in fields.pair(item, f"{name}.warnings[{i}]"))
+                for i, item in enumerate(fields.items(record.get("warnings", []), f"{name}.warnings"))]
+    delimiter = fields.text(record.get("delimiter", ","), f"{name}.delimiter")
+    if len(delimiter) != 1:
+        raise fields.fail(f"{name}.delimiter", delimiter, "one character")
+    encoding = fields.text(record.get("encoding", "utf-8"), f"{name}.encoding")
+    try:
+        "".encode(encoding)
+    except LookupError:
+        raise fields.fail(f"{name}.encoding", encoding, "a known text encoding") from None
+    return {
+        "name": fields.text(record.get("name"), f"{name}.name", optional=True),
+        "question_column": fields.text(fields.get(record, "question_column", f"{name}.question_column"),
+                                       f"{name}.question_column"),
+        "n_blank": fields.integer(record.get("n_blank", 0), f"{name}.n_blank", minimum=0),
+        "duplicates": duplicates, "encoding": encoding, "delimiter": delimiter, "warnings": warnings,
+    }
+
+
+def _embedded(fields: Fields, record: Any) -> dict:
+    record = fields.mapping(record, "embedded")
+    checked = {}
+    for part in ("chunks", "questions"):
+        name = f"embedded.{part}"
+        counts = fields.mapping(fields.get(record, part, name), name)
+        checked[part] = {key: fields.integer(counts.get(key, 0), f"{name}.{key}", minimum=0)
+                         for key in EMBEDDED_COUNTS}
+        checked[part]["token_limit"] = fields.integer(counts.get("token_limit"), f"{name}.token_limit", minimum=1,
+                                                      optional=True)
+    return checked
+
+
+def check_calibration(data: Any, label: str, file: str):
+    """The ``stages.calibration.Calibration`` of a calibration.json, every field checked."""
+    from coverage_core.stages.calibration import Calibration
+
+    fields = Fields(file, label)
+    data = dict(fields.mapping(data, "top level"))
+    if "topic_threshold" in data:  # its name before report schema 3
+        data.setdefault("question_support_threshold", data.pop("topic_threshold"))
+    calibration = _dataclass_from(fields, Calibration, data, "calibration")
+    for name in ("n_probes", "n_near_duplicates"):
+        fields.integer(getattr(calibration, name), f"calibration.{name}", minimum=0)
+    return calibration
+
+
+def check_report(data: Any, label: str, file: str) -> tuple[dict, Any]:
+    """The report (upgraded to the current schema) and its chunks' ``results.TokenFit`` (or None), with the
+    fields a saved analysis reads from it checked."""
+    from coverage_core.outputs.report_upgrade import upgrade_report
+    from coverage_core.results import TokenFit
+
+    fields = Fields(file, label)
+    report = upgrade_report(fields.mapping(data, "top level"))
+    config = report.get("config")
+    if config is not None:
+        chosen = fields.mapping(config, "config").get("model_choice")
+        if chosen:
+            chosen = fields.mapping(chosen, "config.model_choice")
+            fields.texts(chosen.get("languages", []), "config.model_choice.languages")
+            fields.text(chosen.get("reason", ""), "config.model_choice.reason")
+    chunking = report.get("chunking")
+    fit = fields.mapping(chunking, "chunking").get("token_fit") if chunking is not None else None
+    if not fit:
+        return report, None
+    token_fit = _dataclass_from(fields, TokenFit, fit, "chunking.token_fit", known_only=True)
+    for key in ("max_tokens", "n_chunks", "n_resplit", "n_truncated"):
+        fields.integer(getattr(token_fit, key), f"chunking.token_fit.{key}", minimum=0)
+    by_language = fields.mapping(token_fit.by_language, "chunking.token_fit.by_language")
+    for key, value in by_language.items():
+        fields.integer(value, f"chunking.token_fit.by_language.{key}", minimum=0)
+    return report, token_fit
+
+
+class _DamagedFields(Fields):
+    """Fields whose every failure is the one sentence "the file is damaged" (gaps.json has always said so)."""
+
+    def fail(self, name: str, value: Any, need: str) -> InputError:
+        return InputError(f"The {self.file} of {self.label} is damaged; save the analysis again.")
+
+    def missing(self, name: str) -> InputError:
+        return self.fail(name, None, "")
+
+
+def check_gaps(data: Any, label: str, file: str, n_chunks: int, n_clusters: int) -> list:
+    """The ``suggest.gaps.Gap`` objects of a gaps.json, every field checked; a field a later version added is
+    left out, one added since the folder was saved takes its default."""
+    from coverage_core.suggest.gaps import Gap
+    from coverage_core.suggest.questions import Suggestion
+
+    fields = _DamagedFields(file, label)
+    gaps = []
+    for i, record in enumerate(fields.items(data, "gaps")):
+        values = dict(fields.mapping(record, f"gaps[{i}]"))
+        for name in ("suggestions", "dropped"):
+            values[name] = tuple(_dataclass_from(fields, Suggestion, item, f"gaps[{i}].{name}", known_only=True)
+                                 for item in fields.items(values.get(name, []), f"gaps[{i}].{name}"))
+        values["themes"] = tuple(fields.texts(values.get("themes", []), f"gaps[{i}].themes"))
+        values["passages"] = tuple(fields.integer(index, f"gaps[{i}].passages")
+                                   for index in fields.items(values.get("passages", []), f"gaps[{i}].passages"))
+        gap = _dataclass_from(fields, Gap, values, f"gaps[{i}]", known_only=True)
+        gaps.append(gap)
+    def inside(gap) -> bool:
+        chunks = [*gap.passages, *(s.chunk for s in (*gap.suggestions, *gap.dropped) if s.chunk is not None)]
+        return 0 <= gap.cluster < n_clusters and all(0 <= index < n_chunks for index in chunks)
+
+    if not all(inside(gap) for gap in gaps):
+        raise InputError(f"The gaps in {file} of {label} do not match its clusters and passages; save the analysis "
+                         "again.")
+    return gaps
