@@ -7,6 +7,7 @@ module's embeddings never change what another module sees as cached.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from streamlit.testing.v1 import AppTest
@@ -16,6 +17,7 @@ from coverage_core.inputs.questions import read_questions
 from coverage_core.session import AnalysisSession
 from tests.helpers import PROJECT
 from ui import engine, state
+from ui.formats import WORD_JOINER
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 DOCS = ["Drum.txt", "Flute.txt", "Koala.txt"]
@@ -74,12 +76,20 @@ def run_page(page: str | None, values: dict | None = None) -> AppTest:
     return at
 
 
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def shown(markdown: str) -> str:
+    """Text as the page shows it: the Markdown escapes and invisible word joiners put around user text removed."""
+    return _ESCAPED.sub(r"\1", markdown).replace(WORD_JOINER, "")
+
+
 def texts(elements) -> list[str]:
-    return [element.value for element in elements]
+    return [shown(element.value) for element in elements]
 
 
 def metric(at: AppTest, label: str) -> str:
-    found = [m for m in at.metric if m.label == label]
+    found = [m for m in at.metric if shown(m.label) == label]
     assert found, f"no metric {label!r} among {[m.label for m in at.metric]}"
     return found[0].value
 

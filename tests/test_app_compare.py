@@ -58,7 +58,7 @@ def test_a_ragas_file_is_compared_with_scorecards_and_a_verdict(seeded):
     data = (FIXTURES / "testsets" / "ragas_testset.jsonl").read_bytes()
     at.file_uploader(key=state.W_COMPARE_UPLOADER).set_value(("ragas.jsonl", data, "application/json"))
     at.run()
-    assert widgets.plain("Read as a RAGAS test set: 16 questions with their reference passages.") in texts(at.caption)
+    assert "Read as a RAGAS test set: 16 questions with their reference passages." in texts(at.caption)
     assert not any("Read as a" in text for text in texts(at.warning))
     at.button(key=state.W_COMPARE_RUN).click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -72,7 +72,7 @@ def test_a_ragas_file_is_compared_with_scorecards_and_a_verdict(seeded):
     # The scorecards side by side, and one plain verdict.
     cards = view.scorecards(comparison)
     verdicts = texts(at.success) + texts(at.info)
-    assert widgets.plain(cards.verdict) in verdicts
+    assert cards.verdict in verdicts
     table = at.dataframe[0].value
     assert table["measure"].tolist() == ["Tested share", "Balance across documents", "Near-duplicates", "Off-topic",
                                          "Answerable"]

@@ -11,8 +11,8 @@ from coverage_core.checks.traffic import read_traffic
 from coverage_core.checks.traffic_answers import NO_ANSWER
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
-from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, subset_csv, texts
-from ui import state, widgets
+from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, shown, subset_csv, texts
+from ui import state
 from ui.views.gaps import TRAFFIC_ORIGIN
 
 PAGE = "pages/9_traffic.py"
@@ -54,15 +54,15 @@ def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page
     expected = pipeline.run_traffic_check(analysis, log, embedder, cache)
     at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
 
-    assert at.subheader[0].value == widgets.plain(expected.headline())
+    assert shown(at.subheader[0].value) == expected.headline()
     assert metric(at, "Traffic tested") == f"{expected.tested_share_weighted:.0%}"
     assert metric(at, "Traffic answerable") == f"{expected.answerable_share_weighted:.0%}"
     assert metric(at, "Queries") == "136"
     topics = [d.value for d in at.dataframe if "most asked" in d.value.columns][0]
     assert topics["topic"].tolist() == expected.topics["label"].tolist()
     assert "koala" in topics["topic"].iloc[0].lower()
-    shown = " ".join(texts(at.markdown) + texts(at.caption) + topics["most asked"].tolist())
-    assert "someone@example.com" not in shown
+    on_page = " ".join(texts(at.markdown) + texts(at.caption) + topics["most asked"].tolist())
+    assert "someone@example.com" not in on_page
     assert [h.value for h in at.header][:2] == ["Most asked, least tested", "Demand the documents do not meet"]
     # The support queries are their own group, never "every topic is answerable", and in no topic.
     assert expected.unanswered.volume >= 20 and NO_ANSWER in at.subheader[0].value

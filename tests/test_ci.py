@@ -267,7 +267,7 @@ def test_cli_diff_a_rise_never_fails(reports, capsys):
         ('{"a": 1}', "new.json is not a coverage report (it has no schema_version)."),
         ("[]", "new.json is not a coverage report (it has no schema_version)."),
         (json.dumps(make_report(schema_version=7)), "new.json has report schema version 7"),
-        (None, "could not read or write"),
+        (None, "new.json does not exist; check the path."),
     ],
 )
 def test_cli_diff_bad_input_exits_2_with_one_sentence(reports, tmp_path, capsys, content, expected):

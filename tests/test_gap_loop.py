@@ -114,11 +114,12 @@ def test_the_gap_page_shows_suggestions_notes_and_dropped_questions(gapped, monk
     first, second, _ = cards
     listed = " ".join(texts(first.markdown))
     assert WRITTEN in listed and "*written by the built-in model*" in listed and "*written by your LLM*" in listed
-    assert "from =evil\\.txt" in listed  # a document name is escaped: shown as written, never as markup
+    raw = " ".join(m.value for m in first.markdown)
+    assert "from =evil.txt" in listed and f"from {widgets.plain('=evil.txt')}" in raw  # escaped: shown as written, never as markup
     dropped = [e for e in first.expander if "dropped" in e.label]
     assert len(dropped) == 1 and dropped[0].label == "1 written question dropped, and why"
     assert "What is water?" in " ".join(texts(dropped[0].markdown))
-    assert texts(second.info) == [widgets.plain(NOTE)]  # the core's sentence, escaped as Markdown
+    assert texts(second.info) == [NOTE]  # the core's sentence, shown as written
     assert not second.expander  # nothing was dropped there
     assert not any(e.proto.expanded for e in cards)  # none asked for: all closed
     # The editor names who wrote each suggestion in words, and keeps the code for the reports.
@@ -258,4 +259,4 @@ def test_results_says_what_each_gap_offers_once_the_gap_page_has_written_it(gapp
     for gap in Verdicts.from_analysis(gapped).gaps:
         expected = NOTE if by_cluster[gap.cluster].note else (
             f"{formats.count(len(by_cluster[gap.cluster].suggestions), 'suggested question')} ready.")
-        assert widgets.plain(expected) in shown, (expected, shown)
+        assert expected in shown, (expected, shown)

@@ -383,6 +383,9 @@ def _reader(source, name: str | None) -> tuple[Reader, str]:
             target = path / file
             if not target.is_file():
                 raise _missing(label, file)
+            if target.resolve().parent != path.resolve():  # a link may not bring in a file from elsewhere
+                raise InputError(f"The {file} of {label} is a link to a file outside the saved analysis, so it "
+                                 "was not read; save the analysis again or copy the file into its folder.")
             budget.take(file, target.stat().st_size, max_bytes)
             with target.open("rb") as handle:
                 data = handle.read(max_bytes + 1)

@@ -17,6 +17,7 @@ from coverage_core.embeddings import Backoff, CacheKey, EmbeddingCache, embed_te
 from coverage_core.embeddings.cache import CACHE_FILE_NAME
 from coverage_core.embeddings.registry import model_spec
 from coverage_core.errors import ProviderError
+from tests.app_support import shown
 from tests.fakes import DEFAULT, FakeAPIServer, FakeEmbedder, Reply, embeddings_reply
 from ui import engine, state
 from ui.settings import Settings
@@ -324,7 +325,7 @@ def test_a_shared_saved_analysis_never_sends_the_typed_key_to_the_server_it_name
     at.session_state[state.EMBED_API_KEY] = TYPED_KEY
     at.run()
     run_upload_and_open(at)
-    assert any(server.url in toast.value and "forgotten" in toast.value for toast in at.toast)  # said at once
+    assert any(server.url in shown(toast.value) and "forgotten" in toast.value for toast in at.toast)  # said at once
     assert at.session_state[state.SETTINGS].base_url == server.url + "/v1"  # shown, not hidden
     assert state.EMBED_API_KEY not in at.session_state
 

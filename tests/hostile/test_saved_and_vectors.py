@@ -96,6 +96,20 @@ def test_a_bad_manifest_field_is_one_sentence_naming_the_file_and_field(folder, 
     assert message.count(". ") == 0  # one sentence
 
 
+def test_a_file_linked_from_outside_the_saved_folder_is_not_read(folder, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    report = folder / "report.json"
+    (outside / "report.json").write_bytes(report.read_bytes())  # valid content: only the link is wrong
+    report.unlink()
+    report.symlink_to(outside / "report.json")
+    message = refused(folder)
+    assert "report.json of saved is a link to a file outside the saved analysis" in message
+    report.unlink()
+    report.write_bytes((outside / "report.json").read_bytes())
+    assert load_analysis(folder).corpus is not None  # the same bytes in place open
+
+
 def test_an_unknown_or_missing_setting_is_named(folder):
     edit_json(folder / "manifest.json", put(["config", "gaps", "evil"], 1))
     assert refused(folder) == "The manifest.json of saved has an unknown field config.gaps.evil; save the analysis again."
