@@ -67,6 +67,9 @@ PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN")
 """Regions whose national phone formats ``phonenumbers`` checks; an international ``+…`` number is found in
 any of them, and 9+ digits with separators are masked whatever the region."""
 
+MIN_PHONE_DIGITS = 7
+"""Fewest digits of a number masked as a phone number (a subscriber number without its area code)."""
+_DIGIT_RUN = re.compile(r"\d[\d ()./-]*\d")
 _PHONE_TRIES = 20
 """Candidates ``phonenumbers`` examines per region and query: unbounded, 4,000 characters of digits and
 slashes cost seconds; numbers past these are still caught by the 9-digit rule."""
@@ -247,14 +250,21 @@ def _card_or_number(match: re.Match) -> str:
     return "[card]" if luhn.is_valid(digits) else "[number]"
 
 
+def _phone_length(digits_and_separators: str) -> bool:
+    return sum(c.isdigit() for c in digits_and_separators) >= MIN_PHONE_DIGITS
+
+
 def _mask_phones(text: str) -> str:
-    if sum(c.isdigit() for c in text) < 7:
+    # The matcher is slow and some regions accept 5-digit short numbers ("model 16401"): only runs of
+    # digits and separators as long as a subscriber number are examined, and only such matches kept.
+    if not any(_phone_length(run.group()) for run in _DIGIT_RUN.finditer(text)):
         return text
     spans: list[list[int]] = []
     for region in PHONE_REGIONS:
         for found in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID,
                                                      max_tries=_PHONE_TRIES):
-            spans.append([found.start, found.end])
+            if _phone_length(found.raw_string):
+                spans.append([found.start, found.end])
     merged: list[list[int]] = []
     for start, end in sorted(spans):  # one number found in several regions, maybe with different edges
         if merged and start < merged[-1][1]:

@@ -282,3 +282,10 @@ def test_hostile_long_queries_are_masked_in_linear_time(tmp_path):
     log = read_traffic(_log(tmp_path, "log.jsonl", content))
     assert time.monotonic() - started < 8
     assert log.n_distinct >= len(units)
+
+
+def test_short_numbers_beside_other_digits_are_not_phone_numbers():
+    # Some regions accept 5-digit short numbers; a model or order number is not a phone number.
+    text = "how do I reset my koala feeder model 16401 after term25?"
+    assert mask_personal_data(text) == text
+    assert mask_personal_data("ring 020 7946 0958 about model 16401") == "ring [phone] about model 16401"
