@@ -292,7 +292,7 @@ def hostile_saved(analysis, tmp_path, monkeypatch, fake_api):
     from coverage_core.inputs.saved_analysis import MANIFEST, SAVED_ANALYSES_VARIABLE, save_analysis
 
     root = tmp_path / "saved"
-    folder = save_analysis(analysis, root / "shared")
+    folder = save_analysis(analysis, root / "from_a_colleague")
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     manifest["config"]["embedding"].update(provider="openai", model="text-embedding-3-small",
                                            base_url=fake_api.url + "/v1", dimensions=None)
@@ -307,7 +307,7 @@ def hostile_saved(analysis, tmp_path, monkeypatch, fake_api):
 def run_upload_and_open(at):
     at.switch_page("pages/1_upload.py").run()
     at.radio(key=state.W_KNOWLEDGE_BASE).set_value("saved").run()
-    at.selectbox(key=state.W_SAVED_FOLDER).set_value("shared").run()
+    at.selectbox(key=state.W_SAVED_FOLDER).set_value("from_a_colleague").run()
     at.button(key=state.W_OPEN_SAVED).click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert state.SAVED_OPENED in at.session_state  # opened (the Results page shows it now)
