@@ -23,6 +23,7 @@ PAGES = [
     st.Page("pages/7_retrieval.py", title="Retrieval and chunking", icon=":material/manage_search:"),
     st.Page("pages/8_subquestions.py", title="Sub-questions", icon=":material/account_tree:"),
     st.Page("pages/9_traffic.py", title="Production traffic", icon=":material/query_stats:"),
+    st.Page("pages/10_history.py", title="History", icon=":material/history:"),
 ]
 
 page = st.navigation(PAGES)

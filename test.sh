@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Set up (Python packages, and Debian's Chromium for the browser test), lint, then run every test.
+# Set up (Python packages, Debian's Chromium and PostgreSQL for the browser and history tests), lint, then run every test.
 # Arguments go to pytest: ./test.sh -m "not slow" is the developer lane (no model end to end, Ray or browser).
 set -euo pipefail
 cd "$(dirname "$0")"
-if [ ! -x /usr/bin/chromium ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  fi
+# Debian packages the tests drive for real: Chromium (browser tests) and a PostgreSQL server (the team history store).
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .

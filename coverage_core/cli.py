@@ -2,10 +2,15 @@
 
 ``coverage-core analyze …`` (or ``python -m coverage_core analyze …``)
 measures coverage and writes the JSON report (and, with ``--junit``, JUnit
-XML); ``coverage-core diff OLD.json NEW.json`` compares two reports.
+XML; with ``--html``, the HTML report); ``coverage-core diff OLD.json
+NEW.json`` compares two reports. With ``--record`` (and the other history
+flags of :mod:`coverage_core.cli_history`) a run is compared with an earlier
+one of the history and recorded in it.
 
-Exit codes: 0 done; 1 the gated metric is below ``--fail-below`` (analyze) or
-fell by more than ``--fail-on-drop`` (diff); 2 the input cannot be used (one
+Exit codes: 0 done; 1 the gated metric is below ``--fail-below`` (analyze),
+the tested share fell by more than ``--fail-on-drop`` points since the run
+compared with, or a new document is untested with ``--fail-on-new-untested``
+(analyze), or the metric fell by more than ``--fail-on-drop`` (diff); 2 the input cannot be used (one
 plain sentence on stderr, never a traceback); 3 an internal error, a bug to
 report (one sentence; the traceback only with ``COVERAGE_CORE_DEBUG=1``); 130
 interrupted. Every flag, and every path to write (its folder, and that it is
@@ -32,6 +37,7 @@ from typing import Sequence
 
 from coverage_core.checks.retrieval import check_k
 from coverage_core.cli_args import VECTOR_COLUMN_FLAGS, add_analyze_command, add_diff_command, remote_providers
+from coverage_core.cli_history import HistorySession, history_output, history_request, open_session
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
 from coverage_core.embeddings import provider_spec
 from coverage_core.embeddings.choice import AUTO, ENGLISH_MODEL
@@ -230,11 +236,14 @@ def _check_flag_combinations(args: argparse.Namespace) -> None:
         from coverage_core.inputs.saved_analysis import check_folder
 
         check_folder(args.save_analysis)
+    args.history_request = history_request(args)  # None unless a history flag or variable asks for one
 
 
 def _check_paths(args: argparse.Namespace) -> None:
     """Before any work: every output can be written, and none is an input or another output (resolved paths)."""
-    outputs = [(flag, path) for flag, path in (("--out", args.out), ("--junit", args.junit)) if path]
+    outputs = [(flag, path) for flag, path in (("--out", args.out), ("--junit", args.junit), ("--html", args.html))
+               if path]
+    outputs += history_output(args.history_request)
     for flag, path in outputs:
         check_output_file(path, flag)
     if args.save_analysis:
@@ -314,12 +323,22 @@ def _embedder(config, args: argparse.Namespace):
 
 
 def _run_analyze(args: argparse.Namespace) -> int:
-    from coverage_core.embeddings import EmbeddingCache
-
     # Every flag is checked, and the embedder and LLM client set up (no
     # model loaded, nothing sent), before any file is read.
     config, grid = _analysis_settings(args)
     _check_paths(args)
+    # Opened before anything is read or embedded: a damaged or unreachable history costs nothing.
+    history = open_session(args.history_request)
+    try:
+        return _analyze(args, config, grid, history)
+    finally:
+        if history is not None:
+            history.close()
+
+
+def _analyze(args: argparse.Namespace, config, grid, history: HistorySession | None) -> int:
+    from coverage_core.embeddings import EmbeddingCache
+
     embedder = _embedder(config, args)
     llm = _llm_client(args)
     documents, questions = _read_inputs(args)
@@ -342,16 +361,22 @@ def _run_analyze(args: argparse.Namespace) -> int:
     if choice is not None:
         analysis = dataclasses.replace(analysis, model_choice=choice)
     analysis.warnings[:0] = [str(w) for w in [*documents.warnings, *questions.warnings]]
-    report = _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels,
-                            subquestions, chunking, traffic)
+    checks = dict(retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions,
+                  chunking=chunking)
+    report = _build_report(args, analysis, documents, questions, llm, checks, traffic)
+    if history is not None:
+        history.compare(analysis, report)  # report["since"], before any output is written
+    _write_outputs(args, report, analysis, checks)
     if args.save_analysis:
         from coverage_core.inputs.saved_analysis import save_analysis
 
         save_analysis(analysis, args.save_analysis, report=report, from_vectors=isinstance(documents, _VectorInput),
                       question_file_name=Path(args.questions).name, inputs=report["config"].get("inputs"))
+    if history is not None:
+        history.record()
     _print_results(args, analysis, retrieval, answerability, chunking,
-                   n_shown=len(documents.warnings) + len(questions.warnings), traffic=traffic)
-    return _gate(report, args)
+                   n_shown=len(documents.warnings) + len(questions.warnings), traffic=traffic, history=history)
+    return _gate(report, args, history)
 
 
 def _choose_model(config, args: argparse.Namespace, documents, questions, embedder):
@@ -504,9 +529,8 @@ def _run_traffic_check(analysis, log, embedder, cache, quiet: bool):
     return result
 
 
-def _write_reports(args, analysis, documents, questions, llm, retrieval, answerability, labels, subquestions, chunking,
-                   traffic=None):
-    """Write the JSON report (and the JUnit XML with ``--junit``); return the report."""
+def _build_report(args, analysis, documents, questions, llm, checks: dict, traffic=None) -> dict:
+    """The JSON report of the run (written by :func:`_write_outputs`)."""
     inputs = {
         **({"vectors": Path(args.vectors).name} if args.vectors is not None else {}),
         "documents": [document.name for document in documents.documents],
@@ -514,25 +538,38 @@ def _write_reports(args, analysis, documents, questions, llm, retrieval, answera
         "question_column": questions.question_column,
         "llm_model": llm.config.model if llm else None,
     }
-    report = build_report(
-        analysis, inputs, retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions,
-        chunking=chunking,
-    )
+    report = build_report(analysis, inputs, **checks)
     if traffic is not None:
         report["config"].setdefault("inputs", {})["traffic_file"] = Path(args.traffic).name
         report["traffic"] = traffic.to_dict()
-    write_report(report, args.out)
-    if args.junit:
-        xml = junit.junit_xml(report, args.metric, args.fail_below, args.gap_threshold)
-        junit.write_junit(xml, args.junit)
     return report
 
 
-def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: int, traffic=None) -> None:
-    """The summary table, the warnings not printed yet (the first ``n_shown`` were) and where the files went."""
+def _write_outputs(args, report: dict, analysis, checks: dict) -> None:
+    """Write the JSON report, and the JUnit XML with ``--junit`` and the HTML report with ``--html``."""
+    write_report(report, args.out)
+    if args.junit:
+        fail_on_drop = args.history_request.fail_on_drop if args.history_request else None
+        xml = junit.junit_xml(report, args.metric, args.fail_below, args.gap_threshold, fail_on_drop=fail_on_drop)
+        junit.write_junit(xml, args.junit)
+    if args.html:
+        from coverage_core.outputs.html_report import build_html_report
+
+        page = build_html_report(analysis, inputs=report["config"].get("inputs"), since=report.get("since"),
+                                 **{name: checks[name] for name in ("retrieval", "answerability", "labels",
+                                                                    "subquestions")})
+        Path(args.html).write_text(page, encoding="utf-8")
+
+
+def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: int, traffic=None,
+                   history: HistorySession | None = None) -> None:
+    """The summary table (and what changed since the run compared with), the warnings not printed yet (the
+    first ``n_shown`` were) and where the files went."""
     _say(summary_table(analysis, retrieval, answerability, chunking))
     if traffic is not None:
         _say(traffic.headline())
+    if history is not None:
+        _say("\n" + "\n".join(history.summary_lines()))
     for warning in analysis.warnings[n_shown:]:
         _say(f"warning: {warning}", error=True)
     _say(f"\nReport written to {args.out}")
@@ -540,19 +577,25 @@ def _print_results(args, analysis, retrieval, answerability, chunking, n_shown: 
         _say(f"Analysis saved to {args.save_analysis}")
     if args.junit:
         _say(f"JUnit XML written to {args.junit}")
+    if args.html:
+        _say(f"HTML report written to {args.html}")
+    if history is not None and history.recorded_line():
+        _say(history.recorded_line())
 
 
-def _gate(report: dict, args: argparse.Namespace) -> int:
-    # The gate reads the report's value, so the exit code and the JUnit file agree.
+def _gate(report: dict, args: argparse.Namespace, history: HistorySession | None = None) -> int:
+    # The gates read the report's values, so the exit code and the JUnit file agree; every failed one is said.
     value = report["metrics"][args.metric]
+    failures = history.gate_failures() if history is not None else []
     if gate_failed(value, args.fail_below):
         if value is None:
             message = f"{args.metric} coverage is not defined, so it cannot meet the required {args.fail_below:.3f}."
         else:
             message = f"{args.metric} coverage {value:.3f} is below the required {args.fail_below:.3f}."
+        failures.insert(0, message)
+    for message in failures:
         _say(message, error=True)
-        return EXIT_BELOW_THRESHOLD
-    return EXIT_OK
+    return EXIT_BELOW_THRESHOLD if failures else EXIT_OK
 
 
 def _check_columns(questions, relevant_column: str | None, label_column: str | None) -> None:

@@ -64,6 +64,7 @@ def add_analyze_command(commands) -> None:
     _add_reading_arguments(analyze)
     _add_suggestion_arguments(analyze)
     _add_gate_arguments(analyze)
+    _add_history_arguments(analyze)
     _add_check_arguments(analyze)
     analyze.add_argument("--quiet", action="store_true", help=_default("no progress bars", "bars on stderr"))
 
@@ -86,6 +87,8 @@ def _add_input_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--traffic", metavar="FILE",
         help=_default("a query log of production traffic (CSV or JSON Lines: query, optional count and "
                       "timestamp) to compare with the test set and the documents", "none"))
+    add("--html", metavar="FILE",
+        help=_default("also write the HTML report: one file with its charts, which opens offline", "none"))
     add("--save-analysis", metavar="DIR",
         help=_default("also save the vectors, clusters, calibration and report to DIR, to open later "
                       "(e.g. in the dashboard) without embedding again", "not saved"))
@@ -196,6 +199,31 @@ def _add_gate_arguments(analyze: argparse.ArgumentParser) -> None:
         help=_default("also write JUnit XML: the support level, the gated metric, every cluster and document "
                       "(gaps, untested and under-tested documents fail; a support level that could not be "
                       "calibrated is an error)", "none"))
+
+
+def _add_history_arguments(analyze: argparse.ArgumentParser) -> None:
+    """The history of runs: recording this one, comparing with an earlier one, and the gates against it."""
+    from coverage_core.history.location import DEFAULT_HISTORY_FILE, HISTORY_ENV, RECORD_ENV
+
+    add = analyze.add_argument
+    add("--record", metavar="LABEL",
+        help=_default(f"record this run in the history under LABEL: a branch, commit or release (also ${RECORD_ENV})",
+                      "not recorded"))
+    add("--history", metavar="PATH_OR_URL",
+        help=_default(f"the history: a SQLite file, or a database URL such as postgresql://user@host/db, whose "
+                      f"password is never shown (also ${HISTORY_ENV})",
+                      f"{DEFAULT_HISTORY_FILE} in the working directory"))
+    add("--since", metavar="RUN_OR_LABEL",
+        help=_default("compare with that run of the history: a run number, or the last run with that label",
+                      "the last run with the --record label, else the last run"))
+    add("--fail-on-drop", type=float, metavar="POINTS",
+        help=_default("exit 1 when the tested share fell by more than POINTS percentage points since the last run "
+                      "with the same label (or --since), POINTS >= 0", "no gate"))
+    add("--fail-on-new-untested", action="store_true",
+        help=_default("exit 1 when a document added or changed since the last run with the same label (or --since) "
+                      "has no question testing it", "off"))
+    add("--keep-document-text", action="store_true",
+        help=_default("also keep each document's text in the history", "off: content hashes and chunk counts only"))
 
 
 def _add_check_arguments(analyze: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
 from coverage_core.outputs.report import UNDERTESTED, UNTESTED, document_findings
 from coverage_core.verdicts import UNDERTESTED_SHARE, Verdicts
-from ui import engine, exports, flow, formats, state, widgets
+from ui import engine, exports, flow, formats, history, state, widgets
 from ui.views import gaps as gaps_view, results as view
 
 TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"]
@@ -74,6 +74,21 @@ st.caption(
 )
 
 flow.show_warnings(analysis.warnings)
+
+with st.container(border=True):
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    run_label = left.text_input(
+        "Label for this run (optional: a branch, a commit or a release)", key=state.W_SAVE_LABEL, max_chars=200,
+        help="Runs saved under the same label can be followed on their own on the History page.",
+    )
+    if right.button("Save to history", key=state.W_SAVE_HISTORY, icon=":material/history:"):
+        try:
+            saved = history.record(analysis, run_label)
+        except CoverageError as error:
+            flow.show_error(error)
+        else:
+            st.success(widgets.plain(history.saved_sentence(saved, history.shown_target())))
+            st.page_link("pages/10_history.py", label="Open the History", icon=":material/history:")
 
 clusters_tab, documents_tab, outliers_tab, duplicates_tab, map_tab = st.tabs(
     TABS, key=state.W_RESULTS_TABS, on_change="rerun"

@@ -728,3 +728,22 @@ def test_absent_word_verdict_needs_a_margin_below_the_level():
                                      support_margin=[-0.01, 0.0, -2.0, -0.5])
     assert got.tolist() == [True, False, False, True]
     assert verdicts.is_absent_subject(n, retrieved, absent_word=[True] * 4).tolist() == [False] * 4
+
+
+def test_a_name_whose_passages_say_nothing_else_the_question_asks_is_flagged_even_when_retrieved():
+    Q, C, questions, chunk_texts = _reports_corpus()
+    rng = np.random.default_rng(1)
+    # Both sit right by the one passage naming Microsoft, so both retrieve it; only the first asks what it never says.
+    asked = ["Is Microsoft's headquarters beside a mountain valley?",
+             "Did NVIDIA's partnership with Microsoft cover cloud computing?"]
+    near = unit(C[5] + 0.05 * rng.normal(size=(len(asked), C.shape[1])))
+    s = QuestionScreener(question_support_threshold=0.5, neighbor_weight=0).fit(
+        np.vstack([Q, near]), C, question_texts=questions + asked, chunk_texts=chunk_texts)
+    codes, details = s.explain(s.strictness)
+    valley, partnership = len(questions), len(questions) + 1
+    assert s.subject_retrieved_[valley] and not s._short_of_support(s.strictness)[valley]
+    assert codes[valley] == "absent_subject"
+    assert details[valley] == ("Asks about Microsoft, which the documents mention only in passing (1 passage, none "
+                               "holding more than 0% of the question's other words).")
+    assert codes[partnership] == "" and not s.is_outlier_[partnership]
+    assert np.isnan(s.subject_company_[partnership])

@@ -206,3 +206,15 @@ def test_a_model_that_reads_the_language_and_separates_well_adds_nothing():
     poor = Verdicts.from_analysis(_analysis_in("fr", "use", separation=0.22))
     assert poor.headline.startswith("universal-sentence-encoder-multilingual-3 barely tells these documents' topics "
                                     "apart (separation 0.22, under 0.40)")
+
+
+def test_a_name_never_in_company_of_the_rest_of_the_question_is_absent():
+    from coverage_core.verdicts import PASSING_COMPANY, is_absent_subject
+
+    company = [np.nan, 0.0, PASSING_COMPANY, PASSING_COMPANY + 0.01, 1.0]
+    n = [-1, 3, 3, 3, 3]  # a name in 3 passages, retrieved: the older rule keeps them all
+    retrieved = [False, True, True, True, True]
+    assert is_absent_subject(n, retrieved).tolist() == [False] * 5
+    assert is_absent_subject(n, retrieved, company=company).tolist() == [False, True, True, False, False]
+    assert is_absent_subject(n, retrieved, company=company, foreign=[False, True, False, False, False]).tolist() == [
+        False, False, True, False, False]

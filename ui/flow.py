@@ -22,7 +22,7 @@ from coverage_core.embeddings.registry import sends_requests
 from coverage_core.errors import CoverageError
 from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.session import EMBEDDING_STAGES, AnalysisSession, EmbeddedInputs, StageKey, calibration_key
-from ui import engine, exports, formats, sidebar, state
+from ui import engine, exports, formats, history, sidebar, state
 from ui.messages import shown_message, shown_messages
 from ui.state import is_stale, stored_inputs, wanted_keys
 from ui.views import (
@@ -274,6 +274,7 @@ def run_embedding() -> EmbeddedInputs | None:
                                    passages=docs.passages, keep_in=state.input_slots(), progress=report)
             analysis = engine.tune(inputs, settings, state.overrides(), session, model, cache, progress=report)
             _write_run(docs, inputs, analysis)
+            history.record_finished(analysis)
             bar.progress(1.0, text="Done.")
             status.update(label="Analysis done.", state="complete", expanded=False)
     except CoverageError as error:

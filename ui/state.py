@@ -51,15 +51,22 @@ key                       value
 ``GAP_FOCUS``             cluster of the gap the Gap analysis page shows open (set by a Results link)
 ``PROVIDER_NOTICE``       the sentence naming embedding settings a saved analysis brought, until
                           the user confirms them on Configure (:func:`embed_api_key`)
+``HISTORY_FILE``          the history file the user chose on the History page (None: the server's)
+``HISTORY_URL``           the history database URL typed on the History page (secret: may hold a
+                          password; shown only redacted)
+``HISTORY_AUTO``          whether each finished analysis is recorded in the history (None: the server's
+                          choice, on when it names a history)
+``HISTORY_RECORDED``      {analysis key: run} of the analyses recorded automatically (each once)
+``HISTORY_PICKS``         the runs last picked on the History page's chart (at most two, oldest pick first)
 ========================  =====================================================
 
 A Results link to one gap opens the Gap analysis page with the query parameter
 ``GAP_PARAM`` (the gap's cluster); the page moves it into ``GAP_FOCUS``, shows
 that gap open and scrolls to it once.
 
-The two secrets are kept apart from :class:`Settings` on purpose: settings
-go into reports, secrets never do. No file, saved analysis or URL parameter
-chooses where a secret goes: a saved analysis that names other embedding
+The secrets (the two keys, and a history database URL) are kept apart from
+:class:`Settings` on purpose: settings go into reports, secrets never do. No
+file, saved analysis or URL parameter chooses where a secret goes: a saved analysis that names other embedding
 settings makes the session forget both typed keys, and until the user
 confirms those settings on Configure (``PROVIDER_NOTICE``) no embedding key
 is handed out at all, not even the server's own (:func:`embed_api_key`).
@@ -125,6 +132,11 @@ SAVED_OPENED = "saved_opened"
 LANGUAGES = "languages"
 GAP_FOCUS = "gap_focus"
 PROVIDER_NOTICE = "provider_notice"
+HISTORY_FILE = "history_file"
+HISTORY_URL = "history_url"
+HISTORY_AUTO = "history_auto"
+HISTORY_RECORDED = "history_recorded"
+HISTORY_PICKS = "history_picks"
 GAP_PARAM = "gap"  # the query parameter of a Results link to one gap: its cluster
 
 # ------------------------------------------------------------- widget keys
@@ -207,6 +219,17 @@ W_SUB_CORE_WEIGHT = "w_sub_core_weight"
 W_SUB_BACKGROUND_WEIGHT = "w_sub_background_weight"
 W_SUB_FOLLOW_UP_WEIGHT = "w_sub_follow_up_weight"
 W_SUB_THRESHOLD = "w_sub_threshold"
+# History page, and Save to history on Results
+W_HISTORY_FILE = "w_history_file"
+W_HISTORY_URL = "w_history_url"
+W_HISTORY_AUTO = "w_history_auto"
+W_HISTORY_USE_FILE = "w_history_use_file"
+W_HISTORY_LABEL = "w_history_label"  # which label's runs the page shows
+W_HISTORY_CHART = "w_history_chart"
+W_HISTORY_EARLIER = "w_history_earlier"
+W_HISTORY_LATER = "w_history_later"
+W_SAVE_LABEL = "w_save_label"
+W_SAVE_HISTORY = "w_save_history"
 
 # Widgets of the analysis settings (Configure): forgotten when a saved analysis brings its own settings.
 SETTINGS_WIDGETS = (

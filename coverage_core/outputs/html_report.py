@@ -10,8 +10,8 @@ and ``/`` escaped, so no text can close a script tag.
 header, coverage cards, warnings, clusters, gaps (with every question
 written for them, kept or dropped and why), documents, off-topic
 questions, near-duplicates, fitness, and, when their data is given, the map,
-retrieval, answerability, sub-question coverage and the test set before and
-after Apply (metrics side by side and the accepted questions with their
+retrieval, answerability, sub-question coverage, what changed since an
+earlier run of the history, and the test set before and after Apply (metrics side by side and the accepted questions with their
 origin and source passage), as in the JSON report.
 """
 
@@ -40,6 +40,7 @@ from coverage_core.outputs.report import (
     document_findings,
     offtopic_reason_words,
 )
+from coverage_core.outputs.since_report import html_section as since_section
 from coverage_core.stages.topics import cluster_name
 from coverage_core.validation import shorten
 from coverage_core.verdicts import Verdicts
@@ -157,6 +158,7 @@ def build_html_report(
     answerability: "AnswerabilityResult | None" = None,
     labels: "QuestionLabels | None" = None,
     subquestions: "SubQuestionResult | None" = None,
+    since: Mapping[str, Any] | None = None,
 ) -> str:
     """The report as one HTML document (a str).
 
@@ -178,6 +180,8 @@ def build_html_report(
     retrieval, answerability (with its ``labels``), subquestions : the optional
         checks, as for :func:`coverage_core.outputs.report.build_report`; each adds its
         section when given
+    since : the JSON report's ``since`` section (what changed since an earlier run of the
+        history); adds "What changed since run N" after the warnings
     """
     figure = _Figures()
     pair = apply_pair(analysis, improved, before)
@@ -187,6 +191,7 @@ def build_html_report(
         _header(analysis, title, inputs, generated or _dt.datetime.now().replace(microsecond=0)),
         _coverage_section(analysis, pair),
         _warnings_section(analysis),
+        since_section(since),
         _clusters_section(analysis, figure),
         _gaps_section(analysis),
         _documents_section(analysis, figure),

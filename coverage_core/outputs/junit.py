@@ -7,7 +7,9 @@
   ``is_undertested`` (the report's absolute decisions against the support
   level τ); the others are included as *passing* test cases, so a CI system
   can track each of them over time and the number of tests stays stable
-  between runs. A schema-1 report has no such decisions: there, coverage
+  between runs. A report with a ``since`` section (``analyze --record``)
+  adds the history suite: the tested-share change and each new untested
+  document. A schema-1 report has no such decisions: there, coverage
   below the gap threshold fails.
 
   An under-tested document fails too, with its own type
@@ -41,6 +43,7 @@ from typing import Any, Mapping
 
 from coverage_core.errors import InputError
 from coverage_core.outputs.report_upgrade import upgrade_report
+from coverage_core.outputs.since_report import junit_cases
 from coverage_core.stages.topics import cluster_name
 from coverage_core.suggest.gaps import GAP_COVERAGE_THRESHOLD, GapConfig
 from coverage_core.validation import is_number, is_whole, shorten
@@ -397,11 +400,23 @@ def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
             _system_out(case, "\n".join(lines))
 
 
+def _history_suite(root: ET.Element, since: Mapping, fail_on_drop: float | None) -> None:
+    """The cases of :func:`coverage_core.outputs.since_report.junit_cases`: the change since the earlier run."""
+    suite = _suite(root, "coverage.history")
+    for case in junit_cases(since, fail_on_drop):
+        element = _testcase(suite, "coverage.history", case.name)
+        if case.failure:
+            _fail(element, case.failure, case.text, "coverage.history")
+        else:
+            _system_out(element, case.text)
+
+
 def junit_xml(
     report: Mapping,
     gate_metric: str = "basic",
     gate_threshold: float | None = None,
     gap_threshold: float | None = None,
+    fail_on_drop: float | None = None,
 ) -> str:
     """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 6).
 
@@ -432,6 +447,11 @@ def junit_xml(
     * ``coverage.traffic`` (a report with a ``traffic`` section): one test
       case per traffic topic, ``traffic: <label>``, failing when the topic is
       frequent and mostly untested.
+    * ``coverage.history`` (a report with a ``since`` section, ``analyze
+      --record``/``--since``): one case for the tested-share change since
+      the earlier run, failing when it fell by more than ``fail_on_drop``
+      points (as ``analyze --fail-on-drop`` does), and one failing case per
+      document added or changed since then that no question tests.
 
     Clusters and documents at or above the threshold are passing test cases
     (with their coverage in ``<system-out>``), so CI can track them over time.
@@ -450,6 +470,8 @@ def junit_xml(
     _document_suite(root, report, schema_1)
     if report.get("traffic"):
         _traffic_suite(root, report["traffic"])
+    if isinstance(report.get("since"), Mapping):
+        _history_suite(root, report["since"], fail_on_drop)
     totals = [0, 0, 0, 0]
     for suite in root.findall("testsuite"):
         for i, n in enumerate(_count(suite)):

@@ -93,6 +93,30 @@ suggestions come first, and a dropped one's ``reason`` says why ("" when
 kept). ``clusters[].suggested_questions`` stays as it was (the offered
 questions). :func:`upgrade_report` gives an older report ``gaps`` built from
 its clusters (no passages, every suggestion kept, ``chunk`` null).
+
+Additions within schema version 6 (no field renamed, so the version stays):
+
+* ``since`` — present only when the run was compared with an earlier run of
+  the history (``analyze --record``/``--since``/``--history``, see
+  :mod:`coverage_core.history`) and the history held one: what changed
+  since that run, exactly :meth:`coverage_core.history.changes.Changes.to_dict`::
+
+      "since": {"run", "label", "recorded_at" (ISO 8601, UTC),
+                "tested_share_change" (percentage points, after − before; null when undefined),
+                "documents_added": [{"name", "is_untested", "tested_share"}],
+                "documents_removed": [name, ...],
+                "documents_changed": [{"name", "is_untested", "tested_share"}],
+                "questions_added": [text, ...], "questions_removed": [text, ...],
+                "topics_lost": [{"label", "tested_share_before", "tested_share_after"}],
+                "topics_gained": [{"label", "tested_share_before", "tested_share_after"}],
+                "reason"}
+
+  ``run``, ``label`` and ``recorded_at`` are the earlier run's; a document
+  is "changed" when its content hash differs under the same name;
+  ``reason`` is one sentence ("+3 documents, none tested: −4.1 points").
+  :mod:`coverage_core.outputs.since_report` words it for the terminal, the
+  HTML report and JUnit. Readers of older reports need nothing: the section
+  is optional.
 """
 
 from __future__ import annotations

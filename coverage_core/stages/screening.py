@@ -30,7 +30,13 @@ from coverage_core.languages import foreign_to
 from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, corpus_reading, lexical_coverage
 from coverage_core.stages.neighbourhoods import chunk_density, lof_scores, question_neighbours
 from coverage_core.stages.similarity import best_matches
-from coverage_core.stages.subjects import SubjectEvidence, subject_presence
+from coverage_core.stages.subjects import (
+    SubjectEvidence,
+    absent_word,
+    named_in_passing,
+    subject_presence,
+    weakest_subject,
+)
 from coverage_core.validation import check_scalar, unit_rows
 
 # Fewer questions than this give no usable "bulk" for the robust z-score, so
@@ -165,34 +171,6 @@ def _as_matrix(X, name: str) -> np.ndarray:
     if not np.isfinite(X).all():
         raise InputError(f"{name} contains NaN or infinite values; check the embeddings.")
     return unit_rows(np.ascontiguousarray(X, dtype=np.float32), copy=False)
-
-
-def _weakest_subject(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
-    """The question's least present subject: not retrieved before retrieved, then fewest passages, names
-    before common words.
-
-    A document's own name is the corpus's subject however its passages
-    word it; a period (a year, a quarter) and a common content word (kind
-    ``"word"``) count only when no passage has it: passages mention dates
-    in passing by nature, and a common word in a few passages is what
-    detail questions ask about.
-    """
-    candidates = [
-        e for e in evidence
-        if not e.in_document_names and (e.subject.kind not in ("period", "word") or e.n_passages == 0)
-    ]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda e: (e.retrieved, e.n_passages))
-
-
-def _absent_word(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
-    """The question's first common content word (kind ``"word"``) in no passage, if any; none when
-    the question names a subject the documents discuss and it reaches ("Was Nikola Tesla's mother
-    illiterate?"): the missing word is then what it asks of that subject, not what it is about."""
-    if any(e.subject.kind != "word" and e.n_passages > verdicts.FEW_MENTIONS and e.retrieved for e in evidence):
-        return None
-    return next((e for e in evidence if e.subject.kind == "word" and e.n_passages == 0), None)
 
 
 def apply_overrides(
@@ -337,6 +315,9 @@ class QuestionScreener:
         none), its kind (:class:`~coverage_core.stages.subjects.Subject`;
         ``"word"``: a common content word, counted only when in no passage),
         the passages mentioning it, and whether one it retrieves does.
+    subject_company_ : ndarray of shape (n_questions,)
+        For a question flagged because no passage says what it asks beside
+        its name, that share (``SubjectEvidence.company``); NaN otherwise.
     absent_subject_ : ndarray of shape (n_questions,), bool
         Step 6's decision (never True without texts).
     lof_score_ : ndarray of shape (n_questions,)
@@ -575,7 +556,9 @@ class QuestionScreener:
         self.subject_kind_ = np.full(n, "", dtype=object)
         self.subject_passages_ = np.full(n, -1, dtype=np.int64)
         self.subject_retrieved_ = np.zeros(n, dtype=bool)
+        self.subject_company_ = np.full(n, np.nan)
         words: list[SubjectEvidence | None] = [None] * n
+        in_passing: list[SubjectEvidence | None] = [None] * n
         if question_texts is not None and n:
             # The passages the question retrieves by its gist; not the best chunk by words, which
             # for a subject named in one passage is that passage whatever it says of it.
@@ -584,16 +567,20 @@ class QuestionScreener:
                 content_words=True, reaches=self._reaches(Q, C), reading=reading,
             )
             for q, evidence in enumerate(self.subject_evidence_):
-                weakest = _weakest_subject([e for e in evidence if e.subject.kind != "word"])
-                words[q] = _absent_word(evidence)
+                weakest = weakest_subject([e for e in evidence if e.subject.kind != "word"])
+                words[q] = absent_word(evidence)
+                in_passing[q] = named_in_passing(evidence)
                 if weakest is not None:
                     self._show_subject(q, weakest)
+        company = np.array([np.nan if e is None else e.company for e in in_passing])
         self.absent_subject_ = verdicts.is_absent_subject(
             self.subject_passages_, self.subject_retrieved_, absent_word=[w is not None for w in words],
-            support_margin=self.support_margin_, foreign=getattr(self, "foreign_", None))
+            support_margin=self.support_margin_, foreign=getattr(self, "foreign_", None), company=company)
         named = verdicts.is_absent_subject(self.subject_passages_, self.subject_retrieved_)
-        for q in np.flatnonzero(self.absent_subject_ & ~named):  # flagged for the word alone: name it
-            self._show_subject(q, words[q])
+        alone = verdicts.is_absent_subject(np.full(n, -1), self.subject_retrieved_, company=company)
+        for q in np.flatnonzero(self.absent_subject_ & ~named):  # flagged for the company or the word: name it
+            self._show_subject(q, in_passing[q] if alone[q] else words[q])
+            self.subject_company_[q] = company[q] if alone[q] else np.nan
 
     def _reaches(self, Q, C):
         """``reaches(q, passages)``: whether question ``q`` reaches one of ``passages``, by similarity at
@@ -777,6 +764,10 @@ class QuestionScreener:
         if n == 0:
             return f"Asks about {subject}, which the documents never mention."
         passages = "passage" if n == 1 else "passages"
+        company = self.subject_company_[q]
+        if np.isfinite(company):
+            return (f"Asks about {subject}, which the documents mention only in passing ({n} {passages}, "
+                    f"none holding more than {company:.0%} of the question's other words).")
         return (f"Asks about {subject}, which the documents mention only in passing ({n} {passages}, "
                 "none of those closest to the question).")
 

@@ -35,7 +35,7 @@ from coverage_core.stages.lexical import (
     normalize_word,
     words_of,
 )
-from coverage_core.verdicts import FEW_MENTIONS
+from coverage_core.verdicts import FEW_MENTIONS, MIN_COMPANY_WORDS, PASSING_MENTIONS
 
 __all__ = ["Subject", "SubjectEvidence", "question_subjects", "subject_presence"]
 
@@ -73,6 +73,8 @@ MIN_FIXABLE_NAME = 6
 MIN_FIXABLE_WORD = MIN_FIXABLE_LENGTH
 # ... or as the corpus word it is derived from ("Anglicanism" -> "Anglican").
 DERIVED_ENDINGS = ("ism", "ist", "ian", "ern", "ese", "ish", "ic")
+NAMED_KINDS = ("name", "acronym", "quoted")
+"""Subjects a question names, as opposed to periods and common content words."""
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;:])\s+|\n+")
 _TOKEN = re.compile(r"[^\W_](?:[\w&\-.]*[^\W_])?(?:['\u2019]s\b|(?<=s)['\u2019](?!\w))?", re.UNICODE)
@@ -107,13 +109,18 @@ class SubjectEvidence:
     only when none of its words is in any passage, "Intel
     Corporation", as "Corporation" is no name). ``retrieved``: one of the passages the question retrieves
     mentions it. ``in_document_names``: every word of it is in a document's
-    name (a question naming the plan document it is about).
+    name (a question naming the plan document it is about). ``company``: for
+    a name, acronym or quoted term in at most ``PASSING_MENTIONS`` passages
+    of a question with more than ``MIN_COMPANY_WORDS`` subjects, the largest
+    share of the other subjects' words that one passage mentioning it also
+    holds (``verdicts.is_absent_subject``); NaN otherwise.
     """
 
     subject: Subject
     n_passages: int
     retrieved: bool
     in_document_names: bool = False
+    company: float = float("nan")
 
 
 def _is_capitalised(token: str) -> bool:
@@ -416,12 +423,58 @@ def subject_presence(
     for q, subs in enumerate(subjects):
         top = retrieved[q][retrieved[q] >= 0] if retrieved is not None else np.zeros(0, np.int64)
         found = []
-        for sub in subs:
+        for i, sub in enumerate(subs):
             postings = [_postings(t, holding, fixes, top) for t in sub.stems]
             n = max(len(p) for p in postings)
             hit = bool(n) and any(bool(np.isin(top, p).any()) for p in postings)
             if not hit and reaches is not None and 0 < n <= FEW_MENTIONS:
                 hit = any(reaches(q, p) for p in postings)
-            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named))
+            company = float("nan")
+            if sub.kind in NAMED_KINDS and 0 < n <= PASSING_MENTIONS and len(subs) > MIN_COMPANY_WORDS:
+                others = [t for j, other in enumerate(subs) if j != i for t in other.stems]
+                company = _company(max(postings, key=len), [holding[t] for t in others])
+            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named, company))
         evidence.append(found)
     return evidence
+
+
+def _company(passages: np.ndarray, others: list[np.ndarray]) -> float:
+    """The largest share of ``others`` (each the passages holding one word) held by one of ``passages``."""
+    held = np.zeros(len(passages))
+    for holding_word in others:
+        held += np.isin(passages, holding_word)
+    return float(held.max() / len(others))
+
+
+def weakest_subject(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
+    """The question's least present subject: not retrieved before retrieved, then fewest passages, names
+    before common words.
+
+    A document's own name is the corpus's subject however its passages
+    word it; a period (a year, a quarter) and a common content word (kind
+    ``"word"``) count only when no passage has it: passages mention dates
+    in passing by nature, and a common word in a few passages is what
+    detail questions ask about.
+    """
+    candidates = [
+        e for e in evidence
+        if not e.in_document_names and (e.subject.kind not in ("period", "word") or e.n_passages == 0)
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda e: (e.retrieved, e.n_passages))
+
+
+def absent_word(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
+    """The question's first common content word (kind ``"word"``) in no passage, if any; none when
+    the question names a subject the documents discuss and it reaches ("Was Nikola Tesla's mother
+    illiterate?"): the missing word is then what it asks of that subject, not what it is about."""
+    if any(e.subject.kind != "word" and e.n_passages > FEW_MENTIONS and e.retrieved for e in evidence):
+        return None
+    return next((e for e in evidence if e.subject.kind == "word" and e.n_passages == 0), None)
+
+
+def named_in_passing(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
+    """The question's name that least shares a passage with the rest of the question (``company``), if any."""
+    named = [e for e in evidence if np.isfinite(e.company) and not e.in_document_names]
+    return min(named, key=lambda e: e.company) if named else None

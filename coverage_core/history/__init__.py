@@ -1,0 +1,62 @@
+"""Coverage over time: every run remembered, and what changed since an earlier one.
+
+* :mod:`coverage_core.history.snapshot` — what a run records (:class:`RunSnapshot`), from a report;
+* :mod:`coverage_core.history.changes` — what changed between two runs (:func:`changes_since`);
+* :mod:`coverage_core.history.location` — where the history is, its labels, its redacted name;
+* :mod:`coverage_core.history.store` — the history store (SQLite file or a SQLAlchemy database URL).
+
+The store's names are imported on first use, so reading snapshots and comparing them never loads SQLAlchemy.
+"""
+
+from coverage_core.history.changes import Changes, DocumentChange, TopicChange, changes_since
+from coverage_core.history.location import (
+    DEFAULT_HISTORY_FILE,
+    HISTORY_ENV,
+    RECORD_ENV,
+    default_history_target,
+    redact_history_url,
+)
+from coverage_core.history.snapshot import (
+    TOPIC_DOCUMENTS_KEPT,
+    DocumentState,
+    QuestionState,
+    RunSnapshot,
+    TopicState,
+    snapshot_of,
+    snapshot_of_analysis,
+    topic_documents_of,
+)
+
+_STORE_NAMES = frozenset({"HistoryStore", "RunInfo", "open_history"})
+
+
+def __getattr__(name: str):
+    if name in _STORE_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module("coverage_core.history.store"), name)
+    raise AttributeError(f"module 'coverage_core.history' has no attribute {name!r}")
+
+
+__all__ = [
+    "DEFAULT_HISTORY_FILE",
+    "HISTORY_ENV",
+    "RECORD_ENV",
+    "TOPIC_DOCUMENTS_KEPT",
+    "Changes",
+    "DocumentChange",
+    "DocumentState",
+    "HistoryStore",
+    "QuestionState",
+    "RunInfo",
+    "RunSnapshot",
+    "TopicChange",
+    "TopicState",
+    "changes_since",
+    "default_history_target",
+    "open_history",
+    "redact_history_url",
+    "snapshot_of",
+    "snapshot_of_analysis",
+    "topic_documents_of",
+]

@@ -1,0 +1,276 @@
+"""What changed between two runs (:class:`~coverage_core.history.snapshot.RunSnapshot`): documents, questions,
+topics, and the tested share, with the reason in one sentence.
+
+The rules, applied by :func:`changes_since`:
+
+* **Documents** are matched by name. A name only in the current run is
+  *added*, only in the earlier one *removed*; the same name with another
+  content hash is *changed* (an unknown hash, ``""``, never counts as a
+  change). A renamed document with the same content is reported as removed
+  plus added: the name is what a team sees in its repository.
+* **Questions** are matched by the hash of their whitespace-normalised text.
+* **Topics** are renumbered and renamed from run to run, so a topic is
+  matched by its members: for topics *a* and *b* with members
+  ``(content hash, chunks)``,
+  ``overlap(a, b) = Σ_h min(chunks_a(h), chunks_b(h)) / min(Σ chunks_a, Σ chunks_b)``
+  over the shared hashes, and *a*'s match is the topic of the other run with
+  the highest overlap, if it is at least :data:`TOPIC_MATCH_OVERLAP` (a topic
+  that split or merged still matches its larger part); failing that, a topic
+  with the same label. A topic *has tests* when its tested share is above 0
+  and it is not a gap. *Lost*: a topic of the earlier run that had tests and
+  whose match has none, or that has no match. *Gained*: a topic of the
+  current run that has tests and whose match had none, or that has no match
+  (a new topic with tests).
+* **Tested share change** = ``(current − earlier) × 100``, in percentage
+  points; None when either run does not know its tested share.
+* **New untested**: added or changed documents that are untested now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from coverage_core.history.snapshot import DocumentState, RunSnapshot, TopicState
+
+__all__ = ["TOPIC_MATCH_OVERLAP", "Changes", "DocumentChange", "TopicChange", "changes_since"]
+
+TOPIC_MATCH_OVERLAP = 0.5
+"""Least weighted overlap of members (module docstring) for two topics of different runs to be the same topic."""
+
+MINUS = "\N{MINUS SIGN}"
+"""The sign of a fall in the reason sentence: a real minus, as typeset, not a hyphen."""
+
+
+@dataclass(frozen=True)
+class DocumentChange:
+    """An added or changed document, with its verdict in the current run."""
+
+    name: str
+    is_untested: bool
+    tested_share: float | None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "is_untested": self.is_untested, "tested_share": self.tested_share}
+
+
+@dataclass(frozen=True)
+class TopicChange:
+    """A topic that lost or gained tests; a share is None where the topic does not exist."""
+
+    label: str
+    tested_share_before: float | None
+    tested_share_after: float | None
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "tested_share_before": self.tested_share_before,
+                "tested_share_after": self.tested_share_after}
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed since an earlier run; ``run``, ``label`` and ``recorded_at`` are the earlier run's."""
+
+    run: int | None
+    label: str | None
+    recorded_at: datetime
+    tested_share_change: float | None
+    documents_added: tuple[DocumentChange, ...]
+    documents_removed: tuple[str, ...]
+    documents_changed: tuple[DocumentChange, ...]
+    questions_added: tuple[str, ...]
+    questions_removed: tuple[str, ...]
+    topics_lost: tuple[TopicChange, ...]
+    topics_gained: tuple[TopicChange, ...]
+    reason: str
+
+    @property
+    def new_untested(self) -> tuple[DocumentChange, ...]:
+        """Added or changed documents that are untested now."""
+        return tuple(d for d in self.documents_added + self.documents_changed if d.is_untested)
+
+    def to_dict(self) -> dict:
+        """The JSON report's ``since`` section."""
+        return {
+            "run": self.run,
+            "label": self.label,
+            "recorded_at": self.recorded_at.isoformat(),
+            "tested_share_change": self.tested_share_change,
+            "documents_added": [d.to_dict() for d in self.documents_added],
+            "documents_removed": list(self.documents_removed),
+            "documents_changed": [d.to_dict() for d in self.documents_changed],
+            "questions_added": list(self.questions_added),
+            "questions_removed": list(self.questions_removed),
+            "topics_lost": [t.to_dict() for t in self.topics_lost],
+            "topics_gained": [t.to_dict() for t in self.topics_gained],
+            "reason": self.reason,
+        }
+
+
+def changes_since(previous: RunSnapshot, current: RunSnapshot, *, previous_run: int | None = None) -> Changes:
+    """What changed from ``previous`` (run ``previous_run`` of a history, if recorded) to ``current``; the rules
+    are in the module docstring."""
+    before = {d.name: d for d in previous.documents}
+    now = {d.name: d for d in current.documents}
+    added = tuple(_document_change(d) for name, d in now.items() if name not in before)
+    removed = tuple(name for name in before if name not in now)
+    changed = tuple(
+        _document_change(d) for name, d in now.items()
+        if name in before and _content_differs(before[name].content_hash, d.content_hash)
+    )
+    asked_before = {q.text_hash for q in previous.questions}
+    asked_now = {q.text_hash for q in current.questions}
+    questions_added = tuple(q.text for q in current.questions if q.text_hash not in asked_before)
+    questions_removed = tuple(q.text for q in previous.questions if q.text_hash not in asked_now)
+    lost, gained = _topic_changes(previous.topics, current.topics)
+    change = _points_change(previous.headline.get("tested_share"), current.headline.get("tested_share"))
+    parts = _document_parts(added, removed, changed) + _question_parts(questions_added, questions_removed)
+    parts += _topic_parts(lost, gained) + _setting_parts(previous, current)
+    return Changes(
+        run=previous_run, label=previous.label, recorded_at=previous.recorded_at, tested_share_change=change,
+        documents_added=added, documents_removed=removed, documents_changed=changed,
+        questions_added=questions_added, questions_removed=questions_removed,
+        topics_lost=lost, topics_gained=gained, reason=_reason(parts, change),
+    )
+
+
+def _document_change(document: DocumentState) -> DocumentChange:
+    return DocumentChange(document.name, document.is_untested, document.tested_share)
+
+
+def _content_differs(before: str, now: str) -> bool:
+    return bool(before) and bool(now) and before != now
+
+
+def _points_change(before, now) -> float | None:
+    if before is None or now is None:
+        return None
+    return round((float(now) - float(before)) * 100.0, 6)
+
+
+# ---------------------------------------------------------------- topics
+
+
+def _topic_changes(previous: Sequence[TopicState], current: Sequence[TopicState]
+                   ) -> tuple[tuple[TopicChange, ...], tuple[TopicChange, ...]]:
+    """The topics that lost and gained tests (module docstring)."""
+    forward = _matches(previous, current)
+    backward = _matches(current, previous)
+    lost = []
+    for topic, match in zip(previous, forward):
+        if not topic.has_tests:
+            continue
+        if match is None:
+            lost.append(TopicChange(topic.label, topic.tested_share, None))
+        elif not current[match].has_tests:
+            lost.append(TopicChange(current[match].label, topic.tested_share, current[match].tested_share))
+    gained = []
+    for topic, match in zip(current, backward):
+        if not topic.has_tests:
+            continue
+        if match is None:
+            gained.append(TopicChange(topic.label, None, topic.tested_share))
+        elif not previous[match].has_tests:
+            gained.append(TopicChange(topic.label, previous[match].tested_share, topic.tested_share))
+    return tuple(lost), tuple(gained)
+
+
+def _matches(sources: Sequence[TopicState], targets: Sequence[TopicState]) -> list[int | None]:
+    """For each source topic, the index of its matching target topic (module docstring), or None."""
+    members_of: dict[str, list[tuple[int, int]]] = {}
+    for index, topic in enumerate(targets):
+        for digest, chunks in topic.documents:
+            members_of.setdefault(digest, []).append((index, chunks))
+    totals = [sum(chunks for _, chunks in topic.documents) for topic in targets]
+    by_label: dict[str, int] = {}
+    for index, topic in enumerate(targets):
+        by_label.setdefault(topic.label, index)
+    matches: list[int | None] = []
+    for topic in sources:
+        overlap: dict[int, int] = {}
+        for digest, chunks in topic.documents:
+            for index, target_chunks in members_of.get(digest, ()):
+                overlap[index] = overlap.get(index, 0) + min(chunks, target_chunks)
+        total = sum(chunks for _, chunks in topic.documents)
+        best, best_key = None, None
+        for index, shared in overlap.items():
+            score = shared / max(min(total, totals[index]), 1)
+            if score < TOPIC_MATCH_OVERLAP:
+                continue
+            key = (score, targets[index].label == topic.label, shared, -index)
+            if best_key is None or key > best_key:
+                best, best_key = index, key
+        if best is None and topic.label:
+            best = by_label.get(topic.label)
+        matches.append(best)
+    return matches
+
+
+# ---------------------------------------------------------------- the reason sentence
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 document"``, ``"2 documents"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _document_parts(added, removed, changed) -> list[str]:
+    parts = []
+    if added:
+        untested = sum(d.is_untested for d in added)
+        if len(added) == 1:
+            verdict = "untested" if untested else "tested"
+        else:
+            verdict = {0: "all tested", len(added): "none tested"}.get(untested, f"{untested} untested")
+        parts.append(f"+{_count(len(added), 'document')}, {verdict}")
+    if removed:
+        parts.append(f"{_count(len(removed), 'document')} removed")
+    if changed:
+        untested = sum(d.is_untested for d in changed)
+        part = f"{_count(len(changed), 'document')} changed"
+        if untested:
+            part += ", untested now" if len(changed) == 1 else f", {untested} untested now"
+        parts.append(part)
+    return parts
+
+
+def _question_parts(added, removed) -> list[str]:
+    parts = []
+    if added:
+        parts.append(f"+{_count(len(added), 'question')}")
+    if removed:
+        parts.append(f"{_count(len(removed), 'question')} removed")
+    return parts
+
+
+def _topic_parts(lost, gained) -> list[str]:
+    parts = []
+    if lost:
+        parts.append(f"{_count(len(lost), 'topic')} lost {'its' if len(lost) == 1 else 'their'} tests")
+    if gained:
+        parts.append(f"{_count(len(gained), 'topic')} gained tests")
+    return parts
+
+
+def _setting_parts(previous: RunSnapshot, current: RunSnapshot) -> list[str]:
+    """What else moves the tested share: another model, or a support level τ that moved visibly."""
+    if (previous.provider, previous.model) != (current.provider, current.model):
+        return [f"the model changed from {previous.model} to {current.model}"]
+    if previous.support_threshold is not None and current.support_threshold is not None:
+        before, now = f"{previous.support_threshold:.2f}", f"{current.support_threshold:.2f}"
+        if before != now:
+            return [f"τ moved from {before} to {now}"]
+    return []
+
+
+def _reason(parts: list[str], change: float | None) -> str:
+    """One sentence: the changes, then the tested-share change in points ("+3 documents, none tested: −4.1 points")."""
+    listed = ", ".join(parts) if parts else "No change in documents or questions"
+    if listed[0].isascii():  # "τ moved …" stays lower case: a capital tau is another symbol
+        listed = listed[0].upper() + listed[1:]
+    if change is None:
+        return f"{listed}: change in tested share not known"
+    shown = round(change, 1)
+    sign = MINUS if shown < 0 else "+"
+    return f"{listed}: {sign}{abs(shown):.1f} points"

@@ -1,0 +1,75 @@
+"""Where the history is and how it is named: its environment variables, default file, labels, and the
+redacted form every message shows. No database code, so the command line reads these without loading
+SQLAlchemy (:mod:`coverage_core.history.store` opens the store)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from coverage_core.errors import InputError
+
+__all__ = [
+    "DEFAULT_HISTORY_FILE",
+    "HISTORY_ENV",
+    "LABEL_MAX_CHARS",
+    "RECORD_ENV",
+    "checked_label",
+    "default_history_target",
+    "is_url",
+    "redact_history_url",
+]
+
+HISTORY_ENV = "COVERAGE_HISTORY"
+RECORD_ENV = "COVERAGE_RECORD"
+DEFAULT_HISTORY_FILE = ".coverage-history.sqlite"
+LABEL_MAX_CHARS = 200
+"""Longest run label: a branch, a commit or a release name, never a text."""
+
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_SECRET_QUERY = re.compile(r"([?&;](?:password|passwd|pwd|sslpassword|secret|token|api_key|key)=)[^&;#]*",
+                           re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def default_history_target(env: Mapping[str, str] = os.environ) -> str:
+    """``COVERAGE_HISTORY`` when set, else ``.coverage-history.sqlite`` in the working directory."""
+    return (env.get(HISTORY_ENV) or "").strip() or DEFAULT_HISTORY_FILE
+
+
+def is_url(target: str | os.PathLike) -> bool:
+    """Whether ``target`` is a URL (``scheme://…``) rather than a file path."""
+    return bool(_URL_SCHEME.match(os.fspath(target)))
+
+
+def redact_history_url(target: str | os.PathLike) -> str:
+    """``target`` with its password (and any password-like query value) replaced by ``***``; a path unchanged.
+
+    Everything up to the last ``@`` is taken as credentials, so a password holding ``/`` or ``@`` cannot leak
+    half-parsed; the user name before the first ``:`` is kept (it says which account, and is no secret).
+    """
+    text = os.fspath(target)
+    scheme = _URL_SCHEME.match(text)
+    if not scheme:
+        return text
+    head, rest = text[: scheme.end()], text[scheme.end():]
+    if "@" in rest:
+        credentials, _, host = rest.rpartition("@")
+        user, has_password, _ = credentials.partition(":")
+        if "/" in user or "?" in user:  # not a user name: a path or query holding "@"; hide all of it
+            rest = "***@" + host
+        else:
+            rest = user + (":***" if has_password else "") + "@" + host
+    return head + _SECRET_QUERY.sub(r"\1***", rest)
+
+
+def checked_label(label: str, named_by: str = "A run label") -> str:
+    """``label`` without surrounding blanks; InputError when empty, longer than ``LABEL_MAX_CHARS`` or not one line."""
+    label = label.strip()
+    if not label:
+        raise InputError(f"{named_by} is empty; name a branch, a commit or a release to record the run under.")
+    if _CONTROL.search(label) or len(label) > LABEL_MAX_CHARS:
+        raise InputError(f"{named_by} must be one line of at most {LABEL_MAX_CHARS} characters, such as a branch, "
+                         "a commit or a release name.")
+    return label

@@ -1,0 +1,1 @@
+"""Alembic migrations of the history store's schema, run programmatically by ``HistoryStore`` (no alembic.ini)."""

@@ -1,0 +1,555 @@
+"""What one run records: a :class:`RunSnapshot` of a report, small enough to keep thousands of them.
+
+A snapshot holds the headline figures and verdicts of a report, and
+*fingerprints* of its inputs instead of the inputs themselves:
+
+* each document's **content hash**, ``sha256(text.encode("utf-8"))`` in hex;
+  for a corpus read from a vector store without document texts, the hash of
+  its chunk texts joined with ``"\\n\\n"``; ``""`` when neither is known (a
+  snapshot of a bare report), which :func:`coverage_core.history.changes.changes_since`
+  reads as "not known", never as a change. The text itself is kept only when
+  the user opts in (``keep_text=True``);
+* each question's **text hash**, ``sha256(" ".join(text.split()).encode("utf-8"))``
+  (whitespace-normalised, so re-wrapping a question does not make it new),
+  with the question itself: the test set is the user's own, and "which
+  questions were removed" needs their words. Exact repeats are listed once;
+* each topic's largest member documents as ``(content hash, chunks)`` pairs
+  (at most :data:`TOPIC_DOCUMENTS_KEPT`), because topic ids and labels are
+  renumbered and renamed from run to run: topics are matched across runs by
+  the documents they are made of.
+
+:meth:`RunSnapshot.to_dict` and :meth:`RunSnapshot.from_dict` give an exact,
+JSON-safe round trip (datetimes as ISO 8601 in UTC); ``from_dict`` checks
+every field's type and raises :class:`~coverage_core.errors.InputError` on a
+damaged record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from coverage_core.errors import InputError
+from coverage_core.types import Document
+
+__all__ = [
+    "SNAPSHOT_FORMAT",
+    "TOPIC_DOCUMENTS_KEPT",
+    "DocumentState",
+    "QuestionState",
+    "RunSnapshot",
+    "TopicState",
+    "content_hash",
+    "question_hash",
+    "snapshot_of",
+    "snapshot_of_analysis",
+    "topic_documents_of",
+]
+
+TOPIC_DOCUMENTS_KEPT = 20
+"""Member documents kept per topic: enough to recognise a topic in the next run, bounded for 1M-chunk corpora."""
+
+SNAPSHOT_FORMAT = 1
+"""Version of :meth:`RunSnapshot.to_dict`'s layout; a record of a newer one is refused rather than misread."""
+
+CHUNK_SEPARATOR = "\n\n"
+"""How a vector store's chunk texts are joined to stand for a document without text (as the store reader joins them)."""
+
+_HEADLINE_METRICS = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
+# Traffic figures kept: the section's scalars; its lists hold real users' queries, which a history must not keep.
+_TRAFFIC_LISTS_COUNTED = {"topics": "n_topics", "unneeded_tests": "n_unneeded_tests"}
+
+
+def content_hash(text: str) -> str:
+    """sha256 hex of a document's text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def question_hash(text: str) -> str:
+    """sha256 hex of a question's whitespace-normalised text."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class DocumentState:
+    """One document in one run: its fingerprint and verdicts (text only when the user opted in)."""
+
+    name: str
+    content_hash: str
+    n_chunks: int
+    tested_share: float | None
+    is_untested: bool
+    is_undertested: bool
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class QuestionState:
+    """One distinct test question in one run."""
+
+    text_hash: str
+    text: str
+    is_offtopic: bool
+    offtopic_reason: str = ""
+
+
+@dataclass(frozen=True)
+class TopicState:
+    """One topic in one run; ``documents`` are its largest ``(content hash, chunks)`` members, largest first."""
+
+    label: str
+    n_chunks: int
+    n_questions: int
+    tested_share: float | None
+    is_gap: bool
+    documents: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def has_tests(self) -> bool:
+        """Some of its passages are tested and it is not a gap."""
+        return not self.is_gap and (self.tested_share or 0.0) > 0.0
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """What one run of the analysis recorded (see the module docstring for the fingerprints)."""
+
+    recorded_at: datetime
+    label: str | None
+    tool_version: str
+    provider: str
+    model: str
+    support_threshold: float | None
+    threshold_reliable: bool | None
+    headline: Mapping[str, float | int | None]
+    documents: tuple[DocumentState, ...]
+    questions: tuple[QuestionState, ...]
+    topics: tuple[TopicState, ...]
+    traffic: Mapping[str, Any] | None = field(default=None)
+
+    def __post_init__(self):
+        object.__setattr__(self, "recorded_at", _utc(self.recorded_at))
+        for name in ("documents", "questions", "topics"):  # a list given by a caller would break equality and hashing
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def to_dict(self) -> dict:
+        """JSON-ready; :meth:`from_dict` gives back an equal snapshot."""
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "recorded_at": self.recorded_at.isoformat(),
+            "label": self.label,
+            "tool_version": self.tool_version,
+            "provider": self.provider,
+            "model": self.model,
+            "support_threshold": self.support_threshold,
+            "threshold_reliable": self.threshold_reliable,
+            "headline": dict(self.headline),
+            "documents": [_document_dict(d) for d in self.documents],
+            "questions": [
+                {"text_hash": q.text_hash, "text": q.text, "is_offtopic": q.is_offtopic,
+                 "offtopic_reason": q.offtopic_reason}
+                for q in self.questions
+            ],
+            "topics": [
+                {"label": t.label, "n_chunks": t.n_chunks, "n_questions": t.n_questions,
+                 "tested_share": t.tested_share, "is_gap": t.is_gap,
+                 "documents": [[h, n] for h, n in t.documents]}
+                for t in self.topics
+            ],
+            "traffic": None if self.traffic is None else dict(self.traffic),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> RunSnapshot:
+        """The snapshot :meth:`to_dict` wrote; InputError when a field is missing or of the wrong type."""
+        record = _Record(data)
+        version = record.integer("format", optional=True)
+        if version is not None and version > SNAPSHOT_FORMAT:
+            raise InputError("This history run was recorded by a newer version of coverage_core; "
+                             "upgrade coverage_core to read it.")
+        return cls(
+            recorded_at=record.timestamp("recorded_at"),
+            label=record.text("label", optional=True),
+            tool_version=record.text("tool_version"),
+            provider=record.text("provider"),
+            model=record.text("model"),
+            support_threshold=record.number("support_threshold", optional=True),
+            threshold_reliable=record.flag("threshold_reliable", optional=True),
+            headline=record.figures("headline"),
+            documents=tuple(
+                DocumentState(
+                    name=item.text("name"), content_hash=item.text("content_hash"),
+                    n_chunks=item.integer("n_chunks"), tested_share=item.number("tested_share", optional=True),
+                    is_untested=item.flag("is_untested"), is_undertested=item.flag("is_undertested"),
+                    text=item.text("text", optional=True),
+                )
+                for item in record.items("documents")
+            ),
+            questions=tuple(
+                QuestionState(
+                    text_hash=item.text("text_hash"), text=item.text("text"), is_offtopic=item.flag("is_offtopic"),
+                    offtopic_reason=item.text("offtopic_reason"),
+                )
+                for item in record.items("questions")
+            ),
+            topics=tuple(
+                TopicState(
+                    label=item.text("label"), n_chunks=item.integer("n_chunks"),
+                    n_questions=item.integer("n_questions"), tested_share=item.number("tested_share", optional=True),
+                    is_gap=item.flag("is_gap"), documents=item.pairs("documents"),
+                )
+                for item in record.items("topics")
+            ),
+            traffic=record.figures("traffic", optional=True),
+        )
+
+
+def _document_dict(document: DocumentState) -> dict:
+    entry = {"name": document.name, "content_hash": document.content_hash, "n_chunks": document.n_chunks,
+             "tested_share": document.tested_share, "is_untested": document.is_untested,
+             "is_undertested": document.is_undertested}
+    if document.text is not None:  # absent rather than null: a record without text carries no trace of it
+        entry["text"] = document.text
+    return entry
+
+
+def _utc(moment: Any) -> datetime:
+    """``moment`` in UTC; a naive datetime is taken to be UTC already."""
+    if not isinstance(moment, datetime):
+        raise InputError(f"A run's time must be a date and time, not {type(moment).__name__}; give a datetime.")
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def _damaged(subject: str, problem: str):
+    raise InputError(f"This history record is damaged ({subject} {problem}); "
+                     "record the run again or restore the history from a backup.")
+
+
+class _Record:
+    """Typed reads from one mapping of a stored run; every failure is one InputError sentence."""
+
+    def __init__(self, data: Any, path: str = ""):
+        if not isinstance(data, Mapping):
+            _damaged(f"its field {path} is" if path else "it is", f"a {type(data).__name__}, not an object")
+        self.data, self.path = data, path
+
+    def _field(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def _get(self, key: str, optional: bool) -> Any:
+        if key not in self.data:
+            if optional:
+                return None
+            _damaged(f"its field {self._field(key)} is", "missing")
+        return self.data[key]
+
+    def _wrong(self, key: str, expected: str):
+        _damaged(f"its field {self._field(key)} is", f"not {expected}")
+
+    def text(self, key: str, optional: bool = False) -> str | None:
+        value = self._get(key, optional)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            self._wrong(key, "text")
+        return value
+
+    def integer(self, key: str, optional: bool = False) -> int | None:
+        value = self._get(key, optional)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            self._wrong(key, "a whole number of zero or more")
+        return value
+
+    def number(self, key: str, optional: bool = False) -> float | None:
+        value = self._get(key, optional)
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            self._wrong(key, "a number")
+        return float(value)
+
+    def flag(self, key: str, optional: bool = False) -> bool | None:
+        value = self._get(key, optional)
+        if value is None and optional:
+            return None
+        if not isinstance(value, bool):
+            self._wrong(key, "true or false")
+        return value
+
+    def timestamp(self, key: str) -> datetime:
+        value = self.text(key)
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            self._wrong(key, "an ISO 8601 date and time")
+        return _utc(moment)
+
+    def figures(self, key: str, optional: bool = False) -> dict | None:
+        """A flat mapping of names to numbers, flags, None (or short texts)."""
+        value = self._get(key, optional)
+        if value is None and optional:
+            return None
+        if not isinstance(value, Mapping):
+            self._wrong(key, "an object")
+        for name, figure in value.items():
+            if not isinstance(name, str) or not (figure is None or isinstance(figure, (bool, int, str)) or (
+                    isinstance(figure, float) and math.isfinite(figure))):
+                self._wrong(key, "a list of named figures")
+        return dict(value)
+
+    def items(self, key: str) -> list[_Record]:
+        value = self._get(key, False)
+        if not isinstance(value, list):
+            self._wrong(key, "a list")
+        return [_Record(item, f"{self._field(key)}[{index}]") for index, item in enumerate(value)]
+
+    def pairs(self, key: str) -> tuple[tuple[str, int], ...]:
+        value = self._get(key, False)
+        if not isinstance(value, list) or not all(
+            isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str)
+            and isinstance(pair[1], int) and not isinstance(pair[1], bool)
+            for pair in value
+        ):
+            self._wrong(key, "a list of [content hash, chunks] pairs")
+        return tuple((str(h), int(n)) for h, n in value)
+
+
+# ---------------------------------------------------------------- from a report
+
+
+def snapshot_of(
+    report: Mapping,
+    documents: Sequence[Document] | None = None,
+    *,
+    label: str | None = None,
+    recorded_at: datetime | None = None,
+    keep_text: bool = False,
+    chunk_texts_by_document: Mapping[str, Sequence[str]] | None = None,
+    topic_documents: Mapping[int, Sequence[tuple[str, int]]] | None = None,
+) -> RunSnapshot:
+    """The snapshot of a JSON report (:func:`coverage_core.outputs.report.build_report`, schema 6; older ones
+    are upgraded first).
+
+    Report entries read: ``config.embedding.{provider,model}``, ``calibration.{support_threshold,reliable}``,
+    ``metrics``, ``summary``, ``clusters[]``, ``documents[]``, ``questions[]`` and ``traffic`` when present.
+    ``documents`` (matched by name) give the content hashes; a document without text is hashed from
+    ``chunk_texts_by_document`` (its chunk texts in order). ``topic_documents`` maps a cluster id to its
+    ``(document name, chunks in this topic)`` (:func:`topic_documents_of`); without it topics have no members
+    and are matched across runs by label only. ``recorded_at`` defaults to now (UTC).
+    """
+    report = _current_report(report)
+    config = _section(report, "config")
+    embedding = config.get("embedding") if isinstance(config.get("embedding"), Mapping) else {}
+    calibration = _section(report, "calibration")
+    hashes = _document_hashes(report, documents, chunk_texts_by_document)
+    texts = {d.name: d.text for d in documents or ()} if keep_text else {}
+    document_states = tuple(
+        DocumentState(
+            name=str(entry["name"]), content_hash=hashes[str(entry["name"])], n_chunks=int(entry.get("n_chunks") or 0),
+            tested_share=_share(entry.get("tested_share")), is_untested=bool(entry.get("is_untested")),
+            is_undertested=bool(entry.get("is_undertested")), text=texts.get(str(entry["name"])),
+        )
+        for entry in _entries(report, "documents")
+    )
+    question_states = _question_states(_entries(report, "questions"))
+    topics = _topic_states(_entries(report, "clusters"), topic_documents, hashes)
+    provider = str(embedding.get("provider") or "")
+    return RunSnapshot(
+        recorded_at=datetime.now(timezone.utc) if recorded_at is None else recorded_at,
+        label=label,
+        tool_version=_tool_version(),
+        provider=provider,
+        model=_model_name(provider, embedding.get("model")),
+        support_threshold=_share(calibration.get("support_threshold")),
+        threshold_reliable=None if calibration.get("reliable") is None else bool(calibration.get("reliable")),
+        headline=_headline(report, document_states, question_states, topics),
+        documents=document_states,
+        questions=question_states,
+        topics=topics,
+        traffic=_traffic_figures(report.get("traffic")),
+    )
+
+
+def _current_report(report: Any) -> Mapping:
+    from coverage_core.outputs.report import SCHEMA_VERSION, upgrade_report
+
+    if not isinstance(report, Mapping):
+        raise InputError(f"The report is a {type(report).__name__}, not a JSON object; give a report this program wrote.")
+    version = report.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version < SCHEMA_VERSION:
+        return upgrade_report(report)
+    return report
+
+
+def _section(report: Mapping, name: str) -> Mapping:
+    section = report.get(name)
+    if not isinstance(section, Mapping):
+        raise InputError(f"The report has no {name} section; give a report this program wrote.")
+    return section
+
+
+def _entries(report: Mapping, name: str) -> list[Mapping]:
+    entries = report.get(name)
+    if not isinstance(entries, list) or not all(isinstance(entry, Mapping) for entry in entries):
+        raise InputError(f"The report's {name} are not a list of entries; give a report this program wrote.")
+    if name == "documents" and not all("name" in entry for entry in entries):
+        raise InputError("The report's documents have no names; give a report this program wrote.")
+    return entries
+
+
+def _share(value: Any) -> float | None:
+    """A JSON figure as a float; None for a missing or non-finite one."""
+    if value is None or isinstance(value, bool):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _tool_version() -> str:
+    import coverage_core
+
+    return coverage_core.__version__
+
+
+def _model_name(provider: str, model: Any) -> str:
+    """The model's name; the provider's default model when the config names none."""
+    if model:
+        return str(model)
+    from coverage_core.embeddings.registry import configured_model_name
+
+    return configured_model_name(provider, None) if provider else ""
+
+
+def _document_hashes(report: Mapping, documents: Sequence[Document] | None,
+                     chunk_texts: Mapping[str, Sequence[str]] | None) -> dict[str, str]:
+    """Each report document's content hash by name (module docstring: text, else chunk texts, else "")."""
+    texts = {d.name: d.text for d in documents or ()}
+    hashes = {}
+    for entry in _entries(report, "documents"):
+        name = str(entry["name"])
+        text = texts.get(name)
+        if not text and chunk_texts and name in chunk_texts:
+            text = CHUNK_SEPARATOR.join(chunk_texts[name])
+        hashes[name] = content_hash(text) if text else ""
+    return hashes
+
+
+def _question_states(entries: list[Mapping]) -> tuple[QuestionState, ...]:
+    seen: dict[str, QuestionState] = {}
+    for entry in entries:
+        text = str(entry.get("text") or "")
+        digest = question_hash(text)
+        if digest not in seen:  # an exact repeat says nothing new about the test set
+            seen[digest] = QuestionState(digest, text, bool(entry.get("is_outlier")),
+                                         str(entry.get("offtopic_reason") or ""))
+    return tuple(seen.values())
+
+
+def _topic_states(entries: list[Mapping], topic_documents: Mapping[int, Sequence[tuple[str, int]]] | None,
+                  hashes: Mapping[str, str]) -> tuple[TopicState, ...]:
+    members = topic_documents or {}
+    return tuple(
+        TopicState(
+            label=str(entry.get("label") or ""), n_chunks=int(entry.get("size") or 0),
+            n_questions=int(entry.get("n_questions") or 0), tested_share=_share(entry.get("tested_share")),
+            is_gap=bool(entry.get("is_gap")),
+            documents=_largest_members(members.get(int(entry.get("id", index)), ()), hashes),
+        )
+        for index, entry in enumerate(entries)
+    )
+
+
+def _largest_members(members: Sequence[tuple[str, int]], hashes: Mapping[str, str]) -> tuple[tuple[str, int], ...]:
+    """``(content hash, chunks)`` of a topic's members, summed over equal contents, largest first, at most
+    :data:`TOPIC_DOCUMENTS_KEPT`; members of unknown content are left out (nothing to match them by)."""
+    chunks: dict[str, int] = {}
+    for name, count in members:
+        digest = hashes.get(name, "")
+        if digest and count > 0:
+            chunks[digest] = chunks.get(digest, 0) + int(count)
+    largest = sorted(chunks.items(), key=lambda pair: (-pair[1], pair[0]))
+    return tuple(largest[:TOPIC_DOCUMENTS_KEPT])
+
+
+def _headline(report: Mapping, documents: tuple[DocumentState, ...], questions: tuple[QuestionState, ...],
+              topics: tuple[TopicState, ...]) -> dict:
+    metrics = report.get("metrics") if isinstance(report.get("metrics"), Mapping) else {}
+    summary = report.get("summary") if isinstance(report.get("summary"), Mapping) else {}
+    entries = report["documents"]
+    headline: dict[str, float | int | None] = {name: _share(metrics.get(name)) for name in _HEADLINE_METRICS}
+    headline.update(
+        n_documents=int(summary.get("n_documents", len(documents))),
+        n_chunks=int(summary.get("n_chunks", sum(d.n_chunks for d in documents))),
+        n_tested_chunks=sum(int(entry.get("n_tested") or 0) for entry in entries),
+        n_questions=int(summary.get("n_questions", len(questions))),
+        n_distinct_questions=len(questions),
+        n_untested_documents=sum(d.is_untested for d in documents),
+        n_undertested_documents=sum(d.is_undertested for d in documents),
+        n_offtopic_questions=sum(bool(q.get("is_outlier")) for q in report["questions"]),
+        n_topics=len(topics),
+        n_gaps=sum(t.is_gap for t in topics),
+    )
+    return headline
+
+
+def _traffic_figures(section: Any) -> dict | None:
+    if not isinstance(section, Mapping):
+        return None
+    figures: dict[str, Any] = {
+        name: value for name, value in section.items()
+        if value is None or isinstance(value, (bool, int, float))
+    }
+    for name, count in _TRAFFIC_LISTS_COUNTED.items():
+        if isinstance(section.get(name), list):
+            figures[count] = len(section[name])
+    return figures
+
+
+# ---------------------------------------------------------------- from an analysis
+
+
+def topic_documents_of(analysis) -> dict[int, list[tuple[str, int]]]:
+    """Each topic's ``(document name, chunks of the topic in it)``, largest first.
+
+    The topics are ``analysis.clustering.labels`` (one per chunk, aligned with ``analysis.corpus.chunks``):
+    the clustering the report's ``clusters[].id`` number, whatever the off-topic screener used
+    (``analysis.screening_topics``).
+    """
+    labels = np.asarray(analysis.clustering.labels, dtype=np.int64)
+    names, document_of_chunk = np.unique(np.asarray(analysis.corpus.chunk_documents, dtype=object).astype(str),
+                                         return_inverse=True)
+    if labels.size == 0:
+        return {}
+    pairs, counts = np.unique(labels * len(names) + document_of_chunk.reshape(-1), return_counts=True)
+    topics: dict[int, list[tuple[str, int]]] = {}
+    for pair, count in zip(pairs.tolist(), counts.tolist()):
+        topic, document = divmod(pair, len(names))
+        topics.setdefault(int(topic), []).append((str(names[document]), int(count)))
+    for members in topics.values():
+        members.sort(key=lambda member: (-member[1], member[0]))
+    return topics
+
+
+def snapshot_of_analysis(analysis, report: Mapping, *, label: str | None = None, keep_text: bool = False,
+                         recorded_at: datetime | None = None) -> RunSnapshot:
+    """:func:`snapshot_of` for an analysis and its report: documents, chunk texts and topic members from the
+    analysis."""
+    documents = analysis.corpus.documents
+    without_text = {d.name for d in documents if not d.text}
+    chunk_texts: dict[str, list[str]] = {}
+    if without_text:
+        for chunk in analysis.corpus.chunks:
+            if chunk.document in without_text:
+                chunk_texts.setdefault(chunk.document, []).append(chunk.text)
+    return snapshot_of(report, documents, label=label, recorded_at=recorded_at, keep_text=keep_text,
+                       chunk_texts_by_document=chunk_texts, topic_documents=topic_documents_of(analysis))

@@ -1,0 +1,357 @@
+"""The History page, "Save to history" on Results and automatic recording, through Streamlit's AppTest.
+
+A small real slice (three of the example's articles, the Drum/Flute/Zebra questions) is embedded once per
+module with the bundled model; two runs for "what changed" are analysed from it with the core (the second
+with two documents added and one question removed). Every test keeps its history in its own temporary file
+(``COVERAGE_HISTORY``), so nothing is written beside the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+
+import pytest
+
+from coverage_core.config import AnalysisConfig
+from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.history import (
+    HISTORY_ENV,
+    RECORD_ENV,
+    DocumentState,
+    QuestionState,
+    RunSnapshot,
+    open_history,
+    snapshot_of_analysis,
+)
+from coverage_core.history.snapshot import content_hash, question_hash
+from coverage_core.inputs.ingest import read_documents
+from coverage_core.inputs.questions import read_questions
+from coverage_core.outputs.plots import history as history_plots
+from coverage_core.outputs.report import build_report
+from coverage_core.session import analyze
+from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, shown, subset_csv, texts
+from ui import state
+from ui.views import history as view
+
+HISTORY_PAGE = "pages/10_history.py"
+RESULTS_PAGE = "pages/3_results.py"
+CONFIGURE_PAGE = "pages/2_configure.py"
+ADDED = ("Koala.txt", "Lobster.txt")  # no question of the slice is about them
+SECRET = "s3cret-pw"
+BEACON = "![x](http://127.0.0.2:9/beacon.png)"
+
+
+@pytest.fixture(scope="module")
+def seeded(module_cache_dir):
+    """Session-state values of a finished run (τ set, so no calibration), and its analysis."""
+    settings = state.Settings(n_clusters=4, support_threshold=0.5)
+    values, inputs = seed_session(
+        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings,
+        make_embedder("local"), EmbeddingCache(module_cache_dir),
+    )
+    return values, analysis_of(values, inputs)
+
+
+@pytest.fixture(scope="module")
+def two_runs(module_cache_dir):
+    """Snapshots of two runs: Drum and Flute, then the same with Koala and Lobster added and one question gone."""
+    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
+    questions = read_questions(subset_csv(("Drum", "Flute")), name="questions.csv")
+    fewer = read_questions(questions.frame.iloc[1:].to_csv(index=False).encode(), name="questions.csv")
+    snapshots = []
+    for names, asked, label in ((("Drum.txt", "Flute.txt"), questions, "main"),
+                                (("Drum.txt", "Flute.txt") + ADDED, fewer, "main")):
+        documents = read_documents([EXAMPLE / "docs" / name for name in names]).documents
+        analysis = analyze(AnalysisConfig(support_threshold=0.5, n_clusters=3), documents, asked,
+                           embedder=embedder, cache=cache)
+        snapshots.append(snapshot_of_analysis(analysis, build_report(analysis), label=label))
+    return snapshots, questions.texts[0]
+
+
+@pytest.fixture
+def history_file(tmp_path, monkeypatch):
+    """The server's history: a file in this test's folder, not created yet."""
+    path = tmp_path / "team history.sqlite"
+    monkeypatch.setenv(HISTORY_ENV, str(path))
+    monkeypatch.delenv(RECORD_ENV, raising=False)
+    return path
+
+
+def every_text(at) -> str:
+    """Everything the page sends to the browser, every element's fields (labels, values, help, bodies)."""
+    found: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            found.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(found)
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+# ---------------------------------------------------------------- the page's pieces (no Streamlit)
+
+
+def test_picking_points_on_the_chart_keeps_the_last_two_runs():
+    runs = history_plots.runs_frame([])
+    assert view.picked_runs([{"customdata": ["7", "run 7"]}, {"customdata": [3, "run 3"]}], runs) == [7, 3]
+    assert view.remember_picks([], [4]) == [4]
+    assert view.remember_picks([4], [9]) == [4, 9]  # two clicks, one after the other
+    assert view.remember_picks([4, 9], [2]) == [9, 2]
+    assert view.remember_picks([4, 9], [9]) == [4, 9]
+    assert view.remember_picks([4, 9], [1, 5, 6]) == [5, 6]  # a selection of several points is the pick
+    assert view.remember_picks([4, 9], []) == [4, 9]
+    assert view.ordered_pair(9, 4) == (4, 9)
+
+
+class Info:
+    """What ``HistoryStore.runs()`` gives of a run: its number, label, time and headline figures."""
+
+    def __init__(self, run, label, hour, tested_share, untested):
+        self.run, self.label = run, label
+        self.recorded_at = datetime(2026, 11, 2, hour, tzinfo=timezone.utc)
+        self.headline = {"tested_share": tested_share, "n_untested_documents": untested, "n_gaps": 1,
+                         "n_undertested_documents": 0, "n_offtopic_questions": None}
+
+
+def test_figures_name_each_run_and_escape_labels():
+    runs = history_plots.runs_frame([Info(2, None, 9, 0.4, 2), Info(1, "<b>main</b>", 8, 0.5, 0)])
+    assert list(runs["run"]) == [1, 2]  # oldest first
+    points = history_plots.tested_share_over_time(runs).to_dict()["data"][0]
+    assert points["y"] == [0.5, 0.4] and len(points["x"]) == 2
+    assert points["x"][0].startswith("2026-11-02 08:00")  # UTC, as the axis says
+    hover = [name for _, name in points["customdata"]]
+    assert hover == ["run 1 · &lt;b&gt;main&lt;/b&gt; · 2026-11-02 08:00 UTC", "run 2 · 2026-11-02 09:00 UTC"]
+    counts = history_plots.verdict_counts_over_time(runs).to_dict()["data"]
+    assert next(t for t in counts if t["name"] == "untested documents")["y"] == [0.0, 2.0]
+    assert next(t for t in counts if t["name"] == "off-topic questions")["y"] == [None, None]  # not recorded
+    moments = list(runs["recorded_at"])
+    timeline = [("Drum.txt", 1, moments[0], False), ("<i>Koala</i>.txt", 2, moments[1], True),
+                ("Gone.txt", 1, moments[0], False), ("Gone.txt", 2, moments[1], None)]
+    rows, total = history_plots.timeline_documents(timeline)
+    assert rows == ["<i>Koala</i>.txt", "Drum.txt", "Gone.txt"] and total == 3  # untested now first, gone last
+    assert history_plots.timeline_documents(timeline, limit=1) == (["<i>Koala</i>.txt"], 3)
+    figure = history_plots.document_timeline_chart(timeline, runs).to_dict()
+    untested = next(t for t in figure["data"] if t["name"] == "untested" and t["mode"] == "lines")
+    assert [y for y in untested["y"] if y] == ["&lt;i&gt;Koala&lt;/i&gt;.txt"] * 2  # escaped, a segment to the end
+    assert "&lt;i&gt;Koala&lt;/i&gt;.txt" in figure["layout"]["yaxis"]["ticktext"][0]
+
+
+# ---------------------------------------------------------------- the History page
+
+
+def test_an_empty_history_says_how_to_record_and_creates_no_file(history_file):
+    at = run_page(HISTORY_PAGE)
+    info = " ".join(texts(at.info))
+    assert "No run is recorded in this history yet" in info and "Save to history" in info and "CI" in info
+    assert "--" not in info  # words, not command-line flags
+    assert not history_file.exists()
+    assert at.toggle(key=state.W_HISTORY_AUTO).value  # the server names a history: recording is on
+
+
+@pytest.mark.slow
+def test_save_to_history_records_a_run_and_the_history_page_lists_it(seeded, history_file):
+    values, _ = seeded
+    at = run_page(RESULTS_PAGE, values)
+    at.text_input(key=state.W_SAVE_LABEL).input("release-1.2").run()
+    at.button(key=state.W_SAVE_HISTORY).click().run()
+    assert not at.exception
+    assert f"Saved as run 1 in {history_file}." in texts(at.success)
+    with open_history(str(history_file)) as store:
+        (run,) = store.runs()
+        recorded = store.load(run.run)
+    assert run.label == "release-1.2"
+    assert {d.name for d in recorded.documents} == set(DOCS) and recorded.label == "release-1.2"
+    assert run.headline["tested_share"] == pytest.approx(recorded.headline["tested_share"], abs=1e-12)
+
+    at.switch_page(HISTORY_PAGE).run()
+    assert not at.exception
+    heading = shown(at.subheader[0].value)
+    assert f"at run {run.run}" in heading and "1 run recorded" in heading
+    assert "One run so far" in " ".join(texts(at.info))
+    share = charts(at)[0]["data"][0]
+    assert len(share["x"]) == 1 and share["y"][0] == pytest.approx(run.headline["tested_share"], abs=1e-9)
+
+    # A second save, then the page compares the two (the same inputs: nothing added or removed).
+    at.switch_page(RESULTS_PAGE).run()
+    at.button(key=state.W_SAVE_HISTORY).click().run()
+    assert f"Saved as run 2 in {history_file}." in texts(at.success)
+    at.switch_page(HISTORY_PAGE).run()
+    assert (at.selectbox(key=state.W_HISTORY_EARLIER).value, at.selectbox(key=state.W_HISTORY_LATER).value) == (1, 2)
+    assert any(text.startswith("**From run 1 to run 2:**") for text in texts(at.markdown))
+    assert "The same documents and questions in both runs." in texts(at.caption)
+
+
+@pytest.mark.slow
+def test_the_page_names_the_documents_added_as_untested_and_the_question_removed(two_runs, history_file):
+    snapshots, removed = two_runs
+    with open_history(str(history_file)) as store:
+        for snapshot in snapshots:
+            store.record(snapshot)
+    at = run_page(HISTORY_PAGE)
+    assert not at.exception
+    assert len(charts(at)[0]["data"][0]["x"]) == 2  # one point per run
+    reason = next(text for text in texts(at.markdown) if text.startswith("**From run 1 to run 2:**"))
+    assert "+2 documents" in reason
+    assert "**2 documents added or changed since run 1 have no test: no on-topic question targets them.**" in texts(
+        at.markdown)
+    (named,) = texts(at.error)
+    assert named.splitlines() == [f"- {name}: added since run 1, untested" for name in ADDED]
+    headings = texts(at.subheader)
+    assert "Documents added (2)" in headings and "Questions removed (1)" in headings
+    tables = [frame.value for frame in at.dataframe]
+    added = next(t for t in tables if "now" in t)
+    assert sorted(added["document"]) == sorted(ADDED) and set(added["now"]) == {"untested"}
+    assert any("question" in t and list(t["question"]) == [removed] for t in tables)
+    # Filtering by label keeps both runs (both are "main"); the timeline draws the new documents untested.
+    timeline = next(chart for chart in charts(at) if chart["layout"]["title"]["text"].startswith("When each"))
+    untested_rows = {y for trace in timeline["data"] if trace.get("name") == "untested" for y in trace["y"] if y}
+    assert set(ADDED) <= untested_rows
+
+
+@pytest.mark.slow
+def test_choosing_the_runs_in_the_select_boxes_compares_them(two_runs, history_file):
+    snapshots, _ = two_runs
+    with open_history(str(history_file)) as store:
+        for snapshot in (snapshots[0], snapshots[1], snapshots[0]):
+            store.record(snapshot)
+    at = run_page(HISTORY_PAGE)
+    assert (at.selectbox(key=state.W_HISTORY_EARLIER).value, at.selectbox(key=state.W_HISTORY_LATER).value) == (2, 3)
+    assert "Documents removed (2)" in texts(at.subheader)
+    at.selectbox(key=state.W_HISTORY_EARLIER).set_value(1).run()
+    assert any(text.startswith("**From run 1 to run 3:**") for text in texts(at.markdown))
+    assert "The same documents and questions in both runs." in texts(at.caption)
+
+
+def small_snapshot(label: str, documents: dict[str, bool], questions: list[str], hour: int) -> RunSnapshot:
+    """A run made by hand: ``documents`` {name: untested?}, every question on-topic, no topics."""
+    states = tuple(DocumentState(name, content_hash(name), 2, 0.0 if untested else 1.0, untested, False)
+                   for name, untested in documents.items())
+    untested = sum(documents.values())
+    return RunSnapshot(
+        recorded_at=datetime(2026, 11, 2, hour, tzinfo=timezone.utc), label=label, tool_version="test",
+        provider="local", model="all-MiniLM-L6-v2", support_threshold=0.5, threshold_reliable=True,
+        headline={"tested_share": 1 - untested / len(documents), "n_documents": len(documents),
+                  "n_chunks": 2 * len(documents), "n_tested_chunks": 2 * (len(documents) - untested),
+                  "n_questions": len(questions), "n_untested_documents": untested, "n_undertested_documents": 0,
+                  "n_offtopic_questions": 0, "n_gaps": 0, "basic": None, "weighted": None, "balanced": None,
+                  "multi_threshold": None, "multi_n": None},
+        documents=states, questions=tuple(QuestionState(question_hash(q), q, False) for q in questions), topics=(),
+    )
+
+
+def test_labels_and_document_names_are_shown_as_written_never_as_markup(history_file):
+    label, name = f"<b>main</b> {BEACON}", f"new {BEACON}.txt"
+    with open_history(str(history_file)) as store:
+        store.record(small_snapshot(label, {"a.txt": False}, ["What is a?"], 8))
+        store.record(small_snapshot(label, {"a.txt": False, name: True}, ["What is a?"], 9))
+    at = run_page(HISTORY_PAGE)
+    assert not at.exception
+    rendered = [element.value for kind in ("markdown", "caption", "error", "warning", "info", "subheader", "success")
+                for element in at.get(kind)]
+    assert not [text for text in rendered if "](http" in text]  # every payload escaped
+    assert f"- {name}: added since run 1, untested" in [shown(line) for text in texts(at.error)
+                                                       for line in text.splitlines()]
+    assert view.label_option(label) in at.selectbox(key=state.W_HISTORY_LABEL).options  # plain-text options
+    hovers = json.dumps(charts(at))
+    assert "&lt;b&gt;main&lt;/b&gt; ![x]" in hovers and "<b>main" not in hovers  # Plotly reads HTML: escaped
+
+
+# ---------------------------------------------------------------- automatic recording
+
+
+@pytest.mark.slow
+def test_automatic_recording_records_each_analysis_once(seeded, history_file):
+    values, _ = seeded
+    inputs_only = {key: values[key] for key in (state.SETTINGS, state.DOCUMENTS, state.QUESTION_FILE, state.QUESTIONS)}
+    at = run_page(CONFIGURE_PAGE, inputs_only)
+    at.button(key=state.W_RUN).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    with open_history(str(history_file)) as store:
+        assert [run.run for run in store.runs()] == [1]
+    # The same inputs and settings run again (the embedded inputs forgotten): the same analysis, not recorded twice.
+    for key in (state.CORPUS, state.QUESTION_VECTORS):
+        del at.session_state[key]
+    at.switch_page(CONFIGURE_PAGE).run()
+    at.button(key=state.W_RUN).click().run()
+    assert not at.exception
+    with open_history(str(history_file)) as store:
+        assert len(store.runs()) == 1
+    # Another analysis (other settings) is recorded; with the toggle off, nothing is.
+    at.session_state[state.SETTINGS] = values[state.SETTINGS].replace(n_clusters=3)
+    for key in (state.CORPUS, state.QUESTION_VECTORS):
+        del at.session_state[key]
+    at.switch_page(CONFIGURE_PAGE).run()
+    at.button(key=state.W_RUN).click().run()
+    with open_history(str(history_file)) as store:
+        assert len(store.runs()) == 2
+    at.switch_page(HISTORY_PAGE).run()
+    at.toggle(key=state.W_HISTORY_AUTO).set_value(False).run()
+    at.session_state[state.SETTINGS] = values[state.SETTINGS].replace(n_clusters=2)
+    for key in (state.CORPUS, state.QUESTION_VECTORS):
+        del at.session_state[key]
+    at.switch_page(CONFIGURE_PAGE).run()
+    at.button(key=state.W_RUN).click().run()
+    with open_history(str(history_file)) as store:
+        assert len(store.runs()) == 2
+
+
+@pytest.mark.slow
+def test_without_a_history_on_the_server_nothing_is_recorded(seeded, tmp_path, monkeypatch):
+    monkeypatch.delenv(HISTORY_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)  # the default history would be created here
+    values, _ = seeded
+    inputs_only = {key: values[key] for key in (state.SETTINGS, state.DOCUMENTS, state.QUESTION_FILE, state.QUESTIONS)}
+    at = run_page(CONFIGURE_PAGE, inputs_only)
+    at.button(key=state.W_RUN).click().run()
+    assert not at.exception
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------- faults and secrets
+
+
+@pytest.mark.slow
+def test_a_damaged_history_file_is_one_sentence_and_left_untouched(seeded, history_file):
+    history_file.write_bytes(b"this is not a database\n" * 200)
+    before = (history_file.read_bytes(), history_file.stat().st_mtime_ns)
+    at = run_page(HISTORY_PAGE)
+    assert not at.exception
+    (error,) = texts(at.error)
+    assert history_file.name in error and "Traceback" not in error
+    assert error.rstrip().endswith(".") and "\n" not in error.strip(), error
+    values, _ = seeded
+    at = run_page(RESULTS_PAGE, values)
+    at.button(key=state.W_SAVE_HISTORY).click().run()
+    assert not at.exception
+    assert len([text for text in texts(at.error) if history_file.name in text]) == 1  # (the others: verdicts)
+    assert not texts(at.success)
+    assert (history_file.read_bytes(), history_file.stat().st_mtime_ns) == before
+
+
+@pytest.mark.parametrize("field", [state.W_HISTORY_URL, state.W_HISTORY_FILE])
+def test_a_database_url_with_a_password_never_appears_on_the_page(history_file, field):
+    url = f"postgresql+psycopg://analyst:{SECRET}@127.0.0.1:9/coverage"
+    at = run_page(HISTORY_PAGE)
+    assert at.text_input(key=state.W_HISTORY_URL).proto.type == at.text_input(key=state.W_HISTORY_URL).proto.PASSWORD
+    at.text_input(key=field).input(url).run()
+    assert not at.exception
+    assert at.session_state[state.HISTORY_URL] == url  # kept in the session, for the store
+    assert SECRET not in every_text(at)
+    assert any("analyst:***@127.0.0.1" in text for text in texts(at.caption))  # where the page reads, redacted
+    (error,) = texts(at.error)  # nothing listens on port 9: one sentence
+    assert "Traceback" not in error
+    # Once more after a rerun, and when going back to the file.
+    at.run()
+    assert SECRET not in every_text(at)
+    at.button(key=state.W_HISTORY_USE_FILE).click().run()
+    assert state.HISTORY_URL not in at.session_state and SECRET not in every_text(at)

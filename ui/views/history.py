@@ -1,0 +1,154 @@
+"""The History page's tables and sentences (no Streamlit): the runs, the two runs compared, what changed.
+
+The page reads widgets and the store; everything it shows is made here from the core's values
+(``RunInfo``, :class:`~coverage_core.history.changes.Changes`). Sentences hold numbers and fixed words only;
+user text (labels, document names, questions, topics) goes into tables, which never render Markdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pandas as pd
+
+from coverage_core.outputs.plots.history import run_names
+from ui import formats
+
+ALL_LABELS = ""
+"""The label filter's value that shows every run."""
+
+EMPTY_HISTORY = (
+    "No run is recorded in this history yet: save one with **Save to history** on the Results page, turn on "
+    "automatic recording above, or have your CI job record each of its runs into this history (the README's "
+    "CI recipe shows how)."
+)
+
+
+def labels_of(runs: pd.DataFrame) -> list[str]:
+    """The label filter's options: every runs, then each label used, most recently used first."""
+    used = runs.loc[runs["label"] != "", ["label", "run"]].groupby("label")["run"].max()
+    return [ALL_LABELS] + list(used.sort_values(ascending=False).index)
+
+
+def label_option(label: str) -> str:
+    """A label filter option as the list shows it (the widget shows options as plain text)."""
+    return "every run" if label == ALL_LABELS else f"runs labelled {label}"
+
+
+def with_label(runs: pd.DataFrame, label: str) -> pd.DataFrame:
+    """The runs under ``label`` (every run for :data:`ALL_LABELS`), index reset."""
+    return (runs if label == ALL_LABELS else runs[runs["label"] == label]).reset_index(drop=True)
+
+
+def run_choices(runs: pd.DataFrame) -> dict[int, str]:
+    """{run: its name} for the two "compare" select boxes, oldest first."""
+    return dict(zip((int(run) for run in runs["run"]), run_names(runs)))
+
+
+def default_pair(runs: pd.DataFrame) -> tuple[int, int] | None:
+    """The two runs compared by default: the last two (None with fewer than two runs)."""
+    if len(runs) < 2:
+        return None
+    return int(runs["run"].iloc[-2]), int(runs["run"].iloc[-1])
+
+
+def picked_runs(points: Iterable[dict], runs: pd.DataFrame) -> list[int]:
+    """The runs of the points selected on the tested-share chart, in the order given.
+
+    Each point carries its run number first in ``customdata`` (:func:`~coverage_core.outputs.plots.history.
+    tested_share_over_time`); a point without it is read from its index in ``runs``.
+    """
+    picked: list[int] = []
+    for point in points:
+        custom = point.get("customdata")
+        if isinstance(custom, (list, tuple)) and custom:
+            run = int(custom[0])
+        elif "point_index" in point and 0 <= int(point["point_index"]) < len(runs):
+            run = int(runs["run"].iloc[int(point["point_index"])])
+        else:
+            continue
+        if run not in picked:
+            picked.append(run)
+    return picked
+
+
+def remember_picks(previous: Sequence[int], selected: Sequence[int]) -> list[int]:
+    """The last two runs picked on the chart: a selection of two or more points is the pick; one point joins
+    the ``previous`` picks (so two clicks, one after the other, pick two runs); none keeps them."""
+    if len(selected) >= 2:
+        return list(selected[-2:])
+    return ([run for run in previous if run not in selected] + list(selected))[-2:]
+
+
+def ordered_pair(first: int, second: int) -> tuple[int, int]:
+    """The earlier run first (runs are numbered in the order they were recorded)."""
+    return (first, second) if first <= second else (second, first)
+
+
+def share_sentence(runs: pd.DataFrame) -> str:
+    """The latest tested share and its change since the run before, in one sentence (numbers only)."""
+    last = runs.iloc[-1]
+    sentence = f"{formats.percent(last['tested_share'])} of the knowledge base tested at run {int(last['run'])}"
+    if len(runs) >= 2:
+        shown, change = formats.share_change(runs["tested_share"].iloc[-2], last["tested_share"])
+        words = "no change" if change == formats.NO_CHANGE else change.replace("pts", "points")
+        sentence += f" ({words} since run {int(runs['run'].iloc[-2])})"
+    return sentence + f"; {formats.count(len(runs), 'run')} recorded."
+
+
+def _share(value) -> str:
+    return formats.percent(value)
+
+
+def documents_table(changes, which: str) -> pd.DataFrame:
+    """Documents ``"added"`` or ``"changed"`` with their verdict now: tested or untested, and the share tested."""
+    rows = changes.documents_added if which == "added" else changes.documents_changed
+    return pd.DataFrame({
+        "document": [row.name for row in rows],
+        "now": ["untested" if row.is_untested else "tested" for row in rows],
+        "share tested": [row.tested_share for row in rows],
+    })
+
+
+def names_table(names: Sequence[str], column: str) -> pd.DataFrame:
+    return pd.DataFrame({column: list(names)})
+
+
+def topics_table(topics) -> pd.DataFrame:
+    """Topics that lost or gained their tests, with the share tested before and after."""
+    return pd.DataFrame({
+        "topic": [topic.label for topic in topics],
+        "share tested before": [topic.tested_share_before for topic in topics],
+        "share tested after": [topic.tested_share_after for topic in topics],
+    })
+
+
+def change_counts(changes) -> list[tuple[str, int]]:
+    """(heading, count) of each part of what changed, in the page's order (documents, questions, topics)."""
+    return [
+        ("Documents added", len(changes.documents_added)),
+        ("Documents changed", len(changes.documents_changed)),
+        ("Documents removed", len(changes.documents_removed)),
+        ("Questions added", len(changes.questions_added)),
+        ("Questions removed", len(changes.questions_removed)),
+        ("Topics that lost their tests", len(changes.topics_lost)),
+        ("Topics that gained tests", len(changes.topics_gained)),
+    ]
+
+
+def new_untested_sentence(changes) -> str:
+    """How many documents added or changed have no test now ("" when none); numbers and fixed words only."""
+    n = len(changes.new_untested)
+    if not n:
+        return ""
+    return (
+        f"{formats.count(n, 'document')} added or changed since run {changes.run} "
+        f"{formats.plural(n, 'has', 'have')} no test: no on-topic question targets "
+        f"{formats.plural(n, 'it', 'them')}."
+    )
+
+
+def new_untested_documents(changes) -> list[tuple[str, str]]:
+    """(document name, "added" or "changed") of each document added or changed that is untested now."""
+    added = {document.name for document in changes.documents_added}
+    return [(document.name, "added" if document.name in added else "changed") for document in changes.new_untested]
