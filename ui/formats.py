@@ -13,6 +13,7 @@ import math
 import re
 
 from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, origin_words  # noqa: F401 (re-exported)
+from coverage_core.wording import count, plural  # noqa: F401 (re-exported: the pages count with them)
 
 SIMILARITY_DECIMALS = 2
 SCORE_DECIMALS = 3
@@ -95,21 +96,6 @@ def metric_label(name: str) -> str:
     from coverage_core.outputs.plots import METRIC_LABELS
 
     return METRIC_LABELS.get(name, name.replace("_", " "))
-
-
-def plural(n: int, noun: str, plural_form: str | None = None) -> str:
-    """``noun`` or its plural, as agrees with ``n``: ``plural(1, "question")`` -> "question", else "questions".
-
-    ``plural_form`` gives an irregular plural (``plural(2, "query", "queries")``) or the verb or pronoun that
-    agrees (``plural(n, "is", "are")``).
-    """
-    return noun if n == 1 else plural_form or f"{noun}s"
-
-
-def count(n: int, noun: str, plural_form: str | None = None) -> str:
-    """A count with its noun in agreement: ``count(1, "question")`` -> "1 question", ``count(1200, "passage")`` ->
-    "1,200 passages"; ``plural_form`` for an irregular plural (``count(2, "query", "queries")``)."""
-    return f"{int(n):,} {plural(int(n), noun, plural_form)}"
 
 
 # Who wrote a suggested question: the words every output uses, kept once in the core.

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.checks.answerability import fitness_threshold
+from coverage_core.wording import count
 
 __all__ = ["MEASURES", "Scorecard", "ScorecardComparison", "TIE", "compare_scorecards", "scorecard"]
 
@@ -108,7 +109,7 @@ class Scorecard:
             "n_questions": self.n_questions, "n_on_topic": self.n_on_topic, "n_documents": self.n_documents,
             "n_documents_asked": self.n_documents_asked, "tested_share": self.tested_share,
             "balance": self.balance, "gini": self.gini,
-            "top_documents": [[name, count] for name, count in self.top_documents], "top_share": self.top_share,
+            "top_documents": [[name, n] for name, n in self.top_documents], "top_share": self.top_share,
             "n_duplicates": self.n_duplicates, "duplicate_share": self.duplicate_share,
             "n_off_topic": self.n_off_topic, "off_topic_share": self.off_topic_share,
             "n_answerable": self.n_answerable, "answerable_share": self.answerable_share,
@@ -116,8 +117,6 @@ class Scorecard:
         }
 
 
-def _count(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def _verb(n: int, one: str, many: str) -> str:
@@ -188,18 +187,18 @@ def _readings(card: dict) -> dict[str, str]:
         ),
         "duplicate_share": (
             "No question repeats another." if not card["n_duplicates"] else
-            f"{card['n_duplicates']:,} of {_count(m, 'question')} {_verb(card['n_duplicates'], 'repeats', 'repeat')} "
+            f"{card['n_duplicates']:,} of {count(m, 'question')} {_verb(card['n_duplicates'], 'repeats', 'repeat')} "
             "another almost word for word: "
             f"only {m - card['n_duplicates']:,} are distinct."
         ),
         "off_topic_share": (
             "Every question is about the documents." if not card["n_off_topic"] else
-            f"{card['n_off_topic']:,} of {_count(m, 'question')} ({card['off_topic_share']:.0%}) "
+            f"{card['n_off_topic']:,} of {count(m, 'question')} ({card['off_topic_share']:.0%}) "
             f"{_verb(card['n_off_topic'], 'is', 'are')} not about "
             "the documents."
         ),
         "answerable_share": (
-            f"{card['n_answerable']:,} of {_count(m, 'question')} ({card['answerable_share']:.0%}) "
+            f"{card['n_answerable']:,} of {count(m, 'question')} ({card['answerable_share']:.0%}) "
             f"{_verb(card['n_answerable'], 'has', 'have')} a passage "
             "close enough to answer them."
         ),
@@ -213,7 +212,7 @@ def _balance_reading(card: dict, n_docs: int) -> str:
         return "No question is about the documents, so there is nothing to balance."
     if n_docs <= 1:
         return "The knowledge base has one document, so every question is on it."
-    asked = f"{card['n_documents_asked']:,} of {_count(n_docs, 'document')} have questions"
+    asked = f"{card['n_documents_asked']:,} of {count(n_docs, 'document')} have questions"
     names = ", ".join(name for name, _ in card["top_documents"])
     top = f"{len(card['top_documents'])} hold {card['top_share']:.0%} of them ({names})"
     if card["balance"] >= EVEN:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from coverage_core.history.snapshot import DocumentState, RunSnapshot, TopicState
+from coverage_core.wording import count
 
 __all__ = ["TOPIC_MATCH_OVERLAP", "Changes", "DocumentChange", "TopicChange", "changes_since"]
 
@@ -210,9 +211,6 @@ def _matches(sources: Sequence[TopicState], targets: Sequence[TopicState]) -> li
 # ---------------------------------------------------------------- the reason sentence
 
 
-def _count(n: int, noun: str) -> str:
-    """``"1 document"``, ``"2 documents"``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _document_parts(added, removed, changed) -> list[str]:
@@ -223,12 +221,12 @@ def _document_parts(added, removed, changed) -> list[str]:
             verdict = "untested" if untested else "tested"
         else:
             verdict = {0: "all tested", len(added): "none tested"}.get(untested, f"{untested} untested")
-        parts.append(f"+{_count(len(added), 'document')}, {verdict}")
+        parts.append(f"+{count(len(added), 'document')}, {verdict}")
     if removed:
-        parts.append(f"{_count(len(removed), 'document')} removed")
+        parts.append(f"{count(len(removed), 'document')} removed")
     if changed:
         untested = sum(d.is_untested for d in changed)
-        part = f"{_count(len(changed), 'document')} changed"
+        part = f"{count(len(changed), 'document')} changed"
         if untested:
             part += ", untested now" if len(changed) == 1 else f", {untested} untested now"
         parts.append(part)
@@ -238,18 +236,18 @@ def _document_parts(added, removed, changed) -> list[str]:
 def _question_parts(added, removed) -> list[str]:
     parts = []
     if added:
-        parts.append(f"+{_count(len(added), 'question')}")
+        parts.append(f"+{count(len(added), 'question')}")
     if removed:
-        parts.append(f"{_count(len(removed), 'question')} removed")
+        parts.append(f"{count(len(removed), 'question')} removed")
     return parts
 
 
 def _topic_parts(lost, gained) -> list[str]:
     parts = []
     if lost:
-        parts.append(f"{_count(len(lost), 'topic')} lost {'its' if len(lost) == 1 else 'their'} tests")
+        parts.append(f"{count(len(lost), 'topic')} lost {'its' if len(lost) == 1 else 'their'} tests")
     if gained:
-        parts.append(f"{_count(len(gained), 'topic')} gained tests")
+        parts.append(f"{count(len(gained), 'topic')} gained tests")
     return parts
 
 

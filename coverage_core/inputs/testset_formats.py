@@ -43,6 +43,7 @@ import pandas as pd
 from coverage_core.errors import InputError
 from coverage_core.types import IngestWarning
 from coverage_core.validation import is_blank
+from coverage_core.wording import count
 
 __all__ = [
     "ToolFormat",
@@ -168,8 +169,6 @@ def reference_passages(cell, style: str = LIST) -> tuple[str, ...]:
     return tuple(dict.fromkeys(passage for passage in passages if passage))
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 NOTE_PREFIX = "Read as a "
@@ -183,7 +182,7 @@ def is_format_note(message: object) -> bool:
 
 def describe(tool_format: ToolFormat, n_questions: int, n_with_passages: int) -> str:
     """The one sentence telling the user how the file was read."""
-    head = f"{NOTE_PREFIX}{tool_format.tool} test set: {_plural(n_questions, 'question')}"
+    head = f"{NOTE_PREFIX}{tool_format.tool} test set: {count(n_questions, 'question')}"
     if tool_format.context_column is None or n_with_passages == 0:
         return f"{head} (without reference passages)."
     if n_with_passages >= n_questions:
@@ -279,7 +278,7 @@ def _json_lines(body: str, name: str, error: ValueError) -> tuple[list[dict], li
         shown = ", ".join(str(number) for number in bad[:5]) + (" …" if len(bad) > 5 else "")
         warnings.append(IngestWarning(
             name,
-            f"{_plural(len(bad), 'line')} ({shown}) could not be read as a JSON object and were skipped; "
+            f"{count(len(bad), 'line')} ({shown}) could not be read as a JSON object and were skipped; "
             "fix or delete them.",
         ))
     return records, warnings
