@@ -35,7 +35,7 @@ from datetime import datetime
 from coverage_core.history.snapshot import DocumentState, RunSnapshot, TopicState
 from coverage_core.wording import count
 
-__all__ = ["TOPIC_MATCH_OVERLAP", "Changes", "DocumentChange", "TopicChange", "changes_since"]
+__all__ = ["TOPIC_MATCH_OVERLAP", "Changes", "DocumentChange", "TopicChange", "changes_since", "points_words"]
 
 TOPIC_MATCH_OVERLAP = 0.5
 """Least weighted overlap of members (module docstring) for two topics of different runs to be the same topic."""
@@ -269,6 +269,12 @@ def _reason(parts: list[str], change: float | None) -> str:
         listed = listed[0].upper() + listed[1:]
     if change is None:
         return f"{listed}: change in tested share not known"
+    return f"{listed}: {points_words(change)}"
+
+
+def points_words(change: float) -> str:
+    """A tested-share change in percentage points as every history sentence writes it: "−4.1 points",
+    "+0.0 points" (rounded to a tenth; a true minus sign)."""
     shown = round(change, 1)
     sign = MINUS if shown < 0 else "+"
-    return f"{listed}: {sign}{abs(shown):.1f} points"
+    return f"{sign}{abs(shown):.1f} points"

@@ -355,3 +355,16 @@ def test_a_database_url_with_a_password_never_appears_on_the_page(history_file, 
     assert SECRET not in every_text(at)
     at.button(key=state.W_HISTORY_USE_FILE).click().run()
     assert state.HISTORY_URL not in at.session_state and SECRET not in every_text(at)
+
+
+def test_the_page_headline_words_the_change_as_the_reason_does():
+    import pandas as pd
+
+    from coverage_core.history.changes import points_words
+
+    # 64.50% -> 53.34%: the shown shares (64.5, 53.3) differ by 11.2, the exact change is 11.16.
+    runs = pd.DataFrame({"run": [2, 3], "tested_share": [0.6450, 0.5334]})
+    sentence = view.share_sentence(runs)
+    assert sentence == "53% of the knowledge base tested at run 3 (\u221211.2 points since run 2); 2 runs recorded."
+    assert points_words(100 * (0.5334 - 0.6450)) in sentence
+    assert view.share_sentence(runs.iloc[:1]) == "64% of the knowledge base tested at run 2; 1 run recorded."

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from coverage_core.history.changes import points_words
 from coverage_core.outputs.plots.history import run_names
 from ui import formats
 
@@ -89,10 +90,10 @@ def share_sentence(runs: pd.DataFrame) -> str:
     """The latest tested share and its change since the run before, in one sentence (numbers only)."""
     last = runs.iloc[-1]
     sentence = f"{formats.percent(last['tested_share'])} of the knowledge base tested at run {int(last['run'])}"
-    if len(runs) >= 2:
-        shown, change = formats.share_change(runs["tested_share"].iloc[-2], last["tested_share"])
-        words = "no change" if change == formats.NO_CHANGE else change.replace("pts", "points")
-        sentence += f" ({words} since run {int(runs['run'].iloc[-2])})"
+    before = runs["tested_share"].iloc[-2] if len(runs) >= 2 else None
+    if before is not None and pd.notna(before) and pd.notna(last["tested_share"]):
+        change = points_words(100 * (float(last["tested_share"]) - float(before)))
+        sentence += f" ({change} since run {int(runs['run'].iloc[-2])})"
     return sentence + f"; {formats.count(len(runs), 'run')} recorded."
 
 
