@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +33,6 @@ from coverage_core.validation import check_scalar
 
 __all__ = ["HistoryRequest", "HistorySession", "history_output", "history_request", "open_session"]
 
-_SQLITE_URL = re.compile(r"^sqlite(?:\+\w+)?:///(.+)$")
 
 
 @dataclass(frozen=True)
@@ -102,18 +100,9 @@ def history_request(args: argparse.Namespace, env: Mapping[str, str] | None = No
     return request
 
 
-def _sqlite_path(target: str) -> str | None:
-    """The file a target names (a plain path, or a ``sqlite:///`` URL); None for a server URL or memory."""
-    found = _SQLITE_URL.match(target)
-    if found:
-        path = found[1].split("?", 1)[0]
-        return None if path in ("", ":memory:") else path
-    return None if location.is_url(target) else target
-
-
 def history_output(request: HistoryRequest | None) -> list[tuple[str, str]]:
     """The history file as an output ``(name, path)`` for the overlap checks; [] for none or a server."""
-    path = _sqlite_path(request.target) if request is not None else None
+    path = location.history_file(request.target) if request is not None else None
     return [(request.target_named_by, path)] if path else []
 
 
@@ -245,7 +234,7 @@ def open_session(request: HistoryRequest | None) -> HistorySession | None:
     """
     if request is None:
         return None
-    path = _sqlite_path(request.target)
+    path = location.history_file(request.target)
     if path is not None and not os.path.exists(path):
         if request.since is not None:
             raise InputError(f"--since {request.since}: the history {Path(path)} does not exist yet; record a run "

@@ -29,6 +29,7 @@ from coverage_core.history import (
     redact_history_url,
     snapshot_of_analysis,
 )
+from coverage_core.history.location import check_chosen_history, history_file
 from coverage_core.outputs.report import build_report
 from ui import engine, exports, state
 from ui.messages import shown_message
@@ -88,13 +89,37 @@ def keep_database_url() -> None:
 
 def exists() -> bool:
     """Whether the session's history is there to read: a database is; a file once created (looking at the
-    History page never creates one)."""
+    History page never creates one). A file the user may not choose counts as there, so that opening it says
+    why, and nothing tells whether it exists."""
     where = target()
+    try:
+        check_choice()
+    except CoverageError:
+        return True
     return URL_MARK in where or Path(where).exists()
 
 
+def chosen_folders() -> list[Path]:
+    """Where a history file chosen on the page may be: the server's working directory, and the folder of the
+    server's own history file."""
+    folders = [Path.cwd()]
+    server_file = history_file(default_history_target(os.environ))
+    if server_file is not None:
+        folders.append(Path(server_file).expanduser().resolve().parent)
+    return folders
+
+
+def check_choice() -> None:
+    """InputError (one sentence) when the session's history is a file the user may not choose."""
+    chosen = state.get(state.HISTORY_URL) or state.get(state.HISTORY_FILE)
+    if chosen:
+        check_chosen_history(chosen, chosen_folders())
+
+
 def open_store() -> HistoryStore:
-    """The session's history, opened (created when new). Raises InputError with one sentence when it cannot be."""
+    """The session's history, opened (created when new). Raises InputError with one sentence when it cannot be,
+    or when it is a file the user may not choose (:func:`check_choice`)."""
+    check_choice()
     return open_history(target())
 
 

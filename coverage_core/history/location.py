@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from coverage_core.errors import InputError
 
 __all__ = [
+    "CHOSEN_FILE_SUFFIXES",
     "DEFAULT_HISTORY_FILE",
     "HISTORY_ENV",
     "LABEL_MAX_CHARS",
     "RECORD_ENV",
+    "check_chosen_history",
     "checked_label",
     "default_history_target",
+    "history_file",
     "is_url",
     "redact_history_url",
 ]
@@ -27,6 +31,10 @@ DEFAULT_HISTORY_FILE = ".coverage-history.sqlite"
 LABEL_MAX_CHARS = 200
 """Longest run label: a branch, a commit or a release name, never a text."""
 
+CHOSEN_FILE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+"""What a history file chosen in the dashboard may be called."""
+
+_SQLITE_URL = re.compile(r"^sqlite(?:\+\w+)?:///(.+)$")
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _SECRET_QUERY = re.compile(r"([?&;](?:password|passwd|pwd|sslpassword|secret|token|api_key|key)=)[^&;#]*",
                            re.IGNORECASE)
@@ -73,3 +81,33 @@ def checked_label(label: str, named_by: str = "A run label") -> str:
         raise InputError(f"{named_by} must be one line of at most {LABEL_MAX_CHARS} characters, such as a branch, "
                          "a commit or a release name.")
     return label
+
+
+def history_file(target: str) -> str | None:
+    """The file a target names (a plain path, or a ``sqlite:///`` URL); None for a server URL or memory."""
+    found = _SQLITE_URL.match(target)
+    if found:
+        path = found[1].split("?", 1)[0]
+        return None if path in ("", ":memory:") else path
+    return None if is_url(target) else target
+
+
+def check_chosen_history(target: str, folders: Sequence[str | os.PathLike]) -> None:
+    """InputError unless ``target``, a history a dashboard user typed, is a server URL or a file named
+    ``*.sqlite``, ``*.sqlite3`` or ``*.db`` inside one of ``folders`` (links resolved).
+
+    The dashboard runs as the server's user for everyone who can open it: a typed path must not make it
+    create or read files anywhere else on the server.
+    """
+    path = history_file(target)
+    if path is None:
+        if target.lower().startswith("sqlite"):
+            raise InputError("An in-memory history keeps nothing; give a file name such as "
+                             f"{DEFAULT_HISTORY_FILE}.")
+        return
+    resolved = Path(path).expanduser().resolve()
+    roots = [Path(folder).expanduser().resolve() for folder in folders]
+    if resolved.suffix.lower() not in CHOSEN_FILE_SUFFIXES or not any(resolved.is_relative_to(r) for r in roots):
+        where = " or ".join(str(r) for r in roots)
+        raise InputError(f"A history file chosen here must end in {', '.join(CHOSEN_FILE_SUFFIXES)} and be inside "
+                         f"{where}; choose such a file, or ask the operator to set {HISTORY_ENV}.")

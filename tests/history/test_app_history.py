@@ -368,3 +368,21 @@ def test_the_page_headline_words_the_change_as_the_reason_does():
     assert sentence == "53% of the knowledge base tested at run 3 (\u221211.2 points since run 2); 2 runs recorded."
     assert points_words(100 * (0.5334 - 0.6450)) in sentence
     assert view.share_sentence(runs.iloc[:1]) == "64% of the knowledge base tested at run 2; 1 run recorded."
+
+
+@pytest.mark.parametrize("typed", ["{outside}/elsewhere.sqlite", "{outside}/../etc-like/cron-job",
+                                   "{inside}/notes.txt", "sqlite:///{outside}/elsewhere.sqlite", "sqlite://"])
+def test_a_history_file_typed_on_the_page_must_be_a_history_in_the_servers_folders(history_file, tmp_path, typed):
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    typed = typed.format(outside=outside, inside=history_file.parent)
+    at = run_page(HISTORY_PAGE)
+    at.text_input(key=state.W_HISTORY_FILE).input(typed).run()
+    assert not at.exception
+    (error,) = texts(at.error)
+    assert error.startswith(("A history file chosen here must end in .sqlite, .sqlite3, .db and be inside",
+                             "An in-memory history keeps nothing")), error
+    assert not list(outside.iterdir()) and not (history_file.parent / "notes.txt").exists()
+    # A history beside the server's own is fine: it is created when a run is saved there.
+    at.text_input(key=state.W_HISTORY_FILE).input(str(history_file.parent / "team.sqlite")).run()
+    assert not at.exception and not texts(at.error)

@@ -344,3 +344,19 @@ def test_a_run_with_a_damaged_part_is_one_sentence_and_the_others_still_load(tmp
         with pytest.raises(InputError, match=rf"^Run {second.run} in the history .* is damaged and cannot be read"):
             store.load(second.run)
         assert store.load(first.run).label == "main"
+
+
+def test_a_chosen_history_file_is_checked_against_the_allowed_folders(tmp_path):
+    from coverage_core.history.location import check_chosen_history, history_file
+
+    inside = tmp_path / "kept"
+    inside.mkdir()
+    (inside / "link.sqlite").symlink_to(tmp_path / "outside.sqlite")
+    check_chosen_history(str(inside / "runs.sqlite"), [inside])
+    check_chosen_history(f"sqlite:///{inside}/runs.db", [inside])
+    check_chosen_history("postgresql://u:p@db/coverage", [inside])  # a server: nothing on this disk
+    for refused in (tmp_path / "runs.sqlite", inside / "runs.txt", inside / ".." / "runs.sqlite", inside / "link.sqlite"):
+        with pytest.raises(InputError, match="^A history file chosen here must end in .sqlite, .sqlite3, .db"):
+            check_chosen_history(str(refused), [inside])
+    assert history_file("sqlite:///a/b.sqlite?mode=ro") == "a/b.sqlite"
+    assert history_file("postgresql://db/x") is None and history_file("runs.sqlite") == "runs.sqlite"
