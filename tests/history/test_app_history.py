@@ -12,6 +12,7 @@ import json
 import os
 from datetime import datetime, timezone
 
+import pandas as pd
 import pytest
 
 from coverage_core.config import AnalysisConfig
@@ -358,8 +359,6 @@ def test_a_database_url_with_a_password_never_appears_on_the_page(history_file, 
 
 
 def test_the_page_headline_words_the_change_as_the_reason_does():
-    import pandas as pd
-
     from coverage_core.history.changes import points_words
 
     # 64.50% -> 53.34%: the shown shares (64.5, 53.3) differ by 11.2, the exact change is 11.16.
@@ -386,3 +385,19 @@ def test_a_history_file_typed_on_the_page_must_be_a_history_in_the_servers_folde
     # A history beside the server's own is fine: it is created when a run is saved there.
     at.text_input(key=state.W_HISTORY_FILE).input(str(history_file.parent / "team.sqlite")).run()
     assert not at.exception and not texts(at.error)
+
+
+def test_runs_close_together_are_drawn_across_an_hour_not_milliseconds():
+    from datetime import timedelta
+
+    moment = datetime(2026, 11, 28, 0, 13, 52, tzinfo=timezone.utc)
+    runs = pd.DataFrame({"run": [1, 2], "label": ["", "main"], "recorded_at": [moment, moment + timedelta(seconds=3)],
+                         "tested_share": [0.6, 0.55], "n_untested_documents": [2, 3], "n_undertested_documents": [0, 0],
+                         "n_gaps": [3, 3], "n_offtopic_questions": [18, 18]})
+    runs["recorded_at"] = pd.to_datetime(runs["recorded_at"], utc=True)
+    for figure in (history_plots.tested_share_over_time(runs), history_plots.verdict_counts_over_time(runs)):
+        low, high = (pd.Timestamp(end) for end in figure.layout.xaxis.range)
+        assert high - low == history_plots.MIN_TIME_SPAN
+        assert low < pd.Timestamp(moment.replace(tzinfo=None)) < high
+    spread = runs.assign(recorded_at=runs["recorded_at"] + pd.to_timedelta([0, 3], unit="D"))
+    assert history_plots.tested_share_over_time(spread).layout.xaxis.range is None  # days apart: Plotly's own range

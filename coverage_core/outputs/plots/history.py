@@ -54,6 +54,8 @@ VERDICT_SERIES = (
 
 RUN_COLUMNS = ("run", "label", "recorded_at", "tested_share") + tuple(column for column, *_ in VERDICT_SERIES)
 
+MIN_TIME_SPAN = pd.Timedelta(hours=1)
+"""The least span of a time axis: runs closer together than this are drawn across it."""
 TIMELINE_DOCUMENTS = 40
 """Documents the timeline draws at most (a row each): those untested now first, then the most recently changed."""
 
@@ -103,6 +105,18 @@ def _times(runs: pd.DataFrame) -> list[str]:
     return list(_utc(runs["recorded_at"]).dt.strftime(TIME_FORMAT))
 
 
+def _time_axis(fig: go.Figure, runs: pd.DataFrame) -> None:
+    """The time axis, titled; runs recorded within ``MIN_TIME_SPAN`` of each other are drawn across at least that
+    span, so one run (or a burst of them) reads as a date, not as ticks a millisecond apart."""
+    fig.update_xaxes(title="recorded (UTC)")
+    moments = _utc(runs["recorded_at"]).dropna()
+    if moments.empty or moments.max() - moments.min() >= MIN_TIME_SPAN:
+        return
+    middle = moments.min() + (moments.max() - moments.min()) / 2
+    ends = pd.Series([middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2])
+    fig.update_xaxes(range=list(ends.dt.strftime(TIME_FORMAT)))
+
+
 def _array(values) -> np.ndarray:
     """``values`` (texts, times as text, None for a break) as an object array: Plotly takes an array as it is,
     where it checks a list item by item (seconds for the timeline of 1,000 runs)."""
@@ -131,7 +145,7 @@ def tested_share_over_time(runs: pd.DataFrame) -> go.Figure:
         hovertemplate="%{customdata[1]}<br>%{y:.1%} of the knowledge base tested<extra></extra>",
     ))
     fig.update_yaxes(title="share of passages tested", tickformat=".0%", range=[0, 1.02])
-    fig.update_xaxes(title="recorded (UTC)")
+    _time_axis(fig, runs)
     subtitle = "One point per recorded run. Pick two points to see what changed between them."
     return layout(fig, "Is the test set keeping up?", subtitle, legend=None, clickmode="event+select")
 
@@ -147,7 +161,7 @@ def verdict_counts_over_time(runs: pd.DataFrame) -> go.Figure:
             hovertemplate=f"%{{customdata}}<br>%{{y:,}} {name}<extra></extra>",
         ))
     fig.update_yaxes(title="count", rangemode="tozero")
-    fig.update_xaxes(title="recorded (UTC)")
+    _time_axis(fig, runs)
     return layout(fig, "What needs attention, run by run", "The verdicts of each recorded run.")
 
 
@@ -228,7 +242,7 @@ def document_timeline_chart(
             })
     fig = go.Figure(data=traces)
     fig.update_yaxes(**axis, autorange="reversed", title=None)
-    fig.update_xaxes(title="recorded (UTC)")
+    _time_axis(fig, runs)
     subtitle = "A row per document, in the colour of its verdict from each change on."
     if total > len(shown):
         subtitle += f" {len(shown):,} of {total:,} documents shown: untested now first, then the latest changes."
