@@ -387,17 +387,18 @@ def test_a_history_file_typed_on_the_page_must_be_a_history_in_the_servers_folde
     assert not at.exception and not texts(at.error)
 
 
-def test_runs_close_together_are_drawn_across_an_hour_not_milliseconds():
+def test_a_lone_run_is_drawn_across_an_hour_not_milliseconds():
     from datetime import timedelta
 
-    moment = datetime(2026, 11, 28, 0, 13, 52, tzinfo=timezone.utc)
-    runs = pd.DataFrame({"run": [1, 2], "label": ["", "main"], "recorded_at": [moment, moment + timedelta(seconds=3)],
-                         "tested_share": [0.6, 0.55], "n_untested_documents": [2, 3], "n_undertested_documents": [0, 0],
-                         "n_gaps": [3, 3], "n_offtopic_questions": [18, 18]})
+    moment = datetime(2026, 11, 28, 0, 13, 52, 459000, tzinfo=timezone.utc)
+    runs = pd.DataFrame({"run": [1], "label": ["main"], "recorded_at": [moment], "tested_share": [0.6],
+                         "n_untested_documents": [2], "n_undertested_documents": [0], "n_gaps": [3],
+                         "n_offtopic_questions": [18]})
     runs["recorded_at"] = pd.to_datetime(runs["recorded_at"], utc=True)
     for figure in (history_plots.tested_share_over_time(runs), history_plots.verdict_counts_over_time(runs)):
         low, high = (pd.Timestamp(end) for end in figure.layout.xaxis.range)
-        assert high - low == history_plots.MIN_TIME_SPAN
+        assert high - low == history_plots.LONE_RUN_SPAN
         assert low < pd.Timestamp(moment.replace(tzinfo=None)) < high
-    spread = runs.assign(recorded_at=runs["recorded_at"] + pd.to_timedelta([0, 3], unit="D"))
-    assert history_plots.tested_share_over_time(spread).layout.xaxis.range is None  # days apart: Plotly's own range
+    # Two runs seconds apart keep Plotly's own range, so their points stay apart to be picked.
+    two = pd.concat([runs, runs.assign(run=2, recorded_at=runs["recorded_at"] + timedelta(seconds=3))])
+    assert history_plots.tested_share_over_time(two).layout.xaxis.range is None

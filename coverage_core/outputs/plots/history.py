@@ -54,8 +54,8 @@ VERDICT_SERIES = (
 
 RUN_COLUMNS = ("run", "label", "recorded_at", "tested_share") + tuple(column for column, *_ in VERDICT_SERIES)
 
-MIN_TIME_SPAN = pd.Timedelta(hours=1)
-"""The least span of a time axis: runs closer together than this are drawn across it."""
+LONE_RUN_SPAN = pd.Timedelta(hours=1)
+"""The span of the time axis when every run shown was recorded at one moment."""
 TIMELINE_DOCUMENTS = 40
 """Documents the timeline draws at most (a row each): those untested now first, then the most recently changed."""
 
@@ -106,14 +106,13 @@ def _times(runs: pd.DataFrame) -> list[str]:
 
 
 def _time_axis(fig: go.Figure, runs: pd.DataFrame) -> None:
-    """The time axis, titled; runs recorded within ``MIN_TIME_SPAN`` of each other are drawn across at least that
-    span, so one run (or a burst of them) reads as a date, not as ticks a millisecond apart."""
+    """The time axis, titled; a single moment (one run) is drawn across ``LONE_RUN_SPAN``, so it reads as a date,
+    not as ticks a millisecond apart (runs at different moments keep Plotly's range: their points stay apart)."""
     fig.update_xaxes(title="recorded (UTC)")
     moments = _utc(runs["recorded_at"]).dropna()
-    if moments.empty or moments.max() - moments.min() >= MIN_TIME_SPAN:
+    if moments.empty or moments.max() > moments.min():
         return
-    middle = moments.min() + (moments.max() - moments.min()) / 2
-    ends = pd.Series([middle - MIN_TIME_SPAN / 2, middle + MIN_TIME_SPAN / 2])
+    ends = pd.Series([moments.min() - LONE_RUN_SPAN / 2, moments.min() + LONE_RUN_SPAN / 2])
     fig.update_xaxes(range=list(ends.dt.strftime(TIME_FORMAT)))
 
 
