@@ -45,6 +45,7 @@ __all__ = [
     "QuestionState",
     "RunSnapshot",
     "TopicState",
+    "as_utc",
     "content_hash",
     "question_hash",
     "snapshot_of",
@@ -134,7 +135,7 @@ class RunSnapshot:
     traffic: Mapping[str, Any] | None = field(default=None)
 
     def __post_init__(self):
-        object.__setattr__(self, "recorded_at", _utc(self.recorded_at))
+        object.__setattr__(self, "recorded_at", as_utc(self.recorded_at))
         for name in ("documents", "questions", "topics"):  # a list given by a caller would break equality and hashing
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -219,7 +220,7 @@ def _document_dict(document: DocumentState) -> dict:
     return entry
 
 
-def _utc(moment: Any) -> datetime:
+def as_utc(moment: Any) -> datetime:
     """``moment`` in UTC; a naive datetime is taken to be UTC already."""
     if not isinstance(moment, datetime):
         raise InputError(f"A run's time must be a date and time, not {type(moment).__name__}; give a datetime.")
@@ -292,7 +293,7 @@ class _Record:
             moment = datetime.fromisoformat(value)
         except ValueError:
             self._wrong(key, "an ISO 8601 date and time")
-        return _utc(moment)
+        return as_utc(moment)
 
     def figures(self, key: str, optional: bool = False) -> dict | None:
         """A flat mapping of names to numbers, flags, None (or short texts)."""

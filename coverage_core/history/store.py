@@ -55,7 +55,7 @@ from coverage_core.history.location import (
     is_url,
     redact_history_url,
 )
-from coverage_core.history.snapshot import DocumentState, QuestionState, RunSnapshot, TopicState
+from coverage_core.history.snapshot import DocumentState, QuestionState, RunSnapshot, TopicState, as_utc
 
 SLICE_TARGET = 32
 """Average items per list slice: an edited document rewrites its slice (~3 KB: the slice holding a given
@@ -390,7 +390,7 @@ class HistoryStore:
                                                   for ref, n in members))
                        for label, n_chunks, n_questions, share, is_gap, members in topic_rows)
         return RunSnapshot(
-            recorded_at=_utc(row["recorded_at"]), label=row["label"], tool_version=row["tool_version"],
+            recorded_at=as_utc(row["recorded_at"]), label=row["label"], tool_version=row["tool_version"],
             provider=row["provider"], model=row["model"], support_threshold=row["support_threshold"],
             threshold_reliable=row["threshold_reliable"], headline=json.loads(row["headline"]),
             documents=documents, questions=questions, topics=topics,
@@ -432,7 +432,7 @@ class HistoryStore:
             previous_names: list[str] = []
             previous_untested = np.zeros(0, dtype=bool)
             for run_id, recorded_at, corpus, verdicts in connection.execute(query.order_by(_runs.c.id)).all():
-                at = _utc(recorded_at)
+                at = as_utc(recorded_at)
                 names = self._names(connection, corpus)
                 untested = self._verdicts(connection, verdicts)
                 if corpus == previous_corpus:
@@ -695,11 +695,9 @@ def _damaged(shown: str) -> InputError:
 
 
 def _run_info(row) -> RunInfo:
-    return RunInfo(run=int(row.id), label=row.label, recorded_at=_utc(row.recorded_at),
+    return RunInfo(run=int(row.id), label=row.label, recorded_at=as_utc(row.recorded_at),
                    tool_version=row.tool_version, provider=row.provider, model=row.model,
                    support_threshold=row.support_threshold, threshold_reliable=row.threshold_reliable,
                    headline=json.loads(row.headline))
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from coverage_core.history.changes import points_words
+
 __all__ = [
     "MAX_LISTED",
     "SinceCase",
@@ -111,7 +113,7 @@ def _share(value: Any) -> str:
 
 def _points(value: Any) -> str:
     number = _number(value)
-    return "n/a" if number is None else f"{number:+.1f} points".replace("-", "−")
+    return "n/a" if number is None else points_words(number)
 
 
 def _document_words(document: Mapping) -> str:

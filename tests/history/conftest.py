@@ -146,3 +146,32 @@ def record_runs(target: str, label: str, count: int) -> list[int]:
 
     with HistoryStore(target) as store:
         return [store.record(make_snapshot(label=label, seed=index)).run for index in range(count)]
+
+
+# ---------------------------------------------------------------- two real runs (the issue's walk)
+FIRST_DOCUMENTS = ("Drum.txt", "Flute.txt")
+ADDED_DOCUMENTS = ("Koala.txt", "Lobster.txt")  # no question of the Drum and Flute set is about them
+
+
+def two_analysed_runs(cache_dir) -> tuple[list, str]:
+    """Snapshots of two runs with the bundled model: Drum and Flute, then the same with Koala and Lobster added
+    and the first question removed; and that question."""
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.embeddings import EmbeddingCache, make_embedder
+    from coverage_core.history import snapshot_of_analysis
+    from coverage_core.inputs.ingest import read_documents
+    from coverage_core.inputs.questions import read_questions
+    from coverage_core.outputs.report import build_report
+    from coverage_core.session import analyze
+    from tests.app_support import EXAMPLE, subset_csv
+
+    embedder, cache = make_embedder("local"), EmbeddingCache(cache_dir)
+    questions = read_questions(subset_csv(("Drum", "Flute")), name="questions.csv")
+    fewer = read_questions(questions.frame.iloc[1:].to_csv(index=False).encode(), name="questions.csv")
+    snapshots = []
+    for names, asked in ((FIRST_DOCUMENTS, questions), (FIRST_DOCUMENTS + ADDED_DOCUMENTS, fewer)):
+        documents = read_documents([EXAMPLE / "docs" / name for name in names]).documents
+        analysis = analyze(AnalysisConfig(support_threshold=0.5, n_clusters=3), documents, asked,
+                           embedder=embedder, cache=cache)
+        snapshots.append(snapshot_of_analysis(analysis, build_report(analysis), label="main"))
+    return snapshots, questions.texts[0]

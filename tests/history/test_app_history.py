@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from coverage_core.config import AnalysisConfig
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.history import (
     HISTORY_ENV,
@@ -24,22 +23,18 @@ from coverage_core.history import (
     QuestionState,
     RunSnapshot,
     open_history,
-    snapshot_of_analysis,
 )
 from coverage_core.history.snapshot import content_hash, question_hash
 from coverage_core.inputs.ingest import read_documents
-from coverage_core.inputs.questions import read_questions
 from coverage_core.outputs.plots import history as history_plots
-from coverage_core.outputs.report import build_report
-from coverage_core.session import analyze
 from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, shown, subset_csv, texts
+from tests.history.conftest import ADDED_DOCUMENTS, two_analysed_runs
 from ui import state
 from ui.views import history as view
 
 HISTORY_PAGE = "pages/10_history.py"
 RESULTS_PAGE = "pages/3_results.py"
 CONFIGURE_PAGE = "pages/2_configure.py"
-ADDED = ("Koala.txt", "Lobster.txt")  # no question of the slice is about them
 SECRET = "s3cret-pw"
 BEACON = "![x](http://127.0.0.2:9/beacon.png)"
 
@@ -58,17 +53,7 @@ def seeded(module_cache_dir):
 @pytest.fixture(scope="module")
 def two_runs(module_cache_dir):
     """Snapshots of two runs: Drum and Flute, then the same with Koala and Lobster added and one question gone."""
-    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
-    questions = read_questions(subset_csv(("Drum", "Flute")), name="questions.csv")
-    fewer = read_questions(questions.frame.iloc[1:].to_csv(index=False).encode(), name="questions.csv")
-    snapshots = []
-    for names, asked, label in ((("Drum.txt", "Flute.txt"), questions, "main"),
-                                (("Drum.txt", "Flute.txt") + ADDED, fewer, "main")):
-        documents = read_documents([EXAMPLE / "docs" / name for name in names]).documents
-        analysis = analyze(AnalysisConfig(support_threshold=0.5, n_clusters=3), documents, asked,
-                           embedder=embedder, cache=cache)
-        snapshots.append(snapshot_of_analysis(analysis, build_report(analysis), label=label))
-    return snapshots, questions.texts[0]
+    return two_analysed_runs(module_cache_dir)
 
 
 @pytest.fixture
@@ -206,17 +191,17 @@ def test_the_page_names_the_documents_added_as_untested_and_the_question_removed
     assert "**2 documents added or changed since run 1 have no test: no on-topic question targets them.**" in texts(
         at.markdown)
     (named,) = texts(at.error)
-    assert named.splitlines() == [f"- {name}: added since run 1, untested" for name in ADDED]
+    assert named.splitlines() == [f"- {name}: added since run 1, untested" for name in ADDED_DOCUMENTS]
     headings = texts(at.subheader)
     assert "Documents added (2)" in headings and "Questions removed (1)" in headings
     tables = [frame.value for frame in at.dataframe]
     added = next(t for t in tables if "now" in t)
-    assert sorted(added["document"]) == sorted(ADDED) and set(added["now"]) == {"untested"}
+    assert sorted(added["document"]) == sorted(ADDED_DOCUMENTS) and set(added["now"]) == {"untested"}
     assert any("question" in t and list(t["question"]) == [removed] for t in tables)
     # Filtering by label keeps both runs (both are "main"); the timeline draws the new documents untested.
     timeline = next(chart for chart in charts(at) if chart["layout"]["title"]["text"].startswith("When each"))
     untested_rows = {y for trace in timeline["data"] if trace.get("name") == "untested" for y in trace["y"] if y}
-    assert set(ADDED) <= untested_rows
+    assert set(ADDED_DOCUMENTS) <= untested_rows
 
 
 @pytest.mark.slow
@@ -280,30 +265,29 @@ def test_automatic_recording_records_each_analysis_once(seeded, history_file):
     with open_history(str(history_file)) as store:
         assert [run.run for run in store.runs()] == [1]
     # The same inputs and settings run again (the embedded inputs forgotten): the same analysis, not recorded twice.
-    for key in (state.CORPUS, state.QUESTION_VECTORS):
-        del at.session_state[key]
-    at.switch_page(CONFIGURE_PAGE).run()
-    at.button(key=state.W_RUN).click().run()
+    run_again(at)
     assert not at.exception
     with open_history(str(history_file)) as store:
         assert len(store.runs()) == 1
     # Another analysis (other settings) is recorded; with the toggle off, nothing is.
-    at.session_state[state.SETTINGS] = values[state.SETTINGS].replace(n_clusters=3)
-    for key in (state.CORPUS, state.QUESTION_VECTORS):
-        del at.session_state[key]
-    at.switch_page(CONFIGURE_PAGE).run()
-    at.button(key=state.W_RUN).click().run()
+    run_again(at, values[state.SETTINGS].replace(n_clusters=3))
     with open_history(str(history_file)) as store:
         assert len(store.runs()) == 2
     at.switch_page(HISTORY_PAGE).run()
     at.toggle(key=state.W_HISTORY_AUTO).set_value(False).run()
-    at.session_state[state.SETTINGS] = values[state.SETTINGS].replace(n_clusters=2)
+    run_again(at, values[state.SETTINGS].replace(n_clusters=2))
+    with open_history(str(history_file)) as store:
+        assert len(store.runs()) == 2
+
+
+def run_again(at, settings=None) -> None:
+    """Run the analysis once more from Configure (with ``settings`` if given), its embedded inputs forgotten."""
+    if settings is not None:
+        at.session_state[state.SETTINGS] = settings
     for key in (state.CORPUS, state.QUESTION_VECTORS):
         del at.session_state[key]
     at.switch_page(CONFIGURE_PAGE).run()
     at.button(key=state.W_RUN).click().run()
-    with open_history(str(history_file)) as store:
-        assert len(store.runs()) == 2
 
 
 @pytest.mark.slow

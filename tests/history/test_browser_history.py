@@ -18,36 +18,19 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from coverage_core.config import AnalysisConfig
-from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.history import open_history, snapshot_of_analysis
-from coverage_core.inputs.ingest import read_documents
-from coverage_core.inputs.questions import read_questions
-from coverage_core.outputs.report import build_report
-from coverage_core.session import analyze
-from tests.app_support import EXAMPLE, subset_csv
+from coverage_core.history import open_history
 from tests.helpers import check_figures, open_page, screenshot, streamlit_server
+from tests.history.conftest import ADDED_DOCUMENTS, two_analysed_runs
 
 pytestmark = pytest.mark.slow
 
-FIRST = ("Drum.txt", "Flute.txt")
-ADDED = ("Koala.txt", "Lobster.txt")  # no question of the test set is about them
 WEB_SCHEMES = ("http", "https", "ws", "wss")
 
 
 @pytest.fixture(scope="module")
 def snapshots(module_cache_dir):
     """The two runs' snapshots (the second with two documents added and one question removed), and that question."""
-    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
-    questions = read_questions(subset_csv(("Drum", "Flute")), name="questions.csv")
-    fewer = read_questions(questions.frame.iloc[1:].to_csv(index=False).encode(), name="questions.csv")
-    made = []
-    for names, asked in ((FIRST, questions), (FIRST + ADDED, fewer)):
-        documents = read_documents([EXAMPLE / "docs" / name for name in names]).documents
-        analysis = analyze(AnalysisConfig(support_threshold=0.5, n_clusters=3), documents, asked,
-                           embedder=embedder, cache=cache)
-        made.append(snapshot_of_analysis(analysis, build_report(analysis), label="main"))
-    return made, questions.texts[0]
+    return two_analysed_runs(module_cache_dir)
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +87,7 @@ def _walk(server: str, page, snapshots, history_file) -> None:
 
     main = page.get_by_test_id("stMain").inner_text().replace("\u2060", "")
     assert "2 runs recorded" in main
-    for name in ADDED:
+    for name in ADDED_DOCUMENTS:
         assert f"{name}: added since run 1, untested" in main, main
     assert "2 documents added or changed since run 1 have no test" in main
     assert re.search(r"\+2 documents", main), main
@@ -125,5 +108,5 @@ def _walk(server: str, page, snapshots, history_file) -> None:
         page.wait_for_timeout(2000)  # the rerun after the selection
     page.get_by_text("From run 1 to run 2:").wait_for()
     main = page.get_by_test_id("stMain").inner_text().replace("\u2060", "")
-    assert all(f"{name}: added since run 1, untested" in main for name in ADDED)
+    assert all(f"{name}: added since run 1, untested" in main for name in ADDED_DOCUMENTS)
     assert "Traceback" not in main and page.get_by_test_id("stException").count() == 0
