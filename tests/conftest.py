@@ -96,19 +96,27 @@ def analysis():
 
 
 @pytest.fixture(scope="session")
-def example_analysis(tmp_path_factory):
+def example_cache(tmp_path_factory):
+    """One embedding cache for the analyses of the bundled example: its passages are embedded once."""
+    from coverage_core.embeddings import EmbeddingCache
+
+    return EmbeddingCache(tmp_path_factory.mktemp("example-cache"))
+
+
+@pytest.fixture(scope="session")
+def example_analysis(example_cache):
     """The whole bundled example (examples/wiki-qa) analysed once per session with the bundled model.
 
     τ is set to 0.5, so the figures do not move with calibration. Read it, never change it.
     """
     from coverage_core.config import AnalysisConfig
-    from coverage_core.embeddings import EmbeddingCache, make_embedder
+    from coverage_core.embeddings import make_embedder
     from coverage_core.inputs.ingest import read_documents
     from coverage_core.inputs.questions import read_questions
     from coverage_core.session import analyze
 
     example = PROJECT / "examples" / "wiki-qa"
-    cache = EmbeddingCache(tmp_path_factory.mktemp("example-cache"))
+    cache = example_cache
     documents = read_documents([example / "docs"]).documents
     questions = read_questions(example / "questions.csv")
     config = AnalysisConfig(support_threshold=0.5)

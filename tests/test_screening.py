@@ -747,3 +747,102 @@ def test_a_name_whose_passages_say_nothing_else_the_question_asks_is_flagged_eve
                                "holding more than 0% of the question's other words).")
     assert codes[partnership] == "" and not s.is_outlier_[partnership]
     assert np.isnan(s.subject_company_[partnership])
+
+
+def _short_questions(passage, direction, similarity, n, rng):
+    """``n`` questions close to each other, at about ``similarity`` to ``passage``."""
+    return unit(similarity * passage + np.sqrt(1 - similarity**2) * (direction + 0.02 * rng.normal(size=(n, D))))
+
+
+def test_questions_short_of_the_level_together_are_flagged_and_a_lone_one_is_not(corpus):
+    Q, C, labels, y = corpus
+    rng = np.random.default_rng(3)
+    passage = C[0]
+    away = [unit(v - passage * (v @ passage)) for v in rng.normal(size=(2, D))]
+    group = _short_questions(passage, away[0], 0.5, 5, rng)
+    lone = _short_questions(passage, away[1], 0.45, 1, rng)
+    questions = np.vstack([Q[~y], group, lone])
+    s = QuestionScreener(question_support_threshold=TAU).fit(questions, C, labels)
+    first, last = int((~y).sum()), len(questions) - 1
+    margins = s.support_margin_[first:]
+    # Each is short of the level, none by enough to be flagged alone.
+    assert ((margins < 0) & (margins > margin_cut(0.5))).all(), margins
+    assert not s._short_of_support(0.5, neighbours=False)[first:].any()
+    assert s.is_outlier_[first:last].all() and not s.is_outlier_[last]
+    assert np.isnan(s.neighbour_margin_[last]) and (s.neighbour_margin_[first:last] < 0).all()
+    assert not s.is_outlier_[:first].any()
+    assert (s.offtopic_score(0.5)[first:last] > 0).all() and s.offtopic_score(0.5)[last] <= 0
+    codes, details = s.explain(0.5)
+    assert set(codes[first:last]) == {"no_support"}
+    assert all(d.endswith("The questions most like it fall short too: together they ask about what the "
+                          "documents lack.") for d in details[first:last])
+    # Strictness 0 asks more of the group too; flags still grow with strictness.
+    assert not s.decide(0.0)[first:].any()
+    assert not (s.decide(0.5) & ~s.decide(1.0)).any()
+
+
+def test_a_short_question_among_supported_like_questions_is_not_flagged():
+    got = verdicts.is_off_topic([-0.5, -0.5, -0.5, -0.8, 0.1], cut=-0.75,
+                                neighbour_margin=[-0.1, 0.2, np.nan, 0.5, -1.0], neighbour_cut=0.0)
+    assert got.tolist() == [True, False, False, True, False]
+    assert verdicts.is_off_topic([-0.5], cut=-0.75, neighbour_margin=[-1.0]).tolist() == [False]
+
+
+def test_the_neighbours_median_needs_enough_near_neighbours():
+    from coverage_core.stages.neighbourhoods import neighbour_median
+
+    values = np.array([1.0, -2.0, 3.0, -4.0])
+    neighbours = np.array([[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]])
+    similarity = np.array([[0.9, 0.6, 0.4], [0.9, 0.3, 0.2], [0.7, 0.6, 0.5], [0.1, 0.1, 0.1]])
+    got = neighbour_median(values, neighbours, similarity, min_similarity=0.5, min_count=2)
+    np.testing.assert_allclose(got, [0.5, np.nan, -2.0, np.nan])
+
+
+def test_real_model_flags_a_group_of_questions_about_instruments_the_example_lacks(example_cache, tmp_path):
+    """The bundled example (drum, flute, trumpet and seven other articles) with questions on five
+    instruments it has no article on: some are short of the support level only a little, beside their
+    like questions; no question of the example's own is flagged for its neighbours."""
+    import pandas as pd
+
+    from coverage_core.config import AnalysisConfig
+    from coverage_core.embeddings import make_embedder
+    from coverage_core.inputs.ingest import read_documents
+    from coverage_core.inputs.questions import read_questions
+    from coverage_core.session import analyze
+    from tests.helpers import PROJECT, WIKI
+
+    example = PROJECT / "examples" / "wiki-qa"
+    pairs = pd.read_csv(WIKI / "question_answer_pairs.txt", sep="\t", encoding="latin-1")
+    lacking = pairs[pairs.ArticleTitle.isin(["Cymbal", "Xylophone", "Guitar", "Violin", "Cello"])]
+    asked = list(dict.fromkeys(lacking.Question.dropna().str.strip()))
+    own = pd.read_csv(example / "questions.csv")
+    genuine = (own.answerable == "yes").to_numpy()
+    table = pd.DataFrame({"question": own.question.tolist() + asked})
+    table.to_csv(tmp_path / "questions.csv", index=False)
+    questions = read_questions(tmp_path / "questions.csv")
+    documents = read_documents([example / "docs"]).documents
+    analysis = analyze(AnalysisConfig(), documents, questions, embedder=make_embedder("local"), cache=example_cache)
+    s, n = analysis.screener, len(own)
+    alone = s._short_of_support(s.strictness, neighbours=False) | s.absent_subject_
+    with_neighbours = s.is_outlier_ & ~alone
+    assert not with_neighbours[:n][genuine].any()
+    assert with_neighbours[n:].sum() >= 1
+    assert s.is_outlier_[n:].mean() > alone[n:].mean() >= 0.8
+    _, details = s.explain(s.strictness)
+    assert all("The questions most like it fall short too" in details[q] for q in np.flatnonzero(with_neighbours))
+
+
+def test_like_questions_do_not_flag_where_the_word_check_leaves_inflections_apart(corpus):
+    Q, C, labels, y = corpus
+    rng = np.random.default_rng(3)
+    passage = C[0]
+    away = unit(rng.normal(size=D) - passage * (rng.normal(size=D) @ passage))
+    questions = np.vstack([Q[~y], _short_questions(passage, away, 0.5, 5, rng)])
+    chunk_texts = [f"Les habitants de la commune numéro {i} cultivaient autrefois les vignes sur les collines "
+                   "qui entourent la rivière." for i in range(len(C))]
+    question_texts = [f"Quelles cultures les habitants de la commune numéro {i} pratiquaient-ils autrefois ?"
+                      for i in range(len(questions))]
+    s = QuestionScreener(question_support_threshold=TAU).fit(
+        questions, C, labels, question_texts=question_texts, chunk_texts=chunk_texts)
+    assert np.isnan(s.neighbour_margin_).all()
+    assert (s._short_of_support(0.5) == s._short_of_support(0.5, neighbours=False)).all()

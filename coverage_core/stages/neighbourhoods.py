@@ -192,6 +192,20 @@ def question_neighbours(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return index, similarity
 
 
+def neighbour_median(values: np.ndarray, neighbours: np.ndarray, similarity: np.ndarray,
+                     min_similarity: float, min_count: int) -> np.ndarray:
+    """Each row's median of ``values`` over its neighbours at ``similarity >= min_similarity``; NaN
+    with fewer than ``min_count`` of them. ``neighbours`` and ``similarity`` of shape (n, k) as from
+    :func:`question_neighbours`; returns shape (n,)."""
+    near = np.asarray(similarity) >= min_similarity
+    taken = np.where(near, np.asarray(values, dtype=np.float64)[neighbours], np.nan)
+    median = np.full(len(taken), np.nan)
+    enough = near.sum(axis=1) >= min_count
+    if enough.any():
+        median[enough] = np.nanmedian(taken[enough], axis=1)
+    return median
+
+
 def lof_scores(
     neighbours: np.ndarray, similarity: np.ndarray, k: int, notes: list[str]
 ) -> np.ndarray:

@@ -478,3 +478,16 @@ def named_in_passing(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
     """The question's name that least shares a passage with the rest of the question (``company``), if any."""
     named = [e for e in evidence if np.isfinite(e.company) and not e.in_document_names]
     return min(named, key=lambda e: e.company) if named else None
+
+
+def subject_sentence(subject: str, n_passages: int, company: float) -> str:
+    """Why a question is flagged for its subject, in one sentence: never mentioned, or mentioned only in
+    passing (``company`` finite: with little of the rest of the question; NaN: not where the question looks)."""
+    if n_passages == 0:
+        return f"Asks about {subject}, which the documents never mention."
+    passages = "passage" if n_passages == 1 else "passages"
+    if np.isfinite(company):
+        return (f"Asks about {subject}, which the documents mention only in passing ({n_passages} {passages}, "
+                f"none holding more than {company:.0%} of the question's other words).")
+    return (f"Asks about {subject}, which the documents mention only in passing ({n_passages} {passages}, "
+            "none of those closest to the question).")
