@@ -84,6 +84,9 @@ EMBEDDING_UNIT = 0.1
 LEXICAL_CUT = 0.7
 LEXICAL_UNIT = 0.25
 STRICTNESS_SPAN = 1.5
+# How much shorter of the cut a question may be when its like questions fall short too
+# (verdicts.is_off_topic): half the span, the support level itself at the default strictness.
+NEIGHBOUR_RELIEF = STRICTNESS_SPAN / 2
 
 # The off-topic score shown for a question flagged only for its absent
 # subject (one unit of evidence past the cut): positive like every flag.
@@ -729,10 +732,14 @@ class QuestionScreener:
             cut = margin_cut(strictness)
             if not neighbours:
                 return verdicts.is_off_topic(self.support_margin_, cut)
-            return verdicts.is_off_topic(self.support_margin_, cut, self.neighbour_margin_, cut + STRICTNESS_SPAN / 2)
+            return verdicts.is_off_topic(self.support_margin_, cut, self.neighbour_margin_, cut + NEIGHBOUR_RELIEF)
         # Without τ (library use only: every product path calibrates) questions are ranked against each
         # other, which no verdict may do: a fallback, not a decision the product shows.
         return self.outlier_score_ > self._threshold(strictness)
+
+    def _short_with_neighbours(self, strictness: float) -> np.ndarray:
+        """The questions short of support only because their like questions are short too."""
+        return self._short_of_support(strictness) & ~self._short_of_support(strictness, neighbours=False)
 
     def offtopic_score(self, strictness: float) -> np.ndarray:
         """The off-topic score a user reads: > 0 exactly for the questions :meth:`decide` flags.
@@ -745,10 +752,9 @@ class QuestionScreener:
         """
         check_strictness(strictness)
         if self.support_margin_ is not None:
-            cut = margin_cut(strictness)
-            score = cut - np.asarray(self.support_margin_, dtype=np.float64)
+            score = margin_cut(strictness) - np.asarray(self.support_margin_, dtype=np.float64)
             # Flagged beside short neighbours: the shortfall below the cut that applies to it.
-            score = np.where(self._short_of_support(strictness) & (score <= 0), score + STRICTNESS_SPAN / 2, score)
+            score = np.where(self._short_with_neighbours(strictness), score + NEIGHBOUR_RELIEF, score)
         elif np.isfinite(self._threshold(strictness)):
             score = (self.outlier_score_ - self._threshold(strictness)) / self.scale_
         else:
@@ -767,7 +773,7 @@ class QuestionScreener:
         for a common word in no passage ("cougar") is ``"absent_subject"``.
         """
         short = self._short_of_support(strictness)
-        with_neighbours = short & ~self._short_of_support(strictness, neighbours=False)
+        with_neighbours = self._short_with_neighbours(strictness)
         codes = np.full(self.n_questions_, "", dtype=object)
         details = [""] * self.n_questions_
         tau = self.question_support_threshold
