@@ -259,9 +259,17 @@ class _Grid:
         self.page.mouse.click(*self.point(column, row))
 
     def select(self, column: int, row: int) -> None:
-        """Select a cell: click near it, then walk there with the arrow keys."""
-        self.click(column, row)
-        _wait_for(lambda: self.selected() is not None, "a selected cell", seconds=10)
+        """Select a cell: click near it, then walk there with the arrow keys. The click is
+        retried: a rerun that moves or redraws the grid can swallow it."""
+        for attempt in range(4):
+            self.editor.scroll_into_view_if_needed()
+            self.click(column, row)
+            try:
+                _wait_for(lambda: self.selected() is not None, "a selected cell", seconds=5)
+                break
+            except AssertionError:
+                if attempt == 3:
+                    raise
         current = self.selected()
         for _ in range(20):
             if current == (column, row):
