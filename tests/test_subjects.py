@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from coverage_core import verdicts
+from coverage_core.stages import subjects
 from coverage_core.stages.subjects import question_subjects, subject_presence
 
 
@@ -151,3 +152,37 @@ def test_a_misspelt_word_counts_as_its_fix_only_when_the_question_reaches_that_f
 
 def test_era_markers_are_no_subjects():
     assert names("Did Vietnamese come to predominate politically in 2nd century BC?") == [("Vietnamese", "name")]
+    # Written eras too: "since Before Christ" asks about a time.
+    assert names("Had the drums been used in Sri Lanka since Before Christ?") == [("Sri Lanka", "name")]
+    assert names("Was it built in the first century of the Common Era?") == []
+
+
+VOLTA_CHUNKS = [
+    "Alessandro Volta was an Italian physicist who invented the battery.",
+    "Volta was born in Como and taught at Pavia.",
+    "Egyptian tombs held jars that some call ancient batteries.",
+]
+
+
+def test_a_name_in_passing_is_what_a_question_asks_of_a_document_subject_it_reaches():
+    question = ["Was Alessandro Volta an Egyptian?"]
+    own = subject_presence(question, VOLTA_CHUNKS, np.array([[0, 1]]), document_names=["Alessandro_Volta.txt"])[0]
+    assert subjects.asks_of_a_document_subject(own)
+    assert subjects.weakest_subject(own) is None
+    # Without the document of that name, or not reaching it, the passing name is the weakest subject.
+    other = subject_presence(question, VOLTA_CHUNKS, np.array([[0, 1]]), document_names=["Battery.txt"])[0]
+    assert subjects.weakest_subject(other).subject.text == "Egyptian"
+    far = subject_presence(question, VOLTA_CHUNKS, np.array([[2]]), document_names=["Alessandro_Volta.txt"])[0]
+    assert not subjects.asks_of_a_document_subject(far)
+    # A name no passage has still counts.
+    absent = subject_presence(["Was Alessandro Volta a friend of Pasteur?"], VOLTA_CHUNKS, np.array([[0, 1]]),
+                              document_names=["Alessandro_Volta.txt"])[0]
+    assert subjects.weakest_subject(absent).subject.text == "Pasteur"
+
+
+def test_a_past_form_is_no_absent_word():
+    assert subjects.absent_word(list(animal_evidence("What prompted the octopus to change colour?").values())) is None
+    found = subjects.absent_word(list(animal_evidence("What made the cougar change colour?").values()))
+    assert found.subject.text == "cougar"
+    # Short words ending in -ed are nouns as often as not.
+    assert subjects.absent_word(list(animal_evidence("Does the octopus breed?").values())).subject.text == "breed"
