@@ -186,3 +186,12 @@ def test_a_past_form_is_no_absent_word():
     assert found.subject.text == "cougar"
     # Short words ending in -ed are nouns as often as not.
     assert subjects.absent_word(list(animal_evidence("Does the octopus breed?").values())).subject.text == "breed"
+
+
+def test_a_term_the_question_asks_a_subject_is_called_is_no_absent_word():
+    for question in ("Is the octopus called a siphon?", "Is the octopus known as a devilfish?",
+                     "Is the octopus referred to as the devilfish?"):
+        assert subjects.absent_word(list(animal_evidence(question).values())) is None, question
+    # The subject itself, named before the term, still counts.
+    found = subjects.absent_word(list(animal_evidence("Is the cougar called a puma?").values()))
+    assert found.subject.text == "cougar"

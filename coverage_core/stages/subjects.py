@@ -81,6 +81,11 @@ _ERA = re.compile(r"\b(?:Before (?:the )?Common Era|Common Era|Before Christ|Ann
 # A past form ("prompted", "bolted") is what a question says happened, not what it is about: absent from
 # the passages, it is a paraphrase more often than a subject. From six letters ("breed", "speed" are nouns).
 _PAST_FORM = re.compile(r"[a-z]{4,}ed")
+# The word after these is a name the question asks about its subject ("Is one of the parts of a cymbal
+# called a disc?"): in no passage, the answer is no, not another subject. The verbs themselves say
+# nothing of a subject either.
+_NAMING = frozenset((b"called", b"named", b"termed", b"dubbed"))
+_NAMING_AS = frozenset((b"known", b"referred"))  # "known as", "referred to as"
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;:])\s+|\n+")
 _TOKEN = re.compile(r"[^\W_](?:[\w&\-.]*[^\W_])?(?:['\u2019]s\b|(?<=s)['\u2019](?!\w))?", re.UNICODE)
@@ -346,15 +351,31 @@ def _content_words(text: str, subjects: list[Subject], reading: Reading = ENGLIS
         return []
     taken = {t for sub in subjects for t in sub.stems}
     found: list[Subject] = []
-    for word in words_of(reading.text(text)):
+    written = words_of(reading.text(text))
+    for i, word in enumerate(written):
         if (word in reading.stop or not long_enough(word, reading.stop_characters)
-                or not word.decode("utf-8", "replace").isalpha()):
+                or not word.decode("utf-8", "replace").isalpha() or word in _NAMING or word in _NAMING_AS
+                or _names_a_term(written, i)):
             continue
         stem = normalize_word(word)
         if stem not in taken:
             taken.add(stem)
             found.append(Subject(word.decode("utf-8", "replace"), "word", (stem,)))
     return found
+
+
+def _names_a_term(words: list[bytes], i: int) -> bool:
+    """Whether ``words[i]`` follows a naming verb ("called", "known as", "referred to as"), skipping
+    an article ("called a disc")."""
+    j = i - 1
+    if j >= 0 and words[j] in (b"a", b"an", b"the"):
+        j -= 1
+    if j >= 0 and words[j] in _NAMING:
+        return True
+    if j >= 1 and words[j] == b"as":
+        before = words[j - 2] if j >= 2 and words[j - 1] == b"to" else words[j - 1]
+        return before in _NAMING_AS
+    return False
 
 
 def subject_presence(
