@@ -68,8 +68,17 @@ def test_the_model_answers_text_and_json_through_the_openai_client(local_server)
     text = client.complete_text("You write one quiz question about a passage.",
                                 "Passage: Koalas eat eucalyptus leaves.\n\nWrite one question.", max_tokens=32)
     assert isinstance(text, str) and text.strip()
-    value = client.complete_json("Reply with JSON only.", 'Give {"animal": "<an animal>"} for a koala.')
-    assert isinstance(value, (dict, list))
+    # The 135M model samples (temperature 0.2) and now and then writes no JSON twice in a row; that must
+    # come back as one sentence, and of three tries at least one must give a JSON value.
+    values = []
+    for _ in range(3):
+        try:
+            values.append(client.complete_json("Reply with JSON only.", 'Give {"animal": "<an animal>"} for a koala.'))
+            break
+        except ProviderError as failed:
+            assert failed.kind == "bad_response" and "did not return valid JSON" in str(failed)
+            assert "\n" not in str(failed)
+    assert values and isinstance(values[0], (dict, list))
 
 
 def test_written_questions_on_the_example_hold_the_keep_rule(example_analysis):
