@@ -55,6 +55,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from coverage_core.errors import InputError
 from coverage_core.suggest.gaps import GapConfig, rank_gaps
 from coverage_core.validation import is_number
 
@@ -254,7 +255,7 @@ def is_off_topic(support_margin, cut: float, neighbour_margin=None, neighbour_cu
     genuine questions fall short of the level together too (held-out halves
     of fr-qa and zh-qa, ``benchmarks/eval_languages.py``, automatic model:
     genuine flagged 7.1% -> 43.5% and 2.6% -> 9.2%).
-    The user's overrides come after it (``screening.apply_overrides``).
+    The user's overrides come after it (:func:`apply_overrides`).
 
     support_margin, neighbour_margin : array-like of shape (n_questions,); returns bool of that shape.
     """
@@ -579,3 +580,42 @@ def _ranked_gaps(analysis) -> list[GapTopic]:
                  int(by_id.loc[k, "size"]))
         for k, _ in ranked
     ]
+
+
+def apply_overrides(
+    is_outlier: np.ndarray,
+    rows: Sequence[int],
+    force_include: Sequence[int] = (),
+    force_exclude: Sequence[int] = (),
+) -> np.ndarray:
+    """Apply the user's decisions on top of the automatic screening.
+
+    Parameters
+    ----------
+    is_outlier : ndarray of shape (n_questions,), bool
+        Automatic decision (True = off-topic, left out of the analysis).
+    rows : sequence of int, length n_questions
+        0-based row of each question in the user's file.
+    force_include : sequence of int
+        File rows to keep as on-topic whatever the screening says.
+    force_exclude : sequence of int
+        File rows to treat as off-topic whatever the screening says. A row in
+        both lists is excluded (the more cautious choice).
+
+    Returns
+    -------
+    is_outlier : ndarray of shape (n_questions,), bool
+        A new array; rows not present in ``rows`` are ignored.
+    """
+    decision = np.array(is_outlier, dtype=bool, copy=True)
+    rows = np.asarray(rows)
+    if decision.shape != rows.shape:
+        raise InputError(
+            f"is_outlier and rows must have the same length, got {decision.shape[0]} "
+            f"and {rows.shape[0]}."
+        )
+    if len(force_include):
+        decision[np.isin(rows, np.asarray(list(force_include)))] = False
+    if len(force_exclude):
+        decision[np.isin(rows, np.asarray(list(force_exclude)))] = True
+    return decision

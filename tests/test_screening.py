@@ -5,7 +5,6 @@ from coverage_core import verdicts
 from coverage_core.stages.lexical import lexical_coverage, normalize_word
 from coverage_core.stages.screening import (
     QuestionScreener,
-    apply_overrides,
     chunk_density,
     margin_cut,
     strictness_to_z,
@@ -195,18 +194,18 @@ def test_chunk_alone_in_its_cluster_has_zero_density():
 def test_apply_overrides():
     auto = np.array([True, False, True, False])
     rows = [10, 11, 12, 13]
-    out = apply_overrides(auto, rows, force_include=[10, 99], force_exclude=[13])
+    out = verdicts.apply_overrides(auto, rows, force_include=[10, 99], force_exclude=[13])
     np.testing.assert_array_equal(out, [False, False, True, True])
     np.testing.assert_array_equal(auto, [True, False, True, False])  # input untouched
     assert out is not auto
     # A row forced both ways is excluded; no overrides returns an equal copy.
     np.testing.assert_array_equal(
-        apply_overrides(auto, rows, force_include=[11], force_exclude=[11]),
+        verdicts.apply_overrides(auto, rows, force_include=[11], force_exclude=[11]),
         [True, True, True, False],
     )
-    np.testing.assert_array_equal(apply_overrides(auto, rows), auto)
+    np.testing.assert_array_equal(verdicts.apply_overrides(auto, rows), auto)
     with pytest.raises(ValueError, match="same length"):
-        apply_overrides(auto, rows[:3])
+        verdicts.apply_overrides(auto, rows[:3])
 
 
 @pytest.mark.slow

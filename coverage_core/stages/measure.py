@@ -20,7 +20,7 @@ from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module, similarity
 from coverage_core.stages.calibration import Calibration
-from coverage_core.stages.screening import QuestionScreener, apply_overrides
+from coverage_core.stages.screening import QuestionScreener
 from coverage_core.stages.topics import topic_labels
 from coverage_core.suggest.gaps import representatives_by_cluster
 from coverage_core.types import QuestionSet
@@ -119,7 +119,7 @@ def _screen_questions(
     else:
         decision = screener.decide(config.strictness) if config.strictness is not None else screener.is_outlier_
     warnings.extend(screener.warnings_)
-    is_outlier = apply_overrides(decision, questions.rows, force_include, force_exclude)
+    is_outlier = verdicts.apply_overrides(decision, questions.rows, force_include, force_exclude)
     inliers = question_embedding.vectors[~is_outlier]
     if len(inliers) == 0:
         warnings.append("Every question was screened out as off-topic, so all coverage is 0; include some questions or lower the strictness.")

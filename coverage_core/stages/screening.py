@@ -177,45 +177,6 @@ def _as_matrix(X, name: str) -> np.ndarray:
     return unit_rows(np.ascontiguousarray(X, dtype=np.float32), copy=False)
 
 
-def apply_overrides(
-    is_outlier: np.ndarray,
-    rows: Sequence[int],
-    force_include: Sequence[int] = (),
-    force_exclude: Sequence[int] = (),
-) -> np.ndarray:
-    """Apply the user's decisions on top of the automatic screening.
-
-    Parameters
-    ----------
-    is_outlier : ndarray of shape (n_questions,), bool
-        Automatic decision (True = off-topic, left out of the analysis).
-    rows : sequence of int, length n_questions
-        0-based row of each question in the user's file.
-    force_include : sequence of int
-        File rows to keep as on-topic whatever the screening says.
-    force_exclude : sequence of int
-        File rows to treat as off-topic whatever the screening says. A row in
-        both lists is excluded (the more cautious choice).
-
-    Returns
-    -------
-    is_outlier : ndarray of shape (n_questions,), bool
-        A new array; rows not present in ``rows`` are ignored.
-    """
-    decision = np.array(is_outlier, dtype=bool, copy=True)
-    rows = np.asarray(rows)
-    if decision.shape != rows.shape:
-        raise InputError(
-            f"is_outlier and rows must have the same length, got {decision.shape[0]} "
-            f"and {rows.shape[0]}."
-        )
-    if len(force_include):
-        decision[np.isin(rows, np.asarray(list(force_include)))] = False
-    if len(force_exclude):
-        decision[np.isin(rows, np.asarray(list(force_exclude)))] = True
-    return decision
-
-
 class QuestionScreener:
     """Score every question for being off-topic, judged against the documents.
 
