@@ -119,13 +119,16 @@ def main() -> None:
     originals = [i for i, chunk in enumerate(chunks) if COPY not in chunk.document]
     calibration = calibrate([chunks[i] for i in originals], chunk_vectors[originals], embed, random_state=0)
     tau = calibration.support_threshold
+    product_margin = verdicts.target_margin(calibration)  # what the analysis uses on this corpus
+    margins = sorted({*MARGINS, product_margin})
     chunk_documents = [Path(chunk.document).stem for chunk in chunks]
     documents = list(dict.fromkeys(chunk_documents))
     root = np.array([d.replace(COPY, "") for d in documents])
     n_passages = Counter(chunk_documents)
     print(f"{len(articles)} articles + {len(documents) - len(articles)} near-duplicate copies, {len(chunks)} chunks, "
           f"{len(questions)} questions, k = {K}")
-    print(f"calibrated τ = {tau:.3f} ({calibration.method}, {calibration.n_probes} probes)")
+    print(f"calibrated τ = {tau:.3f} ({calibration.method}, {calibration.n_probes} probes); the product's margin "
+          f"here {product_margin:.4f} (verdicts.target_margin)")
 
     unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)  # noqa: E731
     similarity = (unit(question_vectors) @ unit(chunk_vectors).T).astype(np.float32)  # (questions, chunks)
@@ -165,7 +168,7 @@ def main() -> None:
                 reached = metrics.tested_chunks(1.0 - np.clip(sims.max(axis=0, initial=-1.0), -1, 1), tau)
                 old = pd.Series(reached).groupby(pd.Series(docs)).mean().reindex(documents)
                 targeted = {}
-                for margin in MARGINS:
+                for margin in margins:
                     counts = Counter(d for t in metrics.question_targets(
                         top_k, top_k_sim, chunk_documents, tau, K, margin=margin) for d in t)
                     targeted[margin] = np.array([counts.get(d, 0) for d in documents])
@@ -186,7 +189,7 @@ def main() -> None:
 
     print("\ntuning half: mean F1 over scenarios and levels by margin and questions needed")
     tuning = {}
-    for margin in MARGINS:
+    for margin in margins:
         for needed in MIN_QUESTIONS:
             figures = np.array([evaluate((margin, needed), "tune", s, level) for s in SCENARIOS for level in LEVELS])
             tuning[margin, needed] = figures[:, 2].mean()
@@ -195,17 +198,18 @@ def main() -> None:
                   f"worst false flags {figures[:, 4].max():.0f})")
     best = max(tuning.values())
     chosen = min(rule for rule, f1 in tuning.items() if f1 >= best - TIE)
-    print(f"best margin {chosen[0]:.2f} with {chosen[1]} question(s) (verdicts: TARGET_MARGIN = "
-          f"{verdicts.TARGET_MARGIN}, MIN_TARGETING_QUESTIONS = {verdicts.MIN_TARGETING_QUESTIONS})")
+    print(f"best margin {chosen[0]:.3f} with {chosen[1]} question(s) (verdicts: TARGET_MARGIN = "
+          f"{verdicts.TARGET_MARGIN}, here {product_margin:.4f} by TARGET_MARGIN_SHARE = "
+          f"{verdicts.TARGET_MARGIN_SHARE}; MIN_TARGETING_QUESTIONS = {verdicts.MIN_TARGETING_QUESTIONS})")
 
     print("\nheld-out half: precision / recall / F1, false flags per run (mean, worst)")
     for scenario in SCENARIOS:
         for level in LEVELS:
-            for rule, name in (((verdicts.TARGET_MARGIN, verdicts.MIN_TARGETING_QUESTIONS), "targets"),
-                               ((verdicts.TARGET_MARGIN, 1), "targets, 1 q"), ((0.0, 1), "top-1, 1 q"),
+            for rule, name in (((product_margin, verdicts.MIN_TARGETING_QUESTIONS), "targets"),
+                               ((product_margin, 1), "targets, 1 q"), ((0.0, 1), "top-1, 1 q"),
                                ("old", "old share")):
                 p, r, f1, false_mean, false_max, n = evaluate(rule, "test", scenario, level)
-                label = f"{name} (margin {rule[0]:.2f}, {rule[1]} q)" if rule != "old" else name
+                label = f"{name} (margin {rule[0]:.3f}, {rule[1]} q)" if rule != "old" else name
                 print(f"  {scenario:6s} {level:.0%} untested, {n} documents, {label:22s}: precision {p:.3f} "
                       f"recall {r:.3f} F1 {f1:.3f}, false flags {false_mean:.2f} (worst {false_max})")
 
@@ -214,7 +218,7 @@ def main() -> None:
         flagged, total, untested_long = 0, 0, 0
         for seed in SEEDS:
             targeted, truth, _, share, in_scenario = runs["thin", level, seed]
-            counts = targeted[verdicts.TARGET_MARGIN]  # is_untested / is_undertested read the product's rule
+            counts = targeted[product_margin]  # is_untested / is_undertested read the product's rule
             mask = half["test"] & in_scenario & ~truth
             flagged += int(verdicts.is_undertested(counts[mask], np.nan_to_num(share[mask])).sum())
             long_mask = mask & np.isin(root, list(long_articles))

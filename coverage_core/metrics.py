@@ -553,7 +553,8 @@ def question_targets(
     passage" (and exact ties); a small margin also counts a near-duplicate
     copy of that passage in another document. A question screened out
     (``inliers`` False), or whose best passage is below τ, targets nothing.
-    The margin's evidence is at :data:`coverage_core.verdicts.TARGET_MARGIN`.
+    The analysis passes :func:`coverage_core.verdicts.target_margin` (the
+    default's evidence is at :data:`coverage_core.verdicts.TARGET_MARGIN`).
 
     Returns
     -------

@@ -218,3 +218,28 @@ def test_a_name_never_in_company_of_the_rest_of_the_question_is_absent():
     assert is_absent_subject(n, retrieved, company=company).tolist() == [False, True, True, False, False]
     assert is_absent_subject(n, retrieved, company=company, foreign=[False, True, False, False, False]).tolist() == [
         False, False, True, False, False]
+
+
+def test_the_target_margin_is_a_share_of_the_corpus_own_similarity_gap():
+    from coverage_core.stages.calibration import Calibration, default, override
+
+    # all-MiniLM-L6-v2 on English (a gap of 0.1) and multilingual-e5-small on French (0.015).
+    english = Calibration(0.5, "pseudo-queries", positive_median=0.50, negative_median=0.40)
+    french = Calibration(0.84, "pseudo-queries", positive_median=0.841, negative_median=0.826)
+    assert verdicts.target_margin(english) == pytest.approx(0.02, abs=1e-9)
+    assert verdicts.target_margin(french) == pytest.approx(0.003, abs=1e-9)
+    # Nothing measured, or measured but not trusted: the fixed margin.
+    collapsed = Calibration(0.3, "default: model default", positive_median=0.5, negative_median=0.56, reliable=False)
+    for calibration in (override(0.6), default(), collapsed):
+        assert verdicts.target_margin(calibration) == verdicts.TARGET_MARGIN
+
+
+def test_a_compressed_similarity_range_no_longer_lets_a_neighbour_document_be_targeted():
+    from coverage_core import metrics
+
+    # One question whose best passage is in a.txt and whose second, 0.01 lower, is in b.txt: with MiniLM's
+    # margin b.txt counts as targeted; with the margin of a corpus whose gap is 0.015 it does not.
+    top, sims = np.array([[0, 1]]), np.array([[0.850, 0.840]])
+    documents = ["a.txt", "b.txt"]
+    assert metrics.question_targets(top, sims, documents, 0.8, 2, margin=verdicts.TARGET_MARGIN) == [("a.txt", "b.txt")]
+    assert metrics.question_targets(top, sims, documents, 0.8, 2, margin=0.2 * 0.015) == [("a.txt",)]

@@ -140,9 +140,11 @@ def _tested(
     screener: QuestionScreener,
     is_outlier: np.ndarray,
     support_threshold: float,
+    target_margin: float = verdicts.TARGET_MARGIN,
 ) -> _Tested:
     """The passages the on-topic questions test (each question's top ``config.tested_k`` at τ) and the
-    documents they target, from the top chunks the screener kept when they suffice (else one more pass)."""
+    documents they target (within ``target_margin`` of their best passage), from the top chunks the
+    screener kept when they suffice (else one more pass)."""
     n_chunks, k = len(corpus.chunks), config.tested_k
     inliers = ~np.asarray(is_outlier, dtype=bool)
     top_chunks, top_similarities = screener.question_top_chunks_, screener.question_top_similarities_
@@ -161,7 +163,7 @@ def _tested(
     return _Tested(
         metrics.retrieved_tested_chunks(top_chunks, top_similarities, n_chunks, support_threshold, k, inliers),
         metrics.question_targets(
-            top_chunks, top_similarities, corpus.chunk_documents, support_threshold, k, inliers
+            top_chunks, top_similarities, corpus.chunk_documents, support_threshold, k, inliers, target_margin
         ),
     )
 
@@ -364,7 +366,8 @@ def measure(
     question_table, duplicates = _question_table(
         config, corpus, questions, vectors, clustering, scan, screener, is_outlier
     )
-    tested = _tested(config, corpus, vectors, screener, is_outlier, support_threshold)
+    tested = _tested(config, corpus, vectors, screener, is_outlier, support_threshold,
+                     verdicts.target_margin(calibration))
     return Analysis(
         config=config, corpus=corpus, questions=questions, question_vectors=vectors, clustering=clustering,
         screener=screener, is_outlier=is_outlier, min_distances=scan.min_distances,
