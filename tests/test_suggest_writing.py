@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from coverage_core.suggest.gaps import NOTE_TURNED_OFF, GapConfig, analyze_gaps, spread_passages
-from coverage_core.suggest.writing import DROP_REASONS, WritingConfig, tidy_question, write_questions
+from coverage_core.suggest.writing import (
+    DROP_REASONS,
+    PassageRanks,
+    WritingConfig,
+    example_questions,
+    tidy_question,
+    write_questions,
+)
 from coverage_core.validation import SettingError
 from tests.fakes import chat_reply, error_reply
 from tests.test_gaps import (
@@ -18,6 +25,7 @@ from tests.test_gaps import (
     CHAT,
     COVERAGE,
     DOCUMENTS,
+    JAKARTA,
     LABELS,
     MIN_DISTANCES,
     TEXTS,
@@ -121,6 +129,60 @@ def test_a_question_in_another_language_than_its_passage_is_dropped(fake_api):
     assert written.dropped[0].reason == DROP_REASONS["language"].format(language="French")
     prompt = fake_api.requests_to(CHAT)[0].body["messages"][1]["content"]
     assert "Write the question in French" in prompt
+
+
+def test_the_worked_example_is_the_users_question_closest_to_its_passage_per_language():
+    questions = [
+        "Bread?",                                              # too short: no example
+        "Which city in Indonesia is sinking?",                 # English, reaches a Jakarta passage
+        "Who made famous violins in Cremona?",                 # English, reaches a violin passage as well
+        "Pourquoi Jakarta s'enfonce-t-elle dans la mer ?",     # French
+        "Violins and bread and Jakarta: which came first?",    # English, but spread over three topics
+    ]
+    examples = example_questions(questions, TEXTS, PassageRanks(VECTORS), _embed_by_words, candidates=["en", "fr"])
+    assert set(examples) == {"en", "fr"}
+    passage, question = examples["en"]
+    assert question in questions[1:3] and passage in VIOLIN + JAKARTA
+    assert _embed_by_words([question])[0] @ _embed_by_words([passage])[0] > 0  # its own passage, on its topic
+    assert examples["fr"] == (JAKARTA[0], questions[3])
+    # Vectors given are used as they are, in the questions' order.
+    given = example_questions(questions, TEXTS, PassageRanks(VECTORS), None, candidates=["en", "fr"],
+                              question_vectors=_embed_by_words(questions))
+    assert given == examples
+    assert example_questions(["Bread?", "Violins."], TEXTS, PassageRanks(VECTORS), _embed_by_words) == {}
+
+
+def test_the_model_sees_the_worked_example_of_the_passages_language_before_its_prompt(fake_api):
+    example = ("Stradivari crafted violins in Cremona.", "Qui a fabriqué des violons à Crémone ?")
+    fake_api.handle(CHAT, lambda body: chat_reply("Who crafted famous violins?"))
+    write_questions(llm_for(fake_api), 0, [2, 1], TEXTS, DOCUMENTS, VECTORS, _embed_by_words, 0.9,
+                    languages=["fr", "en"], n=2, examples={"fr": example})
+    first, *rest = [r.body["messages"] for r in fake_api.requests_to(CHAT)]
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "user"]
+    assert example[0] in first[1]["content"] and "Write the question in French" in first[1]["content"]
+    assert first[2]["content"] == example[1]
+    assert VIOLIN[2][:40] in first[3]["content"]
+    english = [m for m in rest if VIOLIN[1][:40] in m[-1]["content"]]
+    assert english and all([m["role"] for m in messages] == ["system", "user"] for messages in english)
+
+
+def test_gaps_show_the_model_one_of_the_users_own_questions(fake_api):
+    fake_api.handle(CHAT, lambda body: chat_reply("Who crafted famous violins?"))
+    existing = ["Where was the old town of Jakarta?"]
+    analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, existing,
+        GapConfig(n_passages=3, n_suggestions=3, spread_reach=None),
+        embed=_embed_by_words, support_threshold=0.9, is_gap=below(COVERAGE), writer=llm_for(fake_api),
+    )
+    bodies = [r.body["messages"] for r in fake_api.requests_to(CHAT)]
+    assert bodies and all(m[2] == {"role": "assistant", "content": existing[0]} for m in bodies)
+    fake_api.script(CHAT, [])
+    analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, existing,
+        GapConfig(n_passages=3, n_suggestions=3, spread_reach=None, worked_examples=False),
+        embed=_embed_by_words, support_threshold=0.9, is_gap=below(COVERAGE), writer=llm_for(fake_api),
+    )
+    assert all(len(r.body["messages"]) == 2 for r in fake_api.requests_to(CHAT)[len(bodies):])
 
 
 def test_a_timeout_stops_writing_and_keeps_what_was_kept(fake_api):

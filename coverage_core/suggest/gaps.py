@@ -37,7 +37,7 @@ from coverage_core.suggest.questions import (
     llm_suggestions,
     unsupported_warning,
 )
-from coverage_core.suggest.writing import PassageRanks, write_questions
+from coverage_core.suggest.writing import PassageRanks, example_questions, write_questions
 from coverage_core.validation import check_scalar, unit_rows
 
 __all__ = [
@@ -93,7 +93,10 @@ class GapConfig:
     its ``n_passages`` least covered passages. A model writes them for the
     ``n_written_gaps`` most urgent gaps only (a few seconds each on a
     laptop); the others get drafts. ``local_model`` False leaves the
-    bundled local model out (drafts unless the user's LLM writes). With a
+    bundled local model out (drafts unless the user's LLM writes);
+    ``worked_examples`` shows it one of the user's own test questions in
+    the passage's language first (:func:`~coverage_core.suggest.writing.example_questions`).
+    With a
     support level, the passages are chosen to spread the questions over the
     gap (:func:`spread_passages`, a question taken to test its source's
     ``spread_reach`` nearest passages); ``spread_reach`` None, or no
@@ -109,6 +112,7 @@ class GapConfig:
     n_passages: int = 5
     n_written_gaps: int = 8
     local_model: bool = True
+    worked_examples: bool = True
     spread_reach: int | None = 5
 
     def __post_init__(self):
@@ -519,6 +523,9 @@ def _write_gaps(
     # Suggestions are written in each passage's language; an unsure guess is chosen among the corpus's.
     languages = corpus_languages(inputs.texts)
     ranks = PassageRanks(inputs.vectors) if writer is not None else None
+    examples = example_questions(
+        existing_questions, inputs.texts, ranks, embed, question_vectors=question_vectors, candidates=languages,
+    ) if writer is not None and config.worked_examples else None
     for rank, (cluster, priority) in enumerate(ranked):
         representatives = representatives_of(cluster)
         passages = _least_covered(representatives, inputs.distances, config.n_passages)
@@ -546,7 +553,7 @@ def _write_gaps(
             written = write_questions(
                 writer, cluster, passages, inputs.texts, inputs.documents, inputs.vectors, embed,
                 support_threshold, existing_vectors=question_vectors, candidates=languages,
-                n=config.n_suggestions, seen=seen, retrieval=ranks,
+                n=config.n_suggestions, seen=seen, retrieval=ranks, examples=examples,
             )
             dropped = written.dropped
             drafts = draft_questions(

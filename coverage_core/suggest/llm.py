@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -155,14 +156,19 @@ class ChatClient:
 
     def complete_text(
         self, system: str, user: str, *, max_tokens: int = 64, temperature: float | None = None,
-        seed: int | None = None,
+        seed: int | None = None, examples: Sequence[tuple[str, str]] = (),
     ) -> str:
         """Send one chat prompt and return the reply as text (no JSON asked for).
 
         ``temperature`` None is the configured one; ``seed`` makes a retry
-        differ from the first try on servers that honour it.
+        differ from the first try on servers that honour it. ``examples``
+        (prompt, reply) pairs go before the prompt as earlier turns of the
+        chat: a small model follows a shown reply better than a described one.
         """
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        messages = [{"role": "system", "content": system}]
+        for prompt, reply in examples:
+            messages += [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}]
+        messages.append({"role": "user", "content": user})
         extra = {"max_tokens": max_tokens}
         if temperature is not None:
             extra["temperature"] = temperature

@@ -22,6 +22,7 @@ import os
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 from coverage_core.errors import ProviderError
@@ -148,13 +149,14 @@ class LocalChatClient(ChatClient):
     """A :class:`ChatClient` to the bundled model whose text replies are remembered (a seeded reply repeats)."""
 
     def complete_text(self, system: str, user: str, *, max_tokens: int = 64, temperature: float | None = None,
-                      seed: int | None = None) -> str:
-        key = (system, user, max_tokens, temperature, seed)
+                      seed: int | None = None, examples: Sequence[tuple[str, str]] = ()) -> str:
+        key = (system, user, max_tokens, temperature, seed, tuple(examples))
         with _replies_lock:
             if key in _replies:
                 _replies.move_to_end(key)
                 return _replies[key]
-        reply = super().complete_text(system, user, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        reply = super().complete_text(system, user, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                      examples=examples)
         with _replies_lock:
             _replies[key] = reply
             while len(_replies) > _MAX_REMEMBERED_REPLIES:

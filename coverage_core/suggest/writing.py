@@ -19,6 +19,12 @@ A dropped question keeps its reason (:data:`DROP_REASONS`), and its
 passage is tried again with a new seed, up to ``attempts`` times; a passage
 with no kept question falls back to an offline draft
 (:func:`~coverage_core.suggest.questions.draft_questions`).
+
+Before each passage the model is shown one worked example: one of the
+user's own test questions in the passage's language with the passage it
+is closest to (:func:`example_questions`), as an earlier turn of the chat.
+A small model imitates a shown exchange better than it follows a described
+one: it asks about one concrete fact, in the test set's style.
 """
 
 from __future__ import annotations
@@ -36,7 +42,10 @@ from coverage_core.suggest.llm import FATAL_KINDS, ChatClient
 from coverage_core.suggest.questions import Suggestion, duplicate_key, suggestion_from
 from coverage_core.validation import check_scalar, shorten, unit_rows
 
-__all__ = ["DROP_REASONS", "PassageRanks", "WritingConfig", "WrittenQuestions", "tidy_question", "write_questions"]
+__all__ = [
+    "DROP_REASONS", "PassageRanks", "WritingConfig", "WrittenQuestions", "example_questions", "tidy_question",
+    "write_questions",
+]
 
 DROP_REASONS = {
     "not_a_question": "it is not a single question",
@@ -96,6 +105,8 @@ class WrittenQuestions:
 _SYSTEM = "You write one quiz question about a passage."
 _PROMPT = "Passage: {passage}\n\nWrite one question that this passage answers.{language} Reply with the question only."
 _PASSAGE_CHARS = 1200
+# The worked example's passage is shorter: it only shows the kind of question asked.
+_EXAMPLE_PASSAGE_CHARS = 500
 # Openings a small model puts before its question: "Question:", "Q1.", "Here is a question:", quotes, bullets.
 _PREAMBLE = re.compile(
     r"^(?:\W*(?:question|q|write)\s*\d*\s*[:.)-]|\W*here(?:'s| is) (?:a|one|the) question[^:]*:|"
@@ -129,6 +140,55 @@ def tidy_question(reply: str, max_words: int = WritingConfig.max_words) -> tuple
     if not _MIN_WORDS <= words <= max_words:
         return question, "length"
     return question, ""
+
+
+def example_questions(
+    question_texts: Sequence[str],
+    chunk_texts: Sequence[str],
+    retrieval: PassageRanks,
+    embed: Callable[[list[str]], np.ndarray],
+    *,
+    question_vectors=None,
+    candidates: Sequence[str] | None = None,
+    max_tried: int = 20,
+) -> dict[str, tuple[str, str]]:
+    """One worked example per language of the test questions: ``{code: (passage, question)}``.
+
+    Of the first ``max_tried`` well-formed test questions of each language
+    (:func:`tidy_question` leaves them whole), the one closest to its best
+    passage, with that passage: the user's own way of asking, in their
+    language. :func:`write_questions` shows it to the model before each
+    passage of that language. ``question_vectors`` (in the order of
+    ``question_texts``) save embedding the questions again.
+    """
+    by_language: dict[str, list[int]] = {}
+    for index, text in enumerate(question_texts):
+        text = str(text).strip()
+        question, problem = tidy_question(text)
+        if problem or question != text:
+            continue
+        code = detect_language(text, candidates)
+        tried = by_language.setdefault(code, [])
+        if code not in ("", UNDETERMINED) and len(tried) < max_tried:
+            tried.append(index)
+    examples = {}
+    for code, indices in by_language.items():
+        if code in ("", UNDETERMINED) or not indices:
+            continue
+        if question_vectors is not None:
+            vectors = np.asarray(question_vectors, dtype=np.float32)[indices]
+        else:
+            vectors = np.asarray(embed([str(question_texts[i]).strip() for i in indices]), dtype=np.float32)
+        best_similarity, best = -np.inf, None
+        for index, vector in zip(indices, vectors):
+            similarities = retrieval.similarities(vector)
+            chunk = int(np.argmax(similarities))
+            if similarities[chunk] > best_similarity:
+                best_similarity, best = float(similarities[chunk]), (chunk, index)
+        chunk, index = best
+        examples[code] = (shorten(chunk_texts[chunk], _EXAMPLE_PASSAGE_CHARS, at_word=True),
+                          str(question_texts[index]).strip())
+    return examples
 
 
 def _language_clause(code: str) -> str:
@@ -202,6 +262,7 @@ def write_questions(
     config: WritingConfig | None = None,
     origin: str = "local",
     retrieval: PassageRanks | None = None,
+    examples: dict[str, tuple[str, str]] | None = None,
 ) -> WrittenQuestions:
     """One kept question per passage, for up to ``n`` of ``passages`` (least covered first), by the keep rule.
 
@@ -210,6 +271,8 @@ def write_questions(
     ``languages`` each passage's language code (detected when None;
     ``candidates`` are the corpus's languages). ``seen`` holds the
     duplicate keys of questions already suggested, and gains the kept ones.
+    ``examples`` (:func:`example_questions`) show the model one exchange in
+    the passage's language first, when there is one for it.
     A model error stops the writing: what was kept so far stays, and
     ``failure`` says what happened.
     """
@@ -230,12 +293,16 @@ def write_questions(
         prompt = _PROMPT.format(
             passage=shorten(chunk_texts[index], _PASSAGE_CHARS, at_word=True), language=_language_clause(code)
         )
+        shown = ()
+        if examples and code in examples:
+            passage, question = examples[code]
+            shown = ((_PROMPT.format(passage=passage, language=_language_clause(code)), question),)
         found = None
         for attempt in range(config.attempts):
             try:
                 reply = client.complete_text(
                     _SYSTEM, prompt, max_tokens=config.max_tokens, seed=attempt,
-                    temperature=config.temperature if attempt == 0 else config.retry_temperature,
+                    temperature=config.temperature if attempt == 0 else config.retry_temperature, examples=shown,
                 )
             except ProviderError as error:
                 unwritten.extend(passages[position:])
