@@ -261,6 +261,7 @@ def find_gaps(
         is_gap=analysis.clusters["is_gap"].to_numpy(dtype=bool),
         writer=writer,
         question_vectors=analysis.question_vectors,
+        question_languages=analysis.languages.question_languages if analysis.languages is not None else None,
     )
     analysis.gaps = gaps
     analysis.warnings.extend(gap_warnings)

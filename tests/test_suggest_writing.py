@@ -134,7 +134,7 @@ def test_a_question_in_another_language_than_its_passage_is_dropped(fake_api):
 def test_the_worked_example_is_the_users_question_closest_to_its_passage_per_language():
     questions = [
         "Bread?",                                              # too short: no example
-        "Which city in Indonesia is sinking?",                 # English, reaches a Jakarta passage
+        "Why is the city of Jakarta sinking?",                 # English, reaches a Jakarta passage
         "Who made famous violins in Cremona?",                 # English, reaches a violin passage as well
         "Pourquoi Jakarta s'enfonce-t-elle dans la mer ?",     # French
         "Violins and bread and Jakarta: which came first?",    # English, but spread over three topics
@@ -149,6 +149,10 @@ def test_the_worked_example_is_the_users_question_closest_to_its_passage_per_lan
     given = example_questions(questions, TEXTS, PassageRanks(VECTORS), None, candidates=["en", "fr"],
                               question_vectors=_embed_by_words(questions))
     assert given == examples
+    # Languages the analysis read are taken as they are (here: every question called French).
+    called_french = example_questions(questions, TEXTS, PassageRanks(VECTORS), _embed_by_words,
+                                      question_languages=["fr"] * len(questions))
+    assert set(called_french) == {"fr"} and called_french["fr"][1] in questions[1:3]
     assert example_questions(["Bread?", "Violins."], TEXTS, PassageRanks(VECTORS), _embed_by_words) == {}
 
 

@@ -396,6 +396,7 @@ def analyze_gaps(
     is_gap,
     writer: ChatClient | None = None,
     question_vectors=None,
+    question_languages=None,
 ) -> tuple[list[Gap], list[str]]:
     """Find the under-covered clusters and suggest questions for them.
 
@@ -429,6 +430,9 @@ def analyze_gaps(
     question_vectors : array-like of shape (m, d), optional
         The existing questions' embeddings: a written question too similar
         to one of them is dropped.
+    question_languages : sequence of m str, optional
+        The existing questions' languages (read again when None), for the
+        writer's worked examples.
 
     Returns
     -------
@@ -445,7 +449,8 @@ def analyze_gaps(
     if writer is not None and (embed is None or support_threshold is None):
         writer = None  # the keep rule cannot be checked
     return _write_gaps(
-        inputs, ranked, config, existing_questions, llm, embed, support_threshold, writer, question_vectors
+        inputs, ranked, config, existing_questions, llm, embed, support_threshold, writer, question_vectors,
+        question_languages,
     )
 
 
@@ -512,6 +517,7 @@ def _write_gaps(
     support_threshold: float | None,
     writer: ChatClient | None = None,
     question_vectors=None,
+    question_languages=None,
 ) -> tuple[list[Gap], list[str]]:
     """One Gap per ranked cluster: its themes, least-covered passages and suggested questions."""
     themes = extract_themes(inputs.texts, inputs.labels, inputs.n_clusters, config.n_themes)
@@ -524,7 +530,8 @@ def _write_gaps(
     languages = corpus_languages(inputs.texts)
     ranks = PassageRanks(inputs.vectors) if writer is not None else None
     examples = example_questions(
-        existing_questions, inputs.texts, ranks, embed, question_vectors=question_vectors, candidates=languages,
+        existing_questions, inputs.texts, ranks, embed, question_vectors=question_vectors,
+        question_languages=question_languages, candidates=languages,
     ) if writer is not None and config.worked_examples else None
     for rank, (cluster, priority) in enumerate(ranked):
         representatives = representatives_of(cluster)

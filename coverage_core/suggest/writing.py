@@ -149,6 +149,7 @@ def example_questions(
     embed: Callable[[list[str]], np.ndarray],
     *,
     question_vectors=None,
+    question_languages: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,
     max_tried: int = 20,
 ) -> dict[str, tuple[str, str]]:
@@ -158,16 +159,19 @@ def example_questions(
     (:func:`tidy_question` leaves them whole), the one closest to its best
     passage, with that passage: the user's own way of asking, in their
     language. :func:`write_questions` shows it to the model before each
-    passage of that language. ``question_vectors`` (in the order of
-    ``question_texts``) save embedding the questions again.
+    passage of that language. ``question_vectors`` and ``question_languages``
+    (in the order of ``question_texts``, as the analysis found them) save
+    embedding and reading the questions again.
     """
+    if question_languages is not None and len(question_languages) != len(question_texts):
+        question_languages = None  # another question set's profile: read them again
     by_language: dict[str, list[int]] = {}
     for index, text in enumerate(question_texts):
         text = str(text).strip()
         question, problem = tidy_question(text)
         if problem or question != text:
             continue
-        code = detect_language(text, candidates)
+        code = question_languages[index] if question_languages is not None else detect_language(text, candidates)
         tried = by_language.setdefault(code, [])
         if code not in ("", UNDETERMINED) and len(tried) < max_tried:
             tried.append(index)
