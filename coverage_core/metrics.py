@@ -542,16 +542,20 @@ def question_targets(
     k: int,
     inliers=None,
     margin: float = verdicts.TARGET_MARGIN,
+    near_copy=None,
 ) -> list[tuple[str, ...]]:
     """The documents each question *targets*: those holding one of its best tested passages.
 
-    ``targets_j = { doc(i) : i in topk_j, s_ji >= τ, s_ji >= s_j1 - margin }``
+    ``targets_j = { doc(i) : i in topk_j, s_ji >= τ, s_ji >= s_j1 - margin or near_copy(i1_j, i) }``
 
     with ``topk_j`` the question's ``k`` most similar chunks (as in
     :func:`retrieved_tested_chunks`), ``s_ji`` their similarities and
     ``s_j1`` its best one. ``margin = 0`` is "the document of its top
     passage" (and exact ties); a small margin also counts a near-duplicate
-    copy of that passage in another document. A question screened out
+    copy of that passage in another document, and ``near_copy(best, i)``
+    (optional: whether chunk ``i`` holds a near-copy of chunk ``best``)
+    counts an edited copy however far its wording moved its similarity
+    (a plan's two editions). A question screened out
     (``inliers`` False), or whose best passage is below τ, targets nothing.
     The analysis passes :func:`coverage_core.verdicts.target_margin` (the
     default's evidence is at :data:`coverage_core.verdicts.TARGET_MARGIN`).
@@ -565,6 +569,10 @@ def question_targets(
     chunks, sims, mask = _top_lists(top_chunks, top_similarities, len(documents), k, inliers)
     cut = np.maximum(tau, sims[:, :1] - margin - _SUPPORT_TOLERANCE)
     keep = (sims >= cut) & mask[:, None]
+    if near_copy is not None:
+        for row in np.flatnonzero(keep[:, 0]):
+            for rank in np.flatnonzero(~keep[row] & (sims[row] >= tau)):
+                keep[row, rank] = near_copy(int(chunks[row, 0]), int(chunks[row, rank]))
     return [tuple(dict.fromkeys(documents[i] for i in row[chosen])) for row, chosen in zip(chunks, keep)]
 
 

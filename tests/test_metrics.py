@@ -1,5 +1,7 @@
 """Coverage metrics against values worked out by hand on tiny 2-d examples."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -423,6 +425,25 @@ def test_a_question_targets_the_documents_of_its_best_tested_passages_within_the
     assert M.question_targets(top, sims, documents, 0.5, 1, margin=1.0) == [("A",), (), ("B",)]
     assert M.question_targets(top, sims, documents, 0.5, 5, inliers=np.array([False, True, True]),
                               margin=0.0) == [(), (), ("B",)]
+
+
+def test_an_edited_copy_of_the_best_passage_is_targeted_however_far_its_similarity_fell():
+    from coverage_core.stages.measure import _near_copies
+    from coverage_core.types import Chunk
+
+    passage = "The plan covers physiotherapy after surgery for up to twenty sessions in one calendar year."
+    edited = "The plan covers physiotherapy after surgery for up to twenty sessions in a plan year."
+    texts = [passage, "Dental care is covered twice a year.", edited, "Vision care includes one pair of glasses."]
+    documents = ["plan 2024", "plan 2024", "plan 2025", "vision"]
+    corpus = SimpleNamespace(chunks=[Chunk(document=d, text=t, start=0, end=len(t)) for t, d in zip(texts, documents)])
+    similarity = np.array([[0.80, 0.55, 0.70, 0.69]], dtype=np.float32)  # the copy 0.10 below: past any margin
+    top, sims = _ranked(similarity)
+    near_copy = _near_copies(corpus)
+    assert M.question_targets(top, sims, documents, 0.5, 5, margin=0.02) == [("plan 2024",)]
+    # The copy counts; the other document as close to the question, but in other words, does not.
+    assert M.question_targets(top, sims, documents, 0.5, 5, margin=0.02, near_copy=near_copy) == [
+        ("plan 2024", "plan 2025")]
+    assert near_copy(0, 2) and not near_copy(0, 3) and not near_copy(0, 1)
 
 
 def test_document_table_columns_from_the_tested_mask_and_the_targeting_questions():

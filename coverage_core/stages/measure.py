@@ -163,9 +163,26 @@ def _tested(
     return _Tested(
         metrics.retrieved_tested_chunks(top_chunks, top_similarities, n_chunks, support_threshold, k, inliers),
         metrics.question_targets(
-            top_chunks, top_similarities, corpus.chunk_documents, support_threshold, k, inliers, target_margin
+            top_chunks, top_similarities, corpus.chunk_documents, support_threshold, k, inliers, target_margin,
+            near_copy=_near_copies(corpus),
         ),
     )
+
+
+def _near_copies(corpus: Corpus):
+    """``near_copy(a, b)``: whether chunk ``b`` holds a near-copy of chunk ``a``
+    (``calibration.holds_near_copy`` of their word shingles, each read once)."""
+    shingles: dict[int, set] = {}
+
+    def read(chunk: int) -> set:
+        if chunk not in shingles:
+            shingles[chunk] = calibration_module.word_shingles(corpus.chunks[chunk].text)
+        return shingles[chunk]
+
+    def near_copy(a: int, b: int) -> bool:
+        return calibration_module.holds_near_copy(read(a), read(b))
+
+    return near_copy
 
 
 def _coverage_scores(scan: similarity.SimilarityScan, clustering: Clustering, tested: np.ndarray) -> dict:
