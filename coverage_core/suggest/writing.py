@@ -172,13 +172,13 @@ def example_questions(
         if problem or question != text:
             continue
         code = question_languages[index] if question_languages is not None else detect_language(text, candidates)
+        if code in ("", UNDETERMINED):
+            continue
         tried = by_language.setdefault(code, [])
-        if code not in ("", UNDETERMINED) and len(tried) < max_tried:
+        if len(tried) < max_tried:
             tried.append(index)
     examples = {}
     for code, indices in by_language.items():
-        if code in ("", UNDETERMINED) or not indices:
-            continue
         if question_vectors is not None:
             vectors = np.asarray(question_vectors, dtype=np.float32)[indices]
         else:
