@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from coverage_core import wording
 from coverage_core.errors import InputError
 
 __all__ = [
@@ -290,7 +291,7 @@ def check_vectors(x: Any, name: str, *, allow_empty: bool = False, dim: int | No
     if array.ndim == 1 and array.size == 0 and allow_empty:
         array = array.reshape(0, dim or 0)
     if array.ndim != 2:
-        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
+        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {wording.count(array.ndim, 'dimension')}.")
     if array.shape[0] == 0 and not allow_empty:
         raise InputError(f"{name} is empty; at least one row is needed.")
     if dim is not None and array.shape[0] and array.shape[1] != dim:
@@ -339,7 +340,7 @@ def unit_rows(vectors: Any, name: str = "vectors", *, copy: bool = True, out: np
         except (TypeError, ValueError):
             raise InputError(f"{name} must be a 2-d array of numbers.") from None
     if array.ndim != 2:
-        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {array.ndim} dimension(s).")
+        raise InputError(f"{name} must be a 2-d array (rows, dimensions); got {wording.count(array.ndim, 'dimension')}.")
     if out is not None:
         norms = np.sqrt(np.einsum("ij,ij->i", array, array, dtype=np.float64))
         return np.divide(array, np.where(norms > 0, norms, 1.0).astype(array.dtype)[:, None], out=out)

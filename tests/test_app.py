@@ -130,8 +130,8 @@ def test_upload_documents_and_csv_shows_counts_preview_and_every_warning(cache_d
     preview = at.dataframe[1].value
     assert list(preview.columns) == ["question", "notes"] and len(preview) == 4
     warnings = " ".join(texts(at.warning))
-    assert "1 row(s) with an empty 'question' cell" in warnings
-    assert "repeat an earlier one exactly" in warnings
+    assert "1 row with an empty 'question' cell was skipped" in warnings
+    assert "1 question repeats an earlier one exactly" in warnings
     questions = at.dataframe[3].value  # after the documents' languages
     assert questions.to_dict("records") == [{"Language": "English", "Share of the questions": "100%", "Questions": 3}]
     assert "Languages" in texts(at.subheader)

@@ -130,7 +130,7 @@ def test_metric_cards_equal_the_core_figures_with_failures_and_unknown_sources(s
     assert at.selectbox(key=state.W_RELEVANT_COLUMN).value == ""
     assert "detected: source" in at.selectbox(key=state.W_RELEVANT_COLUMN).options
     warnings = " ".join(texts(at.warning))
-    assert "'Zebra.txt'" in warnings and "match no document" in warnings
+    assert "'Zebra.txt'" in warnings and "1 relevant source matches no document" in warnings
     assert f"{result.n_unlabelled} of" in warnings and "left out" in warnings
     # Failures: each failed question with what it retrieved instead; the Zebra one among them.
     failures = at.dataframe[1].value

@@ -68,7 +68,7 @@ def test_map_and_before_after_sections(analysis):
     )
     report = build_html_report(analysis, projection=projection, improved=improved, fitness_threshold=0.3)
     assert "<h2>Map of chunks and questions</h2>" in report and "Map shows all 60 chunks." in report
-    assert "<h2>Improved test set</h2>" in report and "1 question(s) added" in report
+    assert "<h2>Improved test set</h2>" in report and "1 question added" in report
     change = improved.metrics["basic"] - analysis.metrics["basic"]
     assert f"{change:+.3f}" in report
     assert report.count("Plotly.newPlot(") == 6
@@ -136,7 +136,7 @@ def test_before_after_table_holds_both_analyses_metrics(analysis):
             before, after, change = rows[plots.METRIC_LABELS[name]]
             assert before == f"{analysis.metrics[name]:.3f}" and after == f"{improved.metrics[name]:.3f}"
             assert change == f"{improved.metrics[name] - analysis.metrics[name]:+.3f}"
-        assert "1 question(s) added" in report
+        assert "1 question added" in report
     seen_from_after = build_html_report(improved, before=analysis)
     assert "before Apply:" in seen_from_after and "improved set:" not in seen_from_after
     # Without the accepted list, the added question is still named.
@@ -146,7 +146,7 @@ def test_before_after_table_holds_both_analyses_metrics(analysis):
 def test_after_apply_from_metrics_only(analysis):
     improved = improved_analysis(analysis)
     report = build_html_report(improved, before=dict(analysis.metrics), accepted=accepted_questions()[:1])
-    assert "<h2>Improved test set</h2>" in report and "1 question(s) added" in report
+    assert "<h2>Improved test set</h2>" in report and "1 question added" in report
     assert report.count("Plotly.newPlot(") == 4  # no per-cluster chart without the analysis before
 
 
@@ -170,7 +170,7 @@ def test_retrieval_answerability_and_subquestion_sections(analysis):
     answer_part = report[report.index("<h2>Answerability</h2>"):report.index("<h2>Sub-question coverage</h2>")]
     assert f"{answerability.auroc:.3f}" in answer_part and f"{answerability.threshold:.3f}" in answer_part
     sub_part = report[report.index("<h2>Sub-question coverage</h2>"):]
-    assert "&lt;fake-model&gt;" in sub_part and "1 of 2 question(s)" in sub_part
+    assert "&lt;fake-model&gt;" in sub_part and "1 of 2 questions" in sub_part
     assert "&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;" in sub_part
     assert "&lt;b&gt;bad&lt;/b&gt; reply" in sub_part and "What is a comet?" in sub_part
     assert report.count("Plotly.newPlot(") == 4  # the new sections are tables, no charts

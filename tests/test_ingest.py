@@ -452,8 +452,8 @@ def test_blank_and_duplicate_rows_and_untouched_extra_columns():
     assert questions.texts == ["What is X?", "What is Y?", "What is X?", "What is Y?"]
     assert questions.duplicates == {3: 0, 5: 2}
     warned = [warning.message for warning in questions.warnings]
-    assert any(message.startswith("2 row(s) with an empty 'Prompt' cell") for message in warned)
-    assert any(message.startswith("2 question(s) repeat an earlier one") for message in warned)
+    assert any(message.startswith("2 rows with an empty 'Prompt' cell were skipped") for message in warned)
+    assert any(message.startswith("2 questions repeat an earlier one") for message in warned)
 
 
 def test_missing_question_column_lists_columns():

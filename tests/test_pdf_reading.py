@@ -163,7 +163,7 @@ def test_oversized_page_among_good_ones_is_left_out_with_a_page_warning(bomb):
 
     result = read_uploaded_documents([("filing.pdf", data)])
 
-    assert warned(result) == {"filing.pdf": f"Page(s) 2, 4 {TOO_LARGE_PAGE}"}
+    assert warned(result) == {"filing.pdf": f"Pages 2, 4 {TOO_LARGE_PAGE}"}
     document = result.documents[0]
     assert [span.page for span in document.pages] == [1, 2, 3, 4]
     assert "Balance sheet" in document.text and "Cash flow statement" in document.text
@@ -178,7 +178,8 @@ def test_page_over_the_readers_own_budget_is_left_out(monkeypatch):
 
     result = read_uploaded_documents([("dense.pdf", data)])
 
-    assert warned(result) == {"dense.pdf": f"Page(s) 2 {TOO_LARGE_PAGE}"}
+    assert warned(result) == {"dense.pdf": "Page 2 is too large for the reader's safety limit, so its text was left out; "
+                                            "split the PDF or print it to a new PDF to include it."}
     assert "Summary of results" in result.documents[0].text
     assert "Notes to the statements" in result.documents[0].text
 
@@ -190,7 +191,7 @@ def test_page_that_trips_an_assert_in_pypdf_is_left_out_not_a_crash():
     result = read_uploaded_documents([("remarks.pdf", data)])
 
     assert warned(result) == {
-        "remarks.pdf": "Page(s) 2 could not be read and were left out; the rest of the PDF was used."
+        "remarks.pdf": "Page 2 could not be read and was left out; the rest of the PDF was used."
     }
     assert "Opening remarks on the quarter" in result.documents[0].text
 
@@ -226,7 +227,7 @@ def test_pages_with_only_images_are_named_in_one_warning(monkeypatch):
     result = read_uploaded_documents([("report.pdf", data)])
 
     assert warned(result) == {
-        "report.pdf": "Page(s) 2, 5, 6 have only images and no text, so their content was left out; "
+        "report.pdf": "Pages 2, 5, 6 have only images and no text, so their content was left out; "
         "run OCR on the PDF (for example with ocrmypdf) to include them."
     }
     document = result.documents[0]

@@ -108,7 +108,7 @@ def test_summary_dashboard_and_html_show_the_groups(small):
     assert (members["similarity to the representative"] >= 0.95 - 1e-6).all()
     assert table["other rows"].iloc[0] == ", ".join(map(str, members["row"].iloc[1:]))
     html = build_html_report(small)
-    assert "Near-duplicate questions" in html and f"{groups.n_questions} questions form {groups.n_groups} group(s)" in html
+    assert "Near-duplicate questions" in html and f"{groups.n_questions} questions form {groups.n_groups} groups" in html
 
 
 def test_html_lists_only_the_largest_groups():

@@ -60,7 +60,7 @@ def test_csv_log_merges_repeats_and_keeps_counts():
     assert log.queries == ["How do I reset my password?", "Where is my invoice?", "Email me at [email]"]
     assert log.counts.tolist() == [5, 1200, 2]
     assert (log.n_queries, log.n_distinct, log.n_rows) == (1207, 3, 5)
-    assert any("1 row(s) with an empty query" in w for w in log.warnings)
+    assert any("1 row with an empty query was skipped" in w for w in log.warnings)
     assert log.weekly is None
 
 
@@ -74,7 +74,7 @@ def test_jsonl_log_with_timestamps_and_bad_lines():
     log = read_traffic(text.encode(), "log.jsonl")
     assert log.queries == ["What is the refund policy?", "Can I pay by card?"]
     assert log.counts.tolist() == [5, 1]
-    assert any("1 line(s)" in w and "not JSON" in w for w in log.warnings)
+    assert any("1 line of" in w and "is not a JSON object" in w for w in log.warnings)
     assert any("not a date" in w for w in log.warnings)
     weeks = log.weekly.sort_values("week")
     assert weeks["count"].tolist() == [1, 4] and weeks["query"].tolist() == [0, 0]

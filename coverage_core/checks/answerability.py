@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coverage_core import metrics
+from coverage_core import metrics, wording
 from coverage_core.checks.answerability_labels import binary_labels, parse_answerable
 from coverage_core.errors import InputError
 from coverage_core.validation import check_scalar, check_vectors
@@ -203,7 +203,7 @@ def _degenerate_result(s: np.ndarray, y: np.ndarray) -> AnswerabilityResult | No
     if n < 2:
         return AnswerabilityResult(
             **counts, **empty,
-            note=f"Only {n} question(s) carry an answerability label; at least one answerable and "
+            note=f"Only {wording.count(n, 'question')} {wording.plural(n, 'carries', 'carry')} an answerability label; at least one answerable and "
             "one not-answerable question are needed.",
         )
     if n_1 == 0 or n_0 == 0:

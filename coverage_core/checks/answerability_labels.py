@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.validation import is_blank, resolve_column, shorten
 
@@ -142,7 +143,7 @@ def parse_answerable(values, column: str | None = None) -> np.ndarray:
             f"{shorten(value, 30)!r} ({count} row{'s' if count > 1 else ''})"
             for value, count in bad.most_common(_MAX_LISTED)
         )
-        more = f" and {len(bad) - _MAX_LISTED} other value(s)" if len(bad) > _MAX_LISTED else ""
+        more = f" and {wording.count(len(bad) - _MAX_LISTED, 'other value')}" if len(bad) > _MAX_LISTED else ""
         where = f"The label column {column!r}" if column else "The answerability labels"
         raise InputError(
             f"{where} holds values that are not answerable labels: {listed}{more}; use {_ACCEPTED}."

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.checks import retrieval
 from coverage_core.config import AnalysisConfig
 from coverage_core.costs import estimate_embedding_cost
@@ -372,7 +373,8 @@ def _run_grid(
         except ProviderError as exc:
             warnings.append(
                 f"The comparison stopped at {_label(chunking)}: {exc} "
-                f"The {len(records)} configuration(s) before it are shown, and their embeddings are cached."
+                f"The {wording.count(len(records), 'configuration')} before it {wording.plural(len(records), 'is', 'are')} shown, "
+                "and their embeddings are cached."
             )
             break
         except InputError as exc:

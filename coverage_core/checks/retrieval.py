@@ -93,6 +93,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.checks.retrieval_labels import (
     PassageRef,
     SourceRef,
@@ -608,8 +609,8 @@ def _notes(
         )
     elif n_unlabelled:
         notes.append(
-            f"{n_unlabelled} of {m} question(s) have no relevant source in {where} and were left "
-            "out of the retrieval metrics."
+            f"{n_unlabelled:,} of {wording.count(m, 'question')} {wording.plural(n_unlabelled, 'has', 'have')} no relevant source in "
+            f"{where} and {wording.plural(n_unlabelled, 'was', 'were')} left out of the retrieval metrics."
         )
     passages = [name for name in unknown if name.startswith("\u201c")]
     files = [name for name in unknown if not name.startswith("\u201c")]
@@ -617,20 +618,20 @@ def _notes(
         shown = ", ".join(f"'{name}'" for name in files[:5])
         more = f" and {len(files) - 5} more" if len(files) > 5 else ""
         notes.append(
-            f"{len(files)} relevant source(s) match no document or page of the knowledge base "
+            f"{wording.count(len(files), 'relevant source')} {wording.plural(len(files), 'matches', 'match')} no document or page of the knowledge base "
             f"({shown}{more}); they count as relevant but cannot be retrieved, which lowers recall. "
             "Check the spelling or add the documents."
         )
     if passages:
         notes.append(
-            f"{len(passages)} reference passage(s) of the test set are in no passage of the knowledge base "
+            f"{wording.count(len(passages), 'reference passage')} of the test set {wording.plural(len(passages), 'is', 'are')} in no passage of the knowledge base "
             f"(for example {passages[0]}); they count as relevant but cannot be retrieved, which lowers recall. "
             "Check that the test set was generated from these documents."
         )
     if n_zero:
         notes.append(
-            f"{n_zero} labelled question(s) have an all-zero vector (their embedding failed) and "
-            "were scored as retrieving nothing relevant."
+            f"{wording.count(n_zero, 'labelled question')} {wording.plural(n_zero, 'has', 'have')} an all-zero vector (their embedding "
+            f"failed) and {wording.plural(n_zero, 'was', 'were')} scored as retrieving nothing relevant."
         )
     return notes
 

@@ -52,6 +52,7 @@ import pandas as pd
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
+from coverage_core import wording
 from coverage_core.checks.personal_data import mask_personal_data
 from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
 from coverage_core.errors import InputError
@@ -279,10 +280,10 @@ def _log_frame(name: str, data: bytes, warnings: list[str]) -> pd.DataFrame:
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
     frame, n_bad, n_nested = _read_jsonl(text, name)
     if n_bad:
-        warnings.append(f"{n_bad} line(s) of {name} are not JSON objects and were skipped.")
+        warnings.append(f"{wording.count(n_bad, 'line')} of {name} {wording.plural(n_bad, 'is not a JSON object and was', 'are not JSON objects and were')} skipped.")
     if n_nested:
-        warnings.append(f"{n_nested} value(s) in {name} are JSON objects or lists, not text, and were read as "
-                        "empty.")
+        warnings.append(f"{wording.count(n_nested, 'value')} in {name} {wording.plural(n_nested, 'is a JSON object or list', 'are JSON objects or lists')}, not text, and "
+                        f"{wording.plural(n_nested, 'was', 'were')} read as empty.")
     frame = frame.astype(object).where(frame.notna(), "")
     return frame.map(lambda v: v if isinstance(v, str) else str(v))
 
@@ -295,18 +296,18 @@ def _usable_rows(
     counts = pd.Series(1, index=frame.index, dtype="int64")
     keep = texts != ""
     if (~keep).any():
-        warnings.append(f"{int((~keep).sum())} row(s) with an empty query were skipped.")
+        warnings.append(f"{wording.count(int((~keep).sum()), 'row')} with an empty query {wording.plural(int((~keep).sum()), 'was', 'were')} skipped.")
     if count is not None:
         cells = frame[count].astype(str).str.replace(",", "").str.strip()
         parsed = cells.mask(cells == "", "1").map(_count_value).astype(np.float64)  # no count: asked once
         bad = keep & (parsed.isna() | (parsed < 1))
         if bad.any():
-            warnings.append(f"{int(bad.sum())} row(s) have a '{count}' that is not a whole number of at least 1 "
-                            "and were skipped.")
+            warnings.append(f"{wording.count(int(bad.sum()), 'row')} {wording.plural(int(bad.sum()), 'has', 'have')} a '{count}' that is not a whole "
+                            f"number of at least 1 and {wording.plural(int(bad.sum()), 'was', 'were')} skipped.")
         huge = keep & ~bad & (parsed > MAX_COUNT)
         if huge.any():
-            warnings.append(f"{int(huge.sum())} row(s) have a '{count}' above {MAX_COUNT:,}, more than any real "
-                            "log holds, and were skipped.")
+            warnings.append(f"{wording.count(int(huge.sum()), 'row')} {wording.plural(int(huge.sum()), 'has', 'have')} a '{count}' above {MAX_COUNT:,}, "
+                            f"more than any real log holds, and {wording.plural(int(huge.sum()), 'was', 'were')} skipped.")
         keep &= ~bad & ~huge
         counts = parsed.where(keep, 0).round().astype("int64")
     if not keep.any():
@@ -337,12 +338,12 @@ def _weekly_counts(
     except (ValueError, OverflowError, TypeError):
         stamps = pd.Series(pd.NaT, index=cells.index, dtype="datetime64[ns, UTC]")
     if stamps.isna().any():
-        warnings.append(f"{int(stamps.isna().sum())} row(s) have a '{when}' that is not a date; they count "
-                        "in the totals but not in the weekly figures.")
+        warnings.append(f"{wording.count(int(stamps.isna().sum()), 'row')} {wording.plural(int(stamps.isna().sum()), 'has', 'have')} a '{when}' that "
+                        "is not a date; they count in the totals but not in the weekly figures.")
     outside = stamps.notna() & ((stamps < pd.Timestamp(LOG_DATES[0], tz="UTC"))
                                 | (stamps >= pd.Timestamp(LOG_DATES[1], tz="UTC")))
     if outside.any():
-        warnings.append(f"{int(outside.sum())} row(s) have a '{when}' before {LOG_DATES[0][:4]} or from "
+        warnings.append(f"{wording.count(int(outside.sum()), 'row')} {wording.plural(int(outside.sum()), 'has', 'have')} a '{when}' before {LOG_DATES[0][:4]} or from "
                         f"{LOG_DATES[1][:4]} on; they count in the totals but not in the weekly figures.")
         stamps = stamps.mask(outside)
     dated = stamps.notna().to_numpy()

@@ -23,6 +23,7 @@ from pypdf import PageObject, PasswordType, PdfReader, apply_configuration
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 from pypdf.generic import ContentStream, StreamObject
 
+from coverage_core import wording
 from coverage_core.inputs.text import Unreadable
 from coverage_core.types import Document, IngestWarning, PageSpan
 
@@ -274,22 +275,28 @@ def _warn_left_out(
     warnings_: list[IngestWarning],
 ) -> None:
     """One warning per kind of page left out, listing the page numbers."""
-    for numbers, what in (
-        (unreadable, "could not be read and were left out; the rest of the PDF was used"),
+    for numbers, (one, several) in (
+        (unreadable, ("could not be read and was left out; the rest of the PDF was used",
+                      "could not be read and were left out; the rest of the PDF was used")),
         (
             too_large,
-            "are too large for the reader's safety limit, so their text was left out; "
-            "split the PDF or print it to a new PDF to include them",
+            ("is too large for the reader's safety limit, so its text was left out; "
+             "split the PDF or print it to a new PDF to include it",
+             "are too large for the reader's safety limit, so their text was left out; "
+             "split the PDF or print it to a new PDF to include them"),
         ),
         (
             image_only,
-            "have only images and no text, so their content was left out; "
-            "run OCR on the PDF (for example with ocrmypdf) to include them",
+            ("has only images and no text, so its content was left out; "
+             "run OCR on the PDF (for example with ocrmypdf) to include it",
+             "have only images and no text, so their content was left out; "
+             "run OCR on the PDF (for example with ocrmypdf) to include them"),
         ),
     ):
         if numbers:
             listed = ", ".join(str(number) for number in numbers)
-            warnings_.append(IngestWarning(name, f"Page(s) {listed} {what}."))
+            pages = wording.plural(len(numbers), "Page")
+            warnings_.append(IngestWarning(name, f"{pages} {listed} {wording.plural(len(numbers), one, several)}."))
 
 
 def _page_spans(page_texts: list[str]) -> tuple[PageSpan, ...]:

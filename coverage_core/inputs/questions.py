@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.inputs import testset_formats
 from coverage_core.inputs.files import read_user_file
@@ -206,7 +207,7 @@ def _question_notes(
         notes.append(
             IngestWarning(
                 name,
-                f"{n_blank} row(s) with an empty '{column}' cell were skipped; "
+                f"{wording.count(n_blank, 'row')} with an empty '{column}' cell {wording.plural(n_blank, 'was', 'were')} skipped; "
                 "fill them in or delete them.",
             )
         )
@@ -215,7 +216,7 @@ def _question_notes(
         notes.append(
             IngestWarning(
                 name,
-                f"{len(duplicates)} question(s) repeat an earlier one exactly (for example "
+                f"{wording.count(len(duplicates), 'question')} {wording.plural(len(duplicates), 'repeats', 'repeat')} an earlier one exactly (for example "
                 f"row {row + 1} repeats row {first + 1}, counting rows below the header "
                 "from 1); each is measured once, as the question it repeats, so delete them if they were not "
                 "meant.",

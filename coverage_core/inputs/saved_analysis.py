@@ -46,6 +46,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.inputs.saved_schema import (
     MAX_JSON_BYTES,
@@ -490,7 +491,7 @@ def _table(read: Reader, label: str, file: str, n_rows: int, columns: dict[str, 
     columns = dict.fromkeys(schema.names, "text") if columns is None else columns
     absent = [c for c in columns if c not in schema.names]
     if absent:
-        raise InputError(f"{file} in {label} lacks the column(s) {', '.join(absent)}; save the analysis again.")
+        raise InputError(f"{file} in {label} lacks the {wording.plural(len(absent), 'column')} {', '.join(absent)}; save the analysis again.")
     if metadata.num_rows != n_rows:
         raise InputError(
             f"{file} in {label} has {metadata.num_rows} rows but the manifest says {n_rows}; the folder is incomplete "

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from coverage_core import wording
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.outputs import plots
 from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, gap_note, ordered_suggestions, origin_words
@@ -471,7 +472,7 @@ def _duplicates_section(analysis: "Analysis") -> str:
     threshold = analysis.config.redundancy_threshold
     parts = [
         "<h2>Near-duplicate questions</h2>",
-        f"<p>{int(groups['n_questions'].sum())} questions form {len(groups)} group(s): every question of a group "
+        f"<p>{wording.count(int(groups['n_questions'].sum()), 'question')} form {wording.count(len(groups), 'group')}: every question of a group "
         f"has similarity ≥ {threshold:.2f} to the group's first question, its representative, so the others add "
         "next to no coverage.</p>"
         if len(groups)
@@ -550,9 +551,9 @@ def _retrieval_section(retrieval: "RetrievalResult | None") -> str:
     column = retrieval.relevant_column
     parts = [
         "<h2>Retrieval</h2>",
-        f"<p>Each question retrieves its {int(retrieval.k)} most similar chunks. {int(retrieval.n_labelled)} "
-        f"question(s) name their sources{' in column ' + _quoted(column) if column else ''}; "
-        f"{int(retrieval.n_unlabelled)} do not and are left out.</p>",
+        f"<p>Each question retrieves its {int(retrieval.k)} most similar chunks. "
+        f"{wording.count(int(retrieval.n_labelled), 'question')} {wording.plural(int(retrieval.n_labelled), 'names its', 'name their')} sources{' in column ' + _quoted(column) if column else ''}; "
+        f"{int(retrieval.n_unlabelled):,} {wording.plural(int(retrieval.n_unlabelled), 'does not and is', 'do not and are')} left out.</p>",
         _table(
             ["metric", "value"],
             ([_e(label), _num(getattr(retrieval, name))] for name, label in _RETRIEVAL_METRICS),
@@ -630,7 +631,7 @@ def _subquestions_section(result: "SubQuestionResult | None") -> str:
     weights = ", ".join(f"{kind} {weight:g}" for kind, weight in config.weights.items())
     parts = [
         "<h2>Sub-question coverage</h2>",
-        f"<p>{result.count('ok')} of {len(result.questions)} question(s) broken into sub-questions"
+        f"<p>{result.count('ok')} of {wording.count(len(result.questions), 'question')} broken into sub-questions"
         f"{' by ' + _e(result.model) if result.model else ''} ({result.count('failed')} failed, "
         f"{result.count('skipped')} not sent). A sub-question is supported when a chunk is at least "
         f"{config.support_threshold:g} similar to it; supported by retrieval when one of the {config.top_k} chunks "
@@ -694,7 +695,7 @@ def _after_apply_section(
         added = len(entries)
     parts = [
         "<h2>Improved test set</h2>",
-        f"<p>{added} question(s) added, scored on the same clusters.</p>",
+        f"<p>{wording.count(added, 'question')} added, scored on the same clusters.</p>",
         _table(
             ["metric", "before", "after", "change"],
             (

@@ -25,6 +25,7 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.validation import unit_rows
 
@@ -228,7 +229,7 @@ def _compact_labels(labels: np.ndarray, k: int, notes: list[str]) -> tuple[np.nd
     used = np.flatnonzero(sizes)
     if len(used) < k:
         notes.append(
-            f"{k - len(used)} cluster(s) ended up empty; using {len(used)} clusters."
+            f"{wording.count(k - len(used), 'cluster')} ended up empty; using {wording.count(len(used), 'cluster')}."
         )
     labels = (np.cumsum(sizes > 0) - 1)[labels]
     return labels, used, sizes[used].astype(np.float64)
@@ -332,8 +333,8 @@ class ChunkClusterer:
         Xn, n_zero = _normalize_rows(X, copy=len(X) <= BLOCKED_REFINE_ABOVE)
         if n_zero:
             notes.append(
-                f"{n_zero} chunk vector(s) have zero length and carry no direction; "
-                "they are clustered as the zero vector."
+                f"{wording.count(n_zero, 'chunk vector')} {wording.plural(n_zero, 'has', 'have')} zero length and carry no "
+                "direction; they are clustered as the zero vector."
             )
         k = self._usable_k(Xn, notes)
         refined = None

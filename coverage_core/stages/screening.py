@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from coverage_core import verdicts
+from coverage_core import verdicts, wording
 from coverage_core.errors import InputError
 from coverage_core.languages import foreign_to
 from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, corpus_reading, lexical_coverage
@@ -630,7 +630,7 @@ class QuestionScreener:
         self.support_margin_ = self.neighbour_margin_ = None
         if n < MIN_QUESTIONS_FOR_DECISION:
             notes.append(
-                f"Only {n} question(s): too few to tell what is usual, so none is "
+                f"Only {wording.count(n, 'question')}: too few to tell what is usual, so none is "
                 "flagged automatically; exclude off-topic questions by hand."
             )
         elif scale == 0.0:

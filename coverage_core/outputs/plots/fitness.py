@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from coverage_core import wording
 from coverage_core.outputs.plots.style import (
     CHUNK_MARKER,
     NEUTRAL_LINE,
@@ -268,7 +269,7 @@ def answerability_box(similarities, labels, threshold: float | None = None, text
             annotation_text=f"threshold {float(threshold):.2f}", annotation_position="top left",
         )
     n_unlabelled = int(np.isnan(y).sum())
-    fig.update_xaxes(title=f"{n_unlabelled} unlabelled question(s) not shown" if n_unlabelled else "")
+    fig.update_xaxes(title=f"{wording.count(n_unlabelled, 'unlabelled question')} not shown" if n_unlabelled else "")
     fig.update_yaxes(title="best similarity to any chunk")
     return layout(
         fig, "Similarity of answerable vs not-answerable questions",
