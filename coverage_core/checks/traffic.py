@@ -453,7 +453,7 @@ class TrafficResult:
         untested = self.topics[is_untested_topic(self.topics["tested_share"])]
         if len(untested):
             top = untested.iloc[0]
-            sentence += f"; most asked, least tested: {top['label']} ({int(top['volume']):,} queries)"
+            sentence += f"; most asked, least tested: {top['label']} ({wording.count(int(top['volume']), 'query', 'queries')})"
         return sentence + "."
 
     @property

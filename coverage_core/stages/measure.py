@@ -14,7 +14,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
-from coverage_core import duplicates, metrics, verdicts
+from coverage_core import duplicates, metrics, verdicts, wording
 from coverage_core.config import AnalysisConfig
 from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
@@ -86,8 +86,10 @@ def _input_warnings(
         warnings.append(message)
     if corpus.embedded.n_over_limit:
         warnings.append(
-            f"{corpus.embedded.n_over_limit} of {len(corpus.chunks)} chunks are longer than the model reads "
-            f"({corpus.embedded.token_limit} tokens) and were truncated; use a smaller chunk size."
+            f"{corpus.embedded.n_over_limit:,} of {wording.count(len(corpus.chunks), 'chunk')} "
+            f"{wording.plural(corpus.embedded.n_over_limit, 'is', 'are')} longer than the model reads "
+            f"({corpus.embedded.token_limit} tokens) and {wording.plural(corpus.embedded.n_over_limit, 'was', 'were')} "
+            "truncated; use a smaller chunk size."
         )
     long_questions = _long_questions_warning(questions, question_embedding)
     if long_questions:
