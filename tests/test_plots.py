@@ -719,7 +719,7 @@ def test_document_chart_colours_each_verdict_and_draws_the_verdicts_cut():
     assert data["layout"]["shapes"][0]["x0"] == pytest.approx(cut, abs=1e-12)
     assert data["layout"]["annotations"][0]["text"] == f"under-tested below {cut:.0%}"
     rows = values(bar["customdata"])
-    assert rows[1][:4] == ["1", "10", "1 questions target it", "under-tested"]
+    assert rows[1][:4] == ["1", "10", "1 question targets it", "under-tested"]
     assert "%{customdata[0]} of %{customdata[1]} passages tested" in bar["hovertemplate"]
     # Without the under-tested column the line marks the untested cut, and a given cut is drawn as given.
     old = documents.drop(columns=["is_undertested", "n_questions"])

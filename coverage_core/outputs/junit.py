@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.outputs.report_upgrade import upgrade_report
 from coverage_core.outputs.since_report import junit_cases
@@ -277,9 +278,9 @@ def _cluster_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> No
         name = cluster_name(cluster["id"], cluster.get("label"))
         case = _testcase(suite, "coverage.clusters", name)
         facts = (
-            f"coverage {_fmt(coverage)}, {size} chunks"
+            f"coverage {_fmt(coverage)}, {_counted(size, 'chunk')}"
             + (f" ({share:.1%} of the corpus)" if share is not None else "")
-            + f", {cluster.get('n_questions', 'n/a')} questions covering it"
+            + f", {_counted(cluster.get('n_questions', 'n/a'), 'question')} covering it"
         )
         themes = [shorten(xml_safe(t), 60) for t in cluster.get("themes") or []]
         lines = [f"{name}: {facts}"]
@@ -327,12 +328,12 @@ def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> N
         coverage = _number(document.get("coverage"))
         case = _testcase(suite, "coverage.documents", name)
         n_chunks, n_questions = document.get("n_chunks", "n/a"), document.get("n_questions")
-        asked = (f"targeted by {n_questions} on-topic questions" if n_questions is not None
-                 else f"the nearest document of {asking.get(name, 0)} on-topic questions")
-        lines = [f"{name}: coverage {_fmt(coverage)}, {n_chunks} chunks, {asked}"]
+        asked = (f"targeted by {_counted(n_questions, 'on-topic question')}" if n_questions is not None
+                 else f"the nearest document of {_counted(asking.get(name, 0), 'on-topic question')}")
+        lines = [f"{name}: coverage {_fmt(coverage)}, {_counted(n_chunks, 'chunk')}, {asked}"]
         tested = _number(document.get("tested_share"))
         if tested is not None:
-            lines.append(f"tested share {tested:.1%} ({document.get('n_tested', 'n/a')} passages tested by a question)")
+            lines.append(f"tested share {tested:.1%} ({_counted(document.get('n_tested', 'n/a'), 'passage')} tested by a question)")
         if document.get("is_low"):
             lines.append("flagged: covered far less than the other documents (untested or possibly misaligned)")
         lines = _with_note(lines, report)
@@ -356,6 +357,13 @@ def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> N
         _system_out(case, "\n".join(lines))
 
 
+def _counted(value, noun: str, plural_form: str | None = None) -> str:
+    """A report's count with its noun in agreement; a value an older report lacks ("n/a") keeps the plural."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return wording.count(int(value), noun, plural_form)
+    return f"{value} {plural_form or noun + 's'}"
+
+
 def _untested_shown(report: Mapping, document: Mapping, tested: float | None) -> str:
     """Why an untested document is untested, as the report's schema decided it."""
     if report.get("schema_version", 0) >= 4:
@@ -374,7 +382,7 @@ def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
         tested, answerable = float(topic.get("tested_share") or 0.0), float(topic.get("answerable_share") or 0.0)
         case = _testcase(suite, "coverage.traffic", f"traffic: {label}")
         lines = [
-            f"{label}: {volume:,} queries ({volume / total:.1%} of traffic), {tested:.0%} tested, "
+            f"{label}: {_counted(volume, 'query', 'queries')} ({volume / total:.1%} of traffic), {tested:.0%} tested, "
             f"{answerable:.0%} answerable by the documents",
             *(f"example: {example}" for example in topic.get("examples", [])),
         ]

@@ -134,6 +134,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.embeddings.registry import configured_model_name
 from coverage_core.languages import UNDETERMINED, LanguageProfile, LanguageShare, profile_languages
 from coverage_core.outputs.gap_report import gaps_section, largest_gaps_lines
@@ -646,7 +647,7 @@ def document_findings(analysis: Analysis, verdicts: Verdicts | None = None) -> l
     """
     verdicts = verdicts or Verdicts.from_analysis(analysis, top=0)
     findings = [
-        DocumentFinding(d.document, UNTESTED, f"no on-topic question targets its {d.n_chunks} passages")
+        DocumentFinding(d.document, UNTESTED, f"no on-topic question targets its {wording.count(d.n_chunks, 'passage')}")
         for d in verdicts.untested
     ]
     findings += [
@@ -697,19 +698,22 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
     corpus = analysis.corpus
     n_questions = len(analysis.questions.questions)
     lines.append(
-        f"{len(corpus.documents)} documents, {len(corpus.chunks)} chunks, "
-        f"{analysis.clustering.n_clusters} clusters; {n_questions} questions, "
+        f"{wording.count(len(corpus.documents), 'document')}, {wording.count(len(corpus.chunks), 'chunk')}, "
+        f"{wording.count(analysis.clustering.n_clusters, 'cluster')}; {wording.count(n_questions, 'question')}, "
         f"{verdicts.n_off_topic} screened out as off-topic."
     )
     lines.append(f"Languages: {analysis_languages(analysis).in_words()}.")
     lines.append(model_line(analysis))
     if corpus.token_fit is not None and corpus.token_fit.n_resplit:
-        lines.append(f"{corpus.token_fit.n_resplit} passages were longer than the model reads "
-                     f"({corpus.token_fit.max_tokens} tokens) and were split again.")
+        n_resplit = corpus.token_fit.n_resplit
+        lines.append(f"{wording.count(n_resplit, 'passage')} {wording.plural(n_resplit, 'was', 'were')} longer than "
+                     f"the model reads ({corpus.token_fit.max_tokens} tokens) and {wording.plural(n_resplit, 'was', 'were')} "
+                     "split again.")
     duplicates = analysis.duplicate_groups
     if duplicates.n_groups:
         lines.append(
-            f"{duplicates.n_questions} questions form {duplicates.n_groups} groups of near-duplicates "
+            f"{wording.count(duplicates.n_questions, 'question')} form {wording.count(duplicates.n_groups, 'group')} of "
+            "near-duplicates "
             f"(similarity ≥ {duplicates.threshold:.2f} to the group's first question); the report lists them."
         )
     lines.append("")
@@ -758,17 +762,19 @@ def _checks_summary_lines(retrieval, answerability, chunking) -> list[str]:
     if retrieval is not None:
         lines.append("")
         lines.append(
-            f"Retrieval at k={retrieval.k} ({retrieval.n_labelled} questions name their source in "
-            f"{retrieval.relevant_column!r}, {retrieval.n_unlabelled} do not)"
+            f"Retrieval at k={retrieval.k} ({wording.count(retrieval.n_labelled, 'question')} "
+            f"{wording.plural(retrieval.n_labelled, 'names its', 'name their')} source in "
+            f"{retrieval.relevant_column!r}, {retrieval.n_unlabelled:,} {wording.plural(retrieval.n_unlabelled, 'does', 'do')} not)"
         )
         for name in ("precision_at_k", "recall_at_k", "hit_at_k", "mrr"):
             lines.append(f"  {name:<16} {getattr(retrieval, name):.3f}")
         n_failed = int((retrieval.per_question["hit_at_k"] == 0).sum())
         if n_failed:
-            lines.append(f"  {n_failed} questions did not retrieve any of their sources; the report lists them.")
+            lines.append(f"  {wording.count(n_failed, 'question')} did not retrieve any of {wording.plural(n_failed, 'its', 'their')} "
+                         "sources; the report lists them.")
     if answerability is not None:
         lines.append("")
-        lines.append(f"Answerability labels ({answerability.n_labelled} questions)")
+        lines.append(f"Answerability labels ({wording.count(answerability.n_labelled, 'question')})")
         lines.append(
             f"  point-biserial r {answerability.point_biserial_r:.3f} (p = {answerability.p_value:.2g}), "
             f"AUROC {answerability.auroc:.3f}, best threshold {answerability.threshold:.3f}"

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from coverage_core import verdicts
+from coverage_core import verdicts, wording
 from coverage_core.outputs.plots.style import (
     CHUNK_MARKER,
     COVERED_COLOUR,
@@ -220,7 +220,7 @@ def document_verdict_bar(documents: pd.DataFrame, cut: float | None = None) -> g
         for v in verdict
     ]
     questions = (
-        [f"{int(n)} questions target it" for n in frame["n_questions"]]
+        [f"{wording.count(int(n), 'question')} {wording.plural(int(n), 'targets', 'target')} it" for n in frame["n_questions"]]
         if "n_questions" in frame else [""] * len(frame)
     )
     customdata = np.column_stack([
