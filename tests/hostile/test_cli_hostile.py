@@ -259,7 +259,7 @@ def test_the_cli_reports_repeats_and_measures_them_once(tmp_path, capsys, hash_e
     report = json.loads(out.read_text())
     assert report["summary"]["n_questions"] == 2
     assert [q["row"] for q in report["questions"]] == [0, 500]
-    assert "499 question(s) repeat an earlier one exactly" in capsys.readouterr().err
+    assert "499 questions repeat an earlier one exactly" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- 5. exit codes

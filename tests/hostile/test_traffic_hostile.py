@@ -230,8 +230,8 @@ def test_hostile_counts_are_skipped_and_totals_are_exact(tmp_path):
     assert dict(zip(log.queries, log.counts.tolist())) == {"k": 2 * MAX_COUNT + 3, "l": 1500, "m": 1}
     assert log.n_queries == 2 * MAX_COUNT + 3 + 1500 + 1 > 0
     assert log.counts.dtype == np.int64
-    assert any(w.startswith("6 row(s)") and "at least 1" in w for w in log.warnings)
-    assert any(w.startswith("5 row(s)") and f"above {MAX_COUNT:,}" in w for w in log.warnings)
+    assert any(w.startswith("6 rows have") and "at least 1" in w for w in log.warnings)
+    assert any(w.startswith("5 rows have") and f"above {MAX_COUNT:,}" in w for w in log.warnings)
 
 
 def test_json_numbers_beyond_float_and_int_limits_are_bad_counts(tmp_path):
@@ -249,8 +249,8 @@ def test_json_nested_100000_deep_is_one_bad_line(tmp_path):
              '{"query": {"nested": [1, 2]}}', '{"query": "where do koalas live?"}']
     log = read_traffic(_log(tmp_path, "log.jsonl", "\n".join(lines)))
     assert log.queries == ["what do koalas eat?", "where do koalas live?"] and log.n_queries == 3
-    assert any("2 line(s)" in w and "not JSON" in w for w in log.warnings)
-    assert any("1 value(s)" in w and "not text" in w for w in log.warnings)
+    assert any("2 lines of" in w and "are not JSON objects and were skipped" in w for w in log.warnings)
+    assert any("1 value in" in w and "is a JSON object or list, not text, and was read as empty" in w for w in log.warnings)
 
 
 def test_timestamps_far_in_the_past_or_future_leave_the_weekly_figures(tmp_path):
@@ -262,8 +262,8 @@ def test_timestamps_far_in_the_past_or_future_leave_the_weekly_figures(tmp_path)
     weeks = {log.queries[q]: str(w) for q, w in zip(log.weekly["query"], log.weekly["week"])}
     # Mixed zones are read as UTC: 23:00 at -08:00 is Thursday 2 May, 01:00 at +05:00 is Sunday 5 May.
     assert weeks == {"c": "2024-04-29", "d": "2024-04-29"}
-    assert any(w.startswith("3 row(s)") and LOG_DATES[0][:4] in w for w in log.warnings)
-    assert any(w.startswith("1 row(s)") and "not a date" in w for w in log.warnings)
+    assert any(w.startswith("3 rows have") and LOG_DATES[0][:4] in w for w in log.warnings)
+    assert any(w.startswith("1 row has") and "not a date" in w for w in log.warnings)
 
 
 def test_a_pasted_document_is_cut_to_the_query_limit(tmp_path):
