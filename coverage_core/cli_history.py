@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.history import location
 from coverage_core.outputs import since_report
@@ -91,7 +92,7 @@ def history_request(args: argparse.Namespace, env: Mapping[str, str] | None = No
     request = HistoryRequest(target, target_named_by, label, label_named_by, since, args.fail_on_drop,
                              bool(args.fail_on_new_untested), bool(args.keep_document_text))
     if request.gates and label is None and since is None:
-        raise InputError(f"{' and '.join(request.gates)} compare{'s' if len(request.gates) == 1 else ''} with the "
+        raise InputError(f"{' and '.join(request.gates)} {wording.plural(len(request.gates), 'compares', 'compare')} with the "
                          "last run recorded under the same label; add --record LABEL (e.g. --record main) or "
                          "--since RUN_OR_LABEL.")
     if request.keep_text and label is None:
@@ -208,9 +209,10 @@ class HistorySession:
         if untested:
             names = ", ".join(str(d["name"]) for d in untested[:since_report.MAX_LISTED])
             more = f" and {len(untested) - since_report.MAX_LISTED} more" if len(untested) > since_report.MAX_LISTED else ""
-            failures.append(f"{len(untested)} document{'s' if len(untested) != 1 else ''} added or changed since "
-                            f"{earlier} {'have' if len(untested) != 1 else 'has'} no question testing "
-                            f"{'them' if len(untested) != 1 else 'it'}: {names}{more} (--fail-on-new-untested).")
+            n = len(untested)
+            failures.append(f"{n} {wording.plural(n, 'document')} added or changed since {earlier} "
+                            f"{wording.plural(n, 'has', 'have')} no question testing {wording.plural(n, 'it', 'them')}: "
+                            f"{names}{more} (--fail-on-new-untested).")
         return failures
 
     def close(self) -> None:

@@ -140,7 +140,7 @@ def parse_answerable(values, column: str | None = None) -> np.ndarray:
             parsed[position] = label
     if bad:
         listed = ", ".join(
-            f"{shorten(value, 30)!r} ({count} row{'s' if count > 1 else ''})"
+            f"{shorten(value, 30)!r} ({count} {wording.plural(count, 'row')})"
             for value, count in bad.most_common(_MAX_LISTED)
         )
         more = f" and {wording.count(len(bad) - _MAX_LISTED, 'other value')}" if len(bad) > _MAX_LISTED else ""

@@ -280,10 +280,12 @@ def _log_frame(name: str, data: bytes, warnings: list[str]) -> pd.DataFrame:
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
     frame, n_bad, n_nested = _read_jsonl(text, name)
     if n_bad:
-        warnings.append(f"{wording.count(n_bad, 'line')} of {name} {wording.plural(n_bad, 'is not a JSON object and was', 'are not JSON objects and were')} skipped.")
+        what = wording.plural(n_bad, "is not a JSON object and was", "are not JSON objects and were")
+        warnings.append(f"{wording.count(n_bad, 'line')} of {name} {what} skipped.")
     if n_nested:
-        warnings.append(f"{wording.count(n_nested, 'value')} in {name} {wording.plural(n_nested, 'is a JSON object or list', 'are JSON objects or lists')}, not text, and "
-                        f"{wording.plural(n_nested, 'was', 'were')} read as empty.")
+        what = wording.plural(n_nested, "is a JSON object or list, not text, and was",
+                              "are JSON objects or lists, not text, and were")
+        warnings.append(f"{wording.count(n_nested, 'value')} in {name} {what} read as empty.")
     frame = frame.astype(object).where(frame.notna(), "")
     return frame.map(lambda v: v if isinstance(v, str) else str(v))
 
@@ -295,24 +297,30 @@ def _usable_rows(
     texts = frame[query].astype(str).str.strip()
     counts = pd.Series(1, index=frame.index, dtype="int64")
     keep = texts != ""
-    if (~keep).any():
-        warnings.append(f"{wording.count(int((~keep).sum()), 'row')} with an empty query {wording.plural(int((~keep).sum()), 'was', 'were')} skipped.")
+    n_blank = int((~keep).sum())
+    if n_blank:
+        warnings.append(f"{wording.count(n_blank, 'row')} with an empty query {wording.plural(n_blank, 'was', 'were')} skipped.")
     if count is not None:
         cells = frame[count].astype(str).str.replace(",", "").str.strip()
         parsed = cells.mask(cells == "", "1").map(_count_value).astype(np.float64)  # no count: asked once
         bad = keep & (parsed.isna() | (parsed < 1))
         if bad.any():
-            warnings.append(f"{wording.count(int(bad.sum()), 'row')} {wording.plural(int(bad.sum()), 'has', 'have')} a '{count}' that is not a whole "
-                            f"number of at least 1 and {wording.plural(int(bad.sum()), 'was', 'were')} skipped.")
+            warnings.append(f"{_rows_have(int(bad.sum()))} a '{count}' that is not a whole number of at least 1 "
+                            f"and {wording.plural(int(bad.sum()), 'was', 'were')} skipped.")
         huge = keep & ~bad & (parsed > MAX_COUNT)
         if huge.any():
-            warnings.append(f"{wording.count(int(huge.sum()), 'row')} {wording.plural(int(huge.sum()), 'has', 'have')} a '{count}' above {MAX_COUNT:,}, "
-                            f"more than any real log holds, and {wording.plural(int(huge.sum()), 'was', 'were')} skipped.")
+            warnings.append(f"{_rows_have(int(huge.sum()))} a '{count}' above {MAX_COUNT:,}, more than any real log "
+                            f"holds, and {wording.plural(int(huge.sum()), 'was', 'were')} skipped.")
         keep &= ~bad & ~huge
         counts = parsed.where(keep, 0).round().astype("int64")
     if not keep.any():
         raise InputError(f"The query log {name} has no usable query; fill in the '{query}' column.")
     return texts, counts, keep
+
+
+def _rows_have(n: int) -> str:
+    """"1 row has" / "3 rows have": how the log's warnings about rows begin."""
+    return f"{wording.count(n, 'row')} {wording.plural(n, 'has', 'have')}"
 
 
 def _count_value(cell: str) -> float:
@@ -338,12 +346,12 @@ def _weekly_counts(
     except (ValueError, OverflowError, TypeError):
         stamps = pd.Series(pd.NaT, index=cells.index, dtype="datetime64[ns, UTC]")
     if stamps.isna().any():
-        warnings.append(f"{wording.count(int(stamps.isna().sum()), 'row')} {wording.plural(int(stamps.isna().sum()), 'has', 'have')} a '{when}' that "
-                        "is not a date; they count in the totals but not in the weekly figures.")
+        warnings.append(f"{_rows_have(int(stamps.isna().sum()))} a '{when}' that is not a date; they count in the "
+                        "totals but not in the weekly figures.")
     outside = stamps.notna() & ((stamps < pd.Timestamp(LOG_DATES[0], tz="UTC"))
                                 | (stamps >= pd.Timestamp(LOG_DATES[1], tz="UTC")))
     if outside.any():
-        warnings.append(f"{wording.count(int(outside.sum()), 'row')} {wording.plural(int(outside.sum()), 'has', 'have')} a '{when}' before {LOG_DATES[0][:4]} or from "
+        warnings.append(f"{_rows_have(int(outside.sum()))} a '{when}' before {LOG_DATES[0][:4]} or from "
                         f"{LOG_DATES[1][:4]} on; they count in the totals but not in the weekly figures.")
         stamps = stamps.mask(outside)
     dated = stamps.notna().to_numpy()
@@ -448,7 +456,7 @@ class TrafficResult:
         )
         if self.unanswered is not None and self.unanswered.volume:
             volume = self.unanswered.volume
-            sentence += (f"; {volume:,} {'query has' if volume == 1 else 'queries have'} {NO_ANSWER} "
+            sentence += (f"; {wording.count(volume, 'query', 'queries')} {wording.plural(volume, 'has', 'have')} {NO_ANSWER} "
                          f"({self.unanswered.share:.0%})")
         untested = self.topics[is_untested_topic(self.topics["tested_share"])]
         if len(untested):

@@ -36,6 +36,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from coverage_core import wording
 from coverage_core.embeddings.base import Embedder, batches, plan_batches
 from coverage_core.errors import InputError, ProviderError
 from coverage_core.validation import unit_rows
@@ -252,9 +253,9 @@ class EmbeddingCache:
         """Say (in ``warnings``) that ``count`` stored vectors were damaged and are computed again."""
         if count:
             self.warnings.append(
-                f"{count:,} vector{'s' if count != 1 else ''} in the embedding cache {self.path} "
-                f"{'were' if count != 1 else 'was'} damaged (wrong length or not numbers), so "
-                f"{'they were' if count != 1 else 'it was'} computed again."
+                f"{wording.count(count, 'vector')} in the embedding cache {self.path} "
+                f"{wording.plural(count, 'was', 'were')} damaged (wrong length or not numbers), so "
+                f"{wording.plural(count, 'it was', 'they were')} computed again."
             )
 
     def try_put_many(self, key: CacheKey, items: list[tuple[bytes, np.ndarray, int]]) -> bool:

@@ -345,7 +345,7 @@ def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> N
                       "coverage.untested")
                 continue
             if document.get("is_undertested"):
-                by = f", by {n_questions} question{'' if n_questions == 1 else 's'}" if n_questions is not None else ""
+                by = f", by {_counted(n_questions, 'question')}" if n_questions is not None else ""
                 shown = f"{tested:.0%} of {n_chunks} passages{by}" if tested is not None else "marked under-tested"
                 _fail(case, f"{name}: tested, but thinly: {shown}; it is under-tested", "\n".join(lines),
                       "coverage.undertested")

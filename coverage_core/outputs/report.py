@@ -652,7 +652,7 @@ def document_findings(analysis: Analysis, verdicts: Verdicts | None = None) -> l
     ]
     findings += [
         DocumentFinding(d.document, UNDERTESTED, f"tested, but thinly: {d.tested_share:.0%} of {d.n_chunks} passages, "
-                        f"by {d.n_questions} question{'' if d.n_questions == 1 else 's'}")
+                        f"by {d.n_questions} {wording.plural(d.n_questions, 'question')}")
         for d in verdicts.undertested
     ]
     return findings

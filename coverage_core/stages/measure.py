@@ -260,7 +260,7 @@ def _document_table(
             row.n_questions, f"only {row.n_questions} on-topic questions are")
         warnings.append(f"{row.document} is untested: {about} about it; add questions about its content.")
     for row in table[table["is_undertested"]].itertuples(index=False):
-        questions = "question targets" if row.n_questions == 1 else "questions target"
+        questions = wording.plural(row.n_questions, "question targets", "questions target")
         warnings.append(
             f"{row.document} is under-tested: {row.n_questions} {questions} it, but only {row.n_tested} of its "
             f"{row.n_chunks} passages ({row.tested_share:.0%}) are retrieved by a question {retrieves}."

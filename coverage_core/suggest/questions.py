@@ -23,6 +23,7 @@ from functools import lru_cache
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+from coverage_core import wording
 from coverage_core.errors import ProviderError
 from coverage_core.languages import SPACELESS, UNDETERMINED, detect_language, language_name, stop_words, word_units
 from coverage_core.stages.topics import stem_word
@@ -676,7 +677,7 @@ def llm_suggestions(
 
 def unsupported_warning(n_unsupported: int, support_threshold: float) -> str:
     return (
-        f"{n_unsupported} suggested question{'s' if n_unsupported != 1 else ''} did not reach "
-        f"{'their passage' if n_unsupported != 1 else 'its passage'} (cosine similarity below "
-        f"{support_threshold:.3f}) and {'were' if n_unsupported != 1 else 'was'} dropped."
+        f"{n_unsupported} suggested {wording.plural(n_unsupported, 'question')} did not reach "
+        f"{wording.plural(n_unsupported, 'its', 'their')} passage (cosine similarity below "
+        f"{support_threshold:.3f}) and {wording.plural(n_unsupported, 'was', 'were')} dropped."
     )

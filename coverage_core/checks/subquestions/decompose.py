@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from coverage_core import wording
 from coverage_core.checks.subquestions.config import UNAVAILABLE_REASON, SubQuestionConfig
 from coverage_core.checks.subquestions.parsing import parse_decomposition
 from coverage_core.checks.subquestions.prompt import SYSTEM_PROMPT, build_prompt
@@ -72,7 +73,7 @@ def decompose_questions(
     failed = sum(d.status == "failed" for d in decompositions) - (1 if stopped else 0)
     if failed:
         warnings.append(
-            f"{failed} question{'s' if failed != 1 else ''} could not be broken into sub-questions; "
+            f"{failed} {wording.plural(failed, 'question')} could not be broken into sub-questions; "
             "see the reason next to each."
         )
     return decompositions, warnings

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.checks.subquestions.config import (
     PROMPT_QUESTION_CHARS,
     REPLY_TOKENS_OVERHEAD,
@@ -116,7 +117,7 @@ class DecompositionCost:
     @property
     def label(self) -> str:
         return (
-            f"Estimate for {self.n_questions} question{'s' if self.n_questions != 1 else ''}: "
+            f"Estimate for {self.n_questions} {wording.plural(self.n_questions, 'question')}: "
             f"{self.estimate.label}; the output is an assumed budget of ~{self.output_tokens_per_question:,} "
             "tokens per question, and a reply that is not valid JSON is asked for again, which costs more"
         )
