@@ -230,7 +230,7 @@ def _add_check_arguments(analyze: argparse.ArgumentParser) -> None:
     """The optional checks: retrieval, answerability, sub-questions, other chunkings."""
     add = analyze.add_argument
     add("--relevant-column", metavar="NAME",
-        help=_default("column naming each question's relevant source file(s) for the retrieval check",
+        help=_default("column naming each question's relevant source files for the retrieval check",
                       "detected, e.g. source, relevant_sources, document"))
     add("--k", type=int, default=DEFAULT_K, metavar="N",
         help=_default("chunks retrieved per question, at least 1: a passage is tested when a question retrieves it "

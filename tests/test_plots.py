@@ -231,7 +231,7 @@ def test_dimension_sweep_chart_draws_each_measure_against_sorted_dimensions():
     )
     data = plots.dimension_sweep_chart(frame, caption="MiniLM <was> not trained for truncation.").to_dict()
     names = [t["name"] for t in data["data"]]
-    assert names == ["rank agreement with the full size (Spearman)", "AUROC (answerable vs not)", "point-biserial r"]
+    assert names == ["rank agreement with the full size (Spearman)", "AUROC (answerable vs not)", "link to answerability (point-biserial r)"]
     spearman, auroc, r = data["data"]
     assert spearman["x"] == ["32", "128", "384"]
     assert values(spearman["y"]) == pytest.approx([0.78, 0.93, 1.0])

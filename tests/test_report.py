@@ -204,3 +204,15 @@ def test_every_offtopic_reason_has_plain_words():
     assert set(OFFTOPIC_REASON_WORDS) == set(OFFTOPIC_REASONS) - {""}
     assert offtopic_reason_words("") == offtopic_reason_words(None) == ""
     assert offtopic_reason_words("no_support") == "no passage supports it"
+
+
+def test_label_statistics_give_a_plain_name_before_the_statistician_s_one(analysis):
+    """Issue 21 point 6: a product team reads 'link to answerability' before 'point-biserial r'."""
+    labels, answerability = answerability_result(analysis)
+    summary = summary_table(analysis, answerability=answerability)
+    line = next(line for line in summary.splitlines() if "point-biserial r" in line)
+    assert line.strip().startswith("link to answerability (point-biserial r)")
+    assert "(AUROC)" in line and "best dividing line (Youden's J)" in line
+    html = build_html_report(analysis, answerability=answerability, labels=labels)
+    assert "<td>link to answerability (point-biserial r)</td>" in html
+    assert "<td>point-biserial r</td>" not in html

@@ -608,10 +608,10 @@ def _answerability_section(answerability: "AnswerabilityResult | None", labels: 
         _table(
             ["measure", "value"],
             [
-                ["point-biserial r", _num(answerability.point_biserial_r)],
+                ["link to answerability (point-biserial r)", _num(answerability.point_biserial_r)],
                 ["p-value", _e(shown_p)],
-                ["AUROC", _num(answerability.auroc)],
-                ["best separating threshold (Youden's J)", _num(answerability.threshold)],
+                ["chance an answerable question sits closer (AUROC)", _num(answerability.auroc)],
+                ["best dividing line (Youden's J)", _num(answerability.threshold)],
                 ["sensitivity at that threshold", _num(answerability.sensitivity)],
                 ["specificity at that threshold", _num(answerability.specificity)],
             ],

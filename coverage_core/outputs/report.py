@@ -776,8 +776,9 @@ def _checks_summary_lines(retrieval, answerability, chunking) -> list[str]:
         lines.append("")
         lines.append(f"Answerability labels ({wording.count(answerability.n_labelled, 'question')})")
         lines.append(
-            f"  point-biserial r {answerability.point_biserial_r:.3f} (p = {answerability.p_value:.2g}), "
-            f"AUROC {answerability.auroc:.3f}, best threshold {answerability.threshold:.3f}"
+            f"  link to answerability (point-biserial r) {answerability.point_biserial_r:.3f} "
+            f"(p = {answerability.p_value:.2g}), chance an answerable question sits closer (AUROC) "
+            f"{answerability.auroc:.3f}, best dividing line (Youden's J) {answerability.threshold:.3f}"
         )
         if answerability.note:
             lines.append(f"  {answerability.note}")

@@ -293,7 +293,7 @@ def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go
     series = (
         ("spearman", "rank agreement with the full size (Spearman)", "#08519c", "circle"),
         ("auroc", "AUROC (answerable vs not)", "#31a354", "diamond"),
-        ("point_biserial_r", "point-biserial r", "#756bb1", "square"),
+        ("point_biserial_r", "link to answerability (point-biserial r)", "#756bb1", "square"),
     )
     for column, name, colour, symbol in series:
         if column not in table:
