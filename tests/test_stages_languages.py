@@ -81,6 +81,22 @@ def test_french_question_words_are_stop_words_and_accents_are_optional():
     assert best[0] == 0 and absent == [[]] and coverage[0] == pytest.approx(1.0, abs=1e-9)
 
 
+def test_a_french_century_written_another_way_is_the_same_period():
+    """fr-qa: "Quel était le reproche ... au XXème siècle ?" was flagged as asking about "XXème", which the
+    documents, writing "XXe siècle", never mention."""
+    chunks = FRENCH_CHUNKS + ["Au XXe siècle, le club de football a changé de stade et de couleurs."]
+    reading = corpus_reading(chunks)
+    assert reading.text("XXème") == reading.text("XXe") == reading.text("XXᵉ") == "XXe"
+    assert reading.text("20ème siècle") == "20e siecle"
+    # Words that merely end like an ordinal keep their letters.
+    assert reading.text("la vie de Louis XIV") == "la vie de Louis XIV"
+    evidence = subject_presence(["Qu'a changé le club au XXème siècle ?"], chunks, np.array([[6]]), reading=reading)
+    found = {e.subject.text: (e.subject.kind, e.n_passages) for e in evidence[0]}
+    # A period, like a year: it counts against the question only when no passage has it.
+    assert found.get("XXème") == ("period", 1)
+    assert not any(s.kind == "period" for s in question_subjects("Le club et Ce stade", reading))
+
+
 def test_chinese_questions_get_a_lexical_coverage_from_character_pairs():
     questions = ["南韓的首都是哪裡？", "水稻需要多少水？", "火星上有水嗎？"]
     coverage, best, absent = lexical_coverage(questions, CHINESE_CHUNKS)

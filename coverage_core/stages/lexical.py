@@ -172,6 +172,11 @@ def _stop_words_of(codes: tuple[str, ...]) -> frozenset[bytes]:
     return STOP_WORDS | frozenset(w.encode("utf-8") for word in others for w in {word, fold_accents(word)})
 
 
+# French writes one ordinal several ways, a century most often: "XXe", "XXème", "XXᵉ", "20ème" are one word
+# ("XXe"), or a question written "au XXème siècle" asks about a period no passage (all "XXe") mentions.
+_FRENCH_ORDINAL = re.compile(r"\b([IVXLC]{1,7}|\d{1,3})(?:ᵉ|ième|ieme|ème|eme|e)(?!\w)")
+
+
 @dataclass(frozen=True)
 class Reading:
     """How a corpus's texts are read as words: ``stop`` words left out of every question's content
@@ -196,13 +201,16 @@ class Reading:
 
     def text(self, text: str) -> str:
         """``text`` as the word index reads it (unchanged for English)."""
+        if "fr" in self.languages:
+            text = _FRENCH_ORDINAL.sub(r"\1e", text)
         if self.accentless:
             text = fold_accents(text)
         return word_units(text) if self.spaceless else text
 
     def texts(self, texts: Sequence[str]) -> Sequence[str]:
         """:meth:`text` of each text (``texts`` itself when that changes nothing)."""
-        return [self.text(t) for t in texts] if self.spaceless or self.accentless else texts
+        changes = self.spaceless or self.accentless or "fr" in self.languages
+        return [self.text(t) for t in texts] if changes else texts
 
 
 def corpus_reading(chunk_texts: Sequence[str], question_texts: Sequence[str] = ()) -> Reading:

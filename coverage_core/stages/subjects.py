@@ -92,6 +92,9 @@ _TOKEN = re.compile(r"[^\W_](?:[\w&\-.]*[^\W_])?(?:['\u2019]s\b|(?<=s)['\u2019](
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"|\u201c([^\u201d]{2,80})\u201d|(?<!\w)'([^']{2,80})'(?!\w)")
 _YEAR = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)s?\b")
 _QUARTER = re.compile(r"\b(?:Q[1-4]|H[12]|FY) ?'?(?:\d{4}|\d{2})\b")
+# A French century ("XXe", "XIXème", "Vᵉ" siècle) is a period like a year; "Le" and "Ce" are words, not the
+# 50th and 100th.
+_FRENCH_CENTURY = re.compile(r"\b(?:[IVXLC]{1,7}(?:ᵉ|ième|ieme|ème|eme)|(?:[IVXLC]{2,7}|[VX])e)(?!\w)")
 
 
 @dataclass(frozen=True)
@@ -238,7 +241,8 @@ def question_subjects(text: str, reading: Reading = ENGLISH) -> list[Subject]:
     * acronyms: two or more capitals ("AMD", "GPU");
     * quoted terms: text in double quotes, or in single quotes that are not
       apostrophes;
-    * periods: years ("1887", "1990s") and quarters ("Q3 2023", "FY24").
+    * periods: years ("1887", "1990s"), quarters ("Q3 2023", "FY24") and, in French, centuries
+      ("XXe", "XIXème").
 
     Rules on the written text, no model: a name written in lower case is not
     found, and a capitalised common word may be (it is then present in the
@@ -264,6 +268,8 @@ def question_subjects(text: str, reading: Reading = ENGLISH) -> list[Subject]:
         found.append((match.group(0), "period"))
     for match in _YEAR.finditer(text):
         found.append((match.group(0), "period"))
+    if "fr" in reading.languages:
+        found.extend((match.group(0), "period") for match in _FRENCH_CENTURY.finditer(text))
     unquoted = _ERA.sub(" , ", _QUOTED.sub(" , ", text))
     for sentence in _SENTENCE_BREAK.split(unquoted):
         found.extend(_names_in_sentence(sentence.strip(" \t\"'\u201c\u201d([{-")))
