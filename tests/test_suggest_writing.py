@@ -87,7 +87,7 @@ def test_each_passage_gets_one_kept_question_and_failures_are_retried_with_their
         "What is a violin bow strung with?",          # passage 1: a repeat of the kept one
         "Who crafted famous violins?",                # passage 1, try 2: kept
         "Bows.", "Bows.", "Bows.",                     # passage 0: never a question
-    ])
+    ], config=WritingConfig(attempts=3))
     assert [(s.chunk, s.text, s.origin) for s in written.kept] == [
         (2, "What is a violin bow strung with?", "local"),
         (1, "Who crafted famous violins?", "local"),
@@ -213,13 +213,13 @@ def test_gaps_offer_kept_written_questions_then_drafts_and_list_the_dropped(fake
     gaps, warnings = _gaps(fake_api, [
         "What is a violin bow strung with?",
         "Who crafted famous violins?",
-        "Which orchestra?", "Which orchestra?", "Which orchestra?",  # passage 0: too short, three times
+        *["Which orchestra?"] * WritingConfig().attempts,  # passage 0: too short, at every try
         "Why is Jakarta sinking?", "Where is Jakarta located?", "What was Jakarta once called?",
     ])
     violin, jakarta = gaps
     assert [s.origin for s in violin.suggestions] == ["local", "local", "draft"]
     assert violin.suggestions[2].chunk == 0  # the draft comes from the passage without a kept question
-    assert len(violin.dropped) == 3 and violin.note == ""
+    assert len(violin.dropped) == WritingConfig().attempts and violin.note == ""
     assert [s.origin for s in jakarta.suggestions] == ["local"] * 3
     assert warnings == []
 
