@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from coverage_core.checks.answerability import MEASURE_NAMES
 from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, origin_words  # noqa: F401 (re-exported)
 from coverage_core.wording import count, plural  # noqa: F401 (re-exported: the pages count with them)
 
@@ -88,7 +89,7 @@ def percent(value: float | None) -> str:
 
 # Plain names first, the statistician's term after: cards, table columns and CSV headers share them.
 MRR_LABEL = "First-hit rank score (MRR)"
-POINT_BISERIAL_LABEL = "Link to answerability (point-biserial r)"
+POINT_BISERIAL_LABEL = MEASURE_NAMES["point_biserial_r"][:1].upper() + MEASURE_NAMES["point_biserial_r"][1:]
 
 
 def metric_label(name: str) -> str:

@@ -64,6 +64,14 @@ not answer this" until the user (or labelled data, see :func:`answerability`)
 sets another: the one default of the knowledge-base fitness view, the HTML
 report and the dashboard."""
 
+MEASURE_NAMES = {
+    "point_biserial_r": "link to answerability (point-biserial r)",
+    "auroc": "chance an answerable question sits closer (AUROC)",
+    "threshold": "best dividing line (Youden's J)",
+}
+"""The label statistics' names in every output, a plain name before the statistician's."""
+
+
 def fitness_threshold(analysis) -> float:
     """The best similarity below which the fitness check says "the knowledge base may not answer this".
 

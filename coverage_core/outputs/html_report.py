@@ -27,7 +27,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from coverage_core import wording
-from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
+from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD, MEASURE_NAMES
 from coverage_core.outputs import plots
 from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, gap_note, ordered_suggestions, origin_words
 from coverage_core.outputs.report import (
@@ -608,10 +608,10 @@ def _answerability_section(answerability: "AnswerabilityResult | None", labels: 
         _table(
             ["measure", "value"],
             [
-                ["link to answerability (point-biserial r)", _num(answerability.point_biserial_r)],
+                [MEASURE_NAMES["point_biserial_r"], _num(answerability.point_biserial_r)],
                 ["p-value", _e(shown_p)],
-                ["chance an answerable question sits closer (AUROC)", _num(answerability.auroc)],
-                ["best dividing line (Youden's J)", _num(answerability.threshold)],
+                [MEASURE_NAMES["auroc"], _num(answerability.auroc)],
+                [MEASURE_NAMES["threshold"], _num(answerability.threshold)],
                 ["sensitivity at that threshold", _num(answerability.sensitivity)],
                 ["specificity at that threshold", _num(answerability.specificity)],
             ],

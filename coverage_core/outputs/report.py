@@ -135,6 +135,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import wording
+from coverage_core.checks.answerability import MEASURE_NAMES
 from coverage_core.embeddings.registry import configured_model_name
 from coverage_core.languages import UNDETERMINED, LanguageProfile, LanguageShare, profile_languages
 from coverage_core.outputs.gap_report import gaps_section, largest_gaps_lines
@@ -776,9 +777,9 @@ def _checks_summary_lines(retrieval, answerability, chunking) -> list[str]:
         lines.append("")
         lines.append(f"Answerability labels ({wording.count(answerability.n_labelled, 'question')})")
         lines.append(
-            f"  link to answerability (point-biserial r) {answerability.point_biserial_r:.3f} "
-            f"(p = {answerability.p_value:.2g}), chance an answerable question sits closer (AUROC) "
-            f"{answerability.auroc:.3f}, best dividing line (Youden's J) {answerability.threshold:.3f}"
+            f"  {MEASURE_NAMES['point_biserial_r']} {answerability.point_biserial_r:.3f} "
+            f"(p = {answerability.p_value:.2g}), {MEASURE_NAMES['auroc']} {answerability.auroc:.3f}, "
+            f"{MEASURE_NAMES['threshold']} {answerability.threshold:.3f}"
         )
         if answerability.note:
             lines.append(f"  {answerability.note}")

@@ -174,7 +174,8 @@ def _stop_words_of(codes: tuple[str, ...]) -> frozenset[bytes]:
 
 # French writes one ordinal several ways, a century most often: "XXe", "XXème", "XXᵉ", "20ème" are one word
 # ("XXe"), or a question written "au XXème siècle" asks about a period no passage (all "XXe") mentions.
-_FRENCH_ORDINAL = re.compile(r"\b([IVXLC]{1,7}|\d{1,3})(?:ᵉ|ième|ieme|ème|eme|e)(?!\w)")
+FRENCH_ORDINAL_ENDINGS = "ᵉ|ième|ieme|ème|eme"
+_FRENCH_ORDINAL = re.compile(rf"\b([IVXLC]{{1,7}}|\d{{1,3}})(?:{FRENCH_ORDINAL_ENDINGS}|e)(?!\w)")
 
 
 @dataclass(frozen=True)
@@ -199,9 +200,14 @@ class Reading:
         suffixes are cut and spaceless scripts do not inflect; other languages' inflections stay apart."""
         return not self.accentless
 
+    @property
+    def french(self) -> bool:
+        """Whether French is among the corpus's languages (its ordinals are read one way, :meth:`text`)."""
+        return "fr" in self.languages
+
     def text(self, text: str) -> str:
         """``text`` as the word index reads it (unchanged for English)."""
-        if "fr" in self.languages:
+        if self.french:
             text = _FRENCH_ORDINAL.sub(r"\1e", text)
         if self.accentless:
             text = fold_accents(text)
@@ -209,7 +215,7 @@ class Reading:
 
     def texts(self, texts: Sequence[str]) -> Sequence[str]:
         """:meth:`text` of each text (``texts`` itself when that changes nothing)."""
-        changes = self.spaceless or self.accentless or "fr" in self.languages
+        changes = self.spaceless or self.accentless or self.french
         return [self.text(t) for t in texts] if changes else texts
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from coverage_core.languages import has_spaceless_text, word_units
 from coverage_core.stages.lexical import (
+    FRENCH_ORDINAL_ENDINGS,
     MIN_FIXABLE_LENGTH,
     STOP_WORDS,
     Reading,
@@ -94,7 +95,7 @@ _YEAR = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)s?\b")
 _QUARTER = re.compile(r"\b(?:Q[1-4]|H[12]|FY) ?'?(?:\d{4}|\d{2})\b")
 # A French century ("XXe", "XIXème", "Vᵉ" siècle) is a period like a year; "Le" and "Ce" are words, not the
 # 50th and 100th.
-_FRENCH_CENTURY = re.compile(r"\b(?:[IVXLC]{1,7}(?:ᵉ|ième|ieme|ème|eme)|(?:[IVXLC]{2,7}|[VX])e)(?!\w)")
+_FRENCH_CENTURY = re.compile(rf"\b(?:[IVXLC]{{1,7}}(?:{FRENCH_ORDINAL_ENDINGS})|(?:[IVXLC]{{2,7}}|[VX])e)(?!\w)")
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,7 @@ def question_subjects(text: str, reading: Reading = ENGLISH) -> list[Subject]:
         found.append((match.group(0), "period"))
     for match in _YEAR.finditer(text):
         found.append((match.group(0), "period"))
-    if "fr" in reading.languages:
+    if reading.french:
         found.extend((match.group(0), "period") for match in _FRENCH_CENTURY.finditer(text))
     unquoted = _ERA.sub(" , ", _QUOTED.sub(" , ", text))
     for sentence in _SENTENCE_BREAK.split(unquoted):

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from coverage_core import wording
+from coverage_core.checks.answerability import MEASURE_NAMES
 from coverage_core.outputs.plots.style import (
     CHUNK_MARKER,
     NEUTRAL_LINE,
@@ -293,7 +294,7 @@ def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go
     series = (
         ("spearman", "rank agreement with the full size (Spearman)", "#08519c", "circle"),
         ("auroc", "AUROC (answerable vs not)", "#31a354", "diamond"),
-        ("point_biserial_r", "link to answerability (point-biserial r)", "#756bb1", "square"),
+        ("point_biserial_r", MEASURE_NAMES["point_biserial_r"], "#756bb1", "square"),
     )
     for column, name, colour, symbol in series:
         if column not in table:
