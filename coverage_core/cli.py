@@ -152,6 +152,7 @@ _SETTING_FLAGS = {
     "the support level": "--support-threshold",
     "gap_threshold": "--gap-threshold",
     "n_suggestions": "--suggest",
+    "n_written_gaps": "--written-gaps",
     "k": "--k",
 }
 
@@ -186,7 +187,8 @@ def _analysis_settings(args: argparse.Namespace):
             strictness=args.strictness,
             multi_threshold=args.multi_threshold,
             multi_n=args.multi_n,
-            gaps=GapConfig(gap_threshold=args.gap_threshold, rule=args.gap_rule, n_suggestions=args.suggest),
+            gaps=GapConfig(gap_threshold=args.gap_threshold, rule=args.gap_rule, n_suggestions=args.suggest,
+                           n_written_gaps=args.written_gaps),
             support_threshold=args.support_threshold,
             retrieval_k=args.k,
         )

@@ -182,8 +182,12 @@ def _add_suggestion_arguments(analyze: argparse.ArgumentParser) -> None:
     add = analyze.add_argument
     add("--suggest", type=int, default=GapConfig.n_suggestions, metavar="N",
         help=_default("suggested questions per gap, at least 0; 0 writes none", GapConfig.n_suggestions))
+    add("--written-gaps", type=int, default=GapConfig.n_written_gaps, metavar="N",
+        help=_default("gaps the built-in model writes questions for, most urgent first; the others get drafts",
+                      GapConfig.n_written_gaps))
     add("--llm-model", metavar="NAME",
-        help=_default("chat model for gap suggestions and --subquestions", "none, offline drafts"))
+        help=_default("chat model for gap suggestions (every gap) and --subquestions",
+                      "none; the built-in model writes them"))
     add("--llm-base-url", metavar="URL",
         help=_default("OpenAI-compatible chat endpoint, e.g. a local Ollama", "OpenAI with --llm-model"))
 

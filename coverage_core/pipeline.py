@@ -32,7 +32,7 @@ from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig, SplitChunks, TokenLimit, split_documents
 from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.stages.measure import measure
-from coverage_core.suggest.gaps import analyze_gaps
+from coverage_core.suggest.gaps import Gap, analyze_gaps
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.local_model import shared_local_client
 from coverage_core.types import Chunk, Document, Question, QuestionSet
@@ -220,6 +220,7 @@ def find_gaps(
     embedder: Embedder | None = None,
     cache: EmbeddingCache | None = None,
     support_threshold: float | None = None,
+    written: Sequence[Gap] = (),
 ) -> Analysis:
     """Rank the least-covered clusters and suggest questions for them.
 
@@ -230,6 +231,7 @@ def find_gaps(
     by the ``llm`` when one is given, else by the bundled local model
     (:mod:`coverage_core.suggest.local_model`) when ``config.gaps.local_model``
     is on. Without an embedder, or without a model, suggestions are drafts.
+    ``written`` (gaps of an earlier call) are kept where a model wrote for them.
     """
     if support_threshold is None:
         support_threshold = analysis.calibration.support_threshold
@@ -262,6 +264,7 @@ def find_gaps(
         writer=writer,
         question_vectors=analysis.question_vectors,
         question_languages=analysis.languages.question_languages if analysis.languages is not None else None,
+        written=written,
     )
     analysis.gaps = gaps
     analysis.warnings.extend(gap_warnings)
@@ -269,10 +272,13 @@ def find_gaps(
 
 
 def with_gaps(analysis: Analysis, llm: ChatClient | None = None, embedder: Embedder | None = None,
-              cache: EmbeddingCache | None = None) -> Analysis:
-    """A copy of ``analysis`` with its gaps found (the original, perhaps kept by a session, is left as it is)."""
+              cache: EmbeddingCache | None = None, written: Sequence[Gap] = ()) -> Analysis:
+    """A copy of ``analysis`` with its gaps found (the original, perhaps kept by a session, is left as it is).
+
+    ``written``: the gaps of an earlier copy; those a model wrote for are kept and the bundled model
+    writes for the next ones (:func:`~coverage_core.suggest.gaps.analyze_gaps`)."""
     copy = dataclasses.replace(analysis, warnings=list(analysis.warnings), gaps=[])
-    return find_gaps(copy, llm, embedder, cache)
+    return find_gaps(copy, llm, embedder, cache, written=written)
 
 
 def run_retrieval_check(

@@ -44,6 +44,15 @@ gap_config = analysis.config.gaps
 rule_text = view.gap_rule(gap_config)
 for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
     st.warning(widgets.plain(message))  # a warning may quote a topic or a model's reply
+n_left = view.gaps_left_to_write(gapped)
+if n_left:
+    n_next = min(n_left, gap_config.n_written_gaps)
+    if st.button(
+        f"Write questions for the next {formats.count(n_next, 'gap')}", key=state.W_WRITE_MORE_GAPS,
+        help="The built-in model takes a few seconds per gap; the questions already written are kept.",
+    ):
+        flow.gaps_for(analysis, write_more=True)
+        st.rerun()
 
 if not gapped.gaps:
     widgets.verdict_passed(

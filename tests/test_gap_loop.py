@@ -127,6 +127,42 @@ def test_the_gap_page_shows_suggestions_notes_and_dropped_questions(gapped, monk
     assert set(editor.value["origin"]) == {"local", "llm", "draft"}
 
 
+def test_gaps_left_with_drafts_can_be_written_for_from_the_page(gapped, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app_support import APP, TIMEOUT
+    from ui import flow
+
+    first, second, third = gapped.gaps
+    # The built-in model wrote for the two most urgent gaps; the third holds a draft only.
+    partly = dataclasses.replace(gapped, gaps=[dataclasses.replace(first, written=True),
+                                               dataclasses.replace(second, written=True), third])
+    more = dataclasses.replace(partly, gaps=[*partly.gaps[:2], dataclasses.replace(
+        third, written=True, suggestions=(suggestion(third.cluster, "How is a violin bow strung?", "local", 21, "beta.txt"),))])
+    asked = []  # the gaps handed back to the core each time it is asked
+
+    def with_gaps(analysis, llm=None, embedder=None, cache=None, written=()):
+        asked.append(list(written))
+        return more if written else partly
+
+    assert gaps_view.gaps_left_to_write(partly) == 1 and gaps_view.gaps_left_to_write(more) == 0
+    assert gaps_view.gaps_left_to_write(gapped) == 0  # nothing written by the model: no model to ask
+    monkeypatch.setattr(flow, "require_analysis", lambda: gapped)
+    monkeypatch.setattr(flow.pipeline, "with_gaps", with_gaps)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(GAPS).run()
+    assert asked == [[]]
+    button = at.button(key=state.W_WRITE_MORE_GAPS)
+    assert button.label == "Write questions for the next 1 gap"
+    button.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert asked == [[], partly.gaps]  # the written gaps go back to be kept; nothing is asked again after
+    assert not [b for b in at.button if b.key == state.W_WRITE_MORE_GAPS]  # every gap written for: no button
+    editor = [d for d in at.dataframe if d.key == state.W_SUGGESTIONS_EDITOR][0]
+    assert "How is a violin bow strung?" in editor.value["question"].tolist()
+
+
 # ---------------------------------------------------------------- a Results link opens its gap
 
 

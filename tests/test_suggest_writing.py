@@ -240,7 +240,26 @@ def test_only_the_most_urgent_gaps_are_written_for(fake_api):
     gaps, warnings = _gaps(fake_api, [], n_written_gaps=1)
     assert any(s.origin == "local" for s in gaps[0].suggestions)
     assert all(s.origin == "draft" for s in gaps[1].suggestions)
+    assert [gap.written for gap in gaps] == [True, False]
     assert warnings == ["Questions were written for the most urgent gap; the other 1 gap has drafts to edit."]
+
+
+def test_asked_again_the_writer_keeps_the_written_gaps_and_writes_for_the_next(fake_api):
+    fake_api.script(CHAT, [chat_reply("What is a violin bow strung with?"), chat_reply("Who crafted famous violins?")])
+    first, _ = _gaps(fake_api, [], n_written_gaps=1, n_suggestions=2)
+    n_asked = len(fake_api.requests_to(CHAT))
+    fake_api.script(CHAT, [chat_reply("Why is Jakarta sinking?"), chat_reply("Where is Jakarta located?")])
+    config = GapConfig(n_passages=3, n_suggestions=2, spread_reach=None, n_written_gaps=1)
+    gaps, warnings = analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [], config,
+        embed=_embed_by_words, support_threshold=0.9, is_gap=below(COVERAGE), writer=llm_for(fake_api),
+        written=first,
+    )
+    assert gaps[0] is first[0]  # kept as it was: the violin passages are not asked for again
+    asked = [r.body["messages"][-1]["content"] for r in fake_api.requests_to(CHAT)[n_asked:]]
+    assert asked and all("Jakarta" in prompt for prompt in asked)
+    assert [s.origin for s in gaps[1].suggestions] == ["local", "local"] and gaps[1].written
+    assert warnings == []
 
 
 def test_zero_suggestions_asks_nothing_and_says_so(fake_api):

@@ -390,12 +390,19 @@ def llm_key() -> StageKey:
     return engine.llm_key(state.settings())
 
 
-def gaps_for(analysis, use_llm: bool = False):
-    """The analysis with gaps: offline drafts computed once per analysis; LLM only when asked."""
-    key = StageKey.of(analysis_key(), llm=llm_key() if use_llm else None)  # None: offline drafts
+def gaps_for(analysis, use_llm: bool = False, write_more: bool = False):
+    """The analysis with gaps: written by the bundled model (or drafts) once per analysis; LLM only when asked.
+
+    ``write_more``: the bundled model writes for the next gaps that hold drafts only, keeping the written ones.
+    """
+    key = StageKey.of(analysis_key(), llm=llm_key() if use_llm else None)  # None: the bundled model or drafts
     previous = state.stored_stage(state.GAPS)
+    written = ()
     if not use_llm and previous is not None and previous.key.source == key.source:
-        return previous.value  # LLM suggestions for this analysis are kept
+        if not write_more:
+            return previous.value  # LLM suggestions, or more written gaps, for this analysis are kept
+        written = previous.value.gaps
+        key = StageKey.of(key.source, llm=None, written=sum(gap.written for gap in written))
 
     def compute():
         llm = llm_client() if use_llm else None
@@ -407,7 +414,7 @@ def gaps_for(analysis, use_llm: bool = False):
             except CoverageError as error:  # no model to check them with (a key missing or on hold): drafts
                 show_error(error)
         with st.spinner("Finding gaps and writing suggestions…"):
-            return pipeline.with_gaps(analysis, llm, model, model_cache)
+            return pipeline.with_gaps(analysis, llm, model, model_cache, written=written)
 
     return state.memo(state.GAPS, key, compute)
 

@@ -90,9 +90,10 @@ class GapConfig:
     the topic is covered, partly how much of the knowledge base it is.
 
     Each gap gets up to ``n_suggestions`` suggested questions (0: none) from
-    its ``n_passages`` least covered passages. A model writes them for the
-    ``n_written_gaps`` most urgent gaps only (a few seconds each on a
-    laptop); the others get drafts. ``local_model`` False leaves the
+    its ``n_passages`` least covered passages. The user's LLM writes them
+    for every gap; the bundled model for the ``n_written_gaps`` most urgent
+    gaps at a time (a few seconds each on a laptop), the others get drafts
+    until asked (``analyze_gaps(written=...)``). ``local_model`` False leaves the
     bundled local model out (drafts unless the user's LLM writes);
     ``worked_examples`` shows it one of the user's own test questions in
     the passage's language first (:func:`~coverage_core.suggest.writing.example_questions`).
@@ -140,7 +141,9 @@ class Gap:
     (kept generated questions, else drafts); ``dropped`` the generated
     questions that failed the keep rule, each with its ``reason``.
     ``note`` says, in one sentence, why the gap has no suggestion at all
-    ("" when it has some).
+    ("" when it has some). ``written`` is True when a model (the user's LLM
+    or the bundled one) wrote for it, False when it holds drafts only
+    because no model was asked.
     """
 
     cluster: int
@@ -153,6 +156,7 @@ class Gap:
     suggestions: tuple[Suggestion, ...]
     dropped: tuple[Suggestion, ...] = ()
     note: str = ""
+    written: bool = False
 
 
 # --------------------------------------------------------------------------
@@ -397,6 +401,7 @@ def analyze_gaps(
     writer: ChatClient | None = None,
     question_vectors=None,
     question_languages=None,
+    written: Sequence[Gap] = (),
 ) -> tuple[list[Gap], list[str]]:
     """Find the under-covered clusters and suggest questions for them.
 
@@ -433,6 +438,11 @@ def analyze_gaps(
     question_languages : sequence of m str, optional
         The existing questions' languages (read again when None), for the
         writer's worked examples.
+    written : sequence of Gap, optional
+        Gaps of an earlier call on the same inputs: those a model wrote for
+        (``Gap.written``) are kept as they are, and the writer writes for
+        the next ``config.n_written_gaps`` gaps without questions (the
+        dashboard's "write for the other gaps").
 
     Returns
     -------
@@ -450,7 +460,7 @@ def analyze_gaps(
         writer = None  # the keep rule cannot be checked
     return _write_gaps(
         inputs, ranked, config, existing_questions, llm, embed, support_threshold, writer, question_vectors,
-        question_languages,
+        question_languages, {gap.cluster: gap for gap in written if gap.written},
     )
 
 
@@ -492,7 +502,7 @@ class _GapInputs:
         return lambda cluster: representative_chunks(self.vectors, self.labels, self.centroids, cluster, n_representative)
 
     def gap(self, cluster: int, priority: float, themes: list[str], passages, suggestions, dropped=(),
-            note: str = "") -> Gap:
+            note: str = "", written: bool = False) -> Gap:
         return Gap(
             cluster=cluster,
             coverage=float(self.coverage[cluster]),
@@ -504,6 +514,7 @@ class _GapInputs:
             suggestions=tuple(suggestions),
             dropped=tuple(dropped),
             note=note,
+            written=written,
         )
 
 
@@ -518,12 +529,18 @@ def _write_gaps(
     writer: ChatClient | None = None,
     question_vectors=None,
     question_languages=None,
+    kept: dict[int, Gap] | None = None,
 ) -> tuple[list[Gap], list[str]]:
-    """One Gap per ranked cluster: its themes, least-covered passages and suggested questions."""
+    """One Gap per ranked cluster: its themes, least-covered passages and suggested questions.
+
+    ``kept`` (cluster -> Gap) are gaps already written for, reused as they are."""
+    kept = kept or {}
     themes = extract_themes(inputs.texts, inputs.labels, inputs.n_clusters, config.n_themes)
     seen = {duplicate_key(str(q)) for q in existing_questions}
+    seen.update(duplicate_key(s.text) for gap in kept.values() for s in gap.suggestions if s.text)
     warnings: list[str] = []
     n_unsupported = 0
+    n_to_write = config.n_written_gaps
     gaps = []
     representatives_of = inputs.representatives_of(ranked, max(N_REPRESENTATIVE, config.n_passages))
     # Suggestions are written in each passage's language; an unsure guess is chosen among the corpus's.
@@ -533,7 +550,10 @@ def _write_gaps(
         existing_questions, inputs.texts, ranks, embed, question_vectors=question_vectors,
         question_languages=question_languages, candidates=languages,
     ) if writer is not None and config.worked_examples else None
-    for rank, (cluster, priority) in enumerate(ranked):
+    for cluster, priority in ranked:
+        if cluster in kept:
+            gaps.append(kept[cluster])
+            continue
         representatives = representatives_of(cluster)
         passages = _least_covered(representatives, inputs.distances, config.n_passages)
         if support_threshold is not None and config.spread_reach is not None:
@@ -547,8 +567,9 @@ def _write_gaps(
         if config.n_suggestions == 0:
             gaps.append(inputs.gap(cluster, priority, gap_themes, passages, (), note=NOTE_TURNED_OFF))
             continue
-        suggestions, dropped = None, ()
+        suggestions, dropped, written_for = None, (), False
         if llm is not None:
+            written_for = True
             gap_themes, suggestions, n_dropped, fatal = llm_suggestions(
                 llm, cluster, gap_themes, passages, representatives, inputs.texts, inputs.documents,
                 existing_questions, config, seen, inputs.vectors, embed, support_threshold, warnings, languages,
@@ -556,7 +577,9 @@ def _write_gaps(
             n_unsupported += n_dropped
             if fatal:
                 llm = None  # the next gaps would fail the same way
-        elif writer is not None and rank < config.n_written_gaps:
+        elif writer is not None and n_to_write > 0:
+            n_to_write -= 1
+            written_for = True
             written = write_questions(
                 writer, cluster, passages, inputs.texts, inputs.documents, inputs.vectors, embed,
                 support_threshold, existing_vectors=question_vectors, candidates=languages,
@@ -577,20 +600,25 @@ def _write_gaps(
                 cluster, passages, inputs.texts, inputs.documents, gap_themes, config.n_suggestions, seen, languages
             )
         note = "" if any(s.text for s in suggestions) else no_suggestion_note(dropped)
-        gaps.append(inputs.gap(cluster, priority, gap_themes, passages, suggestions, dropped, note))
-    if writer is not None and len(ranked) > config.n_written_gaps:
-        rest = len(ranked) - config.n_written_gaps
-        written_for = "the most urgent gap" if config.n_written_gaps == 1 else f"the {config.n_written_gaps} most urgent gaps"
-        warnings.append(
-            f"Questions were written for {written_for}; the other {rest} "
-            f"{'gap has' if rest == 1 else 'gaps have'} drafts to edit."
-        )
+        gaps.append(inputs.gap(cluster, priority, gap_themes, passages, suggestions, dropped, note, written_for))
+    rest = sum(not gap.written for gap in gaps)
+    if writer is not None and config.n_suggestions and rest:
+        warnings.append(unwritten_warning(len(gaps) - rest, rest))
     if n_unsupported:
         warnings.append(unsupported_warning(n_unsupported, support_threshold))
     return gaps, warnings
 
 
 NOTE_TURNED_OFF = "Suggestions are turned off."
+
+
+def unwritten_warning(n_written: int, n_rest: int) -> str:
+    """Which gaps the writer wrote for and how many hold drafts only, in one sentence."""
+    written_for = "the most urgent gap" if n_written == 1 else f"the {n_written} most urgent gaps"
+    return (
+        f"Questions were written for {written_for}; the other {n_rest} "
+        f"{'gap has' if n_rest == 1 else 'gaps have'} drafts to edit."
+    )
 
 
 def no_suggestion_note(dropped: Sequence[Suggestion]) -> str:

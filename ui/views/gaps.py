@@ -62,6 +62,15 @@ def suggestions_origin(analysis: Analysis) -> str:
     return sentence
 
 
+def gaps_left_to_write(analysis: Analysis) -> int:
+    """How many gaps hold drafts only while the bundled model could write for them (it wrote for others)."""
+    config = analysis.config.gaps
+    written = [gap.written for gap in analysis.gaps]
+    if not (config.local_model and config.n_suggestions and any(written)):
+        return 0
+    return written.count(False)
+
+
 def why_no_suggestion(gap) -> str:
     """Why ``gap`` has no suggestion, in one plain sentence: the core's note, else what the suggestions say."""
     if gap.note:
