@@ -203,9 +203,11 @@ def test_a_model_not_trained_for_the_documents_language_leads_the_headline_with_
 def test_a_model_that_reads_the_language_and_separates_well_adds_nothing():
     assert Verdicts.from_analysis(_analysis_in("de", "use")).model_fit == ""
     assert Verdicts.from_analysis(_analysis_in("en", "local")).model_fit == ""
-    poor = Verdicts.from_analysis(_analysis_in("fr", "use", separation=0.22))
+    # Documents about one subject separate modestly with a model that reads them (ten instruments: 0.30).
+    assert Verdicts.from_analysis(_analysis_in("en", "local", separation=0.3)).model_fit == ""
+    poor = Verdicts.from_analysis(_analysis_in("fr", "use", separation=0.17))
     assert poor.headline.startswith("universal-sentence-encoder-multilingual-3 barely tells these documents' topics "
-                                    "apart (separation 0.22, under 0.40)")
+                                    "apart (separation 0.17, under 0.20)")
 
 
 def test_a_name_never_in_company_of_the_rest_of_the_question_is_absent():
