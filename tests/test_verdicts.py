@@ -210,6 +210,23 @@ def test_a_model_that_reads_the_language_and_separates_well_adds_nothing():
                                     "apart (separation 0.17, under 0.20)")
 
 
+def test_off_topic_flags_on_questions_in_another_language_than_english_say_they_are_less_sure():
+    from coverage_core.verdicts import offtopic_caution
+
+    french = _analysis_in("fr", "e5")
+    french.is_outlier = np.arange(5) < 2
+    headline = Verdicts.from_analysis(french).headline
+    assert "2 questions off-topic. Off-topic flags are less sure for questions in French than in English: " \
+        "check them before removing any." in headline
+    english = _analysis_in("en", "local")
+    english.is_outlier = np.arange(5) < 2
+    assert "less sure" not in Verdicts.from_analysis(english).headline
+    assert "less sure" not in Verdicts.from_analysis(_analysis_in("fr", "e5")).headline  # nothing flagged
+    mixed = [("en", "English", 0.7), ("de", "German", 0.27), ("fr", "French", 0.03)]  # French under 5%
+    assert offtopic_caution(mixed) == ("Off-topic flags are less sure for questions in German than in English: "
+                                       "check them before removing any.")
+
+
 def test_a_name_never_in_company_of_the_rest_of_the_question_is_absent():
     from coverage_core.verdicts import PASSING_COMPANY, is_absent_subject
 
