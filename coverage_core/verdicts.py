@@ -585,10 +585,9 @@ def _model_fit(analysis) -> str:
     embedding = getattr(analysis.config, "embedding", None)
     if embedding is None:
         return ""
-    profile = getattr(analysis, "languages", None)
     unread = []
     for where in ("documents", "questions"):
-        for share in getattr(profile, f"{where[:-1]}_shares", ()) or ():
+        for share in _language_shares(analysis, where):
             if covers_language(embedding.provider, embedding.model, share.code) is False:
                 unread.append((share.name, share.share, where))
     calibration = getattr(analysis, "calibration", None)
@@ -612,9 +611,13 @@ def offtopic_caution(question_languages: Sequence[tuple[str, str, float]],
             "check them before removing any.")
 
 
+def _language_shares(analysis, where: str) -> tuple:
+    """The ``LanguageShare`` of each language of the analysis's ``"documents"`` or ``"questions"`` (none unread)."""
+    return getattr(getattr(analysis, "languages", None), f"{where[:-1]}_shares", ()) or ()
+
+
 def _question_languages(analysis) -> list[tuple[str, str, float]]:
-    profile = getattr(analysis, "languages", None)
-    return [(share.code, share.name, share.share) for share in getattr(profile, "question_shares", ()) or ()]
+    return [(share.code, share.name, share.share) for share in _language_shares(analysis, "questions")]
 
 
 def _untested_documents(documents: pd.DataFrame) -> tuple[UntestedDocument, ...]:
