@@ -177,7 +177,8 @@ st.header("LLM for gap suggestions and sub-questions")
 settings = state.settings()
 state.seed_widget(state.W_LLM_ON, settings.llm_enabled)
 llm_on = st.toggle(
-    "Use an LLM (off: offline drafts from the least-covered passages; sub-questions need it)",
+    "Use an LLM (off: the built-in model writes questions in English, drafts in other languages; "
+    "sub-questions need an LLM)",
     key=state.W_LLM_ON, on_change=lambda: state.update_settings(llm_enabled=st.session_state[state.W_LLM_ON]),
 )
 if llm_on:

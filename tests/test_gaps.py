@@ -361,6 +361,21 @@ def test_llm_questions_that_do_not_reach_their_passage_are_dropped_and_counted(f
     ]
 
 
+def test_a_gap_whose_llm_questions_all_miss_their_passage_gets_drafts_and_one_sentence_saying_so(fake_api):
+    off = {"themes": [], "questions": [{"question": "How deep is the Jakarta harbour?", "passage": 1},
+                                       {"question": "What bread did Stradivari bake?", "passage": 2}]}
+    jakarta_answer = {"themes": [], "questions": [{"question": "Why is Jakarta sinking?", "passage": 1}]}
+    fake_api.script(CHAT, [chat_reply(json.dumps(off)), chat_reply(json.dumps(jakarta_answer))])
+    gaps, warnings = analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [], GapConfig(),
+        llm_for(fake_api), embed=_embed_by_words, support_threshold=0.9, is_gap=below(COVERAGE),
+    )
+    assert all(s.origin == "draft" for s in gaps[0].suggestions)
+    assert (f"Cluster {gaps[0].cluster}: offline question drafts are shown because the LLM failed: "
+            "None of its 2 questions reached their passage, so they were dropped.") in warnings
+    assert all(w.endswith(".") and "\n" not in w for w in warnings)
+
+
 def test_without_a_support_threshold_llm_questions_are_not_checked(fake_api):
     answer = {"themes": [], "questions": [{"question": "How deep is the Jakarta harbour?", "passage": 1}]}
     fake_api.handle(CHAT, lambda body: chat_reply(json.dumps(answer)))

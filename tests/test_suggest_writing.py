@@ -131,6 +131,44 @@ def test_a_question_in_another_language_than_its_passage_is_dropped(fake_api):
     assert "Write the question in French" in prompt
 
 
+def test_a_passage_in_a_language_the_model_does_not_write_is_not_asked_about(fake_api):
+    fake_api.script(CHAT, [chat_reply("Who crafted famous violins in Cremona?")])
+    client = llm_for(fake_api)
+    client.writes_languages = frozenset({"en"})
+    written = write_questions(client, 0, [2, 1, 0], TEXTS, DOCUMENTS, VECTORS, _embed_by_words, 0.9,
+                              languages=["fr", "en", "zh"])
+    assert len(fake_api.requests_to(CHAT)) == 1  # only the English passage
+    assert [s.chunk for s in written.kept] == [1]
+    assert written.unwritten == (2, 0) and written.unwritable == ("fr", "zh")
+    assert written.dropped == ()
+
+
+def test_gaps_whose_passages_the_model_cannot_write_get_drafts_and_say_why(fake_api):
+    fake_api.handle(CHAT, lambda body: chat_reply("Who crafted famous violins?"))
+    client = llm_for(fake_api)
+    client.writes_languages = frozenset({"fr", "de"})  # the fixture's passages are English
+    gaps, warnings = analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [],
+        GapConfig(n_passages=3, n_suggestions=3, spread_reach=None, n_written_gaps=1),
+        embed=_embed_by_words, support_threshold=0.9, is_gap=below(COVERAGE), writer=client,
+    )
+    assert fake_api.requests_to(CHAT) == []
+    assert all(s.origin == "draft" for gap in gaps for s in gap.suggestions)
+    assert all(gap.written for gap in gaps)  # the writer had nothing to add: no gap waits for it
+    assert warnings == [
+        "The built-in question writer writes only French and German, so 6 passages in English got drafts to edit; "
+        "an LLM you connect writes questions in their language."
+    ]
+
+
+def test_the_bundled_model_is_asked_only_for_passages_in_english():
+    from coverage_core.suggest.llm import ChatClient
+    from coverage_core.suggest.local_model import LocalChatClient
+
+    assert LocalChatClient.writes_languages == frozenset({"en"})
+    assert ChatClient.writes_languages is None  # a hosted model writes any language
+
+
 def test_the_worked_example_is_the_users_question_closest_to_its_passage_per_language():
     questions = [
         "Bread?",                                              # too short: no example

@@ -20,13 +20,14 @@ Both are written in each passage's language (:mod:`coverage_core.suggest.questio
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from coverage_core.errors import InputError
-from coverage_core.languages import corpus_languages, detect_language
+from coverage_core.languages import corpus_languages, detect_language, language_name
 from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.questions import (
@@ -39,6 +40,7 @@ from coverage_core.suggest.questions import (
 )
 from coverage_core.suggest.writing import PassageRanks, example_questions, write_questions
 from coverage_core.validation import check_scalar, unit_rows
+from coverage_core.wording import count
 
 __all__ = [
     "Gap",
@@ -540,6 +542,8 @@ def _write_gaps(
     seen.update(duplicate_key(s.text) for gap in kept.values() for s in gap.suggestions if s.text)
     warnings: list[str] = []
     n_unsupported = 0
+    unwritable: Counter[str] = Counter()
+    writes_languages = writer.writes_languages if writer is not None else None
     n_to_write = config.n_written_gaps
     gaps = []
     representatives_of = inputs.representatives_of(ranked, max(N_REPRESENTATIVE, config.n_passages))
@@ -586,6 +590,9 @@ def _write_gaps(
                 n=config.n_suggestions, seen=seen, retrieval=ranks, examples=examples,
             )
             dropped = written.dropped
+            unwritable.update(written.unwritable)
+            if len(written.unwritable) == len(passages):
+                n_to_write += 1  # nothing was asked of the writer: the next gap may use its turn
             drafts = draft_questions(
                 cluster, list(written.unwritten), inputs.texts, inputs.documents, gap_themes,
                 config.n_suggestions - len(written.kept), seen, languages,
@@ -604,6 +611,8 @@ def _write_gaps(
     rest = sum(not gap.written for gap in gaps)
     if writer is not None and config.n_suggestions and rest:
         warnings.append(unwritten_warning(len(gaps) - rest, rest))
+    if unwritable:
+        warnings.append(unwritable_warning(unwritable, writes_languages or ()))
     if n_unsupported:
         warnings.append(unsupported_warning(n_unsupported, support_threshold))
     return gaps, warnings
@@ -619,6 +628,20 @@ def unwritten_warning(n_written: int, n_rest: int) -> str:
         f"Questions were written for {written_for}; the other {n_rest} "
         f"{'gap has' if n_rest == 1 else 'gaps have'} drafts to edit."
     )
+
+
+def unwritable_warning(passages_by_language: Counter[str], writes_languages: Sequence[str]) -> str:
+    """Which passages got drafts because the built-in writer does not write their language, in one sentence."""
+    parts = [f"{count(n, 'passage')} in {language_name(code)}" for code, n in passages_by_language.most_common()]
+    written = sorted(language_name(code) for code in writes_languages)
+    return (
+        f"The built-in question writer writes only {_listed(written)}, so {_listed(parts)} got drafts to edit; "
+        "an LLM you connect writes questions in their language."
+    )
+
+
+def _listed(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def no_suggestion_note(dropped: Sequence[Suggestion]) -> str:

@@ -100,6 +100,10 @@ class ChatClient:
     limits, timeouts and server errors ``max_retries`` times with backoff.
     """
 
+    writes_languages: frozenset[str] | None = None
+    """Languages (ISO 639-1 codes) the model is known to write questions in; None: any, as a hosted model
+    does. :func:`~coverage_core.suggest.writing.write_questions` asks nothing of a passage in another."""
+
     def __init__(self, config: LLMConfig | None = None):
         self.config = config or LLMConfig()
         base_url = (self.config.base_url or "").strip() or None

@@ -619,7 +619,9 @@ def _llm_questions(
         suggestions.append(suggestion_from(cluster, text, "llm", index, chunk_texts, chunk_documents, language))
     if not suggestions:
         if n_dropped:
-            error = ProviderError(f"none of its questions reached their passage ({n_dropped} dropped)", kind="bad_response")
+            missed = ("Its one question did not reach its passage, so it was dropped." if n_dropped == 1 else
+                      f"None of its {n_dropped} questions reached their passage, so they were dropped.")
+            error = ProviderError(missed, kind="bad_response")
             error.dropped = n_dropped
             raise error
         raise ProviderError("The LLM only repeated existing questions.", kind="bad_response")

@@ -97,7 +97,9 @@ class WrittenQuestions:
     ``kept=False`` and its ``reason``. ``unwritten``: the passages with no
     kept question (for drafts). ``failure``: the model's error when it
     stopped answering ("" when it did not); ``fatal`` when the next gaps
-    would fail the same way.
+    would fail the same way. ``unwritable``: the language code of each
+    passage the model was not asked about, written in a language it does
+    not write (``ChatClient.writes_languages``); they are in ``unwritten`` too.
     """
 
     kept: tuple[Suggestion, ...]
@@ -105,6 +107,7 @@ class WrittenQuestions:
     unwritten: tuple[int, ...]
     failure: str = ""
     fatal: bool = False
+    unwritable: tuple[str, ...] = ()
 
 
 _SYSTEM = "You write one quiz question about a passage."
@@ -282,8 +285,9 @@ def write_questions(
     duplicate keys of questions already suggested, and gains the kept ones.
     ``examples`` (:func:`example_questions`) show the model one exchange in
     the passage's language first, when there is one for it.
-    A model error stops the writing: what was kept so far stays, and
-    ``failure`` says what happened.
+    A passage in a language the model does not write
+    (``client.writes_languages``) is not asked about. A model error stops
+    the writing: what was kept so far stays, and ``failure`` says what happened.
     """
     config = config or WritingConfig()
     seen = seen if seen is not None else set()
@@ -296,9 +300,14 @@ def write_questions(
     kept: list[Suggestion] = []
     dropped: list[Suggestion] = []
     unwritten: list[int] = []
+    unwritable: list[str] = []
     for position, (index, code) in enumerate(zip(passages, languages)):
         if len(kept) == n:
             break
+        if client.writes_languages is not None and code not in ("", UNDETERMINED, *client.writes_languages):
+            unwritten.append(index)
+            unwritable.append(code)
+            continue
         prompt = _PROMPT.format(
             passage=shorten(chunk_texts[index], _PASSAGE_CHARS, at_word=True), language=_language_clause(code)
         )
@@ -316,7 +325,7 @@ def write_questions(
             except ProviderError as error:
                 unwritten.extend(passages[position:])
                 return WrittenQuestions(tuple(kept), tuple(dropped), tuple(unwritten), str(error),
-                                        error.kind in FATAL_KINDS or error.kind == "unavailable")
+                                        error.kind in FATAL_KINDS or error.kind == "unavailable", tuple(unwritable))
             text, key = tidy_question(reply, config.max_words)
             reason = DROP_REASONS[key] if key else ""
             if not reason and code not in ("", UNDETERMINED) and detect_language(text, candidates) != code:
@@ -338,7 +347,7 @@ def write_questions(
         else:
             seen.add(duplicate_key(found.text))
             kept.append(found)
-    return WrittenQuestions(tuple(kept), tuple(dropped), tuple(unwritten))
+    return WrittenQuestions(tuple(kept), tuple(dropped), tuple(unwritten), unwritable=tuple(unwritable))
 
 
 def _dropped(suggestion: Suggestion, reason: str) -> Suggestion:
