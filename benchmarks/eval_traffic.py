@@ -47,7 +47,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from coverage_core.checks.traffic import TrafficConfig, analyze_traffic, read_traffic  # noqa: E402
+from coverage_core.checks.personal_data import mask_personal_data  # noqa: E402
+from coverage_core.checks.traffic import MAX_QUERY_CHARS, TrafficConfig, analyze_traffic, read_traffic  # noqa: E402
 from coverage_core.stages.calibration import calibrate  # noqa: E402
 
 SEEDS = tuple(range(10, 20))  # seeds 0-9 tuned traffic.QUERY_MATCH_FRACTION
@@ -123,6 +124,11 @@ def _with_unanswerable(rng, texts, counts, pool):
     return texts + off, np.concatenate([counts, off_counts]), float(truth)
 
 
+def _logged_key(query: str) -> str:
+    """A query as ``read_traffic`` keys it: masked, case-folded, spaces collapsed."""
+    return " ".join(mask_personal_data(query[:MAX_QUERY_CHARS]).casefold().split())
+
+
 def wiki_qa(half: str = "B") -> int:
     import eval_untested as data
 
@@ -158,8 +164,9 @@ def wiki_qa(half: str = "B") -> int:
         tests = [questions[i] for i in picked if question_article[i] in tested_articles]
         logged, counts, unmet_truth = _with_unanswerable(rng, texts, counts, pool)
         log = read_traffic(_log_csv(logged, counts), "traffic.csv")
-        article_of = {q.casefold(): question_article[i] for q, i in zip(logged, picked)}
-        article_of.update({q.casefold(): OFF for q in logged[len(picked):]})
+        # The log is read as the product reads it: names and addresses masked ("Was [NAME] an English …").
+        article_of = {_logged_key(q): question_article[i] for q, i in zip(logged, picked)}
+        article_of.update({_logged_key(q): OFF for q in logged[len(picked):]})
         missing = [q for q in log.queries if q not in vector_of]
         if missing:
             vector_of.update(zip(missing, embed(missing)))
@@ -174,12 +181,12 @@ def wiki_qa(half: str = "B") -> int:
         result = analyze_traffic(*args, **kwargs)
         if None in unmet_errors:
             unmet_errors[None].append(abs(result.unanswered_share_weighted - unmet_truth))
-        mass = pd.Series(log.counts, index=[article_of[q.casefold()] for q in log.queries]).groupby(level=0).sum()
+        mass = pd.Series(log.counts, index=[article_of[_logged_key(q)] for q in log.queries]).groupby(level=0).sum()
         truth = mass[mass.index.isin(tested_articles)].sum() / mass.sum()
         measured = result.tested_share_weighted
         errors.append(abs(measured - truth))
         heavy_untested = set(mass[~mass.index.isin([*tested_articles, OFF])].sort_values(ascending=False).index[:5])
-        queries = result.queries.assign(article=[article_of[q.casefold()] for q in result.queries["text"]])
+        queries = result.queries.assign(article=[article_of[_logged_key(q)] for q in result.queries["text"]])
         tops = []
         for topic in result.topics["topic"].head(3):
             rows = queries[queries["topic"] == topic]
