@@ -88,6 +88,26 @@ def test_real_pdf_folder_reads_good_files_explains_bad_ones_and_stays_quiet(capl
     assert "damaged" in warned["unreadablemetadata-head.pdf"]
 
 
+def test_ligatures_of_a_real_pdf_are_read_as_letters_so_typed_words_match():
+    # multicolumn.pdf draws "fi" and "ffi" as single glyphs; its text layer holds U+FB01 and U+FB03.
+    raw = "".join(page.extract_text() for page in pypdf.PdfReader(PDFS / "multicolumn.pdf").pages)
+    assert "\ufb01" in raw and "\ufb03" in raw
+    document = read_documents([PDFS / "multicolumn.pdf"]).documents[0]
+    assert "filled" in document.text and "Official" in document.text
+    assert not any("\ufb00" <= c <= "\ufb06" for c in document.text)
+    assert document.pages[-1].end == len(document.text)  # the page map follows the longer text
+
+
+def test_unfolding_ligatures_changes_nothing_else():
+    from coverage_core.inputs.text import unfold_ligatures
+
+    assert unfold_ligatures("Deﬁnition: oﬀen, Oﬃcial, baﬄe") == "Definition: offen, Official, baffle"
+    kept = "x² ½ Ｆ ﬞ Crémone “quoted”"  # NFKC would change the first three: only ligatures change
+    assert unfold_ligatures(kept) == kept
+    text_document = read_document_bytes("notes.txt", "The ﬁrst eﬀect.\r\n".encode())
+    assert text_document.text == "The first effect.\n"
+
+
 def test_encrypted_pdf_opens_with_its_password():
     result = read_documents([ENCRYPTED], pdf_password="openpassword")
     assert result.warnings == []

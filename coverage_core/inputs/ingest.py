@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from coverage_core.errors import InputError
 from coverage_core.inputs.pdf import DEFAULT_PDF_BUDGET, PdfBudget, PdfClock, read_pdf
-from coverage_core.inputs.text import Unreadable, decode_text, looks_binary
+from coverage_core.inputs.text import Unreadable, decode_text, looks_binary, unfold_ligatures
 from coverage_core.types import Document, DocumentSet, IngestWarning
 
 DOCUMENT_SUFFIXES = (".pdf", ".txt", ".md")
@@ -396,7 +396,7 @@ def _read_text(name: str, data: bytes) -> Document:
     text, _ = decode_text(data)
     # One line-ending convention, so chunk boundaries do not depend on the OS
     # the file was written on.
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = unfold_ligatures(text.replace("\r\n", "\n").replace("\r", "\n"))
     if not text.strip():
         raise Unreadable("is empty or contains only whitespace", "add text to it or remove it")
     return Document(name=name, text=text)

@@ -24,7 +24,7 @@ from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 from pypdf.generic import ContentStream, StreamObject
 
 from coverage_core import wording
-from coverage_core.inputs.text import Unreadable
+from coverage_core.inputs.text import Unreadable, unfold_ligatures
 from coverage_core.types import Document, IngestWarning, PageSpan
 
 PAGE_SEPARATOR = "\n\n"
@@ -233,7 +233,7 @@ def _page_texts(
             # _draws_image would parse anyway.
             text = page.extract_text(visitor_operand_before=clock.check) or ""
             clock.check()  # pypdf swallows errors inside forms, so time may have run out there
-            page_texts.append(text)
+            page_texts.append(unfold_ligatures(text))
         except _OutOfTime:
             cut = list(range(number, len(pages) + 1))
             return page_texts + [""] * len(cut), unreadable, too_large, cut

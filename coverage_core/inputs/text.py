@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import codecs
+import re
+import unicodedata
 
 from coverage_core.types import IngestWarning
+
+# Latin typographic ligatures (U+FB00-FB06: ff, fi, fl, ffi, ffl, long st, st).
+_LIGATURES = re.compile("[\ufb00-\ufb06]")
 
 
 class Unreadable(Exception):
@@ -31,6 +36,21 @@ def looks_binary(data: bytes) -> bool:
     sample = data[:8192]
     controls = sum(1 for byte in sample if byte < 32 and byte not in b"\t\n\r\f")
     return controls > 0.05 * len(sample)
+
+
+def unfold_ligatures(text: str) -> str:
+    """``text`` with its typographic ligatures written as letters ("Deﬁnition" -> "Definition").
+
+    PDFs typeset with TeX and many word processors draw "fi", "ff", "ffi" as
+    one glyph, and the text layer keeps that one character: a question
+    typed "offen" or "official" then shares no word with a passage reading
+    "oﬀen" or "Oﬃcial", and the word check, the subject rule and topic
+    names miss it. Only these letters change (their NFKC form); the rest of
+    the text keeps its exact characters.
+    """
+    if text.isascii():
+        return text
+    return _LIGATURES.sub(lambda match: unicodedata.normalize("NFKC", match.group()), text)
 
 
 def decode_text(data: bytes) -> tuple[str, str]:
