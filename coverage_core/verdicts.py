@@ -77,6 +77,7 @@ __all__ = [
     "UNTESTED_SHARE",
     "UNTESTED_TOPIC_SHARE",
     "Verdicts",
+    "fallback_level_words",
     "gate_failed",
     "headline",
     "is_gap",
@@ -510,6 +511,7 @@ class Verdicts:
     retrieval_k: int | None = None
     model_fit: str = ""
     offtopic_caution: str = ""
+    calibration_method: str = ""
 
     @classmethod
     def from_analysis(cls, analysis, top: int | None = TOP_GAPS) -> Verdicts:
@@ -530,6 +532,7 @@ class Verdicts:
             retrieval_k=analysis.config.tested_k,
             model_fit=_model_fit(analysis),
             offtopic_caution=offtopic_caution(_question_languages(analysis)),
+            calibration_method=str(getattr(calibration, "method", "") or ""),
         )
 
     @property
@@ -566,11 +569,19 @@ class Verdicts:
             reason = ""
         # The reason carries its own numbers in brackets, so it follows a colon rather than nesting them.
         why = f": {reason[:1].lower()}{reason[1:]}" if reason else ""
-        level = "" if self.support_threshold is None else f" {self.support_threshold:.2f}"
         return (
             f"The support level could not be calibrated on these documents{why}. The figures below rest "
-            f"on the model's default level{level} and may be wrong."
+            f"on {fallback_level_words(self.support_threshold, self.calibration_method)} and may be wrong."
         )
+
+
+def fallback_level_words(level: float | None, method: str) -> str:
+    """What an uncalibrated analysis's level is, in words: the model's measured default, or the generic one
+    (``stages.calibration.GENERIC_FALLBACK``'s method) for a model none was measured for."""
+    value = "" if level is None else f" {level:.2f}"
+    if "generic" in method:
+        return f"a generic level{value} (none is measured for this model)"
+    return f"the model's default level{value}"
 
 
 def headline(analysis) -> str:

@@ -125,6 +125,9 @@ def test_two_levels_passages_tell_documents_apart_questions_tell_topics_apart():
     single = calibrate(merged, vectors, _fake_embed, topic_labels=topics)
     assert single.method == "pseudo-queries" and single.separation > 0.9
     assert single.support_threshold == pytest.approx(single.question_support_threshold)
+    # ... and when its topics are not what the vectors tell apart, the reason names its topics, not documents.
+    mixed = calibrate(merged, vectors, _fake_embed, topic_labels=np.arange(len(chunks)) % 4)
+    assert not mixed.reliable and "the document's passages on other topics" in mixed.reason
     # One topic: nothing to tell apart from.
     same = calibrate(chunks, vectors, lambda texts: pytest.fail("embedded"), topic_labels=np.zeros(len(chunks)))
     assert same.method.startswith("default: a single topic")
@@ -336,6 +339,9 @@ def test_reliability_problem_names_each_failure():
     assert "other documents'" in reliability_problem(**(good | {"separation": MIN_SEPARATION - 0.01}))
     assert "plausible range" in reliability_problem(**(good | {"threshold": 1e-6}))
     assert reliability_problem(**(good | {"separation": MIN_SEPARATION})) == ""
+    alone = reliability_problem(**(good | {"negative_median": 0.6, "one_document": True}))
+    assert "as close to the document's passages on other topics" in alone and "other documents" not in alone
+    assert "no near-copy on another topic" in reliability_problem(**(good | {"n_negatives": 12, "one_document": True}))
 
 
 def test_the_model_default_comes_from_the_provider_registry():

@@ -50,6 +50,22 @@ def test_a_french_sentence_is_closest_to_its_english_translation(provider):
     assert french @ english > french @ unrelated + 0.05
 
 
+QUESTION_FR = "Combien de cordes a un violon ?"
+PASSAGE_FR = ("Le violon est un instrument de musique à cordes frottées. Il possède quatre cordes accordées "
+              "en quintes, que le musicien frotte avec un archet.")
+OTHER_FR = ("Le taux directeur de la banque centrale a augmenté au dernier trimestre, ce qui renchérit le "
+            "crédit immobilier.")
+
+
+@pytest.mark.parametrize("provider", MODELS)
+def test_the_default_level_lies_between_a_question_s_passage_and_an_unrelated_one(provider):
+    # The level an uncalibrated analysis falls back to must still tell a question's passage from another:
+    # the generic 0.5 lies below both with multilingual-e5-small, whose similarities sit near 0.8.
+    level, _ = default_support_level(provider)
+    question, passage, other = make_embedder(provider).embed([QUESTION_FR, PASSAGE_FR, OTHER_FR])
+    assert question @ passage >= level > question @ other
+
+
 @pytest.mark.parametrize("provider", MODELS)
 def test_a_vector_does_not_depend_on_its_batch(provider):
     embedder = make_embedder(provider)
@@ -147,7 +163,7 @@ def test_registry_lists_both_as_free_and_local():
         assert (entry.dimensions, entry.usd_per_1m_tokens) == (dimensions, 0.0)
         assert trained_for_truncation(provider) is False
         level, source = default_support_level(provider)
-        assert level is None and "not measured" in source
+        assert 0.0 < level < 1.0 and "eval_model_defaults.py" in source
     assert len(model_spec("use").languages) == 15  # 16 languages: Chinese, simplified and traditional, is one code
 
 

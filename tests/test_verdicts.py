@@ -145,6 +145,11 @@ def test_an_unreliable_calibration_leads_the_headline_with_its_reason():
     # A reason that only restates the sentence is not repeated.
     generic = Verdicts.from_analysis(_analysis(reliable=False, reason="The support level was not calibrated."))
     assert generic.headline.startswith("The support level could not be calibrated on these documents. The figures ")
+    # A model no default level was measured for says its level is a generic one.
+    unmeasured = _analysis(reliable=False, reason=reason)
+    unmeasured.calibration.method = "default: generic default"
+    assert ("The figures below rest on a generic level 0.50 (none is measured for this model) and may be wrong."
+            in Verdicts.from_analysis(unmeasured).headline)
 
 
 def test_gaps_come_most_urgent_first_named_by_topic():

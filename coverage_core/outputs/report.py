@@ -146,7 +146,7 @@ from coverage_core.outputs.report_upgrade import (  # re-exported: older reports
 from coverage_core.results import Analysis
 from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import shorten
-from coverage_core.verdicts import Verdicts
+from coverage_core.verdicts import Verdicts, fallback_level_words
 
 SCHEMA_VERSION = 6
 
@@ -672,8 +672,9 @@ def calibration_warning(analysis: Analysis) -> str:
     if calibration.reliable:
         return ""
     reason = " ".join(str(calibration.reason).split()) or "The support level could not be calibrated on these documents."
-    return (f"{reason} Every figure and verdict here rests on the embedding model's default level "
-            f"{calibration.support_threshold:.2f}, not on one measured on these documents, so they may be wrong.")
+    level = fallback_level_words(calibration.support_threshold, calibration.method)
+    return (f"{reason} Every figure and verdict here rests on {level}, not on one measured on these documents, "
+            "so they may be wrong.")
 
 
 def model_line(analysis: Analysis) -> str:

@@ -424,7 +424,8 @@ def _calibrate_on_probes(
         )
         (by_document, _), (by_topic, _) = _negatives_without_near_copies(sentences, chunks, candidates)
         documents = families
-    if np.unique(documents).size < 2:  # one document: its other topics stand in for other documents
+    one_document = np.unique(documents).size < 2
+    if one_document:  # its other topics stand in for other documents
         by_document = by_topic
     by_document, by_topic = by_document[np.isfinite(by_document)], by_topic[np.isfinite(by_topic)]
     measured = {
@@ -442,6 +443,7 @@ def _calibrate_on_probes(
         question_support_threshold = float(np.clip(question_support_threshold, 1e-6, 1.0))
     problem = reliability_problem(
         n, by_document.size, measured["positive_median"], measured["negative_median"], threshold, separation,
+        one_document,
     )
     if problem:
         level, method = fallback
@@ -459,6 +461,7 @@ def reliability_problem(
     negative_median: float | None,
     threshold: float | None,
     separation: float | None,
+    one_document: bool = False,
 ) -> str:
     """Why a calibration cannot be trusted, in one plain sentence; "" when it can.
 
@@ -470,14 +473,18 @@ def reliability_problem(
     (see the module docstring): small chunks cut a document into close
     topics of its own, which says nothing of whether τ tells documents apart.
     """
+    # With one document its other topics stand in for other documents (:func:`calibrate`), and the sentence says so.
+    elsewhere = "the document's passages on other topics" if one_document else "other documents' passages"
     if n_negatives < MIN_PROBES:
-        return (f"Only {n_negatives} of {n_probes} sample sentences have no near-copy in another document, "
+        return (f"Only {n_negatives} of {n_probes} sample sentences have no near-copy "
+                f"{'on another topic' if one_document else 'in another document'}, "
                 f"too few to calibrate on (at least {MIN_PROBES} are needed).")
     if negative_median is None or positive_median <= negative_median:
-        return (f"Sample sentences are at least as close to other documents' passages (median similarity "
+        return (f"Sample sentences are at least as close to {elsewhere} (median similarity "
                 f"{negative_median:.2f}) as to their own ({positive_median:.2f}).")
     if separation is None or separation < MIN_SEPARATION:
-        return (f"This model hardly tells a document's passages from other documents' here "
+        own = "a passage" if one_document else "a document's passages"
+        return (f"This model hardly tells {own} from {elsewhere} here "
                 f"(separation {separation or 0.0:.2f}, at least {MIN_SEPARATION:.2f} needed).")
     low, high = PLAUSIBLE_SUPPORT_RANGE
     if threshold is None or not low <= threshold <= high:
