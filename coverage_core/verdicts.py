@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core.errors import InputError
+from coverage_core.stages.calibration import GENERIC_FALLBACK
 from coverage_core.suggest.gaps import GapConfig, rank_gaps
 from coverage_core.validation import is_number
 
@@ -577,9 +578,9 @@ class Verdicts:
 
 def fallback_level_words(level: float | None, method: str) -> str:
     """What an uncalibrated analysis's level is, in words: the model's measured default, or the generic one
-    (``stages.calibration.GENERIC_FALLBACK``'s method) for a model none was measured for."""
+    (``method`` is :data:`~coverage_core.stages.calibration.GENERIC_FALLBACK`'s) for a model none was measured for."""
     value = "" if level is None else f" {level:.2f}"
-    if "generic" in method:
+    if method == GENERIC_FALLBACK[1]:
         return f"a generic level{value} (none is measured for this model)"
     return f"the model's default level{value}"
 
