@@ -195,7 +195,7 @@ def test_an_unreliable_level_is_said_first_and_documents_list_the_verdicts(analy
     body = html[html.index("<body>"):]
     warning = body.index('<div class="warn"><b>The support level is not calibrated.</b>')
     assert warning < body.index('<p class="headline">') < body.index("<h2>")
-    assert "rests on the embedding model&#x27;s default level 0.50" in body[warning:body.index("<h2>")]
+    assert "rests on the model&#x27;s default level 0.50, not on one measured" in body[warning:body.index("<h2>")]
     documents = body[body.index("<h2>Documents</h2>"):body.index("<h2>Off-topic questions</h2>")]
     verdicts = Verdicts.from_analysis(analysis)
     assert verdicts.untested  # gamma has no question
