@@ -173,6 +173,7 @@ def calibrate_corpus(
     cache: EmbeddingCache | None = None,
     *,
     topic_labels: np.ndarray | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Calibration:
     """The support threshold τ of this corpus and model, computed once per corpus.
 
@@ -182,7 +183,9 @@ def calibrate_corpus(
     800 short texts with ``embedder`` through ``cache``; without an embedder
     the documented default. ``topic_labels`` are the corpus's automatic
     topics (``cluster_chunks(corpus, None, config.random_state).labels``)
-    when the caller has them; None clusters them here. When τ cannot be
+    when the caller has them; None clusters them here. ``progress(done, total)``
+    counts the short texts as they are embedded (:func:`embed_texts`): with a
+    slow model they take minutes on a small corpus. When τ cannot be
     calibrated (or trusted), it is ``config.embedding``'s model default from
     the provider registry, else the generic default.
     """
@@ -193,7 +196,7 @@ def calibrate_corpus(
         return calibration_module.default(fallback)
 
     def embed(texts):
-        return embed_texts(list(texts), embedder, cache).vectors
+        return embed_texts(list(texts), embedder, cache, progress).vectors
 
     if topic_labels is None:
         topic_labels = cluster_chunks(corpus, None, config.random_state).labels

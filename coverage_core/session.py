@@ -51,9 +51,10 @@ STAGES = {
     "screening": "Screening the questions for off-topic ones",
     "measuring": "Measuring coverage",
 }
-"""Each stage, in order, and what it does in a user's words. The two embedding stages count texts; the later
-stages report 0 of 1, then 1 of 1."""
-EMBEDDING_STAGES = ("chunks", "questions")
+"""Each stage, in order, and what it does in a user's words. The embedding stages count texts (the
+calibration its sample sentences: about 800 short texts, minutes with a slow model on a small corpus); the
+others report 0 of 1, then 1 of 1."""
+EMBEDDING_STAGES = ("chunks", "questions", "calibration")
 KEEP = 4
 """Results kept per stage: the user moving K back and forth is instant."""
 
@@ -312,8 +313,8 @@ class AnalysisSession:
                 except CoverageError as error:
                     raise _NoEmbedder from error
             topics = self.clustering(inputs, None, config.random_state, progress).labels
-            return _reported(progress, "calibration", lambda: pipeline.calibrate_corpus(
-                config, inputs.corpus, model, embed_cache, topic_labels=topics))()
+            return _counted(progress, "calibration", lambda counted: pipeline.calibrate_corpus(
+                config, inputs.corpus, model, embed_cache, topic_labels=topics, progress=counted))
 
         try:
             return memo(self.calibrations, calibration_key(inputs.corpus_key, config), compute)
@@ -411,6 +412,24 @@ def _reported(progress: Progress | None, stage: str, compute: Callable[[], T]) -
         return value
 
     return run
+
+
+def _counted(progress: Progress | None, stage: str, compute: Callable[[Callable[[int, int], None] | None], T]) -> T:
+    """``compute(counted)``, where ``counted(done, total)`` tells ``progress`` how many texts of ``stage``
+    are embedded; a stage that embedded nothing (everything cached, or nothing to embed) reports 1 of 1."""
+    if progress is None:
+        return compute(None)
+    heard = False
+
+    def counted(done: int, total: int) -> None:
+        nonlocal heard
+        heard = True
+        progress(stage, done, total)
+
+    value = compute(counted)
+    if not heard:
+        progress(stage, 1, 1)
+    return value
 
 
 def _same_but_gaps(old: StageKey, new: StageKey) -> bool:

@@ -1002,6 +1002,10 @@ def test_progress_text_has_rate_and_time_left():
     text = engine.progress_text("chunks", 120, 480, 4.0)
     assert text == "Embedding passages: 120 of 480 (30 per second, about 12 s left)"
     assert engine.progress_text("questions", 0, 10, 0.0) == "Embedding questions: 0 of 10"
+    # The calibration's sample sentences are counted too: minutes with a slow model on a few PDFs.
+    text = engine.progress_text("calibration", 200, 800, 20.0)
+    assert text == "Calibrating the support level: 200 of 800 (10 per second, about 60 s left)"
+    assert engine.progress_text("clustering", 0, 1, 3.0) == "Clustering the passages into topics…"
 
 
 @pytest.mark.slow
