@@ -95,30 +95,30 @@ def test_a_new_k_reclusters_without_refitting_the_screener_or_recalibrating(exam
     assert relabelled.clusters["is_gap"].tolist() == (relabelled.clusters["tested_share"] < 0.9).tolist()
 
 
-def test_one_progress_callback_hears_every_stage(example):
+def heard_progress(example, config) -> list[tuple[str, int, int]]:
+    """Every ``(stage, done, total)`` one analysis of the example tells its progress callback."""
     documents, questions = example
     heard: list[tuple[str, int, int]] = []
-    config = engine.analysis_config(SETTINGS)
     session.analyze(config, documents, questions, embedder=word_embedder(),
                     progress=lambda stage, done, total: heard.append((stage, done, total)))
+    return heard
+
+
+def test_one_progress_callback_hears_every_stage(example):
+    heard = heard_progress(example, engine.analysis_config(SETTINGS))
     assert {stage for stage, _, _ in heard} == set(STAGES)
     assert heard[-1] == ("measuring", 1, 1)
 
 
 def test_the_calibration_counts_the_sample_texts_it_embeds(example):
     # A slow model spends minutes on them even for a few PDFs: a bar at "0 of 1" meanwhile looks stuck.
-    documents, questions = example
-    heard: list[tuple[str, int, int]] = []
     config = engine.analysis_config(SETTINGS)
-    session.analyze(config, documents, questions, embedder=word_embedder(),
-                    progress=lambda stage, done, total: heard.append((stage, done, total)))
-    counts = [(done, total) for stage, done, total in heard if stage == "calibration"]
+    counts = [(done, total) for stage, done, total in heard_progress(example, config) if stage == "calibration"]
     totals = {total for _, total in counts}
     assert len(totals) == 1 and totals.pop() > 100  # about 800 texts, counted against one total
     assert counts[-1][0] == counts[-1][1] and len(counts) >= 2  # from the start to the end
     assert [done for done, _ in counts] == sorted(done for done, _ in counts)
 
-    heard.clear()  # the user's own level: nothing to calibrate, so no bar
-    session.analyze(dataclasses.replace(config, support_threshold=0.4), documents, questions,
-                    embedder=word_embedder(), progress=lambda stage, done, total: heard.append((stage, done, total)))
+    # The user's own level: nothing to calibrate, so no bar.
+    heard = heard_progress(example, dataclasses.replace(config, support_threshold=0.4))
     assert "calibration" not in {stage for stage, _, _ in heard} and heard[-1] == ("measuring", 1, 1)
