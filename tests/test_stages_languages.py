@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from coverage_core.stages import calibration
+from coverage_core.stages import calibration, topics
 from coverage_core.stages.lexical import Reading, _question_terms, corpus_reading, lexical_coverage
 from coverage_core.stages.subjects import question_subjects, subject_presence
 from coverage_core.stages.topics import topic_labels
@@ -58,6 +58,29 @@ def test_chinese_topic_labels_are_character_pairs_without_stop_characters():
     for term in terms[0] + terms[1]:
         assert 2 <= len(term) <= 3 and not set(term) & CHINESE_STOP_CHARACTERS, labels
     assert {"首爾", "南韓"} & set(terms[0]) and ("水稻" in terms[1] or "稻米" in terms[1]), labels
+
+
+NAPOLEON_CHUNKS = [
+    "拿破崙三世是法國的皇帝，拿破崙三世在巴黎稱帝。",
+    "法國皇帝拿破崙三世推動巴黎的改建。",
+    "拿破崙三世的軍隊在色當戰敗，拿破崙三世被俘。",
+    "拿破崙三世喜歡巴黎，拿破崙三世的政府改建巴黎。",
+]
+
+
+def test_chinese_topic_labels_name_whole_names_not_the_character_pairs_that_cut_them():
+    labels = topic_labels(NAPOLEON_CHUNKS + CHINESE_CHUNKS[3:], [0, 0, 0, 0, 1, 1, 1], 2)
+    terms = labels[0].split(" · ")
+    assert "拿破崙三世" in terms, labels
+    assert not any(term != "拿破崙三世" and term in "拿破崙三世" for term in terms), labels  # no "破崙", "崙三"
+    # Seen 5 times, 4 of them before 的: chance in a few sentences, so "南韓" stays itself.
+    assert topics._whole_word("南韓", "".join(CHINESE_CHUNKS[:3])) == "南韓"
+    zhou = ["周恩來是總理。", "毛澤東與周恩來會談。", "周恩來出生於淮安。", "總理周恩來訪問印度。", "周恩來的外交。",
+            "人們紀念周恩來。"]
+    assert topics._whole_word("周恩", "".join(zhou)) == "周恩來"
+    assert topics._whole_word("周恩", "".join(zhou[:5])) == "周恩"  # too few to tell
+    # A pair straddling two words grows into a run holding a better ranked word: the word stays.
+    assert topics._without_parts(["韓國", "韓國國", "韓語", "韓語"]) == ["韓國", "韓語"]
 
 
 def test_english_word_check_is_exactly_the_english_only_computation():

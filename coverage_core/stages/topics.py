@@ -53,6 +53,14 @@ LABEL_SEPARATOR = " · "
 N_LABEL_TERMS = 3
 N_SPARE_TERMS = 8
 
+WHOLE_WORD_SHARE = 0.8
+"""A spaceless term (character pairs) grows by the character beside it in at least this share of its
+occurrences in its topic's passages (:func:`_whole_word`): "破崙" is "拿破崙" there, "馬帝國" "羅馬帝國"."""
+WHOLE_WORD_LONGEST = 8
+WHOLE_WORD_EVIDENCE = 6
+"""A spaceless term seen fewer times than this in its topic does not grow: in a few sentences the
+character beside it is chance ("南韓的" in three sentences on Seoul)."""
+
 MAX_CHUNKS_PER_CLUSTER = 100
 """Chunks per cluster whose words are counted for its terms (label, gap themes).
 
@@ -422,7 +430,56 @@ def _class_terms(texts: list[str], labels: np.ndarray, n_clusters: int, n_terms:
         order = present[np.lexsort(keys)][: 10 * n_terms]
         chosen = _distinct_phrases([(str(terms[t]), float(weights[k, t])) for t in order], n_terms)
         result[k] = [_joined_pairs(phrase) for phrase in chosen]
+    if any(has_spaceless_text(term) for terms_of_topic in result for term in terms_of_topic):
+        for k, terms_of_topic in enumerate(result):
+            text = "\n".join(texts[i] for i in np.flatnonzero(labels == k))
+            result[k] = _without_parts([_whole_word(term, text) for term in terms_of_topic])
     return tuple(tuple(t) for t in result)
+
+
+def _whole_word(term: str, text: str, share: float = WHOLE_WORD_SHARE, longest: int = WHOLE_WORD_LONGEST,
+                least: int = WHOLE_WORD_EVIDENCE) -> str:
+    """A term of a spaceless script grown, one character at a time, by the character that comes before
+    (or else after) it in at least ``share`` of its occurrences in ``text``, up to ``longest`` characters;
+    any other term unchanged. Terms are character pairs, which cut the names of three or more characters
+    that a topic is about ("周恩" of 周恩來, "破崙" of 拿破崙, "華民國" of 中華民國); punctuation or a
+    character of another script ends the word, and a term seen fewer than ``least`` times does not grow
+    (one sentence would become the term). No stop-character list decides it: the one-character stop words
+    include 中, 來, 下, 拿 and 自, which begin or end names (中華民國, 周恩來, 下薩克森邦, 拿破崙, 自殺率),
+    while a particle (的) follows a name in far fewer than ``share`` of its occurrences. On the 34 zh-qa articles (one topic each) 15 of the 34 labels change, each for the better: cut
+    names become whole ("周恩" 周恩來, "薩克森 · 森邦" 下薩克森邦, "君士坦" 君士坦丁堡), and a cut pair
+    beside its own word gives way to the next term ("馬祖 · 祖列島" becomes "馬祖 · 北竿鄉")."""
+    if " " in term or not has_spaceless_text(term):
+        return term
+    while len(term) < longest:
+        starts = [match.start() for match in re.finditer(re.escape(term), text)]
+        if len(starts) < least:
+            return term
+        grown = None
+        for before in (True, False):
+            beside = Counter(text[i - 1] if before else text[i + len(term)]
+                             for i in starts if (i > 0 if before else i + len(term) < len(text)))
+            if not beside:
+                continue
+            character, count = beside.most_common(1)[0]
+            if count >= share * len(starts) and has_spaceless_text(character):
+                grown = character + term if before else term + character
+                break
+        if grown is None:
+            return term
+        term = grown
+    return term
+
+
+def _without_parts(terms: list[str]) -> list[str]:
+    """``terms`` in order without one that holds, or is held by, a term before it: two pairs of one name
+    grow into the same word ("馬帝國" and "羅馬帝" into "羅馬帝國"), and a pair that straddles two words
+    grows into a longer run holding a better ranked word ("國國" into "韓國國", beside "韓國")."""
+    kept: list[str] = []
+    for term in terms:
+        if not any(term in other or other in term for other in kept):
+            kept.append(term)
+    return kept
 
 
 def _joined_pairs(phrase: str) -> str:
