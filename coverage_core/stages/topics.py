@@ -446,9 +446,11 @@ def _whole_word(term: str, text: str, share: float = WHOLE_WORD_SHARE, longest: 
     character of another script ends the word, and a term seen fewer than ``least`` times does not grow
     (one sentence would become the term). No stop-character list decides it: the one-character stop words
     include 中, 來, 下, 拿 and 自, which begin or end names (中華民國, 周恩來, 下薩克森邦, 拿破崙, 自殺率),
-    while a particle (的) follows a name in far fewer than ``share`` of its occurrences. On the 34 zh-qa articles (one topic each) 15 of the 34 labels change, each for the better: cut
-    names become whole ("周恩" 周恩來, "薩克森 · 森邦" 下薩克森邦, "君士坦" 君士坦丁堡), and a cut pair
-    beside its own word gives way to the next term ("馬祖 · 祖列島" becomes "馬祖 · 北竿鄉")."""
+    while a particle (的) follows a name in far fewer than ``share`` of its occurrences.
+
+    On the 34 zh-qa articles (one topic each) 15 of the 34 labels change, each for the better: cut names
+    become whole ("周恩" 周恩來, "薩克森 · 森邦" 下薩克森邦, "君士坦" 君士坦丁堡), and a cut pair beside
+    its own word gives way to the next term ("馬祖 · 祖列島" becomes "馬祖 · 北竿鄉")."""
     if " " in term or not has_spaceless_text(term):
         return term
     while len(term) < longest:
