@@ -457,19 +457,15 @@ def _whole_word(term: str, text: str, share: float = WHOLE_WORD_SHARE, longest: 
         starts = [match.start() for match in re.finditer(re.escape(term), text)]
         if len(starts) < least:
             return term
-        grown = None
-        for before in (True, False):
-            beside = Counter(text[i - 1] if before else text[i + len(term)]
-                             for i in starts if (i > 0 if before else i + len(term) < len(text)))
-            if not beside:
-                continue
-            character, count = beside.most_common(1)[0]
-            if count >= share * len(starts) and has_spaceless_text(character):
-                grown = character + term if before else term + character
-                break
-        if grown is None:
+        before = Counter(text[i - 1] for i in starts if i > 0).most_common(1)
+        after = Counter(text[i + len(term)] for i in starts if i + len(term) < len(text)).most_common(1)
+        grown = [character + term for character, count in before if count >= share * len(starts)
+                 and has_spaceless_text(character)]
+        grown += [term + character for character, count in after if count >= share * len(starts)
+                  and has_spaceless_text(character)]
+        if not grown:
             return term
-        term = grown
+        term = grown[0]
     return term
 
 
