@@ -330,6 +330,23 @@ def open_page(page, name: str, heading: str) -> None:
     page.get_by_role("heading", name=heading, exact=True).wait_for()
 
 
+def open_every_expander(page, passes: int = 5) -> int:
+    """Open every expander on the page, outer ones first, so nested ones become visible; return how many it
+    opened. A closed expander is clicked only while its summary is visible; one already open is left alone (a
+    click would close it)."""
+    opened = 0
+    for _ in range(passes):
+        closed = [details for details in page.get_by_test_id("stExpander").locator("details").all()
+                  if details.get_attribute("open") is None and details.locator("summary").first.is_visible()]
+        if not closed:
+            break
+        for details in closed:
+            details.locator("summary").first.click(timeout=30_000)
+        opened += len(closed)
+        page.wait_for_timeout(500)
+    return opened
+
+
 def screenshot(page, name: str):
     """A full-page screenshot in test-artifacts/, for a failure a test catches itself."""
     ARTIFACTS.mkdir(exist_ok=True)
