@@ -127,6 +127,16 @@ def strictness_to_z(strictness: float) -> float:
     return 3.5 - 2.5 * float(strictness)
 
 
+# The margin reads a question's best *passage*. Also tried: the best of that and its best *sentence* among
+# its top 5 passages (an answer in one sentence of a long passage: "When did the Soviet military forces
+# occupy Estonia?", 0.418 to its passage against the level 0.49). Question against own-article and
+# other-article text on wiki-qa, all-MiniLM-L6-v2, chunk size 800: AUROC 0.888 by passage, 0.936 by the
+# best of both (multilingual-e5-small on fr-qa: 0.815 -> 0.824). But on the verdicts
+# (benchmarks/eval_verdicts.py --only clean,mixes) the sentence lifts off-topic questions as much as
+# genuine ones: at the same level, recall at 5 / 45 / 65% off-topic on half A 0.864 / 0.940 / 0.938 ->
+# 0.818 / 0.865 / 0.867; with the sentence counted 0.1 lower, 0.864 / 0.928 / 0.931, and on half B
+# 0.864 / 0.884 / 0.869 -> 0.864 / 0.854 / 0.849 with precision unchanged (0.79 / 0.98 / 0.99) and genuine
+# questions flagged unchanged (0.8%). Not adopted; it would also embed about 4.5 texts per passage.
 def support_margin(
     max_similarity: np.ndarray, lexical_coverage: np.ndarray, question_support_threshold: float,
     lexical_weight: float = MARGIN_LEXICAL_WEIGHT,
