@@ -102,6 +102,9 @@ middle.metric(
     "and flags one whose named subject the documents never discuss. Relative to the model, not a proof.",
 )
 right.metric("Median best similarity", formats.similarity(table["best similarity"].median()), border=True)
+difference = view.offtopic_difference(analysis, table)
+if difference:
+    st.caption(difference)
 
 # ------------------------------------------------------------------ labels
 st.subheader("Answerable and not-answerable questions")

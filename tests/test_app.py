@@ -469,6 +469,15 @@ def test_fitness_page_ranks_questions_and_marks_unsupported_ones(seeded):
     assert metric(at, "May not be answerable") == f"{weak:,}"
     table = at.dataframe[0].value
     assert (table["verdict"] == "the knowledge base may not answer this").sum() == weak
+    # The two counts of unanswerable questions differ on the example, and the page says by how much and why.
+    below = reference.question_table["max_similarity"].to_numpy() < 0.5
+    flagged = np.asarray(reference.is_outlier, dtype=bool)
+    assert (below != flagged).any()
+    caption = next(c for c in texts(at.caption) if c.startswith("Results counts"))
+    assert caption.startswith(f"Results counts {int(flagged.sum())} questions off-topic, not {weak}: ")
+    kept, added = int((below & ~flagged).sum()), int((flagged & ~below).sum())
+    assert (f"{kept} question{'s' * (kept != 1)} below this threshold" in caption) == bool(kept)
+    assert (f"{added} question{'s' * (added != 1)} above it" in caption) == bool(added)
     # Ranked and polar views, and the box plot of the example's answerability labels.
     assert len(at.get("plotly_chart")) == 3
 

@@ -272,3 +272,43 @@ def test_api_sweep_consent_prices_the_uncached_texts_once_per_size(fake_api, tmp
     assert at.checkbox(key=state.W_SWEEP_API).label.startswith(
         "Embed every text again at 32 dimensions through the API (the model's own shorter embeddings; ~0 tokens"
     )
+
+
+def test_the_page_says_why_its_count_differs_from_results_reason_by_reason(seeded):
+    from types import SimpleNamespace
+
+    from ui.views import fitness as view
+
+    _, analysis = seeded
+    questions = analysis.question_table.copy()
+    similarity = questions["max_similarity"].to_numpy(dtype=float)
+    threshold, level = float(np.quantile(similarity, 0.6)), float(np.quantile(similarity, 0.3))
+    table = view.fitness_table(analysis, threshold)  # the user moved the slider above Results' level
+    below = similarity < threshold
+
+    def said() -> str:
+        return view.offtopic_difference(
+            SimpleNamespace(question_table=questions, screener=SimpleNamespace(question_support_threshold=level)),
+            table)
+
+    questions["is_outlier"], questions["offtopic_reason"] = below, np.where(below, "no_support", "")
+    questions["offtopic_score"] = np.where(below, 1.0, -1.0)
+    assert said() == ""
+
+    short, reaching, high = (np.flatnonzero(similarity < level), np.flatnonzero(below & (similarity >= level)),
+                             np.flatnonzero(~below))
+    columns = ["is_outlier", "offtopic_reason", "offtopic_score"]
+    questions.loc[short[0], columns] = [False, "", np.nan]  # kept by hand
+    questions.loc[short[1], columns] = [False, "", -0.2]
+    questions.loc[reaching[:2], columns] = [False, "", -0.5]
+    questions.loc[high[0], columns] = [True, "excluded", np.nan]
+    questions.loc[high[1:3], columns] = [True, "absent_subject", 1.0]
+    text = said()
+    assert text.startswith(f"Results counts {below.sum() - 4 + 3} questions off-topic, not {below.sum()}: ")
+    assert f"2 questions below this threshold are kept there, as they reach the support level Results uses " \
+           f"({formats.similarity(level)})" in text
+    assert "1 question below this threshold is kept there, as one passage holds most of its words or it is" in text
+    assert "1 question below this threshold is kept by your choice" in text
+    assert "1 question above it is excluded by your choice" in text
+    assert "2 questions above it are flagged there, as they ask about a subject the documents never discuss" in text
+    assert text.endswith("excluded by your choice.") and "no passage holds" not in text

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from coverage_core import wording
 from coverage_core.config import EmbeddingConfig
 from coverage_core.errors import CoverageError
 from coverage_core.results import Analysis
@@ -41,6 +42,56 @@ def fitness_table(analysis: Analysis, threshold: float) -> pd.DataFrame:
         frame["best similarity"] < threshold, "the knowledge base may not answer this", ""
     )
     return frame.sort_values(["best similarity", "row"], ascending=[False, True]).reset_index(drop=True)
+
+
+# Why Results flags a question the fitness threshold does not, by its off-topic reason (screening.OFFTOPIC_REASONS).
+FLAGGED_ABOVE = {
+    "no_support": "{are} flagged there, as {it_is} short of the support level Results uses",
+    "missing_words": "{are} flagged there, as no passage holds {its} words together",
+    "absent_subject": "{are} flagged there, as {it} {asks} about a subject the documents never discuss",
+    "excluded": "{are} excluded by your choice",
+}
+
+
+def offtopic_difference(analysis: Analysis, table: pd.DataFrame) -> str:
+    """Why the page's "may not be answerable" count (``table``, :func:`fitness_table`) differs from Results'
+    off-topic count, by reason ("" when the two name the same questions): Results also reads the words and
+    the named subjects, lets a question a little short of its level pass, and applies the user's choices."""
+    questions = analysis.question_table
+    below = questions["row"].astype(int).isin(table.loc[table["verdict"] != "", "row"].astype(int)).to_numpy()
+    flagged = questions["is_outlier"].to_numpy(dtype=bool)
+    if (below == flagged).all():
+        return ""
+    kept = below & ~flagged
+    included = kept & np.isnan(questions["offtopic_score"].to_numpy(dtype=float))  # an override has no score
+    from coverage_core.checks.answerability import fitness_threshold
+
+    level = fitness_threshold(analysis)
+    reaching = questions["max_similarity"].to_numpy(dtype=float) >= level
+    reasons = [
+        _clause(int((kept & ~included & reaching).sum()), "below this threshold",
+                f"{{are}} kept there, as {{it}} {{reaches}} the support level Results uses ({formats.similarity(level)})"),
+        _clause(int((kept & ~included & ~reaching).sum()), "below this threshold", "{are} kept there, as one "
+                "passage holds most of {its} words or {it_is} only a little short of the support level Results uses"),
+        _clause(int(included.sum()), "below this threshold", "{are} kept by your choice"),
+    ]
+    codes = questions["offtopic_reason"].astype(str).to_numpy()
+    reasons += [_clause(int((flagged & ~below & (codes == code)).sum()), "above it", why)
+                for code, why in FLAGGED_ABOVE.items()]
+    return (f"Results counts {wording.count(int(flagged.sum()), 'question')} off-topic, not {int(below.sum()):,}: "
+            + "; ".join(reason for reason in reasons if reason) + ".")
+
+
+def _clause(n: int, where: str, template: str) -> str:
+    """"{n} questions {where} …" with ``template``'s verbs and pronouns agreeing with ``n``; "" when ``n`` is 0."""
+    if not n:
+        return ""
+    agreeing = template.format(
+        are=wording.plural(n, "is", "are"), it_is=wording.plural(n, "it is", "they are"),
+        its=wording.plural(n, "its", "their"), it=wording.plural(n, "it", "they"), asks=wording.plural(n, "asks", "ask"),
+        reaches=wording.plural(n, "reaches", "reach"),
+    )
+    return f"{wording.count(n, 'question')} {where} {agreeing}"
 
 
 def with_labels(table: pd.DataFrame, analysis: Analysis, labels) -> pd.DataFrame:
