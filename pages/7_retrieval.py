@@ -17,7 +17,6 @@ HELP = {
     "hit": "Share of labelled questions with at least one relevant source in the top k.",
     "mrr": "How high the first relevant chunk ranks (mean reciprocal rank): the mean of 1 / its rank, 0 when "
     "none is in the top k.",
-    "unlabelled": "Questions with an empty relevant-source cell: left out of the four retrieval figures.",
 }
 NO_COLUMN = (
     "The question file has no column naming each question's relevant source, so retrieval cannot be checked. "
@@ -83,14 +82,14 @@ elif view.all_labels_unknown(result):
 else:
     usable = result
     k = result.k
-    cards = st.columns(5)
+    cards = st.columns(4)  # five cards cut their names at 1280 px; the unlabelled count is in the caption
     cards[0].metric(f"Precision@{k}", formats.score(result.precision_at_k), help=HELP["precision"], border=True)
     cards[1].metric(f"Recall@{k}", formats.score(result.recall_at_k), help=HELP["recall"], border=True)
     cards[2].metric(f"Hit@{k}", formats.score(result.hit_at_k), help=HELP["hit"], border=True)
     cards[3].metric(formats.MRR_LABEL, formats.score(result.mrr), help=HELP["mrr"], border=True)
-    cards[4].metric("Unlabelled, left out", f"{result.n_unlabelled:,}", help=HELP["unlabelled"], border=True)
     st.caption(
-        f"{formats.count(result.n_labelled, 'labelled question')} from column “{widgets.plain(result.relevant_column)}”, each "
+        f"{formats.count(result.n_labelled, 'labelled question')} from column “{widgets.plain(result.relevant_column)}”"
+        f"{f' ({result.n_unlabelled:,} without a source, left out)' if result.n_unlabelled else ''}, each "
         f"retrieving {k:,} of {formats.count(len(analysis.corpus.chunks), 'chunk')}. Every labelled question counts, off-topic or not."
     )
     flow.show_warnings(result.notes)

@@ -94,7 +94,9 @@ def assert_cards_match(at: AppTest, result: retrieval.RetrievalResult) -> None:
     for prefix, field in METRICS.items():
         label = prefix if prefix == "First-hit rank score (MRR)" else f"{prefix}{result.k}"
         assert shown[label] == f"{getattr(result, field):.3f}", label
-    assert shown["Unlabelled, left out"] == f"{result.n_unlabelled:,}"
+    assert len(shown) == len(METRICS), shown  # four cards, legible at 1280 px
+    caption = next(c for c in texts(at.caption) if "labelled question" in c)
+    assert (f"({result.n_unlabelled:,} without a source, left out)" in caption) == bool(result.n_unlabelled), caption
 
 
 def comparison_table(at: AppTest) -> pd.DataFrame:
