@@ -131,7 +131,9 @@ else:
         f"{formats.count(result.n_labelled, 'labelled question')}, {result.n_answerable:,} answerable and "
         f"{result.n_unanswerable:,} not. How well each question's best similarity predicts its label:"
     )
-    for card, (name, quantity, shown, help_text) in zip(st.columns(len(LABEL_CARDS)), LABEL_CARDS):
+    # Two rows of two: in one row of four, names or values are cut at 1280 px.
+    cards = [card for _ in range(0, len(LABEL_CARDS), 2) for card in st.columns(2)]
+    for card, (name, quantity, shown, help_text) in zip(cards, LABEL_CARDS):
         card.metric(name, shown(getattr(result, quantity)), border=True, help=help_text)
     if result.note:
         st.warning(shown_message(result.note), icon=":material/warning:")

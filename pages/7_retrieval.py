@@ -82,7 +82,7 @@ elif view.all_labels_unknown(result):
 else:
     usable = result
     k = result.k
-    cards = st.columns(4)  # five cards cut their names at 1280 px; the unlabelled count is in the caption
+    cards = st.columns([1, 1, 1, 1.5])  # names legible at 1280 px: the first-hit card's is the longest
     cards[0].metric(f"Precision@{k}", formats.score(result.precision_at_k), help=HELP["precision"], border=True)
     cards[1].metric(f"Recall@{k}", formats.score(result.recall_at_k), help=HELP["recall"], border=True)
     cards[2].metric(f"Hit@{k}", formats.score(result.hit_at_k), help=HELP["hit"], border=True)
