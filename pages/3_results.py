@@ -73,7 +73,7 @@ st.caption(
     f"{formats.count(len(analysis.questions.questions), 'question')}, {verdict.n_off_topic:,} screened out as off-topic."
 )
 
-flow.show_warnings(analysis.warnings)
+flow.show_warnings(view.warnings_beside_the_verdict(analysis))
 
 with st.container(border=True):
     left, right = st.columns([3, 1], vertical_alignment="bottom")

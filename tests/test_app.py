@@ -204,8 +204,10 @@ def test_example_button_runs_a_full_analysis(cache_dir):
     assert not [m for m in at.metric if m.label.startswith("Weighted")]
     caption = " ".join(texts(at.caption))
     assert "10 documents" in caption and "185 questions" in caption
+    # Listed once, in the untested box below the headline, not again among the warnings.
     warnings = " ".join(texts(at.warning))
-    assert "Koala.txt is untested" in warnings and "Lobster.txt is untested" in warnings
+    assert "is untested" not in warnings and "Koala.txt" not in warnings
+    assert any("Koala.txt is untested" in w for w in at.session_state[state.TUNING].analysis[1].warnings)
     # The page leads with the headline, and lists exactly the untested documents by name.
     assert "of the knowledge base is tested" in at.subheader[0].value
     assert "2 documents untested" in at.subheader[0].value
@@ -281,7 +283,8 @@ def test_results_show_the_metrics_with_help_and_tables(seeded):
     clusters = at.dataframe[0].value.sort_values("cluster")
     assert len(clusters) == 4 and list(clusters["cluster"]) == [0, 1, 2, 3]
     np.testing.assert_allclose(clusters["coverage"], reference.clusters["coverage"], atol=1e-9)
-    assert "Koala.txt is untested" in " ".join(texts(at.warning))
+    assert "Koala.txt: no on-topic question targets its" in " ".join(texts(at.error))
+    assert "Koala.txt" not in " ".join(texts(at.warning))  # not repeated among the warnings
 
 
 @pytest.mark.slow

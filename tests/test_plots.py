@@ -673,6 +673,9 @@ def test_topic_chart_draws_tested_share_the_configs_cut_and_gap_colours_most_urg
                                          "koala · gum", "empty"]))
     assert list(bar["y"]) == [names[c] for c in expected["cluster"]]
     assert values(bar["x"]) == pytest.approx([0.4, 0.1, 0.6, 0.6, 0.8, 0.0], abs=1e-12)  # the empty topic: no bar
+    # Each bar says its share at its end, so the empty topic reads "0%", not as a row left blank.
+    assert bar["texttemplate"] == "%{x:.0%}" and bar["textposition"] == "outside" and bar["cliponaxis"] is False
+    assert data["layout"]["xaxis"]["range"][1] >= 1.1  # room for the label of a full bar
     assert bar["marker"]["color"] == [style.GAP_COLOUR] * 2 + [style.OK_COLOUR] * 4
     yaxis = data["layout"]["yaxis"]
     assert yaxis["range"][0] > yaxis["range"][1]  # reversed: the first (most urgent) row on top
@@ -693,6 +696,7 @@ def test_topic_chart_under_the_coverage_rule_draws_coverage_and_its_cut(topics):
     assert bar["marker"]["color"][:2] == [style.GAP_COLOUR] * 2 and style.GAP_COLOUR not in bar["marker"]["color"][2:]
     assert data["layout"]["shapes"][0]["x0"] == pytest.approx(0.55, abs=1e-12)
     assert data["layout"]["annotations"][0]["text"] == "gap below 0.55"
+    assert bar["texttemplate"] == "%{x:.2f}"  # coverage is a score, not a share
 
 
 def test_topic_chart_shortens_long_topic_names_on_the_axis(topics):

@@ -245,6 +245,24 @@ def _cluster_table(
     )
 
 
+def document_verdict_warnings(documents: pd.DataFrame, tested_k: int, support_threshold: float) -> list[str]:
+    """One warning per untested, then per under-tested document of ``documents`` (the analysis's document
+    table), as the analysis's warnings carry them: a page that lists these documents already leaves them out."""
+    warnings = []
+    for row in documents[documents["is_untested"]].itertuples(index=False):
+        about = {0: "no on-topic question is", 1: "only 1 on-topic question is"}.get(
+            row.n_questions, f"only {row.n_questions} on-topic questions are")
+        warnings.append(f"{row.document} is untested: {about} about it; add questions about its content.")
+    retrieves = f"among its top {tested_k} with similarity ≥ {support_threshold:.2f}"
+    for row in documents[documents["is_undertested"]].itertuples(index=False):
+        questions = wording.plural(row.n_questions, "question targets", "questions target")
+        warnings.append(
+            f"{row.document} is under-tested: {row.n_questions} {questions} it, but only {row.n_tested} of its "
+            f"{row.n_chunks} passages ({row.tested_share:.0%}) are retrieved by a question {retrieves}."
+        )
+    return warnings
+
+
 def _document_table(
     config: AnalysisConfig, corpus: Corpus, min_distances: np.ndarray, tested: _Tested, support_threshold: float,
     warnings: list[str],
@@ -254,17 +272,7 @@ def _document_table(
     table = metrics.document_coverage(
         min_distances, corpus.chunk_documents, tested=tested.chunks, n_questions=n_questions
     )
-    retrieves = f"among its top {config.tested_k} with similarity ≥ {support_threshold:.2f}"
-    for row in table[table["is_untested"]].itertuples(index=False):
-        about = {0: "no on-topic question is", 1: "only 1 on-topic question is"}.get(
-            row.n_questions, f"only {row.n_questions} on-topic questions are")
-        warnings.append(f"{row.document} is untested: {about} about it; add questions about its content.")
-    for row in table[table["is_undertested"]].itertuples(index=False):
-        questions = wording.plural(row.n_questions, "question targets", "questions target")
-        warnings.append(
-            f"{row.document} is under-tested: {row.n_questions} {questions} it, but only {row.n_tested} of its "
-            f"{row.n_chunks} passages ({row.tested_share:.0%}) are retrieved by a question {retrieves}."
-        )
+    warnings.extend(document_verdict_warnings(table, config.tested_k, support_threshold))
     for name in table.loc[table["is_low"] & ~table["is_untested"] & ~table["is_undertested"], "document"]:
         warnings.append(
             f"{name} is covered far less than the other documents: it is untested or may not belong in this corpus."

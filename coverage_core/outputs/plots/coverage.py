@@ -136,7 +136,9 @@ def _verdict_bar(
     """Horizontal bars, the first row on top, with a dashed vertical line at ``cut`` labelled ``cut_text``.
 
     A blank row above the first bar holds the line's label, so it never
-    covers a bar. ``share``: the values are shares, drawn 0-100%.
+    covers a bar. ``share``: the values are shares, drawn 0-100%. Each bar
+    is labelled with its value at its end: a topic with nothing tested has
+    no bar at all, and would otherwise read as a row left empty.
     """
     y, axis = category_axis(names, limit)
     fig = go.Figure(
@@ -147,6 +149,9 @@ def _verdict_bar(
             marker={"color": list(colours)},
             customdata=customdata,
             hovertemplate=hovertemplate,
+            texttemplate="%{x:.0%}" if share else "%{x:.2f}",
+            textposition="outside",
+            cliponaxis=False,
         )
     )
     fig.add_vline(
@@ -155,7 +160,7 @@ def _verdict_bar(
     )
     fig.update_yaxes(title="", range=[len(y) - 0.5, -1.5], **axis)
     if share:
-        fig.update_xaxes(range=[0, 1.02], tickformat=".0%")
+        fig.update_xaxes(range=[0, 1.1], tickformat=".0%")  # room for a full bar's label
     return fig
 
 
