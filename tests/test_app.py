@@ -1114,3 +1114,25 @@ def test_documents_and_off_topic_tabs_show_the_verdict_and_the_reason(analysis, 
     assert {"reason", "detail", "off-topic score"} <= set(flagged.columns) and "outlier score" not in flagged
     assert len(flagged) and (flagged["off-topic score"] > 0).all()  # a flagged question never shows a safe score
     assert (flagged["reason"] != "").all()
+
+
+@pytest.mark.slow
+def test_tuning_values_follow_the_user_from_results_to_configure(seeded):
+    """Results and Configure draw the same tuning widgets: on the second page they show the values of the first,
+    not their own defaults (K = 1, strictness 0, automatic toggles off), which the next change would apply."""
+    values, _, _ = seeded
+    at = app("results", values)
+    keys = (state.W_K, state.W_STRICTNESS, state.W_MULTI_THRESHOLD, state.W_MULTI_N, state.W_TESTED_SHARE_CUT,
+            state.W_GAP_THRESHOLD)
+    on_results = {key: at.slider(key=key).value for key in keys}
+    toggles = {key: at.toggle(key=key).value for key in (state.W_AUTO_K, state.W_AUTO_STRICTNESS)}
+    assert on_results[state.W_K] > 1 and on_results[state.W_STRICTNESS] > 0
+    at.switch_page(PAGES["configure"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {key: at.slider(key=key).value for key in keys} == on_results
+    assert {key: at.toggle(key=key).value for key in toggles} == toggles
+    # A change on Configure is what Results shows next.
+    at.slider(key=state.W_MULTI_N).set_value(4).run()
+    assert at.session_state[state.SETTINGS].multi_n == 4
+    at.switch_page(PAGES["results"]).run()
+    assert at.slider(key=state.W_MULTI_N).value == 4 and at.slider(key=state.W_K).value == on_results[state.W_K]

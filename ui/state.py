@@ -488,6 +488,11 @@ def gap_card_key(cluster: int) -> str:
 
 
 def seed_widget(widget_key: str, value: Any) -> None:
-    """Give a widget its remembered value when it is (re)created on a page."""
-    if widget_key not in st.session_state:
-        st.session_state[widget_key] = value
+    """Give a widget its remembered value when it is (re)created on a page: ``value`` the first time, else the
+    value it last had, on this page or on another one with a widget of the same key.
+
+    The value is written back even when present: a value that a widget of another page set belongs to that
+    widget, and this page's widget of the same key would start from its own default instead (Results' tuning
+    controls then showed K = 1 and strictness 0 on Configure, ready to be applied by the next change).
+    """
+    st.session_state[widget_key] = st.session_state[widget_key] if widget_key in st.session_state else value
