@@ -144,7 +144,7 @@ if documents_tab.open:
         documents = documents.drop(columns=["is_low", "is_untested", "is_undertested"])  # the verdict says it
         document_config = {
             "document": st.column_config.TextColumn("document", width="medium"),
-            "verdict": st.column_config.TextColumn("verdict"),
+            "verdict": st.column_config.TextColumn("verdict", width=100),  # "under-tested" whole
             "n_questions": st.column_config.NumberColumn("questions targeting it"),
             "n_tested": st.column_config.NumberColumn("passages tested"),
             "n_chunks": st.column_config.NumberColumn("passages"),
