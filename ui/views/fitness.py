@@ -57,6 +57,8 @@ def offtopic_difference(analysis: Analysis, table: pd.DataFrame) -> str:
     """Why the page's "may not be answerable" count (``table``, :func:`fitness_table`) differs from Results'
     off-topic count, by reason ("" when the two name the same questions): Results also reads the words and
     the named subjects, lets a question a little short of its level pass, and applies the user's choices."""
+    from coverage_core.checks.answerability import fitness_threshold
+
     questions = analysis.question_table
     below = questions["row"].astype(int).isin(table.loc[table["verdict"] != "", "row"].astype(int)).to_numpy()
     flagged = questions["is_outlier"].to_numpy(dtype=bool)
@@ -64,8 +66,6 @@ def offtopic_difference(analysis: Analysis, table: pd.DataFrame) -> str:
         return ""
     kept = below & ~flagged
     included = kept & np.isnan(questions["offtopic_score"].to_numpy(dtype=float))  # an override has no score
-    from coverage_core.checks.answerability import fitness_threshold
-
     level = fitness_threshold(analysis)
     reaching = questions["max_similarity"].to_numpy(dtype=float) >= level
     reasons = [
