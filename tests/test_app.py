@@ -1104,6 +1104,26 @@ def test_results_with_a_calibrated_level_tick_what_passed(analysis, monkeypatch)
     assert "Every document has questions that test it." in texts(at.success)
 
 
+def test_results_for_questions_in_another_language_than_the_documents_show_no_tick(analysis, monkeypatch):
+    import dataclasses
+
+    from coverage_core.config import EmbeddingConfig
+    from coverage_core.languages import LanguageProfile, LanguageShare
+    from coverage_core.stages.calibration import Calibration
+
+    crossed = dataclasses.replace(
+        analysis, calibration=Calibration(0.5, "pseudo-queries", n_probes=100),
+        config=dataclasses.replace(analysis.config, embedding=EmbeddingConfig("e5")),
+        documents=analysis.documents.assign(is_untested=False, n_questions=3),
+        languages=LanguageProfile(document_shares=(LanguageShare("de", "German", 1.0, 3),),
+                                  question_shares=(LanguageShare("en", "English", 1.0, 5),)))
+    at = _results_of(crossed, monkeypatch)
+    assert at.subheader[0].value.startswith("The questions are in English and the documents in German")
+    assert not at.success  # no tick anywhere
+    assert "Every document has questions that test it. This may be wrong: the questions are in another language " \
+        "than the documents" in " ".join(texts(at.info))
+
+
 def test_documents_and_off_topic_tabs_show_the_verdict_and_the_reason(analysis, monkeypatch):
     at = _results_of(analysis, monkeypatch, "Documents")
     documents = at.dataframe[0].value

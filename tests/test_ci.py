@@ -395,6 +395,21 @@ def test_junit_an_unreliable_support_level_is_an_error_and_no_case_passes_silent
     assert passing and all(case.find("system-out").text.startswith(reason) for case in passing)
 
 
+def test_junit_passing_cases_say_first_that_questions_in_another_language_may_make_them_wrong():
+    report = schema_4_report()
+    report["languages"] = {"documents": [{"code": "de", "name": "German", "share": 1.0, "n_documents": 3}],
+                           "questions": [{"code": "en", "name": "English", "share": 1.0, "n_questions": 9}]}
+    _, cases = _parse(junit.junit_xml(report, "basic", None))
+    passing = [case for case in cases.values() if case.get("classname") in ("coverage.clusters", "coverage.documents")
+               and case.find("failure") is None]
+    assert passing and all(case.find("system-out").text.startswith("The questions are in English and the documents "
+                                                                   "in German:") for case in passing)
+    report["languages"]["questions"][0].update(code="de", name="German")
+    _, cases = _parse(junit.junit_xml(report, "basic", None))
+    assert not any("another language" in (case.find("system-out").text or "") for case in cases.values()
+                   if case.find("system-out") is not None)
+
+
 def test_junit_reads_an_older_reports_default_level_as_unreliable():
     report = make_report(schema_version=3, calibration={"support_threshold": 0.5, "method": "default: one document",
                                                         "question_support_threshold": 0.5})

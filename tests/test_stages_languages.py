@@ -191,6 +191,11 @@ def test_questions_in_another_language_than_the_documents_keep_no_word_evidence(
     assert np.isnan(screener.lexical_coverage_[:2]).all() and np.isfinite(screener.lexical_coverage_[2])
     # "NHL" is "LNH" in French: without the rule for foreign questions it would be a subject never mentioned.
     assert not screener.absent_subject_[:2].any() and not screener.is_outlier_.any()
+    # Every question in another language: the note says why the words are not read (not "no content word").
+    english = QuestionScreener(random_state=0, question_support_threshold=0.5).fit(
+        Q[:2], C, np.arange(len(chunks)) % 3, question_texts=questions[:2], chunk_texts=chunks)
+    assert any(note.startswith("Every question is in another language than the documents") for note in english.warnings_)
+    assert not any("content word" in note for note in english.warnings_)
 
 
 @pytest.mark.parametrize("chunks, questions, weight", [

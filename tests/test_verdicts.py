@@ -267,3 +267,45 @@ def test_a_compressed_similarity_range_no_longer_lets_a_neighbour_document_be_ta
     documents = ["a.txt", "b.txt"]
     assert metrics.question_targets(top, sims, documents, 0.8, 2, margin=verdicts.TARGET_MARGIN) == [("a.txt", "b.txt")]
     assert metrics.question_targets(top, sims, documents, 0.8, 2, margin=0.2 * 0.015) == [("a.txt",)]
+
+
+def _cross_lingual(document_code: str, question_shares: list[tuple[str, float]], provider: str = "e5"):
+    from coverage_core.languages import LanguageProfile, LanguageShare, language_name
+
+    analysis = _analysis_in(document_code, provider)
+    analysis.languages = LanguageProfile(
+        document_shares=(LanguageShare(document_code, language_name(document_code), 1.0, 2),),
+        question_shares=tuple(LanguageShare(code, language_name(code), share, 1) for code, share in question_shares),
+    )
+    return analysis
+
+
+def test_questions_in_another_language_than_the_documents_lead_the_headline_and_take_the_ticks_away():
+    """French documents, English questions (e5, 8 fr-qa articles): 6 of 8 documents came out untested with no
+    word of doubt, because a question matches a passage in another language less closely than τ expects."""
+    found = Verdicts.from_analysis(_cross_lingual("fr", [("en", 1.0)]))
+    assert found.headline.startswith(
+        "The questions are in English and the documents in French: the support level is measured within the "
+        "documents' language, and a question matches a passage in another language less closely, so untested "
+        "documents and off-topic questions may be wrong; check them before acting.")
+    assert found.headline.index("of the knowledge base is tested") > 0
+    assert verdicts.verdict_doubt(_cross_lingual("fr", [("en", 1.0)])).startswith(
+        "The questions are in another language than the documents")
+    # Questions in the documents' language, or too few in another, leave the verdicts as they were.
+    for same in ([("fr", 1.0)], [("fr", 0.97), ("en", 0.03)], [("fr", 0.5), ("und", 0.5)]):
+        analysis = _cross_lingual("fr", same)
+        assert Verdicts.from_analysis(analysis).cross_language == "" and verdicts.verdict_doubt(analysis) == ""
+
+
+def test_the_cross_language_sentence_names_the_share_and_every_foreign_language():
+    from coverage_core.verdicts import cross_language_problem
+
+    documents = [("de", "German", 0.8), ("en", "English", 0.2)]
+    mixed = cross_language_problem(documents, [("de", "German", 0.6), ("fr", "French", 0.3), ("ar", "Arabic", 0.1)])
+    assert mixed.startswith("40% of the questions are in French and Arabic and the documents in German and English:")
+    assert cross_language_problem(documents, [("en", "English", 1.0)]) == ""  # English documents are 20%
+    assert cross_language_problem([], [("en", "English", 1.0)]) == ""  # no documents' language known
+    assert cross_language_problem([("und", "undetermined", 1.0)], [("en", "English", 1.0)]) == ""
+    edge = verdicts.CROSS_LANGUAGE_SHARE
+    assert cross_language_problem(documents, [("fr", "French", edge)]) != ""
+    assert cross_language_problem(documents, [("fr", "French", edge - 0.001)]) == ""

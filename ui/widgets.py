@@ -17,7 +17,7 @@ import streamlit as st
 from coverage_core.languages import UNDETERMINED
 from coverage_core.outputs.report import calibration_warning
 from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
-from coverage_core.verdicts import headline
+from coverage_core.verdicts import headline, verdict_doubt
 from ui import engine, exports, formats, state
 from ui.settings import DEFAULT_STRICTNESS, STRICTNESS_RANGE
 
@@ -326,12 +326,13 @@ def show_headline(analysis) -> None:
 
 
 def verdict_passed(analysis, sentence: str) -> None:
-    """A verdict that found nothing: a tick when τ was calibrated; otherwise a neutral note that it may be wrong."""
-    if analysis.calibration.reliable:
+    """A verdict that found nothing: a tick when τ was calibrated for these documents and questions; otherwise
+    a neutral note that it may be wrong, and why (:func:`~coverage_core.verdicts.verdict_doubt`)."""
+    doubt = verdict_doubt(analysis)
+    if not doubt:
         st.success(sentence, icon=":material/task_alt:")
     else:
-        st.info(f"{sentence} This may be wrong: it rests on the model's default support level, which could not "
-                "be calibrated on these documents.", icon=":material/help:")
+        st.info(f"{sentence} This may be wrong: {doubt[:1].lower()}{doubt[1:]}", icon=":material/help:")
 
 
 def language_table(shares, noun: str) -> pd.DataFrame:

@@ -48,7 +48,7 @@ from coverage_core.outputs.since_report import junit_cases
 from coverage_core.stages.topics import cluster_name
 from coverage_core.suggest.gaps import GAP_COVERAGE_THRESHOLD, GapConfig
 from coverage_core.validation import is_number, is_whole, shorten
-from coverage_core.verdicts import gate_failed, is_gap, is_untested_traffic
+from coverage_core.verdicts import cross_language_problem, gate_failed, is_gap, is_untested_traffic
 
 __all__ = [
     "DocumentDelta",
@@ -312,9 +312,21 @@ def _cluster_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> No
 
 
 def _with_note(lines: list[str], report: Mapping) -> list[str]:
-    """``lines`` of a passing case, with the unreliable-calibration sentence first when there is one."""
-    note = _unreliable_note(report)
-    return [note, *lines] if note else lines
+    """``lines`` of a passing case, after the sentences saying why it may be wrong: an unreliable calibration,
+    questions in another language than the documents."""
+    notes = [note for note in (_unreliable_note(report), _cross_language_note(report)) if note]
+    return [*notes, *lines]
+
+
+def _cross_language_note(report: Mapping) -> str:
+    """:func:`~coverage_core.verdicts.cross_language_problem` of the report's language summary ("" without one)."""
+    languages = report.get("languages")
+    if not isinstance(languages, Mapping):
+        return ""
+    shares = {where: [(str(entry.get("code", "")), str(entry.get("name", "")), _number(entry.get("share")) or 0.0)
+                      for entry in languages.get(where) or () if isinstance(entry, Mapping)]
+              for where in ("documents", "questions")}
+    return cross_language_problem(shares["documents"], shares["questions"])
 
 
 def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> None:

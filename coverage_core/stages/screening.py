@@ -532,6 +532,10 @@ class QuestionScreener:
         self.lexical_coverage_ = coverage
         self.lexical_chunk_ = best_chunk
         self.absent_words_ = absent
+        if foreign.all():
+            notes.append("Every question is in another language than the documents, so their words are not "
+                         "compared with the passages' words; only their meaning is.")
+            return own, False
         return self._combine(own, 1.0 - coverage, notes)
 
     def _check_subjects(self, question_texts, chunk_texts, chunk_documents, Q, C, reading=None) -> None:
