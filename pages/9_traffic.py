@@ -61,7 +61,7 @@ widgets.table(
 st.header("Demand the documents do not meet")
 sentence = view.unanswered_sentence(result)
 if not sentence:
-    st.success("Every query of the traffic has an answer in the documents.")
+    widgets.verdict_passed(analysis, "Every query of the traffic has an answer in the documents.")
 else:
     (st.warning if result.unanswered.is_unmet else st.info)(sentence)  # numbers and fixed words only
     widgets.table(view.unanswered_table(result), large=("query",))

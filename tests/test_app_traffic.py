@@ -97,6 +97,23 @@ def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page
 
 
 @pytest.mark.slow
+def test_traffic_the_documents_answer_gets_a_tick_only_on_a_calibrated_level(seeded, monkeypatch):
+    values, analysis, _, _ = seeded
+    drum = [q.text for q in analysis.questions.questions if "drum" in q.text.lower()][:3]
+    log = read_traffic(pd.DataFrame({"query": drum + KOALA[:1]}).to_csv(index=False).encode(), "log.csv")
+    assert analysis.calibration.reliable
+    at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
+    assert "Every query of the traffic has an answer in the documents." in texts(at.success)
+    from ui import widgets
+
+    monkeypatch.setattr(widgets, "verdict_doubt", lambda _: "It rests on the model's default support level.")
+    at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
+    assert not any("Every query" in text for text in texts(at.success))
+    assert any(text.startswith("Every query of the traffic has an answer in the documents. This may be wrong: it "
+                               "rests on") for text in texts(at.info))
+
+
+@pytest.mark.slow
 def test_an_unreadable_log_is_one_sentence(seeded):
     values, _, _, _ = seeded
     from coverage_core.errors import InputError
