@@ -639,12 +639,13 @@ def cross_language_problem(document_languages: Sequence[tuple[str, str, float]],
 
     The support level is calibrated on the documents' own sentences against their passages, within their
     language, and a multilingual model matches a question with a passage in another language less closely
-    than with one in its own. Measured with multilingual-e5-small on 8 fr-qa articles: 80 of their French
-    questions reach their best passage at a median similarity of 0.856, 15 English questions written for
-    the same articles at 0.831 and 5 unrelated English ones at 0.770, against the level 0.836; so 6 of
-    the 8 documents were called untested although each had English questions about it, and 1 of the 5
-    unrelated questions was flagged. No set with questions in two languages over one knowledge base is at
-    hand to measure a correction on, so the verdicts say that they may be wrong.
+    than with one in its own. Measured with multilingual-e5-small on 8 fr-qa articles
+    (``benchmarks/eval_cross_language.py``): their 200 French questions reach their best passage at a
+    median similarity of 0.858, 15 English questions written for the same articles at 0.831, against the
+    level 0.836; so 6 of the 8 documents were called untested although each had English questions about
+    it (none with the French questions), and 1 of 5 unrelated English questions was flagged. No published
+    set asks questions in two languages of one knowledge base here to measure a correction on, so the
+    verdicts say that they may be wrong.
 
     ``document_languages``, ``question_languages``: ``(code, name, share)``; a documents' language counts
     from :data:`MIN_UNREAD_SHARE`; undetermined questions (too short to tell) count as neither.
