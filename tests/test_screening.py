@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from coverage_core import verdicts
-from coverage_core.stages.lexical import lexical_coverage, normalize_word
+from coverage_core.stages.lexical import lexical_coverage, normalize_word, spelled_numbers_as_digits
 from coverage_core.stages.screening import (
     QuestionScreener,
     chunk_density,
@@ -360,6 +360,29 @@ def test_lexical_coverage_words_stems_and_weights():
     # "zebra" is in no chunk, so it weighs more than "invent" or "pile".
     assert 0 < coverage[2] < 0.67
     assert np.isnan(coverage[3]) and best[3] == -1 and absent[3] == []
+
+
+@pytest.mark.parametrize("spoken, written", [
+    ("What happened in nineteen fifty seven?", "What happened in 1957?"),
+    ("Who won in nineteen oh five?", "Who won in 1905?"),
+    ("Was it in twenty twenty-one or in nineteen ninety?", "Was it in 2021 or in 1990?"),
+    ("Did it start in fifteen hundred and two?", "Did it start in 1502?"),
+    ("What changed in two thousand and five?", "What changed in 2005?"),
+    ("one thousand nine hundred and eighty four", "1984"),
+    # Not years: a lone number, a count, a time of day, an "and" between two numbers.
+    ("Are twenty five people enough?", "Are twenty five people enough?"),
+    ("Did three thousand men fight?", "Did three thousand men fight?"),
+    ("Is lunch at twelve thirty?", "Is lunch at twelve thirty?"),
+    ("Were seven and eight tried?", "Were seven and eight tried?"),
+])
+def test_spelled_out_years_are_read_as_digits(spoken, written):
+    assert spelled_numbers_as_digits(spoken) == written
+
+
+def test_a_spelled_out_year_reaches_the_passage_that_writes_it_in_digits():
+    chunks = ["In 1957 Maynard Ferguson formed his own band.", "The trumpet has three valves."]
+    coverage, best, absent = lexical_coverage(["What happened in nineteen fifty seven?"], chunks)
+    assert coverage[0] == pytest.approx(1.0) and best[0] == 0 and absent == [[]]
 
 
 def test_normalize_word_folds_plurals_and_inflections():

@@ -195,3 +195,24 @@ def test_a_term_the_question_asks_a_subject_is_called_is_no_absent_word():
     # The subject itself, named before the term, still counts.
     found = subjects.absent_word(list(animal_evidence("Is the cougar called a puma?").values()))
     assert found.subject.text == "cougar"
+
+
+ESTONIA_CHUNKS = [
+    "Most Swedish speakers fled before the invasion of Estonia by the Soviet army in 1944.",
+    "Estonia was independent from 1918 to 1940.",
+    "Swedish is spoken in Finland and Sweden.",
+    "The Soviet Union built factories in the east.",
+]
+
+
+def test_a_passage_naming_two_of_the_questions_names_is_company_whatever_words_it_uses():
+    question = "When did the Soviet military forces occupy Estonia?"
+    (found,) = subject_presence([question], ESTONIA_CHUNKS, np.array([[1, 2]]), content_words=True)
+    estonia = {e.subject.text: e for e in found}["Estonia"]
+    # "army" and "invasion" paraphrase "military forces" and "occupy": one of four other words only.
+    assert estonia.company == 1.0
+    assert subjects.named_in_passing(found).company == 1.0
+    # Without the other name beside it, the same passage holds too little of the question.
+    (alone,) = subject_presence(["When did the military forces occupy Estonia?"], ESTONIA_CHUNKS,
+                                np.array([[1, 2]]), content_words=True)
+    assert {e.subject.text: e for e in alone}["Estonia"].company <= verdicts.PASSING_COMPANY

@@ -17,6 +17,7 @@ evidence is :func:`coverage_core.verdicts.is_absent_subject`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -439,6 +440,7 @@ def subject_presence(
     if reading is None:
         reading = corpus_reading(chunk_texts, question_texts)
     chunk_texts = reading.texts(chunk_texts)
+    question_texts = reading.questions(question_texts)
     subjects = [question_subjects(t, reading) for t in question_texts]
     # The absent-word rule folds endings with the English suffix stemmer (lexical.SUFFIXES): in French,
     # "reçu", "qualifiée", "investir" are forms the passages write otherwise, and on fr-qa the rule flagged
@@ -466,14 +468,26 @@ def subject_presence(
             company = float("nan")
             if sub.kind in NAMED_KINDS and 0 < n <= PASSING_MENTIONS and len(subs) > MIN_COMPANY_WORDS:
                 others = [t for j, other in enumerate(subs) if j != i for t in other.stems]
-                company = _company(max(postings, key=len), [holding[t] for t in others])
+                other_names = [[holding[t] for t in other.stems]
+                               for j, other in enumerate(subs) if j != i and other.kind in NAMED_KINDS]
+                company = _company(max(postings, key=len), [holding[t] for t in others], other_names)
             found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named, company))
         evidence.append(found)
     return evidence
 
 
-def _company(passages: np.ndarray, others: list[np.ndarray]) -> float:
-    """The largest share of ``others`` (each the passages holding one word) held by one of ``passages``."""
+def _company(passages: np.ndarray, others: list[np.ndarray], other_names: Sequence[list[np.ndarray]] = ()) -> float:
+    """The largest share of ``others`` (each the passages holding one word) held by one of ``passages``; 1
+    when one of them holds every word of one of ``other_names`` (the question's other names, each as the
+    passages holding each of its words).
+
+    A passage naming two of the question's names together speaks of the one with the other, whatever words
+    it uses for the rest: questions paraphrase common words, seldom names ("When did the Soviet military
+    forces occupy Estonia?" beside "the invasion of Estonia by the Soviet army in 1944": one of four other
+    words, as for a name in passing)."""
+    for name in other_names:
+        if name and np.isin(passages, functools.reduce(np.intersect1d, name)).any():
+            return 1.0
     held = np.zeros(len(passages))
     for holding_word in others:
         held += np.isin(passages, holding_word)
