@@ -307,6 +307,21 @@ def count_shares(languages: Sequence[str]) -> list[LanguageShare]:
     return [LanguageShare(code, language_name(code), n / total, n) for code, n in counts.most_common()]
 
 
+def volume_shares(languages: Sequence[str], counts: Sequence[int]) -> list[LanguageShare]:
+    """Each detected language's share of a query log's volume (each distinct query weighted by how often it
+    was asked), largest first; ``n_texts`` counts distinct queries (undetermined ones left out)."""
+    volume: Counter[str] = Counter()
+    distinct: Counter[str] = Counter()
+    for code, count in zip(languages, counts):
+        if code != UNDETERMINED:
+            volume[code] += int(count)
+            distinct[code] += 1
+    total = sum(volume.values())
+    if not total:
+        return []
+    return [LanguageShare(code, language_name(code), n / total, distinct[code]) for code, n in volume.most_common()]
+
+
 def shares_in_words(shares: Sequence[LanguageShare]) -> str:
     """``shares`` as "French 97%, English 3%" ("none detected" when empty); a share under 0.5% reads "<1%"."""
     if not shares:
@@ -344,6 +359,11 @@ class LanguageProfile:
         """One line: "documents French 97%, English 3%; questions French 100%"."""
         return (f"documents {shares_in_words(self.document_shares)}; "
                 f"questions {shares_in_words(self.question_shares)}")
+
+    def query_shares(self, texts: Sequence[str], counts: Sequence[int]) -> tuple[LanguageShare, ...]:
+        """The languages of a query log's distinct ``texts``, read as questions are, by share of volume
+        (:func:`volume_shares`)."""
+        return tuple(volume_shares(_question_languages(list(texts), self.main_languages), counts))
 
     def with_questions(self, questions) -> LanguageProfile:
         """The same documents' profile for another question set (the documents are not read again)."""

@@ -498,6 +498,7 @@ def run_traffic_check(
         chunk_texts=[chunk.text for chunk in analysis.corpus.chunks],
         chunk_documents=analysis.corpus.chunk_documents,
         chunk_labels=analysis.clustering.labels,
+        languages=getattr(analysis, "languages", None),
         config=config or traffic_check.TrafficConfig(
             random_state=analysis.config.random_state, strictness=analysis.config.strictness
         ),

@@ -358,7 +358,8 @@ def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_wor
     ``company_q`` is the smallest, over the question's names in at most
     ``PASSING_MENTIONS`` passages (not in a document's name), of the largest
     share of its other words (at least ``MIN_COMPANY_WORDS``) that one
-    passage mentioning the name also holds (``stages.subjects``; NaN when it
+    passage mentioning the name also holds, 1 when that passage also names
+    another of the question's names (``stages.subjects``; NaN when it
     has no such name): the documents name it, but never together with what
     the question asks of it ("Is Taipei in a valley?" beside articles on
     Chinese and Japanese: Taipei in two passages, neither about valleys),
@@ -634,7 +635,7 @@ def offtopic_caution(question_languages: Sequence[tuple[str, str, float]],
 
 def cross_language_problem(document_languages: Sequence[tuple[str, str, float]],
                            question_languages: Sequence[tuple[str, str, float]],
-                           min_share: float = CROSS_LANGUAGE_SHARE) -> str:
+                           min_share: float = CROSS_LANGUAGE_SHARE, *, traffic: bool = False) -> str:
     """One sentence when at least ``min_share`` of the questions are in languages none of the documents is in.
 
     The support level is calibrated on the documents' own sentences against their passages, within their
@@ -648,7 +649,8 @@ def cross_language_problem(document_languages: Sequence[tuple[str, str, float]],
     verdicts say that they may be wrong.
 
     ``document_languages``, ``question_languages``: ``(code, name, share)``; a documents' language counts
-    from :data:`MIN_UNREAD_SHARE`; undetermined questions (too short to tell) count as neither.
+    from :data:`MIN_UNREAD_SHARE`; undetermined questions (too short to tell) count as neither. With
+    ``traffic`` the texts are a query log's (shares of its volume), read by the same level.
     """
     written = {code for code, _, share in document_languages if share >= MIN_UNREAD_SHARE and code != UNDETERMINED}
     if not written:
@@ -661,10 +663,12 @@ def cross_language_problem(document_languages: Sequence[tuple[str, str, float]],
     names = " and ".join(name for name, _ in sorted(foreign, key=lambda item: -item[1]))
     documents = " and ".join(name for code, name, share in document_languages
                              if code in written)
-    who = "The questions are" if foreign_share >= 0.995 else f"{foreign_share:.0%} of the questions are"
+    texts, text, verdicts = (("queries", "query", "the queries with no answer in the documents") if traffic else
+                             ("questions", "question", "untested documents and off-topic questions"))
+    who = f"The {texts} are" if foreign_share >= 0.995 else f"{foreign_share:.0%} of the {texts} are"
     return (f"{who} in {names} and the documents in {documents}: the support level is measured within the "
-            "documents' language, and a question matches a passage in another language less closely, so "
-            "untested documents and off-topic questions may be wrong; check them before acting.")
+            f"documents' language, and a {text} matches a passage in another language less closely, so "
+            f"{verdicts} may be wrong; check them before acting.")
 
 
 def verdict_doubt(analysis) -> str:
@@ -678,6 +682,15 @@ def verdict_doubt(analysis) -> str:
         return ("The questions are in another language than the documents, which the support level does "
                 "not allow for.")
     return ""
+
+
+def traffic_doubt(analysis, traffic) -> str:
+    """Why the traffic's verdicts of ``analysis`` may be wrong (:func:`verdict_doubt`, read for the queries'
+    languages instead of the test questions': ``traffic`` is a ``checks.traffic.TrafficResult``)."""
+    if getattr(getattr(analysis, "calibration", None), "reliable", True) and getattr(traffic, "language_problem", ""):
+        return ("The queries are in another language than the documents, which the support level does not "
+                "allow for.")
+    return verdict_doubt(analysis)
 
 
 def _cross_language(analysis) -> str:

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from coverage_core import verdicts
 from coverage_core.checks.traffic import read_traffic
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
@@ -61,7 +62,8 @@ widgets.table(
 st.header("Demand the documents do not meet")
 sentence = view.unanswered_sentence(result)
 if not sentence:
-    widgets.verdict_passed(analysis, "Every query of the traffic has an answer in the documents.")
+    widgets.verdict_passed(analysis, "Every query of the traffic has an answer in the documents.",
+                           doubt=verdicts.traffic_doubt(analysis, result))
 else:
     (st.warning if result.unanswered.is_unmet else st.info)(sentence)  # numbers and fixed words only
     widgets.table(view.unanswered_table(result), large=("query",))

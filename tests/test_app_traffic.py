@@ -113,6 +113,23 @@ def test_traffic_the_documents_answer_gets_a_tick_only_on_a_calibrated_level(see
                                "rests on") for text in texts(at.info))
 
 
+FRENCH_KOALA = ["Que mangent les koalas dans la nature ?", "Combien d'heures par jour dorment les koalas ?",
+                "Où vivent les koalas sauvages en Australie ?"]
+
+
+@pytest.mark.slow
+def test_queries_in_another_language_than_the_documents_get_no_tick_and_say_why(seeded):
+    values, analysis, embedder, cache = seeded
+    log = read_traffic(pd.DataFrame({"query": FRENCH_KOALA}).to_csv(index=False).encode(), "log.csv")
+    expected = pipeline.run_traffic_check(analysis, log, embedder, cache)
+    assert expected.language_problem.startswith("The queries are in French and the documents in English: ")
+    at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
+    assert not at.exception, [e.value for e in at.exception]
+    assert shown(at.subheader[0].value) == expected.headline()
+    assert expected.language_problem in shown(at.subheader[0].value)
+    assert not texts(at.success)
+
+
 @pytest.mark.slow
 def test_an_unreadable_log_is_one_sentence(seeded):
     values, _, _, _ = seeded

@@ -246,3 +246,39 @@ def test_best_matches_in_blocks_equals_the_full_matrix(monkeypatch):
     assert which.tolist() == full.argmax(axis=1).tolist()
     assert best == pytest.approx(full.max(axis=1), abs=1e-5)
     assert best_matches(rows.astype(np.float32), np.zeros((0, 8), np.float32))[1].tolist() == [-1] * 50
+
+
+FRENCH_DOCUMENT = (
+    "La facturation mensuelle est envoyée le premier jour de chaque mois. Les clients peuvent payer par carte "
+    "bancaire ou par virement, et les factures restent disponibles dans leur espace personnel pendant cinq ans."
+)
+
+
+def test_queries_in_another_language_than_the_documents_say_their_verdicts_may_be_wrong():
+    from coverage_core.languages import profile_languages
+    from coverage_core.types import Document
+
+    profile = profile_languages([Document("facturation.md", FRENCH_DOCUMENT)], ["Quand la facture est-elle envoyée ?"])
+    english = ["When is the monthly invoice sent to customers?", "Can I pay my invoice by bank transfer?"]
+    log = read_traffic(_csv(pd.DataFrame({"query": english + ["Quand la facture est-elle envoyée ?"],
+                                          "count": [30, 10, 40]})), "log.csv")
+    vectors = np.stack([_near(0, 0), _near(0, 1), _near(0, 2)])
+    kwargs = dict(support_threshold=0.6, question_support_threshold=0.6)
+    result = analyze_traffic(log, vectors, np.stack([_direction(9)]), ["t"], np.stack([_near(0, 3)]),
+                             languages=profile, **kwargs)
+    # Shares of the volume: 40 of 80 queries are English.
+    assert [(share.code, share.n_texts) for share in result.languages] == [("en", 2), ("fr", 1)]
+    assert [share.share for share in result.languages] == pytest.approx([0.5, 0.5])
+    assert result.language_problem.startswith("50% of the queries are in English and the documents in French: ")
+    assert "the queries with no answer in the documents may be wrong" in result.language_problem
+    assert result.headline().endswith(result.language_problem)
+    section = result.to_dict()
+    assert section["language_problem"] == result.language_problem
+    assert section["languages"][0] == {"code": "en", "name": "English", "share": 0.5, "n_distinct": 2}
+    # French queries only: nothing to say; without the documents' languages, nothing is read.
+    french = read_traffic(_csv(pd.DataFrame({"query": ["Quand la facture est-elle envoyée ?"]})), "log.csv")
+    same = analyze_traffic(french, vectors[:1], np.stack([_direction(9)]), ["t"], np.stack([_near(0, 3)]),
+                           languages=profile, **kwargs)
+    assert same.language_problem == "" and [share.code for share in same.languages] == ["fr"]
+    unread = analyze_traffic(log, vectors, np.stack([_direction(9)]), ["t"], np.stack([_near(0, 3)]), **kwargs)
+    assert unread.languages == () and unread.language_problem == ""

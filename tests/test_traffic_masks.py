@@ -95,8 +95,8 @@ def test_junit_fails_a_case_for_unmet_demand_with_no_answer_in_the_documents():
     from coverage_core.outputs.junit import junit_xml
     from tests.helpers import make_report
 
-    def traffic_cases(unanswered):
-        section = {"n_queries": 100, "topics": [], "unanswered": unanswered}
+    def traffic_cases(unanswered, **more):
+        section = {"n_queries": 100, "topics": [], "unanswered": unanswered, **more}
         root = ET.fromstring(junit_xml(make_report(traffic=section)))
         return root.findall("./testsuite[@name='coverage.traffic']/testcase")
 
@@ -107,3 +107,9 @@ def test_junit_fails_a_case_for_unmet_demand_with_no_answer_in_the_documents():
     (quiet,) = traffic_cases({**unmet, "is_unmet": False})
     assert quiet.find("failure") is None and "reset my password" in quiet.find("system-out").text
     assert traffic_cases({**unmet, "volume": 0}) == [] and traffic_cases(None) == []
+    # Queries in another language than the documents: the passing case says so first; a failure stands as it is.
+    problem = "The queries are in English and the documents in French: … may be wrong; check them before acting."
+    (noted,) = traffic_cases({**unmet, "is_unmet": False}, language_problem=problem)
+    assert noted.find("system-out").text.startswith(problem)
+    (failed,) = traffic_cases(unmet, language_problem=problem)
+    assert failed.find("failure") is not None

@@ -297,6 +297,16 @@ def test_questions_in_another_language_than_the_documents_lead_the_headline_and_
         assert Verdicts.from_analysis(analysis).cross_language == "" and verdicts.verdict_doubt(analysis) == ""
 
 
+def test_a_query_log_in_another_language_takes_the_traffic_tick_away():
+    analysis = _cross_lingual("fr", [("fr", 1.0)])
+    assert verdicts.traffic_doubt(analysis, SimpleNamespace(language_problem="")) == ""
+    foreign = SimpleNamespace(language_problem="The queries are in English and the documents in French: …")
+    assert verdicts.traffic_doubt(analysis, foreign).startswith("The queries are in another language")
+    # An uncalibrated level comes first, as for the test questions' verdicts.
+    analysis.calibration.reliable = False
+    assert verdicts.traffic_doubt(analysis, foreign) == verdicts.verdict_doubt(analysis) != ""
+
+
 def test_the_cross_language_sentence_names_the_share_and_every_foreign_language():
     from coverage_core.verdicts import cross_language_problem
 

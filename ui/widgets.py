@@ -325,10 +325,11 @@ def show_headline(analysis) -> None:
     st.markdown(support_sentence(analysis))
 
 
-def verdict_passed(analysis, sentence: str) -> None:
+def verdict_passed(analysis, sentence: str, doubt: str = "") -> None:
     """A verdict that found nothing: a tick when τ was calibrated for these documents and questions; otherwise
-    a neutral note that it may be wrong, and why (:func:`~coverage_core.verdicts.verdict_doubt`)."""
-    doubt = verdict_doubt(analysis)
+    a neutral note that it may be wrong, and why (:func:`~coverage_core.verdicts.verdict_doubt`, or ``doubt``
+    when the verdict reads other texts than the test questions, such as a query log)."""
+    doubt = doubt or verdict_doubt(analysis)
     if not doubt:
         st.success(sentence, icon=":material/task_alt:")
     else:

@@ -58,11 +58,12 @@ from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip
 from coverage_core.errors import InputError
 from coverage_core.inputs.files import DEFAULT_MAX_FILE_BYTES, read_user_file
 from coverage_core.inputs.questions import read_table
+from coverage_core.languages import LanguageProfile, LanguageShare
 from coverage_core.stages.clustering import default_n_clusters
 from coverage_core.stages.topics import topic_labels
 from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import find_column, listed_columns, shorten, unit_rows
-from coverage_core.verdicts import is_unmet_demand, is_untested_topic
+from coverage_core.verdicts import cross_language_problem, is_unmet_demand, is_untested_topic
 
 QUERY_COLUMN_NAMES = ("query", "queries", "question", "user_query", "search_query", "prompt", "message", "input",
                       "text", "utterance")
@@ -418,7 +419,9 @@ class TrafficResult:
     (1 by construction, kept for older readers), ``priority``
     (``volume × (1 − tested_share)``), ``is_unmet`` (False: unmet demand is
     :attr:`unanswered`) and ``examples``. ``unanswered`` gathers the queries
-    no passage answers.
+    no passage answers. ``languages`` are the queries' languages by share of volume (when the
+    documents' were given), ``language_problem`` the sentence saying the queries are in another language
+    than the documents (:func:`~coverage_core.verdicts.cross_language_problem`; "" otherwise).
     ``unneeded_tests`` lists test questions whose best similarity to any
     query is below τ; ``weekly`` the tested share per week (None without
     timestamps).
@@ -433,6 +436,8 @@ class TrafficResult:
     weekly: pd.DataFrame | None
     suggestions: list[Suggestion]
     unanswered: UnansweredDemand | None = None
+    languages: tuple[LanguageShare, ...] = ()
+    language_problem: str = ""
 
     @property
     def tested_share_weighted(self) -> float:
@@ -462,7 +467,7 @@ class TrafficResult:
         if len(untested):
             top = untested.iloc[0]
             sentence += f"; most asked, least tested: {top['label']} ({wording.count(int(top['volume']), 'query', 'queries')})"
-        return sentence + "."
+        return sentence + "." + (f" {self.language_problem}" if self.language_problem else "")
 
     @property
     def unmet_demand(self) -> pd.DataFrame:
@@ -499,6 +504,9 @@ class TrafficResult:
             "question_support_threshold": round(self.question_support_threshold, 6),
             "topics": topics,
             "unanswered": self.unanswered.to_dict() if self.unanswered is not None else None,
+            "languages": [{"code": share.code, "name": share.name, "share": round(share.share, 6),
+                           "n_distinct": share.n_texts} for share in self.languages],
+            "language_problem": self.language_problem,
             "unneeded_tests": [
                 {"question": row.question, "best_similarity": round(float(row.best_similarity), 6)}
                 for row in self.unneeded_tests.itertuples()
@@ -547,6 +555,7 @@ def analyze_traffic(
     chunk_texts: Sequence[str] = (),
     chunk_documents: Sequence[str] = (),
     chunk_labels=None,
+    languages: LanguageProfile | None = None,
     config: TrafficConfig = TrafficConfig(),
 ) -> TrafficResult:
     """Compare real traffic with the test set and the knowledge base (see the module docstring).
@@ -559,7 +568,8 @@ def analyze_traffic(
     (:func:`~coverage_core.checks.traffic_answers.query_answers`; with ``chunk_texts`` its word and subject
     checks too, read on the queries without their masks). With ``chunk_texts``,
     ``chunk_documents`` and ``chunk_labels`` the suggestions name the passage
-    that answers them and the knowledge-base topic they belong to.
+    that answers them and the knowledge-base topic they belong to. With ``languages`` (the analysis's
+    profile) the queries' languages are read and compared with the documents'.
     """
     queries = unit_rows(np.asarray(query_vectors, dtype=np.float32))
     if queries.shape[0] != log.n_distinct:
@@ -592,8 +602,13 @@ def analyze_traffic(
     unneeded = _unneeded_tests(tests, test_texts, queries, support_threshold)
     weekly = _weekly(log, table)
     suggestions = _suggestions(table, topics, config, chunk_texts, chunk_documents, chunk_labels)
+    query_languages = languages.query_shares(words, counts) if languages is not None else ()
+    problem = cross_language_problem(
+        [(share.code, share.name, share.share) for share in languages.document_shares],
+        [(share.code, share.name, share.share) for share in query_languages], traffic=True,
+    ) if languages is not None else ""
     return TrafficResult(log, float(support_threshold), float(question_support_threshold), table, topics,
-                         unneeded, weekly, suggestions, unanswered)
+                         unneeded, weekly, suggestions, unanswered, query_languages, problem)
 
 
 def _topics(queries: np.ndarray, counts: np.ndarray, config: TrafficConfig) -> tuple[np.ndarray, int]:

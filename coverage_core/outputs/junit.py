@@ -386,9 +386,11 @@ def _untested_shown(report: Mapping, document: Mapping, tested: float | None) ->
 def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
     """One case per production-traffic topic, failing when its traffic is mostly untested and it is frequent
     (:func:`coverage_core.verdicts.is_untested_traffic`), and one for the queries with no answer in the
-    documents, failing when they are unmet demand (their ``is_unmet``)."""
+    documents, failing when they are unmet demand (their ``is_unmet``). Passing cases say first when the
+    queries are in another language than the documents (the section's ``language_problem``)."""
     suite = _suite(root, "coverage.traffic")
     total = max(int(traffic.get("n_queries") or 0), 1)
+    notes = [str(traffic["language_problem"])] if traffic.get("language_problem") else []
     for topic in traffic.get("topics", []):
         label, volume = str(topic.get("label")), int(topic.get("volume") or 0)
         tested, answerable = float(topic.get("tested_share") or 0.0), float(topic.get("answerable_share") or 0.0)
@@ -404,7 +406,7 @@ def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
             _fail(case, f"{label}: only {tested:.0%} of its {volume:,} queries are tested", "\n".join(lines),
                   "coverage.traffic")
         else:
-            _system_out(case, "\n".join(lines))
+            _system_out(case, "\n".join([*notes, *lines]))
     unanswered = traffic.get("unanswered")
     if unanswered and int(unanswered.get("volume") or 0):
         volume = int(unanswered.get("volume") or 0)
@@ -417,7 +419,7 @@ def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
             _fail(case, f"{volume:,} queries ({volume / total:.0%} of traffic) have no answer in the documents: "
                   "a gap in the knowledge base", "\n".join(lines), "coverage.traffic")
         else:
-            _system_out(case, "\n".join(lines))
+            _system_out(case, "\n".join([*notes, *lines]))
 
 
 def _history_suite(root: ET.Element, since: Mapping, fail_on_drop: float | None) -> None:
