@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from coverage_core import verdicts
-from coverage_core.stages.lexical import lexical_coverage, normalize_word, spelled_numbers_as_digits
+from coverage_core.stages.lexical import lexical_coverage, normalize_word, spelled_years_as_digits
 from coverage_core.stages.screening import (
     QuestionScreener,
     chunk_density,
@@ -376,7 +376,7 @@ def test_lexical_coverage_words_stems_and_weights():
     ("Were seven and eight tried?", "Were seven and eight tried?"),
 ])
 def test_spelled_out_years_are_read_as_digits(spoken, written):
-    assert spelled_numbers_as_digits(spoken) == written
+    assert spelled_years_as_digits(spoken) == written
 
 
 def test_a_spelled_out_year_reaches_the_passage_that_writes_it_in_digits():

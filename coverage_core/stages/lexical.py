@@ -253,7 +253,7 @@ def _digits(match: re.Match) -> str:
     return " ".join(out)
 
 
-def spelled_numbers_as_digits(text: str) -> str:
+def spelled_years_as_digits(text: str) -> str:
     """``text`` with the years it spells out in digits ("nineteen fifty seven" -> "1957", "two thousand and
     five" -> "2005"; :data:`SPELLED_YEARS`); other number words unchanged."""
     return _SPELLED_NUMBER.sub(_digits, text)
@@ -301,9 +301,9 @@ class Reading:
 
     @staticmethod
     def questions(question_texts: Sequence[str]) -> list[str]:
-        """The questions as their words are compared with the passages': numbers they spell out in digits
-        (:func:`spelled_numbers_as_digits`), as passages write them. Before :meth:`texts`."""
-        return [spelled_numbers_as_digits(t) if isinstance(t, str) else t for t in question_texts]
+        """The questions as their words are compared with the passages': years they spell out in digits
+        (:func:`spelled_years_as_digits`), as passages write them. Before :meth:`texts`."""
+        return [spelled_years_as_digits(t) if isinstance(t, str) else t for t in question_texts]
 
 
 def corpus_reading(chunk_texts: Sequence[str], question_texts: Sequence[str] = ()) -> Reading:
