@@ -51,7 +51,7 @@ def plain_lexical_coverage(question_texts, chunk_texts):
     from coverage_core.stages import lexical
 
     chunk_stems = [{lexical.normalize_word(w) for w in lexical.words_of(t)} for t in chunk_texts]
-    terms = [lexical._question_terms(t) for t in question_texts]
+    terms = [lexical._question_terms(t) for t in lexical.Reading.questions(question_texts)]
     stems = list(dict.fromkeys(t for ts in terms for t in ts))
     df = {t: sum(t in c for c in chunk_stems) for t in stems}
     fixable = [t for t in stems if df[t] == 0 and len(t) >= lexical.MIN_FIXABLE_LENGTH and t.isalpha()]

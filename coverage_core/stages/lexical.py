@@ -698,6 +698,8 @@ def lexical_coverage(
     coverage is the largest, over chunks, idf-weighted share of its words
     that the chunk contains. A word found in no chunk but one typing slip
     away from a corpus word counts as that word (see ``_spelling_fixes``).
+    A year the question spells out counts as its digits
+    (:func:`spelled_years_as_digits`: "nineteen fifty seven" is "1957").
 
     ``likely_chunks`` (array-like of chunk indices, optional) are chunks
     likely to hold the questions' words, such as each question's most
