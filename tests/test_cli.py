@@ -135,6 +135,18 @@ def test_off_topic_questions_are_flagged(example_run):
 
 
 @pytest.mark.slow
+def test_closed_questions_of_a_document_subject_are_on_topic(example_run):
+    """Yes-or-no questions about a document's subject that name something no passage mentions are answered
+    by that document (no); one that names no document's subject is about what the documents lack."""
+    (_, report), _ = example_run
+    by_text = {q["text"]: q for q in report["questions"]}
+    for text in ("Was Alessandro Volta an Egyptian?", "Is Malay the official language of Iraq?"):
+        assert not by_text[text]["is_outlier"], by_text[text]["offtopic_detail"]
+    berlin = by_text["Is Berlin the capital city of Germany?"]
+    assert berlin["is_outlier"] and berlin["offtopic_reason"] == "absent_subject"
+
+
+@pytest.mark.slow
 def test_cached_rerun_embeds_nothing_and_agrees(example_run):
     (_, cold), (result, cached) = example_run
     assert result.returncode == 0, result.stderr

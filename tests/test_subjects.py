@@ -180,6 +180,59 @@ def test_a_name_in_passing_is_what_a_question_asks_of_a_document_subject_it_reac
     assert subjects.weakest_subject(absent).subject.text == "Pasteur"
 
 
+@pytest.mark.parametrize("question, closed", [
+    ("Was Alessandro Volta an Egyptian?", True), ("Does Fender make cymbals?", True),
+    ("Isn't Malay spoken in Iraq?", True), ("  can it fly?", True), ("Could Volta swim?", True),
+    ("Who made cymbals?", False), ("Which cymbals does Fender make?", False), ("Volta was born where?", False),
+    ("Island life?", False), ("", False), (None, False),
+])
+def test_is_closed_question(question, closed):
+    assert subjects.is_closed_question(question) is closed
+
+
+CYMBAL_CHUNKS = [
+    "Cymbals are made by Zildjian, Sabian and Paiste from bronze alloys.",
+    "A cymbal has a bell, a bow and an edge.",
+    "Guitars have six strings and are played with a pick.",
+]
+
+
+def test_a_closed_question_of_a_document_subject_names_nothing_absent():
+    """A yes-or-no question that names a document's own subject and reaches it asks that subject to be or have
+    what else it names: the documents answer it (no), so no name of it is absent."""
+    volta = subject_presence(["Was Alessandro Volta a friend of Pasteur?"], VOLTA_CHUNKS, np.array([[0, 1]]),
+                             document_names=["Alessandro_Volta.txt"])[0]
+    assert subjects.weakest_subject(volta, closed=True) is None
+    assert subjects.weakest_subject(volta).subject.text == "Pasteur"
+    # A common word that is a document's whole name anchors a closed question too.
+    fender = subject_presence(["Does Fender make cymbals?"], CYMBAL_CHUNKS, np.array([[0, 1]]),
+                              document_names=["Cymbal.txt", "Guitar.txt"], content_words=True)[0]
+    assert {e.subject.text: e.names_a_document for e in fender} == {"Fender": False, "make": False, "cymbals": True}
+    assert subjects.asks_of_a_document_subject(fender, closed=True)
+    assert not subjects.asks_of_a_document_subject(fender)
+    assert subjects.weakest_subject(fender, closed=True) is None
+    assert subjects.weakest_subject(fender).subject.text == "Fender"
+    # Not when the word is only part of a document's name, or the question does not reach the document.
+    part = subject_presence(["Does Fender make cymbals?"], CYMBAL_CHUNKS, np.array([[0, 1]]),
+                            document_names=["Cymbal_makers.txt"], content_words=True)[0]
+    assert subjects.weakest_subject(part, closed=True).subject.text == "Fender"
+    far = subject_presence(["Does Fender make cymbals?"], CYMBAL_CHUNKS, np.array([[2]]),
+                           document_names=["Cymbal.txt"], content_words=True)[0]
+    assert subjects.weakest_subject(far, closed=True).subject.text == "Fender"
+    # A closed question that names no document keeps its absent name ("Is Berlin the capital of Germany?").
+    berlin = subject_presence(["Is Berlin bigger than Zildjian?"], CYMBAL_CHUNKS, np.array([[0, 1]]),
+                              document_names=["Cymbal.txt"], content_words=True)[0]
+    assert subjects.weakest_subject(berlin, closed=True).subject.text == "Berlin"
+
+
+def test_document_name_extensions_name_no_subject_of_the_document():
+    (found,) = subject_presence(["Is the TXT file a cymbal?"], CYMBAL_CHUNKS, np.array([[0]]),
+                                document_names=["Cymbal.txt"], content_words=True)
+    by_text = {e.subject.text: e for e in found}
+    assert by_text["TXT"].in_document_names and not by_text["TXT"].names_a_document
+    assert by_text["cymbal"].names_a_document
+
+
 def test_a_past_form_is_no_absent_word():
     assert subjects.absent_word(list(animal_evidence("What prompted the octopus to change colour?").values())) is None
     found = subjects.absent_word(list(animal_evidence("What made the cougar change colour?").values()))

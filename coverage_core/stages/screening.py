@@ -33,6 +33,7 @@ from coverage_core.stages.similarity import best_matches
 from coverage_core.stages.subjects import (
     SubjectEvidence,
     absent_word,
+    is_closed_question,
     named_in_passing,
     subject_presence,
     subject_sentence,
@@ -564,10 +565,13 @@ class QuestionScreener:
                 question_texts, chunk_texts, self.question_top_chunks_, document_names=chunk_documents or (),
                 content_words=True, reaches=self._reaches(Q, C), reading=reading,
             )
+            # Yes-or-no questions are read in English only: elsewhere they open otherwise ("Est-ce que …").
+            english = reading is None or tuple(reading.languages[:1]) in ((), ("en",))
             for q, evidence in enumerate(self.subject_evidence_):
-                weakest = weakest_subject([e for e in evidence if e.subject.kind != "word"])
+                closed = english and is_closed_question(question_texts[q])
+                weakest = weakest_subject(evidence, closed)
                 words[q] = absent_word(evidence)
-                in_passing[q] = named_in_passing(evidence)
+                in_passing[q] = named_in_passing(evidence, closed)
                 if weakest is not None:
                     self._show_subject(q, weakest)
         company = np.array([np.nan if e is None else e.company for e in in_passing])

@@ -39,7 +39,7 @@ from coverage_core.stages.lexical import (
 )
 from coverage_core.verdicts import FEW_MENTIONS, MIN_COMPANY_WORDS, PASSING_MENTIONS
 
-__all__ = ["Subject", "SubjectEvidence", "question_subjects", "subject_presence"]
+__all__ = ["Subject", "SubjectEvidence", "is_closed_question", "question_subjects", "subject_presence"]
 
 ENGLISH = Reading()
 """How an English corpus is read (the default of functions given no corpus reading)."""
@@ -88,6 +88,10 @@ _PAST_FORM = re.compile(r"[a-z]{4,}ed")
 # nothing of a subject either.
 _NAMING = frozenset((b"called", b"named", b"termed", b"dubbed"))
 _NAMING_AS = frozenset((b"known", b"referred"))  # "known as", "referred to as"
+# An English question opening with an auxiliary is answered yes or no ("Was Alessandro Volta an Egyptian?").
+_CLOSED_OPENERS = frozenset(
+    "is are was were am do does did can could has have had will would shall should may might must "
+    "isn aren wasn weren don doesn didn hasn haven hadn won wouldn shouldn couldn".split())
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;:])\s+|\n+")
 _TOKEN = re.compile(r"[^\W_](?:[\w&\-.]*[^\W_])?(?:['\u2019]s\b|(?<=s)['\u2019](?!\w))?", re.UNICODE)
@@ -129,7 +133,8 @@ class SubjectEvidence:
     a name, acronym or quoted term in at most ``PASSING_MENTIONS`` passages
     of a question with more than ``MIN_COMPANY_WORDS`` subjects, the largest
     share of the other subjects' words that one passage mentioning it also
-    holds (``verdicts.is_absent_subject``); NaN otherwise.
+    holds (``verdicts.is_absent_subject``); NaN otherwise. ``names_a_document``: its words hold every
+    word of one document's name ("cymbals" and ``Cymbal.txt``).
     """
 
     subject: Subject
@@ -137,6 +142,7 @@ class SubjectEvidence:
     retrieved: bool
     in_document_names: bool = False
     company: float = float("nan")
+    names_a_document: bool = False
 
 
 def _is_capitalised(token: str) -> bool:
@@ -289,13 +295,21 @@ def question_subjects(text: str, reading: Reading = ENGLISH) -> list[Subject]:
     return list(subjects.values())
 
 
-def _name_stems(names: Sequence[str], reading: Reading = ENGLISH) -> set[bytes]:
-    """Stems of the words of document names ("Northwind_Standard_Benefits.pdf"), camel case split."""
-    stems: set[bytes] = set()
+def _name_stems(names: Sequence[str], reading: Reading = ENGLISH) -> list[tuple[frozenset[bytes], frozenset[bytes]]]:
+    """Stems of the words of each document name ("Northwind_Standard_Benefits.pdf"), camel case split: all
+    of them, and those of the name without its extension (the words that name the document's subject)."""
+    stems = []
     for name in names:
-        spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", str(name).replace("_", " "))
-        stems.update(_stems(spaced, reading))
+        words = [_stems(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", part.replace("_", " ")), reading)
+                 for part in re.fullmatch(r"(.*?)((?:\.[A-Za-z0-9]{1,5})?)", str(name)).groups()]
+        stems.append((frozenset(words[0] + words[1]), frozenset(words[0])))
     return stems
+
+
+def is_closed_question(text: str) -> bool:
+    """Whether an English question is answered yes or no: it opens with an auxiliary ("Was …", "Does …")."""
+    words = words_of(text[:40]) if isinstance(text, str) else []
+    return bool(words) and words[0].decode("ascii", "replace") in _CLOSED_OPENERS
 
 
 def _fixes(absent: dict[bytes, int], holding: dict[bytes, np.ndarray], chunk_texts,
@@ -453,7 +467,9 @@ def subject_presence(
     written = _written_lengths(subjects, reading)
     words = frozenset(sub.stems[0] for subs in subjects for sub in subs if sub.kind == "word")
     fixes = _fixes({t: written.get(t, len(t)) for t in wanted if not len(holding[t])}, holding, chunk_texts, words)
-    named = _name_stems(dict.fromkeys(document_names), reading)
+    document_stems = _name_stems(dict.fromkeys(document_names), reading)
+    named = frozenset().union(*(every for every, _ in document_stems))
+    documents = [subject for _, subject in document_stems if subject]
     retrieved = np.asarray(retrieved_chunks, dtype=np.int64).reshape(len(subjects), -1) if len(subjects) else None
     evidence: list[list[SubjectEvidence]] = []
     for q, subs in enumerate(subjects):
@@ -471,7 +487,8 @@ def subject_presence(
                 other_names = [[holding[t] for t in other.stems]
                                for j, other in enumerate(subs) if j != i and other.kind in NAMED_KINDS]
                 company = _company(max(postings, key=len), [holding[t] for t in others], other_names)
-            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named, company))
+            whole = any(name <= set(sub.stems) for name in documents)
+            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named, company, whole))
         evidence.append(found)
     return evidence
 
@@ -494,33 +511,42 @@ def _company(passages: np.ndarray, others: list[np.ndarray], other_names: Sequen
     return float(held.max() / len(others))
 
 
-def asks_of_a_document_subject(evidence: list[SubjectEvidence]) -> bool:
+def asks_of_a_document_subject(evidence: list[SubjectEvidence], closed: bool = False) -> bool:
     """Whether the question names a document's own subject (a name in a document's name) and reaches it:
     then what else it names is what it asks of that subject ("Was Alessandro Volta an Egyptian?" beside
-    Alessandro_Volta.txt), not what it is about."""
-    return any(e.subject.kind in NAMED_KINDS and e.in_document_names and e.retrieved for e in evidence)
+    Alessandro_Volta.txt), not what it is about. A ``closed`` question (:func:`is_closed_question`) may
+    name the document by a common word that is its whole name ("Does Fender make cymbals?" beside
+    Cymbal.txt)."""
+    return any(e.retrieved and (e.subject.kind in NAMED_KINDS and e.in_document_names
+                                or closed and e.names_a_document) for e in evidence)
 
 
-def weakest_subject(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
-    """The question's least present subject: not retrieved before retrieved, then fewest passages, names
-    before common words.
+def weakest_subject(evidence: list[SubjectEvidence], closed: bool = False) -> SubjectEvidence | None:
+    """The question's least present named subject or period: not retrieved before retrieved, then fewest
+    passages. Common content words (kind ``"word"``) are :func:`absent_word`'s; here they only anchor.
 
     A document's own name is the corpus's subject however its passages
-    word it; a period (a year, a quarter) and a common content word (kind
-    ``"word"``) count only when no passage has it: passages mention dates
-    in passing by nature, and a common word in a few passages is what
-    detail questions ask about. In a question that asks of a document's
-    subject (:func:`asks_of_a_document_subject`), only a subject no
-    passage has counts: "Egyptian", in three passages of the whole
-    corpus, is what "Was Alessandro Volta an Egyptian?" asks of Volta
-    (wiki-qa: on held-out half B this cleared a genuine question flagged
-    in four of seven scenarios and no off-topic question on either half).
+    word it; a period (a year, a quarter) counts only when no passage has
+    it: passages mention dates in passing by nature. In a question that
+    asks of a document's subject (:func:`asks_of_a_document_subject`),
+    only a subject no passage has counts: "Egyptian", in three passages of
+    the whole corpus, is what "Was Alessandro Volta an Egyptian?" asks of
+    Volta (wiki-qa: on held-out half B this cleared a genuine question
+    flagged in four of seven scenarios and no off-topic question on either
+    half). A ``closed`` question (:func:`is_closed_question`) that asks of
+    a document's subject has none: what it names is what it asks that
+    subject to be or to have, and the documents answer it, if only with no
+    ("Was Alessandro Volta an Egyptian?" where no passage says Egyptian,
+    "Is Malay the official language of Iraq?", "Does Fender make
+    cymbals?").
     """
-    anchored = asks_of_a_document_subject(evidence)
+    anchored = asks_of_a_document_subject(evidence, closed)
+    if anchored and closed:
+        return None
     candidates = [
         e for e in evidence
-        if not e.in_document_names and (e.subject.kind not in ("period", "word") or e.n_passages == 0)
-        and not (anchored and e.n_passages > 0)
+        if e.subject.kind != "word" and not e.in_document_names
+        and (e.subject.kind != "period" or e.n_passages == 0) and not (anchored and e.n_passages > 0)
     ]
     if not candidates:
         return None
@@ -538,10 +564,10 @@ def absent_word(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
                  and not _PAST_FORM.fullmatch(e.subject.text)), None)
 
 
-def named_in_passing(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
+def named_in_passing(evidence: list[SubjectEvidence], closed: bool = False) -> SubjectEvidence | None:
     """The question's name that least shares a passage with the rest of the question (``company``), if any;
     none in a question that asks of a document's subject (see :func:`weakest_subject`)."""
-    if asks_of_a_document_subject(evidence):
+    if asks_of_a_document_subject(evidence, closed):
         return None
     named = [e for e in evidence if np.isfinite(e.company) and not e.in_document_names]
     return min(named, key=lambda e: e.company) if named else None
