@@ -203,6 +203,7 @@ def test_a_closed_question_of_a_document_subject_names_nothing_absent():
     volta = subject_presence(["Was Alessandro Volta a friend of Pasteur?"], VOLTA_CHUNKS, np.array([[0, 1]]),
                              document_names=["Alessandro_Volta.txt"])[0]
     assert subjects.weakest_subject(volta, closed=True) is None
+    assert {e.subject.text: e.names_a_document for e in volta} == {"Alessandro Volta": True, "Pasteur": False}
     assert subjects.weakest_subject(volta).subject.text == "Pasteur"
     # A common word that is a document's whole name anchors a closed question too.
     fender = subject_presence(["Does Fender make cymbals?"], CYMBAL_CHUNKS, np.array([[0, 1]]),

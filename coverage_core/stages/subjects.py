@@ -18,6 +18,7 @@ evidence is :func:`coverage_core.verdicts.is_absent_subject`.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -299,11 +300,26 @@ def _name_stems(names: Sequence[str], reading: Reading = ENGLISH) -> list[tuple[
     """Stems of the words of each document name ("Northwind_Standard_Benefits.pdf"), camel case split: all
     of them, and those of the name without its extension (the words that name the document's subject)."""
     stems = []
+    extensions: dict[str, tuple[bytes, ...]] = {}  # a corpus has few kinds of file
     for name in names:
-        words = [_stems(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", part.replace("_", " ")), reading)
-                 for part in re.fullmatch(r"(.*?)((?:\.[A-Za-z0-9]{1,5})?)", str(name)).groups()]
-        stems.append((frozenset(words[0] + words[1]), frozenset(words[0])))
+        subject, extension = re.fullmatch(r"(.*?)((?:\.[A-Za-z0-9]{1,5})?)", str(name)).groups()
+        if extension not in extensions:
+            extensions[extension] = _stems(extension, reading)
+        words = frozenset(_stems(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", subject.replace("_", " ")), reading))
+        stems.append((words.union(extensions[extension]), words))
     return stems
+
+
+MAX_NAME_WORDS = 5
+"""A subject names a document whole (``SubjectEvidence.names_a_document``) by at most this many of its words."""
+
+
+def _names_a_document(stems: Sequence[bytes], whole_names: frozenset[frozenset[bytes]]) -> bool:
+    """Whether some of ``stems`` are every word of a document's name (``whole_names``, see :func:`_name_stems`):
+    a lookup per combination of a few stems, not a scan of the documents."""
+    return bool(whole_names) and any(
+        frozenset(words) in whole_names
+        for size in range(1, min(len(stems), MAX_NAME_WORDS) + 1) for words in itertools.combinations(stems, size))
 
 
 def is_closed_question(text: str) -> bool:
@@ -469,7 +485,7 @@ def subject_presence(
     fixes = _fixes({t: written.get(t, len(t)) for t in wanted if not len(holding[t])}, holding, chunk_texts, words)
     document_stems = _name_stems(dict.fromkeys(document_names), reading)
     named = frozenset().union(*(every for every, _ in document_stems))
-    documents = [subject for _, subject in document_stems if subject]
+    whole_names = frozenset(subject for _, subject in document_stems if subject)
     retrieved = np.asarray(retrieved_chunks, dtype=np.int64).reshape(len(subjects), -1) if len(subjects) else None
     evidence: list[list[SubjectEvidence]] = []
     for q, subs in enumerate(subjects):
@@ -487,8 +503,8 @@ def subject_presence(
                 other_names = [[holding[t] for t in other.stems]
                                for j, other in enumerate(subs) if j != i and other.kind in NAMED_KINDS]
                 company = _company(max(postings, key=len), [holding[t] for t in others], other_names)
-            whole = any(name <= set(sub.stems) for name in documents)
-            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named, company, whole))
+            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named, company,
+                                         _names_a_document(sub.stems, whole_names)))
         evidence.append(found)
     return evidence
 
