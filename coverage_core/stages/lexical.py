@@ -282,6 +282,12 @@ class Reading:
         return not self.accentless
 
     @property
+    def english(self) -> bool:
+        """Whether the corpus's largest language is English (or none was told): the rules that read English
+        grammar (common content words, yes-or-no questions) apply only then."""
+        return tuple(self.languages[:1]) in ((), ("en",))
+
+    @property
     def french(self) -> bool:
         """Whether French is among the corpus's languages (its ordinals are read one way, :meth:`text`)."""
         return "fr" in self.languages

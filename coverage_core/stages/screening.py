@@ -566,7 +566,7 @@ class QuestionScreener:
                 content_words=True, reaches=self._reaches(Q, C), reading=reading,
             )
             # Yes-or-no questions are read in English only: elsewhere they open otherwise ("Est-ce que …").
-            english = reading is None or tuple(reading.languages[:1]) in ((), ("en",))
+            english = reading is None or reading.english
             for q, evidence in enumerate(self.subject_evidence_):
                 closed = english and is_closed_question(question_texts[q])
                 weakest = weakest_subject(evidence, closed)

@@ -476,7 +476,7 @@ def subject_presence(
     # "reçu", "qualifiée", "investir" are forms the passages write otherwise, and on fr-qa the rule flagged
     # genuine questions by the hundred. Other languages keep the name rule only. The corpus's largest
     # language decides (a short passage on Kuala Lumpur reads as Malay).
-    if content_words and tuple(reading.languages[:1]) in ((), ("en",)):
+    if content_words and reading.english:
         subjects = [subs + _content_words(t, subs, reading) for t, subs in zip(question_texts, subjects)]
     wanted = list(dict.fromkeys(s for subs in subjects for sub in subs for s in sub.stems))
     holding = chunks_holding(chunk_texts, wanted) if wanted else {}
