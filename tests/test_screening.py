@@ -703,29 +703,35 @@ def test_question_table_reasons_and_overrides_win():
     assert not (table["offtopic_score"] > 0)[~table["is_outlier"]].any()
 
 
-def test_a_common_word_in_no_passage_is_an_absent_subject_when_support_is_below_the_level():
+def test_a_common_word_in_no_passage_is_an_absent_subject_below_the_level_or_when_no_document_is_named():
     rng = np.random.default_rng(3)
     topic = unit(rng.normal(size=D))
     chunk_texts = [f"The octopus is a cephalopod; note {i} on its arms and ink." for i in range(20)]
     chunks = unit(topic + 0.3 * rng.normal(size=(len(chunk_texts), D)))
     questions = ["Is the octopus a cephalopod?", "How many arms does the octopus have?",
-                 "Does the octopus have ink?", "Does the cougar have eight arms and ink?"]
+                 "Does the octopus have ink?", "Does the cougar have eight arms and ink?",
+                 "Does the octopus keep its ink someplace?"]
     Q = unit(topic + 0.3 * rng.normal(size=(len(questions), D)))
 
     def fit(threshold):
         return QuestionScreener(question_support_threshold=threshold, neighbor_weight=0).fit(
-            Q, chunks, question_texts=questions, chunk_texts=chunk_texts)
+            Q, chunks, question_texts=questions, chunk_texts=chunk_texts,
+            chunk_documents=["Octopus.txt"] * len(chunk_texts))
 
     below = fit(0.5)
-    # Short of the level (margin < 0) but not by enough for the support rule: flagged for "cougar" alone.
-    assert below.support_margin_[3] < 0 and not below._short_of_support(below.strictness)[3]
-    assert below.is_outlier_.tolist() == [False, False, False, True]
+    # Short of the level (margin < 0) but not by enough for the support rule: flagged for the word alone,
+    # whether the question names the document ("octopus") or not.
+    assert (below.support_margin_[3:] < 0).all() and not below._short_of_support(below.strictness)[3:].any()
+    assert below.is_outlier_.tolist() == [False, False, False, True, True]
     codes, details = below.explain(below.strictness)
     assert codes[3] == "absent_subject" and details[3] == "Asks about cougar, which the documents never mention."
-    assert below.subject_kind_[3] == "word"
-    # Well supported (margin > 0): an absent common word alone flags nothing.
+    assert below.subject_kind_[3] == "word" and below.subject_[4] == "someplace"
+    # Well supported (margin > 0): the word still flags the question that names no document, while one
+    # that names the document it asks of asks that of it.
     above = fit(0.1)
-    assert above.support_margin_[3] > 0 and not above.is_outlier_.any()
+    assert (above.support_margin_ > 0).all()
+    assert above.is_outlier_.tolist() == [False, False, False, True, False]
+    assert above.subject_[3] == "cougar"
 
 
 def test_a_missing_word_about_a_named_subject_the_question_reaches_is_what_it_asks_not_its_subject():

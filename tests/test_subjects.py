@@ -270,3 +270,41 @@ def test_a_passage_naming_two_of_the_questions_names_is_company_whatever_words_i
     (alone,) = subject_presence(["When did the military forces occupy Estonia?"], ESTONIA_CHUNKS,
                                 np.array([[1, 2]]), content_words=True)
     assert {e.subject.text: e for e in alone}["Estonia"].company <= verdicts.PASSING_COMPANY
+
+
+def test_a_question_names_a_document_subject_by_a_word_of_its_name_or_title_that_it_reaches():
+    names = ["Octopus.txt", "Kuala_Lumpur.txt"]
+
+    def anchored(question, retrieved=(0, 1), document_names=names):
+        (found,) = subject_presence([question], ANIMAL_CHUNKS, np.array([list(retrieved)]),
+                                    document_names=document_names, content_words=True)
+        return subjects.names_a_document_subject(found)
+
+    assert anchored("Does the octopus keep its ink someplace?")
+    assert anchored("Is Kuala Lumpur hot?", retrieved=(3,))
+    # A misspelt word that the question reaches reads as its fix, and so names the document.
+    assert anchored("Does the octopos keep its ink someplace?", retrieved=(0, 2))
+    # Named but not reached, not named, or named only by a file called otherwise: no anchor.
+    assert not anchored("Is Kuala Lumpur hot?", retrieved=(0, 1))
+    assert not anchored("Is the cougar a cephalopod?")
+    assert not anchored("Does the octopus keep its ink someplace?", document_names=["doc_01.txt"])
+    # The first line of a document, when it reads as a title, names it as well as its file.
+    titles = subjects.document_titles(["Octopus\n\nThe octopus is a cephalopod.", "More on arms.",
+                                       "A long first sentence that ends like a sentence.\nMore.",
+                                       "# Kuala Lumpur\nThe capital."],
+                                      ["doc_01.txt", "doc_01.txt", "doc_02.txt", "doc_03.txt"])
+    assert titles == ["Octopus", "Kuala Lumpur"]
+    assert anchored("Does the octopus keep its ink someplace?", document_names=["doc_01.txt", *titles])
+    assert subjects.document_titles([], []) == []
+
+
+def test_an_absent_word_flags_whatever_the_margin_a_question_that_names_no_document():
+    absent_word = [True, True, True, True, False]
+    margin = [-0.1, 0.5, -0.1, 0.5, -0.1]
+    names_no_document = [False, False, True, True, True]
+    n, retrieved = np.full(5, -1), np.zeros(5, dtype=bool)
+    assert verdicts.is_absent_subject(n, retrieved, absent_word=absent_word, support_margin=margin).tolist() == [
+        True, False, True, False, False]
+    assert verdicts.is_absent_subject(n, retrieved, absent_word=absent_word, support_margin=margin,
+                                      names_no_document=names_no_document).tolist() == [
+        True, False, True, True, False]

@@ -33,8 +33,10 @@ from coverage_core.stages.similarity import best_matches
 from coverage_core.stages.subjects import (
     SubjectEvidence,
     absent_word,
+    document_titles,
     is_closed_question,
     named_in_passing,
+    names_a_document_subject,
     subject_presence,
     subject_sentence,
     weakest_subject,
@@ -557,12 +559,15 @@ class QuestionScreener:
         self.subject_retrieved_ = np.zeros(n, dtype=bool)
         self.subject_company_ = np.full(n, np.nan)
         words: list[SubjectEvidence | None] = [None] * n
+        unanchored = np.zeros(n, dtype=bool)
         in_passing: list[SubjectEvidence | None] = [None] * n
         if question_texts is not None and n:
             # The passages the question retrieves by its gist; not the best chunk by words, which
             # for a subject named in one passage is that passage whatever it says of it.
             self.subject_evidence_ = subject_presence(
-                question_texts, chunk_texts, self.question_top_chunks_, document_names=chunk_documents or (),
+                question_texts, chunk_texts, self.question_top_chunks_,
+                document_names=[*dict.fromkeys(chunk_documents or ()),
+                                *document_titles(chunk_texts, chunk_documents or ())],
                 content_words=True, reaches=self._reaches(Q, C), reading=reading,
             )
             # Yes-or-no questions are read in English only: elsewhere they open otherwise ("Est-ce que …").
@@ -571,13 +576,15 @@ class QuestionScreener:
                 closed = english and is_closed_question(question_texts[q])
                 weakest = weakest_subject(evidence, closed)
                 words[q] = absent_word(evidence)
+                unanchored[q] = not names_a_document_subject(evidence)
                 in_passing[q] = named_in_passing(evidence, closed)
                 if weakest is not None:
                     self._show_subject(q, weakest)
         company = np.array([np.nan if e is None else e.company for e in in_passing])
         self.absent_subject_ = verdicts.is_absent_subject(
             self.subject_passages_, self.subject_retrieved_, absent_word=[w is not None for w in words],
-            support_margin=self.support_margin_, foreign=getattr(self, "foreign_", None), company=company)
+            support_margin=self.support_margin_, foreign=getattr(self, "foreign_", None), company=company,
+            names_no_document=unanchored)
         named = verdicts.is_absent_subject(self.subject_passages_, self.subject_retrieved_)
         alone = verdicts.is_absent_subject(np.full(n, -1), self.subject_retrieved_, company=company)
         for q in np.flatnonzero(self.absent_subject_ & ~named):  # flagged for the company or the word: name it

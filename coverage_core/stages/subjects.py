@@ -314,6 +314,26 @@ MAX_NAME_WORDS = 5
 """A subject names a document whole (``SubjectEvidence.names_a_document``) by at most this many of its words."""
 
 
+MAX_TITLE_WORDS = 10
+
+
+def document_titles(chunk_texts: Sequence[str], chunk_documents: Sequence[str]) -> list[str]:
+    """Each document's title: the first line of its first passage when it reads as one (at most
+    :data:`MAX_TITLE_WORDS` words, not a sentence ending in a full stop). A file called ``doc_07.txt``
+    names no subject; its first line "Alessandro Volta" does, as a wiki page, a manual or a report opens
+    with what it is about."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(chunk_documents):
+        first.setdefault(name, i)
+    titles = []
+    for i in first.values():
+        text = chunk_texts[i] if i < len(chunk_texts) and isinstance(chunk_texts[i], str) else ""
+        line = text.strip().split("\n", 1)[0].strip().lstrip("#").strip()
+        if line and len(line.split()) <= MAX_TITLE_WORDS and not line.endswith("."):
+            titles.append(line)
+    return titles
+
+
 def _names_a_document(stems: Sequence[bytes], whole_names: frozenset[frozenset[bytes]]) -> bool:
     """Whether some of ``stems`` are every word of a document's name (``whole_names``, see :func:`_name_stems`):
     a lookup per combination of a few stems, not a scan of the documents."""
@@ -370,14 +390,14 @@ def _written_lengths(subjects: list[list[Subject]], reading: Reading = ENGLISH) 
     return lengths
 
 
-def _postings(stem: bytes, holding: dict[bytes, np.ndarray], fixes: dict[bytes, bytes], top: np.ndarray) -> np.ndarray:
-    """The passages holding ``stem``; for a stem in none, those holding its fix when one of the passages the
-    question retrieves holds it: a question that misspells a corpus word asks about what that word's
-    passages say and reaches them, while "Koala's genome" is no typo of Kuala Lumpur."""
+def _read_stem(stem: bytes, holding: dict[bytes, np.ndarray], fixes: dict[bytes, bytes], top: np.ndarray) -> bytes:
+    """``stem``, or for a stem in no passage its fix when one of the passages the question retrieves holds
+    it: a question that misspells a corpus word asks about what that word's passages say and reaches them
+    ("cimbals" is Cymbal.txt's word), while "Koala's genome" is no typo of Kuala Lumpur."""
     fix = fixes.get(stem)
     if fix is None or not np.isin(top, holding[fix]).any():
-        return holding[stem]
-    return holding[fix]
+        return stem
+    return fix
 
 
 def _content_words(text: str, subjects: list[Subject], reading: Reading = ENGLISH) -> list[Subject]:
@@ -492,7 +512,8 @@ def subject_presence(
         top = retrieved[q][retrieved[q] >= 0] if retrieved is not None else np.zeros(0, np.int64)
         found = []
         for i, sub in enumerate(subs):
-            postings = [_postings(t, holding, fixes, top) for t in sub.stems]
+            read = [_read_stem(t, holding, fixes, top) for t in sub.stems]
+            postings = [holding[t] for t in read]
             n = max(len(p) for p in postings)
             hit = bool(n) and any(bool(np.isin(top, p).any()) for p in postings)
             if not hit and reaches is not None and 0 < n <= FEW_MENTIONS:
@@ -503,8 +524,8 @@ def subject_presence(
                 other_names = [[holding[t] for t in other.stems]
                                for j, other in enumerate(subs) if j != i and other.kind in NAMED_KINDS]
                 company = _company(max(postings, key=len), [holding[t] for t in others], other_names)
-            found.append(SubjectEvidence(sub, int(n), hit, set(sub.stems) <= named, company,
-                                         _names_a_document(sub.stems, whole_names)))
+            found.append(SubjectEvidence(sub, int(n), hit, set(read) <= named, company,
+                                         _names_a_document(read, whole_names)))
         evidence.append(found)
     return evidence
 
@@ -535,6 +556,14 @@ def asks_of_a_document_subject(evidence: list[SubjectEvidence], closed: bool = F
     Cymbal.txt)."""
     return any(e.retrieved and (e.subject.kind in NAMED_KINDS and e.in_document_names
                                 or closed and e.names_a_document) for e in evidence)
+
+
+def names_a_document_subject(evidence: list[SubjectEvidence]) -> bool:
+    """Whether the question names, by a name or a common word, what a document is about and reaches it: a
+    word of a document's name ("drums" and Drum.txt, "Volta", "cimbals" read as "cymbals") that a
+    passage it retrieves mentions. Such a question says which document it asks of, so a word no passage
+    has is what it asks of it ("Was Volta buried someplace else?"), not what it is about."""
+    return any(e.retrieved and (e.in_document_names or e.names_a_document) for e in evidence)
 
 
 def weakest_subject(evidence: list[SubjectEvidence], closed: bool = False) -> SubjectEvidence | None:
