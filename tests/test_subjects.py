@@ -308,3 +308,11 @@ def test_an_absent_word_flags_whatever_the_margin_a_question_that_names_no_docum
     assert verdicts.is_absent_subject(n, retrieved, absent_word=absent_word, support_margin=margin,
                                       names_no_document=names_no_document).tolist() == [
         True, False, True, True, False]
+    # Only where questions do name their documents: here 1 of the 2 well-supported questions does.
+    nobody_names = [True] * 5
+    assert verdicts.is_absent_subject(n, retrieved, absent_word=absent_word, support_margin=margin,
+                                      names_no_document=nobody_names).tolist() == [True, False, True, False, False]
+    few_name = [True, False] + [True] * 8
+    assert verdicts.MIN_NAMING_SHARE > 0.1
+    assert verdicts.is_absent_subject(np.full(10, -1), np.zeros(10, bool), absent_word=[False, False, True] + [False] * 7,
+                                      support_margin=[0.5] * 10, names_no_document=few_name).tolist() == [False] * 10
