@@ -378,29 +378,14 @@ def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_wor
     0.736 -> 0.818 / 0.750 / 0.738, precision unchanged (0.72 / 0.96 /
     0.985), genuine flagged unchanged (1.9%).
 
-    With ``names_no_document`` too, the word flags whatever the margin:
-    ``absent_word_q and (support_margin_q < 0 or names_no_document_q)``,
-    where ``names_no_document_q`` says that the question names no
-    document's subject that it reaches (no word of a document's name:
-    ``stages.subjects.names_a_document_subject``). A question that says
-    which document it asks of and uses a word no passage has asks that of
-    the document ("Was Volta buried someplace else?", "Whare is the name
-    for drums …"); one that names no document and holds a word no passage
-    has is about that word, however close its other words sit to one
-    passage ("Is the flute constructed of brass tubing bent twice into an
-    oblong shape?", a trumpet question renamed). Found on the
-    ``benchmarks/eval_verdicts.py`` dumps of both halves (4 seeds, clean,
-    5% and 45% mixes): of the questions with an absent word and a margin
-    of at least 0, 7 distinct on half A and 17 on half B were off-topic and
-    4 on half B genuine, every one of the genuine ones naming a document's
-    subject. The margin branch stays: a question short of the level with a
-    word no passage has is off-topic whatever it names. Naming no document
-    is evidence only where questions do name their documents: when at
+    With ``names_no_document`` too: ``absent_word_q and (support_margin_q <
+    0 or names_no_document_q)``, where ``names_no_document_q``: the question
+    reaches no name or word of a document's name or title
+    (``stages.subjects.names_a_document_subject``), counted only when at
     least :data:`MIN_NAMING_SHARE` of the questions at or above the level
-    name one (wiki-qa: 0.47-0.72 on every mix of both halves, up to 65%
-    off-topic). Files called ``doc_01.txt`` with no title line, or a
-    corpus whose questions never say what they ask of ("How deep is the
-    delta?" beside ``alpha.txt``), keep the margin branch alone.
+    name one. A question naming no document with a word no passage has is
+    about that word ("Is the flute constructed of brass tubing?" beside
+    Trumpet.txt); evidence in ``docs/screening.md``.
 
     ``foreign``: questions in none of the documents' languages are never
     flagged here (``languages.foreign_to``): names and words are written
@@ -415,12 +400,10 @@ def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_wor
     flagged = (n == 0) | ((n > 0) & (n <= few) & ~retrieved)
     if absent_word is not None and support_margin is not None:
         margin = np.asarray(support_margin, dtype=np.float64)
-        weak_evidence = margin < 0
-        if names_no_document is not None:
-            unnamed = np.asarray(names_no_document, dtype=bool)
-            supported = margin >= 0
-            if supported.any() and 1.0 - unnamed[supported].mean() >= MIN_NAMING_SHARE:
-                weak_evidence |= unnamed
+        weak_evidence, supported = margin < 0, margin >= 0
+        unnamed = np.zeros_like(supported) if names_no_document is None else np.asarray(names_no_document, bool)
+        if supported.any() and 1.0 - unnamed[supported].mean() >= MIN_NAMING_SHARE:
+            weak_evidence |= unnamed
         flagged |= np.asarray(absent_word, dtype=bool) & weak_evidence
     if company is not None:
         flagged |= np.asarray(company, dtype=np.float64) <= PASSING_COMPANY  # NaN compares False

@@ -33,7 +33,7 @@ from coverage_core.stages.similarity import best_matches
 from coverage_core.stages.subjects import (
     SubjectEvidence,
     absent_word,
-    document_titles,
+    document_names_and_titles,
     is_closed_question,
     named_in_passing,
     names_a_document_subject,
@@ -566,8 +566,7 @@ class QuestionScreener:
             # for a subject named in one passage is that passage whatever it says of it.
             self.subject_evidence_ = subject_presence(
                 question_texts, chunk_texts, self.question_top_chunks_,
-                document_names=[*dict.fromkeys(chunk_documents or ()),
-                                *document_titles(chunk_texts, chunk_documents or ())],
+                document_names=document_names_and_titles(chunk_texts, chunk_documents),
                 content_words=True, reaches=self._reaches(Q, C), reading=reading,
             )
             # Yes-or-no questions are read in English only: elsewhere they open otherwise ("Est-ce que …").

@@ -334,6 +334,12 @@ def document_titles(chunk_texts: Sequence[str], chunk_documents: Sequence[str]) 
     return titles
 
 
+def document_names_and_titles(chunk_texts: Sequence[str], chunk_documents: Sequence[str] | None) -> list[str]:
+    """The documents' names, then their titles (:func:`document_titles`): what names a document's subject."""
+    chunk_documents = chunk_documents or ()
+    return [*dict.fromkeys(chunk_documents), *document_titles(chunk_texts, chunk_documents)]
+
+
 def _names_a_document(stems: Sequence[bytes], whole_names: frozenset[frozenset[bytes]]) -> bool:
     """Whether some of ``stems`` are every word of a document's name (``whole_names``, see :func:`_name_stems`):
     a lookup per combination of a few stems, not a scan of the documents."""
