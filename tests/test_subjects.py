@@ -96,6 +96,23 @@ def test_typos_and_partial_names_are_not_absent():
     assert evidence("Did Intel grow?")["Intel"].n_passages == 0
 
 
+def test_an_acronym_the_retrieved_passages_write_out_is_present():
+    texts = ["Brodeur won gold at the Winter Olympic Games in 2002 with the National Hockey League's best.",
+             "The Parti communiste ran joint lists.", "Prices of the paid time off plan.", "Weather in spring."]
+
+    def found(question, retrieved):
+        (evidence,) = subject_presence([question], texts, np.array([retrieved]))
+        return {e.subject.text: (e.n_passages, e.retrieved) for e in evidence}
+
+    assert found("Which NHL team did Brodeur join?", [0, 3])["NHL"] == (1, True)
+    assert found("How many lists with the PC?", [1])["PC"] == (1, True)
+    assert found("How many PTO days are there?", [2])["PTO"] == (1, True)
+    # Only a passage the question retrieves is read; and two lower-case words spell two letters by chance.
+    assert found("Which NHL team did Brodeur join?", [3])["NHL"] == (0, False)
+    assert found("Is the PT plan good?", [2])["PT"] == (0, False)
+    assert found("Which NBA team did Brodeur join?", [0, 1, 2, 3])["NBA"] == (0, False)
+
+
 def test_document_names_are_the_corpus_own_subjects():
     found = evidence("What does the Northwind Standard plan cover?",
                      document_names=["Northwind_Standard_Benefits.pdf", "NorthwindHealthPlus.pdf"])

@@ -406,6 +406,35 @@ def _read_stem(stem: bytes, holding: dict[bytes, np.ndarray], fixes: dict[bytes,
     return fix
 
 
+# Words that may stand between the words an acronym abbreviates: short stop words ("Bank of America").
+MAX_CONNECTOR_LETTERS = 4
+
+
+@functools.lru_cache(maxsize=256)
+def _spelling_out(acronym: str, reading: Reading = ENGLISH) -> re.Pattern:
+    """Words whose initials spell ``acronym`` in order, each of two letters or more, with up to two short
+    stop words of the corpus's languages between them ("Jeux olympiques" for JO, "Parti communiste" for
+    PC, "National Hockey League" for NHL). No such stop word starts the words, and for an acronym of two
+    letters, which word pairs spell by chance, none is one of them and the first is capitalised."""
+    letters = [c for c in acronym if c.isalpha()]
+    connectors = sorted((w.decode("utf-8", "replace") for w in reading.stop
+                         if len(w) <= MAX_CONNECTOR_LETTERS), key=len, reverse=True)
+    connector = "(?i:%s)" % "|".join(map(re.escape, connectors)) if connectors else "(?!)"
+    gap = rf"[\s-]+(?:{connector}[\s-]+){{0,2}}"
+    first = re.escape(letters[0].upper()) if len(letters) == 2 else f"(?i:{re.escape(letters[0])})"
+    no_connector = rf"(?!{connector}(?!\w))"  # "Prices of the" spells no PT
+    later = no_connector if len(letters) == 2 else ""  # but "paid time off" spells PTO
+    words = [rf"{no_connector}{first}[^\W\d_]+"]
+    words += [rf"{later}(?i:{re.escape(c)})[^\W\d_]+" for c in letters[1:]]
+    return re.compile(r"(?<!\w)" + gap.join(words) + r"(?!\w)")
+
+
+def _spelled_out_in(acronym: str, passages: np.ndarray, chunk_texts: Sequence[str], reading: Reading) -> np.ndarray:
+    """The ``passages`` that write ``acronym`` out in full (:func:`_spelling_out`)."""
+    pattern = _spelling_out(acronym, reading)
+    return np.asarray([p for p in passages if pattern.search(chunk_texts[p])], dtype=np.int64)
+
+
 def _content_words(text: str, subjects: list[Subject], reading: Reading = ENGLISH) -> list[Subject]:
     """The question's content words (as the lexical stage reads them: not stop words, long enough,
     letters only) not already part of one of its ``subjects``, each a :class:`Subject` of kind
@@ -458,7 +487,8 @@ def subject_presence(
     (case-insensitive, at word boundaries, plurals and possessives folded;
     the lexical stage's word index, one pass over the texts). A name word
     found in no passage counts as the corpus word one typing slip away (see
-    :data:`MIN_FIXABLE_NAME`).
+    :data:`MIN_FIXABLE_NAME`); an acronym found in no passage is mentioned by
+    the retrieved passages that write it out (:func:`_spelling_out`).
 
     Parameters
     ----------
@@ -495,6 +525,7 @@ def subject_presence(
     """
     if reading is None:
         reading = corpus_reading(chunk_texts, question_texts)
+    written_chunks = chunk_texts
     chunk_texts = reading.texts(chunk_texts)
     question_texts = reading.questions(question_texts)
     subjects = [question_subjects(t, reading) for t in question_texts]
@@ -521,6 +552,11 @@ def subject_presence(
             read = [_read_stem(t, holding, fixes, top) for t in sub.stems]
             postings = [holding[t] for t in read]
             n = max(len(p) for p in postings)
+            if not n and sub.kind == "acronym" and len(top):
+                # An acronym the corpus never writes is still its subject when the passages the question
+                # retrieves write it out ("médaillé aux JO" and "aux Jeux olympiques de 2002").
+                postings = [_spelled_out_in(sub.text, top, written_chunks, reading)]
+                n = len(postings[0])
             hit = bool(n) and any(bool(np.isin(top, p).any()) for p in postings)
             if not hit and reaches is not None and 0 < n <= FEW_MENTIONS:
                 hit = any(reaches(q, p) for p in postings)
