@@ -31,7 +31,7 @@ unchanged. Per half and embedder:
   word unit of it, is one).
 * **off-topic 8% / 45%**: ``ceil(rate × articles)`` articles of the half
   leave the corpus; their questions are off-topic, the others' on-topic,
-  subsampled (``eval_offtopic._subsample``) to that rate; ``--seeds`` seeds,
+  subsampled (``verdict_scenarios.subsample``) to that rate; ``--seeds`` seeds,
   precision / recall of ``questions[].is_outlier`` pooled over the seeds.
 * **untested**: every article in the corpus, the questions of
   ``N_UNTESTED`` (seeded) articles removed; precision / recall of
@@ -68,9 +68,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import verdict_scenarios as scenarios  # noqa: E402
-from eval_offtopic import _subsample  # noqa: E402
 from eval_verdicts import plain, precision_recall, ratio  # noqa: E402
 from shared_data import SHARED_DATA, require  # noqa: E402
+from verdict_scenarios import subsample as _subsample  # noqa: E402
 
 CACHE = Path(os.environ.get("EVAL_LANGUAGES_CACHE", "/tmp/eval_languages_cache"))
 WORKDIR = Path(os.environ.get("EVAL_LANGUAGES_WORKDIR", "/tmp/eval_languages_work"))
@@ -105,12 +105,19 @@ def load_set(name: str) -> scenarios.WikiQA:
         questions = data.questions
         articles = data.articles
     else:
-        root = require(SHARED_DATA / folder)
-        articles = {p.stem: p.read_text(encoding="utf-8") for p in sorted((root / "articles").glob("*.txt"))}
-        frame = pd.read_csv(root / "questions.csv", dtype=str, keep_default_na=False, encoding="utf-8")
-        frame["Question"] = frame["Question"].str.strip()
-        frame = frame[frame["Question"] != ""].drop_duplicates("Question")
-        questions = frame.rename(columns={"ArticleTitle": "title", "Question": "question"})[["title", "question"]]
+        return load_folder(require(SHARED_DATA / folder))
+    questions = questions[questions["title"].isin(articles)].reset_index(drop=True)
+    return scenarios.WikiQA(articles, questions)
+
+
+def load_folder(root: Path) -> scenarios.WikiQA:
+    """A set in the fr-qa layout (``articles/*.txt``, ``questions.csv`` with ``ArticleTitle``, ``Question``):
+    each question once, only questions whose article is present."""
+    articles = {p.stem: p.read_text(encoding="utf-8") for p in sorted((root / "articles").glob("*.txt"))}
+    frame = pd.read_csv(root / "questions.csv", dtype=str, keep_default_na=False, encoding="utf-8")
+    frame["Question"] = frame["Question"].str.strip()
+    frame = frame[frame["Question"] != ""].drop_duplicates("Question")
+    questions = frame.rename(columns={"ArticleTitle": "title", "Question": "question"})[["title", "question"]]
     questions = questions[questions["title"].isin(articles)].reset_index(drop=True)
     return scenarios.WikiQA(articles, questions)
 

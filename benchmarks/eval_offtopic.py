@@ -1,204 +1,136 @@
-"""Off-topic screening when off-topic questions are common (wiki-qa).
+"""Off-topic screening and untested documents on every development set: one table, and each rule's share.
 
 Run from the project root::
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/eval_offtopic.py [--tune]
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python benchmarks/eval_offtopic.py \\
+        [--sets wiki-qa docs-qa sci-qa fin-qa fr-qa zh-qa de-qa] [--half A|B] [--seeds 1] \\
+        [--json PATH] [--markdown PATH] [--smoke]
 
-The relative rule (robust z-score over the questions) lets off-topic
-questions raise their own bar: its recall collapses once they are a large
-share of the set. This script compares it with the absolute rule
-(``QuestionScreener(question_support_threshold=tau)``), which judges every question
-against the documents alone.
+``--smoke`` runs 6 articles of wiki-qa's half B with one seed (seconds, once the
+embeddings are cached): a check that the script runs, not a figure to quote.
 
-Design:
+What it measures, per set (``SETS``: the English wiki-qa and its French and
+Chinese twins fr-qa and zh-qa in ``../shared/data``; docs-qa, sci-qa, fin-qa
+and de-qa in ``benchmarks/devsets``, all in the fr-qa layout; a set whose
+``questions.csv`` is missing is skipped with a one-line note). Its articles
+are split into half A (tuning) and half B (held out, the default: the figure
+to quote) by ``verdict_scenarios.halves``; only articles with questions take
+part. Variants of the half:
 
-* The 54 wiki-qa articles are split once (``default_rng(0)``) into a
-  *tuning* half and a *report* half. Test sets draw their questions from one
-  half only; the knowledge base is every article (both halves) except the
-  removed ones, so the corpus stays realistic.
-* For a mix of ``p`` off-topic: ``REMOVED[p]`` articles of the half are
-  removed from the corpus; their questions are off-topic (the ``Zebra``
-  questions, which have no article, join the report half's off-topic pool);
-  the questions of the half's other articles are on-topic. Whichever side is
-  in excess is subsampled so that off-topic questions are ``p`` of the set.
-* tau comes from ``coverage_core.stages.calibration.calibrate`` on each corpus
-  (pseudo-queries from the chunks, no labels), as in the product.
-* Seeds 0..2 draw the removed articles and the subsamples.
-* ``--tune`` grids the rule's constants on the tuning half only and prints
-  the best settings; the table is always computed on the report half.
-* **Absent subjects** (``absent_subject_sets``): the corpus is one half of
-  the articles (every kind in it); questions of corpus articles that name
-  their article ("Was Volta a professor?") are rewritten to name an article
-  of the same kind that is NOT in the corpus ("Was Faraday a professor?"):
-  same domain and vocabulary, absent subject. Those are off-topic, the
-  corpus articles' other questions on-topic, mixed at 5%, 45% and 65%.
-  Tuning: corpus = tuning half, names from the report half; report: the
-  other way round. Also the genuine questions of all articles against all
-  articles (the clean false-flag rate).
+* **clean**: every article, every question written for it; the share of
+  these genuine questions flagged off-topic (target <= 5%).
+* **off-topic 5% / 45%** (``eval_languages.offtopic_case``): ``ceil(rate × n)``
+  articles leave the corpus, their questions are the off-topic ones, and
+  whichever side is in excess is subsampled so that off-topic questions are
+  ``rate`` of the set (at 5% with few articles the removed articles'
+  questions are subsampled). Precision (target >= 0.9) and recall
+  (target >= 0.8) of the flags, pooled over ``--seeds`` seeds.
+* **untested**: every article in the corpus, the questions of
+  ``min(5, n // 5)`` seeded articles removed; how many of those documents
+  are found untested (target: all) and how many others are wrongly called
+  untested (target <= 1). One case per seed.
 
-Embeddings: ``make_embedder("local")`` (all-MiniLM-L6-v2) with an
-``EmbeddingCache`` in ``$EVAL_SCREENING_CACHE`` (default
-``/tmp/eval_screening_cache``).
+Every variant is analysed as ``python -m coverage_core analyze`` does it: the
+articles are written as ``.txt`` files to a work folder
+(``$EVAL_OFFTOPIC_WORKDIR``, default ``/tmp/eval_offtopic_work``) with a
+``questions.csv``, read back with ``read_documents`` / ``read_questions`` and
+analysed by ``session.analyze`` under the default ``AnalysisConfig`` with the
+automatic model choice (``provider="auto"``: MiniLM for English, a
+multilingual model for French, Chinese and German, as a user gets), embeddings
+cached in ``$EVAL_OFFTOPIC_CACHE`` (default ``/tmp/eval_offtopic_cache``). One
+setting differs from the CLI's: the bundled model that writes questions for
+the gaps is off (``GapConfig(local_model=False)``, drafts instead): it runs
+after the screening and the untested verdicts, nothing here reads its
+questions, and it took nine tenths of each analysis. The figures are read
+from the ``Analysis`` in memory.
+
+Printed:
+
+1. **The table**: one row per set and a pooled row (counts summed over the
+   sets), each cell marked ``ok`` or ``FAIL`` against its target, and whether
+   the calibration of the support level was reliable on every analysis.
+2. **The ablation**: for each rule of ``coverage_core.offtopic.RULE_NAMES``,
+   the off-topic columns with that rule turned off
+   (``screener.decide(strictness, without=[rule])``, no refit), as changes
+   against all the rules (``screener.decide(strictness)``); ``=`` is no
+   change at all, ``n/a`` a rule that does not apply to the set's corpus
+   (not in ``screener.rules_.names``). ``explains`` counts the flags the rule
+   explains (``screener.flagging_rules``: the first rule that fires) over the
+   clean and off-topic analyses, and how many of them are genuine questions.
+3. **Misfires**: per set, the five rules that explain most flags on genuine
+   questions of the clean variant, with three of those questions each.
+
+Progress (seconds per analysis) goes to stderr; ``--markdown`` writes the
+table and the ablation as Markdown (for ``docs/``), ``--json`` every count.
 """
 
 from __future__ import annotations
 
-import itertools
+import argparse
+import json
 import os
+import shutil
+import subprocess
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "benchmarks"))
 
-from eval_screening import ALWAYS_OFF_TOPIC, load_wiki_qa  # noqa: E402
+import verdict_scenarios as scenarios  # noqa: E402
+from eval_languages import Case, clean_case, load_folder, load_set, offtopic_case  # noqa: E402
+from shared_data import SHARED_DATA, WIKI_QA  # noqa: E402
+from verdict_scenarios import KINDS, subsample as _subsample  # noqa: E402,F401  (kept importable from here)
 
-CACHE = Path(os.environ.get("EVAL_SCREENING_CACHE", "/tmp/eval_screening_cache"))
-MIXES = (0.05, 0.45, 0.65)
-# Articles removed from the half (of 27) for each mix.
-REMOVED = {0.05: 3, 0.45: 9, 0.65: 14}
-SEEDS = (0, 1, 2, 3, 4)
-STRICTNESS_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+from coverage_core.offtopic.screen import RULE_NAMES  # noqa: E402
 
-
-# The six kinds of article in wiki-qa (../shared/data/README.md). Removing a
-# whole kind leaves no neighbouring article that half-answers the orphaned
-# questions, like a test set asking about companies absent from the corpus.
-KINDS = {
-    "scientists": ("Alessandro_Volta", "Amedeo_Avogadro", "Blaise_Pascal",
-                   "Charles-Augustin_de_Coulomb", "Henri_Becquerel", "Isaac_Newton",
-                   "James_Watt", "Michael_Faraday", "Nikola_Tesla"),
-    "instruments": ("Cello", "Cymbal", "Drum", "Flute", "Guitar", "Lyre", "Piano", "Trumpet",
-                    "Violin", "Xylophone"),
-    "cities": ("Antwerp", "Berlin", "Jakarta", "Kuala_Lumpur", "Melbourne", "Montreal",
-               "Nairobi", "Saint_Petersburg", "San_Francisco", "Taipei"),
-    "languages": ("Arabic_language", "Chinese_language", "Finnish_language", "Korean_language",
-                  "Malay_language", "Portuguese_language", "Swahili_language",
-                  "Swedish_language", "Turkish_language", "Vietnamese_language"),
-    "animals": ("Ant", "Butterfly", "Cougar", "Dragonfly", "Eel", "Giant_Panda", "Koala",
-                "Lobster", "Octopus"),
-    "painters": ("Jackson_Pollock", "Leonardo_da_Vinci", "Michelangelo", "Norman_Rockwell",
-                 "Pablo_Picasso", "Pierre-Auguste_Renoir", "Vincent_van_Gogh"),
+CACHE = Path(os.environ.get("EVAL_OFFTOPIC_CACHE", "/tmp/eval_offtopic_cache"))
+WORKDIR = Path(os.environ.get("EVAL_OFFTOPIC_WORKDIR", "/tmp/eval_offtopic_work"))
+DEVSETS = PROJECT / "benchmarks" / "devsets"
+SETS = {
+    "wiki-qa": WIKI_QA,
+    "fr-qa": SHARED_DATA / "fr-qa",
+    "zh-qa": SHARED_DATA / "zh-qa",
+    "docs-qa": DEVSETS / "docs-qa",
+    "sci-qa": DEVSETS / "sci-qa",
+    "fin-qa": DEVSETS / "fin-qa",
+    "de-qa": DEVSETS / "de-qa",
 }
-# Kinds removed from the corpus for each mix (of 6).
+"""Set name: its folder (wiki-qa has its own layout, read by ``verdict_scenarios.load``)."""
+RATES = (0.05, 0.45)
+MAX_UNTESTED = 5
+UNTESTED_SHARE = 5
+"""The untested case silences ``min(MAX_UNTESTED, n // UNTESTED_SHARE)`` of the half's n articles."""
+SMOKE_SET, SMOKE_ARTICLES = "wiki-qa", 6
+N_MISFIRE_RULES, N_EXAMPLES = 5, 3
+
+MAX_GENUINE_FLAGGED = 0.05
+MIN_PRECISION = 0.9
+MIN_RECALL = 0.8
+MAX_FALSE_UNTESTED = 1
+
+FULL = "full"
+"""The analysis's own flags (``analysis.is_outlier``)."""
+ALL_RULES = "all rules"
+"""``screener.decide(strictness)``: the ablation's reference (equal to ``full`` unless overrides apply)."""
+OFFTOPIC_VARIANTS = ("clean", *(f"{rate:.0%}" for rate in RATES))
+
+
+# ---------------------------------------------------------------- kept for eval_mixes.py
 KINDS_REMOVED = {0.05: 1, 0.45: 3, 0.65: 4}
-
-
-def kind_halves(articles: list[str]) -> tuple[list[str], list[str]]:
-    """Each kind's articles split in two, so both halves hold every kind."""
-    rng = np.random.default_rng(0)
-    first, second = [], []
-    for titles in KINDS.values():
-        present = [t for t in titles if t in articles]
-        order = rng.permutation(len(present))
-        half = len(present) // 2
-        first += [present[i] for i in order[:half]]
-        second += [present[i] for i in order[half:]]
-    return sorted(first), sorted(second)
-
-
-def make_kind_set(data, half: list[str], mix: float, seed: int, zebra: bool):
-    """Like make_set, but whole kinds of article leave the corpus."""
-    rng = np.random.default_rng(1000 * seed + int(100 * mix) + 7)
-    kinds = sorted(rng.choice(sorted(KINDS), size=KINDS_REMOVED[mix], replace=False).tolist())
-    removed = sorted(t for k in kinds for t in KINDS[k])
-    keep_chunks = ~np.isin(data.chunk_article, removed)
-    off_titles = [t for t in half if t in removed] + (list(ALWAYS_OFF_TOPIC) if zebra else [])
-    on_pool = np.flatnonzero(np.isin(data.question_article, [t for t in half if t not in removed]))
-    off_pool = np.flatnonzero(np.isin(data.question_article, off_titles))
-    return keep_chunks, *_subsample(rng, on_pool, off_pool, mix), kinds
-
-
-def _subsample(rng, on_pool, off_pool, mix):
-    n_on, n_off = len(on_pool), len(off_pool)
-    if n_off / (n_on + n_off) > mix:
-        n_off = int(round(mix * n_on / (1 - mix)))
-    else:
-        n_on = int(round(n_off * (1 - mix) / mix))
-    on = rng.choice(on_pool, size=n_on, replace=False)
-    off = rng.choice(off_pool, size=n_off, replace=False)
-    return np.r_[on, off], np.r_[np.zeros(len(on), bool), np.ones(len(off), bool)]
-
-
-def halves(articles: list[str]) -> tuple[list[str], list[str]]:
-    order = np.random.default_rng(0).permutation(len(articles))
-    half = len(articles) // 2
-    return sorted(articles[i] for i in order[:half]), sorted(articles[i] for i in order[half:])
-
-
-def make_set(data, half: list[str], mix: float, seed: int, zebra: bool):
-    """(chunk mask, question indices, labels, removed titles) for one test set."""
-    rng = np.random.default_rng(1000 * seed + int(100 * mix))
-    removed = sorted(rng.choice(half, size=REMOVED[mix], replace=False).tolist())
-    keep_chunks = ~np.isin(data.chunk_article, removed)
-    off_titles = removed + (list(ALWAYS_OFF_TOPIC) if zebra else [])
-    on_pool = np.flatnonzero(np.isin(data.question_article, [t for t in half if t not in removed]))
-    off_pool = np.flatnonzero(np.isin(data.question_article, off_titles))
-    return keep_chunks, *_subsample(rng, on_pool, off_pool, mix), removed
-
-
-# How questions name each article: the full title, and the short form people use.
-SHORT_NAMES = {"Leonardo_da_Vinci": "Leonardo", "Vincent_van_Gogh": "Van Gogh", "Giant_Panda": "panda"}
-PEOPLE = ("scientists", "painters")
-
-
-def article_names(title: str) -> list[str]:
-    """The ways a question names the article ``title``, longest first."""
-    full = title.replace("_", " ")
-    kind = next(k for k, titles in KINDS.items() if title in titles)
-    names = [full]
-    if title in SHORT_NAMES:
-        names.append(SHORT_NAMES[title])
-    elif kind in PEOPLE and " " in full:
-        names.append(full.split()[-1])
-    elif kind == "languages":
-        names.append(full.split()[0])
-    return names
-
-
-def rename(question: str, title: str, other: str) -> str | None:
-    """``question`` naming ``other`` where it named ``title`` (the same form, the same initial case);
-    None if it does not name ``title``."""
-    import re
-
-    for name, replacement in zip(article_names(title), article_names(other)):
-        pattern = re.compile(rf"\b{re.escape(name)}\b", re.IGNORECASE)
-        if pattern.search(question):
-            return pattern.sub(lambda m: replacement if m.group(0)[:1].isupper() else replacement.lower(), question)
-    return None
-
-
-def absent_subject_sets(data, corpus_half: list[str], absent_half: list[str], seed: int):
-    """(chunk mask, question texts, labels) per mix: on-topic questions of ``corpus_half``, and
-    questions of it renamed to an article of the same kind in ``absent_half`` (off-topic)."""
-    rng = np.random.default_rng(5000 + seed)
-    keep = np.isin(data.chunk_article, corpus_half)
-    on, off = [], []
-    for kind, titles in KINDS.items():
-        present = [t for t in titles if t in corpus_half]
-        absent = [t for t in titles if t in absent_half]
-        for title in present:
-            other = absent[int(rng.integers(len(absent)))]
-            for q in np.flatnonzero(data.question_article == title):
-                text = data.question_texts[q]
-                renamed = rename(text, title, other)
-                # Half the questions that name their article are renamed, the rest stay as asked.
-                if renamed is not None and rng.random() < 0.5:
-                    off.append(renamed)
-                else:
-                    on.append(text)
-    texts = np.array(on + off, dtype=object)
-    on_pool, off_pool = np.arange(len(on)), len(on) + np.arange(len(off))
-    for mix in MIXES:
-        idx, y = _subsample(rng, on_pool, off_pool, mix)
-        yield mix, keep, [str(t) for t in texts[idx]], y
+"""Kinds of wiki-qa article (of 6, ``KINDS``) removed from the corpus per off-topic mix (``eval_mixes.py``)."""
 
 
 def prf(y, flagged) -> tuple[float, float, float]:
+    """Precision, recall and F1 of the boolean ``flagged`` against the truth ``y`` (0 for an empty side)."""
     tp = int((y & flagged).sum())
     p = tp / max(int(flagged.sum()), 1)
     r = tp / max(int(y.sum()), 1)
@@ -206,181 +138,439 @@ def prf(y, flagged) -> tuple[float, float, float]:
     return p, r, f
 
 
-DESIGNS = {
-    # name: (halves, make a test set, what it measures)
-    "kinds": (kind_halves, make_kind_set,
-              "whole kinds of article (e.g. every city) missing from the corpus"),
-    "articles": (halves, make_set,
-                 "single articles missing; kindred articles remain (labels are noisy: "
-                 "the Chinese article answers some Korean questions)"),
-}
+# ---------------------------------------------------------------- the sets and their variants
+def load(name: str) -> scenarios.WikiQA | None:
+    """The set ``name``, or None (with a one-line note on stderr) when its data is not there."""
+    folder = SETS[name]
+    if name == "wiki-qa":
+        if not (folder / "articles").is_dir():
+            print(f"skipping {name}: {folder} is missing", file=sys.stderr)
+            return None
+        return load_set("en")
+    if not (folder / "questions.csv").is_file():
+        print(f"skipping {name}: {folder / 'questions.csv'} is missing (not built yet?)", file=sys.stderr)
+        return None
+    return load_folder(folder)
 
 
-def main() -> int:
-    from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-    from coverage_core.stages import calibration, screening
-    from coverage_core.stages.clustering import ChunkClusterer
-    from coverage_core.stages.lexical import lexical_coverage
-    from coverage_core.stages.screening import QuestionScreener
-    from coverage_core.types import Chunk
+def untested_case(data: scenarios.WikiQA, half: list[str], seed: int = 0) -> Case | None:
+    """Every article of the half in the corpus, no question for ``min(5, n // 5)`` of them (None: n < 5)."""
+    titles = [t for t in half if data.of(t)]
+    size = min(MAX_UNTESTED, len(titles) // UNTESTED_SHARE)
+    if size == 0:
+        return None
+    rng = np.random.default_rng(30_000 + seed)
+    silent = set(rng.choice(titles, size=size, replace=False).tolist())
+    rows = [(q, t) for t in titles if t not in silent for q in data.of(t)]
+    return Case(f"untested seed {seed}", titles, [q for q, _ in rows], [t for _, t in rows],
+                {scenarios.file_name(t) for t in silent})
 
-    t0 = time.perf_counter()
-    data = load_wiki_qa()
-    embedder = make_embedder("local")
-    cache = EmbeddingCache(CACHE)
 
-    def embed(texts):
-        return embed_texts(list(texts), embedder, cache).vectors
+# ---------------------------------------------------------------- running the product
+class Analyser:
+    """Analyses cases as the CLI does: files on disk, read back, the automatic model choice, one cache."""
 
-    chunk_vectors = embed(data.chunk_texts)
-    question_vectors = embed(data.question_texts)
-    print(
-        f"wiki-qa: {len(data.articles)} articles, {len(data.chunk_texts)} chunks, "
-        f"{len(data.question_texts)} questions ({time.perf_counter() - t0:.1f} s)"
-    )
+    def __init__(self, cache_dir: Path = CACHE, workdir: Path = WORKDIR):
+        from coverage_core.config import AnalysisConfig, EmbeddingConfig
+        from coverage_core.embeddings import EmbeddingCache
+        from coverage_core.suggest.gaps import GapConfig
 
-    corpora: dict[tuple, tuple] = {}
+        # The bundled model writing gap questions is off: nothing here reads them, and it took 90 % of an analysis.
+        self.config = AnalysisConfig(embedding=EmbeddingConfig(provider="auto"), gaps=GapConfig(local_model=False))
+        self.cache = EmbeddingCache(cache_dir)
+        self.workdir = workdir
 
-    def corpus(keep: np.ndarray):
-        key = tuple(np.flatnonzero(~keep))
-        if key not in corpora:
-            idx = np.flatnonzero(keep)
-            chunks = [
-                Chunk(document=str(data.chunk_article[i]), text=data.chunk_texts[i], start=0,
-                      end=len(data.chunk_texts[i]))
-                for i in idx
-            ]
-            cal = calibration.calibrate(chunks, chunk_vectors[idx], embed)
-            labels = ChunkClusterer().fit(chunk_vectors[idx]).labels_
-            corpora[key] = (idx, cal.question_support_threshold, labels)
-        return corpora[key]
+    def __call__(self, data: scenarios.WikiQA, case: Case, label: str):
+        """(analysis, seconds, flags in the case's question order)."""
+        from coverage_core.inputs.ingest import read_documents
+        from coverage_core.inputs.questions import read_questions
+        from coverage_core.session import analyze
 
-    def runs(design, report: bool):
-        split, make, _ = DESIGNS[design]
-        half = split(data.articles)[1 if report else 0]
-        for mix in MIXES:
-            for seed in SEEDS:
-                keep, q, y, removed = make(data, half, mix, seed, report)
-                idx, tau, labels = corpus(keep)
-                q_texts = [data.question_texts[i] for i in q]
-                c_texts = [data.chunk_texts[i] for i in idx]
-                lex = lexical_coverage(q_texts, c_texts)
-                yield mix, seed, y, tau, dict(
-                    question_vectors=question_vectors[q], chunk_vectors=chunk_vectors[idx],
-                    chunk_labels=labels, question_texts=q_texts, chunk_texts=c_texts, lexical=lex,
-                    chunk_documents=[str(data.chunk_article[i]) for i in idx],
-                )
+        started = time.perf_counter()
+        folder = self.workdir / "".join(c if c.isalnum() else "_" for c in f"{label} {case.name}")
+        shutil.rmtree(folder, ignore_errors=True)
+        (folder / "docs").mkdir(parents=True)
+        for title in case.titles:
+            (folder / "docs" / scenarios.file_name(title)).write_text(data.articles[title], encoding="utf-8")
+        pd.DataFrame({"question": case.questions}).to_csv(folder / "questions.csv", index=False, encoding="utf-8")
+        documents = read_documents([folder / "docs"])
+        questions = read_questions(folder / "questions.csv", question_column="question")
+        if len(questions.questions) != len(case.questions):
+            raise RuntimeError(f"{label} {case.name}: {len(case.questions)} questions written, "
+                               f"{len(questions.questions)} read back")
+        analysis = analyze(self.config, documents.documents, questions, embedder=None, cache=self.cache)
+        seconds = time.perf_counter() - started
+        print(f"  {label} {case.name}: {len(case.titles)} documents, {len(case.questions)} questions, "
+              f"{len(analysis.corpus.chunks)} passages, {model_name(analysis)} ({seconds:.1f} s)",
+              file=sys.stderr, flush=True)
+        return analysis, seconds
 
-    def absent_runs(report: bool):
-        first, second = kind_halves(data.articles)
-        corpus_half, absent_half = (second, first) if report else (first, second)
-        for seed in SEEDS:
-            for mix, keep, q_texts, y in absent_subject_sets(data, corpus_half, absent_half, seed):
-                idx, tau, labels = corpus(keep)
-                c_texts = [data.chunk_texts[i] for i in idx]
-                yield mix, seed, y, tau, dict(
-                    question_vectors=embed(q_texts), chunk_vectors=chunk_vectors[idx], chunk_labels=labels,
-                    question_texts=q_texts, chunk_texts=c_texts, lexical=lexical_coverage(q_texts, c_texts),
-                    chunk_documents=[str(data.chunk_article[i]) for i in idx],
-                )
 
-    def fit(args, **params):
-        a = dict(args)
-        return QuestionScreener(**params).fit(
-            a.pop("question_vectors"), a.pop("chunk_vectors"), a.pop("chunk_labels"), **a
-        )
+def model_name(analysis) -> str:
+    embedding = analysis.config.embedding
+    return str(embedding.model or f"{embedding.provider} default")
 
-    if "--tune" in sys.argv:
-        # Tuned on the kinds design (clean labels) and the absent subjects, tuning half only.
-        tune = [("kinds", *run) for run in runs("kinds", report=False)]
-        tune += [("absent", *run) for run in absent_runs(report=False)]
-        fits = [(mix, y, tau, fit(args, question_support_threshold=tau), scenario)
-                for scenario, mix, _, y, tau, args in tune]
-        print(f"tuning half: {len(fits)} sets (kinds + absent subjects), tau {min(f[2] for f in fits):.3f}.."
-              f"{max(f[2] for f in fits):.3f}")
-        results = []
-        grid = itertools.product(
-            (0.1,), (0.6, 0.7, 0.8), (0.25,), (0.4, 0.5, 0.6),
-            np.round(np.arange(-1.2, -0.39, 0.05), 2),
-        )
-        for unit, cut, lunit, weight, shift in grid:
-            per_mix = {(m, k): [] for m in MIXES for k in ("kinds", "absent")}
-            for mix, y, tau, s, scenario in fits:
-                screening.EMBEDDING_UNIT, screening.LEXICAL_CUT = unit, cut
-                screening.LEXICAL_UNIT, screening.MARGIN_LEXICAL_WEIGHT = lunit, weight
-                margin = screening.support_margin(s.max_similarity_, s.lexical_coverage_, tau)
-                per_mix[mix, scenario].append(prf(y, (margin < shift) | s.absent_subject_))
-            means = {f"{m:.0%} {k}": np.mean(v, axis=0) for (m, k), v in per_mix.items()}
-            worst = min(min(v[0], v[1]) for v in means.values())
-            results.append((worst, unit, cut, lunit, weight, shift, means))
-        results.sort(key=lambda r: -r[0])
-        for worst, unit, cut, lunit, weight, shift, means in results[:15]:
-            print(
-                f"unit {unit:.2f} lexcut {cut:.1f} lexunit {lunit:.2f} w {weight:.2f} "
-                f"cut {shift:+.2f}: worst P or R {worst:.3f}  "
-                + "  ".join(f"{m}: P {v[0]:.2f} R {v[1]:.2f}" for m, v in means.items())
-            )
-        return 0
 
-    # The clean set: every genuine question against every article.
-    genuine = np.flatnonzero(~np.isin(data.question_article, ALWAYS_OFF_TOPIC))
-    idx, tau, labels = corpus(np.ones(len(data.chunk_texts), bool))
-    q_texts = [data.question_texts[i] for i in genuine]
-    clean = fit(dict(question_vectors=question_vectors[genuine], chunk_vectors=chunk_vectors, chunk_labels=labels,
-                     question_texts=q_texts, chunk_texts=data.chunk_texts,
-                     chunk_documents=[str(a) for a in data.chunk_article]), question_support_threshold=tau)
-    codes, _ = clean.explain(clean.strictness)
-    print(f"\n== clean: {len(genuine)} genuine questions against all {len(data.articles)} articles (tau {tau:.3f})")
-    print(f"flagged {clean.is_outlier_.mean():.1%} ({int(clean.is_outlier_.sum())}): "
-          + ", ".join(f"{c} {int((codes == c).sum())}" for c in ("no_support", "missing_words", "absent_subject")))
+def case_order(analysis) -> np.ndarray:
+    """Index that puts the analysis's question arrays in the order the questions were written."""
+    return np.argsort(np.asarray(analysis.questions.rows), kind="stable")
 
-    print("\n== absent subjects: corpus = report half; questions of its articles renamed to an article of "
-          "the same kind in the tuning half")
-    absent: dict[float, list] = {m: [] for m in MIXES}
-    for mix, seed, y, tau, args in absent_runs(report=True):
-        new = fit(args, question_support_threshold=tau)
-        absent[mix].append((int(y.sum()), len(y)) + prf(y, new.is_outlier_) + prf(y, new.absent_subject_)[:2])
-    print(f"{'mix':>5} {'off/total':>10}  {'P':>5} {'R':>5} {'F1':>5}  {'subject rule alone P/R':>22}")
-    for mix in MIXES:
-        m = np.mean(absent[mix], axis=0)
-        print(f"{mix:>5.0%} {m[0]:>4.0f}/{m[1]:<5.0f}  {m[2]:>5.2f} {m[3]:>5.2f} {m[4]:>5.2f}  "
-              f"{m[5]:>10.2f} / {m[6]:.2f}")
 
-    for design, (_, _, what) in DESIGNS.items():
-        print(f"\n== {design}: {what}")
-        print(f"Report half (tau calibrated per corpus with pseudo-queries; {len(SEEDS)} seeds "
-              "per mix)")
-        header = (f"{'mix':>5} {'sets':>4} {'off/total':>10} {'tau':>11}  "
-                  f"{'P':>5} {'R':>5} {'F1':>5} {'minR':>5}  {'old P':>5} {'old R':>5} "
-                  f"{'old F1':>6}")
-        print(header)
-        print("-" * len(header))
-        rows: dict[float, list] = {m: [] for m in MIXES}
-        sweep: dict[float, list] = {m: [] for m in MIXES}
-        for mix, seed, y, tau, args in runs(design, report=True):
-            new = fit(args, question_support_threshold=tau)
-            old = fit(args)
-            rows[mix].append(
-                (int(y.sum()), len(y), tau) + prf(y, new.is_outlier_) + prf(y, old.is_outlier_)
-            )
-            sweep[mix].append([prf(y, new.decide(level))[:2] for level in STRICTNESS_LEVELS])
-        for mix in MIXES:
-            r = np.array(rows[mix], dtype=float)
-            m = r.mean(axis=0)
-            print(
-                f"{mix:>5.0%} {len(r):>4} {m[0]:>4.0f}/{m[1]:<5.0f} "
-                f"{r[:, 2].min():.3f}-{r[:, 2].max():.3f}  "
-                f"{m[3]:>5.2f} {m[4]:>5.2f} {m[5]:>5.2f} {r[:, 4].min():>5.2f}  "
-                f"{m[6]:>5.2f} {m[7]:>5.2f} {m[8]:>6.2f}"
-            )
-        print("P/R/F1: absolute rule (question_support_threshold=tau, default strictness 0.5), mean "
-              "over seeds; minR = worst seed's recall; old: relative rule (no tau).")
-        print("Absolute rule by strictness (precision / recall, mean over seeds):")
-        print(f"{'mix':>5}  "
-              + "  ".join(f"{'s=' + format(level, 'g'):>11}" for level in STRICTNESS_LEVELS))
-        for mix in MIXES:
-            v = np.mean(sweep[mix], axis=0)
-            print(f"{mix:>5.0%}  " + "  ".join(f"{p:>5.2f}/{r:<5.2f}" for p, r in v))
+def tally(truth: np.ndarray, flags: np.ndarray) -> Counter:
+    return Counter(tp=int((truth & flags).sum()), flagged=int(flags.sum()), off=int(truth.sum()), n=len(truth))
+
+
+@dataclass
+class SetFigures:
+    """Every count of one set and half."""
+
+    name: str
+    half: str
+    n_articles: int = 0
+    n_questions: int = 0
+    # ruleset (FULL, ALL_RULES, rule name) -> variant ("clean", "5%", "45%") -> counts tp/flagged/off/n
+    tallies: dict[str, dict[str, Counter]] = field(default_factory=dict)
+    applies: set[str] = field(default_factory=set)
+    explains: dict[str, Counter] = field(default_factory=dict)  # rule -> flags, false
+    untested: Counter = field(default_factory=Counter)  # found, truth, false
+    reliable: list[bool] = field(default_factory=list)
+    unreliable_reasons: list[str] = field(default_factory=list)
+    models: set[str] = field(default_factory=set)
+    strictness: set[float] = field(default_factory=set)
+    misfires: dict[str, list[str]] = field(default_factory=dict)  # rule -> genuine questions it flags on clean
+    analyses: list[dict] = field(default_factory=list)
+    override_mismatch: int = 0
+
+    def add(self, ruleset: str, variant: str, counts: Counter) -> None:
+        self.tallies.setdefault(ruleset, {}).setdefault(variant, Counter()).update(counts)
+
+    def counts(self, ruleset: str, variant: str) -> Counter:
+        return self.tallies.get(ruleset, {}).get(variant, Counter())
+
+    def as_json(self) -> dict:
+        return {
+            "half": self.half, "articles": self.n_articles, "questions": self.n_questions,
+            "tallies": {r: {v: dict(c) for v, c in t.items()} for r, t in self.tallies.items()},
+            "rules_applying": sorted(self.applies), "explains": {r: dict(c) for r, c in self.explains.items()},
+            "untested": dict(self.untested), "reliable": self.reliable, "unreliable_reasons": self.unreliable_reasons,
+            "models": sorted(self.models), "strictness": sorted(self.strictness),
+            "clean_misfires": self.misfires, "analyses": self.analyses,
+            "flags_differing_from_decide": self.override_mismatch,
+        }
+
+
+def measure(figures: SetFigures, analysis, case: Case, variant: str | None, seconds: float) -> None:
+    """Fold one analysis into ``figures``; ``variant`` is "clean", "5%", "45%" or None (the untested case)."""
+    screener = analysis.screener
+    strictness = float(screener.strictness)
+    order = case_order(analysis)
+    flags = np.asarray(analysis.is_outlier, dtype=bool)[order]
+    truth = case.off_topic
+    calibration = analysis.calibration
+    figures.reliable.append(bool(calibration.reliable))
+    if not calibration.reliable and calibration.reason:
+        figures.unreliable_reasons.append(f"{case.name}: {calibration.reason}")
+    figures.models.add(model_name(analysis))
+    figures.strictness.add(strictness)
+    figures.applies.update(screener.rules_.names)
+    record = {"case": case.name, "documents": len(case.titles), "questions": len(case.questions),
+              "passages": len(analysis.corpus.chunks), "seconds": round(seconds, 1), "model": model_name(analysis),
+              "reliable": bool(calibration.reliable), "tau": float(calibration.support_threshold),
+              "strictness": strictness, "rules": list(screener.rules_.names), "flagged": int(flags.sum())}
+
+    if variant is None:
+        names = analysis.documents["document"].astype(str).map(lambda n: Path(n).name)
+        found = set(names[analysis.documents["is_untested"].astype(bool)])
+        figures.untested.update(found=len(found & case.untested), truth=len(case.untested),
+                                false=len(found - case.untested), cases=1)
+        record.update(untested=sorted(case.untested), found_untested=sorted(found))
+        figures.analyses.append(record)
+        return
+
+    figures.add(FULL, variant, tally(truth, flags))
+    reference = np.asarray(screener.decide(strictness), dtype=bool)[order]
+    figures.override_mismatch += int((reference != flags).sum())
+    figures.add(ALL_RULES, variant, tally(truth, reference))
+    for rule in RULE_NAMES:
+        figures.add(rule, variant, tally(truth, np.asarray(screener.decide(strictness, without=[rule]),
+                                                           dtype=bool)[order]))
+    first = np.asarray(screener.flagging_rules(strictness), dtype=object)[order]
+    for q in np.flatnonzero(reference):
+        rule = str(first[q]) or "(none)"
+        figures.explains.setdefault(rule, Counter()).update(flags=1, false=int(not truth[q]))
+    if variant == "clean":
+        for q in np.flatnonzero(flags):
+            figures.misfires.setdefault(str(first[q]) or "(none)", []).append(case.questions[q])
+    record.update(tally(truth, flags))
+    figures.analyses.append(record)
+
+
+def evaluate(analyser: Analyser, name: str, data: scenarios.WikiQA, half_name: str, seeds: int,
+             max_articles: int | None = None) -> SetFigures:
+    half = [t for t in scenarios.halves(data)[half_name] if data.of(t)][:max_articles]
+    figures = SetFigures(name, half_name, len(half), sum(len(data.of(t)) for t in half))
+    label = f"{name} {half_name}"
+    cases = [(clean_case(data, half), "clean")]
+    cases += [(offtopic_case(data, half, rate, seed), f"{rate:.0%}") for rate in RATES for seed in range(seeds)]
+    cases += [(case, None) for case in (untested_case(data, half, seed) for seed in range(seeds)) if case is not None]
+    for case, variant in cases:
+        analysis, seconds = analyser(data, case, label)
+        measure(figures, analysis, case, variant, seconds)
+        del analysis
+    return figures
+
+
+# ---------------------------------------------------------------- figures and cells
+def share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def offtopic_figures(figures: list[SetFigures], ruleset: str) -> dict[str, Any]:
+    """Genuine flagged (count, total, share), and precision / recall per rate, pooled over ``figures``."""
+    def pooled(variant):
+        total = Counter()
+        for f in figures:
+            total.update(f.counts(ruleset, variant))
+        return total
+
+    clean = pooled("clean")
+    out: dict[str, Any] = {"genuine_flagged": clean["flagged"], "genuine_total": clean["n"],
+                           "genuine_share": share(clean["flagged"], clean["n"])}
+    for rate in RATES:
+        counts = pooled(f"{rate:.0%}")
+        out[f"P@{rate:.0%}"] = share(counts["tp"], counts["flagged"])
+        out[f"R@{rate:.0%}"] = share(counts["tp"], counts["off"])
+        out[f"sizes@{rate:.0%}"] = f"{counts['off']}/{counts['n']}"
+    return out
+
+
+def mark(ok: bool | None) -> str:
+    return "" if ok is None else " ok" if ok else " FAIL"
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def table_rows(figures: list[SetFigures]) -> tuple[list[str], list[list[str]]]:
+    heads = ["set", "articles", "genuine flagged", *(f"{m}@{rate:.0%}" for rate in RATES for m in "PR"),
+             "untested found", "untested false", "calibration"]
+    rows = []
+    for label, group in [*((f.name, [f]) for f in figures), *((("pooled", figures),) if len(figures) > 1 else ())]:
+        o = offtopic_figures(group, FULL)
+        untested = Counter()
+        for f in group:
+            untested.update(f.untested)
+        reliable = [r for f in group for r in f.reliable]
+        g = o["genuine_share"]
+        cells = [label, str(sum(f.n_articles for f in group)),
+                 f"{o['genuine_flagged']}/{o['genuine_total']} {number(100 * g if g is not None else None, 1)}%"
+                 + mark(None if g is None else g <= MAX_GENUINE_FLAGGED)]
+        for rate in RATES:
+            p, r = o[f"P@{rate:.0%}"], o[f"R@{rate:.0%}"]
+            cells += [number(p) + mark(None if p is None else p >= MIN_PRECISION),
+                      number(r) + mark(None if r is None else r >= MIN_RECALL)]
+        if untested["truth"]:
+            # At most MAX_FALSE_UNTESTED per untested case, in every set of the row.
+            few_false = all(f.untested["false"] <= MAX_FALSE_UNTESTED * f.untested["cases"] for f in group)
+            cells += [f"{untested['found']}/{untested['truth']}" + mark(untested["found"] == untested["truth"]),
+                      str(untested["false"]) + mark(few_false)]
+        else:
+            cells += ["n/a", "n/a"]
+        cells.append("reliable" if all(reliable) else f"{reliable.count(False)}/{len(reliable)} unreliable")
+        rows.append(cells)
+    return heads, rows
+
+
+def delta(new: float | None, old: float | None, same: bool, points: bool = False) -> str:
+    if same:
+        return "="
+    if new is None or old is None:
+        return f"{number(old)}->{number(new)}"
+    if points:
+        return f"{100 * (new - old):+.1f} pts"
+    # A change too small for two decimals still shows (-0.004, +<0.001), apart from "=" (no flag changed).
+    change = new - old
+    if abs(change) >= 0.005:
+        return f"{change:+.2f}"
+    return f"{change:+.3f}" if abs(change) >= 0.0005 else ("+" if change >= 0 else "-") + "<0.001"
+
+
+def ablation_rows(figures: list[SetFigures]) -> tuple[list[str], list[list[str]]]:
+    heads = ["rule off", "set", "genuine flagged", *(f"{m}@{rate:.0%}" for rate in RATES for m in "PR"),
+             "explains (false)"]
+    rows = []
+    groups = [*((f.name, [f]) for f in figures), *((("pooled", figures),) if len(figures) > 1 else ())]
+    for rule in RULE_NAMES:
+        for label, group in groups:
+            if len(group) == 1 and rule not in group[0].applies:
+                rows.append([rule, label, *["n/a"] * (2 + 2 * len(RATES))])
+                continue
+            base, off = offtopic_figures(group, ALL_RULES), offtopic_figures(group, rule)
+            unchanged = all(f.counts(rule, v) == f.counts(ALL_RULES, v) for f in group for v in OFFTOPIC_VARIANTS)
+            cells = [rule, label, delta(off["genuine_share"], base["genuine_share"],
+                                        unchanged or off["genuine_flagged"] == base["genuine_flagged"], points=True)]
+            for rate in RATES:
+                for m in "PR":
+                    key = f"{m}@{rate:.0%}"
+                    cells.append(delta(off[key], base[key], unchanged or off[key] == base[key]))
+            explained = Counter()
+            for f in group:
+                explained.update(f.explains.get(rule, Counter()))
+            cells.append(f"{explained['flags']} ({explained['false']})")
+            rows.append(cells)
+    return heads, rows
+
+
+def text_table(heads: list[str], rows: list[list[str]], group_first: bool = False) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    line = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    out = [line(heads), "-" * (sum(widths) + 2 * (len(widths) - 1))]
+    previous = None
+    for row in rows:
+        if group_first and previous is not None and row[0] != previous:
+            out.append("")
+        shown = list(row)
+        if group_first and row[0] == previous:
+            shown[0] = ""
+        out.append(line(shown))
+        previous = row[0]
+    return "\n".join(out)
+
+
+def markdown_table(heads: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i < 2 else "---:" for i in range(len(heads))) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def misfire_lines(f: SetFigures) -> list[str]:
+    total = sum(len(v) for v in f.misfires.values())
+    clean = f.counts(FULL, "clean")
+    lines = [f"{f.name} {f.half}: {total} of {clean['n']} genuine questions flagged on the clean variant"]
+    ranked = sorted(f.misfires.items(), key=lambda item: (-len(item[1]), item[0]))[:N_MISFIRE_RULES]
+    for rule, questions in ranked:
+        lines.append(f"  {rule}: {len(questions)}")
+        for question in questions[:N_EXAMPLES]:
+            text = " ".join(question.split())
+            lines.append(f"      - {text[:117] + '...' if len(text) > 120 else text}")
+    return lines
+
+
+def commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + (" with uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    return str(value)
+
+
+# ---------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))
+    parser.add_argument("--half", choices=("A", "B"), default="B", help="A: tuning half; B: held out (default)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per off-topic rate and untested case")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"a quick check: {SMOKE_ARTICLES} articles of {SMOKE_SET}, one seed")
+    parser.add_argument("--json", metavar="PATH", help="write every count here")
+    parser.add_argument("--markdown", metavar="PATH", help="write the table and the ablation here as Markdown")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    set_names, seeds, max_articles = (([SMOKE_SET], 1, SMOKE_ARTICLES) if args.smoke
+                                      else (list(dict.fromkeys(args.sets)), args.seeds, None))
+
+    started = time.perf_counter()
+    analyser = Analyser()
+    results: list[SetFigures] = []
+    skipped: list[str] = []
+    seconds: dict[str, float] = {}
+    for name in set_names:
+        data = load(name)
+        if data is None:
+            skipped.append(name)
+            continue
+        set_started = time.perf_counter()
+        print(f"{name}: {len(data.articles)} articles, {len(data.questions)} questions; half {args.half}",
+              file=sys.stderr, flush=True)
+        results.append(evaluate(analyser, name, data, args.half, seeds, max_articles))
+        seconds[name] = time.perf_counter() - set_started
+        print(f"{name}: {seconds[name]:.0f} s", file=sys.stderr, flush=True)
+    runtime = time.perf_counter() - started
+    if not results:
+        print("no set to evaluate" + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
+        return 1
+
+    what = (f"half {args.half}{' (held out)' if args.half == 'B' else ' (tuning)'}, {seeds} seed(s), "
+            f"model chosen automatically, commit {commit()}" + (" -- SMOKE: 6 articles, not a figure" if args.smoke
+                                                                else ""))
+    heads, rows = table_rows(results)
+    aheads, arows = ablation_rows(results)
+    print(f"\n== Off-topic and untested: {what}")
+    print(f"targets: genuine flagged <= {MAX_GENUINE_FLAGGED:.0%}, precision >= {MIN_PRECISION}, recall >= "
+          f"{MIN_RECALL}, every untested document found, <= {MAX_FALSE_UNTESTED} false per set")
+    print(text_table(heads, rows))
+    for f in results:
+        mismatch = f" ({f.override_mismatch} flags differ from screener.decide)" if f.override_mismatch else ""
+        sizes = offtopic_figures([f], FULL)
+        print(f"  {f.name}: {f.n_articles} articles, {f.n_questions} questions; {', '.join(sorted(f.models))}; "
+              f"strictness {', '.join(format(s, 'g') for s in sorted(f.strictness))}; off-topic/total "
+              + ", ".join(f"{rate:.0%} {sizes[f'sizes@{rate:.0%}']}" for rate in RATES)
+              + f"; {seconds[f.name]:.0f} s{mismatch}")
+        for reason in f.unreliable_reasons[:3]:
+            print(f"    unreliable calibration, {reason}")
+
+    print("\n== Ablation: change with one rule off (screener.decide(strictness, without=[rule])) against all rules;"
+          "\n   '=' no flag changed; n/a: the rule does not apply to the set; explains: flags it explains on clean,"
+          f" {' and '.join(f'{rate:.0%}' for rate in RATES)} (of which genuine questions)")
+    print(text_table(aheads, arows, group_first=True))
+
+    print("\n== Misfires: rules explaining the genuine questions flagged on the clean variant")
+    for f in results:
+        print("\n".join(misfire_lines(f)))
+
+    print(f"\n{len(results)} set(s) in {runtime:.0f} s" + (f"; skipped: {', '.join(skipped)}" if skipped else ""))
+    if args.markdown:
+        text = "\n".join([
+            f"## Off-topic screening and untested documents ({time.strftime('%Y-%m-%d')})", "",
+            f"`benchmarks/eval_offtopic.py --sets {' '.join(set_names)} --half {args.half} --seeds {seeds}`"
+            + (" `--smoke`" if args.smoke else "") + f": {what}. Targets: genuine flagged <= "
+            f"{MAX_GENUINE_FLAGGED:.0%}, precision >= {MIN_PRECISION}, recall >= {MIN_RECALL}, every untested "
+            f"document found, <= {MAX_FALSE_UNTESTED} false per set. Pooled: counts summed over the sets.", "",
+            markdown_table(heads, rows), "",
+            "### Ablation: one rule off", "",
+            "Change against all rules with the rule turned off (`screener.decide(strictness, without=[rule])`, "
+            "no refit); `=`: no flag changed; n/a: the rule does not apply to the set's corpus; explains: the flags "
+            "the rule explains (the first rule that fires) on the clean and off-topic analyses, and in brackets "
+            "how many of them are genuine questions.", "",
+            markdown_table(aheads, arows), "",
+        ])
+        Path(args.markdown).write_text(text, encoding="utf-8")
+        print(f"Markdown written to {args.markdown}")
+    if args.json:
+        payload = {"half": args.half, "seeds": seeds, "smoke": args.smoke, "commit": commit(),
+                   "runtime_seconds": round(runtime, 1), "set_seconds": {k: round(v, 1) for k, v in seconds.items()},
+                   "skipped": skipped, "rules": list(RULE_NAMES),
+                   "sets": {f.name: {**f.as_json(), "full": offtopic_figures([f], FULL),
+                                     "without": {r: offtopic_figures([f], r) for r in RULE_NAMES}}
+                            for f in results},
+                   "pooled": {"full": offtopic_figures(results, FULL),
+                              "without": {r: offtopic_figures(results, r) for r in RULE_NAMES}},
+                   "table": {"heads": heads, "rows": rows}, "ablation": {"heads": aheads, "rows": arows}}
+        Path(args.json).write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=plain), encoding="utf-8")
+        print(f"numbers written to {args.json}")
     return 0
 
 
