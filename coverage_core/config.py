@@ -73,7 +73,8 @@ class AnalysisConfig:
     (:func:`calibrate_corpus`), a number in (0, 1] overrides it.
     ``retrieval_k`` is how many passages of the default chunk size a question
     retrieves: a passage is tested when some on-topic question has it among
-    its top :attr:`tested_k` with similarity ≥ τ.
+    its top :attr:`tested_k` with similarity ≥ τ (whatever the similarity when τ could not be
+    calibrated: :func:`coverage_core.stages.measure.tested_level`).
     """
 
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)

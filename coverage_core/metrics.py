@@ -221,6 +221,8 @@ _SUPPORT_TOLERANCE = 1e-6  # float32 rounding: a similarity equal to τ reaches 
 
 
 def _support_threshold(support_threshold: float) -> float:
+    if support_threshold is None:  # no level: every similarity reaches it (see retrieved_tested_chunks)
+        return -np.inf
     if not np.isfinite(support_threshold) or not -1.0 <= support_threshold <= 1.0:
         raise InputError(f"support_threshold is a cosine similarity in [-1, 1]; got {support_threshold}.")
     return float(support_threshold)
@@ -247,7 +249,7 @@ def tested_chunks(min_distances, support_threshold: float) -> np.ndarray:
 
 
 def retrieved_tested_chunks(
-    top_chunks, top_similarities, n_chunks: int, support_threshold: float, k: int, inliers=None
+    top_chunks, top_similarities, n_chunks: int, support_threshold: float | None, k: int, inliers=None
 ) -> np.ndarray:
     """Which chunks are *tested*: retrieved by some inlier question among its top ``k``, at similarity >= τ.
 
@@ -260,7 +262,10 @@ def retrieved_tested_chunks(
     passages a retriever would hand the model for it, so a generic question
     close to many passages tests only its top ``k`` (on the wiki-qa example,
     two generic questions reached ~30 passages above τ under the plain
-    :func:`tested_chunks` rule).
+    :func:`tested_chunks` rule). ``support_threshold=None`` uses no level:
+    every chunk of an inlier question's top ``k`` is tested, whatever the
+    similarity (the analysis does so when τ could not be calibrated,
+    ``Calibration.reliable`` False; evidence in ``docs/untested.md``).
 
     Parameters
     ----------
@@ -271,7 +276,7 @@ def retrieved_tested_chunks(
         ``w >= min(k, n_chunks)``, only the first ``k`` columns are read.
     top_similarities : array-like of shape (m, w), their cosine similarities
     n_chunks : int, the number of chunks ``n``
-    support_threshold : float, τ in [-1, 1]
+    support_threshold : float, τ in [-1, 1], or None (no level)
     k : int >= 1
     inliers : array-like of shape (m,), bool, optional
         The questions that count (default: all).
@@ -538,7 +543,7 @@ def question_targets(
     top_chunks,
     top_similarities,
     chunk_documents: Sequence[str],
-    support_threshold: float,
+    support_threshold: float | None,
     k: int,
     inliers=None,
     margin: float = verdicts.TARGET_MARGIN,
@@ -557,6 +562,11 @@ def question_targets(
     counts an edited copy however far its wording moved its similarity
     (a plan's two editions). A question screened out
     (``inliers`` False), or whose best passage is below τ, targets nothing.
+    ``support_threshold=None`` uses no level (``τ = -inf``): a question then
+    targets the documents of its top ``k`` passages within ``margin`` of its
+    best, whatever the similarity (the analysis does so when τ could not be
+    calibrated; any passage of the top ``k`` was measured too and found far
+    fewer untested documents, ``docs/untested.md``).
     The analysis passes :func:`coverage_core.verdicts.target_margin` (the
     default's evidence is at :data:`coverage_core.verdicts.TARGET_MARGIN`).
 

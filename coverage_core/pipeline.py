@@ -225,7 +225,7 @@ def find_gaps(
     support_threshold: float | None = None,
     written: Sequence[Gap] = (),
 ) -> Analysis:
-    """Rank the least-covered clusters and suggest questions for them.
+    """Rank the least-covered clusters and the untested documents and suggest questions for them.
 
     With an ``embedder`` (the one that embedded the chunks), questions are
     written by a model and kept only by the keep rule of
@@ -268,10 +268,19 @@ def find_gaps(
         question_vectors=analysis.question_vectors,
         question_languages=analysis.languages.question_languages if analysis.languages is not None else None,
         written=written,
+        untested_documents=_documents_where(analysis.documents, "is_untested"),
+        document_gaps=_documents_where(analysis.documents, "is_gap"),
     )
     analysis.gaps = gaps
     analysis.warnings.extend(gap_warnings)
     return analysis
+
+
+def _documents_where(documents, column: str) -> list[str]:
+    """The documents of the analysis's document table marked ``column`` (none when a table lacks it)."""
+    if column not in documents:
+        return []
+    return [str(name) for name in documents.loc[documents[column].astype(bool), "document"]]
 
 
 def with_gaps(analysis: Analysis, llm: ChatClient | None = None, embedder: Embedder | None = None,

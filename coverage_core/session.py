@@ -437,10 +437,16 @@ def _same_but_gaps(old: StageKey, new: StageKey) -> bool:
 
 
 def regap(analysis: Analysis, config: AnalysisConfig) -> Analysis:
-    """``analysis`` with other gap settings: clusters relabelled by ``config.gaps.rule``, nothing recomputed."""
+    """``analysis`` with other gap settings: clusters relabelled by ``config.gaps.rule`` (and the documents that
+    are gaps of their own with them), nothing recomputed."""
     clusters = analysis.clusters.copy()
     clusters["is_gap"] = verdicts.is_gap(clusters["coverage"], clusters["tested_share"], config.gaps)
-    return dataclasses.replace(analysis, config=config, clusters=clusters, warnings=list(analysis.warnings), gaps=[])
+    documents = analysis.documents
+    if "cluster" in documents:
+        documents = documents.copy()
+        documents["is_gap"] = measure_stage.document_gaps(documents, clusters)
+    return dataclasses.replace(analysis, config=config, clusters=clusters, documents=documents,
+                               warnings=list(analysis.warnings), gaps=[])
 
 
 # ---------------------------------------------------------------- one run

@@ -20,8 +20,10 @@ The verdicts:
   when a question retrieves it among its top k at similarity >= τ;
 * **gap topic** (:func:`is_gap`): a cluster mostly untested (or, rule
   ``"coverage"`` and schema-1 reports, with a low coverage score);
-* **off-topic question** (:func:`is_off_topic`): the knowledge base does not
-  support it; left out of every score;
+* **document gap** (:func:`is_document_gap`): an untested document whose
+  main topic is no gap, a gap of its own;
+* **off-topic question** (the rules of :mod:`coverage_core.offtopic`, one
+  module each): the knowledge base does not support it; left out of every score;
 * **unmet demand** (:func:`is_unmet_demand`): frequent production traffic the
   documents mostly cannot answer;
 * **untested traffic topic** (:func:`is_untested_topic`): production traffic
@@ -58,15 +60,11 @@ import pandas as pd
 from coverage_core.errors import InputError
 from coverage_core.languages import UNDETERMINED
 from coverage_core.stages.calibration import GENERIC_FALLBACK
+from coverage_core.suggest.document_gaps import document_gap_name, gap_key, ranked_from_tables
 from coverage_core.suggest.gaps import GapConfig, rank_gaps
 from coverage_core.validation import is_number
 
 __all__ = [
-    "FEW_MENTIONS",
-    "MIN_COMPANY_WORDS",
-    "MIN_NAMING_SHARE",
-    "PASSING_COMPANY",
-    "PASSING_MENTIONS",
     "MIN_TARGETING_QUESTIONS",
     "MIN_UNREAD_SHARE",
     "POOR_SEPARATION",
@@ -81,10 +79,11 @@ __all__ = [
     "UNTESTED_TOPIC_SHARE",
     "Verdicts",
     "fallback_level_words",
+    "ranking_only_sentence",
     "gate_failed",
     "headline",
+    "is_document_gap",
     "is_gap",
-    "is_off_topic",
     "is_undertested",
     "is_unmet_demand",
     "is_untested",
@@ -126,27 +125,6 @@ precision 0.999, recall 0.955; the best, 0.03 and 3, 0.979; 0.02 and 1 question 
 On the held-out half (28 articles, 20 runs a cell): recall 0.96-1.0, at most one false flag per run
 except once 2 (10% untested, thin); precision 0.73-0.75 at 10% untested (about 0.9 false flag per
 run for 3 untested articles), 0.97-0.99 at 50-80%."""
-
-FEW_MENTIONS = 10
-"""A subject named in at most this many passages, none of which the question retrieves or reaches,
-is named only in passing (:func:`is_absent_subject`, where its evidence is)."""
-
-PASSING_MENTIONS = 20
-"""A name in at most this many passages whose passages hold little else the question asks is named only
-in passing, retrieved or not (:func:`is_absent_subject`, ``company``)."""
-
-PASSING_COMPANY = 0.25
-"""At most this share of a question's other words beside its name in one passage: nothing of what it
-asks is said of that name (:func:`is_absent_subject`, ``company``)."""
-
-MIN_COMPANY_WORDS = 2
-"""The company rule needs at least this many other words in the question: with one, a single
-paraphrase ("flee" for "escaped") leaves nothing to share."""
-
-MIN_SHORT_NEIGHBOURS = 2
-"""A question short of the support level is judged with the questions most like it (:func:`is_off_topic`)
-when at least this many are near it: one alone is often its own paraphrase (on wiki-qa half A, with one,
-"Who was Avogadro's wife?" and two other genuine questions were flagged; with two, none)."""
 
 MIN_TOPIC_SHARE = 0.01
 """A traffic topic counts as *frequent* (for unmet demand) from this share of all traffic."""
@@ -235,6 +213,8 @@ def is_untested(n_questions, min_questions: int = MIN_TARGETING_QUESTIONS) -> np
     however thinly (that is :func:`is_undertested`); one no question (or a
     single stray one) is about is untested, however many passages generic
     questions happen to reach. The evidence is at :data:`MIN_TARGETING_QUESTIONS`.
+    When τ could not be calibrated, targeting reads no similarity level
+    (:func:`coverage_core.stages.measure.tested_level`; ``docs/untested.md``).
 
     n_questions : array-like of shape (n_documents,); returns bool of the same shape.
     """
@@ -274,142 +254,18 @@ def is_gap(coverage, tested_share, gaps: GapConfig) -> np.ndarray:
     return np.asarray(tested_share, dtype=np.float64) < gaps.tested_share_threshold
 
 
-def is_off_topic(support_margin, cut: float, neighbour_margin=None, neighbour_cut: float | None = None) -> np.ndarray:
-    """Which questions are off-topic: ``support_margin_q < cut``, or, with the
-    neighbours' margins, ``support_margin_q < neighbour_cut and neighbour_margin_q < 0``.
+def is_document_gap(is_untested, topic_is_gap) -> np.ndarray:
+    """Which documents are gaps of their own: ``is_untested_d and not is_gap_{topic_d}``.
 
-    ``support_margin_q`` is how far, in units of the corpus's own spread, the
-    question's best support from the documents falls short of the level that
-    tells a passage's topic from others (``stages.screening``); ``cut`` is
-    ``screening.margin_cut(strictness)``. ``neighbour_margin_q`` is the median
-    margin of the questions most like it (at least
-    :data:`MIN_SHORT_NEIGHBOURS` of its ``screening.QUESTION_NEIGHBORS``
-    nearest at a similarity of at least the question support level; NaN,
-    never flagged, with fewer) and ``neighbour_cut`` half a strictness span
-    above ``cut`` (the support level itself at the default strictness): a
-    question short of the level, if not by enough alone, whose like
-    questions are short of it too asks about what the documents lack, as a
-    group of questions about one missing subject does ("What is the sustain
-    pedal called?" with six other piano questions beside articles on the
-    violin and drums), while a genuine question short of the level stands
-    among well supported ones. Tuned on wiki-qa half A
-    (``benchmarks/eval_verdicts.py --half A --only clean,mixes``; like
-    questions at a similarity of at least the question level, not 0.4; a
-    median below the level itself, not 0.25, which flagged a genuine
-    question; own margin below the level, not half a unit above it, which
-    cost precision at 65%): recall at 5 / 45 / 65% off-topic 0.864 / 0.877 /
-    0.872 -> 0.864 / 0.940 / 0.938, precision 1.00, no genuine question
-    flagged; held-out half B: recall 0.818 / 0.750 / 0.738 -> 0.864 / 0.884
-    / 0.869, precision 0.72 / 0.96 / 0.985 -> 0.73 / 0.97 / 0.99, genuine
-    flagged unchanged (1.9%). Only where the word check reads the corpus's
-    words whole (English; ``stages.lexical.Reading``): in French and Chinese
-    genuine questions fall short of the level together too (held-out halves
-    of fr-qa and zh-qa, ``benchmarks/eval_languages.py``, automatic model:
-    genuine flagged 7.1% -> 43.5% and 2.6% -> 9.2%).
-    The user's overrides come after it (:func:`apply_overrides`).
+    ``topic_d`` is the document's main topic, the cluster holding most of its passages
+    (:func:`coverage_core.suggest.document_gaps.main_topics`). An untested document whose main topic
+    is a gap is carried by that gap (its passage leads the gap's, so it gets a suggestion); any other
+    would be in no gap while other documents test its topic (7 untested German documents and "No topic
+    is a gap"), so it is a gap of its own, ranked by :mod:`coverage_core.suggest.document_gaps`.
 
-    support_margin, neighbour_margin : array-like of shape (n_questions,); returns bool of that shape.
+    is_untested, topic_is_gap : array-like of shape (n_documents,); returns bool of that shape.
     """
-    margin = np.asarray(support_margin, dtype=np.float64)
-    flagged = margin < cut
-    if neighbour_margin is not None and neighbour_cut is not None:
-        flagged |= (margin < neighbour_cut) & (np.asarray(neighbour_margin, dtype=np.float64) < 0)  # NaN: False
-    return flagged
-
-
-MIN_NAMING_SHARE = 0.25
-"""Share of the well-supported questions that name a document's subject, from which a question naming none
-is read as not about the documents (:func:`is_absent_subject`)."""
-
-
-def is_absent_subject(n_passages, retrieved, few: int = FEW_MENTIONS, absent_word=None, support_margin=None,
-                      foreign=None, company=None, names_no_document=None) -> np.ndarray:
-    """Which questions ask about a subject the documents never make their subject.
-
-    ``n_q == 0 or (n_q <= few and not retrieved_q)``, where ``n_q`` is the
-    number of passages mentioning the question's least present named subject
-    (a name, acronym, quoted term or year; ``stages.subjects``; -1 when it
-    names none, never flagged) and ``retrieved_q`` whether one of the
-    passages it retrieves mentions that subject. Never mentioned ("Intel"
-    in Apple's and NVIDIA's reports) or mentioned only in passing (in a few
-    passages, none of which the question reaches: "Microsoft" as a partner
-    in five). Absolute, like :func:`is_off_topic`, and flagged in addition
-    to it. ``few = 10``: on wiki-qa (``benchmarks/eval_offtopic.py``, τ
-    0.5) 1.1% of the 823 genuine questions flagged against all articles
-    (5: 0.6%, 20: 1.3%), and recall on renamed-subject questions 0.48 / 0.68
-    on the two halves (5: 0.37 / 0.60, 20: 0.49 / 0.68) at precision 0.97;
-    more in ``docs/screening.md``.
-
-    With ``absent_word`` and ``support_margin`` also flagged: ``absent_word_q
-    and support_margin_q < 0``, a common content word of the question in no
-    passage (spelling slips the question reaches and derived words folded:
-    "cougar" in "Is the cougar a cephalopod?") while its support margin
-    (:func:`is_off_topic`'s) is below the support level, if not by enough to
-    be flagged for it: two weak signs together. The level itself, not a
-    tuned cut. On wiki-qa half A (``benchmarks/eval_verdicts.py --half A``):
-    absent-subject recall 0.83 / 0.77 / 0.79 -> 0.92 / 0.90 / 0.89 at 5 /
-    45 / 65% off-topic with no genuine question added (half B: 0.67 / 0.58
-    / 0.58 -> 0.83 / 0.79 / 0.80, genuine flagged 2.1% -> 3.7%); any absent
-    word, whatever the margin, flagged "clues", "siblings", "illiterate" and
-    misspellings of short words (3 more genuine questions of 349 on half A,
-    11 of 374 on B); more in ``docs/screening.md``. A question that names a
-    subject the documents discuss (in more than ``few`` passages) and
-    reaches it has no absent word ("Was Nikola Tesla's mother illiterate?":
-    the word is what it asks of its subject, ``stages.screening``): on half
-    B precision at 5% off-topic 0.67 -> 0.72, recall at 45 / 65% 0.747 /
-    0.745 -> 0.738 / 0.736; half A unchanged at precision 1.00, recall
-    0.871 / 0.865 -> 0.862 / 0.862.
-
-    With ``company`` also flagged: ``company_q <= PASSING_COMPANY``, where
-    ``company_q`` is the smallest, over the question's names in at most
-    ``PASSING_MENTIONS`` passages (not in a document's name), of the largest
-    share of its other words (at least ``MIN_COMPANY_WORDS``) that one
-    passage mentioning the name also holds, 1 when that passage also names
-    another of the question's names (``stages.subjects``; NaN when it
-    has no such name): the documents name it, but never together with what
-    the question asks of it ("Is Taipei in a valley?" beside articles on
-    Chinese and Japanese: Taipei in two passages, neither about valleys),
-    whatever the question retrieves. Tuned on wiki-qa half A
-    (``benchmarks/eval_verdicts.py --half A --only clean,mixes``): recall at
-    5 / 45 / 65% off-topic 0.864 / 0.862 / 0.862 -> 0.864 / 0.877 / 0.872,
-    precision 1.00, no genuine question flagged (a name in up to 10
-    passages: fewer found; with one other word allowed: more, and "When did
-    he flee to Venice?" flagged); held-out half B: recall 0.818 / 0.738 /
-    0.736 -> 0.818 / 0.750 / 0.738, precision unchanged (0.72 / 0.96 /
-    0.985), genuine flagged unchanged (1.9%).
-
-    With ``names_no_document`` too: ``absent_word_q and (support_margin_q <
-    0 or names_no_document_q)``, where ``names_no_document_q``: the question
-    reaches no name or word of a document's name or title
-    (``stages.subjects.names_a_document_subject``), counted only when at
-    least :data:`MIN_NAMING_SHARE` of the questions at or above the level
-    name one. A question naming no document with a word no passage has is
-    about that word ("Is the flute constructed of brass tubing?" beside
-    Trumpet.txt); evidence in ``docs/screening.md``.
-
-    ``foreign``: questions in none of the documents' languages are never
-    flagged here (``languages.foreign_to``): names and words are written
-    otherwise across languages ("Moscow" in English, "Moscou" in French).
-
-    n_passages : array-like of int, retrieved : array-like of bool, absent_word : array-like of bool,
-    support_margin, company : array-like of float, foreign, names_no_document : array-like of bool,
-    shape (n_questions,); returns bool of that shape.
-    """
-    n = np.asarray(n_passages, dtype=np.int64)
-    retrieved = np.asarray(retrieved, dtype=bool)
-    flagged = (n == 0) | ((n > 0) & (n <= few) & ~retrieved)
-    if absent_word is not None and support_margin is not None:
-        margin = np.asarray(support_margin, dtype=np.float64)
-        weak_evidence, supported = margin < 0, margin >= 0
-        unnamed = np.zeros_like(supported) if names_no_document is None else np.asarray(names_no_document, bool)
-        if supported.any() and 1.0 - unnamed[supported].mean() >= MIN_NAMING_SHARE:
-            weak_evidence |= unnamed
-        flagged |= np.asarray(absent_word, dtype=bool) & weak_evidence
-    if company is not None:
-        flagged |= np.asarray(company, dtype=np.float64) <= PASSING_COMPANY  # NaN compares False
-    if foreign is not None:
-        flagged &= ~np.asarray(foreign, dtype=bool)
-    return flagged
+    return np.asarray(is_untested, dtype=bool) & ~np.asarray(topic_is_gap, dtype=bool)
 
 
 def model_fit_problem(model: str, unread: Sequence[tuple[str, float, str]], separation: float | None,
@@ -507,10 +363,17 @@ class UndertestedDocument(NamedTuple):
 
 
 class GapTopic(NamedTuple):
+    """A ranked gap: a topic, or an untested ``document`` (``cluster`` its main topic, the figures its own)."""
     cluster: int
     topic: str
     tested_share: float
     size: int
+    document: str = ""
+
+    @property
+    def key(self) -> str:
+        """:func:`~coverage_core.suggest.document_gaps.gap_key`: what a link to this gap names."""
+        return gap_key(self.cluster, self.document)
 
 
 @dataclass(frozen=True)
@@ -518,8 +381,9 @@ class Verdicts:
     """What an analysis decided, in the order a user reads it.
 
     ``untested`` and ``undertested`` least tested first (ties by name);
-    ``gaps`` most urgent first (``suggest.gaps.rank_gaps``), at most ``top``
-    of them, named by topic; ``n_gaps`` counts them all.
+    ``gaps`` most urgent first, topics and untested documents that are gaps of
+    their own (``suggest.document_gaps``), at most ``top`` of them; ``n_gaps``
+    counts them all.
     ``calibration_reliable`` / ``calibration_reason`` say whether τ
     (``support_threshold``) was calibrated on these documents, and why not;
     ``retrieval_k`` is the k of *tested* (``AnalysisConfig.tested_k``).
@@ -571,7 +435,8 @@ class Verdicts:
     @property
     def headline(self) -> str:
         """The answer in two sentences: the figures (tested share, untested and under-tested documents,
-        off-topic questions), then what *tested* means; an unreliable calibration comes first of all."""
+        off-topic questions), then what *tested* means; an unreliable calibration comes first of all, and
+        *tested* then reads the ranking alone (:func:`ranking_only_sentence`)."""
         n_untested, n_under, n_off = len(self.untested), len(self.undertested), self.n_off_topic
         documents = "document" if n_untested == 1 else "documents"
         questions = "question" if n_off == 1 else "questions"
@@ -581,7 +446,9 @@ class Verdicts:
         ]
         if n_off and self.offtopic_caution:
             sentences.append(self.offtopic_caution)
-        if self.support_threshold is not None and self.retrieval_k is not None:
+        if not self.calibration_reliable and self.retrieval_k is not None:
+            sentences.append(ranking_only_sentence(self.retrieval_k))
+        elif self.support_threshold is not None and self.retrieval_k is not None:
             sentences.append(
                 f"A passage counts as tested when a question retrieves it among its top {self.retrieval_k} "
                 f"passages with similarity of at least {self.support_threshold:.2f}."
@@ -604,6 +471,15 @@ class Verdicts:
             f"The support level could not be calibrated on these documents{why}. The figures below rest "
             f"on {fallback_level_words(self.support_threshold, self.calibration_method)} and may be wrong."
         )
+
+
+def ranking_only_sentence(k: int, min_questions: int = MIN_TARGETING_QUESTIONS) -> str:
+    """What *tested* means when the support level is not calibrated, in one plain sentence: the ranking alone
+    decides (``stages.measure.tested_level``), which the headline, the reports and the pages all say."""
+    return (f"Without a calibrated level, similarity is not used: a passage counts as tested when a question "
+            f"retrieves it among its top {k} passages, whatever the similarity, and a document when at least "
+            f"{min_questions} questions retrieve one of its passages among their top {k}, as their closest "
+            "match or nearly so.")
 
 
 def fallback_level_words(level: float | None, method: str) -> str:
@@ -748,15 +624,17 @@ def _undertested_documents(documents: pd.DataFrame) -> tuple[UndertestedDocument
 
 
 def _ranked_gaps(analysis) -> list[GapTopic]:
-    clusters = analysis.clusters
-    ranked = rank_gaps(clusters["coverage"].to_numpy(), clusters["size"].to_numpy(), analysis.config.gaps,
+    clusters, documents = analysis.clusters, analysis.documents
+    topics = rank_gaps(clusters["coverage"].to_numpy(), clusters["size"].to_numpy(), analysis.config.gaps,
                        is_gap=clusters["is_gap"].to_numpy(dtype=bool))
-    by_id = clusters.set_index("cluster")
+    by_id, by_name = clusters.set_index("cluster"), documents.set_index("document")
     labels = by_id["label"] if "label" in by_id else pd.Series("", index=by_id.index)
     return [
+        GapTopic(k, document_gap_name(d, labels.get(k, "")), float(by_name.loc[d, "tested_share"]),
+                 int(by_name.loc[d, "n_chunks"]), d) if d else
         GapTopic(k, str(labels.get(k, "") or "") or f"cluster {k}", float(by_id.loc[k, "tested_share"]),
                  int(by_id.loc[k, "size"]))
-        for k, _ in ranked
+        for k, _, d, _ in ranked_from_tables(topics, documents, analysis.config.gaps.size_weight)
     ]
 
 

@@ -32,7 +32,7 @@ for kind, title, icon, show in (
 if not findings:
     widgets.verdict_passed(analysis, "Every document has questions that test it.")
 if verdict.gaps:
-    st.markdown(f"**Top gaps by topic** ({verdict.n_gaps} in all, most urgent first):")
+    st.markdown(f"**Top gaps: topics and untested documents** ({verdict.n_gaps} in all, most urgent first):")
     found = state.stored_stage(state.GAPS)  # suggestions already written for this analysis (the Gap page's)
     gapped = found.value if found is not None and found.key.source == flow.analysis_key() else None
     for gap in verdict.gaps:
@@ -41,12 +41,12 @@ if verdict.gaps:
                 f"{widgets.plain(gap.topic)}: {gap.tested_share:.0%} of {formats.count(gap.size, 'passage')} tested",
                 icon=":material/troubleshoot:",
             )
-            outlook = gaps_view.gap_outlook(gapped, gap.cluster) if gapped is not None else None
+            outlook = gaps_view.gap_outlook(gapped, gap.key) if gapped is not None else None
             if outlook:
                 st.caption(widgets.plain(outlook))
             # The link opens the Gap analysis at this gap: open, and scrolled to.
             st.page_link(flow.GAPS_PAGE, label=f"Suggest questions for “{widgets.plain(gap.topic)}” (Gap analysis)",
-                         icon=":material/arrow_forward:", query_params={state.GAP_PARAM: str(gap.cluster)})
+                         icon=":material/arrow_forward:", query_params={state.GAP_PARAM: gap.key})
 else:
     widgets.verdict_passed(analysis, "No topic is a gap.")
 if verdict.n_off_topic:
@@ -126,10 +126,11 @@ if documents_tab.open:
     with documents_tab:
         documents = view.document_table(analysis)
         low = documents[documents["is_low"] & ~documents["is_untested"] & ~documents["is_undertested"]]
+        level = (f"with similarity of at least {formats.similarity(analysis.calibration.support_threshold)}"
+                 if analysis.calibration.reliable else "whatever the similarity, since the level is not calibrated")
         st.caption(
             f"A passage is tested when a question retrieves it among its top "
-            f"{formats.count(analysis.config.tested_k, 'passage')} "
-            f"with similarity of at least {formats.similarity(analysis.calibration.support_threshold)}. Untested: no "
+            f"{formats.count(analysis.config.tested_k, 'passage')} {level}. Untested: no "
             "on-topic question targets the document. Under-tested: questions target it, but less than "
             f"{UNDERTESTED_SHARE:.0%} of its passages are tested."
         )

@@ -8,6 +8,7 @@ import streamlit as st
 from coverage_core import costs
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
+from coverage_core.verdicts import Verdicts
 from ui import engine, exports, flow, formats, state, widgets
 from ui.views import compare as compare_view, gaps as view
 
@@ -25,7 +26,7 @@ if int(analysis.is_outlier.sum()):
 use_llm = False
 if settings.llm_enabled:
     with st.container(border=True):
-        n_gaps = int(analysis.clusters["is_gap"].sum())
+        n_gaps = Verdicts.from_analysis(analysis, top=0).n_gaps  # topics and untested documents
         tokens_in, tokens_out = costs.estimate_llm_tokens(n_gaps, n_gaps * 5 * 1200)
         try:
             estimate = costs.estimate_llm_cost(tokens_in, tokens_out, settings.llm_model, flow.price_table())
@@ -57,13 +58,20 @@ if n_left:
 if not gapped.gaps:
     widgets.verdict_passed(
         analysis,
-        f"No topic has {rule_text}. Change the gap rule or its threshold on Configure (or Results → Tune) "
+        f"No topic has {rule_text}, and every document is tested. Change the gap rule or its threshold on Configure (or Results → Tune) "
         "to look for weaker spots."
     )
 else:
+    n_documents = sum(bool(gap.document) for gap in gapped.gaps)
+    n_topics = len(gapped.gaps) - n_documents
+    found = [formats.count(n_topics, "topic") + f" with {rule_text}"] if n_topics else []
+    if n_documents:
+        found.append(f"{formats.count(n_documents, 'untested document')} whose topic is not a gap "
+                     "(counted as coverage 0)")
     st.write(
-        f"{formats.count(len(gapped.gaps), 'topic')} with {rule_text}, most urgent first "
-        f"(priority = {engine.priority_formula(gap_config)}). Suggestions are {view.suggestions_origin(gapped)}."
+        f"{formats.count(len(gapped.gaps), 'gap')}: {' and '.join(found)}, most urgent first "
+        f"(priority = {engine.priority_formula(gap_config)}). A gap that holds an untested document has a "
+        f"suggestion from it. Suggestions are {view.suggestions_origin(gapped)}."
     )
     # A Results link names one gap (query parameter): show it open and scroll to it, once.
     requested, scroll_to = st.query_params.get(state.GAP_PARAM), None
@@ -75,7 +83,7 @@ else:
     focus = state.get(state.GAP_FOCUS)
     for card in view.gap_cards(gapped):
         with st.expander(f"{card.rank}. {widgets.plain(card.title)}: {card.summary}",
-                         expanded=card.cluster == focus, key=state.gap_card_key(card.cluster)):
+                         expanded=card.key == focus, key=state.gap_card_key(card.key)):
             widgets.gap_card(card)
     if scroll_to is not None:
         widgets.scroll_to(state.gap_card_key(scroll_to))

@@ -573,7 +573,9 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
     tau = reference.calibration.support_threshold
     origin = ("calibrated for this model and these documents" if reference.calibration.reliable
               else "the default level: it could not be calibrated on these documents")
-    assert second.value == f"A question reaches a passage when their similarity is at least {tau:.2f}, {origin}."
+    reaches = f"a question reaches a passage when their similarity is at least {tau:.2f}, {origin}."
+    assert second.value == (f"A{reaches[1:]}" if reference.calibration.reliable
+                            else f"Off-topic questions are still judged by similarity: {reaches}")
     untested = reference.documents.loc[reference.documents["is_untested"], "document"]
     assert list(untested) == ["Koala.txt"]
     if page == "results":
@@ -1080,6 +1082,10 @@ def test_results_with_an_unreliable_level_warn_first_and_show_no_tick(analysis, 
     assert first.type == "warning"  # before the headline
     assert "The support level is not calibrated" in first.value and "default level 0\\.50" in first.value
     assert at.subheader[0].value.startswith("The support level could not be calibrated")
+    # The headline says what tested means without a calibrated level; the level is left to off-topic questions.
+    assert "similarity is not used: a passage counts as tested" in at.subheader[0].value
+    assert "whatever the similarity" in at.subheader[0].value
+    assert any(text.startswith("Off-topic questions are still judged by similarity") for text in texts(at.markdown))
     assert not at.success  # no tick anywhere
     infos = " ".join(texts(at.info))
     assert "No topic is a gap. This may be wrong" in infos

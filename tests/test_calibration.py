@@ -454,6 +454,31 @@ def test_measure_uses_the_calibration_and_the_override():
         GapConfig(rule="nope")
 
 
+def test_an_unreliable_level_lets_the_ranking_decide_what_is_tested():
+    from coverage_core.verdicts import headline
+
+    # The alpha questions reach their passages at 0.83-0.95: all under a level of 0.99, all ranked first.
+    reliable = _measure(AnalysisConfig(n_clusters=3), Calibration(0.99, "override"))
+    assert reliable.documents["is_untested"].all() and reliable.metrics["tested_share"] == 0.0
+    assert "whatever the similarity" not in headline(reliable)
+
+    fallback = Calibration(0.99, "default: model default", reliable=False, reason="The documents do not separate.")
+    unreliable = _measure(AnalysisConfig(n_clusters=3), fallback)
+    documents = unreliable.documents.set_index("document")
+    assert documents["is_untested"].to_dict() == {"alpha.txt": False, "beta.txt": True, "gamma.txt": True}
+    assert documents.loc["alpha.txt", "n_questions"] == 6
+    # Every passage of an on-topic question's top 5 is tested: alpha's 4, and the one other passage each ranks 5th.
+    assert documents["n_tested"].to_dict() == {"alpha.txt": 4, "beta.txt": 1, "gamma.txt": 1}
+    assert unreliable.metrics["tested_share"] == pytest.approx(6 / 12)
+    assert unreliable.clusters["n_tested"].tolist() == [4, 1, 1]
+    words = headline(unreliable)
+    assert words.startswith("The support level could not be calibrated on these documents")
+    assert ("a passage counts as tested when a question retrieves it among its top 5 passages, whatever the "
+            "similarity, and a document when at least 2 questions retrieve one of its passages") in words
+    assert "similarity of at least" not in words
+    assert not any("alpha.txt" in warning for warning in unreliable.warnings)
+
+
 def test_report_schema_3_carries_calibration_and_decisions():
     calibration = Calibration(0.5, "pseudo-queries", n_probes=99, positive_median=0.8, negative_median=0.1,
                               separation=0.9)

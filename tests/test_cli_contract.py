@@ -356,6 +356,8 @@ def test_summary_and_junit_lead_with_the_support_level_then_untested_then_under_
     calibration = report["calibration"]
     assert calibration["reliable"] is False and calibration["reason"]
     assert lines[0].startswith("The support level could not be calibrated")
+    # What tested means then (the ranking alone) is said in the terminal and in the JSON report alike.
+    assert lines[0] == report["summary"]["headline"] and "whatever the similarity" in lines[0]
     untested = [d["name"] for d in report["documents"] if d["is_untested"]]
     undertested = [d["name"] for d in report["documents"] if d["is_undertested"]]
     assert untested or undertested, "only drum questions: the flute document is not tested"

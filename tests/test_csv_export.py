@@ -1,6 +1,6 @@
 """Every CSV the project writes: readers see exactly the rows exported, and nothing starts a formula.
 
-The core (``report.neutralise_formula``, ``report.to_safe_csv`` and the
+The core (``safe_csv.neutralise_formula``, ``safe_csv.to_safe_csv`` and the
 improved test set, ``ui.exports.improved_csv``) is checked exhaustively on short
 strings over an alphabet of formula prefixes, line breaks, quotes and
 delimiters, and on a list of hostile cells, reading every file back with both
@@ -29,7 +29,7 @@ import streamlit
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
-from coverage_core.outputs.report import neutralise_formula, to_safe_csv
+from coverage_core.outputs.safe_csv import neutralise_formula, to_safe_csv
 from tests.app_support import DOCS, EXAMPLE, run_page, seed_session, subset_csv
 from tests.helpers import PROJECT
 from ui import exports, state

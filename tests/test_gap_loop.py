@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from coverage_core.inputs.questions import read_questions
+from coverage_core.suggest.document_gaps import gap_key
 from coverage_core.suggest.gaps import Gap
 from coverage_core.suggest.questions import Suggestion
 from coverage_core.types import Question, QuestionSet
@@ -174,12 +175,12 @@ def test_a_results_link_opens_the_gap_page_at_that_gap(gapped, monkeypatch):
     verdict = Verdicts.from_analysis(gapped)
     links = [n for n in at.main if n.type == "page_link"]
     assert len(links) == len(verdict.gaps) >= 2
-    assert [link.proto.query_string for link in links] == [f"{state.GAP_PARAM}={gap.cluster}" for gap in verdict.gaps]
+    assert [link.proto.query_string for link in links] == [f"{state.GAP_PARAM}={gap.key}" for gap in verdict.gaps]
     assert all(link.proto.page.endswith("4_gaps.py") or "gap" in link.proto.page.lower() for link in links)
 
-    wanted = verdict.gaps[1].cluster  # not the first: the page must open the one asked for
-    at = gap_page(gapped, monkeypatch, query={state.GAP_PARAM: str(wanted)})
-    rank = [gap.cluster for gap in gapped.gaps].index(wanted) + 1
+    wanted = verdict.gaps[1].key  # not the first: the page must open the one asked for
+    at = gap_page(gapped, monkeypatch, query={state.GAP_PARAM: wanted})
+    rank = [gap_key(gap.cluster, gap.document) for gap in gapped.gaps].index(wanted) + 1
     opened = [e.label.split(".")[0] for e in at.expander if e.proto.expanded and e.label[:1].isdigit()]
     assert opened == [str(rank)]
     assert at.session_state[state.GAP_FOCUS] == wanted
@@ -196,7 +197,8 @@ def test_a_link_to_a_gap_that_is_gone_opens_the_page_as_usual(gapped, monkeypatc
     at = gap_page(gapped, monkeypatch, query={state.GAP_PARAM: "999"})
     assert not any(e.proto.expanded for e in at.expander if e.label[:1].isdigit())
     assert gaps_view.focused_gap(gapped, "not a number") is None
-    assert gaps_view.focused_gap(gapped, str(gapped.gaps[0].cluster)) == gapped.gaps[0].cluster
+    first = gap_key(gapped.gaps[0].cluster, gapped.gaps[0].document)
+    assert gaps_view.focused_gap(gapped, first) == first
 
 
 # ---------------------------------------------------------------- sources in the improved CSV

@@ -184,7 +184,9 @@ def test_the_report_leads_with_the_tested_share_sentence_and_what_tau_means(anal
     assert "of the knowledge base is tested" in sentence
     start = html.index("<body>")
     assert html.index(escape(sentence)) < html.index("<h2>", start)  # before every section
-    assert f"at least {analysis.calibration.support_threshold:.2f}" in html
+    level = analysis.calibration.support_threshold
+    # A calibrated level decides what is tested; a fallback one only which questions are off-topic.
+    assert (f"at least {level:.2f}" if analysis.calibration.reliable else f"The support level {level:.2f}") in html
 
 
 def test_an_unreliable_level_is_said_first_and_documents_list_the_verdicts(analysis):
@@ -196,6 +198,10 @@ def test_an_unreliable_level_is_said_first_and_documents_list_the_verdicts(analy
     warning = body.index('<div class="warn"><b>The support level is not calibrated.</b>')
     assert warning < body.index('<p class="headline">') < body.index("<h2>")
     assert "rests on the model&#x27;s default level 0.50, not on one measured" in body[warning:body.index("<h2>")]
+    # Tested reads the ranking alone, in the headline and in the line on what tested means.
+    header = body[:body.index("<h2>")]
+    assert header.count("whatever the similarity") == 2 and "cosine similarity at least" not in header
+    assert "still decides which questions are off-topic" in header
     documents = body[body.index("<h2>Documents</h2>"):body.index("<h2>Off-topic questions</h2>")]
     verdicts = Verdicts.from_analysis(analysis)
     assert verdicts.untested  # gamma has no question

@@ -427,6 +427,25 @@ def test_a_question_targets_the_documents_of_its_best_tested_passages_within_the
                               margin=0.0) == [(), (), ("B",)]
 
 
+def test_with_no_level_the_ranking_alone_decides_what_is_tested_and_targeted():
+    # Short questions: every similarity under tau = 0.55, yet A's passages come first for both.
+    documents = ["A", "A", "B", "C", "C"]
+    similarity = np.array([[0.40, 0.35, 0.38, 0.10, 0.12],
+                           [0.30, 0.45, 0.20, 0.44, 0.05]], dtype=np.float32)
+    top, sims = _ranked(similarity)
+    # With the level: nothing tested, nothing targeted.
+    assert not M.retrieved_tested_chunks(top, sims, 5, 0.55, k=3).any()
+    assert M.question_targets(top, sims, documents, 0.55, 3, margin=0.02) == [(), ()]
+    # Without it: each question's top 3 are tested, and it targets its best document (and any within the margin).
+    assert M.retrieved_tested_chunks(top, sims, 5, None, k=3).tolist() == [True, True, True, True, False]
+    assert M.question_targets(top, sims, documents, None, 3, margin=0.02) == [("A", "B"), ("A", "C")]
+    assert M.question_targets(top, sims, documents, None, 3, margin=0.0) == [("A",), ("A",)]
+    # Off-topic questions still test and target nothing.
+    off = np.array([False, True])
+    assert M.retrieved_tested_chunks(top, sims, 5, None, k=3, inliers=off).tolist() == [True, True, False, True, False]
+    assert M.question_targets(top, sims, documents, None, 3, off, margin=0.0) == [(), ("A",)]
+
+
 def test_an_edited_copy_of_the_best_passage_is_targeted_however_far_its_similarity_fell():
     from coverage_core.stages.measure import _near_copies
     from coverage_core.types import Chunk

@@ -3,7 +3,7 @@ import io
 import pandas as pd
 import pytest
 
-from coverage_core.outputs.report import neutralise_formula, to_safe_csv
+from coverage_core.outputs.safe_csv import neutralise_formula, to_safe_csv
 
 
 @pytest.mark.parametrize(
@@ -172,13 +172,13 @@ def test_report_gaps_follow_the_analysis_gaps(analysis):
     assert [g["cluster"] for g in report["gaps"]] == [gap.cluster for gap in analysis.gaps]
     assert [g["rank"] for g in report["gaps"]] == list(range(1, len(analysis.gaps) + 1))
     ranks = {c["id"]: c["gap_rank"] for c in report["clusters"] if c["gap_rank"] is not None}
-    assert {g["cluster"]: g["rank"] for g in report["gaps"]} == ranks
+    assert {g["cluster"]: g["rank"] for g in report["gaps"] if g["document"] is None} == ranks  # topic gaps
     for entry in report["gaps"]:
         kept = [s["kept"] for s in entry["suggestions"]]
         assert kept == sorted(kept, reverse=True)
         assert all((s["reason"] == "") is s["kept"] for s in entry["suggestions"])
-        assert set(entry) == {"rank", "cluster", "label", "tested_share", "coverage", "size", "themes",
-                              "least_covered_passages", "note", "suggestions"}
+        assert set(entry) == {"rank", "cluster", "document", "untested_documents", "label", "tested_share",
+                              "coverage", "size", "themes", "least_covered_passages", "note", "suggestions"}
 
 
 def test_summary_leads_with_the_unreliable_level_then_untested_then_under_tested(analysis):
@@ -195,6 +195,23 @@ def test_summary_leads_with_the_unreliable_level_then_untested_then_under_tested
     calibrated = dataclasses.replace(analysis, calibration=Calibration(0.5, "pseudo-queries", n_probes=100))
     first = summary_table(calibrated).splitlines()[0]
     assert first == Verdicts.from_analysis(calibrated).headline and first[0].isdigit()  # the figures first
+
+
+def test_an_unreliable_level_says_in_every_report_that_the_ranking_alone_decides(analysis):
+    from coverage_core.verdicts import ranking_only_sentence
+
+    assert not analysis.calibration.reliable  # the synthetic analysis is not calibrated
+    ranking = ranking_only_sentence(analysis.config.tested_k)
+    assert "whatever the similarity" in ranking
+    summary, report = summary_table(analysis), json.loads(json.dumps(build_report(analysis)))
+    assert summary.splitlines()[0] == report["summary"]["headline"] == Verdicts.from_analysis(analysis).headline
+    assert report["summary"]["headline"].endswith(ranking)
+    assert summary.count(ranking) == 2  # the headline, and the line on what tested means
+    assert "at similarity ≥" not in summary
+    calibrated = dataclasses.replace(analysis, calibration=Calibration(0.5, "pseudo-queries", n_probes=100))
+    summary, report = summary_table(calibrated), build_report(calibrated)
+    assert "whatever the similarity" not in summary and "whatever the similarity" not in report["summary"]["headline"]
+    assert "at similarity ≥ 0.500, the support level (pseudo-queries)" in summary
 
 
 def test_every_offtopic_reason_has_plain_words():

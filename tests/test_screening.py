@@ -2,13 +2,14 @@ import numpy as np
 import pytest
 
 from coverage_core import verdicts
-from coverage_core.stages.lexical import lexical_coverage, normalize_word, spelled_years_as_digits
+from coverage_core.stages.lexical import lexical_coverage, normalize_word
 from coverage_core.stages.screening import (
     QuestionScreener,
     chunk_density,
     margin_cut,
     strictness_to_z,
 )
+from coverage_core.stages.spelled_years import spelled_years_as_digits
 
 D = 32
 
@@ -750,12 +751,24 @@ def test_a_missing_word_about_a_named_subject_the_question_reaches_is_what_it_as
     assert s.subject_[4] == "illiterate"
 
 
-def test_absent_word_verdict_needs_a_margin_below_the_level():
-    n, retrieved = [-1, -1, -1, 3], [False, False, False, True]
-    got = verdicts.is_absent_subject(n, retrieved, absent_word=[True, True, False, True],
-                                     support_margin=[-0.01, 0.0, -2.0, -0.5])
-    assert got.tolist() == [True, False, False, True]
-    assert verdicts.is_absent_subject(n, retrieved, absent_word=[True] * 4).tolist() == [False] * 4
+def test_absent_word_rule_needs_a_margin_below_the_level():
+    from coverage_core.offtopic import Evidence
+    from coverage_core.offtopic.absent_word import AbsentWord
+    from coverage_core.stages.subjects import Subject, SubjectEvidence
+
+    word = SubjectEvidence(Subject("cougar", "word", (b"cougar",)), 0, False)
+    found = [[word], [word], [], [word]]
+    rule = AbsentWord()
+    evidence = Evidence(max_similarity=np.zeros(4), level=0.5, support_margin=np.array([-0.01, 0.0, -2.0, -0.5]),
+                        subjects=found)
+    assert rule.mask(evidence).tolist() == [True, False, False, True]
+    assert rule.reason(evidence, 0) == "Asks about cougar, which the documents never mention."
+    # Without a level there is no margin to be weak: nothing is flagged.
+    assert not rule.mask(Evidence(max_similarity=np.zeros(4), subjects=found)).any()
+    # A question in none of the documents' languages is never flagged.
+    foreign = Evidence(max_similarity=np.zeros(4), level=0.5, support_margin=np.full(4, -1.0), subjects=found,
+                       foreign=np.array([True, False, False, False]))
+    assert rule.mask(foreign).tolist() == [False, True, False, True]
 
 
 def test_a_name_whose_passages_say_nothing_else_the_question_asks_is_flagged_even_when_retrieved():
@@ -810,10 +823,19 @@ def test_questions_short_of_the_level_together_are_flagged_and_a_lone_one_is_not
 
 
 def test_a_short_question_among_supported_like_questions_is_not_flagged():
-    got = verdicts.is_off_topic([-0.5, -0.5, -0.5, -0.8, 0.1], cut=-0.75,
-                                neighbour_margin=[-0.1, 0.2, np.nan, 0.5, -1.0], neighbour_cut=0.0)
-    assert got.tolist() == [True, False, False, True, False]
-    assert verdicts.is_off_topic([-0.5], cut=-0.75, neighbour_margin=[-1.0]).tolist() == [False]
+    from coverage_core.offtopic import Evidence, RuleSet
+    from coverage_core.offtopic.like_questions import LikeQuestions
+    from coverage_core.offtopic.no_support import NoSupport
+
+    evidence = Evidence(max_similarity=np.full(5, 0.3), level=0.5,
+                        support_margin=np.array([-0.5, -0.5, -0.5, -0.8, 0.1]),
+                        neighbour_margin=np.array([-0.1, 0.2, np.nan, 0.5, -1.0]))
+    rules = RuleSet([NoSupport(), LikeQuestions()])
+    assert rules.decide(evidence, 0.5).tolist() == [True, False, False, True, False]
+    assert rules.first_rules(evidence, 0.5).tolist() == ["like_questions", "", "", "no_support", ""]
+    # The like questions' rule alone does not flag a question that is short by the plain cut's measure only.
+    assert LikeQuestions().mask(evidence, 0.5).tolist() == [True, False, False, False, False]
+    assert not rules.decide(evidence, 0.5, without=["like_questions", "no_support"]).any()
 
 
 def test_the_neighbours_median_needs_enough_near_neighbours():
@@ -872,5 +894,5 @@ def test_like_questions_do_not_flag_where_the_word_check_leaves_inflections_apar
                       for i in range(len(questions))]
     s = QuestionScreener(question_support_threshold=TAU).fit(
         questions, C, labels, question_texts=question_texts, chunk_texts=chunk_texts)
-    assert np.isnan(s.neighbour_margin_).all()
+    assert "like_questions" not in s.rules_.names
     assert (s._short_of_support(0.5) == s._short_of_support(0.5, neighbours=False)).all()

@@ -1,7 +1,10 @@
 import numpy as np
 import pytest
 
-from coverage_core import verdicts
+from coverage_core.offtopic.absent_subject import weakest_subject
+from coverage_core.offtopic.absent_word import absent_word
+from coverage_core.offtopic.name_in_passing import PASSING_COMPANY, named_in_passing
+from coverage_core.offtopic.names_no_document import names_a_document_subject
 from coverage_core.stages import subjects
 from coverage_core.stages.subjects import question_subjects, subject_presence
 
@@ -123,11 +126,13 @@ def test_document_names_are_the_corpus_own_subjects():
 
 
 def test_absent_subject_verdict_boundary():
+    from coverage_core.offtopic.absent_subject import is_absent
+
     n = np.array([-1, 0, 1, 5, 5, 6])
     retrieved = np.array([False, False, False, False, True, False])
-    assert verdicts.is_absent_subject(n, retrieved, few=5).tolist() == [False, True, True, True, False, False]
-    assert verdicts.is_absent_subject([10, 11], [False, False]).tolist() == [True, False]
-    assert verdicts.is_absent_subject(n, retrieved, few=0).tolist() == [False, True, False, False, False, False]
+    assert is_absent(n, retrieved, few=5).tolist() == [False, True, True, True, False, False]
+    assert is_absent([10, 11], [False, False]).tolist() == [True, False]
+    assert is_absent(n, retrieved, few=0).tolist() == [False, True, False, False, False, False]
 
 
 def test_no_questions_or_no_subjects():
@@ -185,16 +190,16 @@ def test_a_name_in_passing_is_what_a_question_asks_of_a_document_subject_it_reac
     question = ["Was Alessandro Volta an Egyptian?"]
     own = subject_presence(question, VOLTA_CHUNKS, np.array([[0, 1]]), document_names=["Alessandro_Volta.txt"])[0]
     assert subjects.asks_of_a_document_subject(own)
-    assert subjects.weakest_subject(own) is None
+    assert weakest_subject(own) is None
     # Without the document of that name, or not reaching it, the passing name is the weakest subject.
     other = subject_presence(question, VOLTA_CHUNKS, np.array([[0, 1]]), document_names=["Battery.txt"])[0]
-    assert subjects.weakest_subject(other).subject.text == "Egyptian"
+    assert weakest_subject(other).subject.text == "Egyptian"
     far = subject_presence(question, VOLTA_CHUNKS, np.array([[2]]), document_names=["Alessandro_Volta.txt"])[0]
     assert not subjects.asks_of_a_document_subject(far)
     # A name no passage has still counts.
     absent = subject_presence(["Was Alessandro Volta a friend of Pasteur?"], VOLTA_CHUNKS, np.array([[0, 1]]),
                               document_names=["Alessandro_Volta.txt"])[0]
-    assert subjects.weakest_subject(absent).subject.text == "Pasteur"
+    assert weakest_subject(absent).subject.text == "Pasteur"
 
 
 @pytest.mark.parametrize("question, closed", [
@@ -219,28 +224,28 @@ def test_a_closed_question_of_a_document_subject_names_nothing_absent():
     what else it names: the documents answer it (no), so no name of it is absent."""
     volta = subject_presence(["Was Alessandro Volta a friend of Pasteur?"], VOLTA_CHUNKS, np.array([[0, 1]]),
                              document_names=["Alessandro_Volta.txt"])[0]
-    assert subjects.weakest_subject(volta, closed=True) is None
+    assert weakest_subject(volta, closed=True) is None
     assert {e.subject.text: e.names_a_document for e in volta} == {"Alessandro Volta": True, "Pasteur": False}
-    assert subjects.weakest_subject(volta).subject.text == "Pasteur"
+    assert weakest_subject(volta).subject.text == "Pasteur"
     # A common word that is a document's whole name anchors a closed question too.
     fender = subject_presence(["Does Fender make cymbals?"], CYMBAL_CHUNKS, np.array([[0, 1]]),
                               document_names=["Cymbal.txt", "Guitar.txt"], content_words=True)[0]
     assert {e.subject.text: e.names_a_document for e in fender} == {"Fender": False, "make": False, "cymbals": True}
     assert subjects.asks_of_a_document_subject(fender, closed=True)
     assert not subjects.asks_of_a_document_subject(fender)
-    assert subjects.weakest_subject(fender, closed=True) is None
-    assert subjects.weakest_subject(fender).subject.text == "Fender"
+    assert weakest_subject(fender, closed=True) is None
+    assert weakest_subject(fender).subject.text == "Fender"
     # Not when the word is only part of a document's name, or the question does not reach the document.
     part = subject_presence(["Does Fender make cymbals?"], CYMBAL_CHUNKS, np.array([[0, 1]]),
                             document_names=["Cymbal_makers.txt"], content_words=True)[0]
-    assert subjects.weakest_subject(part, closed=True).subject.text == "Fender"
+    assert weakest_subject(part, closed=True).subject.text == "Fender"
     far = subject_presence(["Does Fender make cymbals?"], CYMBAL_CHUNKS, np.array([[2]]),
                            document_names=["Cymbal.txt"], content_words=True)[0]
-    assert subjects.weakest_subject(far, closed=True).subject.text == "Fender"
+    assert weakest_subject(far, closed=True).subject.text == "Fender"
     # A closed question that names no document keeps its absent name ("Is Berlin the capital of Germany?").
     berlin = subject_presence(["Is Berlin bigger than Zildjian?"], CYMBAL_CHUNKS, np.array([[0, 1]]),
                               document_names=["Cymbal.txt"], content_words=True)[0]
-    assert subjects.weakest_subject(berlin, closed=True).subject.text == "Berlin"
+    assert weakest_subject(berlin, closed=True).subject.text == "Berlin"
 
 
 def test_document_name_extensions_name_no_subject_of_the_document():
@@ -252,19 +257,19 @@ def test_document_name_extensions_name_no_subject_of_the_document():
 
 
 def test_a_past_form_is_no_absent_word():
-    assert subjects.absent_word(list(animal_evidence("What prompted the octopus to change colour?").values())) is None
-    found = subjects.absent_word(list(animal_evidence("What made the cougar change colour?").values()))
+    assert absent_word(list(animal_evidence("What prompted the octopus to change colour?").values())) is None
+    found = absent_word(list(animal_evidence("What made the cougar change colour?").values()))
     assert found.subject.text == "cougar"
     # Short words ending in -ed are nouns as often as not.
-    assert subjects.absent_word(list(animal_evidence("Does the octopus breed?").values())).subject.text == "breed"
+    assert absent_word(list(animal_evidence("Does the octopus breed?").values())).subject.text == "breed"
 
 
 def test_a_term_the_question_asks_a_subject_is_called_is_no_absent_word():
     for question in ("Is the octopus called a siphon?", "Is the octopus known as a devilfish?",
                      "Is the octopus referred to as the devilfish?"):
-        assert subjects.absent_word(list(animal_evidence(question).values())) is None, question
+        assert absent_word(list(animal_evidence(question).values())) is None, question
     # The subject itself, named before the term, still counts.
-    found = subjects.absent_word(list(animal_evidence("Is the cougar called a puma?").values()))
+    found = absent_word(list(animal_evidence("Is the cougar called a puma?").values()))
     assert found.subject.text == "cougar"
 
 
@@ -282,11 +287,11 @@ def test_a_passage_naming_two_of_the_questions_names_is_company_whatever_words_i
     estonia = {e.subject.text: e for e in found}["Estonia"]
     # "army" and "invasion" paraphrase "military forces" and "occupy": one of four other words only.
     assert estonia.company == 1.0
-    assert subjects.named_in_passing(found).company == 1.0
+    assert named_in_passing(found).company == 1.0
     # Without the other name beside it, the same passage holds too little of the question.
     (alone,) = subject_presence(["When did the military forces occupy Estonia?"], ESTONIA_CHUNKS,
                                 np.array([[1, 2]]), content_words=True)
-    assert {e.subject.text: e for e in alone}["Estonia"].company <= verdicts.PASSING_COMPANY
+    assert {e.subject.text: e for e in alone}["Estonia"].company <= PASSING_COMPANY
 
 
 def test_a_question_names_a_document_subject_by_a_word_of_its_name_or_title_that_it_reaches():
@@ -295,7 +300,7 @@ def test_a_question_names_a_document_subject_by_a_word_of_its_name_or_title_that
     def anchored(question, retrieved=(0, 1), document_names=names):
         (found,) = subject_presence([question], ANIMAL_CHUNKS, np.array([list(retrieved)]),
                                     document_names=document_names, content_words=True)
-        return subjects.names_a_document_subject(found)
+        return names_a_document_subject(found)
 
     assert anchored("Does the octopus keep its ink someplace?")
     assert anchored("Is Kuala Lumpur hot?", retrieved=(3,))
@@ -315,21 +320,72 @@ def test_a_question_names_a_document_subject_by_a_word_of_its_name_or_title_that
     assert subjects.document_titles([], []) == []
 
 
+def _word_evidence(absent_word, margin, names_no_document):
+    """Evidence of questions with (or without) an absent word, naming (or not) a document they reach."""
+    from coverage_core.offtopic import Evidence
+    from coverage_core.stages.subjects import Subject, SubjectEvidence
+
+    word = SubjectEvidence(Subject("cougar", "word", (b"cougar",)), 0, False)
+    document = SubjectEvidence(Subject("octopus", "word", (b"octopus",)), 4, True, names_a_document=True)
+    found = [([word] if absent else []) + ([] if unnamed else [document])
+             for absent, unnamed in zip(absent_word, names_no_document)]
+    return Evidence(max_similarity=np.zeros(len(found)), level=0.5, support_margin=np.asarray(margin, float),
+                    subjects=found)
+
+
 def test_an_absent_word_flags_whatever_the_margin_a_question_that_names_no_document():
-    absent_word = [True, True, True, True, False]
+    from coverage_core.offtopic import RuleSet
+    from coverage_core.offtopic.absent_word import AbsentWord
+    from coverage_core.offtopic.names_no_document import MIN_NAMING_SHARE, NamesNoDocument
+
+    rules = RuleSet([AbsentWord(), NamesNoDocument()])
+    absent = [True, True, True, True, False]
     margin = [-0.1, 0.5, -0.1, 0.5, -0.1]
-    names_no_document = [False, False, True, True, True]
-    n, retrieved = np.full(5, -1), np.zeros(5, dtype=bool)
-    assert verdicts.is_absent_subject(n, retrieved, absent_word=absent_word, support_margin=margin).tolist() == [
-        True, False, True, False, False]
-    assert verdicts.is_absent_subject(n, retrieved, absent_word=absent_word, support_margin=margin,
-                                      names_no_document=names_no_document).tolist() == [
-        True, False, True, True, False]
-    # Only where questions do name their documents: here 1 of the 2 well-supported questions does.
-    nobody_names = [True] * 5
-    assert verdicts.is_absent_subject(n, retrieved, absent_word=absent_word, support_margin=margin,
-                                      names_no_document=nobody_names).tolist() == [True, False, True, False, False]
-    few_name = [True, False] + [True] * 8
-    assert verdicts.MIN_NAMING_SHARE > 0.1
-    assert verdicts.is_absent_subject(np.full(10, -1), np.zeros(10, bool), absent_word=[False, False, True] + [False] * 7,
-                                      support_margin=[0.5] * 10, names_no_document=few_name).tolist() == [False] * 10
+    evidence = _word_evidence(absent, margin, [False, False, True, True, True])
+    assert AbsentWord().mask(evidence).tolist() == [True, False, True, False, False]
+    assert rules.decide(evidence, 0.5).tolist() == [True, False, True, True, False]
+    assert rules.first_rules(evidence, 0.5).tolist() == ["absent_word", "", "absent_word", "names_no_document", ""]
+    # Only where questions do name their documents: here none of the 2 well-supported questions does.
+    nobody_names = _word_evidence(absent, margin, [True] * 5)
+    assert rules.decide(nobody_names, 0.5).tolist() == [True, False, True, False, False]
+    assert MIN_NAMING_SHARE > 0.1
+    few_name = _word_evidence([False, False, True] + [False] * 7, [0.5] * 10, [True, False] + [True] * 8)
+    assert not rules.decide(few_name, 0.5).any()
+
+
+GERMAN_CHUNKS = [
+    "Die deutsche Fußballnationalmannschaft ist die Auswahl des Deutschen Fußball-Bundes. Die Mannschaft gewann "
+    "die Weltmeisterschaft im Jahr 2014 in Brasilien, und der Welt gehört seither ihr Titel.",
+    "Der Spieler Thomas Müller spielt beim FC Bayern München als Stürmer. Welche Position er spielt, wechselt oft.",
+    "Die Nation feierte den Titel, und die Spieler kehrten als Meister nach Hause zurück.",
+] * 4
+
+
+def test_german_interrogatives_and_common_nouns_are_no_names():
+    from coverage_core.stages.lexical import corpus_reading
+
+    questions = ["Welches Team gewann die Weltmeisterschaft?", "Welche Position spielt Thomas Müller?",
+                 "Welcher Spieler spielt beim FC Bayern?"]
+    reading = corpus_reading(GERMAN_CHUNKS, questions)
+    assert reading.capitalises_nouns and reading.joins_compounds
+    named = [[s.text for s in question_subjects(q, reading) if s.kind != "word"] for q in questions]
+    assert named == [[], ["Thomas Müller"], ["FC Bayern"]]
+    # In English, a capitalised word inside a sentence is a name as before.
+    assert [s.kind for s in question_subjects("Which team did Müller join?")] == ["name"]
+
+
+def test_a_german_compound_no_passage_writes_is_matched_by_its_parts():
+    from coverage_core.stages.compounds import compound_splits
+    from coverage_core.stages.lexical import corpus_reading, lexical_coverage, normalize_word
+
+    assert (b"nation", b"titel") in compound_splits(b"nationstitel", normalize_word)
+    assert (b"welt", b"meister") in compound_splits(b"weltmeister", normalize_word)
+    assert compound_splits(b"titel", normalize_word) == []
+    questions = ["Wann feierte die Nation den Meistertitel?", "Wann feierte die Nation den Zauberbesen?"]
+    coverage, _, absent = lexical_coverage(questions, GERMAN_CHUNKS, reading=corpus_reading(GERMAN_CHUNKS, questions))
+    assert absent[0] == [] and coverage[0] == pytest.approx(1.0)  # "Meister" and "Titel" in one passage
+    assert absent[1] == ["zauberbesen"] and coverage[1] < 0.7  # no part of it is a word of the passages
+    # English reads no compounds: the same word stays absent.
+    english = ["When did the nation celebrate the meistertitel?"]
+    eng_coverage, _, _ = lexical_coverage(english, ["The nation celebrated the titel of the meister."] * 3)
+    assert eng_coverage[0] < 1.0

@@ -43,7 +43,19 @@ def test_a_topic_is_a_gap_strictly_below_the_cut_of_its_rule():
 
 
 def test_a_question_is_off_topic_strictly_below_the_cut():
-    assert verdicts.is_off_topic([-1.0, -0.75, 0.5], cut=-0.75).tolist() == [True, False, False]
+    from coverage_core.offtopic import Evidence, RuleSet, margin_cut
+    from coverage_core.offtopic.missing_words import MissingWords
+    from coverage_core.offtopic.no_support import NoSupport
+
+    assert margin_cut(0.5) == -0.75
+    evidence = Evidence(max_similarity=np.array([0.2, 0.2, 0.6, 0.6]), level=0.5,
+                        support_margin=np.array([-1.0, -0.75, -0.8, 0.5]), lexical_coverage=np.full(4, 0.2))
+    rules = RuleSet([NoSupport(), MissingWords()])
+    assert rules.decide(evidence, 0.5).tolist() == [True, False, True, False]
+    codes, details, names = rules.explain(evidence, 0.5)
+    assert codes.tolist() == ["no_support", "", "missing_words", ""]
+    assert details[0] == "Its closest passage has similarity 0.20, below the support level 0.50."
+    assert details[2].startswith("No passage holds its distinctive words together (at most 20% of them)")
 
 
 def test_unmet_demand_is_frequent_and_mostly_unanswerable():
@@ -110,6 +122,7 @@ def test_the_headline_when_everything_is_tested_says_what_tested_means():
         "100% of the knowledge base is tested (30 of 30 passages); 0 documents untested, 0 under-tested; "
         "0 questions off-topic. " + _MEANS
     )
+    assert "whatever the similarity" not in found.headline  # the ranking-only sentence is for an unreliable level
     assert found.untested == () and found.undertested == () and found.gaps == () and found.n_gaps == 0
     assert found.calibration_reliable and found.support_threshold == 0.48 and found.retrieval_k == 5
 
@@ -141,7 +154,13 @@ def test_an_unreliable_calibration_leads_the_headline_with_its_reason():
         "there is no other passage to tell theirs apart from. The figures below rest on the model's default "
         "level 0.50 and may be wrong. 100% of the knowledge base is tested"
     )
-    assert found.headline.endswith("with similarity of at least 0.50.")
+    # Tested then reads the ranking alone, and the headline says so in place of the level's sentence.
+    assert found.headline.endswith(
+        " 0 questions off-topic. Without a calibrated level, similarity is not used: a passage counts as tested "
+        "when a question retrieves it among its top 5 passages, whatever the similarity, and a document when at "
+        "least 2 questions retrieve one of its passages among their top 5, as their closest match or nearly so."
+    )
+    assert "similarity of at least" not in found.headline
     # A reason that only restates the sentence is not repeated.
     generic = Verdicts.from_analysis(_analysis(reliable=False, reason="The support level was not calibrated."))
     assert generic.headline.startswith("The support level could not be calibrated on these documents. The figures ")
@@ -233,15 +252,23 @@ def test_off_topic_flags_on_questions_in_another_language_than_english_say_they_
 
 
 def test_a_name_never_in_company_of_the_rest_of_the_question_is_absent():
-    from coverage_core.verdicts import PASSING_COMPANY, is_absent_subject
+    from coverage_core.offtopic import Evidence
+    from coverage_core.offtopic.absent_subject import AbsentSubject
+    from coverage_core.offtopic.name_in_passing import PASSING_COMPANY, NameInPassing
+    from coverage_core.stages.subjects import Subject, SubjectEvidence
 
     company = [np.nan, 0.0, PASSING_COMPANY, PASSING_COMPANY + 0.01, 1.0]
-    n = [-1, 3, 3, 3, 3]  # a name in 3 passages, retrieved: the older rule keeps them all
-    retrieved = [False, True, True, True, True]
-    assert is_absent_subject(n, retrieved).tolist() == [False] * 5
-    assert is_absent_subject(n, retrieved, company=company).tolist() == [False, True, True, False, False]
-    assert is_absent_subject(n, retrieved, company=company, foreign=[False, True, False, False, False]).tolist() == [
-        False, False, True, False, False]
+    # a name in 3 passages, retrieved: the absent-subject rule keeps them all
+    found = [[] if np.isnan(c) else [SubjectEvidence(Subject("Taipei", "name", (b"taipei",)), 3, True, company=c)]
+             for c in company]
+    evidence = Evidence(max_similarity=np.zeros(5), subjects=found)
+    assert not AbsentSubject().mask(evidence).any()
+    assert NameInPassing().mask(evidence).tolist() == [False, True, True, False, False]
+    assert NameInPassing().reason(evidence, 2) == (
+        "Asks about Taipei, which the documents mention only in passing (3 passages, none holding more than 25% "
+        "of the question's other words).")
+    foreign = Evidence(max_similarity=np.zeros(5), subjects=found, foreign=np.array([False, True, False, False, False]))
+    assert NameInPassing().mask(foreign).tolist() == [False, False, True, False, False]
 
 
 def test_the_target_margin_is_a_share_of_the_corpus_own_similarity_gap():

@@ -292,7 +292,7 @@ def priority_formula(gaps: GapConfig) -> str:
 def suggestions_key(analysis_key_: StageKey, gapped: Analysis) -> StageKey:
     """The gaps a suggestions table was made from: the analysis and each gap's suggestion texts."""
     return StageKey.of(
-        analysis_key_, gaps=tuple((g.cluster, tuple(s.text for s in g.suggestions)) for g in gapped.gaps)
+        analysis_key_, gaps=tuple((g.cluster, g.document, tuple(s.text for s in g.suggestions)) for g in gapped.gaps)
     )
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from coverage_core import pipeline
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
 from coverage_core.errors import CoverageError
-from coverage_core.outputs.report import build_report, to_safe_csv
+from coverage_core.outputs.report import build_report
+from coverage_core.outputs.safe_csv import to_safe_csv
 from coverage_core.results import Analysis
 from coverage_core.types import QuestionSet
 from ui import formats

@@ -48,7 +48,7 @@ key                       value
 ``VECTOR_UPLOAD``         (signature, error or None) of the vector file last read
 ``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
 ``LANGUAGES``             :class:`Stage` of the loaded documents' and questions' languages (Upload page)
-``GAP_FOCUS``             cluster of the gap the Gap analysis page shows open (set by a Results link)
+``GAP_FOCUS``             key of the gap the Gap analysis page shows open (set by a Results link)
 ``PROVIDER_NOTICE``       the sentence naming embedding settings a saved analysis brought, until
                           the user confirms them on Configure (:func:`embed_api_key`)
 ``HISTORY_FILE``          the history file the user chose on the History page (None: the server's)
@@ -61,7 +61,7 @@ key                       value
 ========================  =====================================================
 
 A Results link to one gap opens the Gap analysis page with the query parameter
-``GAP_PARAM`` (the gap's cluster); the page moves it into ``GAP_FOCUS``, shows
+``GAP_PARAM`` (the gap's key: a topic gap's cluster); the page moves it into ``GAP_FOCUS``, shows
 that gap open and scrolls to it once.
 
 The secrets (the two keys, and a history database URL) are kept apart from
@@ -137,7 +137,7 @@ HISTORY_URL = "history_url"
 HISTORY_AUTO = "history_auto"
 HISTORY_RECORDED = "history_recorded"
 HISTORY_PICKS = "history_picks"
-GAP_PARAM = "gap"  # the query parameter of a Results link to one gap: its cluster
+GAP_PARAM = "gap"  # the query parameter of a Results link to one gap: its key (a topic gap's cluster)
 
 # ------------------------------------------------------------- widget keys
 W_DOC_UPLOADER = "w_doc_uploader"
@@ -482,9 +482,10 @@ def clear_derived() -> None:
     drop(*DERIVED)
 
 
-def gap_card_key(cluster: int) -> str:
-    """The key of gap ``cluster``'s expander on the Gap analysis page (its CSS class is ``st-key-`` + the key)."""
-    return f"{W_GAP_CARD}_{int(cluster)}"
+def gap_card_key(key: int | str) -> str:
+    """The key of a gap's expander on the Gap analysis page (its CSS class is ``st-key-`` + the key); ``key`` is
+    the gap's (``suggest.document_gaps.gap_key``: its cluster for a topic gap)."""
+    return f"{W_GAP_CARD}_{key}"
 
 
 def seed_widget(widget_key: str, value: Any) -> None:

@@ -234,7 +234,7 @@ def csv_download(
     help: str | None = None,
     headers: dict | None = None,
 ) -> None:
-    """A button that downloads ``table`` as CSV through :func:`coverage_core.outputs.report.to_safe_csv`.
+    """A button that downloads ``table`` as CSV through :func:`coverage_core.outputs.safe_csv.to_safe_csv`.
 
     A frame's columns get human headers in the file (:func:`ui.exports.table_csv`; ``headers`` gives the
     page's own labels, e.g. :func:`ui.exports.column_labels` of its ``column_config``); the frame is untouched.
@@ -306,10 +306,14 @@ def plain(text: object) -> str:
 
 
 def support_sentence(analysis) -> str:
-    """What τ means, in one plain sentence."""
+    """What τ means, in one plain sentence; when it is not calibrated, that it then judges off-topic questions only
+    (tested passages and documents read the ranking alone, as the headline says)."""
     calibration = analysis.calibration
     support_threshold = formats.similarity(calibration.support_threshold)
-    return f"A question reaches a passage when their similarity is at least {support_threshold}, {engine.support_origin(calibration)}."
+    reaches = f"a question reaches a passage when their similarity is at least {support_threshold}, {engine.support_origin(calibration)}."
+    if not calibration.reliable:
+        return f"Off-topic questions are still judged by similarity: {reaches}"
+    return reaches[:1].upper() + reaches[1:]
 
 
 def show_headline(analysis) -> None:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coverage_core.stages.topics import cluster_name
+from coverage_core.suggest.document_gaps import document_gap_name, gap_name
 from coverage_core.suggest.questions import SUGGESTION_PASSAGE_CHARS, Suggestion
 from coverage_core.validation import shorten
 
@@ -26,7 +26,9 @@ __all__ = [
     "SUGGESTION_ORIGIN_WORDS",
     "first_kept",
     "gap_entry",
+    "gap_label",
     "gap_note",
+    "gap_tested_share",
     "gaps_from_clusters",
     "gaps_section",
     "largest_gaps_lines",
@@ -102,6 +104,8 @@ def gap_entry(gap: Gap, rank: int, label: str, tested_share: Any, chunks: Sequen
     return {
         "rank": rank,
         "cluster": int(gap.cluster),
+        "document": gap.document or None,
+        "untested_documents": list(gap.untested),
         "label": label,
         "tested_share": _number(tested_share),
         "coverage": _number(gap.coverage),
@@ -126,14 +130,26 @@ def _cluster_column(analysis: Analysis, column: str, cluster: int, default: Any)
     return rows.iloc[0] if len(rows) else default
 
 
+def gap_label(analysis: Analysis, gap: Gap) -> str:
+    """A gap's label: its topic's (``clusters[].label``), or a document gap's :func:`document_gap_name`."""
+    label = str(_cluster_column(analysis, "label", gap.cluster, "") or "")
+    return document_gap_name(gap.document, label) if gap.document else label
+
+
+def gap_tested_share(analysis: Analysis, gap: Gap) -> Any:
+    """The tested share of a gap's topic, or of a document gap's document (None when the table lacks it)."""
+    if not gap.document:
+        return _cluster_column(analysis, "tested_share", gap.cluster, None)
+    table = analysis.documents
+    rows = table.loc[table["document"] == gap.document, "tested_share"] if "tested_share" in table else ()
+    return rows.iloc[0] if len(rows) else None
+
+
 def gaps_section(analysis: Analysis) -> list[dict]:
     """The report's ``gaps``: :func:`gap_entry` for every gap, most urgent first (rank 1 first)."""
     chunks = analysis.corpus.chunks
-    return [
-        gap_entry(gap, rank, str(_cluster_column(analysis, "label", gap.cluster, "") or ""),
-                  _cluster_column(analysis, "tested_share", gap.cluster, None), chunks)
-        for rank, gap in enumerate(analysis.gaps, start=1)
-    ]
+    return [gap_entry(gap, rank, gap_label(analysis, gap), gap_tested_share(analysis, gap), chunks)
+            for rank, gap in enumerate(analysis.gaps, start=1)]
 
 
 def gaps_from_clusters(clusters: Any) -> list[dict]:
@@ -163,7 +179,8 @@ def gaps_from_clusters(clusters: Any) -> list[dict]:
 
 
 def largest_gaps_lines(analysis: Analysis, n: int = N_SUMMARY_GAPS) -> list[str]:
-    """The terminal summary's "Largest gaps": each of the first ``n`` gaps with its themes and first kept question.
+    """The terminal summary's "Largest gaps": each of the first ``n`` gaps with its themes and first kept question
+    (and one for each untested document a topic gap carries).
 
     A gap without a kept question says why instead (its note), or that none
     was asked for.
@@ -173,11 +190,17 @@ def largest_gaps_lines(analysis: Analysis, n: int = N_SUMMARY_GAPS) -> list[str]
     lines = ["", "Largest gaps"]
     for rank, gap in enumerate(analysis.gaps[:n], start=1):
         label = _cluster_column(analysis, "label", gap.cluster, "")
-        lines.append(f"  {rank}. {cluster_name(gap.cluster, label)} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
+        name = gap_name(gap.cluster, gap.document, label)
+        lines.append(f"  {rank}. {name} (coverage {gap.coverage:.3f}): {', '.join(gap.themes)}")
         kept = first_kept(gap)
         if kept is not None:
             source = f"; from {kept.document}" if kept.document else ""
             lines.append(f"     suggested ({origin_words(kept.origin)}{source}): {' '.join(kept.text.split())}")
+            for document in gap.untested:  # each untested document the gap carries, with its own suggestion
+                own = next((s for s in ordered_suggestions(gap) if s.kept and s.document == document), None)
+                if document != gap.document and own is not None and own is not kept:
+                    lines.append(f"     for the untested {document} ({origin_words(own.origin)}): "
+                                 f"{' '.join(own.text.split())}")
         elif analysis.config.gaps.n_suggestions == 0:
             lines.append("     no suggestions asked for")
         else:

@@ -43,8 +43,9 @@ from coverage_core.outputs.report import (
 )
 from coverage_core.outputs.since_report import html_section as since_section
 from coverage_core.stages.topics import cluster_name
+from coverage_core.suggest.document_gaps import gap_name
 from coverage_core.validation import shorten
-from coverage_core.verdicts import Verdicts
+from coverage_core.verdicts import Verdicts, ranking_only_sentence
 
 if TYPE_CHECKING:
     from coverage_core.checks.answerability import AnswerabilityResult
@@ -65,7 +66,8 @@ MAX_ROWS_PER_GROUP = 50
 MAX_LISTED = 500
 
 METRIC_NOTES = {
-    "tested_share": "Share of passages some question reaches (similarity ≥ the calibrated support threshold).",
+    "tested_share": "Share of passages an on-topic question retrieves among its top k (at similarity ≥ the support "
+                    "level when it is calibrated).",
     "basic": "1 − mean distance from each chunk to its nearest test question.",
     "weighted": "Size-weighted per-cluster coverage, as the method defines it; equals basic by construction.",
     "balanced": "Mean of per-cluster coverages: every topic weighs the same.",
@@ -225,15 +227,12 @@ def _cluster_labels(analysis: "Analysis") -> dict:
 def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, generated: _dt.datetime) -> str:
     corpus = analysis.corpus
     verdicts = Verdicts.from_analysis(analysis)
-    support_threshold = analysis.calibration.support_threshold
     warning = calibration_warning(analysis)
     parts = [
         f"<h1>{_e(title)}</h1>",
         f'<div class="warn"><b>The support level is not calibrated.</b> {_e(warning)}</div>' if warning else "",
         f'<p class="headline">{_e(verdicts.headline)}</p>',
-        f'<p class="muted">A passage is tested when an on-topic question retrieves it among its top '
-        f"{analysis.config.tested_k} passages with cosine similarity at least {support_threshold:.2f}, the support "
-        f"level {_e(_support_origin(analysis))}.{_question_level(analysis)}</p>",
+        f'<p class="muted">{_tested_meaning(analysis)}{_question_level(analysis)}</p>',
         f'<p class="muted">Generated {_e(generated.isoformat(sep=" "))}. '
         f"{len(corpus.documents)} documents, {len(corpus.chunks):,} chunks in {analysis.clustering.n_clusters} "
         f"clusters; {len(analysis.questions.questions):,} questions, {verdicts.n_off_topic} screened out as "
@@ -247,6 +246,17 @@ def _header(analysis: "Analysis", title: str, inputs: Mapping[str, Any] | None, 
         parts.append("<ul>" + "".join(items) + "</ul>")
     parts.append(_settings(analysis))
     return "\n".join(part for part in parts if part)
+
+
+def _tested_meaning(analysis: "Analysis") -> str:
+    """What *tested* means here, escaped: at τ, or by the ranking alone when τ is not calibrated."""
+    support_threshold = analysis.calibration.support_threshold
+    if not analysis.calibration.reliable:
+        return (f"{_e(ranking_only_sentence(analysis.config.tested_k))} The support level {support_threshold:.2f}, "
+                f"{_e(_support_origin(analysis))}, still decides which questions are off-topic.")
+    return (f"A passage is tested when an on-topic question retrieves it among its top {analysis.config.tested_k} "
+            f"passages with cosine similarity at least {support_threshold:.2f}, the support level "
+            f"{_e(_support_origin(analysis))}.")
 
 
 def _question_level(analysis: "Analysis") -> str:
@@ -349,16 +359,19 @@ def _share(value: Any) -> str:
 
 
 def _gaps_section(analysis: "Analysis") -> str:
+    weight = analysis.config.gaps.size_weight
     if not analysis.gaps:
         return (
             "<h2>Gaps</h2>\n"
-            f"<p>No cluster has coverage below the gap threshold ({analysis.config.gaps.gap_threshold}).</p>"
+            "<p>No gap: no topic meets the gap rule and no document is untested.</p>"
         )
     return "\n".join(
         [
             "<h2>Gaps</h2>",
-            "<p>Clusters below the gap threshold, most urgent first (priority = 0.7 × (1 − coverage) + "
-            "0.3 × share). Questions marked as offline drafts were templated from the passages and need rewording.</p>",
+            "<p>Clusters below the gap threshold, and untested documents whose topic is not one, most urgent first "
+            f"(priority = {1 - weight:g} × (1 − coverage) + {weight:g} × share; an untested document counts as "
+            "coverage 0, and a gap that holds one has a question from it). Questions marked as offline drafts were "
+            "templated from the passages and need rewording.</p>",
             _gap_table(analysis),
             "<h3>Suggested questions</h3>",
             "<p>Kept questions first; a dropped one failed the check a question must pass to be kept, "
@@ -379,11 +392,11 @@ def _gap_table(analysis: "Analysis") -> str:
         n_kept = sum(s.kept for s in written)
         counted = f"{n_kept} kept, {len(written) - n_kept} dropped" if written else ""
         rows.append(
-            [_e(rank), _e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _num(gap.coverage), _e(gap.size),
+            [_e(rank), _e(gap_name(gap.cluster, gap.document, labels.get(gap.cluster, ""))), _num(gap.coverage), _e(gap.size),
              f"{gap.share:.1%}", _e(", ".join(gap.themes)), _e(counted or gap_note(gap) or "none written")]
         )
     return _table(
-        ["rank", "cluster", "coverage", "size", "corpus share", "themes", "suggested questions"], rows,
+        ["rank", "gap", "coverage", "size", "corpus share", "themes", "suggested questions"], rows,
         numeric=(0, 2, 3, 4),
     )
 
@@ -396,7 +409,7 @@ def _suggestions_table(analysis: "Analysis") -> str:
         for suggestion in ordered_suggestions(gap):
             verdict = "kept" if suggestion.kept else f"dropped: {suggestion.reason or 'no reason given'}"
             rows.append(
-                [_e(f"{rank}. {cluster_name(gap.cluster, labels.get(gap.cluster, ''))}"), _e(suggestion.text),
+                [_e(f"{rank}. {gap_name(gap.cluster, gap.document, labels.get(gap.cluster, ''))}"), _e(suggestion.text),
                  _e(origin_words(suggestion.origin)), _e(suggestion.document), _e(suggestion.passage),
                  f'<span class="flag">{_e(verdict)}</span>' if not suggestion.kept else _e(verdict)]
             )
@@ -414,10 +427,10 @@ def _least_covered_table(analysis: "Analysis") -> str:
         for index in gap.passages:
             chunk = analysis.corpus.chunks[index]
             rows.append(
-                [_e(cluster_name(gap.cluster, labels.get(gap.cluster, ""))), _e(chunk.document), _e(chunk.page or ""),
+                [_e(gap_name(gap.cluster, gap.document, labels.get(gap.cluster, ""))), _e(chunk.document), _e(chunk.page or ""),
                  _num(analysis.min_distances[index]), _e(shorten(chunk.text, 500))]
             )
-    return _table(["cluster", "document", "page", "distance to nearest question", "passage"], rows, numeric=(3,))
+    return _table(["gap", "document", "page", "distance to nearest question", "passage"], rows, numeric=(3,))
 
 
 # ---------------------------------------------------------------- documents and questions

@@ -5,7 +5,9 @@
   metric, one per cluster and one per document. A cluster fails when the
   report marks it ``is_gap``, a document when it is ``is_untested`` or
   ``is_undertested`` (the report's absolute decisions against the support
-  level τ); the others are included as *passing* test cases, so a CI system
+  level τ; an untested document's case names the gap that holds it, its own
+  or its topic's, and the questions suggested from it); the others are
+  included as *passing* test cases, so a CI system
   can track each of them over time and the number of tests stays stable
   between runs. A report with a ``since`` section (``analyze --record``)
   adds the history suite: the tested-share change and each new untested
@@ -348,6 +350,7 @@ def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> N
             lines.append(f"tested share {tested:.1%} ({_counted(document.get('n_tested', 'n/a'), 'passage')} tested by a question)")
         if document.get("is_low"):
             lines.append("flagged: covered far less than the other documents (untested or possibly misaligned)")
+        lines.extend(_gap_lines(report, name))
         lines = _with_note(lines, report)
         if coverage is None:
             ET.SubElement(case, "skipped", message="coverage is not defined")
@@ -367,6 +370,19 @@ def _document_suite(root: ET.Element, report: Mapping, schema_1: GapConfig) -> N
             _fail(case, message, "\n".join(lines), "coverage.gap")
             continue
         _system_out(case, "\n".join(lines))
+
+
+def _gap_lines(report: Mapping, name: str) -> list[str]:
+    """The gap that holds untested document ``name`` (``gaps[].untested_documents``, schema 6) and the
+    questions suggested from its passages; none in a report without it."""
+    for gap in report.get("gaps") or ():
+        if isinstance(gap, Mapping) and name in (gap.get("untested_documents") or ()):
+            own = "its own gap" if gap.get("document") == name else "held by the topic gap"
+            lines = [f"gap {gap.get('rank')}, {own}: {xml_safe(str(gap.get('label') or ''))}"]
+            return lines + [f"suggested question: {shorten(xml_safe(str(s.get('question') or '')), _SHORT_TEXT)}"
+                            for s in gap.get("suggestions") or () if isinstance(s, Mapping) and s.get("kept")
+                            and s.get("document") == name and s.get("question")][:3]
+    return []
 
 
 def _counted(value, noun: str, plural_form: str | None = None) -> str:

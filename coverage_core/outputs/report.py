@@ -40,7 +40,8 @@ Version 4 changes what *tested* means and adds the fields that explain each
 verdict:
 
 * a passage is tested when an on-topic question retrieves it among its top
-  ``config.tested_k`` passages with similarity ≥ τ: the passages a
+  ``config.tested_k`` passages with similarity ≥ τ (any similarity when
+  ``calibration.reliable`` is false, see ``summary.headline`` below): the passages a
   retriever would hand the model for that question (``config.retrieval_k``,
   default 5, counts passages of the default 1,000 characters; ``tested_k``
   scales it so a question tests as much text at any chunk size);
@@ -53,7 +54,9 @@ verdict:
   embedding model's default level; every verdict then rests on that default;
 * ``questions[].offtopic_reason`` (``""`` on-topic, ``"no_support"``,
   ``"missing_words"``, ``"absent_subject"``, ``"excluded"`` by the user;
-  :data:`OFFTOPIC_REASON_WORDS` words them), ``offtopic_detail`` (one
+  :data:`OFFTOPIC_REASON_WORDS` words them), ``offtopic_rule`` (the name of
+  the rule that flagged it, ``coverage_core.offtopic.RULE_NAMES``; ``""``
+  when on-topic or decided by the user), ``offtopic_detail`` (one
   sentence with the numbers) and ``offtopic_score`` (above 0 exactly when the
   screening flags the question; null when the user's override decided).
 
@@ -117,15 +120,23 @@ Additions within schema version 6 (no field renamed, so the version stays):
   :mod:`coverage_core.outputs.since_report` words it for the terminal, the
   HTML report and JUnit. Readers of older reports need nothing: the section
   is optional.
+* untested documents in the gaps (:mod:`coverage_core.suggest.document_gaps`):
+  ``documents[].cluster`` (main topic), ``documents[].is_gap`` (a gap of its
+  own, :func:`coverage_core.verdicts.is_document_gap`), ``gaps[].document``
+  (null for a topic gap; a document gap's figures are its document's) and
+  ``gaps[].untested_documents`` (the untested documents a gap holds).
+* ``summary.headline``: :attr:`coverage_core.verdicts.Verdicts.headline`, the
+  sentence the terminal, the HTML report and the dashboard lead with (when
+  ``calibration.reliable`` is false it says that tested passages and
+  untested documents then read the ranking alone, whatever the similarity:
+  :func:`coverage_core.stages.measure.tested_level`). An older report has
+  none.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,7 +157,7 @@ from coverage_core.outputs.report_upgrade import (  # re-exported: older reports
 from coverage_core.results import Analysis
 from coverage_core.suggest.questions import Suggestion
 from coverage_core.validation import shorten
-from coverage_core.verdicts import Verdicts, fallback_level_words
+from coverage_core.verdicts import Verdicts, fallback_level_words, ranking_only_sentence
 
 SCHEMA_VERSION = 6
 
@@ -165,23 +176,6 @@ RELATIVE_METRIC_NAMES = METRIC_NAMES[1:]
 
 # Longest source passage written for an accepted question (after_apply.accepted_questions[].passage).
 ACCEPTED_PASSAGE_CHARS = 300
-
-# Spreadsheet programs run a cell that starts with one of these as a formula
-# (OWASP "CSV injection", which lists tab and carriage return too; ASVS 1.2.10
-# adds NUL). Leading whitespace is looked past: importers may trim it.
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
-
-# A spreadsheet reads a cell that parses as a number as that number, sign or
-# not (-0.5, +2, -1e5, -.5, -3%, -1,000.50), not as a formula; neutralising
-# it would turn the user's value into text. Such a cell cannot call anything
-# even where it were evaluated: no letter but an exponent's e, no operator but
-# signs. Separators of every locale count, as the reader's locale is unknown.
-_SIGNED_NUMBER = re.compile(r"[+-](?:[0-9]+(?:[.,'\u00a0\u202f][0-9]+)*[.,]?|[.,][0-9]+)(?:[eE][+-]?[0-9]+)?%?")
-
-# Where a CSV reader or a spreadsheet starts a new line: a reader that ignores
-# quotes, or someone pasting the text, starts a new row there.
-_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
-
 
 def _plain(value: Any) -> Any:
     """JSON-safe Python scalars (numpy types, NaN → None)."""
@@ -296,11 +290,12 @@ def _summary_section(analysis: Analysis) -> dict:
         "n_chunks_over_token_limit": corpus.embedded.n_over_limit,
         "embedded": corpus.embedded.n_embedded + analysis.question_embedding.n_embedded,
         "from_cache": corpus.embedded.n_cached + analysis.question_embedding.n_cached,
+        "headline": Verdicts.from_analysis(analysis, top=0).headline,
     }
 
 
 def _cluster_entries(analysis: Analysis) -> list[dict]:
-    gaps_by_cluster = {gap.cluster: gap for gap in analysis.gaps}
+    gaps_by_cluster = {gap.cluster: gap for gap in analysis.gaps if not gap.document}  # a topic's own gap
     clusters = []
     for row in analysis.clusters.itertuples(index=False):
         gap = gaps_by_cluster.get(int(row.cluster))
@@ -359,6 +354,8 @@ def _document_entries(analysis: Analysis, languages: LanguageProfile) -> list[di
             "is_untested": bool(row.is_untested),
             "is_undertested": bool(row.is_undertested),
             "is_low": bool(row.is_low),
+            "cluster": None if pd.isna(getattr(row, "cluster", None)) else int(row.cluster),
+            "is_gap": bool(getattr(row, "is_gap", False)),
         }
         for row in analysis.documents.itertuples(index=False)
     ]
@@ -380,6 +377,7 @@ def _question_entries(analysis: Analysis, labels, languages: LanguageProfile) ->
             "lof_score": _plain(row.lof_score),
             "is_outlier": bool(row.is_outlier),
             "offtopic_reason": str(row.offtopic_reason),
+            "offtopic_rule": str(getattr(row, "offtopic_rule", "") or ""),
             "offtopic_detail": str(row.offtopic_detail),
             "offtopic_score": _plain(row.offtopic_score),
             "duplicate_of": None if row.duplicate_of is None or pd.isna(row.duplicate_of) else int(row.duplicate_of),
@@ -568,63 +566,6 @@ def write_report(report: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
-def _starts_formula(text: str) -> bool:
-    """Whether a spreadsheet could read ``text`` as a formula, looking past leading whitespace."""
-    head = text.lstrip()
-    lead = text[: len(text) - len(head)]
-    return head.startswith(FORMULA_PREFIXES) or any(prefix in lead for prefix in FORMULA_PREFIXES)
-
-
-def neutralise_formula(cell: Any) -> Any:
-    """A text cell with ``'`` put before every line a spreadsheet could run as a formula.
-
-    The cell as a whole is checked too, since one that starts with a line
-    break starts with a carriage return or whitespace: ``"\\r=1+1"`` becomes
-    ``"'\\r'=1+1"``. A cell that is a signed plain number (``-0.5``, ``+2``,
-    ``-3%``, spaces around it allowed) is a value, not a formula, and is kept
-    as it is; a line of a longer cell is not, since a spreadsheet reads the
-    whole cell, which is then no number. Nothing else changes, so removing
-    the added ``'`` gives the cell back. Idempotent; values that are not text
-    are returned as they are.
-    """
-    if not isinstance(cell, str) or _SIGNED_NUMBER.fullmatch(cell.strip(" ")):
-        return cell
-    pieces = _LINE_BREAK.split(cell)  # lines at even positions, the breaks between them
-    for i in range(0, len(pieces), 2):
-        if _starts_formula(pieces[i]) or (i == 0 and _starts_formula(cell)):
-            pieces[i] = "'" + pieces[i]
-    return "".join(pieces)
-
-
-def _safe_value(value: Any) -> Any:
-    """A value as to_safe_csv writes it: text neutralised, numbers, booleans and blanks kept."""
-    if isinstance(value, str):
-        return neutralise_formula(value)
-    if value is None or value is pd.NA or value is pd.NaT or isinstance(value, (bool, int, np.bool_, np.integer)):
-        return value
-    if isinstance(value, (float, np.floating)):
-        # An infinity is written as the text "-inf", which a spreadsheet reads as a formula.
-        return neutralise_formula(str(float(value))) if math.isinf(value) else value
-    return neutralise_formula(str(value))
-
-
-def to_safe_csv(frame: pd.DataFrame, delimiter: str = ",") -> bytes:
-    """``frame`` as CSV that any reader splits into the same rows and no spreadsheet runs as formulas.
-
-    Every text cell and header goes through :func:`neutralise_formula` and is
-    written in double quotes; numbers and booleans are written bare, as
-    values. ``delimiter`` separates cells (a question file's export keeps the
-    file's own). UTF-8 with a BOM, so Excel reads accents; CRLF line ends (RFC 4180).
-    """
-    safe = frame.map(_safe_value)
-    safe.columns = [neutralise_formula(str(column)) for column in frame.columns]
-    buffer = io.StringIO()
-    # Quoting every text cell, not only those with a quote, the delimiter, CR or
-    # LF: pandas drops a row whose only cell is whitespace unless it is quoted.
-    safe.to_csv(buffer, index=False, sep=delimiter, lineterminator="\r\n", quoting=csv.QUOTE_NONNUMERIC)
-    return buffer.getvalue().encode("utf-8-sig")
-
-
 # ---------------------------------------------------------------- the verdicts in words
 
 
@@ -720,8 +661,14 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
         )
     lines.append("")
     calibration = analysis.calibration
-    lines.append(f"A question tests a passage when it retrieves it among its top {analysis.config.tested_k} passages "
-                 f"at similarity ≥ {calibration.support_threshold:.3f}, the support level ({calibration.method}).")
+    if calibration.reliable:
+        lines.append(f"A question tests a passage when it retrieves it among its top {analysis.config.tested_k} "
+                     f"passages at similarity ≥ {calibration.support_threshold:.3f}, the support level "
+                     f"({calibration.method}).")
+    else:
+        lines.append(f"{ranking_only_sentence(analysis.config.tested_k)} The support level "
+                     f"{calibration.support_threshold:.3f} ({calibration.method}) still decides which questions are "
+                     "off-topic.")
     if calibration.method == "pseudo-queries":
         lines.append(f"A question has support (is on-topic) from similarity {calibration.question_support_threshold:.3f}, "
                      "the question support level: the level that tells a passage's own sentences from other topics'.")

@@ -101,6 +101,6 @@ def _add_schema_4_keys(report: dict) -> None:
     if isinstance(report.get("questions"), list):
         report["questions"] = [
             {"offtopic_reason": None if question.get("is_outlier") else "", "offtopic_detail": None,
-             "offtopic_score": None, **question} if isinstance(question, Mapping) else question
+             "offtopic_score": None, "offtopic_rule": None if question.get("is_outlier") else "", **question} if isinstance(question, Mapping) else question
             for question in report["questions"]
         ]

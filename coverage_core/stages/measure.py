@@ -22,6 +22,7 @@ from coverage_core.stages import calibration as calibration_module, similarity
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.screening import QuestionScreener
 from coverage_core.stages.topics import topic_labels
+from coverage_core.suggest.document_gaps import main_topics
 from coverage_core.suggest.gaps import representatives_by_cluster
 from coverage_core.types import QuestionSet
 from coverage_core.validation import shorten
@@ -141,12 +142,14 @@ def _tested(
     question_vectors: np.ndarray,
     screener: QuestionScreener,
     is_outlier: np.ndarray,
-    support_threshold: float,
+    support_threshold: float | None,
     target_margin: float = verdicts.TARGET_MARGIN,
 ) -> _Tested:
     """The passages the on-topic questions test (each question's top ``config.tested_k`` at τ) and the
     documents they target (within ``target_margin`` of their best passage), from the top chunks the
-    screener kept when they suffice (else one more pass)."""
+    screener kept when they suffice (else one more pass). ``support_threshold`` None (:func:`tested_level`
+    of an unreliable calibration) reads no level: every passage of the top k is tested, and a question
+    targets the documents of its top k within ``target_margin`` of its best, whatever the similarity."""
     n_chunks, k = len(corpus.chunks), config.tested_k
     inliers = ~np.asarray(is_outlier, dtype=bool)
     top_chunks, top_similarities = screener.question_top_chunks_, screener.question_top_similarities_
@@ -169,6 +172,23 @@ def _tested(
             near_copy=_near_copies(corpus),
         ),
     )
+
+
+def tested_level(calibration: Calibration) -> float | None:
+    """The similarity a retrieved passage needs to be *tested*: τ when the calibration is reliable, else None.
+
+    When τ could not be calibrated (``calibration.reliable`` False) it is the
+    model's default level, and short questions often stay under it while
+    retrieval still ranks their document's passages first. The tested
+    passages and the untested documents then read the ranking alone: a
+    passage is tested when an on-topic question retrieves it among its top
+    ``tested_k``, and a question targets the documents of those passages
+    within the target margin of its best one, whatever the similarity. One
+    rule for both, so the headline's "tested" means what the untested
+    verdict means. Measured with the calibration forced unreliable
+    (``benchmarks/eval_untested_unreliable.py``, figures in ``docs/untested.md``).
+    """
+    return float(calibration.support_threshold) if calibration.reliable else None
 
 
 def _near_copies(corpus: Corpus):
@@ -245,15 +265,17 @@ def _cluster_table(
     )
 
 
-def document_verdict_warnings(documents: pd.DataFrame, tested_k: int, support_threshold: float) -> list[str]:
+def document_verdict_warnings(documents: pd.DataFrame, tested_k: int, support_threshold: float | None) -> list[str]:
     """One warning per untested, then per under-tested document of ``documents`` (the analysis's document
-    table), as the analysis's warnings carry them: a page that lists these documents already leaves them out."""
+    table), as the analysis's warnings carry them: a page that lists these documents already leaves them out.
+    ``support_threshold`` is :func:`tested_level` (None: no similarity level was used)."""
     warnings = []
     for row in documents[documents["is_untested"]].itertuples(index=False):
         about = {0: "no on-topic question is", 1: "only 1 on-topic question is"}.get(
             row.n_questions, f"only {row.n_questions} on-topic questions are")
         warnings.append(f"{row.document} is untested: {about} about it; add questions about its content.")
-    retrieves = f"among its top {tested_k} with similarity ≥ {support_threshold:.2f}"
+    retrieves = (f"among its top {tested_k}" if support_threshold is None
+                 else f"among its top {tested_k} with similarity ≥ {support_threshold:.2f}")
     for row in documents[documents["is_undertested"]].itertuples(index=False):
         questions = wording.plural(row.n_questions, "question targets", "questions target")
         warnings.append(
@@ -263,8 +285,16 @@ def document_verdict_warnings(documents: pd.DataFrame, tested_k: int, support_th
     return warnings
 
 
+def document_gaps(documents: pd.DataFrame, clusters: pd.DataFrame) -> np.ndarray:
+    """The document table's ``is_gap``: :func:`~coverage_core.verdicts.is_document_gap` of each document, its
+    main topic (the table's ``cluster``) read in the cluster table's ``is_gap``."""
+    topic_is_gap = dict(zip(clusters["cluster"].astype(int), clusters["is_gap"].astype(bool)))
+    return verdicts.is_document_gap(documents["is_untested"].astype(bool),
+                                    [topic_is_gap.get(int(k), False) for k in documents["cluster"]])
+
+
 def _document_table(
-    config: AnalysisConfig, corpus: Corpus, min_distances: np.ndarray, tested: _Tested, support_threshold: float,
+    config: AnalysisConfig, corpus: Corpus, min_distances: np.ndarray, tested: _Tested, support_threshold: float | None,
     warnings: list[str],
 ) -> pd.DataFrame:
     """Coverage per document; a warning for each untested, under-tested or far less covered one."""
@@ -326,6 +356,7 @@ def _question_table(
 
 def _offtopic_columns(config: AnalysisConfig, screener: QuestionScreener, is_outlier: np.ndarray) -> dict:
     """Why each question is off-topic: ``offtopic_reason`` (a code of ``screening.OFFTOPIC_REASONS``),
+    ``offtopic_rule`` (the name of the rule that flagged it, :data:`coverage_core.offtopic.RULE_NAMES`),
     ``offtopic_detail`` (one plain sentence with its numbers) and ``offtopic_score``
     (:meth:`QuestionScreener.offtopic_score`, > 0 exactly when flagged).
 
@@ -337,6 +368,7 @@ def _offtopic_columns(config: AnalysisConfig, screener: QuestionScreener, is_out
     strictness = config.strictness if config.strictness is not None else screener.strictness
     automatic = screener.decide(strictness)
     codes, details = screener.explain(strictness)
+    rules = screener.flagging_rules(strictness).astype(str)
     score = screener.offtopic_score(strictness)
     excluded = is_outlier & ~automatic
     included = ~is_outlier & automatic
@@ -346,7 +378,9 @@ def _offtopic_columns(config: AnalysisConfig, screener: QuestionScreener, is_out
     for q in np.flatnonzero(included):
         codes[q], details[q] = "", f"You kept this question; the screening had flagged it. {details[q]}"
     score = np.where(excluded | included, np.nan, score)
-    return {"offtopic_reason": codes.astype(str), "offtopic_detail": details, "offtopic_score": score}
+    rules = np.where(excluded | included, "", rules)
+    return {"offtopic_reason": codes.astype(str), "offtopic_detail": details, "offtopic_score": score,
+            "offtopic_rule": rules}
 
 
 def measure(
@@ -378,7 +412,6 @@ def measure(
     by the session; None reads it here.
     """
     question_support_threshold, calibration = _resolve_calibration(config, calibration)
-    support_threshold = calibration.support_threshold
     vectors = question_embedding.vectors
     warnings = _input_warnings(corpus, questions, question_embedding, clustering)
     screener, is_outlier, inliers = _screen_questions(
@@ -393,15 +426,18 @@ def measure(
     question_table, duplicates = _question_table(
         config, corpus, questions, vectors, clustering, scan, screener, is_outlier
     )
-    tested = _tested(config, corpus, vectors, screener, is_outlier, support_threshold,
-                     verdicts.target_margin(calibration))
+    level = tested_level(calibration)
+    tested = _tested(config, corpus, vectors, screener, is_outlier, level, verdicts.target_margin(calibration))
+    clusters = _cluster_table(config, corpus, clustering, scan, inliers, tested.chunks)
+    documents = _document_table(config, corpus, scan.min_distances, tested, level, warnings)
+    documents["cluster"] = documents["document"].map(main_topics(corpus.chunk_documents, clustering.labels))
+    documents["is_gap"] = document_gaps(documents, clusters)
     return Analysis(
         config=config, corpus=corpus, questions=questions, question_vectors=vectors, clustering=clustering,
         screener=screener, is_outlier=is_outlier, min_distances=scan.min_distances,
         nearest_question=scan.nearest_question,
         metrics={name: float(value) for name, value in _coverage_scores(scan, clustering, tested.chunks).items()},
-        clusters=_cluster_table(config, corpus, clustering, scan, inliers, tested.chunks),
-        documents=_document_table(config, corpus, scan.min_distances, tested, support_threshold, warnings),
+        clusters=clusters, documents=documents,
         question_table=question_table, duplicate_groups=duplicates, warnings=warnings,
         question_embedding=question_embedding, calibration=calibration, topics=topics,
         languages=languages if languages is not None else profile_languages(corpus.documents, questions),

@@ -24,29 +24,25 @@ from typing import Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from coverage_core import verdicts, wording
+from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.languages import foreign_to
+from coverage_core.offtopic import (
+    OFFTOPIC_REASONS,  # noqa: F401  (read from here by reports and pages)
+    STRICTNESS_RANGE,  # noqa: F401
+    Evidence,
+    RuleSet,
+    check_strictness,
+    margin_cut,
+    strictness_to_z,  # noqa: F401
+)
+from coverage_core.offtopic.like_questions import MIN_SHORT_NEIGHBOURS
+from coverage_core.offtopic.no_support import MIN_QUESTIONS_FOR_DECISION, relative_cut
 from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, corpus_reading, lexical_coverage
 from coverage_core.stages.neighbourhoods import chunk_density, lof_scores, neighbour_median, question_neighbours
 from coverage_core.stages.similarity import best_matches
-from coverage_core.stages.subjects import (
-    SubjectEvidence,
-    absent_word,
-    document_names_and_titles,
-    is_closed_question,
-    named_in_passing,
-    names_a_document_subject,
-    subject_presence,
-    subject_sentence,
-    weakest_subject,
-)
+from coverage_core.stages.subjects import document_names_and_titles, is_closed_question, subject_presence
 from coverage_core.validation import check_scalar, unit_rows
-
-# Fewer questions than this give no usable "bulk" for the robust z-score, so
-# nothing is flagged automatically (users can still force questions out).
-MIN_QUESTIONS_FOR_DECISION = 5
-
 
 # Chunks kept per question from the screener's pass over the question x chunk
 # similarities, so that the retrieval check (k = 5 by default) needs no second pass.
@@ -56,10 +52,6 @@ TOP_CHUNKS_KEPT = 10
 # questions.
 QUESTION_NEIGHBORS = 10
 
-
-
-STRICTNESS_RANGE = (0.0, 1.0)
-
 # Score spreads below this are float rounding (scores are cosine differences
 # of order 0.1), i.e. the scores are all the same.
 TIED_SCALE = 1e-6
@@ -68,48 +60,16 @@ TIED_SCALE = 1e-6
 # embedding component has 1 - LEXICAL_WEIGHT).
 LEXICAL_WEIGHT = 0.5
 
-# Absolute decision, used when a question support level is given: the
-# constants of support_margin() and margin_cut(). EMBEDDING_UNIT (cosine) and
-# LEXICAL_UNIT (coverage) are one unit of evidence each; LEXICAL_CUT (70% of
-# the question's idf-weighted content words together in one chunk) is the
-# lexical counterpart of that level. Tuned on half the wiki-qa articles with whole kinds of article removed
-# (benchmarks/eval_offtopic.py --tune: the tightest cut keeping precision and
-# recall >= 0.8 at 5%, 45% and 65% off-topic, between -0.7 and -0.8).
+# The constants of support_margin(): EMBEDDING_UNIT (cosine) and LEXICAL_UNIT (coverage) are one unit of
+# evidence each; LEXICAL_CUT (70% of the question's idf-weighted content words together in one chunk) is
+# the lexical counterpart of the level. MARGIN_LEXICAL_WEIGHT is the words' weight where the word index
+# folds the corpus's word forms, INFLECTED_LEXICAL_WEIGHT where it leaves them apart (French "enrôlés" /
+# "enrôlement"). How they were chosen: docs/offtopic-rules.md.
 MARGIN_LEXICAL_WEIGHT = 0.6
-# The word index folds English suffixes and reads spaceless scripts as character pairs, but leaves other
-# languages' inflections apart ("enrôlés" / "enrôlement"), and their test questions are often paraphrased
-# (PIAF, translated SQuAD sets): genuine French questions have a median coverage of 0.63 (English wiki-qa:
-# 1.00), so in those languages the words weigh less. Tuned on half A of fr-qa with multilingual-e5-small
-# (benchmarks/eval_languages.py): genuine questions flagged 15.9% -> 7.6%, off-topic recall at 45%
-# 0.92 -> 0.85 (0.3: 4.5%, recall 0.73); Chinese (character pairs) keeps 0.6, where 0.4 drops recall to 0.65.
-# Also tried for Chinese: not counting a pair that straddles two words ("人權迫害": 權迫, in no passage,
-# between 人權 and 迫害, which one passage holds together). Genuine questions flagged 2.4% / 2.6% -> 1.6% /
-# 1.6% and precision at 8% off-topic 0.72 / 0.69 -> 0.79 / 0.73 (halves A / B), but recall at 8% 0.85 / 0.67
-# -> 0.82 / 0.58: an off-topic question's unknown name, read in pairs, straddles known words too. Not adopted.
-# Also tried for French: Snowball stems (PyStemmer 3.1.0, stop words stemmed alike) for the corpus's inflected
-# languages, so "enrôlés" / "enrôlement" are one word. Half A of fr-qa (benchmarks/eval_languages.py --sets fr
-# --embedders auto --halves A --seeds 1): genuine questions flagged 7.6% -> 6.9%, precision at 8% off-topic
-# 0.50 -> 0.52, but recall at 8% 0.91 -> 0.84 and at 45% 0.85 -> 0.78 (the words of missing articles, once
-# stemmed, match the corpus's); with the stems counted as folded word forms (weight 0.6 and the like questions'
-# rule) 25.4% genuine flagged, weight 0.6 alone 13.5%. Not adopted.
 INFLECTED_LEXICAL_WEIGHT = 0.4
 EMBEDDING_UNIT = 0.1
 LEXICAL_CUT = 0.7
 LEXICAL_UNIT = 0.25
-STRICTNESS_SPAN = 1.5
-# How much shorter of the cut a question may be when its like questions fall short too
-# (verdicts.is_off_topic): half the span, the support level itself at the default strictness.
-NEIGHBOUR_RELIEF = STRICTNESS_SPAN / 2
-
-# The off-topic score shown for a question flagged only for its absent
-# subject (one unit of evidence past the cut): positive like every flag.
-ABSENT_SUBJECT_SCORE = 1.0
-
-# Why a question is off-topic (``QuestionScreener.explain``): no passage
-# within reach of it, its distinctive words in no passage together although
-# a passage is within reach, a named subject the documents never discuss.
-# "excluded" (the user's choice) is added by ``stages.measure``.
-OFFTOPIC_REASONS = ("", "no_support", "missing_words", "absent_subject", "excluded")
 
 
 def _robust_center_scale(x: np.ndarray) -> tuple[float, float]:
@@ -126,26 +86,6 @@ def _robust_center_scale(x: np.ndarray) -> tuple[float, float]:
     return center, scale
 
 
-def strictness_to_z(strictness: float) -> float:
-    """Robust z-score above which a question is flagged.
-
-    ``z = 3.5 - 2.5 * strictness``: strictness 0 flags only extreme questions
-    (z > 3.5), the default 0.5 flags z > 2.25, strictness 1 flags z > 1.0.
-    """
-    check_strictness(strictness)
-    return 3.5 - 2.5 * float(strictness)
-
-
-# The margin reads a question's best *passage*. Also tried: the best of that and its best *sentence* among
-# its top 5 passages (an answer in one sentence of a long passage: "When did the Soviet military forces
-# occupy Estonia?", 0.418 to its passage against the level 0.49). Question against own-article and
-# other-article text on wiki-qa, all-MiniLM-L6-v2, chunk size 800: AUROC 0.888 by passage, 0.936 by the
-# best of both (multilingual-e5-small on fr-qa: 0.815 -> 0.824). But on the verdicts
-# (benchmarks/eval_verdicts.py --only clean,mixes) the sentence lifts off-topic questions as much as
-# genuine ones: at the same level, recall at 5 / 45 / 65% off-topic on half A 0.864 / 0.940 / 0.938 ->
-# 0.818 / 0.865 / 0.867; with the sentence counted 0.1 lower, 0.864 / 0.928 / 0.931, and on half B
-# 0.864 / 0.884 / 0.869 -> 0.864 / 0.854 / 0.849 with precision unchanged (0.79 / 0.98 / 0.99) and genuine
-# questions flagged unchanged (0.8%). Not adopted; it would also embed about 4.5 texts per passage.
 def support_margin(
     max_similarity: np.ndarray, lexical_coverage: np.ndarray, question_support_threshold: float,
     lexical_weight: float = MARGIN_LEXICAL_WEIGHT,
@@ -171,24 +111,6 @@ def support_margin(
     )
 
 
-def margin_cut(strictness: float) -> float:
-    """Support margin below which a question is flagged (absolute rule).
-
-    ``STRICTNESS_SPAN * (strictness - 1)``: strictness 1 flags every
-    question short of the support level (margin < 0), the default 0.5 those
-    short by more than 0.75 of a unit, strictness 0 by more than 1.5 units.
-    """
-    check_strictness(strictness)
-    return STRICTNESS_SPAN * (float(strictness) - 1.0)
-
-
-def check_strictness(strictness, name: str = "strictness"):
-    """``strictness`` unless it is outside :data:`STRICTNESS_RANGE`; ``name`` is what the message calls it."""
-    low, high = STRICTNESS_RANGE
-    return check_scalar(strictness, name, float, min_val=low, max_val=high,
-                        hint="0 flags only extreme questions, 1 flags many")
-
-
 def _as_matrix(X, name: str) -> np.ndarray:
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[1] < 1:
@@ -204,9 +126,9 @@ class QuestionScreener:
     """Score every question for being off-topic, judged against the documents.
 
     A question is off-topic when the knowledge base has nothing about it.
-    :meth:`fit` scores each question in up to five steps; why each step is
-    there, and what it was measured to gain on wiki-qa, is in
-    ``docs/screening.md``.
+    :meth:`fit` gathers the evidence about each question once
+    (:class:`~coverage_core.offtopic.evidence.Evidence`); the off-topic rules
+    of :mod:`coverage_core.offtopic` decide from it, one module each.
 
     1. **Support from the documents**: ``support(q) = max_c [cos(q, c) -
        density_weight * density(c)]``, ``density(c)`` the mean cosine of
@@ -220,27 +142,17 @@ class QuestionScreener:
     3. **Smoothing**: each score is averaged with that of the 10 most
        similar questions, ``(1 - w) * own + w * neighbours`` with ``w =
        neighbor_weight`` (their median with the texts, their mean without).
-    4. **Relative decision**: a question is flagged when the robust z-score
-       of its smoothed score exceeds ``3.5 - 2.5 * strictness``.
-    5. **Decision against the documents** (with ``question_support_threshold``):
-       instead of step 4, a question is flagged when its
-       :func:`support_margin` (best cosine above that level plus lexical coverage
-       above ``LEXICAL_CUT``, in units of evidence) is below
-       :func:`margin_cut` of the strictness. It reads that question and the
-       chunks only, so it does not move with how many questions are
-       off-topic; a question short of the level, if not by enough, is
-       flagged too when the questions most like it are short of it as well
-       (:func:`~coverage_core.verdicts.is_off_topic`).
-    6. **Absent subjects** (with the texts): a question is flagged too when
-       a subject it names (a name, acronym, quoted term or year;
-       :mod:`~coverage_core.stages.subjects`), or any other content word of
-       it ("Is the cougar a cephalopod?"), is in no passage (spelling
-       slips and derived words folded), or a named one is only in a
-       few passages none of which it retrieves
-       (:func:`~coverage_core.verdicts.is_absent_subject`), whatever its
-       support: "How did Intel's gross margin change?" against Apple's and
-       NVIDIA's reports. :meth:`explain` says which rule flagged a question
-       and :meth:`offtopic_score` gives the score a user reads.
+    4. **Support margin** (with ``question_support_threshold``): the
+       question's :func:`support_margin` (best cosine above that level plus
+       lexical coverage above ``LEXICAL_CUT``, in units of evidence) and the
+       median margin of the questions most like it.
+    5. **Named subjects** (with the texts): each question's subjects and
+       content words and their presence in the passages
+       (:func:`~coverage_core.stages.subjects.subject_presence`).
+    6. **The rules** (:data:`coverage_core.offtopic.RULES`, those that apply
+       to the corpus, ``rules_``) flag the questions; the first that fires
+       explains the flag (:meth:`explain`, :meth:`flagging_rules`) and
+       :meth:`offtopic_score` gives the score a user reads.
 
     LocalOutlierFactor on the question embeddings (the method's literal
     recipe) is reported as ``lof_score_`` for information; no decision rests
@@ -422,17 +334,21 @@ class QuestionScreener:
         self.lexical_weight_ = (MARGIN_LEXICAL_WEIGHT if reading is None or reading.folds_word_forms
                                 else INFLECTED_LEXICAL_WEIGHT)
         score, neighbours = self._smooth_over_neighbours(Q, own, lexical_used, notes)
-        if reading is not None and (reading.spaceless or not reading.folds_word_forms):
-            # There genuine questions fall short together too (fr-qa: 7.1% -> 43.5% flagged, zh-qa 2.6% -> 9.2%).
-            neighbours = None
         self._prepare_decision(score, max_sim, neighbours, notes)
-        self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C, reading)
-
         self.outlier_score_ = score
         self.max_similarity_ = max_sim
         self.nearest_chunk_ = nearest
         self.n_questions_ = Q.shape[0]
         self.warnings_ = notes
+        self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C, reading)
+        self.rules_ = RuleSet.for_reading(reading)
+        self.evidence_ = Evidence(
+            max_similarity=max_sim, level=self.question_support_threshold, support_margin=self.support_margin_,
+            neighbour_margin=self.neighbour_margin_, outlier_score=score, center=self.center_, scale=self.scale_,
+            lexical_coverage=self.lexical_coverage_, absent_words=self.absent_words_,
+            subjects=self.subject_evidence_, closed=self.closed_, foreign=self.foreign_, reading=reading,
+        )
+        self._show_subjects()
         self.is_outlier_ = self.decide(self.strictness)
         self.threshold_ = self._threshold(self.strictness)
         return self
@@ -542,25 +458,14 @@ class QuestionScreener:
         return self._combine(own, 1.0 - coverage, notes)
 
     def _check_subjects(self, question_texts, chunk_texts, chunk_documents, Q, C, reading=None) -> None:
-        """Each question's named subjects and their presence in the passages (sets
-        ``subject_evidence_``, ``subject_``, ``subject_passages_``, ``subject_retrieved_`` and
-        ``absent_subject_``; see :func:`~coverage_core.stages.subjects.subject_presence`).
+        """Each question's named subjects and their presence in the passages (sets ``subject_evidence_`` and
+        ``closed_``; see :func:`~coverage_core.stages.subjects.subject_presence`).
 
         A passage naming the subject that the question reaches at the question support level counts
-        as retrieved too: "Was he a member of the Royal Superior Council on Public Instruction?" names
-        its subject in four passages, one of them about exactly that (it holds all the question's words),
-        yet a question that says "he" retrieves other people's passages first; "Microsoft", named as a
-        partner in five passages of Apple's reports, stays in passing for a question on its gross margin."""
+        as retrieved too: a question that says "he" retrieves other people's passages first."""
         n = len(self.lexical_coverage_)
         self.subject_evidence_ = [[] for _ in range(n)]
-        self.subject_ = np.full(n, "", dtype=object)
-        self.subject_kind_ = np.full(n, "", dtype=object)
-        self.subject_passages_ = np.full(n, -1, dtype=np.int64)
-        self.subject_retrieved_ = np.zeros(n, dtype=bool)
-        self.subject_company_ = np.full(n, np.nan)
-        words: list[SubjectEvidence | None] = [None] * n
-        unanchored = np.zeros(n, dtype=bool)
-        in_passing: list[SubjectEvidence | None] = [None] * n
+        self.closed_ = np.zeros(n, dtype=bool)
         if question_texts is not None and n:
             # The passages the question retrieves by its gist; not the best chunk by words, which
             # for a subject named in one passage is that passage whatever it says of it.
@@ -570,25 +475,36 @@ class QuestionScreener:
                 content_words=True, reaches=self._reaches(Q, C), reading=reading,
             )
             # Yes-or-no questions are read in English only: elsewhere they open otherwise ("Est-ce que …").
-            english = reading is None or reading.english
-            for q, evidence in enumerate(self.subject_evidence_):
-                closed = english and is_closed_question(question_texts[q])
-                weakest = weakest_subject(evidence, closed)
-                words[q] = absent_word(evidence)
-                unanchored[q] = not names_a_document_subject(evidence)
-                in_passing[q] = named_in_passing(evidence, closed)
-                if weakest is not None:
-                    self._show_subject(q, weakest)
-        company = np.array([np.nan if e is None else e.company for e in in_passing])
-        self.absent_subject_ = verdicts.is_absent_subject(
-            self.subject_passages_, self.subject_retrieved_, absent_word=[w is not None for w in words],
-            support_margin=self.support_margin_, foreign=getattr(self, "foreign_", None), company=company,
-            names_no_document=unanchored)
-        named = verdicts.is_absent_subject(self.subject_passages_, self.subject_retrieved_)
-        alone = verdicts.is_absent_subject(np.full(n, -1), self.subject_retrieved_, company=company)
-        for q in np.flatnonzero(self.absent_subject_ & ~named):  # flagged for the company or the word: name it
-            self._show_subject(q, in_passing[q] if alone[q] else words[q])
-            self.subject_company_[q] = company[q] if alone[q] else np.nan
+            if reading is None or reading.english:
+                self.closed_ = np.array([is_closed_question(t) for t in question_texts], dtype=bool)
+
+    def _show_subjects(self) -> None:
+        """The subject each question is shown with (sets ``subject_``, ``subject_kind_``, ``subject_passages_``,
+        ``subject_retrieved_``, ``subject_company_`` and ``absent_subject_``): that of the first subject rule
+        flagging it, else its least present named subject."""
+        n = self.evidence_.n_questions
+        self.subject_ = np.full(n, "", dtype=object)
+        self.subject_kind_ = np.full(n, "", dtype=object)
+        self.subject_passages_ = np.full(n, -1, dtype=np.int64)
+        self.subject_retrieved_ = np.zeros(n, dtype=bool)
+        self.subject_company_ = np.full(n, np.nan)
+        subject_rules = [rule for rule in self.rules_.rules if not rule.needs_strictness]
+        masks = self.rules_.masks(self.evidence_, self.strictness)
+        self.absent_subject_ = np.zeros(n, dtype=bool)
+        for rule in subject_rules:
+            self.absent_subject_ |= masks[rule.name]
+        weakest = next((rule for rule in subject_rules if rule.name == "absent_subject"), None)
+        for q in range(n):
+            shown = next((rule for rule in subject_rules if masks[rule.name][q]), weakest)
+            found = None if shown is None else shown.subject(self.evidence_, q)
+            if found is None:
+                continue
+            self.subject_[q] = found.subject.text
+            self.subject_kind_[q] = found.subject.kind
+            self.subject_passages_[q] = found.n_passages
+            self.subject_retrieved_[q] = found.retrieved
+            if shown.name == "name_in_passing" and masks[shown.name][q]:
+                self.subject_company_[q] = found.company
 
     def _reaches(self, Q, C):
         """``reaches(q, passages)``: whether question ``q`` reaches one of ``passages``, by similarity at
@@ -605,12 +521,6 @@ class QuestionScreener:
             return by_words[q] in passages or float((C[passages] @ Q[q]).max()) >= level
 
         return reaches
-
-    def _show_subject(self, q: int, evidence: SubjectEvidence) -> None:
-        self.subject_[q] = evidence.subject.text
-        self.subject_kind_[q] = evidence.subject.kind
-        self.subject_passages_[q] = evidence.n_passages
-        self.subject_retrieved_[q] = evidence.retrieved
 
     def _smooth_over_neighbours(self, Q, own, lexical_used, notes):
         """Step 3: each score averaged with those of the most similar
@@ -659,7 +569,7 @@ class QuestionScreener:
                 max_sim, self.lexical_coverage_, float(question_support_threshold), self.lexical_weight_
             )
             self.neighbour_margin_ = (np.full(n, np.nan) if neighbours is None else neighbour_median(
-                self.support_margin_, *neighbours, question_support_threshold, verdicts.MIN_SHORT_NEIGHBOURS))
+                self.support_margin_, *neighbours, question_support_threshold, MIN_SHORT_NEIGHBOURS))
             return
         self.support_margin_ = self.neighbour_margin_ = None
         if n < MIN_QUESTIONS_FOR_DECISION:
@@ -701,40 +611,36 @@ class QuestionScreener:
     def _threshold(self, strictness: float) -> float:
         if self.support_margin_ is not None:
             return margin_cut(strictness)
-        if self.n_questions_ < MIN_QUESTIONS_FOR_DECISION or self.scale_ == 0.0:
-            return float("inf")
-        return self.center_ + strictness_to_z(strictness) * self.scale_
+        return relative_cut(self.evidence_, strictness)
 
-    def decide(self, strictness: float) -> np.ndarray:
-        """Decision for another strictness, from the stored scores (no refit).
+    def decide(self, strictness: float, without: Sequence[str] = ()) -> np.ndarray:
+        """Decision for another strictness, from the stored evidence (no refit).
 
         Parameters
         ----------
         strictness : float in [0, 1]
+        without : sequence of str
+            Names of rules to leave out (:data:`coverage_core.offtopic.RULE_NAMES`).
 
         Returns
         -------
         is_outlier : ndarray of shape (n_questions,), bool
             Flags at a higher strictness are a superset of those at a lower one.
         """
-        return self._short_of_support(strictness) | self.absent_subject_
+        return self.rules_.decide(self.evidence_, strictness, without)
+
+    def flagging_rules(self, strictness: float, without: Sequence[str] = ()) -> np.ndarray:
+        """The name of the rule that explains each question's flag at ``strictness`` ("" when on-topic)."""
+        return self.rules_.first_rules(self.evidence_, strictness, without)
+
+    _SUPPORT_RULES = ("no_support", "missing_words", "like_questions")
 
     def _short_of_support(self, strictness: float, neighbours: bool = True) -> np.ndarray:
-        """The support decision alone (steps 4 or 5), without the absent subjects; with ``neighbours``
-        False, without the questions flagged for their like questions' support."""
-        check_strictness(strictness)
-        if self.support_margin_ is not None:
-            cut = margin_cut(strictness)
-            if not neighbours:
-                return verdicts.is_off_topic(self.support_margin_, cut)
-            return verdicts.is_off_topic(self.support_margin_, cut, self.neighbour_margin_, cut + NEIGHBOUR_RELIEF)
-        # Without τ (library use only: every product path calibrates) questions are ranked against each
-        # other, which no verdict may do: a fallback, not a decision the product shows.
-        return self.outlier_score_ > self._threshold(strictness)
-
-    def _short_with_neighbours(self, strictness: float) -> np.ndarray:
-        """The questions short of support only because their like questions are short too."""
-        return self._short_of_support(strictness) & ~self._short_of_support(strictness, neighbours=False)
+        """The support rules' decision alone, without the subjects; with ``neighbours`` False, without the
+        questions flagged for their like questions' support."""
+        kept = [name for name in self._SUPPORT_RULES if neighbours or name != "like_questions"]
+        left_out = [name for name in self.rules_.names if name not in kept]
+        return self.rules_.decide(self.evidence_, strictness, without=left_out)
 
     def offtopic_score(self, strictness: float) -> np.ndarray:
         """The off-topic score a user reads: > 0 exactly for the questions :meth:`decide` flags.
@@ -742,59 +648,22 @@ class QuestionScreener:
         With the support level, the shortfall below the cut in units of
         evidence, ``margin_cut(strictness) - support_margin``; without it, the
         robust z-score's excess over its cut, ``(outlier_score - threshold) /
-        scale`` (NaN when no decision is possible). A question flagged for an
-        absent subject scores at least ``ABSENT_SUBJECT_SCORE``.
+        scale`` (NaN when no decision is possible). A flagged question scores
+        the largest of its flagging rules' scores (at least 1 for a subject rule).
         """
         check_strictness(strictness)
         if self.support_margin_ is not None:
-            score = margin_cut(strictness) - np.asarray(self.support_margin_, dtype=np.float64)
-            # Flagged beside short neighbours: the shortfall below the cut that applies to it.
-            score = np.where(self._short_with_neighbours(strictness), score + NEIGHBOUR_RELIEF, score)
+            base = margin_cut(strictness) - np.asarray(self.support_margin_, dtype=np.float64)
         elif np.isfinite(self._threshold(strictness)):
-            score = (self.outlier_score_ - self._threshold(strictness)) / self.scale_
+            base = (self.outlier_score_ - self._threshold(strictness)) / self.scale_
         else:
-            score = np.full(self.n_questions_, np.nan)
-        return np.where(self.absent_subject_, np.fmax(score, ABSENT_SUBJECT_SCORE), score)
+            base = np.full(self.n_questions_, np.nan)
+        return self.rules_.scores(self.evidence_, strictness, base)
 
     def explain(self, strictness: float) -> tuple[np.ndarray, list[str]]:
         """Why each question is or is not off-topic at ``strictness``: a code of
         :data:`OFFTOPIC_REASONS` ("" when on-topic) and one plain sentence
-        with the numbers behind it ("" when on-topic).
-
-        An absent named subject is named first (the most specific reason); then a
-        question whose closest passage is below the support level is
-        ``"no_support"``, and one with a passage within reach whose words no
-        passage holds together ``"missing_words"``; a question flagged only
-        for a common word in no passage ("cougar") is ``"absent_subject"``.
-        """
-        short = self._short_of_support(strictness)
-        with_neighbours = self._short_with_neighbours(strictness)
-        codes = np.full(self.n_questions_, "", dtype=object)
-        details = [""] * self.n_questions_
-        tau = self.question_support_threshold
-        for q in np.flatnonzero(short | self.absent_subject_):
-            if self.absent_subject_[q] and (self.subject_kind_[q] != "word" or not short[q]):
-                codes[q], details[q] = "absent_subject", self._subject_sentence(q)
-            elif tau is not None and self.max_similarity_[q] >= tau:
-                codes[q], details[q] = "missing_words", self._words_sentence(q)
-            else:
-                codes[q], details[q] = "no_support", self._support_sentence(q, strictness)
-            if with_neighbours[q] and codes[q] != "absent_subject":
-                details[q] += " The questions most like it fall short too: together they ask about what the documents lack."
+        with the numbers behind it ("" when on-topic), from the first rule that flags it
+        (:meth:`flagging_rules`)."""
+        codes, details, _ = self.rules_.explain(self.evidence_, strictness)
         return codes, details
-
-    def _subject_sentence(self, q: int) -> str:
-        return subject_sentence(self.subject_[q], int(self.subject_passages_[q]), self.subject_company_[q])
-
-    def _words_sentence(self, q: int) -> str:
-        absent = self.absent_words_[q]
-        missing = f"; {', '.join(absent[:3])} in none" if absent else ""
-        return (f"No passage holds its distinctive words together (at most {self.lexical_coverage_[q]:.0%} of "
-                f"them{missing}), although its closest passage has similarity {self.max_similarity_[q]:.2f}.")
-
-    def _support_sentence(self, q: int, strictness: float) -> str:
-        if self.question_support_threshold is None:
-            return (f"Its support from the documents is weaker than that of almost every other question "
-                    f"(closest passage: similarity {self.max_similarity_[q]:.2f}).")
-        return (f"Its closest passage has similarity {self.max_similarity_[q]:.2f}, below the support level "
-                f"{self.question_support_threshold:.2f}.")

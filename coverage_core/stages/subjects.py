@@ -12,7 +12,7 @@ the lexical stage's word index (:mod:`coverage_core.stages.lexical`), and
 whether a passage the question retrieves mentions it; asked to, it also
 lists the question's other content words ("cougar" in "Is the cougar a
 cephalopod?"), which no rule on capitals finds. The verdict on that
-evidence is :func:`coverage_core.verdicts.is_absent_subject`.
+evidence are the rules of :mod:`coverage_core.offtopic`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from coverage_core.stages.lexical import (
     normalize_word,
     words_of,
 )
-from coverage_core.verdicts import FEW_MENTIONS, MIN_COMPANY_WORDS, PASSING_MENTIONS
 
 __all__ = ["Subject", "SubjectEvidence", "is_closed_question", "question_subjects", "subject_presence"]
 
@@ -81,9 +80,6 @@ NAMED_KINDS = ("name", "acronym", "quoted")
 # Written eras name no subject, like "BC" and "AD" in GENERIC_CAPITALISED: "since Before Christ" asks
 # about a time.
 _ERA = re.compile(r"\b(?:Before (?:the )?Common Era|Common Era|Before Christ|Anno Domini)\b")
-# A past form ("prompted", "bolted") is what a question says happened, not what it is about: absent from
-# the passages, it is a paraphrase more often than a subject. From six letters ("breed", "speed" are nouns).
-_PAST_FORM = re.compile(r"[a-z]{4,}ed")
 # The word after these is a name the question asks about its subject ("Is one of the parts of a cymbal
 # called a disc?"): in no passage, the answer is no, not another subject. The verbs themselves say
 # nothing of a subject either.
@@ -134,7 +130,7 @@ class SubjectEvidence:
     a name, acronym or quoted term in at most ``PASSING_MENTIONS`` passages
     of a question with more than ``MIN_COMPANY_WORDS`` subjects, the largest
     share of the other subjects' words that one passage mentioning it also
-    holds (``verdicts.is_absent_subject``); NaN otherwise. ``names_a_document``: its words hold every
+    holds (``offtopic.name_in_passing``); NaN otherwise. ``names_a_document``: its words hold every
     word of one document's name ("cymbals" and ``Cymbal.txt``).
     """
 
@@ -181,12 +177,16 @@ def _stems(text: str, reading: Reading = ENGLISH) -> tuple[bytes, ...]:
     return tuple(dict.fromkeys(kept))
 
 
-def _generic(word: str) -> bool:
+def _generic(word: str, reading: Reading = ENGLISH) -> bool:
+    """Whether a capitalised word names nothing: a calendar or generic word, an English stop word, or, where the
+    corpus's language capitalises every noun, one of that language's stop words ("Welches", "Wann")."""
     lower = word.lower()
-    return lower in GENERIC_CAPITALISED or lower.encode("utf-8", "replace") in STOP_WORDS
+    stem = lower.encode("utf-8", "replace")
+    return (lower in GENERIC_CAPITALISED or stem in STOP_WORDS
+            or reading.capitalises_nouns and stem in reading.stop)
 
 
-def _names_in_sentence(sentence: str) -> list[tuple[str, str]]:
+def _names_in_sentence(sentence: str, reading: Reading = ENGLISH) -> list[tuple[str, str]]:
     """(text, kind) of the names and acronyms of one sentence.
 
     Runs of capitalised words, joined by :data:`NAME_CONNECTORS`, are one
@@ -204,9 +204,9 @@ def _names_in_sentence(sentence: str) -> list[tuple[str, str]]:
         while run and run[-1][0].lower() in NAME_CONNECTORS:
             run.pop()
         words = [w for w, _ in run]
-        while words and _generic(words[0]):
+        while words and _generic(words[0], reading):
             words.pop(0)
-        while words and _generic(words[-1]):
+        while words and _generic(words[-1], reading):
             words.pop()
         starts_sentence = bool(run) and run[0][1] and len(words) == len(run)
         run.clear()
@@ -226,10 +226,10 @@ def _names_in_sentence(sentence: str) -> list[tuple[str, str]]:
             run.append((word, False))
             continue
         name_like = (_is_capitalised(word) or _is_acronym(word)) and not any(c.isdigit() for c in word)
-        if not name_like or (not run and _generic(word) and not _is_acronym(word)):
+        if not name_like or (not run and _generic(word, reading) and not _is_acronym(word)):
             close()
             continue
-        if _generic(word) and not _is_acronym(word):  # "Is", "The" inside a Title Cased question
+        if _generic(word, reading) and not _is_acronym(word):  # "Is", "The" inside a Title Cased question
             close()
             continue
         run.append((word, position == 0))
@@ -258,16 +258,19 @@ def question_subjects(text: str, reading: Reading = ENGLISH) -> list[Subject]:
     corpus, which is all that is asked of it). Spaceless script is read as
     character pairs first (:func:`~coverage_core.languages.word_units`), so
     "1990年" holds the year 1990 and "NBA球隊" the acronym NBA. ``reading``
-    (the corpus's, English by default) says how stems are read. In German
-    (``"de"`` among its languages) every noun is capitalised, so a name of
-    one capitalised word is taken as a common word there (kind ``"word"``:
-    it counts only when no passage has it): only names of several words,
-    acronyms, quoted terms and periods are named subjects.
+    (the corpus's, English by default) says how stems are read. Where the
+    corpus's language capitalises every noun (German,
+    ``Reading.capitalises_nouns``) a capital says nothing of a name: the
+    language's stop words (interrogatives "Welches", "Wann", articles)
+    start or end no name, and a name of one capitalised word is taken as
+    a common word (kind ``"word"``: it counts only when no passage has
+    it): only names of several words, acronyms, quoted terms and periods
+    are named subjects.
     """
     if not isinstance(text, str) or not text.strip():
         return []
     text = word_units(text)
-    single_names = "de" not in reading.languages
+    single_names = not reading.capitalises_nouns
     found: list[tuple[str, str]] = []
     for match in _QUOTED.finditer(text):
         quoted = next(g for g in match.groups() if g is not None).strip()
@@ -281,7 +284,7 @@ def question_subjects(text: str, reading: Reading = ENGLISH) -> list[Subject]:
         found.extend((match.group(0), "period") for match in _FRENCH_CENTURY.finditer(text))
     unquoted = _ERA.sub(" , ", _QUOTED.sub(" , ", text))
     for sentence in _SENTENCE_BREAK.split(unquoted):
-        found.extend(_names_in_sentence(sentence.strip(" \t\"'\u201c\u201d([{-")))
+        found.extend(_names_in_sentence(sentence.strip(" \t\"'\u201c\u201d([{-"), reading))
     subjects: dict[tuple[bytes, ...], Subject] = {}
     covered: set[bytes] = set()
     for subject_text, kind in found:
@@ -509,8 +512,8 @@ def subject_presence(
         folded to the word they derive from.
     reaches : callable ``(question index, passage indices) -> bool``, optional
         Whether the question reaches one of these passages by similarity;
-        asked only of a subject named in at most :data:`FEW_PASSAGES`
-        passages (``verdicts.FEW_MENTIONS``), none of them retrieved. True counts as retrieved.
+        asked only of a subject named in at most ``FEW_MENTIONS``
+        passages (``offtopic.absent_subject.FEW_MENTIONS``), none of them retrieved. True counts as retrieved.
     reading : :class:`~coverage_core.stages.lexical.Reading`, optional
         How the texts are read as words (``lexical.corpus_reading`` of these
         texts by default): the corpus languages' stop words are never names
@@ -523,6 +526,10 @@ def subject_presence(
     -------
     evidence : list (per question) of list of :class:`SubjectEvidence`
     """
+    # The rules' own cuts bound what is worth gathering; imported here, as the rules read this module.
+    from coverage_core.offtopic.absent_subject import FEW_MENTIONS
+    from coverage_core.offtopic.name_in_passing import MIN_COMPANY_WORDS, PASSING_MENTIONS
+
     if reading is None:
         reading = corpus_reading(chunk_texts, question_texts)
     written_chunks = chunk_texts
@@ -598,76 +605,3 @@ def asks_of_a_document_subject(evidence: list[SubjectEvidence], closed: bool = F
     Cymbal.txt)."""
     return any(e.retrieved and (e.subject.kind in NAMED_KINDS and e.in_document_names
                                 or closed and e.names_a_document) for e in evidence)
-
-
-def names_a_document_subject(evidence: list[SubjectEvidence]) -> bool:
-    """Whether the question names, by a name or a common word, what a document is about and reaches it: a
-    word of a document's name ("drums" and Drum.txt, "Volta", "cimbals" read as "cymbals") that a
-    passage it retrieves mentions. Such a question says which document it asks of, so a word no passage
-    has is what it asks of it ("Was Volta buried someplace else?"), not what it is about."""
-    return any(e.retrieved and (e.in_document_names or e.names_a_document) for e in evidence)
-
-
-def weakest_subject(evidence: list[SubjectEvidence], closed: bool = False) -> SubjectEvidence | None:
-    """The question's least present named subject or period: not retrieved before retrieved, then fewest
-    passages. Common content words (kind ``"word"``) are :func:`absent_word`'s; here they only anchor.
-
-    A document's own name is the corpus's subject however its passages
-    word it; a period (a year, a quarter) counts only when no passage has
-    it: passages mention dates in passing by nature. In a question that
-    asks of a document's subject (:func:`asks_of_a_document_subject`),
-    only a subject no passage has counts: "Egyptian", in three passages of
-    the whole corpus, is what "Was Alessandro Volta an Egyptian?" asks of
-    Volta (wiki-qa: on held-out half B this cleared a genuine question
-    flagged in four of seven scenarios and no off-topic question on either
-    half). A ``closed`` question (:func:`is_closed_question`) that asks of
-    a document's subject has none: what it names is what it asks that
-    subject to be or to have, and the documents answer it, if only with no
-    ("Was Alessandro Volta an Egyptian?" where no passage says Egyptian,
-    "Is Malay the official language of Iraq?", "Does Fender make
-    cymbals?").
-    """
-    anchored = asks_of_a_document_subject(evidence, closed)
-    if anchored and closed:
-        return None
-    candidates = [
-        e for e in evidence
-        if e.subject.kind != "word" and not e.in_document_names
-        and (e.subject.kind != "period" or e.n_passages == 0) and not (anchored and e.n_passages > 0)
-    ]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda e: (e.retrieved, e.n_passages))
-
-
-def absent_word(evidence: list[SubjectEvidence]) -> SubjectEvidence | None:
-    """The question's first common content word (kind ``"word"``) in no passage, if any, past forms
-    aside ("What prompted the city to upgrade its building codes"); none when the question names a
-    subject the documents discuss and it reaches ("Was Nikola Tesla's mother illiterate?"): the
-    missing word is then what it asks of that subject, not what it is about."""
-    if any(e.subject.kind != "word" and e.n_passages > FEW_MENTIONS and e.retrieved for e in evidence):
-        return None
-    return next((e for e in evidence if e.subject.kind == "word" and e.n_passages == 0
-                 and not _PAST_FORM.fullmatch(e.subject.text)), None)
-
-
-def named_in_passing(evidence: list[SubjectEvidence], closed: bool = False) -> SubjectEvidence | None:
-    """The question's name that least shares a passage with the rest of the question (``company``), if any;
-    none in a question that asks of a document's subject (see :func:`weakest_subject`)."""
-    if asks_of_a_document_subject(evidence, closed):
-        return None
-    named = [e for e in evidence if np.isfinite(e.company) and not e.in_document_names]
-    return min(named, key=lambda e: e.company) if named else None
-
-
-def subject_sentence(subject: str, n_passages: int, company: float) -> str:
-    """Why a question is flagged for its subject, in one sentence: never mentioned, or mentioned only in
-    passing (``company`` finite: with little of the rest of the question; NaN: not where the question looks)."""
-    if n_passages == 0:
-        return f"Asks about {subject}, which the documents never mention."
-    passages = "passage" if n_passages == 1 else "passages"
-    if np.isfinite(company):
-        return (f"Asks about {subject}, which the documents mention only in passing ({n_passages} {passages}, "
-                f"none holding more than {company:.0%} of the question's other words).")
-    return (f"Asks about {subject}, which the documents mention only in passing ({n_passages} {passages}, "
-            "none of those closest to the question).")

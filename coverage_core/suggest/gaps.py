@@ -1,7 +1,9 @@
 """Gap analysis: which topics the test questions miss, and questions to fill them.
 
-A *gap* is a cluster of chunks whose coverage is below
-``GapConfig.gap_threshold``. For each gap we report what it is about
+A *gap* is a cluster of chunks that :func:`coverage_core.verdicts.is_gap`
+marks (mostly untested), or an untested document whose main topic is not
+such a cluster (a *document gap*, :mod:`coverage_core.suggest.document_gaps`:
+every untested document is in a gap). For each gap we report what it is about
 (c-TF-IDF keyphrases), the passages that most need a question (the least
 covered of its most representative chunks), and suggested questions:
 
@@ -22,13 +24,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from coverage_core.errors import InputError
 from coverage_core.languages import corpus_languages, detect_language, language_name
 from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms
+from coverage_core.suggest.document_gaps import RankedGap, document_rows, gap_targets
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.questions import (
     Suggestion,
@@ -136,10 +139,16 @@ class GapConfig:
 
 @dataclass(frozen=True)
 class Gap:
-    """An under-covered cluster.
+    """An under-covered cluster, or an untested document (a document gap).
 
+    A document gap has its ``document``; its ``cluster`` is the document's
+    main topic, and ``coverage``, ``size`` and ``share`` are the document's.
+    ``untested`` are the untested documents the gap holds: a document gap's
+    own, or those a topic gap carries (:mod:`coverage_core.suggest.document_gaps`);
+    each has a suggestion from its passages when one could be written.
     ``passages`` are chunk indices of its least-covered representative
-    chunks, worst first. ``suggestions`` are the questions offered for it
+    chunks, worst first (a carried document's passage first).
+    ``suggestions`` are the questions offered for it
     (kept generated questions, else drafts); ``dropped`` the generated
     questions that failed the keep rule, each with its ``reason``.
     ``note`` says, in one sentence, why the gap has no suggestion at all
@@ -159,6 +168,8 @@ class Gap:
     dropped: tuple[Suggestion, ...] = ()
     note: str = ""
     written: bool = False
+    document: str = ""
+    untested: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------
@@ -404,8 +415,10 @@ def analyze_gaps(
     question_vectors=None,
     question_languages=None,
     written: Sequence[Gap] = (),
+    untested_documents: Sequence[str] = (),
+    document_gaps: Sequence[str] = (),
 ) -> tuple[list[Gap], list[str]]:
-    """Find the under-covered clusters and suggest questions for them.
+    """Find the under-covered clusters and untested documents, and suggest questions for them.
 
     Parameters
     ----------
@@ -445,6 +458,14 @@ def analyze_gaps(
         (``Gap.written``) are kept as they are, and the writer writes for
         the next ``config.n_written_gaps`` gaps without questions (the
         dashboard's "write for the other gaps").
+    untested_documents : sequence of str, optional
+        The untested documents (the documents table's ``is_untested``): each
+        is carried by its main topic's gap, its passage first, so it gets a
+        suggestion (:mod:`coverage_core.suggest.document_gaps`) ...
+    document_gaps : sequence of str, optional
+        ... unless it is a gap of its own (the table's ``is_gap``, from
+        :func:`coverage_core.verdicts.is_document_gap`), ranked among the
+        topic gaps, with its least covered representative passages.
 
     Returns
     -------
@@ -455,14 +476,15 @@ def analyze_gaps(
     inputs = _GapInputs.checked(
         chunk_texts, chunk_documents, chunk_vectors, labels, centroids, min_distances, cluster_coverage
     )
-    ranked = rank_gaps(inputs.coverage, inputs.sizes, config, is_gap=is_gap)
+    ranked = gap_targets(rank_gaps(inputs.coverage, inputs.sizes, config, is_gap=is_gap), inputs.documents,
+                         inputs.labels, untested_documents, document_gaps, config.size_weight)
     if not ranked:
         return [], []
     if writer is not None and (embed is None or support_threshold is None):
         writer = None  # the keep rule cannot be checked
     return _write_gaps(
         inputs, ranked, config, existing_questions, llm, embed, support_threshold, writer, question_vectors,
-        question_languages, {gap.cluster: gap for gap in written if gap.written},
+        question_languages, {(gap.cluster, gap.document): gap for gap in written if gap.written},
     )
 
 
@@ -495,34 +517,40 @@ class _GapInputs:
         sizes = np.bincount(labels, minlength=n_clusters)
         return cls(texts, documents, vectors, labels, centroids, distances, coverage, n_clusters, sizes)
 
-    def representatives_of(self, ranked: list[tuple[int, float]], n_representative: int):
+    def representatives_of(self, ranked: Sequence[RankedGap], n_representative: int):
         """cluster -> its representative chunks; one pass over all rows serves several gaps."""
-        if len(ranked) > 1:
+        if sum(not gap.document for gap in ranked) > 1:
             by_cluster = representatives_by_cluster(self.vectors, self.labels, self.centroids, n_representative)
             return lambda cluster: by_cluster[cluster]
         # One gap: its own cluster's rows are all that need reading.
         return lambda cluster: representative_chunks(self.vectors, self.labels, self.centroids, cluster, n_representative)
 
-    def gap(self, cluster: int, priority: float, themes: list[str], passages, suggestions, dropped=(),
+    def gap(self, target: RankedGap, rows: np.ndarray, themes: list[str], passages, suggestions, dropped=(),
             note: str = "", written: bool = False) -> Gap:
+        """The Gap of ``target``; a document gap's figures are its document's (``rows``, its chunks)."""
+        cluster = target.cluster
+        coverage = float(np.mean(1.0 - self.distances[rows])) if target.document else float(self.coverage[cluster])
+        size = len(rows) if target.document else int(self.sizes[cluster])
         return Gap(
             cluster=cluster,
-            coverage=float(self.coverage[cluster]),
-            size=int(self.sizes[cluster]),
-            share=float(self.sizes[cluster] / len(self.texts)),
-            priority=priority,
+            coverage=coverage,
+            size=size,
+            share=float(size / len(self.texts)),
+            priority=target.priority,
             themes=tuple(themes),
-            passages=tuple(passages),
+            passages=tuple(int(p) for p in passages),
             suggestions=tuple(suggestions),
             dropped=tuple(dropped),
             note=note,
             written=written,
+            document=target.document,
+            untested=target.untested,
         )
 
 
 def _write_gaps(
     inputs: _GapInputs,
-    ranked: list[tuple[int, float]],
+    ranked: list[RankedGap],
     config: GapConfig,
     existing_questions: Sequence[str],
     llm: ChatClient | None,
@@ -531,13 +559,15 @@ def _write_gaps(
     writer: ChatClient | None = None,
     question_vectors=None,
     question_languages=None,
-    kept: dict[int, Gap] | None = None,
+    kept: dict[tuple[int, str], Gap] | None = None,
 ) -> tuple[list[Gap], list[str]]:
-    """One Gap per ranked cluster: its themes, least-covered passages and suggested questions.
+    """One Gap per ranked gap: its themes, least-covered passages and suggested questions.
 
-    ``kept`` (cluster -> Gap) are gaps already written for, reused as they are."""
+    ``kept`` ((cluster, document) -> Gap) are gaps already written for, reused as they are."""
     kept = kept or {}
     themes = extract_themes(inputs.texts, inputs.labels, inputs.n_clusters, config.n_themes)
+    rows_of = document_rows(inputs.documents, [d for gap in ranked for d in gap.untested])
+    themes_of = _document_themes(inputs, [gap.document for gap in ranked if gap.document], rows_of, config.n_themes)
     seen = {duplicate_key(str(q)) for q in existing_questions}
     seen.update(duplicate_key(s.text) for gap in kept.values() for s in gap.suggestions if s.text)
     warnings: list[str] = []
@@ -546,37 +576,52 @@ def _write_gaps(
     writes_languages = writer.writes_languages if writer is not None else None
     n_to_write = config.n_written_gaps
     gaps = []
-    representatives_of = inputs.representatives_of(ranked, max(N_REPRESENTATIVE, config.n_passages))
+    n_representative = max(N_REPRESENTATIVE, config.n_passages)
+    representatives_of = inputs.representatives_of(ranked, n_representative)
     # Suggestions are written in each passage's language; an unsure guess is chosen among the corpus's.
     languages = corpus_languages(inputs.texts)
+
+    def askable(chunk: int) -> bool:
+        return has_sentences(inputs.texts[chunk], detect_language(inputs.texts[chunk], languages))
+
     ranks = PassageRanks(inputs.vectors) if writer is not None else None
     examples = example_questions(
         existing_questions, inputs.texts, ranks, embed, question_vectors=question_vectors,
         question_languages=question_languages, candidates=languages,
     ) if writer is not None and config.worked_examples else None
-    for cluster, priority in ranked:
-        if cluster in kept:
-            gaps.append(kept[cluster])
+    for target in ranked:
+        cluster = target.cluster
+        if (cluster, target.document) in kept:
+            gaps.append(kept[(cluster, target.document)])
             continue
-        representatives = representatives_of(cluster)
+        if target.document:
+            rows = rows_of[target.document]
+            representatives = _document_representatives(inputs.vectors, rows, n_representative)
+            gap_themes = list(themes_of[target.document])
+        else:
+            rows = np.flatnonzero(inputs.labels == cluster)
+            representatives = representatives_of(cluster)
+            gap_themes = list(themes[cluster])
         passages = _least_covered(representatives, inputs.distances, config.n_passages)
         if support_threshold is not None and config.spread_reach is not None:
-            spread = spread_passages(
-                np.flatnonzero(inputs.labels == cluster), inputs.vectors, inputs.distances, support_threshold,
-                config.n_passages, config.spread_reach,
-                askable=lambda chunk: has_sentences(inputs.texts[chunk], detect_language(inputs.texts[chunk], languages)),
-            )
+            spread = spread_passages(rows, inputs.vectors, inputs.distances, support_threshold, config.n_passages,
+                                     config.spread_reach, askable=askable)
             passages = spread or passages
-        gap_themes = list(themes[cluster])
+        # A carried document's own rows in this topic: its least covered askable passage leads the gap's.
+        carried = {d: rows_of[d][inputs.labels[rows_of[d]] == cluster] for d in target.untested if not target.document}
+        firsts = [_least_covered_askable(own, inputs.distances, askable)[0] for own in carried.values() if len(own)]
+        passages = list(dict.fromkeys([*firsts, *passages]))[:max(config.n_passages, len(firsts))]
         if config.n_suggestions == 0:
-            gaps.append(inputs.gap(cluster, priority, gap_themes, passages, (), note=NOTE_TURNED_OFF))
+            gaps.append(inputs.gap(target, rows, gap_themes, passages, (), note=NOTE_TURNED_OFF))
             continue
+        n = max(config.n_suggestions, len(firsts))
         suggestions, dropped, written_for = None, (), False
         if llm is not None:
             written_for = True
             gap_themes, suggestions, n_dropped, fatal = llm_suggestions(
                 llm, cluster, gap_themes, passages, representatives, inputs.texts, inputs.documents,
-                existing_questions, config, seen, inputs.vectors, embed, support_threshold, warnings, languages,
+                existing_questions, replace(config, n_suggestions=n), seen, inputs.vectors, embed,
+                support_threshold, warnings, languages,
             )
             n_unsupported += n_dropped
             if fatal:
@@ -587,7 +632,7 @@ def _write_gaps(
             written = write_questions(
                 writer, cluster, passages, inputs.texts, inputs.documents, inputs.vectors, embed,
                 support_threshold, existing_vectors=question_vectors, candidates=languages,
-                n=config.n_suggestions, seen=seen, retrieval=ranks, examples=examples,
+                n=n, seen=seen, retrieval=ranks, examples=examples,
             )
             dropped = written.dropped
             unwritable.update(written.unwritable)
@@ -595,8 +640,8 @@ def _write_gaps(
                 n_to_write += 1  # nothing was asked of the writer: the next gap may use its turn
             drafts = draft_questions(
                 cluster, list(written.unwritten), inputs.texts, inputs.documents, gap_themes,
-                config.n_suggestions - len(written.kept), seen, languages,
-            ) if written.unwritten and len(written.kept) < config.n_suggestions else []
+                n - len(written.kept), seen, languages,
+            ) if written.unwritten and len(written.kept) < n else []
             suggestions = [*written.kept, *drafts]
             if written.failure:
                 warnings.append(f"The built-in question writer stopped, so drafts are shown instead: {written.failure}")
@@ -604,10 +649,18 @@ def _write_gaps(
                     writer = None
         if suggestions is None:
             suggestions = draft_questions(
-                cluster, passages, inputs.texts, inputs.documents, gap_themes, config.n_suggestions, seen, languages
+                cluster, passages, inputs.texts, inputs.documents, gap_themes, n, seen, languages
             )
+        # Every untested document of the gap gets a suggestion from its own passages (a draft if need be).
+        own_rows = {target.document: rows} if target.document else carried
+        for document, own in own_rows.items():
+            if len(own) and not any(s.text and s.document == document for s in suggestions):
+                suggestions = [*suggestions, *draft_questions(
+                    cluster, _least_covered_askable(own, inputs.distances, askable)[:N_REPRESENTATIVE],
+                    inputs.texts, inputs.documents, gap_themes, 1, seen, languages,
+                )]
         note = "" if any(s.text for s in suggestions) else no_suggestion_note(dropped)
-        gaps.append(inputs.gap(cluster, priority, gap_themes, passages, suggestions, dropped, note, written_for))
+        gaps.append(inputs.gap(target, rows, gap_themes, passages, suggestions, dropped, note, written_for))
     rest = sum(not gap.written for gap in gaps)
     if writer is not None and config.n_suggestions and rest:
         warnings.append(unwritten_warning(len(gaps) - rest, rest))
@@ -616,6 +669,30 @@ def _write_gaps(
     if n_unsupported:
         warnings.append(unsupported_warning(n_unsupported, support_threshold))
     return gaps, warnings
+
+
+def _least_covered_askable(rows: np.ndarray, min_distances: np.ndarray, askable) -> list[int]:
+    """``rows`` least covered first, those a question can be asked from (``askable``) before the others."""
+    order = [int(i) for i in np.asarray(rows)[np.argsort(-min_distances[rows], kind="stable")]]
+    return [i for i in order if askable(i)] + [i for i in order if not askable(i)]
+
+
+def _document_representatives(vectors: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` chunks of a document (``rows``) closest to its own centre, closest first."""
+    own = np.asarray(vectors[rows], dtype=np.float32)
+    centre = unit_rows(own).mean(axis=0, keepdims=True)
+    return rows[representative_chunks(own, np.zeros(len(rows), dtype=np.intp), centre, 0, n)]
+
+
+def _document_themes(inputs: _GapInputs, documents: Sequence[str], rows_of, n_themes: int) -> dict[str, list[str]]:
+    """Each document gap's terms: c-TF-IDF with each such document a class of its own beside the topics."""
+    if not documents:
+        return {}
+    labels = inputs.labels.copy()
+    for i, document in enumerate(documents):
+        labels[rows_of[document]] = inputs.n_clusters + i
+    terms = extract_themes(inputs.texts, labels, inputs.n_clusters + len(documents), n_themes)
+    return {document: terms[inputs.n_clusters + i] for i, document in enumerate(documents)}
 
 
 NOTE_TURNED_OFF = "Suggestions are turned off."

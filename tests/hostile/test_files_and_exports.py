@@ -30,7 +30,7 @@ from coverage_core.inputs.ingest import read_documents, read_uploaded_documents
 from coverage_core.inputs.pdf import PdfBudget, PdfClock, read_pdf
 from coverage_core.inputs.questions import read_questions
 from coverage_core.inputs.text import Unreadable
-from coverage_core.outputs.report import neutralise_formula, to_safe_csv
+from coverage_core.outputs.safe_csv import neutralise_formula, to_safe_csv
 from tests.helpers import PDFS
 from ui import exports
 

@@ -12,7 +12,9 @@ import pandas as pd
 from coverage_core import pipeline
 from coverage_core.checks.retrieval_labels import find_relevant_column
 from coverage_core.errors import CoverageError
+from coverage_core.outputs.gap_report import gap_tested_share
 from coverage_core.results import Analysis
+from coverage_core.suggest.document_gaps import document_gap_name, gap_key
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.suggest.questions import is_unfinished_draft
 from coverage_core.types import QuestionSet
@@ -37,10 +39,18 @@ def topic_of(analysis: Analysis, cluster: int) -> str:
     return str(labels.get(cluster, "") or "")
 
 
-def _tested_share(analysis: Analysis, cluster: int) -> float:
-    if "tested_share" not in analysis.clusters:
-        return float("nan")
-    return float(dict(zip(analysis.clusters["cluster"], analysis.clusters["tested_share"])).get(cluster, float("nan")))
+def gap_title(analysis: Analysis, gap) -> str:
+    """A gap's name: its topic label ("cluster 6" without one), or a document gap's
+    (:func:`~coverage_core.suggest.document_gaps.document_gap_name`: the document and its topic)."""
+    if gap.document:
+        return document_gap_name(gap.document, topic_of(analysis, gap.cluster))
+    return topic_of(analysis, gap.cluster) or f"cluster {gap.cluster}"
+
+
+def _tested_share(analysis: Analysis, gap) -> float:
+    """The tested share of the gap's topic, or of a document gap's document (NaN when not known)."""
+    share = gap_tested_share(analysis, gap)
+    return float("nan") if share is None else float(share)
 
 
 def gap_rule(gaps: GapConfig) -> str:
@@ -91,7 +101,9 @@ class GapCard:
 
     ``suggestions`` are (question, who wrote it in words, source document); ``dropped`` are (question, why);
     ``note`` is "" when there are suggestions, else why there are none (:func:`why_no_suggestion`).
-    ``title`` is user text (a topic label): escape it before showing it as Markdown.
+    ``title`` is user text (a topic label, a document's name): escape it before showing it as Markdown.
+    ``key`` names the gap in a Results link and its expander
+    (:func:`~coverage_core.suggest.document_gaps.gap_key`); ``untested`` the untested documents it holds.
     """
 
     rank: int
@@ -102,6 +114,8 @@ class GapCard:
     suggestions: tuple[tuple[str, str, str], ...]
     dropped: tuple[tuple[str, str], ...]
     note: str
+    key: str = ""
+    untested: tuple[str, ...] = ()
 
 
 def gap_cards(analysis: Analysis) -> list[GapCard]:
@@ -109,33 +123,35 @@ def gap_cards(analysis: Analysis) -> list[GapCard]:
     cards = []
     for rank, gap in enumerate(analysis.gaps, start=1):
         written = tuple((s.text, formats.origin_words(s.origin), s.document) for s in gap.suggestions if s.text)
-        share = _tested_share(analysis, gap.cluster)
+        share = _tested_share(analysis, gap)
         tested = f"{share:.0%} of {formats.count(gap.size, 'passage')} tested" if np.isfinite(share) else (
             formats.count(gap.size, "passage"))
         offered = formats.count(len(written), "suggestion") if written else "no suggestion"
+        carried = [d for d in gap.untested if d != gap.document]
+        holds = f" · holds the untested {', '.join(carried)}" if carried else ""
         cards.append(GapCard(
-            rank=rank, cluster=int(gap.cluster), title=topic_of(analysis, gap.cluster) or f"cluster {gap.cluster}",
-            summary=f"{tested} · {offered}", themes=tuple(gap.themes), suggestions=written,
+            rank=rank, cluster=int(gap.cluster), title=gap_title(analysis, gap),
+            summary=f"{tested} · {offered}{holds}", themes=tuple(gap.themes), suggestions=written,
             dropped=tuple((s.text, s.reason or "it did not pass the check") for s in gap.dropped),
-            note="" if written else why_no_suggestion(gap),
+            note="" if written else why_no_suggestion(gap), key=gap_key(gap.cluster, gap.document),
+            untested=tuple(gap.untested),
         ))
     return cards
 
 
-def focused_gap(analysis: Analysis, value: object) -> int | None:
-    """The cluster ``value`` (a Results link's query parameter) names, if it is one of ``analysis``'s gaps."""
-    try:
-        cluster = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-    return cluster if any(int(gap.cluster) == cluster for gap in analysis.gaps) else None
+def focused_gap(analysis: Analysis, value: object) -> str | None:
+    """The key of the gap ``value`` (a Results link's query parameter: :func:`~coverage_core.suggest.document_gaps.gap_key`)
+    names, if it is one of ``analysis``'s gaps."""
+    wanted = str(value).strip()
+    return wanted if any(gap_key(gap.cluster, gap.document) == wanted for gap in analysis.gaps) else None
 
 
-def gap_outlook(analysis: Analysis, cluster: int) -> str | None:
-    """What the Gap analysis page offers for gap ``cluster`` of ``analysis`` (its gaps found): how many
+def gap_outlook(analysis: Analysis, key: object) -> str | None:
+    """What the Gap analysis page offers for the gap of ``key`` (its cluster for a topic gap,
+    :func:`~coverage_core.suggest.document_gaps.gap_key`) of ``analysis`` (its gaps found): how many
     suggestions, or why there are none; None when it is not one of the gaps."""
     for card in gap_cards(analysis):
-        if card.cluster == int(cluster):
+        if card.key == str(key):
             if card.suggestions:
                 return f"{formats.count(len(card.suggestions), 'suggested question')} ready."
             return card.note
@@ -150,8 +166,8 @@ def gap_table(analysis: Analysis) -> pd.DataFrame:
             {
                 "rank": rank,
                 "cluster": gap.cluster,
-                "topic": topic_of(analysis, gap.cluster),
-                "tested share": _tested_share(analysis, gap.cluster),
+                "topic": gap_title(analysis, gap) if gap.document else topic_of(analysis, gap.cluster),
+                "tested share": _tested_share(analysis, gap),
                 "coverage": gap.coverage,
                 "size": gap.size,
                 "corpus share": gap.share,

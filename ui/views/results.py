@@ -8,7 +8,7 @@ import pandas as pd
 from coverage_core.outputs.plots import documents_by_urgency, topics_by_urgency
 from coverage_core.outputs.report import offtopic_reason_words
 from coverage_core.results import Analysis
-from coverage_core.stages.measure import document_verdict_warnings
+from coverage_core.stages.measure import document_verdict_warnings, tested_level
 
 CLUSTER_COLUMNS = ("topic", "tested_share", "is_gap", "n_tested", "size", "n_questions", "cluster", "example passage")
 """The topic table's shown columns, in order: the verdict (tested share, gap) right after the topic's name,
@@ -18,7 +18,7 @@ so that it is visible at 1280 px without scrolling; the other columns are in the
 def warnings_beside_the_verdict(analysis: Analysis) -> list[str]:
     """The analysis's warnings but those about untested and under-tested documents, which the page lists above."""
     listed = set(document_verdict_warnings(
-        analysis.documents, analysis.config.tested_k, analysis.calibration.support_threshold))
+        analysis.documents, analysis.config.tested_k, tested_level(analysis.calibration)))
     return [warning for warning in analysis.warnings if warning not in listed]
 
 
