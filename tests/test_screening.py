@@ -705,6 +705,8 @@ def test_question_table_reasons_and_overrides_win():
 
 
 def test_a_common_word_in_no_passage_is_an_absent_subject_below_the_level_or_when_no_document_is_named():
+    from coverage_core.offtopic import OPTIONAL_RULES, RULES, RuleSet
+
     rng = np.random.default_rng(3)
     topic = unit(rng.normal(size=D))
     chunk_texts = [f"The octopus is a cephalopod; note {i} on its arms and ink." for i in range(20)]
@@ -727,12 +729,15 @@ def test_a_common_word_in_no_passage_is_an_absent_subject_below_the_level_or_whe
     codes, details = below.explain(below.strictness)
     assert codes[3] == "absent_subject" and details[3] == "Asks about cougar, which the documents never mention."
     assert below.subject_kind_[3] == "word" and below.subject_[4] == "someplace"
-    # Well supported (margin > 0): the word still flags the question that names no document, while one
-    # that names the document it asks of asks that of it.
+    # Well supported (margin > 0): by default the word alone flags nothing; the optional rule flags the question
+    # that names no document, while one that names the document it asks of asks that of it.
     above = fit(0.1)
     assert (above.support_margin_ > 0).all()
-    assert above.is_outlier_.tolist() == [False, False, False, True, False]
-    assert above.subject_[3] == "cougar"
+    assert not above.is_outlier_.any()
+    assert "names_no_document" not in above.rules_.names
+    optional = RuleSet.for_reading(above.evidence_.reading, RULES + OPTIONAL_RULES)
+    assert optional.decide(above.evidence_, 0.5).tolist() == [False, False, False, True, False]
+    assert optional.first_rules(above.evidence_, 0.5)[3] == "names_no_document"
 
 
 def test_a_missing_word_about_a_named_subject_the_question_reaches_is_what_it_asks_not_its_subject():

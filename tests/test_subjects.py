@@ -389,3 +389,40 @@ def test_a_german_compound_no_passage_writes_is_matched_by_its_parts():
     english = ["When did the nation celebrate the meistertitel?"]
     eng_coverage, _, _ = lexical_coverage(english, ["The nation celebrated the titel of the meister."] * 3)
     assert eng_coverage[0] < 1.0
+
+
+def test_a_word_well_supported_questions_near_several_documents_use_is_wording_not_a_subject():
+    from coverage_core.offtopic import Evidence
+    from coverage_core.offtopic.absent_word import AbsentWord, style_words
+    from coverage_core.stages.subjects import Subject, SubjectEvidence
+
+    def word(text):
+        return SubjectEvidence(Subject(text, "word", (text.encode(),)), 0, False)
+
+    from coverage_core.offtopic.absent_word import STYLE_DOCUMENTS
+
+    # "hello" opens supported questions near three documents; "cougar" only questions near one.
+    assert STYLE_DOCUMENTS == 3
+    found = [[word("hello")]] * 4 + [[word("cougar")], [word("cougar")]]
+    margin = np.array([0.5, 0.2, 0.1, -0.5, 0.3, -0.4])
+    near = np.array(["Renew.txt", "Fees.txt", "Tax.txt", "Renew.txt", "Koala.txt", "Koala.txt"], dtype=object)
+    evidence = Evidence(max_similarity=np.zeros(6), level=0.5, support_margin=margin, subjects=found,
+                        nearest_document=near)
+    assert style_words(evidence) == {b"hello"}
+    assert AbsentWord().mask(evidence).tolist() == [False] * 5 + [True]
+    # Asked to be near four documents, the same word is still a subject.
+    assert style_words(evidence, min_documents=4) == frozenset()
+    # Without the documents nothing is read as wording.
+    unknown = Evidence(max_similarity=np.zeros(6), level=0.5, support_margin=margin, subjects=found)
+    assert style_words(unknown) == frozenset()
+    assert AbsentWord().mask(unknown).tolist() == [False, False, False, True, False, True]
+
+
+def test_the_name_in_passing_rule_reads_names_only_where_a_capital_marks_one():
+    from coverage_core.offtopic.name_in_passing import NameInPassing
+    from coverage_core.stages.lexical import corpus_reading
+
+    german = corpus_reading(GERMAN_CHUNKS, ["Welches Team gewann die Weltmeisterschaft?"])
+    english = corpus_reading(["The octopus is a cephalopod with eight arms and ink."] * 4)
+    assert not NameInPassing().applies(german)
+    assert NameInPassing().applies(english) and not NameInPassing().applies(None)

@@ -11,9 +11,9 @@ What each rule was measured to gain or cost, per development set, is in
 
 from coverage_core.offtopic.evidence import Evidence
 from coverage_core.offtopic.rule import STRICTNESS_RANGE, Rule, check_strictness, margin_cut, strictness_to_z
-from coverage_core.offtopic.screen import OFFTOPIC_REASONS, RULE_NAMES, RULES, RuleSet, check_rule_names
+from coverage_core.offtopic.screen import OFFTOPIC_REASONS, OPTIONAL_RULES, RULE_NAMES, RULES, RuleSet, check_rule_names
 
 __all__ = [
-    "Evidence", "OFFTOPIC_REASONS", "RULES", "RULE_NAMES", "Rule", "RuleSet", "STRICTNESS_RANGE",
+    "Evidence", "OFFTOPIC_REASONS", "OPTIONAL_RULES", "RULES", "RULE_NAMES", "Rule", "RuleSet", "STRICTNESS_RANGE",
     "check_rule_names", "check_strictness", "margin_cut", "strictness_to_z",
 ]

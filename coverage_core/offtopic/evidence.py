@@ -30,6 +30,7 @@ class Evidence:
     ``lexical_coverage`` and ``absent_words``: the word check. ``subjects``: each question's
     :class:`~coverage_core.stages.subjects.SubjectEvidence` list; ``closed``: answered yes or no;
     ``foreign``: in none of the documents' languages. ``reading``: how the corpus is read (None without texts).
+    ``nearest_document``: the document of each question's closest passage (None when documents are unknown).
     """
 
     max_similarity: np.ndarray
@@ -45,6 +46,7 @@ class Evidence:
     closed: np.ndarray | None = None
     foreign: np.ndarray | None = None
     reading: Reading | None = None
+    nearest_document: np.ndarray | None = None
     memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

@@ -8,7 +8,8 @@ name also holds, 1 when that passage also names another of the question's
 names (``SubjectEvidence.company``): "Is Taipei in a valley?" beside articles
 on Chinese and Japanese. Strictness-free; none in a question that asks of a
 document's own subject; questions in none of the documents' languages are
-never flagged. Evidence: ``docs/offtopic-rules.md``.
+never flagged. Not where the corpus's language capitalises every noun
+(German). Evidence: ``docs/offtopic-rules.md``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ class NameInPassing(Rule):
     name = "name_in_passing"
     code = "absent_subject"
     needs_strictness = False
+
+    def applies(self, reading) -> bool:
+        """Where a capital marks a name: not in a language that capitalises every noun, whose runs of capitalised
+        words join common nouns ("Republik der Vereinigten Niederlande", "Song Famous")."""
+        return reading is not None and not reading.capitalises_nouns
 
     def subjects(self, evidence) -> list[SubjectEvidence | None]:
         return evidence.remembered(self.name, lambda: [

@@ -347,6 +347,8 @@ class QuestionScreener:
             neighbour_margin=self.neighbour_margin_, outlier_score=score, center=self.center_, scale=self.scale_,
             lexical_coverage=self.lexical_coverage_, absent_words=self.absent_words_,
             subjects=self.subject_evidence_, closed=self.closed_, foreign=self.foreign_, reading=reading,
+            nearest_document=None if chunk_documents is None else np.asarray(
+                [str(chunk_documents[c]) for c in nearest], dtype=object),
         )
         self._show_subjects()
         self.is_outlier_ = self.decide(self.strictness)
