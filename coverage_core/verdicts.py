@@ -115,16 +115,10 @@ the calibration's gap between a probe's own passage and other documents' (with a
 wiki-qa 0.094 and 0.114 on its halves, where a fifth is the 0.02 chosen, 0.05 on all 55 articles)."""
 
 MIN_TARGETING_QUESTIONS = 2
-"""A document is *untested* (:func:`is_untested`) when fewer on-topic questions than this target it.
-One is not enough: a question about another document whose best passage lands here is as common as
-a lone question about this one. Chosen with :data:`TARGET_MARGIN` on the wiki-qa articles
-(``benchmarks/eval_untested.py``, k = 5): 10%, 50% or 80% of the 55 articles lose all their questions,
-the others keep all of them, or only 7-8 each when long (>= 20 passages), or get a near-duplicate
-copy; tuned on half of the articles (mean F1 over scenarios and levels: 0.02 and 2 questions 0.973,
-precision 0.999, recall 0.955; the best, 0.03 and 3, 0.979; 0.02 and 1 question 0.885, recall 0.82).
-On the held-out half (28 articles, 20 runs a cell): recall 0.96-1.0, at most one false flag per run
-except once 2 (10% untested, thin); precision 0.73-0.75 at 10% untested (about 0.9 false flag per
-run for 3 untested articles), 0.97-0.99 at 50-80%."""
+"""A document is *untested* (:func:`is_untested`) when fewer on-topic questions than this target it: a
+lone question about another document whose best passage lands here is as common as one about this one.
+Chosen with :data:`TARGET_MARGIN` on wiki-qa (``benchmarks/eval_untested.py``; figures in
+``docs/untested.md``)."""
 
 MIN_TOPIC_SHARE = 0.01
 """A traffic topic counts as *frequent* (for unmet demand) from this share of all traffic."""
@@ -142,14 +136,9 @@ the questions' characters (:func:`model_fit_problem`)."""
 
 POOR_SEPARATION = 0.2
 """A calibration separation below this says the model barely tells the documents' topics apart
-(:func:`model_fit_problem`). A knowledge base about one subject separates modestly even with a model
-that reads it well, and its verdicts hold (``benchmarks/eval_separation.py``): all-MiniLM-L6-v2 on
-wiki-qa articles of one kind (10 instruments, cities, languages, scientists, animals; 7 painters)
-0.30 / 0.42 / 0.24 / 0.32 / 0.48 / 0.195, with 0-3.7% of their genuine questions flagged; 20 mixed
-articles (halves A / B) 0.32 / 0.41, 0-1%; French with multilingual-e5-small 0.39 / 0.36, 7.6% / 6.6%.
-Separation tells no finer difference there, so the warning is kept for a model at the edge of an
-untrusted calibration (``calibration.MIN_SEPARATION``, 0.15): the small painters' corpus gets it, and
-so did the Universal Sentence Encoder on Chinese (0.20 on half A)."""
+(:func:`model_fit_problem`); a corpus about one subject separates modestly even with a model that reads
+it well, so the cut sits near the edge of an untrusted calibration (``calibration.MIN_SEPARATION``, 0.15).
+Measurements (``benchmarks/eval_separation.py``) in ``docs/untested.md``."""
 
 OFFTOPIC_MEASURED_LANGUAGES = frozenset({"en"})
 """Question languages where the off-topic rule meets its targets (precision >= 0.9 at a realistic mix).

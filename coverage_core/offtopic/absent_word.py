@@ -84,8 +84,11 @@ class AbsentWord(Rule):
         if evidence.support_margin is None:
             return np.zeros(evidence.n_questions, dtype=bool)
         word = np.array([e is not None for e in absent_words(evidence)], dtype=bool)
-        weak = np.asarray(evidence.support_margin, dtype=np.float64) < 0
-        return word & weak & ~np.asarray(evidence.foreign, dtype=bool)
+        return word & self.beside_the_word(evidence) & ~np.asarray(evidence.foreign, dtype=bool)
+
+    def beside_the_word(self, evidence) -> np.ndarray:
+        """The second sign an absent word needs: a support margin below the level."""
+        return np.asarray(evidence.support_margin, dtype=np.float64) < 0
 
     def subject(self, evidence, q: int) -> SubjectEvidence | None:
         return absent_words(evidence)[q]

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coverage_core.offtopic.absent_word import absent_words, word_sentence
-from coverage_core.offtopic.rule import Rule
+from coverage_core.offtopic.absent_word import AbsentWord
 from coverage_core.stages.subjects import SubjectEvidence
 
 __all__ = ["MIN_NAMING_SHARE", "NamesNoDocument", "names_a_document_subject"]
@@ -40,22 +39,10 @@ def names_no_document(evidence, min_share: float = MIN_NAMING_SHARE) -> np.ndarr
     return unnamed
 
 
-class NamesNoDocument(Rule):
+class NamesNoDocument(AbsentWord):
+    """:class:`~coverage_core.offtopic.absent_word.AbsentWord` with another second sign: naming no document."""
+
     name = "names_no_document"
-    code = "absent_subject"
-    needs_strictness = False
 
-    def applies(self, reading) -> bool:
-        return reading is not None and reading.english
-
-    def mask(self, evidence, strictness: float = 0.5) -> np.ndarray:
-        if evidence.support_margin is None:
-            return np.zeros(evidence.n_questions, dtype=bool)
-        word = np.array([e is not None for e in absent_words(evidence)], dtype=bool)
-        return word & names_no_document(evidence) & ~np.asarray(evidence.foreign, dtype=bool)
-
-    def subject(self, evidence, q: int) -> SubjectEvidence | None:
-        return absent_words(evidence)[q]
-
-    def reason(self, evidence, q: int, strictness: float = 0.5) -> str:
-        return word_sentence(evidence, q)
+    def beside_the_word(self, evidence) -> np.ndarray:
+        return names_no_document(evidence)
