@@ -82,7 +82,7 @@ else:
         del st.query_params[state.GAP_PARAM]
     focus = state.get(state.GAP_FOCUS)
     for card in view.gap_cards(gapped):
-        with st.expander(f"{card.rank}. {widgets.plain(card.title)}: {card.summary}",
+        with st.expander(f"{card.rank}. {widgets.plain(card.title)}: {widgets.plain(card.summary)}",
                          expanded=card.key == focus, key=state.gap_card_key(card.key)):
             widgets.gap_card(card)
     if scroll_to is not None:

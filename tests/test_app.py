@@ -580,7 +580,7 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
     assert list(untested) == ["Koala.txt"]
     if page == "results":
         listed = " ".join(texts(at.markdown) + texts(at.error) + texts(at.warning))
-        assert "Koala.txt: no on-topic question targets its" in listed and "Top gaps by topic" in listed
+        assert "Koala.txt: no on-topic question targets its" in listed and "Top gaps: topics and untested documents" in listed
         # Topic names are user-derived text, escaped (widgets.plain); texts() reads them as the page shows them.
         gap_labels = reference.clusters.loc[reference.clusters["is_gap"], "label"]
         assert any(f"{label}: " in listed for label in gap_labels)

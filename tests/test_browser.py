@@ -99,7 +99,7 @@ def _run_the_whole_flow(server: str, page) -> None:
     assert page.get_by_test_id("stMetricLabel").filter(has_text="Weighted").count() == 0
     # The page leads with the headline; the untested topic is named (Koala has no questions).
     page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first.wait_for()
-    page.get_by_test_id("stMarkdown").filter(has_text="Top gaps by topic").first.wait_for()
+    page.get_by_test_id("stMarkdown").filter(has_text="Top gaps: topics and untested documents").first.wait_for()
     assert "koala" in page.get_by_test_id("stMain").inner_text().lower()
 
     # ---- a table's own download (built on click): the carriage-return question stays in its row, neutralised

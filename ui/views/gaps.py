@@ -101,7 +101,7 @@ class GapCard:
 
     ``suggestions`` are (question, who wrote it in words, source document); ``dropped`` are (question, why);
     ``note`` is "" when there are suggestions, else why there are none (:func:`why_no_suggestion`).
-    ``title`` is user text (a topic label, a document's name): escape it before showing it as Markdown.
+    ``title`` and ``summary`` hold user text (a topic label, a document's name): escape them before showing them as Markdown.
     ``key`` names the gap in a Results link and its expander
     (:func:`~coverage_core.suggest.document_gaps.gap_key`); ``untested`` the untested documents it holds.
     """
