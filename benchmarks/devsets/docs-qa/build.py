@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Rebuild docs-qa/articles/*.txt and docs-qa/questions.csv from source/doc2dial_rc_val.csv.zip.
+"""Rebuild docs-qa/articles/*.txt and docs-qa/questions.csv from doc2dial_rc_val.csv.zip.
 
 Standard library only. Deterministic: the same source gives byte-identical files.
 
-    python3 build.py           # (re)write articles/ and questions.csv
-    python3 build.py --check   # rebuild in memory, compare with the files on disk, exit 1 on a difference
+    python3 build.py [ZIP]           # (re)write articles/ and questions.csv
+    python3 build.py [ZIP] --check   # rebuild in memory, compare with the files on disk, exit 1 on a difference
+
+ZIP is the untouched source (README: where to get it; default source/doc2dial_rc_val.csv.zip, not
+kept in git).
 
 The source is doc2dial v1.0.1's validation split in the reading-comprehension layout
 (one row per user turn: id, question, context, answers, spans, domain, title). Despite
@@ -20,7 +23,8 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "source" / "doc2dial_rc_val.csv.zip"
+SOURCE = Path(next((a for a in sys.argv[1:] if not a.startswith("--")),
+                   HERE / "source" / "doc2dial_rc_val.csv.zip"))
 MEMBER = "doc2dial_rc_val.csv.zip"   # the CSV inside the zip (it keeps the .zip suffix)
 MIN_QUESTIONS = 5                    # keep documents with at least this many questions (after the drops below)
 COLUMNS = ["ArticleTitle", "Question", "Answer", "DifficultyFromQuestioner",
