@@ -251,6 +251,31 @@ def test_off_topic_flags_on_questions_in_another_language_than_english_say_they_
                                        "check them before removing any.")
 
 
+def test_off_topic_flags_on_a_test_set_of_chat_messages_say_they_are_less_sure():
+    from coverage_core.verdicts import message_caution, reads_as_chat_message
+
+    # doc2dial's opening turns (benchmarks/devsets/docs-qa) against wiki-qa's questions.
+    assert reads_as_chat_message("Hi, I'm not currently in New York City. How do I get an extension, I need it")
+    assert reads_as_chat_message("I bought my new car from a private seller.")
+    assert reads_as_chat_message("我想知道。他在哪里？")
+    assert not reads_as_chat_message("Was Abraham Lincoln the sixteenth President of the United States?")
+    assert not reads_as_chat_message("Did the U.S. Army fight there?")
+    assert not reads_as_chat_message("他在哪里？")
+    assert not reads_as_chat_message("   ")
+    chat = ["Hello. I need to renew my license.", "hi I need to replace the inspection tag"]
+    single = [f"What is question {n}?" for n in range(6)]
+    assert message_caution(single + chat) == (
+        "2 of the 8 test questions read as chat messages rather than single questions (several sentences, or no "
+        "question mark), and off-topic flags are less sure for those: check them before removing any.")
+    assert message_caution(single * 2 + chat) == ""  # 2 of 14: under a quarter
+    analysis = _analysis_in("en", "local")
+    analysis.questions = SimpleNamespace(texts=chat + single[:3])
+    assert "read as chat messages" not in Verdicts.from_analysis(analysis).headline  # nothing flagged
+    analysis.is_outlier = np.arange(5) < 1
+    headline = Verdicts.from_analysis(analysis).headline
+    assert "1 question off-topic. 2 of the 5 test questions read as chat messages" in headline
+
+
 def test_a_name_never_in_company_of_the_rest_of_the_question_is_absent():
     from coverage_core.offtopic import Evidence
     from coverage_core.offtopic.absent_subject import AbsentSubject
