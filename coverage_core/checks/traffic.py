@@ -56,6 +56,7 @@ from coverage_core import wording
 from coverage_core.checks.personal_data import mask_personal_data
 from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
 from coverage_core.errors import InputError
+from coverage_core.inputs.bounded_json import clean_text
 from coverage_core.inputs.files import DEFAULT_MAX_FILE_BYTES, read_user_file
 from coverage_core.inputs.questions import read_table
 from coverage_core.languages import LanguageProfile, LanguageShare
@@ -170,10 +171,11 @@ def _read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, int, int]:
                 if isinstance(value, (dict, list)):  # its text would be a structure, not a query
                     n_nested += 1
                     value = None
-                row[str(key)] = value
+                # A lone surrogate ("\ud800" is valid JSON) would fail later, when the text is hashed.
+                row[clean_text(str(key))] = clean_text(value) if isinstance(value, str) else value
             records.append(row)
         elif isinstance(record, str):
-            records.append({"query": record})
+            records.append({"query": clean_text(record)})
         else:
             n_bad += 1
     if not records:

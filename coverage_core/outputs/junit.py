@@ -34,7 +34,6 @@ so it runs from reports saved by earlier runs.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -45,6 +44,7 @@ from typing import Any, Mapping
 
 from coverage_core import wording
 from coverage_core.errors import InputError
+from coverage_core.inputs import bounded_json
 from coverage_core.outputs.report_upgrade import upgrade_report
 from coverage_core.outputs.since_report import junit_cases
 from coverage_core.stages.topics import cluster_name
@@ -155,14 +155,20 @@ def load_report(path: str | Path) -> dict:
     name = Path(path).name
     data = Path(path).read_bytes()
     try:
-        report = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise InputError(f"{name} is not a coverage report (it is not UTF-8 text).") from None
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"{name} is not a coverage report (not valid JSON: {error.msg} at line {error.lineno}, column {error.colno})."
-        ) from None
+        report = bounded_json.loads(data, what=f"{name} is not a coverage report:", advice="")
+    except bounded_json.JSONError as error:
+        raise InputError(_report_sentence(name, error)) from None
     return upgrade_report(check_report(report, name))
+
+
+def _report_sentence(name: str, error) -> str:
+    """Why ``name`` cannot be read as a report, in one sentence, from :class:`bounded_json.JSONError`."""
+    if error.kind == "encoding":
+        return f"{name} is not a coverage report (it is not UTF-8 text)."
+    if error.kind == "depth":
+        return (f"{name} is not a coverage report (it nests lists or objects more than {bounded_json.MAX_DEPTH} "
+                "levels deep).")
+    return f"{name} is not a coverage report (not valid JSON: {error.detail})."
 
 
 # --------------------------------------------------------------------------- JUnit XML
