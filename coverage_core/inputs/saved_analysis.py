@@ -75,6 +75,16 @@ OPTIONAL_FILES = (GAPS,)
 MAX_UNPACKED_BYTES = 4 * 1024**3
 """Largest total a zip of a saved analysis may unpack to: a zip bomb is refused before it is read. What is
 held in memory is bounded further, file by file (:func:`_file_limit`) and by the machine's memory."""
+MAX_ZIP_RATIO = 100
+"""Most times a zip member may unpack to its packed size, once it unpacks to more than
+:data:`ZIP_RATIO_FROM_BYTES`: Parquet files are compressed already (a zip shrinks them a little), JSON shrinks
+about ten times, while a zip bomb (a 1 MB zip holding a 3.9 GB ``chunks.parquet`` of zeros) shrinks thousands
+of times, so it is refused before a byte of it is unpacked, whatever the manifest's counts allow."""
+ZIP_RATIO_FROM_BYTES = 1024**2
+"""Members unpacking to at most this many bytes are not held to :data:`MAX_ZIP_RATIO`: a small JSON file may
+shrink a lot, and costs nothing to unpack."""
+ZIP_READ_BYTES = 1024**2
+"""A zip member is unpacked this many bytes at a time, counted against its limit as it comes."""
 MAX_ZIP_MEMBERS = 256
 """Most files a zip of a saved analysis may hold: its ten, and room for what zip tools add (``__MACOSX``)."""
 MAX_TEXT_BYTES = 1024**3
@@ -426,11 +436,14 @@ def _zip_reader(source, label: str) -> Reader:
         if info is None:
             raise _missing(label, file)
         budget.take(file, info.file_size, max_bytes)
+        if info.file_size > max(ZIP_RATIO_FROM_BYTES, MAX_ZIP_RATIO * info.compress_size):
+            raise InputError(
+                f"{file} in {label} would unpack to {size_words(info.file_size)} from "
+                f"{size_words(info.compress_size)}, far more than the files of a saved analysis shrink in a zip (at "
+                f"most {MAX_ZIP_RATIO} times), so it was not unpacked; zip the saved analysis folder again."
+            )
         try:
-            # Streamed, at most the size the header declares (zipfile stops there and checks the CRC), so a
-            # member cannot unpack to more than was budgeted for it.
-            with archive.open(info) as member:
-                data = member.read(info.file_size + 1)
+            data = _unpack(archive, info, min(info.file_size, max_bytes))
         except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError, NotImplementedError):
             raise InputError(f"{file} in {label} could not be unpacked; zip the saved analysis folder again.") from None
         if len(data) != info.file_size:
@@ -438,6 +451,21 @@ def _zip_reader(source, label: str) -> Reader:
         return data
 
     return read
+
+
+def _unpack(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """The bytes of the member ``info``, unpacked :data:`ZIP_READ_BYTES` at a time; ValueError as soon as more
+    than ``limit`` came out. zipfile itself stops at the size the header declares, but the count here does not
+    depend on the header being honest (or on zipfile's handling of it)."""
+    buffer = io.BytesIO()  # getvalue() hands over its bytes without a copy
+    with archive.open(info) as member:
+        while True:
+            piece = member.read(min(ZIP_READ_BYTES, limit + 1 - buffer.tell()))
+            if not piece:
+                return buffer.getvalue()
+            buffer.write(piece)
+            if buffer.tell() > limit:
+                raise ValueError("the member unpacks to more than its limit")
 
 
 class _MissingFile(InputError):

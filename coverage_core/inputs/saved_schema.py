@@ -12,7 +12,6 @@ the field.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from coverage_core.errors import InputError
+from coverage_core.inputs import bounded_json
 
 __all__ = [
     "FALLBACK_MEMORY_BYTES", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MEMORY_FRACTION", "READ_COPIES", "Fields",
@@ -101,36 +101,20 @@ def check_fits(n_bytes: int | float, what: str, budget: int | None = None) -> No
 
 
 def load_json(data: bytes, file: str, label: str, max_bytes: int | None = None) -> Any:
-    """The JSON value of ``data`` (the member ``file`` of ``label``); InputError when it is too large, not
-    UTF-8 JSON, or nested deeper than :data:`MAX_JSON_DEPTH`."""
+    """The JSON value of ``data`` (the member ``file`` of ``label``), its strings free of lone surrogates
+    (:func:`~coverage_core.inputs.bounded_json.loads`); InputError when it is too large, not UTF-8 JSON, or
+    nested deeper than :data:`MAX_JSON_DEPTH`."""
     limit = MAX_JSON_BYTES if max_bytes is None else max_bytes
     if len(data) > limit:
         raise InputError(f"The {file} of {label} is {size_words(len(data))}, over the {size_words(limit)} a saved "
                          "analysis's JSON file may be; save the analysis again.")
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        return bounded_json.loads(data, what=f"The {file} of {label}", max_depth=MAX_JSON_DEPTH)
+    except bounded_json.JSONError as error:
+        if error.kind == "depth":
+            raise InputError(f"The {file} of {label} is nested more than {MAX_JSON_DEPTH} levels deep, so it was "
+                             "not written by this program; save the analysis again.") from None
         raise InputError(f"The {file} of {label} is not valid JSON; save the analysis again.") from None
-    except RecursionError:  # the parser recurses once per level and stops cleanly at Python's limit
-        value = None
-    if value is None and data.strip() != b"null" or _depth_over(value, MAX_JSON_DEPTH):
-        raise InputError(f"The {file} of {label} is nested more than {MAX_JSON_DEPTH} levels deep, so it was not "
-                         "written by this program; save the analysis again.")
-    return value
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests lists and objects more than ``limit`` deep; iterative, so any depth is safe."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 def _shown(value: Any) -> str:

@@ -41,9 +41,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from coverage_core.errors import InputError
+from coverage_core.inputs import bounded_json
 from coverage_core.types import IngestWarning
 from coverage_core.validation import is_blank
-from coverage_core.wording import count
+from coverage_core.wording import count, plural
 
 __all__ = [
     "ToolFormat",
@@ -66,6 +67,7 @@ _RECORD_KEYS = ("samples", "goldens", "data", "records", "rows", "questions", "t
 _GISKARD_DOCUMENT = re.compile(r"(?:^|\n\s*\n)\s*Document [^\n:]{1,100}:[ \t]*")
 # Longest list literal parsed as a list (ast.literal_eval on huge cells is slow).
 _MAX_LITERAL_CHARS = 2_000_000
+_JSON_ADVICE = "save it as a JSON array of objects or as JSON lines (one object per line)"
 
 
 @dataclass(frozen=True)
@@ -124,21 +126,28 @@ def parse_list_cell(cell) -> list[str] | None:
     """The items of a cell holding a list literal (JSON, or Python as ``str(list)`` writes it); None otherwise.
 
     Items that are not text are kept as their JSON (or ``str``) form; blank
-    items are dropped.
+    items are dropped, lone surrogates become U+FFFD. A list nested more than
+    :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep (a cell of
+    brackets) is no list of passages: None.
     """
     if is_blank(cell):
         return None
     text = str(cell).strip()
     if not (text.startswith("[") and text.endswith("]")) or len(text) > _MAX_LITERAL_CHARS:
         return None
-    value = None
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = bounded_json.loads(text, what="The cell")
+    except bounded_json.JSONError as error:
+        if error.kind != "syntax":  # nested too deep for a list of passages: the cell is one passage
+            return None
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return None
+        # A Python literal may nest (up to the parser's 200 levels) and spell lone surrogates ('\ud800').
+        if bounded_json.depth_over(value, bounded_json.MAX_DEPTH):
+            return None
+        value = bounded_json.clean_value(value)
     if not isinstance(value, (list, tuple)):
         return None
     return [item.strip() if isinstance(item, str) else _as_text(item) for item in value if not is_blank(item)]
@@ -205,17 +214,23 @@ def records_frame(text: str, name: str) -> tuple[pd.DataFrame, list[IngestWarnin
     equal-length columns (``{"user_input": [...], ...}``, or pandas'
     ``{"column": {"0": ...}}``), or an object holding one array of records
     (``{"goldens": [...]}``). Columns are the keys in order of first
-    appearance; lists and objects become JSON text, null an empty cell.
-    Raises InputError, in one sentence, when no record can be read.
+    appearance; lists and objects become JSON text, null an empty cell;
+    lone surrogates (``"\\ud800"``) become U+FFFD. Parsing is bounded
+    (:func:`coverage_core.inputs.bounded_json.loads`): a line nested more than
+    :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep is skipped like
+    any unreadable line. Raises InputError, in one sentence, when no record
+    can be read.
     """
     body = text.lstrip("\ufeff \t\r\n")
     warnings: list[IngestWarning] = []
     try:
-        records = _records(json.loads(body), name)
-    except ValueError as error:
-        if isinstance(error, InputError):
-            raise
+        value = bounded_json.loads(body, what=f"The question file {name}", advice=_JSON_ADVICE)
+    except bounded_json.JSONError as error:
+        # JSON lines fail as one document ("Extra data"), and so does a file whose one bad line is nested too
+        # deep: each line is read on its own, and only a file without any readable line is refused.
         records, warnings = _json_lines(body, name, error)
+    else:
+        records = _records(value, name)
     frame = _frame(records)
     if frame.empty:
         raise InputError(f"The question file {name} holds no records; add one object per question.")
@@ -253,15 +268,17 @@ def _column_records(columns: dict) -> list[dict]:
     return list(rows.values())
 
 
-def _json_lines(body: str, name: str, error: ValueError) -> tuple[list[dict], list[IngestWarning]]:
+def _json_lines(body: str, name: str, error: bounded_json.JSONError) -> tuple[list[dict], list[IngestWarning]]:
+    """The objects of the lines of ``body`` and a warning naming the lines that are none; when no line is
+    one, InputError: ``error`` (the whole file's) when it was nested too deep, else a sentence with its detail."""
     records: list[dict] = []
     bad: list[int] = []
     for number, line in enumerate(body.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except ValueError:
+            value = bounded_json.loads(line, what=f"Line {number} of {name}")
+        except bounded_json.JSONError:
             bad.append(number)
             continue
         if isinstance(value, dict):
@@ -269,17 +286,16 @@ def _json_lines(body: str, name: str, error: ValueError) -> tuple[list[dict], li
         else:
             bad.append(number)
     if not records:
-        raise InputError(
-            f"The question file {name} could not be read as JSON ({error.args[0] if error.args else error}); "
-            "save it as a JSON array of objects or as JSON lines (one object per line)."
-        )
+        if error.kind != "syntax":
+            raise error
+        raise InputError(f"The question file {name} could not be read as JSON ({error.detail}); {_JSON_ADVICE}.")
     warnings = []
     if bad:
         shown = ", ".join(str(number) for number in bad[:5]) + (" …" if len(bad) > 5 else "")
         warnings.append(IngestWarning(
             name,
-            f"{count(len(bad), 'line')} ({shown}) could not be read as a JSON object and were skipped; "
-            "fix or delete them.",
+            f"{count(len(bad), 'line')} ({shown}) could not be read as a JSON object and "
+            f"{plural(len(bad), 'was', 'were')} skipped; fix or delete {plural(len(bad), 'it', 'them')}.",
         ))
     return records, warnings
 

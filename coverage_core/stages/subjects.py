@@ -98,6 +98,8 @@ _QUARTER = re.compile(r"\b(?:Q[1-4]|H[12]|FY) ?'?(?:\d{4}|\d{2})\b")
 # A French century ("XXe", "XIXème", "Vᵉ" siècle) is a period like a year; "Le" and "Ce" are words, not the
 # 50th and 100th.
 _FRENCH_CENTURY = re.compile(rf"\b(?:[IVXLC]{{1,7}}(?:{FRENCH_ORDINAL_ENDINGS})|(?:[IVXLC]{{2,7}}|[VX])e)(?!\w)")
+# A file name's extension: a dot and up to 5 letters or digits at its very end.
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}\Z")
 
 
 @dataclass(frozen=True)
@@ -305,7 +307,11 @@ def _name_stems(names: Sequence[str], reading: Reading = ENGLISH) -> list[tuple[
     stems = []
     extensions: dict[str, tuple[bytes, ...]] = {}  # a corpus has few kinds of file
     for name in names:
-        subject, extension = re.fullmatch(r"(.*?)((?:\.[A-Za-z0-9]{1,5})?)", str(name)).groups()
+        name = str(name)
+        # A search anchored at the very end (\Z, not $: that also matches before a final newline), so a name
+        # holding a newline ("new\nline.txt", a legal file name) splits like any other.
+        found = _EXTENSION.search(name)
+        subject, extension = (name[: found.start()], found.group()) if found else (name, "")
         if extension not in extensions:
             extensions[extension] = _stems(extension, reading)
         words = frozenset(_stems(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", subject.replace("_", " ")), reading))

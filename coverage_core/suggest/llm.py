@@ -5,6 +5,12 @@ servers differ in what they support and local models often wrap JSON in
 prose or code fences, so the reply is parsed leniently and a malformed reply
 is retried once. Every failure becomes a :class:`ProviderError` with a
 one-sentence message that never contains the API key.
+
+A server is not trusted more than a file: a reply longer than
+:data:`MAX_REPLY_CHARS` or nested deeper than
+:data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` is a ``bad_response``,
+and lone surrogates (``"\\ud800"``) in a reply become U+FFFD before anything
+hashes or embeds the text.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 from coverage_core.embeddings.base import redact, redact_url
 from coverage_core.embeddings.registry import is_provider_endpoint
 from coverage_core.errors import ProviderError
+from coverage_core.inputs import bounded_json
 
 if TYPE_CHECKING:  # imported where used: only the LLM checks need it
     import openai
 
-__all__ = ["ChatClient", "DEFAULT_LLM_MODEL", "LLMConfig", "llm_key_variable", "parse_json_loose"]
+__all__ = ["ChatClient", "DEFAULT_LLM_MODEL", "LLMConfig", "MAX_REPLY_CHARS", "llm_key_variable", "parse_json_loose"]
 
 # Local servers (Ollama, vLLM) ignore the key, but the openai client insists
 # on having one.
@@ -38,6 +45,16 @@ _NUDGE = (
     "Your previous reply was not valid JSON. Reply again with only the JSON value, "
     "no explanation and no code fences."
 )
+
+
+MAX_REPLY_CHARS = 200_000
+"""Longest JSON reply read: one asking for a gap's few questions is about 1,200 characters
+(``costs._LLM_REPLY_CHARS``), so a reply 150 times that long is a broken or hostile server, refused before
+it is parsed (the lenient parser's search for JSON in prose grows with the reply)."""
+CHARS_PER_REPLY_TOKEN = 16
+"""A text reply asked for ``max_tokens`` tokens is cut after this many characters per token: a token is
+about 4 characters, so only a server that ignores ``max_tokens`` is cut."""
+_ECHO_CHARS = 8_000  # of a bad reply shown back to the model with the nudge: enough to see what went wrong
 
 
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
@@ -138,25 +155,39 @@ class ChatClient:
     def complete_json(self, system: str, user: str) -> Any:
         """Send one chat prompt and return the JSON value in the reply.
 
-        A reply without usable JSON is retried once with a reminder; a second
-        failure raises ``ProviderError(kind="bad_response")``.
+        A reply without usable JSON (none, or nested more than
+        :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep) is retried
+        once with a reminder; a second failure, or a reply longer than
+        :data:`MAX_REPLY_CHARS`, raises ``ProviderError(kind="bad_response")``.
         """
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        reply = self._chat(messages)
+        reply = self._json_reply(messages)
         try:
             return parse_json_loose(reply)
         except ValueError:
             pass
-        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": _NUDGE}]
-        reply = self._chat(messages)
+        messages += [{"role": "assistant", "content": reply[:_ECHO_CHARS]}, {"role": "user", "content": _NUDGE}]
+        reply = self._json_reply(messages)
         try:
             return parse_json_loose(reply)
-        except ValueError:
+        except ValueError as error:
             raise ProviderError(
-                f"The model {self.config.model!r} at {self.host} did not return valid JSON twice in a row; "
-                "try again or use a stronger model.",
+                f"The model {self.config.model!r} at {self.host} did not return valid JSON twice in a row "
+                f"({error}); try again or use a stronger model.",
                 kind="bad_response",
             ) from None
+
+    def _json_reply(self, messages: list[dict]) -> str:
+        """The reply to ``messages`` asked as JSON; ``bad_response`` when it is longer than :data:`MAX_REPLY_CHARS`
+        (asking again would cost as much, for a model that rambles)."""
+        reply = self._chat(messages)
+        if len(reply) > MAX_REPLY_CHARS:
+            raise ProviderError(
+                f"The model {self.config.model!r} at {self.host} replied with {len(reply):,} characters, more than "
+                f"the {MAX_REPLY_CHARS:,} a reply may have; try again or set a lower max_tokens.",
+                kind="bad_response",
+            )
+        return reply
 
     def complete_text(
         self, system: str, user: str, *, max_tokens: int = 64, temperature: float | None = None,
@@ -168,6 +199,8 @@ class ChatClient:
         differ from the first try on servers that honour it. ``examples``
         (prompt, reply) pairs go before the prompt as earlier turns of the
         chat: a small model follows a shown reply better than a described one.
+        The reply is cut after :data:`CHARS_PER_REPLY_TOKEN` characters per
+        token of ``max_tokens``, for a server that ignores the limit.
         """
         messages = [{"role": "system", "content": system}]
         for prompt, reply in examples:
@@ -178,7 +211,7 @@ class ChatClient:
             extra["temperature"] = temperature
         if seed is not None:
             extra["seed"] = seed
-        return self._chat(messages, json_reply=False, **extra)
+        return self._chat(messages, json_reply=False, **extra)[: max(1, max_tokens) * CHARS_PER_REPLY_TOKEN]
 
     def _chat(self, messages: list[dict], json_reply: bool = True, **extra) -> str:
         import openai
@@ -209,7 +242,8 @@ class ChatClient:
             raise self._provider_error(error) from None
         choices = getattr(response, "choices", None) or []
         content = choices[0].message.content if choices and choices[0].message else None
-        return content or ""
+        # The JSON escape "\ud800" gives a lone surrogate, which no later encode to UTF-8 survives.
+        return bounded_json.clean_text(content) if isinstance(content, str) else ""
 
     def _provider_error(self, error: "openai.OpenAIError") -> ProviderError:
         """One plain sentence per failure; the key and raw server text about it stay out."""
@@ -274,6 +308,13 @@ class ChatClient:
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _DECODER = json.JSONDecoder()
+# Brackets tried as the start of the JSON in a reply with prose: each try scans on from there, so trying every
+# bracket of a long reply would take quadratic time.
+_MAX_STARTS = 16
+
+
+class _TooDeep(ValueError):
+    """The reply's JSON nests more than bounded_json.MAX_DEPTH deep: no other bracket of it is tried."""
 
 
 def _balanced_span(text: str, start: int) -> str | None:
@@ -281,6 +322,7 @@ def _balanced_span(text: str, start: int) -> str | None:
     closing = {"{": "}", "[": "]"}
     stack = []
     in_string = escaped = False
+    depth_limit = bounded_json.MAX_DEPTH
     for position in range(start, len(text)):
         char = text[position]
         if in_string:
@@ -294,6 +336,8 @@ def _balanced_span(text: str, start: int) -> str | None:
             in_string = True
         elif char in closing:
             stack.append(closing[char])
+            if len(stack) > depth_limit:
+                raise _TooDeep(_DEEP)
         elif char in "}]":
             if not stack or stack.pop() != char:
                 return None
@@ -302,21 +346,39 @@ def _balanced_span(text: str, start: int) -> str | None:
     return None
 
 
+_DEEP = f"its JSON nests lists or objects more than {bounded_json.MAX_DEPTH} levels deep"
+
+
+def _checked(value: Any) -> Any:
+    """``value`` parsed from a reply, refused when nested too deep, its strings free of lone surrogates."""
+    if bounded_json.depth_over(value, bounded_json.MAX_DEPTH):
+        raise _TooDeep(_DEEP)
+    return bounded_json.clean_value(value)
+
+
 def _first_json(text: str) -> Any:
-    """The first JSON object or array in ``text``, tolerating trailing commas."""
-    for match in re.finditer(r"[{\[]", text):
+    """The first JSON object or array in ``text`` (among its first :data:`_MAX_STARTS` brackets),
+    tolerating trailing commas."""
+    for number, match in enumerate(re.finditer(r"[{\[]", text)):
+        if number == _MAX_STARTS:
+            break
         start = match.start()
         try:
-            value, _ = _DECODER.raw_decode(text, start)
-            return value
-        except json.JSONDecodeError:
+            return _checked(_DECODER.raw_decode(text, start)[0])
+        except RecursionError:  # deeper than Python recurses: deeper than any answer
+            raise _TooDeep(_DEEP) from None
+        except _TooDeep:
+            raise
+        except ValueError:  # JSONDecodeError, or a number of more than 4,300 digits
             pass
-        span = _balanced_span(text, start)
-        if span is not None:
-            try:
-                return json.loads(_TRAILING_COMMA.sub(r"\1", span))
-            except json.JSONDecodeError:
-                pass
+        span = _balanced_span(text, start)  # raises _TooDeep past MAX_DEPTH open brackets
+        if span is None:
+            continue
+        try:
+            value = json.loads(_TRAILING_COMMA.sub(r"\1", span))
+        except (RecursionError, ValueError):
+            continue
+        return _checked(value)
     raise ValueError("no JSON object or array found")
 
 
@@ -325,27 +387,39 @@ def parse_json_loose(text: str) -> Any:
 
     Accepts a bare JSON value, JSON inside ```` ``` ```` / ```` ```json ````
     fences, JSON after or before prose, and trailing commas. Returns the
-    first JSON object or array found (fenced blocks first).
+    first JSON object or array found (fenced blocks first), its strings
+    free of lone surrogates.
 
     Raises
     ------
     ValueError
-        If there is none.
+        In a few plain words, if there is none, if the reply is longer than
+        :data:`MAX_REPLY_CHARS`, or if its JSON nests more than
+        :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep (however
+        deep: no ``RecursionError`` escapes).
     """
     if not isinstance(text, str):
         raise ValueError("the reply is not text")
     stripped = text.strip().lstrip("\ufeff")
     if not stripped:
         raise ValueError("the reply is empty")
+    if len(stripped) > MAX_REPLY_CHARS:
+        raise ValueError(f"the reply is longer than {MAX_REPLY_CHARS:,} characters")
     try:
-        value = json.loads(stripped)
+        value = bounded_json.loads(stripped, what="The reply")
         if isinstance(value, (dict, list)):
             return value
-    except json.JSONDecodeError:
-        pass
-    for fenced in _FENCE.findall(stripped):
-        try:
-            return _first_json(fenced)
-        except ValueError:
-            continue
-    return _first_json(stripped)
+    except bounded_json.JSONError as error:
+        if error.kind == "depth":
+            raise ValueError(_DEEP) from None
+    try:
+        for fenced in _FENCE.findall(stripped):
+            try:
+                return _first_json(fenced)
+            except _TooDeep:
+                raise
+            except ValueError:
+                continue
+        return _first_json(stripped)
+    except _TooDeep:
+        raise ValueError(_DEEP) from None
