@@ -14,5 +14,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
+# The documentation site: a broken link, anchor or page left out of mkdocs.yml fails (never --quiet: it hides them).
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict  # into site/, git-ignored
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec .venv/bin/python -m pytest -q "$@"

@@ -1,4 +1,6 @@
-"""The README's commands stay true: what a new user copies must work as written."""
+"""The README's commands stay true: what a new user copies must work as written.
+
+The README is the front page; the documentation is in docs/ (``tests/test_docs.py``)."""
 
 from __future__ import annotations
 
@@ -33,9 +35,17 @@ def test_the_example_command_leaves_the_checkout_clean():
         assert ignored.returncode == 0, f"the README example writes {path}, which git would show as untracked"
 
 
+def test_the_readme_is_a_front_page_whose_links_lead_somewhere():
+    assert len(README.splitlines()) <= 200, "the README is the front page: the rest goes to docs/"
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
+    assert "docs/images/results.png" in targets and "docs/cli.md" in targets
+    missing = [target for target in targets if "://" not in target and not (PROJECT / target).is_file()]
+    assert not missing, f"the README links to files that do not exist: {missing}"
+
+
 def test_the_layout_names_every_module():
-    section = README.split("## Layout", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```\n(.*?)```", section, flags=re.S).group(1)
+    layout = (PROJECT / "docs" / "layout.md").read_text(encoding="utf-8")
+    block = re.search(r"```\n(.*?)```", layout, flags=re.S).group(1)
     listed = [line.split()[0] for line in block.splitlines() if line.strip()]
     modules = ["app.py"] + [
         str(path.relative_to(PROJECT / top))
@@ -43,6 +53,6 @@ def test_the_layout_names_every_module():
         for path in sorted((PROJECT / top).rglob("*.py"))
     ]
     missing = [name for name in modules if name not in listed]
-    assert not missing, f"the README's Layout does not list {missing}"
+    assert not missing, f"docs/layout.md does not list {missing}"
     stale = [name for name in listed if name.endswith(".py") and name not in modules]
-    assert not stale, f"the README's Layout lists modules that do not exist: {stale}"
+    assert not stale, f"docs/layout.md lists modules that do not exist: {stale}"
