@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 from coverage_core import wording
 from coverage_core.errors import InputError
@@ -79,6 +78,9 @@ def history_request(args: argparse.Namespace, env: Mapping[str, str] | None = No
     else:
         target = location.default_history_target(env)
         target_named_by = location.HISTORY_ENV if env_target is not None else "the default history"
+    if location.is_conninfo(target):  # named, never repeated: it holds the password
+        raise InputError(f"{target_named_by} is a PostgreSQL keyword string (host=… dbname=…); give it as a URL "
+                         "instead, such as postgresql://user:PASSWORD@host:5432/dbname.")
     label, label_named_by = (args.record, "--record") if args.record is not None else (env_label, location.RECORD_ENV)
     if label is not None:
         label = location.checked_label(label, label_named_by)
@@ -87,6 +89,8 @@ def history_request(args: argparse.Namespace, env: Mapping[str, str] | None = No
         since = args.since.strip()
         if not since:
             raise InputError("--since is empty; name a run number or a label, or leave it out.")
+        # A run number or a label: a label is never longer than LABEL_MAX_CHARS (the store resolves digits).
+        location.checked_label(since, "--since (a run number or a label)")
     if args.fail_on_drop is not None:
         check_scalar(args.fail_on_drop, "--fail-on-drop", float, min_val=0)
     request = HistoryRequest(target, target_named_by, label, label_named_by, since, args.fail_on_drop,
@@ -112,20 +116,17 @@ def _shown(target: str) -> str:
 
 
 def _scrubbed(text: str, target: str) -> str:
-    """``text`` with the target (and its password, however quoted) redacted: a driver's message may repeat it."""
-    text = text.replace(target, _shown(target))
-    try:
-        password = urlsplit(target).password if location.is_url(target) else None
-    except ValueError:  # not parsed as a URL (e.g. a bad port): the redacted form is all that was given out
-        password = None
-    for secret in {password, unquote(password or "")} - {None, ""}:
-        text = text.replace(secret, "***")
-    return text
+    """``text`` with the target replaced by its redacted form (a message built here names only that form)."""
+    return text.replace(target, _shown(target)) if target else text
 
 
 @contextmanager
 def _history_errors(target: str):
-    """Errors of the store as one sentence naming the redacted target (exit 2); never the password."""
+    """Errors of the store as one sentence naming the redacted target (exit 2); never the password.
+
+    A driver's own words are given only for a target without secrets: they may quote a password however the
+    driver parsed it, and masking it by search would mask every letter of a one-letter password.
+    """
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
@@ -133,9 +134,11 @@ def _history_errors(target: str):
     except InputError as error:
         raise InputError(_scrubbed(str(error), target)) from None
     except (SQLAlchemyError, OSError) as error:
+        shown = _shown(target)
         detail = " ".join(str(getattr(error, "orig", None) or error).split()).split(" (Background on")[0]
-        raise InputError(_scrubbed(f"The history {_shown(target)} could not be used ({detail.rstrip('.')}); check "
-                                   "the path or database URL and that it is reachable.", target)) from None
+        because = f" ({detail.rstrip('.')})" if shown == target and detail else ""
+        raise InputError(f"The history {shown} could not be used{because}; check the path or database URL and "
+                         "that it is reachable.") from None
 
 
 class HistorySession:

@@ -6,6 +6,7 @@ from coverage_core.errors import CoverageError
 from coverage_core.history import changes_since
 from coverage_core.outputs.plots import history as plots
 from ui import flow, formats, history, state, widgets
+from ui.messages import shown_message
 from ui.views import history as view
 
 flow.start_page(
@@ -54,6 +55,8 @@ try:
         flow.show_error(error)
         st.stop()
     if runs.empty:
+        if store.damaged_runs:
+            st.warning(shown_message(store.damaged_sentence()))
         st.info(view.EMPTY_HISTORY)
         st.stop()
 
@@ -63,7 +66,18 @@ try:
         if state.get(state.W_HISTORY_LABEL) not in labels:
             state.drop(state.W_HISTORY_LABEL)
         label = st.selectbox("Show", labels, format_func=view.label_option, key=state.W_HISTORY_LABEL)
+    # Read first: a run whose parts are damaged is found here and left out of everything below, named once.
+    timeline, timeline_error = None, None
+    try:
+        timeline = store.document_timeline(label or None)
+    except CoverageError as error:
+        timeline_error = error
+    if store.damaged_runs:
+        st.warning(shown_message(store.damaged_sentence()))
     shown = view.with_label(runs, label)
+    shown = shown[~shown["run"].isin(list(store.damaged_runs))].reset_index(drop=True)
+    if shown.empty:
+        st.stop()
 
     st.subheader(view.share_sentence(shown), anchor=False)  # numbers and fixed words only
 
@@ -123,10 +137,8 @@ try:
     st.plotly_chart(plots.verdict_counts_over_time(shown))
 
     st.header("Documents over time")
-    try:
-        timeline = store.document_timeline(label or None)
-    except CoverageError as error:
-        flow.show_error(error)
+    if timeline_error is not None:
+        flow.show_error(timeline_error)
     else:
         st.plotly_chart(plots.document_timeline_chart(timeline, shown))
         st.caption(

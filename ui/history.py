@@ -29,7 +29,7 @@ from coverage_core.history import (
     redact_history_url,
     snapshot_of_analysis,
 )
-from coverage_core.history.location import check_chosen_history, history_file
+from coverage_core.history.location import check_chosen_history, history_file, is_conninfo
 from coverage_core.outputs.report import build_report
 from ui import engine, exports, state
 from ui.messages import shown_message
@@ -37,6 +37,12 @@ from ui.views import history as view
 
 URL_MARK = "://"
 """A history target holding this is a database URL (a secret), not a file path."""
+
+
+def _is_database(location: str) -> bool:
+    """Whether ``location`` names a database (a secret: it may hold a password), not a file: a URL, or a libpq
+    keyword string (``host=… password=…``; the store refuses it in one sentence that does not repeat it)."""
+    return URL_MARK in location or is_conninfo(location)
 
 
 # ---------------------------------------------------------------- where the history is
@@ -59,7 +65,7 @@ def choose(location: str) -> None:
     """Keep the history in ``location``: a file path, or a database URL (kept as a secret); "" goes back to the
     server's default. A URL typed where a path was asked is still taken as a URL, so never shown back."""
     location = location.strip()
-    if URL_MARK in location:
+    if _is_database(location):
         state.put(state.HISTORY_URL, location)
     else:
         state.drop(state.HISTORY_URL)
@@ -96,7 +102,7 @@ def exists() -> bool:
         check_choice()
     except CoverageError:
         return True
-    return URL_MARK in where or Path(where).exists()
+    return _is_database(where) or Path(where).exists()
 
 
 def chosen_folders() -> list[Path]:

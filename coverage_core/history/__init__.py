@@ -3,7 +3,9 @@
 * :mod:`coverage_core.history.snapshot` — what a run records (:class:`RunSnapshot`), from a report;
 * :mod:`coverage_core.history.changes` — what changed between two runs (:func:`changes_since`);
 * :mod:`coverage_core.history.location` — where the history is, its labels, its redacted name;
-* :mod:`coverage_core.history.store` — the history store (SQLite file or a SQLAlchemy database URL).
+* :mod:`coverage_core.history.store` — the history store (SQLite file or a SQLAlchemy database URL);
+* :mod:`coverage_core.history.parts` — a run's parts as bytes, with the limits that keep reading a hostile file
+  bounded; :mod:`coverage_core.history.reading` — a run read back from them, every value checked.
 
 The store's names are imported on first use, so reading snapshots and comparing them never loads SQLAlchemy.
 """

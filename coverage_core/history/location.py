@@ -13,6 +13,7 @@ from coverage_core.errors import InputError
 
 __all__ = [
     "CHOSEN_FILE_SUFFIXES",
+    "CONNINFO_REFUSAL",
     "DEFAULT_HISTORY_FILE",
     "HISTORY_ENV",
     "LABEL_MAX_CHARS",
@@ -21,6 +22,7 @@ __all__ = [
     "checked_label",
     "default_history_target",
     "history_file",
+    "is_conninfo",
     "is_url",
     "redact_history_url",
 ]
@@ -39,6 +41,23 @@ _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _SECRET_QUERY = re.compile(r"([?&;](?:password|passwd|pwd|sslpassword|secret|token|api_key|key)=)[^&;#]*",
                            re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# libpq's connection keywords (PostgreSQL 17): "host=db user=u password=p dbname=x" is a connection string.
+_CONNINFO_KEYWORDS = frozenset("""
+    host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout client_encoding
+    options application_name fallback_application_name keepalives keepalives_idle keepalives_interval
+    keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl sslnegotiation sslcompression
+    sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni requirepeer ssl_min_protocol_version
+    ssl_max_protocol_version krbsrvname gsslib gssdelegation service target_session_attrs load_balance_hosts
+""".split())
+_CONNINFO_START = re.compile(r"^\s*([A-Za-z_]+)\s*=")
+# A password value as libpq reads it: quoted ('…', with \' and \\ escapes; unclosed: to the end) or up to a blank.
+_CONNINFO_PASSWORD = re.compile(r"((?:^|(?<=\s))(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|(?:[^\s\\]|\\.)*)",
+                                re.IGNORECASE | re.DOTALL)
+
+CONNINFO_REFUSAL = ("The history location is a PostgreSQL keyword string (host=… dbname=…); give it as a URL instead, "
+                    "such as postgresql://user:PASSWORD@host:5432/dbname.")
+"""What a keyword string is answered with: it names neither a file nor a URL, and repeating it would show its
+password."""
 
 
 def default_history_target(env: Mapping[str, str] = os.environ) -> str:
@@ -51,16 +70,28 @@ def is_url(target: str | os.PathLike) -> bool:
     return bool(_URL_SCHEME.match(os.fspath(target)))
 
 
+def is_conninfo(target: str | os.PathLike) -> bool:
+    """Whether ``target`` is a libpq keyword/value connection string (``host=db dbname=x password=…``): not a URL,
+    and it starts with a libpq keyword and ``=``, or holds a ``password=`` word."""
+    text = os.fspath(target)
+    if is_url(text):
+        return False
+    start = _CONNINFO_START.match(text)
+    return bool(start and start[1].lower() in _CONNINFO_KEYWORDS) or bool(_CONNINFO_PASSWORD.search(text))
+
+
 def redact_history_url(target: str | os.PathLike) -> str:
     """``target`` with its password (and any password-like query value) replaced by ``***``; a path unchanged.
 
-    Everything up to the last ``@`` is taken as credentials, so a password holding ``/`` or ``@`` cannot leak
-    half-parsed; the user name before the first ``:`` is kept (it says which account, and is no secret).
+    Masked by position, never by searching the password elsewhere (a one-letter password would mask every such
+    letter). In a URL everything up to the last ``@`` is taken as credentials, so a password holding ``/`` or ``@``
+    cannot leak half-parsed; the user name before the first ``:`` is kept (it says which account, and is no
+    secret). In a libpq keyword string (:func:`is_conninfo`) each ``password=`` value is masked.
     """
     text = os.fspath(target)
     scheme = _URL_SCHEME.match(text)
     if not scheme:
-        return text
+        return _CONNINFO_PASSWORD.sub(r"\1***", text)
     head, rest = text[: scheme.end()], text[scheme.end():]
     if "@" in rest:
         credentials, _, host = rest.rpartition("@")
@@ -84,12 +115,13 @@ def checked_label(label: str, named_by: str = "A run label") -> str:
 
 
 def history_file(target: str) -> str | None:
-    """The file a target names (a plain path, or a ``sqlite:///`` URL); None for a server URL or memory."""
+    """The file a target names (a plain path, or a ``sqlite:///`` URL); None for a server (a URL or a libpq keyword
+    string) or memory."""
     found = _SQLITE_URL.match(target)
     if found:
         path = found[1].split("?", 1)[0]
         return None if path in ("", ":memory:") else path
-    return None if is_url(target) else target
+    return None if is_url(target) or is_conninfo(target) else target
 
 
 def check_chosen_history(target: str, folders: Sequence[str | os.PathLike]) -> None:

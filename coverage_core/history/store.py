@@ -21,24 +21,33 @@ Concurrency: SQLite runs in WAL mode with a busy timeout; a write takes the writ
 a process killed while recording leaves no trace of the run. PostgreSQL uses ordinary transactions; parts are
 inserted in digest order with ``ON CONFLICT DO NOTHING``, so concurrent writers sharing parts neither fail nor
 deadlock. The URL is never logged or stored; messages show :func:`redact_history_url` of it.
+
+Hostile or damaged files: a history is read as untrusted input. The parts are encoded, bounded and checked by
+:mod:`coverage_core.history.parts` (bounded inflation, digests verified, JSON depth and shapes, bounded walks of
+sliced lists, a read budget per run) and read back into snapshots by :mod:`coverage_core.history.reading`
+(the same checks run on every run before it is recorded, so a recorded run always reads back). Row text is cut
+in the query itself. A damaged run is one sentence naming it; the other runs still load. A part stored damaged
+under its digest is written anew by the next run that needs it. Only regular files (or a new path in a writable
+folder) are opened as SQLite: a device, pipe or socket is refused, as is a libpq keyword string.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
 import sqlite3
+import stat
 import struct
 import time
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import sqlalchemy as sa
@@ -48,50 +57,73 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 
 from coverage_core.errors import InputError
 from coverage_core.history.location import (
+    CONNINFO_REFUSAL,
     DEFAULT_HISTORY_FILE,
     LABEL_MAX_CHARS,
     checked_label,
     default_history_target,
+    is_conninfo,
     is_url,
     redact_history_url,
 )
-from coverage_core.history.snapshot import DocumentState, QuestionState, RunSnapshot, TopicState, as_utc
+from coverage_core.history.parts import (
+    COMPRESSION_LEVEL,
+    MAX_FIGURES_CHARS,
+    MAX_PART_BYTES,
+    MAX_READ_BYTES,
+    SLICE_MAX,
+    SLICE_TARGET,
+    DamagedPart,
+    PartWriter,
+    Reading,
+    TooLarge,
+    digest_of,
+    document_states_payload,
+    finite_figures,
+    inflate,
+    is_digest,
+    json_text,
+    part_limit,
+    read_sliced,
+    stored_limit,
+    verdicts,
+    verdicts_payload,
+)
+from coverage_core.history.reading import (
+    DIGEST_COLUMNS,
+    MAX_TIME_CHARS,
+    TEXT_COLUMNS,
+    RunInfo,
+    decode_run,
+    fetcher,
+    run_info,
+    run_time,
+    shown_text,
+)
+from coverage_core.history.snapshot import RunSnapshot
 
-SLICE_TARGET = 32
-"""Average items per list slice: an edited document rewrites its slice (~3 KB: the slice holding a given
-document is on average twice the average slice) and one index part of ~32 digests per level above it."""
-SLICE_MAX = 16 * SLICE_TARGET
-COMPRESSION_LEVEL = 6
+__all__ = ["COMPRESSION_LEVEL", "SLICE_MAX", "SLICE_TARGET", "HistoryStore", "RunInfo", "open_history"]
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 WRITE_RETRY_SECONDS = 120.0
 """How long a write keeps retrying a locked SQLite file before giving up (CI jobs may queue behind each other)."""
 CONNECT_TIMEOUT_SECONDS = 10
 PAUSE_IN_RECORD_ENV = "COVERAGE_HISTORY_TEST_PAUSE_IN_RECORD"
 """Test hook: a file path; ``record`` creates it inside its transaction and then waits, so a test can kill it."""
+CACHE_BYTES = 64 * 1024**2
+"""Most inflated bytes of parts kept between reads (parts are immutable: a timeline re-reads shared ones)."""
+MAX_TIMELINE_READ_BYTES = 4 * MAX_READ_BYTES
+"""Most inflated bytes one document timeline may read in all: it reads every run of a label, so its time stays
+bounded however many runs a file holds."""
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _SQLITE_HEADER = b"SQLite format 3\x00"
+_SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
 _PG_MIGRATION_LOCK = 0x436F7648  # any constant; the advisory lock that serialises schema upgrades
-
 _UNTESTED, _UNDERTESTED, _NO_SHARE = 1, 2, 4
-_STATES_FORMAT, _SHARES_PLAIN = 1, 0
-_SHARE_TABLES = {1: np.dtype("<u1"), 2: np.dtype("<u2")}  # mode byte -> index type of a table of distinct shares
 _MISSING = object()
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """A recorded run's headline, read without loading the run."""
-
-    run: int
-    label: str | None
-    recorded_at: datetime
-    tool_version: str
-    provider: str
-    model: str
-    support_threshold: float | None
-    threshold_reliable: bool | None
-    headline: Mapping[str, float | int | None]
+_RAW = sa.types.NullType()  # a column read as the driver gives it: every value is checked by reading.run_info
+_DIGEST_CHARS = 64
 
 
 # ---------------------------------------------------------------- schema at head (the migrations create it)
@@ -122,109 +154,15 @@ _runs = sa.Table(
     sa.Column("topics_digest", sa.String(64), nullable=False),
     sa.Column("document_verdicts_digest", sa.String(64)),
 )
-_HEADLINE_COLUMNS = (_runs.c.id, _runs.c.label, _runs.c.recorded_at, _runs.c.tool_version, _runs.c.provider,
-                     _runs.c.model, _runs.c.support_threshold, _runs.c.threshold_reliable, _runs.c.headline)
 
 
-# ---------------------------------------------------------------- parts: encoding
+# ---------------------------------------------------------------- encoding a run (parts: coverage_core.history.parts)
 
 
-def _digest(kind: str, payload: bytes) -> str:
-    return hashlib.sha256(kind.encode() + b"\0" + payload).hexdigest()
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python number it holds (a report's figures may be numpy's)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} cannot be stored in a history run")
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
-
-
-def _json_bytes(value: Any) -> bytes:
-    return _json_text(value).encode("utf-8")
-
-
-class _PartWriter:
-    """Collects the parts of one run, keyed by digest (a part used twice is stored once)."""
-
-    def __init__(self):
-        self.parts: dict[str, tuple[str, bytes]] = {}
-
-    def add(self, kind: str, payload: bytes) -> str:
-        digest = _digest(kind, payload)
-        if digest not in self.parts:
-            self.parts[digest] = (kind, zlib.compress(payload, COMPRESSION_LEVEL))
-        return digest
-
-    def add_json(self, kind: str, value: Any) -> str:
-        return self.add(kind, _json_bytes(value))
-
-    def add_sliced(self, kind: str, items: Sequence[Any], keys: Sequence[str]) -> str:
-        """A list stored as content-defined slices (kind ``<kind>_slice``) under a manifest ``{depth, parts}``.
-
-        A manifest of more than ``SLICE_TARGET`` slices is itself sliced (kind ``<kind>_index``), level after level,
-        so an edited document rewrites its slice and one short index part per level, not an 800-digest list.
-        """
-        parts, depth = self._slices(kind + "_slice", items, keys), 1
-        while len(parts) > SLICE_TARGET:
-            parts, depth = self._slices(kind + "_index", parts, parts), depth + 1
-        return self.add_json(kind, {"depth": depth, "parts": parts})
-
-    def _slices(self, kind: str, items: Sequence[Any], keys: Sequence[str]) -> list[str]:
-        digests, start = [], 0
-        for index, key in enumerate(keys):
-            boundary = hashlib.blake2b(key.encode("utf-8"), digest_size=4).digest()
-            if int.from_bytes(boundary, "little") % SLICE_TARGET == 0 or index + 1 - start >= SLICE_MAX:
-                digests.append(self.add_json(kind, list(items[start:index + 1])))
-                start = index + 1
-        if start < len(items):
-            digests.append(self.add_json(kind, list(items[start:])))
-        return digests
-
-
-def _document_states_payload(documents: Sequence[DocumentState]) -> bytes:
-    """Header (format, n), one flag byte per document, then the tested shares: when they take few distinct values
-    (they are tested chunks / chunks, so usually) a table of those and a one- or two-byte index per document,
-    else float64 each."""
-    shares = np.array([d.tested_share if d.tested_share is not None else 0.0 for d in documents], dtype="<f8")
-    flags = np.array([(_UNTESTED if d.is_untested else 0) | (_UNDERTESTED if d.is_undertested else 0)
-                      | (_NO_SHARE if d.tested_share is None else 0) for d in documents], dtype=np.uint8)
-    head = struct.pack("<BI", _STATES_FORMAT, len(documents)) + flags.tobytes()
-    distinct, codes = np.unique(shares, return_inverse=True)
-    for mode, code_type in _SHARE_TABLES.items():
-        if len(distinct) <= np.iinfo(code_type).max + 1 and 8 * len(distinct) < 6 * len(documents) + 2048:
-            table = struct.pack("<BI", mode, len(distinct)) + distinct.tobytes()
-            return head + table + codes.astype(code_type).tobytes()
-    return head + struct.pack("<BI", _SHARES_PLAIN, 0) + shares.tobytes()
-
-
-def _document_states(payload: bytes) -> tuple[list[float], list[int]]:
-    """The tested shares (0.0 where None) and flag bytes of :func:`_document_states_payload`."""
-    _format, n_documents = struct.unpack_from("<BI", payload)
-    flags = np.frombuffer(payload, dtype=np.uint8, count=n_documents, offset=5)
-    offset = 5 + n_documents
-    mode, n_distinct = struct.unpack_from("<BI", payload, offset)
-    offset += 5
-    if mode in _SHARE_TABLES:
-        distinct = np.frombuffer(payload, dtype="<f8", count=n_distinct, offset=offset)
-        codes = np.frombuffer(payload, dtype=_SHARE_TABLES[mode], count=n_documents, offset=offset + 8 * n_distinct)
-        shares = distinct[codes]
-    else:
-        shares = np.frombuffer(payload, dtype="<f8", count=n_documents, offset=offset)
-    return shares.tolist(), flags.tolist()
-
-
-def _verdicts_payload(untested: np.ndarray) -> bytes:
-    return struct.pack("<I", len(untested)) + np.packbits(untested.astype(bool)).tobytes()
-
-
-def _encode(snapshot: RunSnapshot) -> tuple[dict[str, Any], dict[str, tuple[str, bytes]]]:
-    """The ``runs`` row values and the parts of ``snapshot`` (computed outside any transaction: no lock held)."""
-    writer = _PartWriter()
+def _encode(snapshot: RunSnapshot) -> tuple[dict[str, Any], PartWriter]:
+    """The ``runs`` row values and the parts of ``snapshot`` (computed outside any transaction: no lock held);
+    TooLarge past a limit of :mod:`coverage_core.history.parts`."""
+    writer = PartWriter()
     documents = snapshot.documents
     index_of_hash: dict[str, int] = {}
     rows = []
@@ -232,7 +170,9 @@ def _encode(snapshot: RunSnapshot) -> tuple[dict[str, Any], dict[str, tuple[str,
         index_of_hash.setdefault(document.content_hash, index)
         text_digest = None if document.text is None else writer.add("text", document.text.encode("utf-8"))
         rows.append([document.name, document.content_hash, document.n_chunks, text_digest])
-    states = _document_states_payload(documents)
+    shares = np.array([d.tested_share if d.tested_share is not None else 0.0 for d in documents], dtype="<f8")
+    flags = np.array([(_UNTESTED if d.is_untested else 0) | (_UNDERTESTED if d.is_undertested else 0)
+                      | (_NO_SHARE if d.tested_share is None else 0) for d in documents], dtype=np.uint8)
     untested = np.array([d.is_untested for d in documents], dtype=bool)
     topics = [[t.label, t.n_chunks, t.n_questions, t.tested_share, t.is_gap,
                [[index_of_hash.get(h, h), n] for h, n in t.documents]] for t in snapshot.topics]
@@ -245,28 +185,133 @@ def _encode(snapshot: RunSnapshot) -> tuple[dict[str, Any], dict[str, tuple[str,
         "model": snapshot.model,
         "support_threshold": snapshot.support_threshold,
         "threshold_reliable": snapshot.threshold_reliable,
-        "headline": _json_text(dict(snapshot.headline)),
-        "traffic": None if snapshot.traffic is None else _json_text(dict(snapshot.traffic)),
+        # not-a-number figures are stored as null: what "not defined" is everywhere else, and JSON can hold it
+        "headline": json_text(finite_figures(snapshot.headline)),
+        "traffic": None if snapshot.traffic is None else json_text(finite_figures(snapshot.traffic)),
         "corpus_digest": writer.add_sliced("corpus", rows, [d.name for d in documents]),
-        "document_states_digest": writer.add("document_states", states),
-        "document_verdicts_digest": writer.add("document_verdicts", _verdicts_payload(untested)),
+        "document_states_digest": writer.add("document_states", document_states_payload(shares, flags)),
+        "document_verdicts_digest": writer.add("document_verdicts", verdicts_payload(untested)),
         "question_set_digest": writer.add_sliced("question_set", [[q.text_hash, q.text] for q in snapshot.questions],
                                                  [q.text_hash for q in snapshot.questions]),
         "question_states_digest": writer.add_json("question_states", offtopic),
         "topics_digest": writer.add_json("topics", topics),
     }
+    return row, writer
+
+
+class _WrittenParts:
+    """The parts of a run not yet written, as a :class:`~coverage_core.history.reading.PartSource`: the run is
+    read back from them, with the reader's checks and limits, before it is stored."""
+
+    def __init__(self, writer: PartWriter):
+        self.writer = writer
+
+    def payloads(self, digests, kind, reading, counts) -> dict[str, bytes]:
+        found = {}
+        for digest in digests:
+            payload = self.writer.payloads.get(digest)
+            if payload is not None and self.writer.parts[digest][0] == kind:
+                reading.charge(len(payload) * counts[digest])
+                found[digest] = payload
+        return found
+
+
+def _checked_encoding(snapshot: RunSnapshot) -> tuple[dict[str, Any], dict[str, tuple[str, bytes]]]:
+    """:func:`_encode`, then the run read back from its parts as the store will read it: InputError (one
+    sentence) for a run that could not be read back, so none is ever recorded that later reads as damaged."""
+    try:
+        row, writer = _encode(snapshot)
+        values = dict(row, id=0, recorded_at=snapshot.recorded_at)
+        decode_run(values, _WrittenParts(writer))
+    except TooLarge as error:
+        raise InputError(f"This run is too large for the history ({error}); record it without "
+                         "--keep-document-text, or analyse a smaller knowledge base.") from None
+    except DamagedPart as error:
+        raise InputError(f"This run cannot be recorded in the history ({error}); give its figures as finite "
+                         "numbers, its counts as whole numbers and its names as text.") from None
     return row, writer.parts
+
+
+# ---------------------------------------------------------------- reading parts
+
+
+def _bounded_data(limit: int):
+    """The ``data`` column, NULL where a part's stored bytes could not inflate within ``limit``: such a part is
+    refused without the database handing it over."""
+    too_long = sa.func.length(_parts.c.data) > sa.literal_column(str(stored_limit(limit)))
+    return sa.type_coerce(sa.case((too_long, sa.null()), else_=_parts.c.data), _RAW).label("data")
+
+
+def _same_part(stored: Any, part: tuple[str, bytes]) -> bool:
+    """Whether ``stored`` (bytes of the database) inflates to the payload of ``part`` (another zlib may compress the
+    same payload to other bytes)."""
+    kind, data = part
+    try:
+        return stored is not None and inflate(stored, part_limit(kind)) == zlib.decompress(data)
+    except DamagedPart:
+        return False
+
+
+class _StoredParts:
+    """The parts in the database, as a :class:`~coverage_core.history.reading.PartSource`: few queries for many
+    parts, each part inflated within its limit and checked against its digest, kept in the store's cache."""
+
+    def __init__(self, store: HistoryStore, connection: Connection):
+        self.store, self.connection = store, connection
+
+    def payloads(self, digests: Sequence[str], kind: str, reading: Reading, counts: Counter) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        wanted = []
+        for digest in digests:
+            cached = self.store._cache.get(digest)
+            if cached is not None and cached[0] == kind:
+                reading.charge(len(cached[1]) * counts[digest])
+                found[digest] = cached[1]
+            else:
+                wanted.append(digest)
+        limit = part_limit(kind)
+        for start in range(0, len(wanted), 500):
+            rows = self.connection.execute(sa.select(_parts.c.digest, _bounded_data(limit))
+                                           .where(_parts.c.digest.in_(wanted[start:start + 500])))
+            for digest, data in rows:
+                if digest not in counts:
+                    continue
+                if data is None:
+                    raise TooLarge(f"a part takes more than {limit // 1024**2} MiB")
+                payload = inflate(data, limit)
+                # The digest binds the kind too: a part of another list, or edited by hand, is not this part.
+                if digest_of(kind, payload) != digest:
+                    raise DamagedPart("a part does not match its digest")
+                reading.charge(len(payload) * counts[digest])
+                found[digest] = payload
+                self.store._remember(digest, kind, payload)
+        return found
+
+
+def _run_number(text: str) -> int | None:
+    """``text`` as a run number: ASCII digits only (``str.isdigit`` accepts "²"), and within SQLite's integers."""
+    if text.isascii() and text.isdigit() and len(text) <= 18:
+        return int(text)
+    return None
 
 
 # ---------------------------------------------------------------- the store
 
 
 class HistoryStore:
-    """Recorded runs in a SQLite file (a path) or any SQLAlchemy database (a URL); see the module docstring."""
+    """Recorded runs in a SQLite file (a path) or any SQLAlchemy database (a URL); see the module docstring.
+
+    Nothing read is trusted: every value is checked and every read bounded (:mod:`coverage_core.history.parts`),
+    whoever wrote the file. A damaged run is one sentence naming it (InputError); listing and the timeline leave
+    it out and name it in :attr:`damaged_runs`, so the other runs still load.
+    """
 
     def __init__(self, target: str | os.PathLike):
         self._shown = redact_history_url(target)
-        self._part_cache: dict[str, Any] = {}
+        self._cache: dict[str, tuple[str, bytes]] = {}
+        self._cache_bytes = 0
+        self.damaged_runs: dict[int, str] = {}
+        """Runs :meth:`runs` or :meth:`document_timeline` left out as damaged, with the reason (for messages)."""
         url = _target_url(target, self._shown)
         self._is_sqlite = url.get_backend_name() == "sqlite"
         if self._is_sqlite and url.database not in (None, "", ":memory:") and not url.database.startswith("file:"):
@@ -299,7 +344,7 @@ class HistoryStore:
         """Store ``snapshot`` as a new run, all or nothing; safe while other processes record into the same store."""
         if snapshot.label is not None and checked_label(snapshot.label) != snapshot.label:
             raise InputError("A run label must not start or end with blanks; give it without them.")
-        row, parts = _encode(snapshot)
+        row, parts = _checked_encoding(snapshot)
         with self._database_errors():
             run_id = self._retrying(lambda: self._insert_run(row, parts))
         return RunInfo(run=run_id, label=snapshot.label, recorded_at=snapshot.recorded_at,
@@ -319,10 +364,14 @@ class HistoryStore:
 
     def _insert_parts(self, connection: Connection, parts: dict[str, tuple[str, bytes]]) -> None:
         digests = sorted(parts)  # one order for every writer: concurrent PostgreSQL inserts cannot deadlock
-        present: set[str] = set()
+        present: dict[str, Any] = {}
+        stored = _bounded_data(MAX_PART_BYTES)
         for start in range(0, len(digests), 500):
             batch = digests[start:start + 500]
-            present.update(connection.execute(sa.select(_parts.c.digest).where(_parts.c.digest.in_(batch))).scalars())
+            present.update(connection.execute(sa.select(_parts.c.digest, stored).where(_parts.c.digest.in_(batch))).all())
+        for digest in digests:  # a stored part that differs from this run's (a damaged file) is written again
+            if digest in present and present[digest] != parts[digest][1] and not _same_part(present[digest], parts[digest]):
+                connection.execute(_parts.update().where(_parts.c.digest == digest).values(data=parts[digest][1]))
         missing = [{"digest": d, "kind": parts[d][0], "data": parts[d][1]} for d in digests if d not in present]
         if not missing:
             return
@@ -335,108 +384,150 @@ class HistoryStore:
         for start in range(0, len(missing), 200):
             connection.execute(statement, missing[start:start + 200])
 
-    # ------------------------------------------------------------ reading
+    # ------------------------------------------------------------ reading (every value checked, every read bounded)
+
+    def _column(self, name: str):
+        """Column ``name`` of ``runs`` as the driver gives it, text cut in the query (SQLite keeps any length in
+        any column, and listing 1,000 runs must not read 1,000 hand-edited megabytes)."""
+        column = _runs.c[name]
+        if name in TEXT_COLUMNS:
+            limit = TEXT_COLUMNS[name] + 1  # one more: a longer text is shown cut, with an ellipsis
+        elif name in ("headline", "traffic"):
+            limit = MAX_FIGURES_CHARS + 1
+        elif name.endswith("_digest"):
+            limit = _DIGEST_CHARS + 1
+        elif name == "recorded_at" and self._is_sqlite:  # text in SQLite; a timestamp elsewhere
+            limit = MAX_TIME_CHARS + 1
+        else:
+            return sa.type_coerce(column, _RAW).label(name)
+        cut = sa.func.substr(column, sa.literal_column("1"), sa.literal_column(str(limit)))
+        return sa.type_coerce(cut, _RAW).label(name)
+
+    def _columns(self, *names: str) -> list:
+        headline = ("id", "label", "recorded_at", "tool_version", "provider", "model", "support_threshold",
+                    "threshold_reliable", "headline")
+        return [self._column(name) for name in headline + names]
+
+    def _damaged_run(self, run: Any, error: DamagedPart) -> InputError:
+        return InputError(f"Run {run} in the history {self._shown} is damaged and cannot be read ({error}); "
+                          "compare with another run (the other runs are not affected).")
+
+    def _info(self, row) -> RunInfo:
+        try:
+            return run_info(row._mapping)
+        except DamagedPart as error:
+            raise self._damaged_run(row._mapping["id"], error) from None
 
     def runs(self, label: str | None = None) -> list[RunInfo]:
-        """The recorded runs (of ``label`` when given), oldest first."""
-        query = sa.select(*_HEADLINE_COLUMNS).order_by(_runs.c.id)
+        """The recorded runs (of ``label`` when given), oldest first; a run whose row is damaged is left out and
+        named in :attr:`damaged_runs`."""
+        query = sa.select(*self._columns()).order_by(_runs.c.id)
         if label is not None:
             query = query.where(_runs.c.label == label)
+        found = []
         with self._database_errors(), self._transaction() as connection:
-            return [_run_info(row) for row in connection.execute(query)]
+            for row in connection.execute(query):
+                try:
+                    found.append(run_info(row._mapping))
+                except DamagedPart as error:
+                    self.damaged_runs[row._mapping["id"]] = str(error)
+        return found
+
+    def damaged_sentence(self) -> str | None:
+        """One sentence naming the runs :meth:`runs` and :meth:`document_timeline` left out as damaged; None when
+        none was."""
+        runs = sorted(self.damaged_runs)
+        if not runs:
+            return None
+        listed = ", ".join(str(run) for run in runs[:10]) + (f" and {len(runs) - 10} more" if len(runs) > 10 else "")
+        these = "Run" if len(runs) == 1 else "Runs"
+        return (f"{these} {listed} in the history {self._shown} {'is' if len(runs) == 1 else 'are'} damaged and "
+                "cannot be read, so left out; the other runs are shown.")
 
     def latest(self, label: str | None = None, *, before: int | None = None) -> RunInfo | None:
-        """The newest run (of ``label``, and older than run ``before`` when given); None when there is none."""
-        query = sa.select(*_HEADLINE_COLUMNS).order_by(_runs.c.id.desc()).limit(1)
+        """The newest run (of ``label``, and older than run ``before`` when given); None when there is none.
+        InputError naming it when that run is damaged (an earlier run would be compared with unnoticed)."""
+        query = sa.select(*self._columns()).order_by(_runs.c.id.desc()).limit(1)
         if label is not None:
             query = query.where(_runs.c.label == label)
         if before is not None:
             query = query.where(_runs.c.id < before)
         with self._database_errors(), self._transaction() as connection:
             row = connection.execute(query).first()
-        return None if row is None else _run_info(row)
+        return None if row is None else self._info(row)
 
     def resolve(self, reference: str) -> RunInfo:
-        """Run ``"12"`` by its number, else the latest run labelled ``reference``; InputError when neither exists."""
+        """Run ``"12"`` by its number (ASCII digits only), else the latest run labelled ``reference``; InputError
+        when neither exists."""
         text = str(reference).strip()
-        if text.isdigit():
+        number = _run_number(text)
+        if number is not None:
             with self._database_errors(), self._transaction() as connection:
-                row = connection.execute(sa.select(*_HEADLINE_COLUMNS).where(_runs.c.id == int(text))).first()
+                row = connection.execute(sa.select(*self._columns()).where(_runs.c.id == number)).first()
             if row is not None:
-                return _run_info(row)
+                return self._info(row)
         found = self.latest(text)
         if found is None:
-            raise InputError(f"No run numbered or labelled {text!r} is in the history {self._shown}; "
-                             "give a run number or a label that was recorded.")
+            raise InputError(f"No run numbered or labelled {shown_text(text, 60)!r} is in the history "
+                             f"{self._shown}; give a run number or a label that was recorded.")
         return found
 
     def load(self, run: int) -> RunSnapshot:
-        """The snapshot recorded as run ``run``, exactly as it was recorded; InputError when its parts are damaged."""
-        with self._database_errors(run=run), self._transaction() as connection:
-            row = connection.execute(sa.select(_runs).where(_runs.c.id == int(run))).mappings().first()
+        """The snapshot recorded as run ``run``, exactly as it was recorded; InputError naming the run when its row
+        or parts are damaged (within ``MAX_READ_BYTES`` of inflated parts, however the file was made)."""
+        number = run if isinstance(run, int) and not isinstance(run, bool) and 0 < run < 2**63 else None
+        with self._database_errors(), self._transaction() as connection:
+            row = None if number is None else connection.execute(
+                sa.select(*self._columns("traffic", *DIGEST_COLUMNS)).where(_runs.c.id == number)).first()
             if row is None:
                 raise InputError(f"There is no run {run} in the history {self._shown}; "
                                  "give the number of a recorded run.")
-            documents = self._documents(connection, row)
-            question_rows = self._sliced(connection, row["question_set_digest"])
-            offtopic = dict(self._json_part(connection, row["question_states_digest"]))
-            topic_rows = self._json_part(connection, row["topics_digest"])
-        questions = tuple(QuestionState(text_hash=text_hash, text=text, is_offtopic=index in offtopic,
-                                        offtopic_reason=offtopic.get(index, ""))
-                          for index, (text_hash, text) in enumerate(question_rows))
-        topics = tuple(TopicState(label=label, n_chunks=n_chunks, n_questions=n_questions, tested_share=share,
-                                  is_gap=is_gap,
-                                  documents=tuple((documents[ref].content_hash if isinstance(ref, int) else ref, n)
-                                                  for ref, n in members))
-                       for label, n_chunks, n_questions, share, is_gap, members in topic_rows)
-        return RunSnapshot(
-            recorded_at=as_utc(row["recorded_at"]), label=row["label"], tool_version=row["tool_version"],
-            provider=row["provider"], model=row["model"], support_threshold=row["support_threshold"],
-            threshold_reliable=row["threshold_reliable"], headline=json.loads(row["headline"]),
-            documents=documents, questions=questions, topics=topics,
-            traffic=None if row["traffic"] is None else json.loads(row["traffic"]),
-        )
-
-    def _documents(self, connection: Connection, row: Mapping) -> tuple[DocumentState, ...]:
-        fingerprint = self._sliced(connection, row["corpus_digest"])
-        shares, flags = _document_states(self._raw_part(connection, row["document_states_digest"]))
-        texts = self._texts(connection, [text for *_, text in fingerprint if text is not None])
-        return tuple(
-            DocumentState(name=name, content_hash=content_hash, n_chunks=n_chunks,
-                          tested_share=None if flag & _NO_SHARE else share, is_untested=bool(flag & _UNTESTED),
-                          is_undertested=bool(flag & _UNDERTESTED),
-                          text=None if text_digest is None else texts[text_digest])
-            for (name, content_hash, n_chunks, text_digest), share, flag in zip(fingerprint, shares, flags))
-
-    def _texts(self, connection: Connection, digests: list[str]) -> dict[str, str]:
-        texts: dict[str, str] = {}
-        wanted = sorted(set(digests))
-        for start in range(0, len(wanted), 500):
-            rows = connection.execute(sa.select(_parts.c.digest, _parts.c.data)
-                                      .where(_parts.c.digest.in_(wanted[start:start + 500])))
-            texts.update((digest, zlib.decompress(data).decode("utf-8")) for digest, data in rows)
-        return texts
+            try:
+                return decode_run(row._mapping, _StoredParts(self, connection))
+            except DamagedPart as error:
+                raise self._damaged_run(number, error) from None
 
     def document_timeline(self, label: str | None = None) -> list[tuple[str, int, datetime, bool | None]]:
         """``(document, run, recorded_at, is_untested)`` at each run where a document's verdict changed.
 
         A document appears (its verdict then), becomes tested or untested, or disappears (``None``). Runs of the
         same corpus compare their verdict bitmaps, so 1,000 runs read 1,000 small bitmaps and one document list.
+        A damaged run is left out (named in :attr:`damaged_runs`): its changes show at the next run. InputError
+        when the runs would read more than ``MAX_TIMELINE_READ_BYTES`` in all.
         """
-        query = sa.select(_runs.c.id, _runs.c.recorded_at, _runs.c.corpus_digest, _runs.c.document_verdicts_digest)
+        query = sa.select(self._column("id"), self._column("recorded_at"), self._column("corpus_digest"),
+                          self._column("document_verdicts_digest"))
         if label is not None:
             query = query.where(_runs.c.label == label)
         events: list[tuple[str, int, datetime, bool | None]] = []
+        total = Reading(MAX_TIMELINE_READ_BYTES)
         with self._database_errors(), self._transaction() as connection:
+            source = _StoredParts(self, connection)
             previous_corpus, previous_verdicts = None, None
             previous_names: list[str] = []
             previous_untested = np.zeros(0, dtype=bool)
-            for run_id, recorded_at, corpus, verdicts in connection.execute(query.order_by(_runs.c.id)).all():
-                at = as_utc(recorded_at)
-                names = self._names(connection, corpus)
-                untested = self._verdicts(connection, verdicts)
+            for run_id, recorded_at, corpus, verdicts_digest in connection.execute(query.order_by(_runs.c.id)):
+                reading = Reading()
+                try:
+                    at = run_time(recorded_at)
+                    if not is_digest(corpus) or not is_digest(verdicts_digest):
+                        raise DamagedPart("it names a part that cannot exist")
+                    fetch = fetcher(source, reading)
+                    names = previous_names if corpus == previous_corpus else [
+                        row[0] for row in read_sliced(fetch, corpus, "corpus")]
+                    untested = verdicts(fetch([verdicts_digest], "document_verdicts")[0], len(names))
+                except DamagedPart as error:
+                    self.damaged_runs[run_id] = str(error)
+                    continue
+                finally:
+                    try:
+                        total.charge(reading.used)
+                    except TooLarge:
+                        raise InputError(f"The document timeline of the history {self._shown} would read more than "
+                                         f"{MAX_TIMELINE_READ_BYTES // 1024**2:,} MiB; choose a label with fewer "
+                                         "runs.") from None
                 if corpus == previous_corpus:
-                    if verdicts != previous_verdicts:
+                    if verdicts_digest != previous_verdicts:
                         for index in np.flatnonzero(untested != previous_untested).tolist():
                             events.append((names[index], run_id, at, bool(untested[index])))
                 else:
@@ -445,56 +536,21 @@ class HistoryStore:
                     events.extend((name, run_id, at, state) for name, state in now.items()
                                   if before.get(name, _MISSING) != state)
                     events.extend((name, run_id, at, None) for name in before if name not in now)
-                previous_corpus, previous_verdicts = corpus, verdicts
+                previous_corpus, previous_verdicts = corpus, verdicts_digest
                 previous_names, previous_untested = names, untested
         return events
 
-    def _names(self, connection: Connection, corpus_digest: str) -> list[str]:
-        key = "names:" + corpus_digest
-        if key not in self._part_cache:
-            self._part_cache[key] = [row[0] for row in self._sliced(connection, corpus_digest)]
-        return self._part_cache[key]
+    # ------------------------------------------------------------ parts (immutable, so cached)
 
-    def _verdicts(self, connection: Connection, digest: str) -> np.ndarray:
-        payload = self._raw_part(connection, digest)
-        (n_documents,) = struct.unpack_from("<I", payload)
-        bits = np.frombuffer(payload, dtype=np.uint8, offset=4)
-        return np.unpackbits(bits, count=n_documents).astype(bool)
-
-    # ------------------------------------------------------------ parts: decoding (immutable, so cached)
-
-    def _raw_parts(self, connection: Connection, digests: Sequence[str]) -> list[bytes]:
-        """The payloads of ``digests``, in order; those not cached are read in a few queries, not one each."""
-        found = {digest: self._part_cache[digest] for digest in digests if digest in self._part_cache}
-        wanted = sorted(set(digests) - found.keys())
-        for start in range(0, len(wanted), 500):
-            rows = connection.execute(sa.select(_parts.c.digest, _parts.c.data)
-                                      .where(_parts.c.digest.in_(wanted[start:start + 500])))
-            found.update((digest, zlib.decompress(data)) for digest, data in rows)
-        if wanted:
-            if len(self._part_cache) > 8192:  # bounded: a long timeline must not hold every part
-                self._part_cache.clear()
-            self._part_cache.update((digest, found[digest]) for digest in wanted if digest in found)
-        try:
-            return [found[digest] for digest in digests]
-        except KeyError:
-            raise InputError(f"The history {self._shown} is missing part of a run; "
-                             "restore the file or database from a backup.") from None
-
-    def _raw_part(self, connection: Connection, digest: str) -> bytes:
-        return self._raw_parts(connection, [digest])[0]
-
-    def _json_part(self, connection: Connection, digest: str) -> Any:
-        return json.loads(self._raw_part(connection, digest))
-
-    def _sliced(self, connection: Connection, manifest_digest: str) -> list:
-        manifest = self._json_part(connection, manifest_digest)
-        parts = manifest["parts"]
-        for _level in range(int(manifest["depth"])):
-            parts = [item for payload in self._raw_parts(connection, parts) for item in json.loads(payload)]
-        return parts
-
-    # ------------------------------------------------------------ transactions, retries, errors
+    def _remember(self, digest: str, kind: str, payload: bytes) -> None:
+        if kind == "text":  # read once per load; kept, they would push out the parts a timeline shares
+            return
+        if self._cache_bytes + len(payload) > CACHE_BYTES:
+            self._cache.clear()
+            self._cache_bytes = 0
+        if len(payload) <= CACHE_BYTES:
+            self._cache[digest] = (kind, payload)
+            self._cache_bytes += len(payload)
 
     @contextmanager
     def _transaction(self, write: bool = False) -> Iterator[Connection]:
@@ -517,16 +573,13 @@ class HistoryStore:
             wait = min(wait * 2, 2.0)
 
     @contextmanager
-    def _database_errors(self, run: int | None = None) -> Iterator[None]:
-        """Database failures as one InputError sentence naming the (redacted) store, never the driver's text;
-        with ``run``, a part of that run that cannot be decoded is that run's damage, not the whole history's."""
+    def _database_errors(self) -> Iterator[None]:
+        """Database failures as one InputError sentence naming the (redacted) store, never the driver's text.
+        (A damaged run is named where it is read: its DamagedPart reaches here only from a schema upgrade.)"""
         try:
             yield
         except InputError:
             raise
-        except (zlib.error, ValueError, struct.error, TypeError, KeyError, IndexError) if run is not None else ():
-            raise InputError(f"Run {run} in the history {self._shown} is damaged and cannot be read; compare with "
-                             "another run (the other runs are not affected).") from None
         except OperationalError as error:
             if self._is_sqlite and _is_locked(error):
                 raise InputError(f"The history {self._shown} stayed locked by another process; "
@@ -597,10 +650,12 @@ def _target_url(target: str | os.PathLike, shown: str) -> URL:
     text = os.fspath(target).strip() if isinstance(target, str) else os.fspath(target)
     if not text:
         raise InputError("The history location is empty; give a file path or a database URL.")
+    if is_conninfo(text):
+        raise InputError(CONNINFO_REFUSAL)
     if not is_url(text):
         return URL.create("sqlite", database=str(Path(text).expanduser()))
     try:
-        url = make_url(text)
+        url = _url_with_credentials(text)
     except (ArgumentError, ValueError):
         raise InputError(f"The history location {shown} is not a valid database URL; "
                          "give a file path or a URL such as postgresql://user@host/database.") from None
@@ -609,13 +664,39 @@ def _target_url(target: str | os.PathLike, shown: str) -> URL:
     return url
 
 
+def _url_with_credentials(text: str) -> URL:
+    """``text`` as a URL, its user and password taken as :func:`redact_history_url` takes them: everything before
+    the last ``@`` (a password may hold ``@`` or ``/`` unencoded). SQLAlchemy alone would end the password at the
+    first ``@`` and connect somewhere else than the message names."""
+    scheme = text[:text.index("://") + 3]
+    credentials, at, host = text[len(scheme):].rpartition("@")
+    user, has_password, password = credentials.partition(":")
+    if not at or scheme.lower().startswith("sqlite") or "/" in user or "?" in user:
+        return make_url(text)  # no credentials (or a path or query holding "@"): nothing to take apart
+    return make_url(scheme + host).set(username=unquote(user) or None,
+                                       password=unquote(password) if has_password else None)
+
+
 def _check_sqlite_file(path: Path, shown: str) -> None:
-    """Refuse, without writing to it, a path that is a folder, unwritable, not SQLite, damaged or another database."""
+    """Refuse, without writing to it, a path that is a folder, a device, a pipe or a socket, unwritable, not SQLite,
+    damaged or another database; a new path must be in a writable folder."""
     if path.is_dir():
         raise InputError(f"The history {shown} is a folder; give the path of a file, e.g. {DEFAULT_HISTORY_FILE}.")
     folder = path.parent
     if not folder.is_dir():
         raise InputError(f"The folder of the history {shown} does not exist; create it or give another path.")
+    # SQLite would open a device (/dev/null reads as an empty database) and create its journal beside it, in /dev.
+    for checked in (path, *(Path(f"{path}{suffix}") for suffix in _SQLITE_SIDE_FILES)):
+        try:
+            mode = os.stat(checked).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError:
+            raise InputError(f"The history {shown} cannot be opened; give the path of a file in a folder you "
+                             "can write.") from None
+        if not stat.S_ISREG(mode):
+            raise InputError(f"The history {shown} is not a regular file (a device, pipe or socket, or one beside "
+                             f"it); give the path of a file, e.g. {DEFAULT_HISTORY_FILE}.")
     if not path.exists():
         if not os.access(folder, os.W_OK):
             raise InputError(f"Cannot create the history {shown}: its folder is not writable; give another path.")
@@ -694,10 +775,5 @@ def _damaged(shown: str) -> InputError:
                       "move it aside (it was not changed) and record again into a new one.")
 
 
-def _run_info(row) -> RunInfo:
-    return RunInfo(run=int(row.id), label=row.label, recorded_at=as_utc(row.recorded_at),
-                   tool_version=row.tool_version, provider=row.provider, model=row.model,
-                   support_threshold=row.support_threshold, threshold_reliable=row.threshold_reliable,
-                   headline=json.loads(row.headline))
 
 
