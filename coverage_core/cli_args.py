@@ -106,7 +106,9 @@ def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
         help=_default(f"embedding provider ({AUTO}: the bundled model for the detected languages); keys come "
                       f"from {key_variables}", AUTO))
     defaults = ", ".join(f"{spec.default_model} for {name}" for name, spec in PROVIDERS.items() if spec.default_model)
-    add("--model", metavar="NAME", help=_default("embedding model", f"the provider's default: {defaults}"))
+    add("--model", metavar="NAME",
+        help=_default("embedding model; without --embedder only a bundled model's name (e.g. multilingual-e5-small), "
+                      "others need --embedder", f"the provider's default: {defaults}"))
     add("--dimensions", type=int, metavar="N",
         help=_default("output dimensions (text-embedding-3, voyage-3.5 and similar)", "the model's native size"))
     add("--base-url", metavar="URL",
@@ -170,7 +172,7 @@ def _add_reading_arguments(analyze: argparse.ArgumentParser) -> None:
     """Where embeddings are cached and how encrypted PDFs are opened."""
     add = analyze.add_argument
     add("--cache-dir", metavar="DIR",
-        help=_default("embedding cache folder", "$COVERAGE_CORE_CACHE_DIR or ~/.cache/coverage_core"))
+        help=_default("embedding and written-question cache folder", "$COVERAGE_CORE_CACHE_DIR or ~/.cache/coverage_core"))
     add("--pdf-password", metavar="P", help=_default("password for encrypted PDFs", "none"))
     add("--follow-symlinks", action="store_true",
         help=_default("in --docs folders, also read links that lead outside the folder",
@@ -184,7 +186,7 @@ def _add_suggestion_arguments(analyze: argparse.ArgumentParser) -> None:
         help=_default("suggested questions per gap, at least 0; 0 writes none", GapConfig.n_suggestions))
     add("--written-gaps", type=int, default=GapConfig.n_written_gaps, metavar="N",
         help=_default("gaps the built-in model writes questions for, most urgent first; the others get drafts",
-                      GapConfig.n_written_gaps))
+                      GapConfig.n_written_gaps or "every gap"))
     add("--llm-model", metavar="NAME",
         help=_default("chat model for gap suggestions (every gap) and --subquestions",
                       "none; the built-in model writes them"))

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from coverage_core.inputs.text import strip_invisible
+
 UNDETERMINED = "und"
 """The code of a text too short or too bare (numbers, symbols) to tell its language."""
 
@@ -79,7 +81,9 @@ def language_name(code: str) -> str:
 
 
 def _guess(text: str, candidates: Sequence[str] | None) -> tuple[str, float]:
-    sample = text[:DETECTION_CHARS]
+    # Invisible format characters go first: py3langid reads bytes, and the bytes of zero-width spaces
+    # between an English text's letters are Khmer's (which separates words with them).
+    sample = strip_invisible(text[:2 * DETECTION_CHARS])[:DETECTION_CHARS]
     if len(_LETTER.findall(sample)) < MIN_LETTERS:
         return UNDETERMINED, 0.0
     identifier = _identifier()
@@ -96,7 +100,8 @@ def _guess(text: str, candidates: Sequence[str] | None) -> tuple[str, float]:
 
 
 def detect_language(text: str, candidates: Sequence[str] | None = None) -> str:
-    """The ISO 639-1 code of ``text``'s language, or :data:`UNDETERMINED`.
+    """The ISO 639-1 code of ``text``'s language, or :data:`UNDETERMINED`; invisible format characters
+    (zero-width spaces, soft hyphens, bidi marks: :func:`~coverage_core.inputs.text.strip_invisible`) are not read.
 
     ``candidates``: the languages an unsure guess (below :data:`CONFIDENT`)
     is chosen among, usually the corpus's (a short question is read against
@@ -142,9 +147,14 @@ def language_shares(texts: Sequence[str], languages: Sequence[str]) -> list[Lang
 
 
 def main_languages(shares: Sequence[LanguageShare], min_share: float = 0.05) -> list[str]:
-    """The codes holding at least ``min_share`` of the characters, largest first (at least the largest)."""
+    """The codes holding at least ``min_share`` of the characters, largest first; all of them when none does.
+
+    Fifty languages of 2% each (a help centre in every language) are fifty
+    main languages, not the one that happens to be largest: the stop words,
+    and the candidates a short question is read among, are all of theirs.
+    """
     kept = [share.code for share in shares if share.share >= min_share]
-    return kept or [share.code for share in shares[:1]]
+    return kept or [share.code for share in shares]
 
 
 def corpus_languages(texts: Sequence[str], sample: int = 200, min_share: float = 0.05) -> list[str]:

@@ -27,15 +27,24 @@ topics are named or queries embedded):
   characters; and any 20+ character token mixing letters and digits whose
   character classes switch often and whose entropy is high (a random key, not
   a product code or a hyphenated phrase);
-* ``[id]``: UUIDs and US social security numbers (``123-45-6789``);
+* ``[id]``: UUIDs, US social security numbers (``123-45-6789``), UK National Insurance numbers
+  (``AB 12 34 56 C``), Spanish DNI/NIE and Italian codici fiscali whose check letter holds
+  (``python-stdnum``), and the number after "passport", "ID card", "identity number", "driver's
+  licence" and their French, German and Spanish names (6-12 letters and digits, 2 digits at least);
 * ``[iban]``: IBANs whose checksum holds (``python-stdnum``);
 * ``[card]``: card numbers (13-19 digits, unbroken or in groups split by
   spaces, dashes, dots or slashes) whose Luhn checksum holds; such groups
   failing it become ``[number]``;
-* ``[ip]``: IPv4 and full IPv6 addresses;
+* ``[ip]``: IPv4 addresses, and IPv6 ones full or shortened with ``::`` (``2001:db8::8a2e:370:7334``;
+  checked by :mod:`ipaddress`, with a group of 3+ digits, so "A::B" in C++ stays);
+* ``[mac]``: MAC addresses (``00:1A:2B:3C:4D:5E``, with dashes, or Cisco's ``001a.2b3c.4d5e``);
+* ``[birthdate]``: a full date (day, month and year, in figures or words) after "date of birth", "DOB",
+  "born", "birthday" and their French, German and Spanish words; a year alone ("born in 1756") stays;
 * ``[phone]``: numbers Google's ``phonenumbers`` finds valid in
-  :data:`PHONE_REGIONS` or in international form (``+…``), and any run of 9+
-  digits with separators (year ranges such as "1914-1918 1939-1945" stay);
+  :data:`PHONE_REGIONS` or in international form (``+…``), any run of 9+
+  digits with separators (year ranges such as "1914-1918 1939-1945" stay), and
+  local numbers written ``555-1234`` (a range of years such as "reigned 330-1453" or
+  "(476-1453)" stays);
 * ``[number]``: any other run of 7+ digits (accounts, customer numbers);
 * ``[address]``: street addresses written as a house number and a street
   word ("221B Baker Street", "1600 Pennsylvania Ave", "12 rue de la Paix",
@@ -45,21 +54,28 @@ topics are named or queries embedded):
 
 **Not masked**: names anywhere else (no named-entity model is bundled and
 none may be downloaded), street names without a house number, towns and
-postcodes alone, dates of birth, national ID formats other than the US SSN,
-secrets shorter than 20 characters that follow no known format and no
-keyword, and e-mail addresses spelled with a plain " at " and a real dot
-("john at example.com": "the API at api.example.com" reads the same).
+postcodes alone, dates with no birth word before them, national ID formats
+other than those above when no ID word precedes them, local numbers written
+with spaces or dots ("555 1234", as often an amount), secrets shorter than
+20 characters that follow no known format and no keyword, and e-mail
+addresses spelled with a plain " at " and a real dot ("john at
+example.com": "the API at api.example.com" reads the same).
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import math
 import re
 import unicodedata
 
 import phonenumbers
 from stdnum import iban, isbn, luhn
+from stdnum.es import dni, nie
+from stdnum.it import codicefiscale
+
+from coverage_core.inputs.text import strip_invisible
 
 __all__ = ["PHONE_REGIONS", "mask_personal_data", "normalise_text"]
 
@@ -73,12 +89,6 @@ _DIGIT_RUN = re.compile(r"\d[\d ()./-]*\d")
 _PHONE_TRIES = 20
 """Candidates ``phonenumbers`` examines per region and query: unbounded, 4,000 characters of digits and
 slashes cost seconds; numbers past these are still caught by the 9-digit rule."""
-
-# Invisible format characters (Unicode category Cf). Zero-width joiners between two non-ASCII letters are
-# kept: Persian, Indic scripts and emoji sequences need them, and there they split nothing Latin.
-_FORMAT_CHARS = re.compile("[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f"
-                           "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]")
-_JOINERS = "\u200c\u200d"
 
 _LOCAL = r"""(?:"[^"\n]{1,64}"|[\w!#$%&'*+=?^`~-]+(?:\.[\w!#$%&'*+=?^`~-]+)*)"""
 # An address starts where a run of local-part characters starts, never inside one: tried from every
@@ -115,8 +125,45 @@ _IBAN = re.compile(r"(?<![\w])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?!\w)")
 _CARD = re.compile(r"(?<![\w./-])(?:\d{4}([ ./-]?)\d{4}\1\d{4}\1\d{1,7}|\d{4}([ -]?)\d{6}\2\d{4,5})(?![\w/-]|\.\d)")
 _IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}(?![\w:])")
+# Shortened IPv6 ("fe80::1ff:fe23:4567:890a"): a candidate with "::", kept when ipaddress reads it.
+_IPV6_SHORT = re.compile(r"(?<![\w:.])(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}(?![\w:])")
+_MAC = re.compile(r"(?<![\w:.-])[0-9a-fA-F]{2}([:-])(?:[0-9a-fA-F]{2}\1){4}[0-9a-fA-F]{2}(?![\w:-]|\.\w)"
+                  r"|(?<![\w.])(?=[\d.]*[a-fA-F])[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}(?![\w.])")
+# A birth word, then a full date: 12/05/1985, 1985-05-12, 12 May 1985, 12th of May, 1985, May 12, 1985.
+_MONTH = (r"(?:jan(?:uary|vier|uar)?|feb(?:ruary|ruar)?|f[ée]v(?:rier)?|m[äa]r(?:ch|s|z)?|apr(?:il)?|avr(?:il)?"
+          r"|may|mai|ma[iy]o|june?|juin|juni|july?|juil(?:let)?|juli|aug(?:ust)?|ao[uû]t|sep(?:t(?:ember)?)?"
+          r"|oct(?:ober)?|okt(?:ober)?|nov(?:ember)?|de[cz](?:ember)?|d[ée]c(?:embre)?|enero|febrero|marzo|abril"
+          r"|junio|julio|agosto|septiembre|octubre|noviembre|diciembre)\.?")
+_DAY = r"(?:[0-3]?\d)(?:st|nd|rd|th|er)?"
+_FULL_DATE = (rf"(?:\d{{1,2}}[./-]\d{{1,2}}[./-](?:\d{{4}}|\d{{2}})|\d{{4}}[./-]\d{{1,2}}[./-]\d{{1,2}}"
+              rf"|{_DAY}\.?\s+(?:of\s+|de\s+)?{_MONTH},?\s+(?:de\s+)?\d{{4}}|{_MONTH}\s+{_DAY},?\s+\d{{4}})")
+_BIRTH_DATE = re.compile(
+    r"(?i)(\b(?:date\s+of\s+birth|birth\s*date|birthday|dob|d\.o\.b\.?|born(?:\s+on)?|geburtsdatum"
+    r"|geboren(?:\s+am)?|date\s+de\s+naissance|n[ée]e?\s+le|fecha\s+de\s+nacimiento|nacid[oa]\s+el)"
+    rf"(?:\s*(?:is|was|:|=|-))?\s*)(?<!\w){_FULL_DATE}(?![\w/.-]\d|\w)"
+)
+# An identity document's word, maybe "number"/"no."/"#", then its number: 6-12 letters and digits, 2+ digits.
+_ID_WORDS = (r"(?:passport|passeport|reisepass|pasaporte|passaporto|(?:national\s+)?id(?:entity)?\s+card"
+             r"|identity\s+(?:card|document|number)|national\s+id(?:entity)?|id\s+(?:number|no\.?|#)"
+             r"|personalausweis(?:nummer)?|ausweis(?:nummer)?|carte\s+d['’]identit[ée]|driver['’]?s\s+licen[cs]e"
+             r"|driving\s+licen[cs]e|licen[cs]e\s+(?:number|no\.?|#)|f[üu]hrerschein(?:nummer)?"
+             r"|permis\s+de\s+conduire|documento\s+de\s+identidad"
+             # In capitals only: "nie" is "never" in German and "no" in Polish.
+             r"|(?-i:DNI|NIE|NIF))")
+_KEYWORD_ID = re.compile(
+    rf"(?i)(\b{_ID_WORDS}(?:\s+(?:number|num(?:ber)?\.?|no\.?|nr\.?|nummer|num[ée]ro|n[úu]mero|#))?"
+    r"(?:\s*(?:is|:|=|#))?\s*)(?=[A-Za-z]*\d[A-Za-z]*\d)([A-Za-z0-9]{6,12})(?![\w-])"
+)
+_NINO = re.compile(r"\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
+_SPANISH_ID = re.compile(r"(?<![\w-])(?:\d{8}|[XYZ]-?\d{7})-?[A-Z](?![\w-])")
+_CODICE_FISCALE = re.compile(r"\b[A-Z]{6}\d{2}[A-Z]\d{2}[A-Z]\d{3}[A-Z]\b")
 _PHONE = re.compile(r"(?<![\w+])\+?\d[\d ().-]{7,}\d(?!\w)")
 _YEAR_GROUPS = re.compile(r"(?:1[89]|20)\d\d")
+# A local number without its area code ("555-1234"): US exchanges never start with 0 or 1.
+_LOCAL_PHONE = re.compile(r"(?<![\w.,/+-])[2-9]\d\d-\d{4}(?!\w|[-./,]\d)")
+_RANGE_BEFORE = re.compile(r"(?i)\b(?:from|between|in|circa|c\.|ca\.|pages?|pp\.?|years?|reign(?:ed)?|ruled"
+                           r"|lived|era|period|AD|BC)\s*$")
+_RANGE_AFTER = re.compile(r"\s*(?:AD|BC|BCE|CE|AH)\b")
 _LONG_DIGITS = re.compile(r"\d{7,}")
 _STREET_WORDS = (r"(?:Street|Avenue|Road|Boulevard|Lane|Drive|Terrace|Crescent|Highway|Parkway|Square|Court|Place"
                  r"|Close|Way|St|Ave|Rd|Blvd|Ln|Dr|Ct|Pl|Hwy|Pkwy|Sq)\b\.?")
@@ -166,20 +213,8 @@ def _secret_patterns() -> tuple[re.Pattern, ...]:
 
 def normalise_text(text: str) -> str:
     """``text`` in NFKC with invisible format characters removed (zero-width joiners between two non-ASCII
-    letters kept)."""
-    text = unicodedata.normalize("NFKC", text)
-    if not _FORMAT_CHARS.search(text):
-        return text
-    return _FORMAT_CHARS.sub(lambda m: m.group() if _kept_joiner(m) else "", text)
-
-
-def _kept_joiner(match: re.Match) -> bool:
-    text, at = match.string, match.start()
-    if match.group() not in _JOINERS or at == 0 or at + 1 >= len(text):
-        return False
-    before, after = text[at - 1], text[at + 1]
-    return not before.isascii() and not after.isascii() and (before.isalpha() or ord(before) > 0x2000) \
-        and (after.isalpha() or ord(after) > 0x2000)
+    letters kept: :func:`~coverage_core.inputs.text.strip_invisible`)."""
+    return strip_invisible(unicodedata.normalize("NFKC", text))
 
 
 def mask_personal_data(text: str) -> str:
@@ -199,14 +234,56 @@ def mask_personal_data(text: str) -> str:
     text = _TOKEN.sub(_secret_or_word, text)
     text = _IBAN.sub(lambda m: "[iban]" if iban.is_valid(m.group()) else m.group(), text)
     text = _SSN.sub("[id]", text)
+    # Birth dates and ID numbers before cards and phones: "DOB 12-05-1985" is not a phone number, and a
+    # passport number is masked whole, not as "X[number]".
+    text = _BIRTH_DATE.sub(r"\1[birthdate]", text)
+    text = _KEYWORD_ID.sub(r"\1[id]", text)
+    text = _national_ids(text)
     text = _CARD.sub(_card_or_number, text)
     text = _IPV4.sub("[ip]", text)
     text = _IPV6.sub("[ip]", text)
+    text = _IPV6_SHORT.sub(_short_ipv6, text)
+    text = _MAC.sub("[mac]", text)
     text = _mask_phones(text)
+    text = _LOCAL_PHONE.sub(_local_phone_or_range, text)
     text = _LONG_DIGITS.sub("[number]", text)
     text = _ADDRESS.sub("[address]", text)
     text = _TITLE_NAME.sub("[name]", text)
     return _SAID_NAME.sub(lambda m: m.group(1) + " [name]", text)
+
+
+def _national_ids(text: str) -> str:
+    """UK National Insurance numbers by their shape; Spanish DNI/NIE and Italian codici fiscali when their
+    check letter holds (a product code of the same shape rarely does)."""
+    text = _NINO.sub("[id]", text)
+    text = _SPANISH_ID.sub(lambda m: "[id]" if dni.is_valid(m.group()) or nie.is_valid(m.group()) else m.group(),
+                           text)
+    return _CODICE_FISCALE.sub(lambda m: "[id]" if codicefiscale.is_valid(m.group()) else m.group(), text)
+
+
+def _short_ipv6(match: re.Match) -> str:
+    """A "::" candidate is an address when :mod:`ipaddress` reads it and one group has 3+ digits ("A::B",
+    "ab::cd" in code stay)."""
+    found = match.group()
+    if "::" not in found or not any(len(group) >= 3 for group in found.split(":")):
+        return found
+    try:
+        ipaddress.IPv6Address(found)
+    except ValueError:
+        return found
+    return "[ip]"
+
+
+def _local_phone_or_range(match: re.Match) -> str:
+    """"555-1234" is a local phone number, unless it reads as a range of years: after "from", "in",
+    "reigned"..., before "AD"/"BC", or alone in brackets with the first number the smaller ("(476-1453)")."""
+    text, start, end = match.string, match.start(), match.end()
+    if _RANGE_BEFORE.search(text[max(0, start - 20):start].rstrip("( ")) or _RANGE_AFTER.match(text, end):
+        return match.group()
+    first, second = (int(part) for part in match.group().split("-"))
+    if text[start - 1:start] == "(" and text[end:end + 1] == ")" and first < second <= 2100:
+        return match.group()
+    return "[phone]"
 
 
 def _keyword_value(match: re.Match) -> str:

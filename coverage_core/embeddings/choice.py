@@ -49,15 +49,35 @@ class ModelChoice:
     languages: tuple[str, ...] = ()
 
 
+def _steering(shares: Sequence[LanguageShare]) -> list[LanguageShare]:
+    """The languages that steer the choice: those holding :data:`MIN_LANGUAGE_SHARE`; when none does (50
+    languages of 2% each, a help centre in every language), all detected ones, or the corpus would be taken
+    for one with no language and so for English."""
+    detected = [s for s in shares if s.code != UNDETERMINED]
+    return [s for s in detected if s.share >= MIN_LANGUAGE_SHARE] or detected
+
+
 def _main(shares: Sequence[LanguageShare]) -> list[str]:
-    return [s.code for s in shares if s.share >= MIN_LANGUAGE_SHARE and s.code != UNDETERMINED]
+    return [s.code for s in _steering(shares)]
 
 
-def _described(shares: Sequence[LanguageShare]) -> str:
-    kept = [s for s in shares if s.share >= MIN_LANGUAGE_SHARE and s.code != UNDETERMINED]
+def _described(shares: Sequence[LanguageShare], shown: int = 3) -> str:
+    kept = _steering(shares)
     if len(kept) == 1:
         return f"in {kept[0].name}"
+    if kept[0].share < MIN_LANGUAGE_SHARE:
+        named = ", ".join(f"{s.name} {s.share:.0%}" for s in kept[:shown])
+        more = f" and {len(kept) - shown} more" if len(kept) > shown else ""
+        return f"in {len(kept)} languages, none with {MIN_LANGUAGE_SHARE:.0%} of the text ({named}{more})"
     return "in " + ", ".join(f"{s.name} ({s.share:.0%})" for s in kept)
+
+
+def _names(codes: Sequence[str], shown: int = 5) -> str:
+    """"Khmer, Lao and Burmese"; past ``shown`` names, "… and 12 more"."""
+    names = [language_name(code) for code in codes]
+    if len(names) > shown:
+        return f"{', '.join(names[:shown])} and {len(names) - shown} more"
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def choose_model(document_shares: Sequence[LanguageShare], question_shares: Sequence[LanguageShare] = (),
@@ -65,19 +85,27 @@ def choose_model(document_shares: Sequence[LanguageShare], question_shares: Sequ
     """The bundled model for these languages.
 
     English documents and questions (or nothing detected) keep
-    all-MiniLM-L6-v2; any other main language, in the documents or the
-    questions (a cross-lingual test set), takes the first of
+    all-MiniLM-L6-v2, and the reason says which of the two it was; any
+    other main language, in the documents or the questions (a
+    cross-lingual test set), takes the first of
     :data:`MULTILINGUAL_MODELS` whose registry entry lists every main
     language (a model listing none is taken to read them all), passing
     over multilingual-e5-small when the documents hold more than
     :data:`E5_MAX_CHARACTERS` (``n_characters``) and the faster model
-    reads the languages too.
+    reads the languages too. Main languages hold :data:`MIN_LANGUAGE_SHARE`
+    of the characters; when no detected language does, all of them are
+    main. When no bundled model lists every main language, the reason is a
+    warning naming those none lists, and the model that reads the most.
     """
     from coverage_core.embeddings.registry import covers_language, model_display_name
 
     documents, questions = _main(document_shares), _main(question_shares)
     languages = tuple(dict.fromkeys(documents + questions))
-    if set(languages) <= {"en"}:
+    if not languages:
+        return ModelChoice(*ENGLISH_MODEL, "No language could be told in the documents or questions (too little "
+                                            "text, or only numbers and symbols), so the English model "
+                                            "all-MiniLM-L6-v2 is used.", languages)
+    if set(languages) == {"en"}:
         return ModelChoice(*ENGLISH_MODEL, "The documents and questions are in English, which all-MiniLM-L6-v2 "
                                             "reads well and fast.", languages)
     where = f"the documents are {_described(document_shares)}" if documents else "the documents' language is unknown"
@@ -92,10 +120,15 @@ def choose_model(document_shares: Sequence[LanguageShare], question_shares: Sequ
                if large else "")
         return ModelChoice(provider, model, f"{where[:1].upper()}{where[1:]}: the multilingual model {name} reads "
                                             f"them{why}; all-MiniLM-L6-v2 reads English only.", languages)
-    provider, model = MULTILINGUAL_MODELS[-1]
-    missing = ", ".join(language_name(code) for code in languages if covers_language(provider, model, code) is False)
-    return ModelChoice(provider, model, f"{where[:1].upper()}{where[1:]}: no bundled model lists {missing}; "
-                                        f"{model_display_name(provider, model)} reads the most languages.", languages)
+    # No bundled model lists them all: the one that lists the most, and a warning naming what none lists.
+    provider, model = max(MULTILINGUAL_MODELS, key=lambda pm: sum(covers_language(*pm, code) is not False
+                                                                   for code in languages))
+    unread = [code for code in languages
+              if all(covers_language(p, m, code) is False for p, m in (ENGLISH_MODEL, *MULTILINGUAL_MODELS))]
+    missing = _names(unread or [c for c in languages if covers_language(provider, model, c) is False])
+    return ModelChoice(provider, model, f"{where[:1].upper()}{where[1:]}, but no bundled model is trained for "
+                                        f"{missing}, so the figures for them may be wrong; "
+                                        f"{model_display_name(provider, model)} reads the most of them.", languages)
 
 
 def resolve(embedding, document_shares: Sequence[LanguageShare], question_shares: Sequence[LanguageShare] = (),

@@ -22,7 +22,7 @@ from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.inputs import testset_formats
 from coverage_core.inputs.files import read_user_file
-from coverage_core.inputs.text import decode_text, looks_binary
+from coverage_core.inputs.text import Unreadable, decode_text, looks_binary
 from coverage_core.types import IngestWarning, Question, QuestionSet
 from coverage_core.validation import listed_columns, resolve_column
 
@@ -106,7 +106,10 @@ def _read_file(
             f"The question file {name} is not a text table (it contains binary data, "
             "as an Excel workbook does); save it as CSV and use that file."
         )
-    text, encoding = decode_text(data)
+    try:
+        text, encoding = decode_text(data)
+    except Unreadable as problem:  # Shift-JIS read as Latin-1 would be garbled questions counted as English
+        raise InputError(problem.sentence(f"The question file {name}")) from None
     if testset_formats.looks_like_json(text, name):
         frame, notes = testset_formats.records_frame(text, name)
         return frame, encoding, ",", name, notes

@@ -1,4 +1,9 @@
-"""Text decoding shared by the document and question readers, and why a document is skipped."""
+"""Text decoding shared by the document and question readers, and why a document is skipped.
+
+:func:`decode_text` reads UTF-8 and UTF-16 first, then cp1252, then what charset-normalizer detects
+(Shift-JIS, GB18030, cp1251...), and refuses bytes none of them reads with confidence rather than passing
+on Latin-1 garble; invisible format characters (:func:`strip_invisible`) are removed from what it returns.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,34 @@ from coverage_core.types import IngestWarning
 
 # Latin typographic ligatures (U+FB00-FB06: ff, fi, fl, ffi, ffl, long st, st).
 _LIGATURES = re.compile("[\ufb00-\ufb06]")
+
+# Invisible format characters: Unicode category Cf (zero-width space and joiners, soft hyphen, bidi marks and
+# overrides, BOM, interlinear annotation, tag characters; tests/hostile/test_encodings_languages.py checks the
+# list against the running Python's Unicode data), plus the combining grapheme joiner U+034F.
+INVISIBLE_CHARACTERS = re.compile(
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
+_JOINERS = "\u200c\u200d"
+
+# A Latin reading (cp1252 or latin-1) whose charset-normalizer "mess" (symbols among letters, accented
+# capitals inside words, control characters...) is at most this is text, not garble; the library's own
+# default cut-off for a plausible decoding.
+MAX_MESS = 0.2
+# A detected encoding other than cp1252 is trusted only on this many letters of a script other than Latin
+# standing in words (two or more together): 4 letters are one short Japanese or Russian question, while a
+# Western file misread as Cyrillic or Greek scatters its letters one by one between Latin ones.
+MIN_SCRIPT_LETTERS = 4
+# ...and they must be nearly all its non-ASCII letters: Polish misread as Cyrillic keeps Latin ones ("Kraków").
+MIN_SCRIPT_SHARE = 0.8
+LATIN_CODE_PAGES = frozenset({"cp1250", "cp1257"})
+"""Windows code pages of Central European and Baltic languages, trusted when detected on a file whose
+cp1252 reading is garbled ("£ódŸ" for "Łódź"); their letters are Latin, so no script tells them apart."""
+_TOO_SHORT_TO_TELL = 3
+"""A file whose non-ASCII characters are at most this many, each alone between ASCII characters, is read as
+cp1252 (latin-1 for bytes cp1252 leaves undefined) even when nothing confirms it: a stray byte or two in an
+English note loses a character at worst, never the text."""
 
 
 class Unreadable(Exception):
@@ -25,6 +58,15 @@ class Unreadable(Exception):
 
     def sentence(self, source: str) -> str:
         return f"{source} {self.reason}; {self.advice}."
+
+
+UNKNOWN_ENCODING = (
+    "is not UTF-8 (byte {offset:,} is the first that is not), and its encoding could not be recognised with "
+    "confidence",
+    "save it as UTF-8 and use that file",
+)
+"""The reason (``offset`` to fill in) and advice of the ``Unreadable`` :func:`decode_text` raises when no
+encoding reads the bytes as text with confidence."""
 
 
 def looks_binary(data: bytes) -> bool:
@@ -53,13 +95,56 @@ def unfold_ligatures(text: str) -> str:
     return _LIGATURES.sub(lambda match: unicodedata.normalize("NFKC", match.group()), text)
 
 
-def decode_text(data: bytes) -> tuple[str, str]:
-    """Decode text and name the encoding used.
+def strip_invisible(text: str) -> str:
+    """``text`` without its invisible format characters (:data:`INVISIBLE_CHARACTERS`), except a zero-width
+    joiner or non-joiner between two non-ASCII letters or symbols.
 
-    UTF-8 (with or without BOM) first; then cp1252, which is what Excel and
-    Windows editors write in Western Europe; latin-1 last since it accepts any
-    byte. UTF-16 with BOM (Excel's "Unicode text") is recognised too.
+    A zero-width space between the letters of an English word reads, byte by
+    byte, as Khmer (which separates words with it) and hides the word from
+    every word match; a soft hyphen or a bidi mark splits a word the same way.
+    The joiners are kept where they shape a script (Persian, Indic scripts)
+    or an emoji sequence; between Latin letters they split nothing visible.
     """
+    if text.isascii() or not INVISIBLE_CHARACTERS.search(text):
+        return text
+    return INVISIBLE_CHARACTERS.sub(lambda match: match.group() if _kept_joiner(match) else "", text)
+
+
+def _kept_joiner(match: re.Match) -> bool:
+    text, at = match.string, match.start()
+    if match.group() not in _JOINERS or at == 0 or at + 1 >= len(text):
+        return False
+    before, after = text[at - 1], text[at + 1]
+    return not before.isascii() and not after.isascii() and (before.isalpha() or ord(before) > 0x2000) \
+        and (after.isalpha() or ord(after) > 0x2000)
+
+
+def decode_text(data: bytes) -> tuple[str, str]:
+    """The text of ``data`` and the name of the encoding used; ``Unreadable`` (:data:`UNKNOWN_ENCODING`)
+    when none can be told with confidence. Invisible format characters are removed (:func:`strip_invisible`).
+
+    In this order:
+
+    1. UTF-16 with a BOM (Excel's "Unicode text"); UTF-8, with or without BOM.
+    2. cp1252, what Excel and Windows editors write in Western Europe (latin-1 when a byte is undefined in
+       cp1252), when that reading is clean text by charset-normalizer's measure (at most :data:`MAX_MESS`).
+    3. The encoding charset-normalizer detects (Shift-JIS/cp932, GB18030, Big5, EUC-KR, cp1251, cp1253...),
+       when its reading is clean and holds at least :data:`MIN_SCRIPT_LETTERS` letters of a script other than
+       Latin standing together in words, nearly all of its non-ASCII letters (:data:`MIN_SCRIPT_SHARE`); or
+       else a detected Central European or Baltic code page (:data:`LATIN_CODE_PAGES`).
+    4. cp1252 (or latin-1) when at most :data:`_TOO_SHORT_TO_TELL` non-ASCII characters stand, each alone,
+       among ASCII ones: too little to detect anything, too little to lose much.
+
+    Anything else would be read as garble (Japanese questions as "“Œ‹ž", then counted as English), so it
+    is refused. The lines holding non-ASCII bytes are the evidence (:func:`_non_ascii_lines`). A file in
+    another Latin-script code page whose cp1252 reading is clean too (Turkish cp1254: "Ýstanbul") is read as
+    cp1252, as before: on short texts no detector tells those apart reliably.
+    """
+    text, encoding = _decoded(data)
+    return strip_invisible(text), encoding
+
+
+def _decoded(data: bytes) -> tuple[str, str]:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         try:
             return data.decode("utf-16"), "utf-16"
@@ -68,9 +153,110 @@ def decode_text(data: bytes) -> tuple[str, str]:
     try:
         text = data.decode("utf-8-sig")
         return text, "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
-    except UnicodeDecodeError:
-        pass
+    except UnicodeDecodeError as error:
+        offset = error.start + 1  # counted from 1, as editors and hex viewers show it
     try:
-        return data.decode("cp1252"), "cp1252"
+        latin, latin_encoding = data.decode("cp1252"), "cp1252"
     except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1"
+        latin, latin_encoding = data.decode("latin-1"), "latin-1"
+    from charset_normalizer import from_bytes  # about 30 ms to import: only for files that are not UTF-8
+
+    evidence = _non_ascii_lines(data)
+    if from_bytes(evidence, cp_isolation=[latin_encoding], threshold=MAX_MESS, enable_fallback=False).best():
+        return latin, latin_encoding
+    detected = _detected(data, from_bytes(evidence, threshold=MAX_MESS, enable_fallback=False))
+    if detected is not None:
+        return detected
+    if _stray_bytes(latin):
+        return latin, latin_encoding
+    reason, advice = UNKNOWN_ENCODING
+    raise Unreadable(reason.format(offset=offset), advice)
+
+
+def _non_ascii_lines(data: bytes, budget: int = 256 * 1024) -> bytes:
+    """The lines of ``data`` holding a non-ASCII byte, up to ``budget`` bytes of them.
+
+    They are the evidence: charset-normalizer reads a few samples of what it
+    is given, and in 2,000 English questions with five Japanese ones those
+    samples would all be English. No multi-byte encoding detected here puts
+    a newline byte inside a character, so splitting at newlines cuts none.
+    """
+    lines, size = [], 0
+    for found in _NON_ASCII_LINE.finditer(data):
+        lines.append(found.group())
+        size += len(lines[-1]) + 1
+        if size >= budget:
+            break
+    return b"\n".join(lines)
+
+
+def _detected(data: bytes, matches) -> tuple[str, str] | None:
+    """The reading of ``data`` in the first of charset-normalizer's ``matches`` (clean readings of its
+    non-ASCII lines, best first) that holds words of a script other than Latin, else in the first that is a
+    Windows code page of other Latin-script languages (:data:`LATIN_CODE_PAGES`); None when there is none."""
+    latin_pages = []
+    for match in matches:
+        # Without a BOM and with no NUL byte (looks_binary), UTF-16/32 readings are pairs of bytes taken
+        # for one CJK character: never what such a file holds.
+        if match.encoding.startswith(("utf_16", "utf_32", "utf_7")):
+            continue
+        if _script_words(str(match)):
+            whole = _whole(data, match.encoding)
+            if whole is not None:
+                return whole
+        elif match.encoding in LATIN_CODE_PAGES:
+            latin_pages.append(match.encoding)
+    return next(filter(None, (_whole(data, encoding) for encoding in latin_pages)), None)
+
+
+def _whole(data: bytes, encoding: str) -> tuple[str, str] | None:
+    try:
+        return data.decode(encoding), encoding
+    except (UnicodeDecodeError, LookupError):  # the lines read as evidence decode, some other line does not
+        return None
+
+
+def _script_words(text: str) -> bool:
+    """Whether ``text`` holds :data:`MIN_SCRIPT_LETTERS` letters of a script other than Latin standing in words
+    and such letters are :data:`MIN_SCRIPT_SHARE` of its non-ASCII letters."""
+    letters = other = in_words = 0
+    previous_other = False
+    text = _sample(text)
+    for index, char in enumerate(text):
+        if char.isascii() or not char.isalpha():
+            previous_other = False
+            continue
+        letters += 1
+        is_other = not unicodedata.name(char, "LATIN").startswith("LATIN")
+        if is_other:
+            other += 1
+            following = text[index + 1:index + 2]
+            following_other = following.isalpha() and not following.isascii() \
+                and not unicodedata.name(following, "LATIN").startswith("LATIN")
+            in_words += previous_other or following_other
+        previous_other = is_other
+    return in_words >= MIN_SCRIPT_LETTERS and other >= MIN_SCRIPT_SHARE * letters
+
+
+def _sample(text: str, pieces: int = 8, piece_chars: int = 8192) -> str:
+    """``text`` whole when short, else ``pieces`` evenly spaced slices of it, so a 200 MB file is judged by a
+    Python loop over 64K characters, not 200 million."""
+    if len(text) <= pieces * piece_chars:
+        return text
+    step = (len(text) - piece_chars) // (pieces - 1)
+    return "\n".join(text[i * step:i * step + piece_chars] for i in range(pieces))
+
+
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+_NON_ASCII_LINE = re.compile(rb"[^\n]*[\x80-\xff][^\n]*")
+
+
+def _stray_bytes(latin: str) -> bool:
+    """Whether ``latin`` (a Latin reading) has at most :data:`_TOO_SHORT_TO_TELL` non-ASCII characters, each
+    between ASCII characters."""
+    positions = []
+    for found in _NON_ASCII.finditer(latin):
+        positions.append(found.start())
+        if len(positions) > _TOO_SHORT_TO_TELL:
+            return False
+    return all(b - a > 1 for a, b in zip(positions, positions[1:]))
