@@ -20,6 +20,8 @@ slice in turn, and prints a table with each model's speed relative to
 all-MiniLM-L6-v2 (``local``):
 
     .venv/bin/python benchmarks/bench_embedding.py --models local,use,e5 --n 200 --size 800
+
+``--smoke``: 8 passages of 400 characters, one round (with ``--models``: those models on them).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from shared_data import WIKI_QA, require  # noqa: E402
+from shared_data import SMOKE_HELP, WIKI_QA, require  # noqa: E402
 
 ARTICLES = WIKI_QA / "articles"
 
@@ -70,7 +72,10 @@ def main() -> None:
     parser.add_argument("--models", default=None,
                         help="compare these providers' default models instead, e.g. local,use,e5")
     parser.add_argument("--size", type=int, default=1000, help="characters per chunk (default 1000)")
+    parser.add_argument("--smoke", action="store_true", help="8 passages of 400 characters, one round: " + SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.size, args.rounds, args.slice = 8, 400, 1, 4
     if args.models:
         compare_models([name.strip() for name in args.models.split(",") if name.strip()], args)
         return

@@ -19,7 +19,10 @@ tested shares). Measured, each against issue 23's target:
   with random tested shares (the worst case: every share a distinct float64) and with shares rounded to k/20,
   as the shares (tested chunks / chunks) of 20-chunk documents are.
 
-    .venv/bin/python benchmarks/bench_history.py [--skip-postgres] [--large-documents 50000]
+    .venv/bin/python benchmarks/bench_history.py [--skip-postgres] [--large-documents 50000] [--smoke]
+
+``--smoke``: every measure at a tiny size (200-document "large" runs, 20 runs in the timeline, 2 writers x 3
+runs, 200 documents for the bytes per run, 2 runs each), PostgreSQL included unless ``--skip-postgres``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "benchmarks"))
 
 from bench_history_changes import synthetic_snapshot  # noqa: E402
+from shared_data import SMOKE_HELP  # noqa: E402
 
 from coverage_core.history.changes import changes_since  # noqa: E402
 from coverage_core.history.store import HistoryStore  # noqa: E402
@@ -51,11 +55,18 @@ EXAMPLE = {"n_documents": 30, "n_questions": 160, "n_topics": 12}
 LARGE = {"n_documents": 10_000, "n_questions": 5_000, "n_topics": 500}
 RUNS_PROJECTED = 10_000
 WRITERS, RUNS_PER_WRITER = 8, 50
+TIMELINE_RUNS = 1_000
+RUNS_PER_SIZE = 10
 
 
 def _row(what: str, value: str, target: str = "", met: bool | None = None) -> None:
     verdict = "" if met is None else ("met" if met else "NOT MET")
     print(f"{what:<58} {value:>16}  {target:<22} {verdict}")
+
+
+def _large() -> str:
+    """The large run's size as the rows name it ("200k-chunk")."""
+    return f"{20 * LARGE['n_documents'] // 1000}k-chunk"
 
 
 def _file_bytes(path: Path) -> int:
@@ -96,8 +107,9 @@ def bench_large(folder: Path) -> None:
         started = time.perf_counter()
         info = store.record(second)
         with_changes = time.perf_counter() - started
-    _row("record a 200k-chunk run into an empty history", f"{into_empty:.3f} s", "< 5 s", into_empty < 5)
-    _row("record the next 200k-chunk run (100 documents changed)", f"{with_changes:.3f} s", "< 5 s", with_changes < 5)
+    _row(f"record a {_large()} run into an empty history", f"{into_empty:.3f} s", "< 5 s", into_empty < 5)
+    _row(f"record the next {_large()} run (100 documents changed)", f"{with_changes:.3f} s", "< 5 s",
+         with_changes < 5)
     with HistoryStore(path) as store:  # a fresh store: nothing cached from recording
         started = time.perf_counter()
         previous, current = store.load(info.run - 1), store.load(info.run)
@@ -105,8 +117,8 @@ def bench_large(folder: Path) -> None:
         changes = changes_since(previous, current, previous_run=info.run - 1)
         total = time.perf_counter() - started
     assert previous == first and current == second
-    _row("load two 200k-chunk runs", f"{loaded:.3f} s")
-    _row("load two 200k-chunk runs + changes_since", f"{total:.3f} s", "< 2 s", total < 2)
+    _row(f"load two {_large()} runs", f"{loaded:.3f} s")
+    _row(f"load two {_large()} runs + changes_since", f"{total:.3f} s", "< 2 s", total < 2)
     print(f"  what changed: {changes.reason}")
 
 
@@ -148,13 +160,14 @@ def bench_from_report(folder: Path) -> None:
         store.record(snapshot)
         total = time.perf_counter() - started
     megabytes = sum(len(d.text) for d in documents) / 1e6
-    _row(f"snapshot of a 200k-chunk report ({megabytes:.0f} MB of text hashed)", f"{built:.3f} s")
-    _row("snapshot + record, 200k chunks (what analyze --record adds)", f"{total:.3f} s", "< 5 s", total < 5)
+    _row(f"snapshot of a {_large()} report ({megabytes:.0f} MB of text hashed)", f"{built:.3f} s")
+    _row(f"snapshot + record, {_large()} run (what analyze --record adds)", f"{total:.3f} s", "< 5 s", total < 5)
 
 
-def bench_timeline(folder: Path, n_runs: int = 1_000) -> None:
+def bench_timeline(folder: Path, n_runs: int | None = None) -> None:
     """``document_timeline`` over ``n_runs`` runs of 2,000 documents: verdicts flip every 10th run, 20 documents
     are added every 100th (the History page's per-document timeline)."""
+    n_runs = n_runs or TIMELINE_RUNS
     path = folder / "timeline.sqlite"
     rng = np.random.default_rng(3)
     with HistoryStore(path) as store:
@@ -202,7 +215,7 @@ def bench_concurrency(target: str, name: str) -> None:
     ok = (len(every) == len(set(every)) == len(stored) == WRITERS * RUNS_PER_WRITER
           and per_label == [RUNS_PER_WRITER] * WRITERS and sorted(every) == [r.run for r in stored])
     _row(f"{WRITERS} writers x {RUNS_PER_WRITER} runs into {name}",
-         f"{len(stored)} runs, {elapsed:.1f} s", "400, no dup", ok)
+         f"{len(stored)} runs, {elapsed:.1f} s", f"{WRITERS * RUNS_PER_WRITER}, no dup", ok)
 
 
 def _with_realistic_shares(snapshot):
@@ -221,8 +234,9 @@ def _scattered_edits(snapshot, n_edits: int, rng: np.random.Generator, edited: d
     return dataclasses.replace(snapshot, documents=tuple(documents))
 
 
-def bench_size(folder: Path, n_documents: int, realistic: bool, n_runs: int = 10) -> None:
-    shape = {"n_documents": n_documents, "n_questions": 5_000, "n_topics": 500}
+def bench_size(folder: Path, n_documents: int, realistic: bool, n_runs: int | None = None) -> None:
+    n_runs = n_runs or RUNS_PER_SIZE
+    shape = {"n_documents": n_documents, "n_questions": LARGE["n_questions"], "n_topics": LARGE["n_topics"]}
     adjust = _with_realistic_shares if realistic else (lambda snapshot: snapshot)
     base = adjust(synthetic_snapshot(**shape, seed=0))
     folder.mkdir()
@@ -258,7 +272,13 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-postgres", action="store_true", help="leave out the PostgreSQL writers")
     parser.add_argument("--large-documents", type=int, default=50_000,
                         help="documents of the corpus whose bytes per run are measured (20 chunks each)")
+    parser.add_argument("--smoke", action="store_true", help="every measure at a tiny size: " + SMOKE_HELP)
     args = parser.parse_args(argv)
+    if args.smoke:
+        global LARGE, TIMELINE_RUNS, WRITERS, RUNS_PER_WRITER, RUNS_PER_SIZE
+        LARGE = {"n_documents": 200, "n_questions": 100, "n_topics": 20}
+        TIMELINE_RUNS, WRITERS, RUNS_PER_WRITER, RUNS_PER_SIZE = 20, 2, 3, 2
+        args.large_documents = 200
     print(f"{'measure':<58} {'value':>16}  {'target':<22}")
     with tempfile.TemporaryDirectory(prefix="bench-history-") as name:
         folder = Path(name)

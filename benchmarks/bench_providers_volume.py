@@ -6,6 +6,7 @@ The fake server answers each request after `--latency` seconds plus 1 ms per
 time, texts per second, the cost-estimate time and the re-run time (all cached).
 Run from the repository root:
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_providers_volume.py --texts 100000
+``--smoke``: 3,000 texts, 10 ms latency.
 """
 import argparse
 import sys
@@ -14,6 +15,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shared_data import SMOKE_HELP  # noqa: E402
+
 from coverage_core import costs  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.embeddings.cache import uncached_texts  # noqa: E402
@@ -22,7 +26,10 @@ from tests.fakes import FakeAPIServer  # noqa: E402
 parser = argparse.ArgumentParser()
 parser.add_argument("--texts", type=int, default=100_000)
 parser.add_argument("--latency", type=float, default=0.3)
+parser.add_argument("--smoke", action="store_true", help="3,000 texts, 10 ms latency: " + SMOKE_HELP)
 args = parser.parse_args()
+if args.smoke:
+    args.texts, args.latency = 3_000, 0.01
 
 words = "the coverage of a knowledge base by test questions depends on chunking and topics".split()
 texts = [f"chunk {i}: " + " ".join(words[(i + j) % len(words)] for j in range(150)) for i in range(args.texts)]

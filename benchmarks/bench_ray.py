@@ -9,7 +9,9 @@ whole job, model loading and actor start included, since a real run pays
 them too; Ray's own start-up is printed apart. Checks that every Ray vector
 matches the single-process one (cosine) and asserts nothing about speed.
 
-    .venv/bin/python benchmarks/bench_ray.py [--n 2000] [--cpus 2]
+    .venv/bin/python benchmarks/bench_ray.py [--n 2000] [--cpus 2] [--smoke]
+
+``--smoke``: 8 passages, a local Ray of 1 CPU and 1 worker.
 
 Numbers from a shared machine are noisy; the load average is printed.
 """
@@ -30,6 +32,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from bench_embedding import ARTICLES, wiki_chunks  # noqa: E402
+from shared_data import SMOKE_HELP  # noqa: E402
 
 
 def timed(job):
@@ -43,7 +46,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="number of ~1000-character chunks (default 2000)")
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray (default 2)")
+    parser.add_argument("--smoke", action="store_true", help="8 passages, 1 CPU, 1 worker: " + SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.cpus = 8, 1
 
     import numpy as np
     import ray
@@ -65,7 +71,7 @@ def main() -> None:
         _, ray_start = timed(lambda: ray.init(address="local", num_cpus=args.cpus, include_dashboard=False,
                                               logging_level=logging.ERROR, log_to_driver=False))
         try:
-            for workers in (1, 2):
+            for workers in (1,) if args.smoke else (1, 2):
                 cache = EmbeddingCache(Path(folder) / f"ray-{workers}")
                 run, seconds = timed(lambda: embed_on_ray(texts, make_embedder("local"), cache, num_workers=workers))
                 cosine = float((run.vectors * single.vectors).sum(axis=1).min())

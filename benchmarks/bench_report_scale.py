@@ -28,7 +28,10 @@ Peak RSS is the command's own maximum (``os.wait4``, taken by a small
 launcher process, see ``_MEASURE``); the time is its wall time, Python
 start-up included.
 
-    .venv/bin/python benchmarks/bench_report_scale.py [--sizes 5000 50000] [--keep DIR] [--checkout DIR]
+    .venv/bin/python benchmarks/bench_report_scale.py [--sizes 5000 50000] [--keep DIR] [--checkout DIR] [--smoke]
+
+``--smoke``: two of the example's articles and their questions, 300 questions, no questions suggested for
+the gaps, the support level fixed (no calibration).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shared_data import PROJECT  # noqa: E402
+from shared_data import PROJECT, SMOKE_HELP  # noqa: E402
 
 sys.path.insert(0, str(PROJECT))  # a script: run from anywhere
 
@@ -55,6 +58,11 @@ from coverage_core.inputs.questions import read_questions  # noqa: E402
 from coverage_core.stages.chunking import ChunkingConfig, chunk_documents  # noqa: E402
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
+DOCS = [EXAMPLE / "docs"]
+"""What the command line reads (``--smoke``: two articles)."""
+SMOKE_DOCUMENTS = ("Alessandro_Volta.txt", "Amedeo_Avogadro.txt")
+CLI_OPTIONS: list[str] = []
+"""More options for the command line (``--smoke``: no suggested questions, no calibration)."""
 PREFIXES = ("", "Quick question: ", "Tell me: ", "Please answer: ", "I wonder: ", "Can you say: ",
             "Briefly: ", "In short: ", "Honestly: ", "So: ", "Test: ", "One more: ")
 SUFFIXES = ("", " exactly", " please", ", do you know", " then", " in fact", " again", " at all")
@@ -88,11 +96,13 @@ def build_inputs(n: int, work: Path, base_cache: EmbeddingCache, seed: int = 0) 
     """The question CSV and a fully filled embedding cache for ``n`` questions; returns (csv, cache dir)."""
     rng = np.random.default_rng(seed)
     embedder = make_embedder("local")
-    documents = read_documents([EXAMPLE / "docs"]).documents
+    documents = read_documents(DOCS).documents
     chunk_texts = [chunk.text for chunk in chunk_documents(documents, ChunkingConfig())]
     questions = read_questions(EXAMPLE / "questions.csv")
     frame = questions.frame
     column = questions.question_column
+    if DOCS != [EXAMPLE / "docs"]:  # only the questions of the documents read
+        frame = frame[frame["source"].isin([d.name for d in documents])]
     bases = frame[frame[column].str.strip() != ""].drop_duplicates(column).reset_index(drop=True)
     base_texts = bases[column].str.strip().tolist()
     # Real vectors for what the model would really see.
@@ -144,9 +154,9 @@ _MEASURE = (
 
 def run_cli(csv_path: Path, cache_dir: Path, out: Path, checkout: Path = PROJECT) -> dict:
     """One fresh CLI process of ``checkout``'s coverage_core: wall time, peak RSS and exit code."""
-    command = [sys.executable, "-m", "coverage_core", "analyze", "--docs", str(EXAMPLE / "docs"),
+    command = [sys.executable, "-m", "coverage_core", "analyze", "--docs", *map(str, DOCS),
                "--questions", str(csv_path), "--out", str(out), "--junit", str(out.with_suffix(".xml")),
-               "--cache-dir", str(cache_dir), "--quiet"]
+               "--cache-dir", str(cache_dir), "--quiet", *CLI_OPTIONS]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     measured = out.with_suffix(".rss.json")
     with open(out.with_suffix(".log"), "wb") as log:
@@ -172,7 +182,13 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, default=PROJECT,
                         help="run the CLI of another copy of the project (e.g. `git archive HEAD` unpacked), "
                         "to compare before and after")
+    parser.add_argument("--smoke", action="store_true", help=f"{', '.join(SMOKE_DOCUMENTS)}, 300 questions: "
+                        + SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        global DOCS, CLI_OPTIONS
+        DOCS, args.sizes = [EXAMPLE / "docs" / name for name in SMOKE_DOCUMENTS], [300]
+        CLI_OPTIONS = ["--suggest", "0", "--support-threshold", "0.5"]  # every text cached: no model loaded
     base_cache = EmbeddingCache(args.cache_dir)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(args.keep or scratch)
@@ -186,6 +202,8 @@ def main() -> None:
             found = run_cli(csv_path, cache_dir, out, args.checkout)
             if found["exit"] not in (0, 1):
                 print(f"  {n:>7,} questions: the CLI failed (exit {found['exit']}); see {out.with_suffix('.log')}")
+                if args.smoke:
+                    sys.exit(out.with_suffix(".log").read_text(errors="replace"))
                 continue
             size = out.stat().st_size
             report = json.loads(out.read_text(encoding="utf-8"))

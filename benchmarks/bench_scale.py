@@ -36,6 +36,7 @@ Sub-stages inside those calls are timed by wrapping the functions they call.
 
     .venv/bin/python benchmarks/bench_scale.py [--sizes 20000 200000 1000000] [--questions 5000] [--no-calibrate]
     .venv/bin/python benchmarks/bench_scale.py --float16 --sizes 20000 200000   # float16's effect on the decisions
+    .venv/bin/python benchmarks/bench_scale.py --smoke   # 1,000 chunks x 100 questions, and --float16 on them
 """
 
 from __future__ import annotations
@@ -56,8 +57,11 @@ import pandas as pd
 
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))  # a script: run from anywhere
+sys.path.insert(0, str(PROJECT / "benchmarks"))
 
-DATA_ROOT = Path("/tmp/bench_scale_data")
+from shared_data import SMOKE_HELP  # noqa: E402
+
+DATA_ROOT = Path(os.environ.get("BENCH_SCALE_DATA", "/tmp/bench_scale_data"))
 DATA_VERSION = 3  # bump when the generator changes, so old cached data is not reused
 N_TOPICS = 200
 SUBTOPICS = 32
@@ -351,13 +355,15 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
         )
     else:
         calibrated = calibration.override(SUPPORT_THRESHOLD)
+    # As the session fits it (AnalysisSession.screener): against the automatic topics (here the clustering
+    # itself, K being automatic), at the calibration's question level.
     screener = times.run(
         "fit_screener", fit_screener, config, corpus, questions, question_embedding, clustering,
-        support_threshold=calibrated.support_threshold,
+        question_support_threshold=calibrated.question_support_threshold,
     )
     analysis = times.run(
         "measure", measure, config, corpus, questions, question_embedding, clustering,
-        screener=screener, calibration=calibrated,
+        screener=screener, calibration=calibrated, topics=clustering.labels,
     )
     analysis = times.run("find_gaps (offline)", pipeline.find_gaps, analysis)
     checked = times.run("run_retrieval_check (k=5)", pipeline.run_retrieval_check, analysis, "source", 5)
@@ -498,7 +504,20 @@ def main() -> None:
     parser.add_argument("--float16", action="store_true",
                         help="instead: every decision with float16-rounded vectors against float32, at each size")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process
+    parser.add_argument("--smoke", action="store_true",
+                        help="1,000 chunks x 100 questions, data in a temporary folder: " + SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:  # the sizes in child processes, then --float16, all on data in a temporary folder
+        import tempfile
+
+        global DATA_ROOT
+        args.sizes, args.questions = [1_000], 100
+        with tempfile.TemporaryDirectory(prefix="bench-scale-smoke-") as folder:
+            os.environ["BENCH_SCALE_DATA"] = folder  # the child processes' DATA_ROOT
+            DATA_ROOT = Path(folder)
+            run_sizes(args)
+            float16_effect(args.sizes[0], args.questions, args.dims, args.seed)
+        return
     if args.float16:
         for size in args.sizes:
             float16_effect(size, args.questions, args.dims, args.seed)
@@ -507,6 +526,11 @@ def main() -> None:
         result = run_one(args.one, args.questions, args.dims, args.seed, not args.no_calibrate)
         print("RESULT " + json.dumps(result))
         return
+    run_sizes(args)
+
+
+def run_sizes(args: argparse.Namespace) -> None:
+    """Each size in a fresh process, then the table."""
     results = []
     for size in args.sizes:
         command = [sys.executable, __file__, "--one", str(size), "--questions", str(args.questions),

@@ -32,6 +32,7 @@ resident size before it.
 
     .venv/bin/python benchmarks/bench_scale_topics.py [--sizes 20000 200000 1000000]
         [--questions 5000] [--seed 0] [--stages cluster topics changek gaps map]
+    .venv/bin/python benchmarks/bench_scale_topics.py --smoke   # 1,000 chunks x 100 questions, every stage
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ import numpy as np
 PROJECT = Path(__file__).resolve().parents[1]
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
+sys.path.insert(0, str(PROJECT / "benchmarks"))
 
-CACHE_ROOT = Path("/tmp/coverage_bench_scale_topics")
+from shared_data import SMOKE_HELP  # noqa: E402
+
+CACHE_ROOT = Path(os.environ.get("BENCH_SCALE_TOPICS_DATA", "/tmp/coverage_bench_scale_topics"))
 DIMS = 384
 N_TOPICS = 200
 # Targets at 1M chunks (seconds) for this script's stages; the whole analysis
@@ -357,8 +361,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     parser.add_argument("--json", help=argparse.SUPPRESS)  # one size, rows to this file (child process)
+    parser.add_argument("--smoke", action="store_true",
+                        help="1,000 chunks x 100 questions, data in a temporary folder: " + SMOKE_HELP)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.smoke:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="bench-scale-topics-smoke-") as folder:
+            os.environ["BENCH_SCALE_TOPICS_DATA"] = folder  # the child process's CACHE_ROOT
+            command = [sys.executable, __file__, "--sizes", "1000", "--questions", "100", "--seed", str(args.seed),
+                       "--stages", *args.stages]
+            sys.exit(subprocess.run(command, check=False).returncode)
 
     if args.json:
         import json

@@ -25,6 +25,9 @@ all-MiniLM-L6-v2 through ``embed_texts``) and the vectors are kept in the
 product's on-disk ``EmbeddingCache`` (``$COVERAGE_CORE_CACHE_DIR`` or
 ``~/.cache/coverage_core``), the same cache the CLI benchmarks fill: a first
 run embeds about 3,300 texts (minutes on 2 cores), later runs take seconds.
+
+``--smoke``: the 4 shortest articles, their questions and the Zebra ones, one split holding out 2, the
+figures written to a temporary folder.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from shared_data import WIKI_QA as DATA, require  # noqa: E402
+from shared_data import SMOKE_HELP, WIKI_QA as DATA, require, shortest_files  # noqa: E402
 
 # Questions whose topic has no article at all: not covered in every split.
 NO_ARTICLE = ("Zebra",)
@@ -74,7 +77,16 @@ def main() -> int:
     parser.add_argument("--splits", type=int, default=5, help="number of seeded hold-out splits (default 5)")
     parser.add_argument("--hold-out", type=int, default=10, help="articles held out per split (default 10)")
     parser.add_argument("--html", type=Path, default=None, help="folder for the first split's figures")
+    parser.add_argument("--smoke", action="store_true", help="4 articles, one split: " + SMOKE_HELP)
     args = parser.parse_args()
+    scratch = None  # --smoke writes the figures to a folder deleted at the end
+    if args.smoke:
+        import tempfile
+
+        args.splits, args.hold_out = 1, 2
+        if args.html is None:
+            scratch = tempfile.TemporaryDirectory(prefix="eval-answerability-smoke-")
+            args.html = Path(scratch.name)
 
     from coverage_core import metrics
     from coverage_core.checks import answerability as ans
@@ -85,11 +97,15 @@ def main() -> int:
     from coverage_core.stages.chunking import ChunkingConfig
 
     started = time.perf_counter()
-    documents = read_documents([require(DATA) / "articles"]).documents
+    folder = require(DATA) / "articles"
+    documents = read_documents(shortest_files(folder, 4) if args.smoke else [folder]).documents
     chunks = chunk_corpus(documents, ChunkingConfig())
     chunk_article = np.array([Path(chunk.document).stem for chunk in chunks])
     articles = sorted({Path(document.name).stem for document in documents})
     question_texts, question_article = load_questions()
+    if args.smoke:  # the questions of those articles, and the ones without an article
+        kept = np.isin(question_article, articles + list(NO_ARTICLE))
+        question_texts, question_article = [q for q, k in zip(question_texts, kept) if k], question_article[kept]
 
     embedder = make_embedder("local")
     cache = EmbeddingCache()
@@ -152,7 +168,7 @@ def main() -> int:
     )
 
     timings = []
-    for _ in range(2):
+    for _ in range(1 if args.smoke else 2):
         t0 = time.perf_counter()
         points = ans.mds_points(question_vectors, chunk_vectors[keep])
         timings.append(time.perf_counter() - t0)
@@ -173,7 +189,9 @@ def main() -> int:
         }
         for name, figure in figures.items():
             figure.write_html(args.html / name, include_plotlyjs=True)  # viewable offline
-        print(f"Figures written to {args.html}: {', '.join(figures)}")
+        print(f"Figures written to {args.html}: {', '.join(figures)}" + (" (deleted: --smoke)" if scratch else ""))
+    if scratch is not None:
+        scratch.cleanup()
     return 0
 
 

@@ -29,8 +29,10 @@ article, only as negatives), and the median calibrated τ over random halves of
 the articles for comparison; and the shingle shares behind ``NEAR_COPY_SHARE``.
 
 Run: ``HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python benchmarks/eval_calibration.py``
-(needs ../shared/data; embeddings cached in ``/tmp/eval_calibration_cache``).
-``--quick`` skips the French/Chinese sets and the random halves.
+(needs ../shared/data; embeddings cached in ``$EVAL_CALIBRATION_CACHE``, default ``/tmp/eval_calibration_cache``).
+``--quick`` skips the French/Chinese sets and the random halves. ``--smoke`` runs every part on the 2
+shortest wiki-qa articles (both copied, chunks of 500 only; their questions), the shortest French article
+(no Chinese) and one random half.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import os
 import sys
 import time
 from pathlib import Path
@@ -47,7 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared_data import SHARED_DATA, WIKI_QA, require  # noqa: E402
+from shared_data import SHARED_DATA, SMOKE_HELP, WIKI_QA, require, shortest  # noqa: E402
 
 from coverage_core import pipeline  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
@@ -58,9 +61,10 @@ from coverage_core.stages.clustering import ChunkClusterer  # noqa: E402
 from coverage_core.types import Document  # noqa: E402
 from coverage_core.validation import unit_rows  # noqa: E402
 
-CACHE = Path("/tmp/eval_calibration_cache")
+CACHE = Path(os.environ.get("EVAL_CALIBRATION_CACHE", "/tmp/eval_calibration_cache"))
 N_COPIED = 20
 CHUNK_SIZES = (500, 800, 1000, 1500)
+SMOKE_ARTICLES = 2
 WORD_EDIT_SHARE = 0.10
 SENTENCE_SWAP_SHARE = 0.2
 N_HALVES = 3
@@ -196,6 +200,9 @@ def scenario(run, name, documents, size, shares):
 def labelled_default(run, articles):
     """Youden threshold between a labelled question's best own-article passage and best other-article passage."""
     questions, question_article = read_questions()
+    if len(articles) < 55:  # --smoke: the questions of these articles, and the Zebra ones (no article)
+        kept = np.isin(question_article, [*articles, "Zebra"])
+        questions, question_article = [q for q, k in zip(questions, kept) if k], question_article[kept]
     chunks, vectors, _ = run.corpus(list(articles.values()), 1000)
     chunk_article = np.array([Path(c.document).stem for c in chunks])
     similarity = unit_rows(run.embed(questions)) @ vectors.T
@@ -224,9 +231,17 @@ def fmt(value, spec=".3f"):
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="skip the French/Chinese sets and the random halves")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"{SMOKE_ARTICLES} wiki-qa articles, 1 French, one half: " + SMOKE_HELP)
     args = parser.parse_args()
+    global N_COPIED, CHUNK_SIZES, N_HALVES
+    if args.smoke:
+        N_COPIED, CHUNK_SIZES, N_HALVES = 2, (500,), 1
     run = Run()
     articles = read_articles(WIKI_QA / "articles")
+    if args.smoke:
+        articles = {t: articles[t] for t in shortest(articles, {t: d.text for t, d in articles.items()},
+                                                     SMOKE_ARTICLES)}
     shares: dict = {}
     print(HEADER, flush=True)
     scenario(run, "clean", list(articles.values()), 1000, shares)
@@ -249,11 +264,15 @@ def main() -> int:
 
     threshold, j, n_labelled, n_questions = labelled_default(run, articles)
     print(f"\nModel default (all-MiniLM-L6-v2): labelled Youden threshold {threshold:.3f} (J {j:.3f}) over "
-          f"{n_questions} questions ({n_labelled} with an article), 55 articles, chunks 1000/200", flush=True)
+          f"{n_questions} questions ({n_labelled} with an article), {len(articles)} articles, chunks 1000/200",
+          flush=True)
     if not args.quick:
-        for language in ("fr", "zh"):
+        for language in ("fr",) if args.smoke else ("fr", "zh"):
             folder = SHARED_DATA / f"{language}-qa" / "articles"
-            scenario(run, language, list(read_articles(folder).values()), 1000, shares)
+            documents = read_articles(folder)
+            if args.smoke:
+                documents = {t: documents[t] for t in shortest(documents, {t: d.text for t, d in documents.items()}, 1)}
+            scenario(run, language, list(documents.values()), 1000, shares)
         taus = halves(run, articles, N_HALVES)
         print(f"  calibrated τ on {N_HALVES} random halves of the articles: {', '.join(f'{t:.3f}' for t in taus)}"
               f"; median {np.median(taus):.3f}")

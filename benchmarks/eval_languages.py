@@ -3,7 +3,9 @@
 Run from the project root::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python benchmarks/eval_languages.py \\
-        [--sets fr zh en] [--embedders local use e5 auto] [--halves A B] [--seeds 2] [--json PATH]
+        [--sets fr zh en] [--embedders local use e5 auto] [--halves A B] [--seeds 2] [--json PATH] [--smoke]
+
+``--smoke``: wiki-qa with the local model, the 3 shortest articles of half B, one seed, no gap questions written.
 
 The sets are ``fr-qa`` and ``zh-qa`` (34 Wikipedia articles each, 25
 questions written in the language per article) and their English twin
@@ -69,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import verdict_scenarios as scenarios  # noqa: E402
 from eval_verdicts import plain, precision_recall, ratio  # noqa: E402
-from shared_data import SHARED_DATA, require  # noqa: E402
+from shared_data import SHARED_DATA, SMOKE_HELP, require, shortest  # noqa: E402
 from verdict_scenarios import subsample as _subsample  # noqa: E402
 
 CACHE = Path(os.environ.get("EVAL_LANGUAGES_CACHE", "/tmp/eval_languages_cache"))
@@ -93,6 +95,7 @@ MIN_PRECISION = 0.9
 MIN_RECALL = 0.8
 MAX_FALSE_UNTESTED = 1
 MAX_STOP_WORD_SHARE = 0.0
+SMOKE_ARTICLES = 3
 
 
 # ---------------------------------------------------------------- the data
@@ -166,6 +169,13 @@ def untested_case(data: scenarios.WikiQA, half: list[str], seed: int = 0) -> Cas
 
 
 # ---------------------------------------------------------------- running the product
+def without_writer(config):
+    """``config`` with the bundled model writing no gap questions (``--smoke``: nothing reads them, and it is slow)."""
+    import dataclasses
+
+    return dataclasses.replace(config, gaps=dataclasses.replace(config.gaps, local_model=False))
+
+
 class Runner:
     """Analyses cases as the CLI does, with one embedder and one embedding cache."""
 
@@ -402,7 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing-chunks", type=int, default=100,
                         help="chunks embedded for the throughput (0: no timing)")
     parser.add_argument("--json", metavar="PATH", help="write every number here")
+    parser.add_argument("--smoke", action="store_true", help=f"wiki-qa, local model, half B's {SMOKE_ARTICLES} "
+                        "shortest articles, one seed, no gap questions written: " + SMOKE_HELP)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.sets, args.embedders, args.halves, args.seeds, args.timing_chunks = ["en"], ["local"], ["B"], 1, 8
 
     from coverage_core.errors import InputError
 
@@ -412,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     for provider in dict.fromkeys(args.embedders):
         try:
             runners[provider] = Runner(provider)
+            if args.smoke:
+                runners[provider].config = without_writer(runners[provider].config)
         except (InputError, ImportError, OSError) as error:
             skipped[provider] = str(error).splitlines()[0]
             print(f"skipping embedder {provider!r}: {skipped[provider]}")
@@ -427,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         data = load_set(set_name)
         code = SETS[set_name][1]
         half_titles = scenarios.halves(data)
+        if args.smoke:
+            half_titles = {half: shortest(titles, data.articles, SMOKE_ARTICLES) for half, titles in half_titles.items()}
         print(f"{SETS[set_name][0]}: {len(data.articles)} articles, {len(data.questions)} questions; "
               f"half A {len(half_titles['A'])}, half B {len(half_titles['B'])} articles", file=sys.stderr, flush=True)
         results: dict[tuple[str, str], dict] = {}

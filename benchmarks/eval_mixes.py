@@ -40,10 +40,16 @@ Two kinds of mix, seeds ``SEEDS``:
 
 The constants were tuned on wiki-qa alone (``eval_offtopic.py --tune``,
 ``eval_untested.py``), never on these mixes.
+
+``--smoke``: one seed, one level and one mix, on 4 documents (the 4 shortest articles to draw from; one PDF,
+one Python topic and one scikit-learn description as the foreign documents), at most 40 questions, no gap
+questions written.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -58,7 +64,7 @@ sys.path.insert(0, str(PROJECT / "benchmarks"))
 
 from eval_offtopic import KINDS, KINDS_REMOVED, prf  # noqa: E402
 from eval_screening import ALWAYS_OFF_TOPIC, load_wiki_qa  # noqa: E402
-from shared_data import PDFS, WIKI_QA, require  # noqa: E402
+from shared_data import PDFS, SMOKE_HELP, WIKI_QA, require, shortest  # noqa: E402
 
 from coverage_core.config import AnalysisConfig  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, make_embedder  # noqa: E402
@@ -75,15 +81,17 @@ N_DOCUMENTS = 30
 UNTESTED_LEVELS = (0.1, 0.5, 0.8)
 OFF_TOPIC_MIXES = (0.05, 0.45, 0.65)
 SEEDS = (0, 1, 2)
+MAX_QUESTIONS = 400
 
 
-def foreign_documents() -> list[Document]:
-    """The non-Wikipedia documents, read as the product reads uploads."""
+def foreign_documents(smoke: bool = False) -> list[Document]:
+    """The non-Wikipedia documents, read as the product reads uploads (``smoke``: the smallest of each kind)."""
     import pydoc_data.topics
 
     import sklearn
 
-    pdfs = read_documents([require(PDFS) / name for name in PDF_FILES]).documents
+    files = [require(PDFS) / name for name in PDF_FILES]
+    pdfs = read_documents([min(files, key=lambda path: path.stat().st_size)] if smoke else files).documents
     topics = [
         Document(name=f"python-reference-{name}.txt", text=text)
         for name, text in sorted(pydoc_data.topics.topics.items())
@@ -94,6 +102,8 @@ def foreign_documents() -> list[Document]:
         Document(name=f"sklearn-{path.stem}.txt", text=path.read_text(encoding="utf-8"))
         for path in sorted(descr.glob("*.rst"))
     ]
+    if smoke:
+        topics, datasets = [min(topics, key=lambda d: len(d.text))], [min(datasets, key=lambda d: len(d.text))]
     return pdfs + topics + datasets
 
 
@@ -102,17 +112,27 @@ def question_set(texts: list[str]):
     return read_questions(frame.to_csv(index=False).encode("utf-8"), name="questions.csv")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    global N_DOCUMENTS, UNTESTED_LEVELS, OFF_TOPIC_MIXES, SEEDS, MAX_QUESTIONS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="4 documents, one seed: " + SMOKE_HELP)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        N_DOCUMENTS, UNTESTED_LEVELS, OFF_TOPIC_MIXES, SEEDS, MAX_QUESTIONS = 4, (0.5,), (0.45,), (0,), 40
     t0 = time.perf_counter()
     data = load_wiki_qa()
     articles = {
         path.stem: Document(name=path.name, text=path.read_text(encoding="utf-8"))
         for path in sorted((require(WIKI_QA) / "articles").glob("*.txt"))
     }
-    foreign = foreign_documents()
+    if args.smoke:
+        articles = {t: articles[t] for t in shortest(articles, {t: d.text for t, d in articles.items()}, 4)}
+    foreign = foreign_documents(args.smoke)
     embedder = make_embedder("local")
     cache = EmbeddingCache(CACHE)
     config = AnalysisConfig()
+    if args.smoke:  # nothing here reads the questions the bundled model writes for the gaps
+        config = dataclasses.replace(config, gaps=dataclasses.replace(config.gaps, local_model=False))
     kinds = {
         "PDF": sum(d.name.endswith(".pdf") for d in foreign),
         "Python reference": sum(d.name.startswith("python-") for d in foreign),
@@ -183,7 +203,7 @@ def main() -> int:
             off_pool = np.flatnonzero(np.isin(question_article, sorted(removed) + list(ALWAYS_OFF_TOPIC)))
             n_on, n_off = len(on_pool), len(off_pool)
             # Keep the sets near the wiki-qa ones in size (about 400 questions).
-            n_total = min(400, round(n_on / (1 - mix)), round(n_off / mix))
+            n_total = min(MAX_QUESTIONS, round(n_on / (1 - mix)), round(n_off / mix))
             n_off = round(mix * n_total)
             n_on = n_total - n_off
             picked = np.r_[rng.choice(on_pool, n_on, replace=False), rng.choice(off_pool, n_off, replace=False)]

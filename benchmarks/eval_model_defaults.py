@@ -20,7 +20,8 @@ halves (A) of all three languages pooled, and reported on the held-out halves
 
 Run: ``HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python benchmarks/eval_model_defaults.py
 [--providers e5 use local]`` (needs ../shared/data; embeddings cached in ``$EVAL_LANGUAGES_CACHE`` or
-/tmp/eval_languages_cache, shared with ``eval_languages.py``).
+/tmp/eval_languages_cache, shared with ``eval_languages.py``). ``--smoke``: the local model on the 2
+shortest articles of each half of wiki-qa and fr-qa.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import verdict_scenarios as scenarios  # noqa: E402
 from eval_languages import load_set  # noqa: E402
+from shared_data import SMOKE_HELP, shortest  # noqa: E402
 
 from coverage_core.config import ChunkingConfig  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
@@ -70,7 +72,12 @@ def youden_j(positives: np.ndarray, negatives: np.ndarray, level: float) -> floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--providers", nargs="+", default=["e5", "use", "local"])
+    parser.add_argument("--smoke", action="store_true", help="local model, 2 articles per half of wiki-qa and "
+                        "fr-qa: " + SMOKE_HELP)
     args = parser.parse_args(argv)
+    global SETS
+    if args.smoke:
+        args.providers, SETS = ["local"], ("en", "fr")
     cache = EmbeddingCache(CACHE)
     sets = {name: load_set(name) for name in SETS}
     for provider in args.providers:
@@ -80,12 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         for name, data in sets.items():
             for half, titles in scenarios.halves(data).items():
                 titles = [t for t in titles if data.of(t)]
+                if args.smoke:
+                    titles = shortest(titles, data.articles, 2)
                 by_half[name, half] = best_similarities(embedder, cache, data, titles)
         pooled = {half: tuple(np.concatenate([by_half[name, half][i] for name in SETS]) for i in (0, 1))
                   for half in ("A", "B")}
         level, j_tuned = youden_threshold(*pooled["A"])
         print(f"\n{provider} ({embedder.model}); stored default: {stored} ({source})")
-        print(f"  chosen on the tuning halves (en, fr, zh pooled): level {level:.3f}, J {j_tuned:.3f}")
+        print(f"  chosen on the tuning halves ({', '.join(SETS)} pooled): level {level:.3f}, J {j_tuned:.3f}")
         for name in SETS:
             for half in ("A", "B"):
                 positives, negatives = by_half[name, half]

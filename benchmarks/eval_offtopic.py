@@ -6,8 +6,8 @@ Run from the project root::
         [--sets wiki-qa docs-qa sci-qa fin-qa fr-qa zh-qa de-qa] [--half A|B] [--seeds 1] \\
         [--json PATH] [--markdown PATH] [--smoke]
 
-``--smoke`` runs 6 articles of wiki-qa's half B with one seed (seconds, once the
-embeddings are cached): a check that the script runs, not a figure to quote.
+``--smoke`` runs the 5 shortest articles of wiki-qa's half B with one seed (seconds, once
+the embeddings are cached): a check that the script runs, not a figure to quote.
 
 What it measures, per set (``SETS``: the English wiki-qa and its French and
 Chinese twins fr-qa and zh-qa in ``../shared/data``; docs-qa, sci-qa, fin-qa
@@ -87,7 +87,7 @@ sys.path.insert(0, str(PROJECT / "benchmarks"))
 
 import verdict_scenarios as scenarios  # noqa: E402
 from eval_languages import Case, clean_case, load_folder, load_set, offtopic_case  # noqa: E402
-from shared_data import SHARED_DATA, WIKI_QA  # noqa: E402
+from shared_data import SHARED_DATA, SMOKE_HELP, WIKI_QA, shortest  # noqa: E402
 from verdict_scenarios import KINDS, subsample as _subsample  # noqa: E402,F401  (kept importable from here)
 
 from coverage_core.offtopic.screen import RULE_NAMES  # noqa: E402
@@ -109,7 +109,7 @@ RATES = (0.05, 0.45)
 MAX_UNTESTED = 5
 UNTESTED_SHARE = 5
 """The untested case silences ``min(MAX_UNTESTED, n // UNTESTED_SHARE)`` of the half's n articles."""
-SMOKE_SET, SMOKE_ARTICLES = "wiki-qa", 6
+SMOKE_SET, SMOKE_ARTICLES = "wiki-qa", 5
 N_MISFIRE_RULES, N_EXAMPLES = 5, 3
 
 MAX_GENUINE_FLAGGED = 0.05
@@ -307,7 +307,9 @@ def measure(figures: SetFigures, analysis, case: Case, variant: str | None, seco
 
 def evaluate(analyser: Analyser, name: str, data: scenarios.WikiQA, half_name: str, seeds: int,
              max_articles: int | None = None) -> SetFigures:
-    half = [t for t in scenarios.halves(data)[half_name] if data.of(t)][:max_articles]
+    half = [t for t in scenarios.halves(data)[half_name] if data.of(t)]
+    if max_articles:  # --smoke: the shortest, so that a check takes seconds
+        half = shortest(half, data.articles, max_articles)
     figures = SetFigures(name, half_name, len(half), sum(len(data.of(t)) for t in half))
     label = f"{name} {half_name}"
     cases = [(clean_case(data, half), "clean")]
@@ -483,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=("A", "B"), default="B", help="A: tuning half; B: held out (default)")
     parser.add_argument("--seeds", type=int, default=1, help="seeds per off-topic rate and untested case")
     parser.add_argument("--smoke", action="store_true",
-                        help=f"a quick check: {SMOKE_ARTICLES} articles of {SMOKE_SET}, one seed")
+                        help=f"{SMOKE_ARTICLES} articles of {SMOKE_SET}, one seed: {SMOKE_HELP}")
     parser.add_argument("--json", metavar="PATH", help="write every count here")
     parser.add_argument("--markdown", metavar="PATH", help="write the table and the ablation here as Markdown")
     args = parser.parse_args(argv)
@@ -513,9 +515,9 @@ def main(argv: list[str] | None = None) -> int:
         print("no set to evaluate" + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
         return 1
 
+    smoke = f" -- SMOKE: {SMOKE_ARTICLES} articles, not a figure" if args.smoke else ""
     what = (f"half {args.half}{' (held out)' if args.half == 'B' else ' (tuning)'}, {seeds} seed(s), "
-            f"model chosen automatically, commit {commit()}" + (" -- SMOKE: 6 articles, not a figure" if args.smoke
-                                                                else ""))
+            f"model chosen automatically, commit {commit()}{smoke}")
     heads, rows = table_rows(results)
     aheads, arows = ablation_rows(results)
     print(f"\n== Off-topic and untested: {what}")

@@ -28,6 +28,9 @@ its reference passages alone (hit@k, MRR, passages found in the chunks).
 ``--write-fixtures DIR`` writes the small test fixtures instead, from the
 bundled example (``examples/wiki-qa``: its 10 articles and their questions),
 so the tests need nothing beside the project.
+
+``--smoke``: the 4 shortest articles, 2 questions each, no gap questions written; and the fixtures written to
+a temporary folder.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ sys.path.insert(0, str(PROJECT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from benchmarks.shared_data import WIKI_QA, require  # noqa: E402
+from benchmarks.shared_data import SMOKE_HELP, WIKI_QA, require, shortest_files  # noqa: E402
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -223,10 +226,29 @@ def main() -> None:
     parser.add_argument("--per-article", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write-fixtures", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="4 articles, 2 questions each, and the fixtures: "
+                        + SMOKE_HELP)
     args = parser.parse_args()
     if args.write_fixtures:
         write_fixtures(args.write_fixtures, seed=args.seed)
         return
+    if args.smoke:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="eval-scorecard-smoke-") as scratch:
+            write_fixtures(Path(scratch) / "fixtures", seed=args.seed)
+            articles = Path(scratch) / "articles"
+            articles.mkdir()
+            for path in shortest_files(WIKI_QA / "articles", 4):
+                (articles / path.name).write_bytes(path.read_bytes())
+            evaluate(args, articles, smoke=True)
+        return
+    evaluate(args, require(WIKI_QA / "articles"))
+
+
+def evaluate(args: argparse.Namespace, articles: Path, smoke: bool = False) -> None:
+    """The three sets built from ``articles`` (a folder of wiki-qa articles) scored and compared."""
+    import dataclasses
 
     from coverage_core import pipeline
     from coverage_core.checks.scorecard import compare_scorecards, scorecard
@@ -236,9 +258,8 @@ def main() -> None:
     from coverage_core.inputs.questions import read_questions
     from coverage_core.session import analyze
 
-    articles = require(WIKI_QA / "articles")
     items = qa_items(wiki_pairs(), articles)
-    good = balanced(items, args.per_article, args.seed)
+    good = balanced(items, 2 if smoke else args.per_article, args.seed)
     sets = {
         "balanced (RAGAS)": ("balanced.jsonl", ragas_jsonl(good)),
         "skewed + duplicated (DeepEval)": ("skewed_dup.json",
@@ -253,7 +274,10 @@ def main() -> None:
     embedder, cache = make_embedder("local"), EmbeddingCache(args.cache_dir)
     documents = read_documents([articles]).documents
     first = next(iter(sets))
-    base = analyze(AnalysisConfig(), documents, questions[first], embedder=embedder, cache=cache)
+    config = AnalysisConfig()
+    if smoke:  # nothing here reads the questions the bundled model writes for the gaps
+        config = dataclasses.replace(config, gaps=dataclasses.replace(config.gaps, local_model=False))
+    base = analyze(config, documents, questions[first], embedder=embedder, cache=cache)
     analyses = {first: base}
     for label in list(sets)[1:]:
         analyses[label] = pipeline.rescore(base, questions[label], embedder, cache)

@@ -19,6 +19,9 @@ writes a question per least covered passage of each gap, and the keep rule
 Half A of the development sets was used to choose the prompt; report half B::
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python benchmarks/eval_suggestions.py --sets example en fr zh --half B
+
+``--smoke``: wiki-qa's half B, its 4 shortest articles (one without questions), the bundled model writing
+a question for the most urgent gap, two tries (embeddings in the default embedding cache).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import verdict_scenarios as scenarios  # noqa: E402
 from eval_languages import load_set  # noqa: E402
+from shared_data import SMOKE_HELP, shortest  # noqa: E402
 
 from coverage_core.config import AnalysisConfig  # noqa: E402
 from coverage_core.pipeline import accept_questions, build_embedder, with_gaps  # noqa: E402
@@ -47,6 +51,9 @@ from coverage_core.validation import unit_rows  # noqa: E402
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "wiki-qa"
 N_ARTICLES = 12
 N_WITHOUT_QUESTIONS = 3
+SMOKE = False
+"""``--smoke``: :func:`set_inputs` takes the half's 4 shortest articles, one without questions, and
+:func:`evaluate` lets the bundled model write one question for one gap."""
 
 
 def example_inputs():
@@ -60,8 +67,13 @@ def example_inputs():
 def set_inputs(name: str, half: str):
     """The half's first articles with questions; the questions of the last few removed, so gaps exist."""
     data = load_set(name)
-    titles = scenarios.corpus_titles(data, scenarios.halves(data)[half], N_ARTICLES)
-    asked = titles[:-N_WITHOUT_QUESTIONS]
+    if SMOKE:
+        titles = shortest(scenarios.corpus_titles(data, scenarios.halves(data)[half], len(data.articles)),
+                          data.articles, 4)
+        asked = titles[:-1]
+    else:
+        titles = scenarios.corpus_titles(data, scenarios.halves(data)[half], N_ARTICLES)
+        asked = titles[:-N_WITHOUT_QUESTIONS]
     documents = [Document(name=scenarios.file_name(t), text=data.articles[t]) for t in titles]
     texts = [q for t in asked for q in data.of(t)]
     return documents, question_set(texts)
@@ -79,9 +91,17 @@ def evaluate(label: str, documents, questions) -> dict:
     from coverage_core.session import analyze
 
     config, _ = choose_embedding(AnalysisConfig(), documents, questions)
+    if SMOKE:
+        config = dataclasses.replace(config, gaps=dataclasses.replace(
+            config.gaps, n_written_gaps=1, n_suggestions=1, n_passages=1))
     embedder = build_embedder(config.embedding)
     drafts_only = dataclasses.replace(config, gaps=dataclasses.replace(config.gaps, local_model=False))
-    measured = analyze(drafts_only, documents, questions, embedder=embedder)
+    cache = None
+    if SMOKE:
+        from coverage_core.embeddings import EmbeddingCache
+
+        cache = EmbeddingCache()
+    measured = analyze(drafts_only, documents, questions, embedder=embedder, cache=cache)
     started = time.perf_counter()
     gapped = with_gaps(dataclasses.replace(measured, config=config), None, embedder, None)
     seconds = time.perf_counter() - started
@@ -137,7 +157,18 @@ def main(argv=None) -> None:
     parser.add_argument("--sets", nargs="+", default=["example", "en", "fr", "zh"])
     parser.add_argument("--half", default="B", choices=["A", "B"])
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--smoke", action="store_true", help="4 articles of wiki-qa, one question written: "
+                        + SMOKE_HELP)
     args = parser.parse_args(argv)
+    global SMOKE
+    if args.smoke:
+        import functools
+
+        from coverage_core.suggest import gaps, writing
+
+        SMOKE, args.sets, args.half = True, ["en"], "B"
+        # Two tries per passage instead of eight: the writer's path, not its keep rate.
+        gaps.write_questions = functools.partial(gaps.write_questions, config=writing.WritingConfig(attempts=2))
     results = []
     for name in args.sets:
         documents, questions = example_inputs() if name == "example" else set_inputs(name, args.half)

@@ -28,8 +28,10 @@ Then the scale figure: 100,000 distinct traffic queries against 20,000 chunks
 (synthetic unit vectors, 384 dimensions), analysed after embedding, with
 time and peak RSS (target ≤ 15 s, ≤ 3 GB).
 
-Run: ``HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/eval_traffic.py [--half A|B] [--scale-only] [--no-scale]``
-(needs ../shared/data; reuses the ``eval_untested`` embedding cache).
+Run: ``HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/eval_traffic.py [--half A|B] [--scale-only] [--no-scale]
+[--smoke]`` (needs ../shared/data; reuses the ``eval_untested`` embedding cache). ``--smoke``: the 5 shortest
+articles, 3 asked about and 1 tested, 5 off-domain queries, one seed; the scale figure at 2,000 queries x
+500 chunks x 100 tests.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from shared_data import SMOKE_HELP  # noqa: E402
 
 from coverage_core.checks.personal_data import mask_personal_data  # noqa: E402
 from coverage_core.checks.traffic import MAX_QUERY_CHARS, TrafficConfig, analyze_traffic, read_traffic  # noqa: E402
@@ -129,12 +133,15 @@ def _logged_key(query: str) -> str:
     return " ".join(mask_personal_data(query[:MAX_QUERY_CHARS]).casefold().split())
 
 
-def wiki_qa(half: str = "B") -> int:
+def wiki_qa(half: str = "B", smoke: bool = False) -> int:
     import eval_untested as data
 
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
 
-    chunks, questions, question_article, articles = data.load()
+    global N_ASKED, N_TESTED, N_OFF_DOMAIN
+    if smoke:
+        N_ASKED, N_TESTED, N_OFF_DOMAIN = 3, 1, 5
+    chunks, questions, question_article, articles = data.load(n_articles=5 if smoke else None)
     embedder, cache = make_embedder("local"), EmbeddingCache(data.CACHE)
 
     def embed(texts):
@@ -149,6 +156,7 @@ def wiki_qa(half: str = "B") -> int:
     print(f"wiki-qa: {len(articles)} articles, {len(chunks)} chunks, {len(questions)} questions; "
           f"τ {tau:.3f}, answerable from {level:.3f}")
     seeds, pool = (TUNING_SEEDS, OFF_DOMAIN_A) if half == "A" else (SEEDS, OFF_DOMAIN_B)
+    seeds = seeds[:1] if smoke else seeds
     print(f"half {half}: seeds {seeds[0]}-{seeds[-1]}, {len(pool)} off-domain queries")
     print(f"{'seed':>4} {'queries':>8} {'asked':>7} {'truth':>6} {'measured':>8} {'error':>6} "
           f"{'unmet':>6} {'found':>6} {'error':>6}  top-3 most asked least tested: main article (heavy untested?)")
@@ -232,14 +240,19 @@ def scale(n_queries: int = 100_000, n_chunks: int = 20_000, n_tests: int = 2_000
 
 
 def main() -> int:
+    smoke = "--smoke" in sys.argv
+    if "--help" in sys.argv or "-h" in sys.argv:
+        print("usage: eval_traffic.py [--half A|B] [--scale-only] [--no-scale] [--smoke]\n\n"
+              f"{__doc__.splitlines()[0]}\n\n--smoke  5 articles, one seed, a small scale figure: {SMOKE_HELP}")
+        return 0
     if "--scale" in sys.argv:
-        scale()
+        scale(2_000, 500, 100) if smoke else scale()
         return 0
     half = sys.argv[sys.argv.index("--half") + 1].upper() if "--half" in sys.argv else "B"
     if "--scale-only" not in sys.argv:
-        wiki_qa(half)
+        wiki_qa(half, smoke)
     if "--no-scale" not in sys.argv:
-        subprocess.run([sys.executable, __file__, "--scale"], check=True)
+        subprocess.run([sys.executable, __file__, "--scale", *(["--smoke"] if smoke else [])], check=True)
     return 0
 
 

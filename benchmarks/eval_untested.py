@@ -29,11 +29,13 @@ the off-topic screening. τ is calibrated without labels on the corpus
 (:func:`coverage_core.stages.calibration.calibrate`), as ``analyze`` does.
 
 Run: ``.venv/bin/python benchmarks/eval_untested.py`` (needs ../shared/data;
-embeddings are cached in ``$EVAL_UNTESTED_CACHE`` or /tmp/eval_untested_cache).
+embeddings are cached in ``$EVAL_UNTESTED_CACHE`` or /tmp/eval_untested_cache). ``--smoke``: the 5 shortest
+articles (2 copied), one seed, 50% untested.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
 import os
@@ -47,9 +49,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared_data import (
-    WIKI_QA as DATA,  # noqa: E402
+from shared_data import (  # noqa: E402
+    SMOKE_HELP,
+    WIKI_QA as DATA,
     require,
+    shortest_files,
 )
 
 from coverage_core import metrics, verdicts  # noqa: E402
@@ -74,10 +78,12 @@ K = DEFAULT_RETRIEVAL_K
 COPY = "__copy"
 
 
-def load(n_copies: int = 0):
+def load(n_copies: int = 0, n_articles: int | None = None):
     """Chunks, questions, each question's article and the article names; ``n_copies`` articles get a
-    near-duplicate document (``eval_traffic`` reads the corpus without them)."""
-    documents = read_documents([require(DATA / "articles")]).documents
+    near-duplicate document (``eval_traffic`` reads the corpus without them); ``n_articles``: only the
+    shortest articles (``--smoke``)."""
+    folder = require(DATA / "articles")
+    documents = read_documents(shortest_files(folder, n_articles) if n_articles else [folder]).documents
     rng = np.random.default_rng(7)
     copied = rng.choice(len(documents), n_copies, replace=False)
     for i in copied:  # a near-duplicate: the same article with every EDIT_EVERY-th word dropped
@@ -106,8 +112,14 @@ def scores(flags: np.ndarray, truth: np.ndarray) -> tuple[float, float, float, i
     return precision, recall, f1, int((flags & ~truth).sum())
 
 
-def main() -> None:
-    chunks, questions, question_article, articles = load(N_COPIES)
+def main(argv: list[str] | None = None) -> None:
+    global SEEDS, LEVELS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="5 articles, one seed, one level: " + SMOKE_HELP)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        SEEDS, LEVELS = (0,), (0.5,)
+    chunks, questions, question_article, articles = load(2 if args.smoke else N_COPIES, 5 if args.smoke else None)
     embedder = make_embedder("local")
     cache = EmbeddingCache(CACHE)
 

@@ -43,7 +43,8 @@ Run from the project root::
 counting only when its best document leads the next by 0.02-0.05). Figures and the decision are in
 ``docs/untested.md``.
 
-Embeddings are cached in ``$EVAL_UNTESTED_CACHE`` (default /tmp/eval_untested_cache).
+Embeddings are cached in ``$EVAL_UNTESTED_CACHE`` (default /tmp/eval_untested_cache). ``--smoke``: wiki-qa's
+5 shortest articles with the local model, one seed, 50% untested, every scenario and rule (``--explore``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from eval_languages import SETS, load_set  # noqa: E402
-from shared_data import SHARED_DATA, WIKI_QA, require  # noqa: E402
+from shared_data import SHARED_DATA, SMOKE_HELP, WIKI_QA, require, shortest_files  # noqa: E402
 
 from coverage_core import metrics, verdicts  # noqa: E402
 from coverage_core.config import AnalysisConfig, EmbeddingConfig  # noqa: E402
@@ -107,12 +108,15 @@ def lead_over_next_document(top_row, sim_row, documents) -> float:
     return float(sim_row[0] - (others[0] if others else sim_row[-1]))
 
 
-def run_set(set_name: str, provider: str, levels, seeds: int, scenarios=SCENARIOS, rules=tuple(RULES)) -> None:
+def run_set(set_name: str, provider: str, levels, seeds: int, scenarios=SCENARIOS, rules=tuple(RULES),
+            n_articles: int | None = None) -> None:
+    """Every scenario and level on one set with one embedder; ``n_articles``: its shortest articles only."""
     config = AnalysisConfig(embedding=EmbeddingConfig(provider=provider))
     embedder = build_embedder(config.embedding)
     cache = EmbeddingCache(CACHE)
     data = load_set(set_name)
-    documents = read_documents([articles_folder(set_name)]).documents
+    folder = articles_folder(set_name)
+    documents = read_documents(shortest_files(folder, n_articles) if n_articles else [folder]).documents
     corpus = embed_corpus(documents, config.chunking, embedder, cache)
     titles = [Path(d.name).stem for d in documents]
     questions = data.questions[data.questions["title"].isin(titles)].reset_index(drop=True)
@@ -210,11 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", nargs="+", type=float, default=[0.1, 0.5, 0.8])
     parser.add_argument("--explore", action="store_true", help="also the rules of EXPLORED")
     parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
+    parser.add_argument("--smoke", action="store_true", help="5 wiki-qa articles, local model, one seed: " + SMOKE_HELP)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.sets, args.embedders, args.seeds, args.levels, args.explore = ["en"], ["local"], 1, [0.5], True
     for set_name in args.sets:
         for provider in args.embedders:
             rules = (*RULES, *EXPLORED) if args.explore else tuple(RULES)
-            run_set(set_name, provider, args.levels, args.seeds, args.scenarios, rules)
+            run_set(set_name, provider, args.levels, args.seeds, args.scenarios, rules, 5 if args.smoke else None)
     return 0
 
 

@@ -21,11 +21,16 @@ generic questions on the bundled example; corpora that cannot separate
 their documents. Articles come from half B of a seeded split of the 55
 (``--half A`` looks at the tuning half instead). Embeddings are cached in
 ``$EVAL_VERDICTS_CACHE`` (default ``/tmp/eval_verdicts_cache``).
+
+``--smoke``: every scenario, small: the 4 shortest articles of the half, one seed and one mix (45 %), one
+edited copy, chunks of 1000 only, the example's 2 shortest documents, 2 documents that cannot be told
+apart; no gap questions written.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -42,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import verdict_scenarios as scenarios  # noqa: E402
+from shared_data import SMOKE_HELP, shortest  # noqa: E402
 from verdict_scenarios import Scenario  # noqa: E402
 
 CACHE = Path(os.environ.get("EVAL_VERDICTS_CACHE", "/tmp/eval_verdicts_cache"))
@@ -56,6 +62,8 @@ MIN_RECALL = 0.8
 MAX_TESTED_SPREAD = 0.15
 MAX_FALSE_UNTESTED = 1
 MAX_GENERIC_CHANGE = 10
+SMOKE = False
+"""``--smoke``: each scenario built small (see the module docstring), no gap questions written."""
 
 
 # ---------------------------------------------------------------- one measured value
@@ -129,6 +137,8 @@ class Runner:
         documents = read_documents([folder / "docs"])
         questions = read_questions(folder / "questions.csv")
         config = AnalysisConfig(chunking=ChunkingConfig(scenario.chunk_size, scenario.chunk_overlap))
+        if SMOKE:  # nothing here reads the questions the bundled model writes for the gaps
+            config = dataclasses.replace(config, gaps=dataclasses.replace(config.gaps, local_model=False))
         analysis = analyze(config, documents.documents, questions, embedder=self.embedder, cache=self.cache)
         inputs = {"documents": [d.name for d in documents.documents], "questions_file": "questions.csv",
                   "question_column": questions.question_column, "llm_model": None}
@@ -259,7 +269,8 @@ def eval_mixes(runner: Runner, data, half, seeds: int) -> list[Check]:
 
 
 def eval_near_duplicates(runner: Runner, data, half) -> list[Check]:
-    scenario = scenarios.near_duplicates(data, half)
+    scenario = (scenarios.near_duplicates(data, half, n_articles=3, n_copies=1, n_removed=1) if SMOKE
+                else scenarios.near_duplicates(data, half))
     report = runner.report(scenario)
     tested = report["metrics"]["tested_share"]
     return [
@@ -270,7 +281,7 @@ def eval_near_duplicates(runner: Runner, data, half) -> list[Check]:
 
 
 def eval_long_few(runner: Runner, data, half) -> list[Check]:
-    scenario = scenarios.long_few_questions(data, half)
+    scenario = scenarios.long_few_questions(data, half, n_silent=2 if SMOKE else 3)
     report = runner.report(scenario)
     flagged = document_flags(report, "is_untested")
     undertested = document_flags(report, "is_undertested")
@@ -315,8 +326,9 @@ def eval_chunk_sizes(runner: Runner, data, half) -> list[Check]:
 
 
 def eval_generic(runner: Runner) -> list[Check]:
-    plain = runner.report(scenarios.bundled_example(generic=False))
-    scenario = scenarios.bundled_example(generic=True)
+    n_documents = 2 if SMOKE else None
+    plain = runner.report(scenarios.bundled_example(generic=False, n_documents=n_documents))
+    scenario = scenarios.bundled_example(generic=True, n_documents=n_documents)
     generic = runner.report(scenario)
     change = n_tested(generic) - n_tested(plain)
     flags = flagged_by_row(generic)
@@ -332,8 +344,11 @@ def eval_generic(runner: Runner) -> list[Check]:
 
 def eval_no_separation(runner: Runner, data, half) -> list[Check]:
     rows = []
-    for build in (scenarios.same_text_edited, scenarios.shuffled_words):
-        scenario = build(data, half)
+    builds = ((lambda: scenarios.same_text_edited(data, half, n_documents=2)),
+              (lambda: scenarios.shuffled_words(data, half, n_documents=2, n_words=200))) if SMOKE else (
+        (lambda: scenarios.same_text_edited(data, half)), (lambda: scenarios.shuffled_words(data, half)))
+    for build in builds:
+        scenario = build()
         report = runner.report(scenario)
         short = scenario.name.removeprefix("no separation: ")
         rows += [
@@ -376,7 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(SCENARIO_NAMES),
                         help=f"comma-separated scenarios, of: {', '.join(SCENARIO_NAMES)}")
     parser.add_argument("--json", metavar="PATH", help="write every number here")
+    parser.add_argument("--smoke", action="store_true", help="every scenario, small: " + SMOKE_HELP)
     args = parser.parse_args(argv)
+    global SMOKE, MIXES, CHUNK_SIZES
+    if args.smoke:
+        SMOKE, MIXES, CHUNK_SIZES, args.seeds = True, (0.45,), (1000,), 1
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(SCENARIO_NAMES))
     if unknown:
@@ -385,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     data = scenarios.load()
     half = scenarios.halves(data)[args.half]
+    if SMOKE:
+        half = shortest(half, data.articles, 4)
     runner = Runner()
     tables = {
         "clean": ("1. clean: every question genuine, every document tested", lambda: eval_clean(runner, data, half)),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -28,3 +29,21 @@ def require(path: Path) -> Path:
             "project, see its README); put that folder there or set COVERAGE_SHARED_DATA to where it is."
         )
     return path
+
+
+SMOKE_HELP = ("a quick check that the script still runs (tiny data, seconds; tests/test_benchmarks_smoke.py runs it "
+              "in CI): its figures mean nothing")
+"""The help of every script's ``--smoke`` flag."""
+
+
+def shortest(titles: Iterable[str], texts: Mapping[str, str], n: int) -> list[str]:
+    """The ``n`` titles of ``titles`` whose text is shortest, in their given order: what a ``--smoke`` run reads."""
+    titles = list(titles)
+    kept = set(sorted(titles, key=lambda title: (len(texts[title]), title))[:n])
+    return [title for title in titles if title in kept]
+
+
+def shortest_files(folder: Path, n: int, pattern: str = "*.txt") -> list[Path]:
+    """The ``n`` smallest files of ``folder`` matching ``pattern``, sorted by name."""
+    files = sorted(require(folder).glob(pattern))
+    return sorted(sorted(files, key=lambda path: (path.stat().st_size, path.name))[:n])

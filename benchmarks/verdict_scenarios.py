@@ -28,7 +28,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared_data import PROJECT, WIKI_QA, require  # noqa: E402
+from shared_data import PROJECT, WIKI_QA, require, shortest_files  # noqa: E402
 
 # The six kinds of article in wiki-qa (../shared/data/README.md). Removing a
 # whole kind leaves no neighbouring article that half-answers the orphaned
@@ -371,11 +371,15 @@ def chunk_size_corpus(data: WikiQA, half: list[str], chunk_size: int, n_removed:
                     notes=f"questions of {', '.join(removed)} removed")
 
 
-def bundled_example(generic: bool) -> Scenario:
-    """The bundled example (``examples/wiki-qa``), with the two generic questions appended or not."""
+def bundled_example(generic: bool, n_documents: int | None = None) -> Scenario:
+    """The bundled example (``examples/wiki-qa``), with the two generic questions appended or not;
+    ``n_documents``: only its shortest documents, their questions and the ones about no document."""
     folder = require(EXAMPLE)
-    documents = {p.name: p.read_text(encoding="utf-8") for p in sorted((folder / "docs").glob("*.txt"))}
+    files = shortest_files(folder / "docs", n_documents) if n_documents else sorted((folder / "docs").glob("*.txt"))
+    documents = {p.name: p.read_text(encoding="utf-8") for p in files}
     frame = pd.read_csv(folder / "questions.csv", dtype=str, keep_default_na=False)
+    if n_documents:
+        frame = frame[frame["source"].isin(documents) | (frame["source"] == "")]
     questions = frame["question"].tolist() + (list(GENERIC_QUESTIONS) if generic else [])
     kinds = ["genuine" if s else "outside" for s in frame["source"]] + ["generic"] * (len(questions) - len(frame))
     return Scenario("example + generic" if generic else "example", documents, questions, kinds)

@@ -30,6 +30,7 @@ import json
 import os
 import re
 import sys
+import time
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,7 +40,7 @@ from coverage_core.checks.retrieval import check_k
 from coverage_core.cli_args import VECTOR_COLUMN_FLAGS, add_analyze_command, add_diff_command, remote_providers
 from coverage_core.cli_history import HistorySession, history_output, history_request, open_session
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
-from coverage_core.embeddings import provider_spec
+from coverage_core.embeddings import PROVIDERS, provider_spec
 from coverage_core.embeddings.choice import AUTO, ENGLISH_MODEL
 from coverage_core.errors import CoverageError, InputError
 from coverage_core.inputs import vector_store
@@ -60,6 +61,7 @@ from coverage_core.outputs.report import (
 from coverage_core.session import EMBEDDING_STAGES, STAGES, distinct_questions
 from coverage_core.stages.chunking import ChunkingConfig, check_chunking
 from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
+from coverage_core.suggest.progress import progress_sentence
 from coverage_core.validation import SettingError, check_scalar
 from coverage_core.verdicts import gate_failed
 
@@ -140,6 +142,19 @@ class _ProgressBars:
             bar.close()  # a second close does nothing
 
 
+class _WritingLines:
+    """Prints the gap writer's progress on stderr: a line per gap, at most one per ``every`` seconds, and the last."""
+
+    def __init__(self, enabled: bool, every: float = 3.0):
+        self.enabled, self.every, self.last = enabled, every, None
+
+    def __call__(self, done: int, total: int, seconds_left: float | None) -> None:
+        now = time.monotonic()
+        if self.enabled and (done >= total or self.last is None or now - self.last >= self.every):
+            self.last = now
+            _say(progress_sentence(done, total, seconds_left), error=True)
+
+
 # The core's settings as its checks name them (check_scalar's ``name``), and
 # the flag that sets each: a refusal on the command line names the flag.
 _SETTING_FLAGS = {
@@ -175,6 +190,7 @@ def _analysis_settings(args: argparse.Namespace):
     Runs before any file is read or any text embedded. The flags are only
     mapped onto the core's configs and checks, which hold every limit.
     """
+    _check_model_without_embedder(args)
     with _named_by_flag():
         # check_chunking first: its sentence about the two sizes names both flags.
         check_chunking(args.chunk_size, args.chunk_overlap, "--chunk-size", "--chunk-overlap")
@@ -196,6 +212,36 @@ def _analysis_settings(args: argparse.Namespace):
     _check_flag_combinations(args)
     grid = _chunking_grid(args.compare_chunking) if args.compare_chunking is not None else None
     return config, grid
+
+
+# Model name families of the paid providers: a --model of theirs without --embedder is named back to its provider.
+_MODEL_FAMILIES = (("text-embedding-", "openai"), ("voyage-", "voyage"))
+
+
+def _check_model_without_embedder(args: argparse.Namespace) -> None:
+    """--model with the automatic choice (no --embedder): a bundled model's name picks its provider, since
+    nothing leaves this server; any other name is refused in one sentence naming the --embedder to add.
+
+    The automatic choice would otherwise drop the name silently. A provider that sends texts is never picked
+    from a model name: sending the documents, and spending the operator's key, stay an explicit choice.
+    """
+    model = (args.model or "").strip()
+    if args.embedder != AUTO or not model:
+        return
+    owners = [spec for name, spec in PROVIDERS.items() if name != AUTO and model in spec.models]
+    if len(owners) == 1 and not owners[0].remote:
+        args.embedder = owners[0].name
+        return
+    remote = owners[0] if owners else next(
+        (PROVIDERS[name] for prefix, name in _MODEL_FAMILIES if model.lower().startswith(prefix) and name in PROVIDERS),
+        None)
+    if remote is not None:
+        raise InputError(f"--model {model} is a model of {remote.label}; add --embedder {remote.name} to embed with "
+                         f"it (the texts are then sent to {remote.label}), or leave --model out for the automatic "
+                         "choice.")
+    choices = ", ".join(name for name in PROVIDERS if name != AUTO)
+    raise InputError(f"--model {model} needs --embedder to say which provider runs it (one of {choices}; local "
+                     "for a sentence-transformers model or folder), or leave --model out for the automatic choice.")
 
 
 def _check_unconfigured_flags(args: argparse.Namespace) -> None:
@@ -446,6 +492,7 @@ def _analyze_with_progress(config, documents, questions, embedder, cache, llm, q
             cache=cache,
             llm=llm,
             progress=progress,
+            writing_progress=_WritingLines(not quiet),
         )
     finally:
         progress.close()
@@ -459,7 +506,7 @@ def _analyze_vectors(config, vectors: _VectorInput, questions, embedder, cache, 
     progress = _ProgressBars(not quiet)
     try:
         return analyze_corpus(config, vectors.found.corpus, questions, embedder=embedder, cache=cache, llm=llm,
-                              progress=progress)
+                              progress=progress, writing_progress=_WritingLines(not quiet))
     finally:
         progress.close()
 

@@ -35,6 +35,8 @@ from coverage_core.stages.measure import measure
 from coverage_core.suggest.gaps import Gap, analyze_gaps
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.local_model import shared_local_client
+from coverage_core.suggest.progress import WritingProgress
+from coverage_core.suggest.reply_cache import ReplyCache
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 from coverage_core.validation import is_whole
 
@@ -224,6 +226,7 @@ def find_gaps(
     cache: EmbeddingCache | None = None,
     support_threshold: float | None = None,
     written: Sequence[Gap] = (),
+    progress: WritingProgress | None = None,
 ) -> Analysis:
     """Rank the least-covered clusters and the untested documents and suggest questions for them.
 
@@ -235,6 +238,11 @@ def find_gaps(
     (:mod:`coverage_core.suggest.local_model`) when ``config.gaps.local_model``
     is on. Without an embedder, or without a model, suggestions are drafts.
     ``written`` (gaps of an earlier call) are kept where a model wrote for them.
+    The bundled model's replies are kept in the folder of ``cache`` (none
+    kept without it), so a re-run writes nothing again
+    (:mod:`coverage_core.suggest.reply_cache`). ``progress(done, total,
+    seconds_left)`` hears of each gap a model wrote for
+    (:mod:`coverage_core.suggest.progress`).
     """
     if support_threshold is None:
         support_threshold = analysis.calibration.support_threshold
@@ -246,7 +254,7 @@ def find_gaps(
     gap_config = analysis.config.gaps
     if llm is None and embed is not None and gap_config.local_model and gap_config.n_suggestions:
         try:
-            writer = shared_local_client()
+            writer = shared_local_client(ReplyCache(cache.directory) if cache is not None else None)
         except ProviderError as error:
             analysis.warnings.append(str(error))
     corpus = analysis.corpus
@@ -270,9 +278,12 @@ def find_gaps(
         written=written,
         untested_documents=_documents_where(analysis.documents, "is_untested"),
         document_gaps=_documents_where(analysis.documents, "is_gap"),
+        progress=progress,
     )
     analysis.gaps = gaps
     analysis.warnings.extend(gap_warnings)
+    if writer is not None and getattr(writer, "replies", None) is not None:
+        analysis.warnings.extend(writer.replies.warnings)
     return analysis
 
 
@@ -284,13 +295,15 @@ def _documents_where(documents, column: str) -> list[str]:
 
 
 def with_gaps(analysis: Analysis, llm: ChatClient | None = None, embedder: Embedder | None = None,
-              cache: EmbeddingCache | None = None, written: Sequence[Gap] = ()) -> Analysis:
+              cache: EmbeddingCache | None = None, written: Sequence[Gap] = (),
+              progress: WritingProgress | None = None) -> Analysis:
     """A copy of ``analysis`` with its gaps found (the original, perhaps kept by a session, is left as it is).
 
     ``written``: the gaps of an earlier copy; those a model wrote for are kept and the bundled model
-    writes for the next ones (:func:`~coverage_core.suggest.gaps.analyze_gaps`)."""
+    writes for the next ones (:func:`~coverage_core.suggest.gaps.analyze_gaps`). ``progress(done, total,
+    seconds_left)``: see :func:`find_gaps`."""
     copy = dataclasses.replace(analysis, warnings=list(analysis.warnings), gaps=[])
-    return find_gaps(copy, llm, embedder, cache, written=written)
+    return find_gaps(copy, llm, embedder, cache, written=written, progress=progress)
 
 
 def run_retrieval_check(
@@ -478,6 +491,15 @@ def accept_questions(
     return improved, after
 
 
+def _topic_names(analysis: Analysis) -> list[str] | None:
+    """The knowledge-base topics' names by cluster, as the Results page and the reports show them (None without)."""
+    clusters = analysis.clusters
+    if "label" not in clusters:
+        return None
+    names = dict(zip(clusters["cluster"].astype(int), clusters["label"].astype(str)))
+    return [names.get(k, "") for k in range(analysis.clustering.n_clusters)]
+
+
 def run_traffic_check(
     analysis: Analysis,
     log: "traffic.TrafficLog",
@@ -507,6 +529,7 @@ def run_traffic_check(
         chunk_texts=[chunk.text for chunk in analysis.corpus.chunks],
         chunk_documents=analysis.corpus.chunk_documents,
         chunk_labels=analysis.clustering.labels,
+        topic_names=_topic_names(analysis),
         languages=getattr(analysis, "languages", None),
         config=config or traffic_check.TrafficConfig(
             random_state=analysis.config.random_state, strictness=analysis.config.strictness

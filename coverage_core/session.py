@@ -39,6 +39,7 @@ from coverage_core.stages import (
 )
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.suggest.progress import WritingProgress
 from coverage_core.types import Document, QuestionSet
 
 T = TypeVar("T")
@@ -366,10 +367,13 @@ class AnalysisSession:
         return memo(self.analyses, key, lambda: self._measure(inputs, key, calibration, progress))
 
     def run(self, inputs: EmbeddedInputs, config: AnalysisConfig, *, embedder=None, embed_cache=None, llm=None,
-            progress: Progress | None = None) -> Analysis:
-        """The analysis with its gaps found (LLM suggestions with ``llm``), as the CLI reports it."""
+            progress: Progress | None = None, writing_progress: WritingProgress | None = None) -> Analysis:
+        """The analysis with its gaps found (LLM suggestions with ``llm``), as the CLI reports it.
+
+        ``writing_progress(done, total, seconds_left)`` hears of each gap a model wrote for
+        (:mod:`coverage_core.suggest.progress`)."""
         measured = self.analysis_for(inputs, config, embedder=embedder, embed_cache=embed_cache, progress=progress)
-        return pipeline.with_gaps(measured, llm, embedder, embed_cache)
+        return pipeline.with_gaps(measured, llm, embedder, embed_cache, progress=writing_progress)
 
     def _measure(self, inputs: EmbeddedInputs, key: StageKey, calibration: Calibration,
                  progress: Progress | None) -> Analysis:
@@ -451,8 +455,11 @@ def regap(analysis: Analysis, config: AnalysisConfig) -> Analysis:
 
 # ---------------------------------------------------------------- one run
 def analyze(config: AnalysisConfig, documents: Sequence[Document], questions: QuestionSet, *, embedder=None,
-            cache=None, api_key: str | None = None, llm=None, progress: Progress | None = None) -> Analysis:
-    """Run the whole method: chunk, embed, calibrate, cluster, screen, measure, find gaps."""
+            cache=None, api_key: str | None = None, llm=None, progress: Progress | None = None,
+            writing_progress: WritingProgress | None = None) -> Analysis:
+    """Run the whole method: chunk, embed, calibrate, cluster, screen, measure, find gaps.
+
+    ``writing_progress``: see :meth:`AnalysisSession.run`."""
     if not documents:
         raise InputError("There are no readable documents; add PDF, TXT or Markdown files with text.")
     _require_questions(questions)
@@ -462,7 +469,8 @@ def analyze(config: AnalysisConfig, documents: Sequence[Document], questions: Qu
         embedder = pipeline.build_embedder(config.embedding, api_key)
     session = AnalysisSession.one_shot()
     inputs = session.embed(*run_keys(config), questions, embedder, cache, documents=documents, progress=progress)
-    analysis = session.run(inputs, config, embedder=embedder, embed_cache=cache, llm=llm, progress=progress)
+    analysis = session.run(inputs, config, embedder=embedder, embed_cache=cache, llm=llm, progress=progress,
+                           writing_progress=writing_progress)
     return analysis if choice is None else dataclasses.replace(analysis, model_choice=choice)
 
 
@@ -479,16 +487,18 @@ def choose_embedding(config: AnalysisConfig, documents: Sequence[Document], ques
 
 
 def analyze_corpus(config: AnalysisConfig, corpus: Corpus, questions: QuestionSet, *, embedder, cache=None,
-                   llm=None, progress: Progress | None = None) -> Analysis:
+                   llm=None, progress: Progress | None = None,
+                   writing_progress: WritingProgress | None = None) -> Analysis:
     """The method from an embedded corpus on (vectors made elsewhere, e.g. a vector store).
 
     ``embedder`` must be the model that made the corpus's vectors: it embeds
-    the questions and the calibration probes.
+    the questions and the calibration probes. ``writing_progress``: see :meth:`AnalysisSession.run`.
     """
     _require_questions(questions)
     session = AnalysisSession.one_shot()
     inputs = session.embed(*run_keys(config), questions, embedder, cache, passages=corpus, progress=progress)
-    return session.run(inputs, config, embedder=embedder, embed_cache=cache, llm=llm, progress=progress)
+    return session.run(inputs, config, embedder=embedder, embed_cache=cache, llm=llm, progress=progress,
+                       writing_progress=writing_progress)
 
 
 def _require_questions(questions: QuestionSet) -> None:

@@ -437,30 +437,48 @@ class Verdicts:
     def headline(self) -> str:
         """The answer in two sentences: the figures (tested share, untested and under-tested documents,
         off-topic questions), then what *tested* means; an unreliable calibration comes first of all, and
-        *tested* then reads the ranking alone (:func:`ranking_only_sentence`)."""
+        *tested* then reads the ranking alone (:func:`ranking_only_sentence`). The same sentences one by one:
+        :attr:`figures`, :attr:`leading_cautions`, :attr:`offtopic_cautions`, :attr:`tested_meaning`."""
+        sentences = [*self.leading_cautions, self.figures, *self.offtopic_cautions]
+        if self.tested_meaning:
+            sentences.append(self.tested_meaning)
+        return " ".join(sentences)
+
+    @property
+    def figures(self) -> str:
+        """The headline's figures, one short sentence: tested share, untested and under-tested documents,
+        off-topic questions (what a page shows as its headline; the cautions go under it)."""
         n_untested, n_under, n_off = len(self.untested), len(self.undertested), self.n_off_topic
         documents = "document" if n_untested == 1 else "documents"
         questions = "question" if n_off == 1 else "questions"
-        sentences = [
-            f"{self.tested_share:.0%} of the knowledge base is tested ({self.n_tested} of {self.n_passages} "
-            f"passages); {n_untested} {documents} untested, {n_under} under-tested; {n_off} {questions} off-topic."
-        ]
-        if n_off:
-            sentences.extend(caution for caution in (self.offtopic_caution, self.message_caution) if caution)
-        if not self.calibration_reliable and self.retrieval_k is not None:
-            sentences.append(ranking_only_sentence(self.retrieval_k))
-        elif self.support_threshold is not None and self.retrieval_k is not None:
-            sentences.append(
-                f"A passage counts as tested when a question retrieves it among its top {self.retrieval_k} "
-                f"passages with similarity of at least {self.support_threshold:.2f}."
-            )
-        if self.cross_language:
-            sentences.insert(0, self.cross_language)
-        if self.model_fit:
-            sentences.insert(0, self.model_fit)
+        return (f"{self.tested_share:.0%} of the knowledge base is tested ({self.n_tested} of {self.n_passages} "
+                f"passages); {n_untested} {documents} untested, {n_under} under-tested; {n_off} {questions} off-topic.")
+
+    @property
+    def leading_cautions(self) -> tuple[str, ...]:
+        """What the headline says before its figures: an unreliable calibration, a model that does not fit the
+        texts, questions in another language than the documents (each "" left out)."""
+        calibration = "" if self.calibration_reliable else self._calibration_sentence()
+        return tuple(caution for caution in (calibration, self.model_fit, self.cross_language) if caution)
+
+    @property
+    def offtopic_cautions(self) -> tuple[str, ...]:
+        """Why the off-topic flags are less sure (languages, chat messages), when some questions are flagged."""
+        if not self.n_off_topic:
+            return ()
+        return tuple(caution for caution in (self.offtopic_caution, self.message_caution) if caution)
+
+    @property
+    def tested_meaning(self) -> str:
+        """What *tested* means here, one sentence ("" when the level or k is not known)."""
+        if self.retrieval_k is None:
+            return ""
         if not self.calibration_reliable:
-            sentences.insert(0, self._calibration_sentence())
-        return " ".join(sentences)
+            return ranking_only_sentence(self.retrieval_k)
+        if self.support_threshold is None:
+            return ""
+        return (f"A passage counts as tested when a question retrieves it among its top {self.retrieval_k} "
+                f"passages with similarity of at least {self.support_threshold:.2f}.")
 
     def _calibration_sentence(self) -> str:
         reason = " ".join(self.calibration_reason.split()).rstrip(".")

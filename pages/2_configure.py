@@ -44,7 +44,7 @@ def choose_llm_base_url() -> None:
 st.header("Embedding model")
 held = state.provider_notice()
 if held is not None:
-    st.warning(widgets.plain(held), icon=":material/key_off:")
+    st.warning(widgets.plain(engine.notice_here(held)), icon=":material/key_off:")
     if st.button("Use these embedding settings", key=state.W_CONFIRM_PROVIDER):
         state.confirm_provider_settings()
         st.rerun()
@@ -154,7 +154,7 @@ except CoverageError as error:
     flow.show_error(error)
 
 # ------------------------------------------------------------------ tuning
-st.header("Clusters and thresholds")
+st.header("Topics and gaps")
 st.caption("These apply at once to the results (no re-embedding).")
 auto_k = None
 if n_chunks:
@@ -163,6 +163,8 @@ if n_chunks:
     except CoverageError as error:
         flow.show_error(error)
 widgets.tuning_controls(n_chunks, auto_k)
+with st.expander(f"{engine.EXPERTS}: their settings"):
+    widgets.expert_controls()
 
 # ------------------------------------------------------------------ support level
 st.header("When does a question test a passage?")

@@ -6,7 +6,7 @@ from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
 from coverage_core.outputs.report import UNDERTESTED, UNTESTED, document_findings
 from coverage_core.verdicts import UNDERTESTED_SHARE, Verdicts
-from ui import engine, exports, flow, formats, history, state, widgets
+from ui import columns, engine, exports, flow, formats, history, state, widgets
 from ui.views import gaps as gaps_view, results as view
 
 TABS = ["Clusters", "Documents", "Off-topic questions", "Near-duplicates", "Map"]
@@ -32,7 +32,7 @@ for kind, title, icon, show in (
 if not findings:
     widgets.verdict_passed(analysis, "Every document has questions that test it.")
 if verdict.gaps:
-    st.markdown(f"**Top gaps: topics and untested documents** ({verdict.n_gaps} in all, most urgent first):")
+    st.markdown(f"**Top gaps: topics and untested documents** ({verdict.n_gaps} in all, {engine.GAP_ORDER}):")
     found = state.stored_stage(state.GAPS)  # suggestions already written for this analysis (the Gap page's)
     gapped = found.value if found is not None and found.key.source == flow.analysis_key() else None
     for gap in verdict.gaps:
@@ -56,20 +56,22 @@ if verdict.n_off_topic:
         help="Opens the Off-topic questions tab below, where you can override the decision.",
     )
 
-with st.expander("Secondary scores (relative: for comparing test sets on the same corpus and settings)"):
-    for name, value, sentence in engine.secondary_scores(analysis):
-        st.markdown(f"**{formats.metric_label(name)} {formats.score(value)}** — {sentence}")
-
-with st.expander("Tune clusters and thresholds (applies at once)"):
+with st.expander("Tune topics and gaps (applies at once)"):
     try:
         auto_k = engine.default_k(n_chunks)
     except CoverageError:
         auto_k = None
     widgets.tuning_controls(n_chunks, auto_k)
 
+with st.expander(engine.EXPERTS):  # the one place of the relative scores and their settings
+    st.caption(engine.EXPERTS_NOTE)
+    for name, value, sentence in engine.secondary_scores(analysis):
+        st.markdown(f"**{formats.metric_label(name)} {formats.score(value)}** — {sentence}")
+    widgets.expert_controls()
+
 st.caption(
-    f"{formats.count(len(analysis.corpus.documents), 'document')}, {formats.count(n_chunks, 'chunk')} in "
-    f"{formats.count(analysis.clustering.n_clusters, 'cluster')}; "
+    f"{formats.count(len(analysis.corpus.documents), 'document')}, {formats.count(n_chunks, 'passage')} in "
+    f"{formats.count(analysis.clustering.n_clusters, 'topic')}; "
     f"{formats.count(len(analysis.questions.questions), 'question')}, {verdict.n_off_topic:,} screened out as off-topic."
 )
 
@@ -98,28 +100,12 @@ if clusters_tab.open:
     with clusters_tab:
         st.plotly_chart(plots.topic_verdict_bar(analysis.clusters, analysis.config.gaps))
         clusters = view.cluster_table(analysis)
-        cluster_config = {
-            "cluster": st.column_config.NumberColumn("cluster", width="small"),
-            "topic": st.column_config.TextColumn("topic", width="medium"),
-            "size": st.column_config.NumberColumn("passages", width="small"),
-            "share": st.column_config.NumberColumn("share of corpus", format="percent"),
-            "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
-            "multi_threshold_coverage": st.column_config.NumberColumn(
-                "nearby-topic coverage (multi-threshold)", format=formats.SCORE_FORMAT
-            ),
-            "multi_n_coverage": st.column_config.NumberColumn(
-                "N-nearest-topic coverage (multi-N)", format=formats.SCORE_FORMAT
-            ),
-            "n_questions": st.column_config.NumberColumn("questions near it", width="small"),
-            "n_tested": st.column_config.NumberColumn("passages tested", width="small"),
-            "tested_share": st.column_config.ProgressColumn(
-                "share tested", min_value=0.0, max_value=1.0, format="percent", width="medium"
-            ),
-            "is_gap": st.column_config.CheckboxColumn("gap", width="small"),
-            "example passage": st.column_config.TextColumn("most central passage", width="large"),
-        }
-        st.dataframe(clusters, hide_index=True, column_order=view.cluster_columns(clusters), column_config=cluster_config)
-        widgets.csv_download("Download the clusters (CSV)", clusters, "coverage-clusters.csv",
+        cluster_config = columns.topic_columns()
+        if analysis.config.gaps.rule == "coverage":  # the gap verdict reads it: shown beside the tested share
+            cluster_config["coverage"] = columns.score_column("coverage score")
+        st.dataframe(columns.percents(clusters, view.SHARE_COLUMNS), hide_index=True, placeholder=columns.DASH,
+                     column_order=view.cluster_columns(clusters, analysis.config.gaps.rule), column_config=cluster_config)
+        widgets.csv_download("Download the topics (CSV)", clusters, "coverage-clusters.csv",
                              headers=exports.column_labels(cluster_config))
 
 if documents_tab.open:
@@ -143,18 +129,8 @@ if documents_tab.open:
         # Red marks the verdict (untested), not the median/MAD hint.
         st.plotly_chart(plots.document_verdict_bar(analysis.documents))
         documents = documents.drop(columns=["is_low", "is_untested", "is_undertested"])  # the verdict says it
-        document_config = {
-            "document": st.column_config.TextColumn("document", width="medium"),
-            "verdict": st.column_config.TextColumn("verdict", width=100),  # "under-tested" whole
-            "n_questions": st.column_config.NumberColumn("questions targeting it"),
-            "n_tested": st.column_config.NumberColumn("passages tested"),
-            "n_chunks": st.column_config.NumberColumn("passages"),
-            "tested_share": st.column_config.ProgressColumn(
-                "share tested", min_value=0.0, max_value=1.0, format="percent"
-            ),
-            "coverage": st.column_config.ProgressColumn("coverage", min_value=0.0, max_value=1.0, format=formats.SCORE_FORMAT),
-        }
-        st.dataframe(documents, hide_index=True, column_config=document_config)
+        document_config = columns.document_columns()
+        st.dataframe(columns.percents(documents, view.SHARE_COLUMNS), hide_index=True, placeholder=columns.DASH, column_config=document_config)
         widgets.csv_download("Download the documents (CSV)", documents, "coverage-documents.csv",
                              headers=exports.column_labels(document_config))
 
@@ -172,7 +148,7 @@ if outliers_tab.open:
         show_all = st.toggle("Show every question, not only the off-topic ones", key=state.W_SHOW_ALL_QUESTIONS)
         st.dataframe(
             table if show_all else flagged,
-            hide_index=True,
+            hide_index=True, placeholder=columns.DASH,
             column_config={
                 "off-topic score": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
                 "question": st.column_config.TextColumn(width="large"),
@@ -226,7 +202,7 @@ if duplicates_tab.open:
                 f"question of a group has similarity ≥ {formats.similarity(threshold)} to the group's first question, its "
                 "representative, so the others add next to no coverage."
             )
-            st.dataframe(groups, hide_index=True, column_config={
+            st.dataframe(groups, hide_index=True, placeholder=columns.DASH, column_config={
                 "row": st.column_config.NumberColumn("representative row"),
                 "question": st.column_config.TextColumn("representative question", width="large"),
                 "lowest similarity": st.column_config.NumberColumn(format=formats.SIMILARITY_FORMAT),
@@ -237,7 +213,7 @@ if duplicates_tab.open:
                 "Show the questions of one group", list(heads),
                 format_func=lambda row: f"row {row}: {heads[row][:90]}" + ("…" if len(heads[row]) > 90 else ""),
             )
-            st.dataframe(view.duplicate_members(analysis, head), hide_index=True, column_config={
+            st.dataframe(view.duplicate_members(analysis, head), hide_index=True, placeholder=columns.DASH, column_config={
                 "question": st.column_config.TextColumn(width="large"),
                 "similarity to the representative": st.column_config.NumberColumn(format=formats.SIMILARITY_FORMAT),
             })
@@ -256,7 +232,7 @@ if map_tab.open:
         else:
             chunks, questions = plots.map_frames(analysis, projection)
             st.plotly_chart(
-                plots.coverage_map(chunks, questions, analysis.metrics, projection.caption if projection.sampled else None),
+                plots.coverage_map(chunks, questions, None, projection.caption if projection.sampled else None),
             )
             if projection.sampled:
                 st.caption(projection.caption)

@@ -9,8 +9,8 @@ from coverage_core import costs
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
 from coverage_core.verdicts import Verdicts
-from ui import engine, exports, flow, formats, state, widgets
-from ui.views import compare as compare_view, gaps as view
+from ui import columns, engine, exports, flow, formats, state, widgets
+from ui.views import compare as compare_view, decisions as decisions_view, gaps as view
 
 flow.start_page("Gap analysis")
 analysis = flow.require_analysis()
@@ -47,7 +47,7 @@ for message in dict.fromkeys(gapped.warnings[len(analysis.warnings):]):
     st.warning(widgets.plain(message))  # a warning may quote a topic or a model's reply
 n_left = view.gaps_left_to_write(gapped)
 if n_left:
-    n_next = min(n_left, gap_config.n_written_gaps)
+    n_next = min(n_left, gap_config.n_written_gaps or n_left)  # None: the writer writes for every gap
     if st.button(
         f"Write questions for the next {formats.count(n_next, 'gap')}", key=state.W_WRITE_MORE_GAPS,
         help="The built-in model takes a few seconds per gap; the questions already written are kept.",
@@ -66,12 +66,10 @@ else:
     n_topics = len(gapped.gaps) - n_documents
     found = [formats.count(n_topics, "topic") + f" with {rule_text}"] if n_topics else []
     if n_documents:
-        found.append(f"{formats.count(n_documents, 'untested document')} whose topic is not a gap "
-                     "(counted as coverage 0)")
+        found.append(f"{formats.count(n_documents, 'untested document')} whose topic is not a gap")
     st.write(
-        f"{formats.count(len(gapped.gaps), 'gap')}: {' and '.join(found)}, most urgent first "
-        f"(priority = {engine.priority_formula(gap_config)}). A gap that holds an untested document has a "
-        f"suggestion from it. Suggestions are {view.suggestions_origin(gapped)}."
+        f"{formats.count(len(gapped.gaps), 'gap')}: {' and '.join(found)}, {engine.GAP_ORDER}. A gap that "
+        f"holds an untested document has a suggestion from it. Suggestions are {view.suggestions_origin(gapped)}."
     )
     # A Results link names one gap (query parameter): show it open and scroll to it, once.
     requested, scroll_to = st.query_params.get(state.GAP_PARAM), None
@@ -88,15 +86,11 @@ else:
     if scroll_to is not None:
         widgets.scroll_to(state.gap_card_key(scroll_to))
     gap_rows = view.gap_table(gapped)
-    widgets.table(
-        gap_rows, medium=("topic", "themes"), large=("suggested questions",), scores=("coverage",),
-        percents=("corpus share",),
-        columns={"tested share": st.column_config.NumberColumn("share tested", format="percent")},
-    )
-    with st.expander("Least-covered passages of each gap"):
-        widgets.table(
-            view.least_covered_passages(gapped), large=("passage",), scores=("distance to nearest question",)
-        )
+    widgets.table(gap_rows, percents=("tested share",), columns=columns.gap_columns(),
+                  column_order=columns.GAP_TABLE_SHOWN)
+    with st.expander("Least-covered passages of each gap (farthest from every question first)"):
+        widgets.table(view.least_covered_passages(gapped), columns=columns.passage_columns(),
+                      column_order=columns.PASSAGES_SHOWN)
 
 # ------------------------------------------------------------------ suggestions editor
 st.header("Improve the test set")
@@ -111,28 +105,28 @@ edited = widgets.persistent_editor(
     normalize=view.normalize_suggestions,
     num_rows="dynamic",
     hide_index=True,
-    disabled=["cluster", "origin", "document", "passage"],
+    disabled=["cluster", "origin", "document", "passage", "original"],
     column_config={
         "accept": st.column_config.CheckboxColumn("accept", default=False, width="small"),
         "question": st.column_config.TextColumn("question", width="large", required=True),
         "cluster": st.column_config.NumberColumn("cluster", width="small"),
         "origin": st.column_config.SelectboxColumn(
-            "origin", options=list(formats.ORIGIN_WORDS), format_func=formats.origin_words, width="medium"
+            "origin", options=list(view.ORIGIN_OPTIONS), format_func=formats.origin_words, width="medium"
         ),
         "document": st.column_config.TextColumn("source document"),
         "passage": st.column_config.TextColumn("source passage", width="large"),
+        "original": None,  # the suggestion as written: what tells an edited one
     },
 )
 accepted = view.accepted_texts(edited)
 accepted_rows = view.accepted_rows(edited, accepted)
 st.caption(f"{formats.count(len(accepted), 'accepted question')}.")
-n_drafts = view.unfinished_drafts(edited)
-if n_drafts:
-    st.warning(
-        f"{formats.count(n_drafts, 'accepted row')} still {formats.plural(n_drafts, 'begins', 'begin')} “Write a question answered by”: rewrite each as the question "
-        "a user would ask; until then they are left out of Apply and the export."
-    )
-
+widgets.csv_download(
+    "Suggestions (CSV)", functools.partial(exports.suggestions_csv, edited), "suggestions.csv",
+    key=state.W_DOWNLOAD_SUGGESTIONS,
+    help="The table as it stands: each question, accepted or not, who wrote it (edited ones say so), its "
+    "source document and its whole source passage.",
+)
 if st.button("Apply", key=state.W_APPLY, type="primary"):
     if not accepted:
         st.warning("Tick **accept** on at least one suggestion (or add a row of your own) first.")
@@ -142,40 +136,57 @@ if st.button("Apply", key=state.W_APPLY, type="primary"):
                 flow.improve(analysis, accepted, accepted_rows)
         except CoverageError as error:
             flow.show_error(error)
+# Under the Apply button, not between it and the table: a tick that makes it appear moves nothing the user
+# clicks next (above the table, or between it and Apply, it shifted the rows under the pointer).
+n_drafts = view.unfinished_drafts(edited)
+if n_drafts:
+    st.warning(
+        f"{formats.count(n_drafts, 'accepted row')} still {formats.plural(n_drafts, 'begins', 'begin')} “Write a question answered by”: rewrite each as the question "
+        "a user would ask; until then they are left out of Apply and the export."
+    )
+if decisions_view.origins_moved(state.get(state.SUGGESTIONS_BASE), edited):
+    # An edit made a suggestion "edited (from …)": show the table with its new origin (the edits are in it). After
+    # Apply, so a click on Apply that came with the edit is not lost.
+    widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, edited)
+    st.rerun()
 
 improvement, current = flow.improvement_for(analysis)
 if improvement is not None:
     st.subheader("Before → after")
     if not current:
         st.info("Computed with earlier settings or suggestions; click Apply again to update.")
-    # Three cards, then two: at 1280 px every label and value reads in full (six in a row cut them).
-    columns = [*st.columns(3), *st.columns(2)]
     n_added = len(improvement.texts)
-    # The headline figure first: an absolute share, so its change is in percentage points.
+    # The headline figure: an absolute share, so its change is in percentage points (as the HTML report says it).
     before, after = improvement.before.metrics["tested_share"], improvement.after.metrics["tested_share"]
+    card, _ = st.columns([1, 2])
     widgets.share_card(
-        columns[0], "tested_share", before, after,
-        help=f"Share of the knowledge base's passages that some question reaches: before {before:.1%}, "
-        f"after {after:.1%} with {formats.count(n_added, 'added question')}. Points are percentage points.",
+        card, "tested_share", before, after,
+        help=f"Share of the knowledge base's passages that some question reaches: before {formats.percent(before)}, "
+        f"after {formats.percent(after)} with {formats.count(n_added, 'added question')}. Points are percentage points.",
     )
-    for column, name in zip(columns[1:], widgets.RELATIVE_SCORES):
-        before, after = improvement.before.metrics[name], improvement.after.metrics[name]
-        widgets.score_card(
-            column, name, before, after,
-            help=f"Before {formats.score(before)}, after {formats.score(after)} with "
-            f"{formats.count(n_added, 'added question')}. "
-            "Relative score.",
+    names = ("before", "after")
+    widgets.table(compare_view.tested_share_deltas(improvement.before, improvement.after, names),
+                  columns=columns.share_delta_columns(names))
+    with st.expander(engine.EXPERTS):  # the relative scores, before and after
+        st.caption(engine.EXPERTS_NOTE)
+        cards = [column for _ in range(2) for column in st.columns(2)]  # two by two: labels whole at 1280 px
+        for column, name in zip(cards, widgets.RELATIVE_SCORES):
+            before, after = improvement.before.metrics[name], improvement.after.metrics[name]
+            widgets.score_card(
+                column, name, before, after,
+                help=f"Before {formats.score(before)}, after {formats.score(after)} with "
+                f"{formats.count(n_added, 'added question')}. Relative score.",
+            )
+        st.plotly_chart(plots.before_after_clusters(improvement.before.clusters, improvement.after.clusters))
+        st.dataframe(
+            compare_view.cluster_deltas(improvement.before, improvement.after),
+            hide_index=True, placeholder=columns.DASH,
+            column_config={
+                "before": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
+                "after": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
+                "change": st.column_config.NumberColumn(format=formats.SCORE_CHANGE_FORMAT),
+            },
         )
-    st.plotly_chart(plots.before_after_clusters(improvement.before.clusters, improvement.after.clusters))
-    st.dataframe(
-        compare_view.cluster_deltas(improvement.before, improvement.after),
-        hide_index=True,
-        column_config={
-            "before": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
-            "after": st.column_config.NumberColumn(format=formats.SCORE_FORMAT),
-            "change": st.column_config.NumberColumn(format=formats.SCORE_CHANGE_FORMAT),
-        },
-    )
 
 # ------------------------------------------------------------------ exports
 st.header("Export")
@@ -207,6 +218,6 @@ widgets.file_download(
 widgets.file_download(
     last, "The whole analysis (zip)", flow.saved_analysis_builder(gapped, report), "coverage-analysis.zip",
     "application/zip", key=state.W_DOWNLOAD_SAVED,
-    help="Passages, vectors, topics and the report. Open it again on the Upload page (A saved analysis): "
-    "nothing is embedded again.",
+    help="Passages, vectors, topics, the report and your accepted, edited and rejected suggestions. Open it "
+    "again on the Upload page (A saved analysis): nothing is embedded again.",
 )

@@ -7,7 +7,7 @@ import streamlit as st
 from coverage_core.checks import answerability
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from ui import flow, formats, state, widgets
+from ui import columns, flow, formats, state, widgets
 from ui.messages import shown_message
 from ui.views import fitness as view
 
@@ -25,25 +25,22 @@ MDS_NOTE = (
     "a typical one."
 )
 
-# The label statistics' cards: name, AnswerabilityResult field, its format, help.
-LABEL_CARDS = (
-    (
-        formats.POINT_BISERIAL_LABEL, "point_biserial_r", formats.score,
-        "How strongly the best similarity tracks the label (point-biserial correlation; 1 answerable, 0 not). "
-        "Positive: answerable questions sit closer to the documents.",
-    ),
-    ("p-value", "p_value", formats.p_value, "Two-sided test that the correlation is zero."),
-    (
-        "AUROC", "auroc", formats.score,
-        "Chance that a random answerable question is more similar to the documents than a random "
-        "not-answerable one. 0.5 is chance, 1.0 perfect separation.",
-    ),
-    (
-        "Best dividing line (Youden's J)", "threshold", formats.similarity,
-        "The similarity that best separates the two groups: it maximises Youden's J = share of answerable "
-        "questions above it + share of not-answerable ones below it − 1.",
-    ),
+# The label analysis: each statistic's name, AnswerabilityResult field, its format and its meaning in one line.
+# Their names appear in the label-analysis expander only; the page says what they find in shares.
+LABEL_STATISTICS = (
+    ("Point-biserial r", "point_biserial_r", formats.score,
+     "how strongly the best similarity goes with the label (0: not at all, 1: perfectly)."),
+    ("p-value", "p_value", formats.p_value,
+     "how likely a link that strong is by chance alone (small: it is not chance)."),
+    ("AUROC", "auroc", formats.score,
+     "the chance that an answerable question sits closer to the documents than a not-answerable one "
+     "(0.5: a coin toss, 1: always)."),
+    ("Youden's J", "youden_j", formats.score,
+     "how cleanly the best dividing line splits the two groups (0: not at all, 1: perfectly)."),
+    ("Best dividing line", "threshold", formats.similarity,
+     "the similarity that splits them best: the one with the highest Youden's J."),
 )
+LABEL_ANALYSIS = "Label analysis: the statistics, for method experts"
 
 
 def use_threshold(value: float) -> None:
@@ -129,25 +126,26 @@ if not labelled:
 else:
     st.caption(
         f"{formats.count(result.n_labelled, 'labelled question')}, {result.n_answerable:,} answerable and "
-        f"{result.n_unanswerable:,} not. How well each question's best similarity predicts its label:"
+        f"{result.n_unanswerable:,} not."
     )
-    # Two rows of two: in one row of four, names or values are cut at 1280 px.
-    cards = [card for _ in range(0, len(LABEL_CARDS), 2) for card in st.columns(2)]
-    for card, (name, quantity, shown, help_text) in zip(cards, LABEL_CARDS):
-        card.metric(name, shown(getattr(result, quantity)), border=True, help=help_text)
     if result.note:
         st.warning(shown_message(result.note), icon=":material/warning:")
     if math.isfinite(result.threshold):
-        st.caption(
-            f"At {formats.similarity(result.threshold)}, {formats.percent(result.sensitivity)} of answerable "
-            f"questions are above the threshold and {formats.percent(result.specificity)} of not-answerable ones "
-            f"below it (how cleanly it separates them, Youden's J = {formats.score(result.youden_j)})."
+        st.write(
+            f"At similarity {formats.similarity(result.threshold)}, {formats.percent(result.sensitivity)} of the "
+            f"answerable questions are above the line and {formats.percent(result.specificity)} of the "
+            "not-answerable ones below it: the line that separates them best."
         )
         st.button(
             f"Use {formats.similarity(result.threshold)} as the threshold", key=state.W_USE_BEST_THRESHOLD,
             on_click=use_threshold, args=(result.threshold,),
             disabled=math.isclose(threshold, result.threshold, abs_tol=1e-9),
         )
+    with st.expander(LABEL_ANALYSIS):
+        st.markdown("\n".join(
+            f"- **{name} {shown(getattr(result, quantity))}**: {meaning}"
+            for name, quantity, shown, meaning in LABEL_STATISTICS
+        ))
     st.plotly_chart(
         plots.answerability_box(
             similarities, labels.labels,
@@ -187,7 +185,7 @@ only_weak = st.toggle("Only questions the knowledge base may not answer", key=st
 shown = weak if only_weak else table
 st.dataframe(
     shown,
-    hide_index=True,
+    hide_index=True, placeholder=columns.DASH,
     column_config={
         "best similarity": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format=formats.SIMILARITY_FORMAT),
         "question": st.column_config.TextColumn(width="large"),
@@ -238,7 +236,7 @@ if sweep is not None:
     sweep_table = view.sweep_table(sweep)
     st.dataframe(
         sweep_table,
-        hide_index=True,
+        hide_index=True, placeholder=columns.DASH,
         column_config={
             name: st.column_config.NumberColumn(format=formats.SCORE_FORMAT) for name in view.SWEEP_SCORE_COLUMNS
         },

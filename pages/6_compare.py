@@ -7,7 +7,7 @@ import streamlit as st
 from coverage_core.errors import CoverageError
 from coverage_core.inputs.questions import read_questions
 from coverage_core.outputs import plots
-from ui import exports, flow, formats, loading, state, widgets
+from ui import engine, exports, flow, formats, loading, state, widgets
 from ui.views import compare as view, gaps as gaps_view
 
 SOURCES = {
@@ -86,45 +86,48 @@ st.caption(
     f"{n_a:,} vs {n_b:,} {formats.plural(max(n_a, n_b), 'question')}; "
     f"{int(comparison.a.is_outlier.sum())} vs {int(comparison.b.is_outlier.sum())} screened out as off-topic."
 )
-# Tested share first (an absolute share, its change in percentage points), then the relative scores; rows
-# sized so that no label is cut at 1280 px.
-for row in view.card_rows(["tested_share", *widgets.RELATIVE_SCORES]):
-    for column, name in zip(st.columns(len(row)), row):
-        a, b = comparison.a.metrics[name], comparison.b.metrics[name]
-        if name == "tested_share":
-            widgets.share_card(
-                column, name, a, b,
-                help=f"Share of the knowledge base's passages some question reaches: {shown_a} {a:.1%}, "
-                f"{shown_b} {b:.1%}. Points are percentage points.",
-            )
-        else:
-            widgets.score_card(
-                column, name, a, b,
-                help=f"{shown_b}: {formats.score(b)}; {shown_a}: {formats.score(a)}. "
-                "Relative scores: only the difference matters.",
-            )
+# Tested share first (an absolute share, its change in percentage points); the relative scores are for method
+# experts, in their expander below.
+a, b = comparison.a.metrics["tested_share"], comparison.b.metrics["tested_share"]
+card, _ = st.columns([1, 2])
+widgets.share_card(
+    card, "tested_share", a, b,
+    help=f"Share of the knowledge base's passages some question reaches: {shown_a} {formats.percent(a)}, "
+    f"{shown_b} {formats.percent(b)}. Points are percentage points.",
+)
 cards = view.scorecards(comparison)
 st.subheader("Which set is the better test of this knowledge base?")
 (st.success if cards.winner is not None else st.info)(widgets.plain(cards.verdict))
-st.dataframe(view.scorecard_table(cards), hide_index=True)
+st.dataframe(view.scorecard_table(cards), hide_index=True, placeholder=widgets.DASH)
 st.caption(
     "Tested share: passages some question reaches. Balance: how evenly the questions spread over the documents "
     "(100% even, 0% all on one). Near-duplicates: questions that repeat another. Off-topic: questions not about "
     "the documents. Answerable: questions with a passage close enough to answer them."
 )
 names = (comparison.name_a, comparison.name_b)
-st.dataframe(
-    view.metric_deltas(comparison.a.metrics, comparison.b.metrics, names), hide_index=True,
-    column_config=widgets.score_columns(names),
-)
-st.plotly_chart(plots.metric_comparison_bar(dict(zip(names, (comparison.a.metrics, comparison.b.metrics)))))
-st.plotly_chart(plots.before_after_clusters(comparison.a.clusters, comparison.b.clusters, names))
-deltas = view.cluster_deltas(comparison.a, comparison.b, names)
-st.dataframe(
-    deltas,
-    hide_index=True,
-    column_config={**widgets.score_columns(names), "topic": st.column_config.TextColumn("topic", width="medium")},
-)
+with st.expander(engine.EXPERTS):  # the relative scores of both sets, and per topic
+    st.caption(engine.EXPERTS_NOTE)
+    for row in view.card_rows(list(widgets.RELATIVE_SCORES)):
+        for column, name in zip(st.columns(len(row)), row):
+            a, b = comparison.a.metrics[name], comparison.b.metrics[name]
+            widgets.score_card(
+                column, name, a, b,
+                help=f"{shown_b}: {formats.score(b)}; {shown_a}: {formats.score(a)}. "
+                "Relative scores: only the difference matters.",
+            )
+    st.dataframe(
+        view.metric_deltas(comparison.a.metrics, comparison.b.metrics, names, only=widgets.RELATIVE_SCORES),
+        hide_index=True, placeholder=widgets.DASH,
+        column_config=widgets.score_columns(names),
+    )
+    st.plotly_chart(plots.metric_comparison_bar(dict(zip(names, (comparison.a.metrics, comparison.b.metrics)))))
+    st.plotly_chart(plots.before_after_clusters(comparison.a.clusters, comparison.b.clusters, names))
+    deltas = view.cluster_deltas(comparison.a, comparison.b, names)
+    st.dataframe(
+        deltas,
+        hide_index=True, placeholder=widgets.DASH,
+        column_config={**widgets.score_columns(names), "topic": st.column_config.TextColumn("topic", width="medium")},
+    )
 widgets.csv_download(
     "Download the per-cluster comparison (CSV)", functools.partial(exports.table_csv, deltas, as_is=names),
     "compare-clusters.csv",

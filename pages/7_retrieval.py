@@ -7,7 +7,7 @@ from coverage_core.checks import chunking_comparison
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from ui import exports, flow, formats, state, widgets
+from ui import columns, exports, flow, formats, state, widgets
 from ui.views import retrieval as view
 
 K_RANGE = (1, 50)
@@ -215,9 +215,8 @@ chunking_columns = {
     "chunk_overlap": st.column_config.NumberColumn("overlap", format="%d"),
     "n_chunks": st.column_config.NumberColumn("chunks", format="%d"),
     "n_clusters": st.column_config.NumberColumn("topics (K)", format="%d"),
-    "tested_share": st.column_config.NumberColumn(
-        "passages tested", format="percent",
-        help="Share of this chunking's passages that some question reaches at its support level.",
+    "tested_share": columns.percent_column(
+        "passages tested", help="Share of this chunking's passages that some question reaches at its support level.",
     ),
     "support_threshold": st.column_config.NumberColumn(
         "support level", format="%.2f",
@@ -236,7 +235,8 @@ chunking_columns = {
     "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
     "error": st.column_config.TextColumn(width="large"),
 }
-st.dataframe(chunking_table, hide_index=True, column_config=chunking_columns)
+st.dataframe(columns.percents(chunking_table, ["tested_share"]), hide_index=True, column_config=chunking_columns,
+             placeholder=columns.DASH)
 widgets.csv_download("Download the comparison (CSV)", chunking_table, "chunking-comparison.csv",
                      headers=exports.column_labels(chunking_columns))
 st.caption(

@@ -6,7 +6,7 @@ from coverage_core import verdicts
 from coverage_core.checks.traffic import read_traffic
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from ui import flow, formats, state, widgets
+from ui import columns, flow, formats, state, widgets
 from ui.views import traffic as view
 
 flow.start_page(
@@ -55,8 +55,8 @@ st.header("Most asked, least tested")
 st.plotly_chart(plots.traffic_topics(result.topics))
 st.caption("Topics of the queries the documents answer; those without an answer are counted below, on their own.")
 widgets.table(
-    view.traffic_topic_table(result), medium=("topic",), large=("most asked",), percents=("share of traffic",),
-    columns={"tested": st.column_config.NumberColumn("share tested", format="percent")},
+    view.traffic_topic_table(result), large=("most asked",), percents=("share of traffic", "tested"),
+    columns=columns.traffic_topic_columns(),
 )
 
 st.header("Demand the documents do not meet")

@@ -198,9 +198,9 @@ def test_example_button_runs_a_full_analysis(cache_dir):
     at.button(key=state.W_EXAMPLE).click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Results"
-    # The secondary scores sit in an expander, one sentence each (no duplicate "Weighted" card).
+    # The relative scores sit in the experts' expander, one sentence each ("weighted", always basic, left out).
     scores = {name: value for name, value, _ in engine.secondary_scores(at.session_state[state.TUNING].analysis[1])}
-    assert all(0.0 < value < 1.0 for value in scores.values()) and scores["basic"] == pytest.approx(scores["weighted"])
+    assert all(0.0 < value < 1.0 for value in scores.values()) and "weighted" not in scores
     assert not [m for m in at.metric if m.label.startswith("Weighted")]
     caption = " ".join(texts(at.caption))
     assert "10 documents" in caption and "185 questions" in caption
@@ -228,7 +228,7 @@ def test_configure_shows_auto_k_and_runs_when_inputs_changed(seeded):
     values[state.SETTINGS] = values[state.SETTINGS].replace(n_clusters=None)
     at = app("configure", values)
     n_chunks = len(inputs.corpus.chunks)
-    assert f"Automatic picks K = {engine.default_k(n_chunks)} for {n_chunks:,} chunks." in texts(at.caption)
+    assert f"Automatic picks {engine.default_k(n_chunks)} topics for {n_chunks:,} passages." in texts(at.caption)
     assert "up to date" in " ".join(texts(at.success))
     # A new chunk size makes the stored embedding stale: the page says so and offers the run.
     at.number_input(key=state.W_CHUNK_SIZE).set_value(800).run()
@@ -274,13 +274,13 @@ def test_results_show_the_metrics_with_help_and_tables(seeded):
     values, reference, _ = seeded
     at = app("results", values)
     expected = {
-        "Basic": "basic", "Balanced": "balanced", "Nearby-topic coverage (multi-threshold)": "multi_threshold",
-        "N-nearest-topic coverage (multi-N)": "multi_n", "Weighted (= basic)": "weighted",
+        "Basic": "basic", "Balanced": "balanced", "Nearby-topic score": "multi_threshold",
+        "Nearest-topics score": "multi_n",
     }
     for label, name in expected.items():
         assert secondary_score(at, label) == f"{reference.metrics[name]:.3f}"
-    assert "equals basic" in " ".join(texts(at.markdown))
-    clusters = at.dataframe[0].value.sort_values("cluster")
+    assert "equals basic" not in " ".join(texts(at.markdown))
+    clusters = [d for d in at.dataframe if "example passage" in d.value.columns][0].value.sort_values("cluster")
     assert len(clusters) == 4 and list(clusters["cluster"]) == [0, 1, 2, 3]
     np.testing.assert_allclose(clusters["coverage"], reference.clusters["coverage"], atol=1e-9)
     assert "Koala.txt: no on-topic question targets its" in " ".join(texts(at.error))
@@ -295,7 +295,7 @@ def test_results_topic_table_follows_the_chart_with_the_tested_share_early(seede
 
     values, reference, _ = seeded
     at = app("results", values)
-    table = at.dataframe[0]
+    table = [d for d in at.dataframe if "example passage" in d.value.columns][0]
     expected = plots.topics_by_urgency(reference.clusters, reference.config.gaps)
     assert table.value["cluster"].tolist() == expected["cluster"].tolist()  # gaps first, as the chart
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -303,10 +303,10 @@ def test_results_topic_table_follows_the_chart_with_the_tested_share_early(seede
     shown = list(table.proto.column_order)
     assert shown[:3] == ["topic", "tested_share", "is_gap"] and len(shown) <= 8
     # Visible without scrolling at 1280 px (wide layout, sidebar open: ~880 px of table): the columns up to
-    # the tested share are well inside it (Streamlit widths: small 75, medium 200, large 400 px).
+    # the tested share are well inside it (Streamlit widths: small 75, medium 200, large 400 px, or pixels).
     pixels = {"small": 75, "medium": 200, "large": 400}
     config = json.loads(table.proto.columns)
-    lead = sum(pixels[config[name]["width"]] for name in shown[:2])
+    lead = sum(pixels.get(config[name]["width"], config[name]["width"]) for name in shown[:2])
     assert lead <= 500
 
 
@@ -316,11 +316,12 @@ def test_tuning_k_and_thresholds_recompute_without_reembedding(seeded):
     at = app("results", values)
     at.slider(key=state.W_K).set_value(3).run()
     assert not at.exception
-    assert "in 3 clusters" in " ".join(texts(at.caption))
-    assert len(at.dataframe[0].value) == 3
+    assert "in 3 topics" in " ".join(texts(at.caption))
+    topics = lambda: [d for d in at.dataframe if "example passage" in d.value.columns][0].value  # noqa: E731
+    assert len(topics()) == 3
     at.radio(key=state.W_GAP_RULE).set_value("coverage").run()
     at.slider(key=state.W_GAP_THRESHOLD).set_value(0.05).run()
-    assert not at.dataframe[0].value["is_gap"].any()
+    assert not topics()["is_gap"].any()
     at.toggle(key=state.W_AUTO_STRICTNESS).set_value(False).run()
     at.slider(key=state.W_STRICTNESS).set_value(0.0).run()
     assert at.session_state[state.SETTINGS].strictness == 0.0
@@ -374,7 +375,7 @@ def test_near_duplicates_and_map_tabs(seeded):
     assert "Map shows" in " ".join(texts(at.caption)) or at.get("plotly_chart")
     projection = at.session_state[state.PROJECTION]
     # Moving a threshold does not recompute the map.
-    at.slider(key=state.W_GAP_THRESHOLD).set_value(0.5).run()
+    at.slider(key=state.W_TESTED_SHARE_CUT).set_value(0.3).run()
     assert at.session_state[state.PROJECTION] is projection
 
 
@@ -396,7 +397,8 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     assert not suggestions["accept"].any() and len(suggestions) >= 1
     labels = [b.label for b in at.download_button]
     assert labels == [
-        "Improved test set (CSV, +0 rows)", "Report (JSON)", "Report with charts (HTML)", "The whole analysis (zip)"
+        "Suggestions (CSV)", "Improved test set (CSV, +0 rows)", "Report (JSON)", "Report with charts (HTML)",
+        "The whole analysis (zip)",
     ]
 
     # An offline draft accepted as it stands is not a question yet: it is left out, with a warning.
@@ -423,7 +425,7 @@ def test_gap_page_lists_gaps_applies_accepted_suggestions_and_exports(seeded):
     after = metric(at, "Basic")
     assert after == f"{improvement.after.metrics['basic']:.3f}"
     assert improvement.after.metrics["basic"] > reference.metrics["basic"]
-    assert [b.label for b in at.download_button][0] == "Improved test set (CSV, +2 rows)"
+    assert [b.label for b in at.download_button][1] == "Improved test set (CSV, +2 rows)"
 
     # The export is the user's own table with the new rows appended and formulas neutralised.
     exported = exports.improved_csv(values[state.QUESTIONS], improvement.texts).decode("utf-8-sig")
@@ -568,14 +570,18 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
         warning, *rest = rest
         assert warning.type == "warning" and "The support level is not calibrated" in warning.value
     first, second = rest[:2]
-    assert first.type == "subheader" and first.value == headline(reference)
+    # The headline is the figures' one sentence; what tested means follows in a caption.
+    assert first.type == "subheader" and first.value == Verdicts.from_analysis(reference).figures
+    assert first.value in headline(reference)
     assert "of the knowledge base is tested" in first.value and "1 document untested" in first.value
     tau = reference.calibration.support_threshold
-    origin = ("calibrated for this model and these documents" if reference.calibration.reliable
-              else "the default level: it could not be calibrated on these documents")
-    reaches = f"a question reaches a passage when their similarity is at least {tau:.2f}, {origin}."
-    assert second.value == (f"A{reaches[1:]}" if reference.calibration.reliable
-                            else f"Off-topic questions are still judged by similarity: {reaches}")
+    assert second.type == "caption"
+    if reference.calibration.reliable:
+        assert shown(second.value) == (f"A passage counts as tested when a question retrieves it among its top "
+                                       f"{reference.config.tested_k} passages with similarity of at least {tau:.2f} "
+                                       "(calibrated for this model and these documents).")
+    else:
+        assert "Off-topic questions are still judged by similarity" in shown(second.value)
     untested = reference.documents.loc[reference.documents["is_untested"], "document"]
     assert list(untested) == ["Koala.txt"]
     if page == "results":
@@ -602,7 +608,7 @@ def test_a_support_level_override_changes_the_headline(seeded):
     assert not at.exception
     assert at.subheader[0].value != reference_headline(reference)
     assert at.subheader[0].value.startswith("0% of the knowledge base is tested")
-    assert "at least 0.95, the level you set on Configure." in " ".join(texts(at.markdown))
+    assert "at least 0.95 (the level you set on Configure)." in " ".join(texts(at.caption))
     # Back to automatic: the calibrated level, computed once, is reused.
     at.switch_page(PAGES["configure"]).run()
     at.toggle(key=state.W_AUTO_SUPPORT).set_value(True).run()
@@ -611,9 +617,8 @@ def test_a_support_level_override_changes_the_headline(seeded):
 
 
 def reference_headline(analysis) -> str:
-    from coverage_core.verdicts import headline
-
-    return headline(analysis)
+    """The headline a page shows: the figures' sentence (the cautions and what tested means follow it)."""
+    return Verdicts.from_analysis(analysis).figures
 
 
 @pytest.mark.slow
@@ -787,21 +792,22 @@ def test_counts_agree_with_their_nouns():
 
 
 def test_dashboard_names_jargon_scores_plainly_first():
-    for name, term in (("multi_threshold", "(multi-threshold)"), ("multi_n", "(multi-N)")):
+    for name in ("multi_threshold", "multi_n", "weighted"):
         label = formats.metric_label(name)
-        assert label.endswith(term) and not label.startswith(("Multi", "multi")), label
+        assert "multi" not in label.lower() and "=" not in label, label  # no method jargon
         assert len(label) <= 40  # a card label and a table header at 1280 px
     assert formats.metric_label("tested_share") == "Tested share"
 
 
 def test_tested_share_change_is_rounded_before_it_is_signed():
-    assert formats.share_change(0.423, 0.451) == ("45.1%", "+2.8 pts")
-    assert formats.share_change(0.6, 0.55) == ("55.0%", "-5.0 pts")
+    # The share in whole percent, as everywhere; its change in percentage points to one decimal.
+    assert formats.share_change(0.423, 0.451) == ("45%", "+2.8 pts")
+    assert formats.share_change(0.6, 0.55) == ("55%", "-5.0 pts")
     # Changes too small to show are "no change", never "-0.0 pts" or "+0.0 pts".
-    assert formats.share_change(0.50004, 0.49998) == ("50.0%", formats.NO_CHANGE)
-    assert formats.share_change(0.3, 0.3) == ("30.0%", formats.NO_CHANGE)
-    # The change is between the shown values: 42.3% -> 42.4% reads +0.1, whatever the raw difference.
-    assert formats.share_change(0.42349, 0.42351) == ("42.4%", "+0.1 pts")
+    assert formats.share_change(0.50004, 0.49998) == ("50%", formats.NO_CHANGE)
+    assert formats.share_change(0.3, 0.3) == ("30%", formats.NO_CHANGE)
+    # The change is between the shares rounded to a tenth of a point: 42.3% -> 42.4% reads +0.1.
+    assert formats.share_change(0.42349, 0.42351) == ("42%", "+0.1 pts")
 
 
 @pytest.mark.slow
@@ -822,8 +828,8 @@ def test_apply_shows_the_tested_share_first_with_its_change_in_points(seeded):
     assert first.label == "Tested share"
     assert (first.value, first.delta) == formats.share_change(before, after)
     assert first.value.endswith("%") and first.delta.startswith("+") and first.delta.endswith(" pts")
-    assert [m.label for m in at.metric][1:] == [
-        "Basic", "Balanced", "Nearby-topic coverage (multi-threshold)", "N-nearest-topic coverage (multi-N)"
+    assert [m.label for m in at.metric][1:] == [  # in the experts' expander
+        "Basic", "Balanced", "Nearby-topic score", "Nearest-topics score"
     ]
 
     # A question the test set already has changes nothing: "no change", not "-0.0".
@@ -936,8 +942,10 @@ def test_results_page_leads_with_the_verdict_and_gap_links(seeded):
     first_expander = min(order.index(t) for t in ("expandable", "expander") if t in order)
     assert order.index("page_link") < first_expander
     assert not any(m.label.startswith("Weighted") for m in at.metric)
-    scores = " ".join(texts(at.expander[0].markdown))
-    assert "Basic" in scores and "Balanced" in scores and "equals basic" in scores
+    experts = [e for e in at.expander if shown(e.label).startswith(engine.EXPERTS)]
+    assert len(experts) == 1  # one expander for method experts, after the tuning
+    scores = " ".join(texts(experts[0].markdown))
+    assert "Basic" in scores and "Balanced" in scores and "equals basic" not in scores
 
 
 @pytest.mark.slow
@@ -1079,13 +1087,13 @@ def test_results_with_an_unreliable_level_warn_first_and_show_no_tick(analysis, 
     at = _results_of(dataclasses.replace(analysis, documents=thin, clusters=analysis.clusters.assign(is_gap=False)),
                      monkeypatch)
     first = next(node for node in at.main if node.type not in ("main", "title"))
-    assert first.type == "warning"  # before the headline
+    assert first.type == "warning"  # before the headline, the one place that says it
     assert "The support level is not calibrated" in first.value and "default level 0\\.50" in first.value
-    assert at.subheader[0].value.startswith("The support level could not be calibrated")
-    # The headline says what tested means without a calibrated level; the level is left to off-topic questions.
-    assert "similarity is not used: a passage counts as tested" in at.subheader[0].value
-    assert "whatever the similarity" in at.subheader[0].value
-    assert any(text.startswith("Off-topic questions are still judged by similarity") for text in texts(at.markdown))
+    assert at.subheader[0].value.endswith("off-topic.")  # the figures only
+    # What tested means without a calibrated level follows; the level is left to off-topic questions.
+    meaning = " ".join(texts(at.caption))
+    assert "similarity is not used: a passage counts as tested" in meaning and "whatever the similarity" in meaning
+    assert "Off-topic questions are still judged by similarity" in meaning
     assert not at.success  # no tick anywhere
     infos = " ".join(texts(at.info))
     assert "No topic is a gap. This may be wrong" in infos
@@ -1124,7 +1132,8 @@ def test_results_for_questions_in_another_language_than_the_documents_show_no_ti
         languages=LanguageProfile(document_shares=(LanguageShare("de", "German", 1.0, 3),),
                                   question_shares=(LanguageShare("en", "English", 1.0, 5),)))
     at = _results_of(crossed, monkeypatch)
-    assert at.subheader[0].value.startswith("The questions are in English and the documents in German")
+    assert at.subheader[0].value.endswith("off-topic.")  # the figures; the caution follows under them
+    assert texts(at.info)[0].startswith("- The questions are in English and the documents in German")
     assert not at.success  # no tick anywhere
     assert "Every document has questions that test it. This may be wrong: the questions are in another language " \
         "than the documents" in " ".join(texts(at.info))
@@ -1148,8 +1157,7 @@ def test_tuning_values_follow_the_user_from_results_to_configure(seeded):
     not their own defaults (K = 1, strictness 0, automatic toggles off), which the next change would apply."""
     values, _, _ = seeded
     at = app("results", values)
-    keys = (state.W_K, state.W_STRICTNESS, state.W_MULTI_THRESHOLD, state.W_MULTI_N, state.W_TESTED_SHARE_CUT,
-            state.W_GAP_THRESHOLD)
+    keys = (state.W_K, state.W_STRICTNESS, state.W_MULTI_THRESHOLD, state.W_MULTI_N, state.W_TESTED_SHARE_CUT)
     on_results = {key: at.slider(key=key).value for key in keys}
     toggles = {key: at.toggle(key=key).value for key in (state.W_AUTO_K, state.W_AUTO_STRICTNESS)}
     assert on_results[state.W_K] > 1 and on_results[state.W_STRICTNESS] > 0

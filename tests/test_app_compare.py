@@ -30,7 +30,9 @@ def test_cards_at_1280_px_put_the_tested_share_first_and_cut_no_label():
 def test_six_cards_in_one_row_would_cut_the_labels():
     # The layout that showed "Tested sh…": every card in one row of six.
     assert not view.label_fits(formats.metric_label("tested_share"), 6)
-    assert not view.label_fits(formats.metric_label("multi_threshold"), 3)
+    # The old jargon name did not fit three to a row; the plain one does.
+    assert not view.label_fits("Nearby-topic coverage (multi-threshold)", 3)
+    assert view.label_fits(formats.metric_label("multi_threshold"), 3)
 
 
 # ---------------------------------------------------------------- the page (real model)

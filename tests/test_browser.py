@@ -24,7 +24,7 @@ import pytest
 
 from coverage_core.outputs.report import SCHEMA_VERSION
 from tests.helpers import ARTIFACTS, BROWSER_TIMEOUT_MS, PROJECT, check_figures, open_page, screenshot
-from ui import state
+from ui import engine, state
 
 pytestmark = pytest.mark.slow
 
@@ -87,10 +87,10 @@ def _run_the_whole_flow(server: str, page) -> None:
     open_page(page, "Configure", "Configure")
     page.get_by_role("button", name="Run analysis").click()
     page.get_by_role("heading", name="Results", exact=True).wait_for()
-    # The relative scores sit in an expander below the verdict, one sentence each; weighted
-    # (which equals basic) is among them, not a card of its own.
-    page.get_by_text("Secondary scores").first.click()
-    scores = page.get_by_test_id("stExpander").filter(has_text="Secondary scores").first
+    # The relative scores sit in the one expander for method experts below the verdict, one sentence each;
+    # weighted (which equals basic) is not listed.
+    page.get_by_text(engine.EXPERTS).first.click()
+    scores = page.get_by_test_id("stExpander").filter(has_text=engine.EXPERTS).first
     scores.get_by_text("Balanced").first.wait_for()
     text = scores.inner_text()
     numbers = dict(re.findall(r"(Basic|Balanced|Weighted)\S* (\d\.\d+)", text))
@@ -454,12 +454,16 @@ def test_a_gap_link_lands_on_its_gap_and_the_before_after_cards_read_in_full_at_
         page.get_by_test_id("stMetricDelta").first.wait_for()
         page.wait_for_timeout(500)
 
+        # The relative scores' cards are in the experts' expander: opened, every card reads whole.
+        experts = page.get_by_test_id("stExpander").filter(has_text=engine.EXPERTS).last
+        experts.locator("summary").first.click()
+        experts.get_by_test_id("stMetric").first.wait_for()
+        page.wait_for_timeout(500)
         cards = page.evaluate(CARD_CUTS)
         assert [c["label"] for c in cards] == [
-            "Tested share", "Basic", "Balanced", "Nearby-topic coverage (multi-threshold)",
-            "N-nearest-topic coverage (multi-N)",
+            "Tested share", "Basic", "Balanced", "Nearby-topic score", "Nearest-topics score",
         ], cards
-        assert re.fullmatch(r"\d{1,3}\.\d%", cards[0]["value"]), cards
+        assert re.fullmatch(r"\d{1,3}%", cards[0]["value"]), cards
         assert all(re.fullmatch(r"-?\d\.\d{3}", c["value"]) for c in cards[1:]), cards
         assert not [c for c in cards if c["cut"]], f"cut labels or values at 1280 px: {cards}"
         heading.scroll_into_view_if_needed()

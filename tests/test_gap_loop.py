@@ -280,7 +280,8 @@ def test_the_gap_page_download_carries_the_accepted_rows_sources(gapped, monkeyp
     column = "source" if own_column else gaps_view.SOURCE_COLUMN
     assert back["question"].tolist()[-2:] == [WRITTEN, "A question of my own?"]
     assert back[column].tolist()[-2:] == ["alpha.txt", ""]
-    assert back[gaps_view.PASSAGE_COLUMN].tolist()[-2:] == ["Passage 2 of alpha.txt.", ""]
+    # The whole passage of the suggestion's chunk (its Suggestion keeps a shortened one).
+    assert back[gaps_view.PASSAGE_COLUMN].tolist()[-2:] == [" ".join(gapped.corpus.chunks[2].text.split()), ""]
     assert (gaps_view.SOURCE_COLUMN in back.columns) is not own_column
 
 

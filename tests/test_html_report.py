@@ -124,6 +124,7 @@ def _metric_rows(report):
 def test_before_after_table_holds_both_analyses_metrics(analysis):
     from coverage_core.outputs import plots
     from coverage_core.outputs.report import METRIC_NAMES
+    from ui import formats
 
     improved = improved_analysis(analysis)
     for report in (
@@ -134,6 +135,11 @@ def test_before_after_table_holds_both_analyses_metrics(analysis):
         assert len(rows) == len(METRIC_NAMES)
         for name in METRIC_NAMES:
             before, after, change = rows[plots.METRIC_LABELS[name]]
+            if name == "tested_share":  # a whole percent and percentage points, as the dashboard's card says it
+                assert before == f"{analysis.metrics[name]:.0%}" and after == f"{improved.metrics[name]:.0%}"
+                assert change == formats.share_change(analysis.metrics[name], improved.metrics[name])[1]
+                assert change.endswith(" pts")
+                continue
             assert before == f"{analysis.metrics[name]:.3f}" and after == f"{improved.metrics[name]:.3f}"
             assert change == f"{improved.metrics[name] - analysis.metrics[name]:+.3f}"
         assert "1 question added" in report

@@ -134,3 +134,27 @@ def test_sub_questions_run_against_the_local_model(example_analysis, local_serve
         assert result.model == LOCAL_MODEL
     for warning in result.warnings:
         assert "\n" not in warning and "Traceback" not in warning
+
+
+def test_a_rerun_reads_the_bundled_models_questions_from_the_cache(local_server, tmp_path, monkeypatch):
+    from coverage_core.suggest import local_model
+    from coverage_core.suggest.reply_cache import ReplyCache
+    from coverage_core.suggest.writing import write_questions
+
+    monkeypatch.setattr(local_model, "_replies", type(local_model._replies)())  # this test's own process memo
+
+    def write():
+        client = local_server.client(ReplyCache(tmp_path))
+        return write_questions(client, 0, [2, 1], TEXTS, DOCUMENTS, VECTORS, _embed_by_words, 0.5,
+                               languages=["en", "en"], n=2, config=WritingConfig(attempts=2))
+
+    first = write()
+    assert ReplyCache(tmp_path).count() >= 1
+    assert local_server.identity().startswith(LOCAL_MODEL) and "gguf" in local_server.identity()
+    local_model._replies.clear()  # a new process: only the disk remembers
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was asked again")
+
+    monkeypatch.setattr(ChatClient, "complete_text", no_model)
+    assert write() == first

@@ -132,7 +132,8 @@ def test_wrong_schema_version(saved, tmp_path):
     with pytest.raises(InputError) as caught:
         load_analysis(folder)
     assert str(caught.value) == (
-        "copy was saved in format version 99, but this version reads version 1; save the analysis again with this version."
+        "copy was saved in format version 99, but this version reads versions 1 to 2; upgrade coverage_core to open "
+        "it, or save the analysis again with this version."
     )
 
 

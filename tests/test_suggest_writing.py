@@ -82,28 +82,30 @@ def _write(server, replies, **options):
 def test_each_passage_gets_one_kept_question_and_failures_are_retried_with_their_reason(fake_api):
     written = _write(fake_api, [
         "What does the passage say?",                 # passage 2, try 1: about the text
-        "How deep is the Jakarta harbour?",           # passage 2, try 2: does not reach the violin passage
-        "What is a violin bow strung with?",          # passage 2, try 3: kept
+        "How deep is the Jakarta harbour?",           # passage 2, try 2: the passage says none of this
+        "What helps the bow grip the strings?",       # passage 2, try 3: does not reach the violin passage
+        "What is a violin bow strung with?",          # passage 2, try 4: kept
         "What is a violin bow strung with?",          # passage 1: a repeat of the kept one
-        "Who crafted famous violins?",                # passage 1, try 2: kept
-        "Bows.", "Bows.", "Bows.",                     # passage 0: never a question
-    ], config=WritingConfig(attempts=3))
+        "Who crafted violins with spruce tops?",      # passage 1, try 2: kept
+        "Bows.", "Bows.", "Bows.", "Bows.",           # passage 0: never a question
+    ], config=WritingConfig(attempts=4))
     assert [(s.chunk, s.text, s.origin) for s in written.kept] == [
         (2, "What is a violin bow strung with?", "local"),
-        (1, "Who crafted famous violins?", "local"),
+        (1, "Who crafted violins with spruce tops?", "local"),
     ]
     assert all(s.kept and s.document == "violin.pdf" and s.passage == VIOLIN[s.chunk] for s in written.kept)
     reasons = [s.reason for s in written.dropped]
     assert reasons[0] == DROP_REASONS["about_the_text"]
-    assert reasons[1].startswith("it does not reach its passage (similarity 0.20, below the support level 0.90")
-    assert reasons[2] == DROP_REASONS["repeat"]
-    assert reasons[3:] == [DROP_REASONS["not_a_question"]] * 3
+    assert reasons[1] == "the sentence it was written from does not say “deep”, “jakarta” or “harbour”"
+    assert reasons[2].startswith("it does not reach its passage (similarity 0.00, below the support level 0.90")
+    assert reasons[3] == DROP_REASONS["repeat"]
+    assert reasons[4:] == [DROP_REASONS["not_a_question"]] * 4
     assert not any(s.kept for s in written.dropped)
     assert written.unwritten == (0,)
     assert written.failure == "" and not written.fatal
     # A retry differs from the first try: a new seed and a higher temperature.
     bodies = [r.body for r in fake_api.requests_to(CHAT)]
-    assert [b["seed"] for b in bodies[:3]] == [0, 1, 2]
+    assert [b["seed"] for b in bodies[:4]] == [0, 1, 2, 3]
     assert bodies[0]["temperature"] == WritingConfig().temperature
     assert bodies[1]["temperature"] == WritingConfig().retry_temperature
     assert "response_format" not in bodies[0]  # plain text, not JSON mode
@@ -111,14 +113,14 @@ def test_each_passage_gets_one_kept_question_and_failures_are_retried_with_their
 
 def test_a_question_that_retrieves_other_passages_first_is_dropped(fake_api):
     # Every violin chunk is about as similar to a violin question; with top_k=1 only chunk 0 can be retrieved first.
-    written = _write(fake_api, ["Who crafted famous violins?"] * 3, config=WritingConfig(top_k=1), n=1)
+    written = _write(fake_api, ["What is a violin bow strung with?"] * 3, config=WritingConfig(top_k=1), n=1)
     assert written.kept == ()
     assert written.dropped[0].reason == DROP_REASONS["not_retrieved"].format(k=1, rank=3)
 
 
 def test_a_near_duplicate_of_an_existing_question_is_dropped(fake_api):
     existing = _embed_by_words(["Who built violins in Cremona?"])
-    written = _write(fake_api, ["Who crafted famous violins?"] * 3, existing_vectors=existing, n=1)
+    written = _write(fake_api, ["What is a violin bow strung with?"] * 3, existing_vectors=existing, n=1)
     assert written.kept == ()
     assert [s.reason for s in written.dropped[:3]] == [DROP_REASONS["duplicate"]] * 3
 
@@ -132,7 +134,7 @@ def test_a_question_in_another_language_than_its_passage_is_dropped(fake_api):
 
 
 def test_a_passage_in_a_language_the_model_does_not_write_is_not_asked_about(fake_api):
-    fake_api.script(CHAT, [chat_reply("Who crafted famous violins in Cremona?")])
+    fake_api.script(CHAT, [chat_reply("Who crafted violins whose varnish is still studied?")])
     client = llm_for(fake_api)
     client.writes_languages = frozenset({"en"})
     written = write_questions(client, 0, [2, 1, 0], TEXTS, DOCUMENTS, VECTORS, _embed_by_words, 0.9,
@@ -250,9 +252,9 @@ def _gaps(server, replies, **config):
 def test_gaps_offer_kept_written_questions_then_drafts_and_list_the_dropped(fake_api):
     gaps, warnings = _gaps(fake_api, [
         "What is a violin bow strung with?",
-        "Who crafted famous violins?",
+        "Who crafted violins with spruce tops?",
         *["Which orchestra?"] * WritingConfig().attempts,  # passage 0: too short, at every try
-        "Why is Jakarta sinking?", "Where is Jakarta located?", "What was Jakarta once called?",
+        "Why is Jakarta sinking?", "What does Jakarta suffer?", "What was Jakarta once called?",
     ])
     violin, jakarta = gaps
     assert [s.origin for s in violin.suggestions] == ["local", "local", "draft"]
@@ -274,7 +276,7 @@ def test_a_fatal_writer_error_falls_back_to_drafts_for_every_gap_once(fake_api):
 
 
 def test_only_the_most_urgent_gaps_are_written_for(fake_api):
-    fake_api.handle(CHAT, lambda body: chat_reply("Who crafted famous violins?"))
+    fake_api.handle(CHAT, lambda body: chat_reply("What is a violin bow strung with?"))
     gaps, warnings = _gaps(fake_api, [], n_written_gaps=1)
     assert any(s.origin == "local" for s in gaps[0].suggestions)
     assert all(s.origin == "draft" for s in gaps[1].suggestions)
@@ -286,7 +288,7 @@ def test_asked_again_the_writer_keeps_the_written_gaps_and_writes_for_the_next(f
     fake_api.script(CHAT, [chat_reply("What is a violin bow strung with?"), chat_reply("Who crafted famous violins?")])
     first, _ = _gaps(fake_api, [], n_written_gaps=1, n_suggestions=2)
     n_asked = len(fake_api.requests_to(CHAT))
-    fake_api.script(CHAT, [chat_reply("Why is Jakarta sinking?"), chat_reply("Where is Jakarta located?")])
+    fake_api.script(CHAT, [chat_reply("Why is Jakarta sinking?"), chat_reply("What does Jakarta suffer?")])
     config = GapConfig(n_passages=3, n_suggestions=2, spread_reach=None, n_written_gaps=1)
     gaps, warnings = analyze_gaps(
         TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, [], config,

@@ -180,14 +180,24 @@ def saved_settings(saved, settings):
     )
 
 
-def provider_notice(before, after) -> str | None:
+ON_CONFIGURE = ", on the Configure page"
+"""Where :func:`provider_notice` sends the user; the Configure page itself says it without (:func:`notice_here`)."""
+
+
+def notice_here(notice: str) -> str:
+    """A :func:`provider_notice` as the Configure page shows it: without sending the user to the page they are on."""
+    return notice.replace(ON_CONFIGURE, "")
+
+
+def provider_notice(before, after, keys_typed: bool = True) -> str | None:
     """What a user must hear when a saved analysis replaces the embedding settings ``before`` with
     ``after`` (:func:`saved_settings`); None when it keeps them.
 
     A saved analysis is a file anyone can write: the provider, model and
     base URL it names are the sender's choice, not the user's, so they are
     shown in full (the URL without credentials) and held until the user
-    confirms them (:func:`ui.state.embed_api_key`).
+    confirms them (:func:`ui.state.embed_api_key`). That the typed API keys
+    were forgotten is said only when ``keys_typed``: some were.
     """
     if before.embedding_choice() == after.embedding_choice():
         return None
@@ -203,10 +213,10 @@ def provider_notice(before, after) -> str | None:
         named += f" at {after.dimensions:,} dimensions"
     if after.base_url:
         named += f" through the server at {redact_url(after.base_url)}"
+    forgotten = ", so the API keys typed in this session were forgotten and" if keys_typed else ";"
     return (
-        f"This saved analysis brought its own embedding settings ({named}), so the API keys typed in this "
-        "session were forgotten and nothing is sent to an embedding provider until you confirm these "
-        "settings, or choose others, on the Configure page."
+        f"This saved analysis brought its own embedding settings ({named}){forgotten} nothing is sent to an "
+        f"embedding provider until you confirm these settings, or choose others{ON_CONFIGURE}."
     )
 
 
@@ -278,13 +288,24 @@ def chunk_counts(documents: Sequence, chunking: ChunkingConfig, limit=None) -> d
 
 
 # ---------------------------------------------------------------- the scores after the verdicts
+EXPERTS = "Scores for method experts"
+"""The title of the one expander a page keeps its relative scores in (every other figure is a share or a count)."""
+EXPERTS_NOTE = ("Relative scores, from 0 to 1: they depend on the embedding model and the chunking, so compare "
+                "them only between test sets on the same documents and settings.")
+EXPERT_SCORES = ("basic", "balanced", "multi_threshold", "multi_n")
+"""The relative scores the experts' expander lists ("weighted" always equals "basic" and is left out)."""
+GAP_ORDER = "ranked by how far their passages lie from the nearest question, weighing in their size"
+"""How the gap lists are ordered, in words (the core's priority, ``suggest.gaps.rank_gaps``): it is not the
+tested share, so the lists say so instead of "most urgent first"."""
+
+
 def secondary_scores(analysis: Analysis) -> list[tuple[str, float, str]]:
-    """(name, value, one plain sentence) of each relative score, in reading order."""
-    return [(name, float(analysis.metrics[name]), sentence) for name, sentence in SECONDARY_SCORES.items()]
+    """(name, value, one plain sentence) of each relative score of :data:`EXPERT_SCORES`, in reading order."""
+    return [(name, float(analysis.metrics[name]), SECONDARY_SCORES[name]) for name in EXPERT_SCORES]
 
 
 def priority_formula(gaps: GapConfig) -> str:
-    """How gaps are ranked, with the core's weights: "0.7 × (1 − coverage) + 0.3 × corpus share"."""
+    """How gaps are ranked, with the core's weights: "0.7 × (1 − coverage) + 0.3 × corpus share" (for experts)."""
     return f"{1 - gaps.size_weight:g} × (1 − coverage) + {gaps.size_weight:g} × corpus share"
 
 

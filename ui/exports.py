@@ -21,7 +21,7 @@ from coverage_core.results import Analysis
 from coverage_core.types import QuestionSet
 from ui import formats
 from ui.messages import user_message
-from ui.views.gaps import Improvement, improved_questions
+from ui.views.gaps import Improvement, improved_questions, normalize_suggestions
 
 
 def inputs_record(documents, question_file) -> dict:
@@ -105,10 +105,12 @@ def html_report(
 
 
 def saved_analysis_zip(
-    analysis: Analysis, report: bytes, *, from_vectors: bool, question_file_name: str | None
+    analysis: Analysis, report: bytes, *, from_vectors: bool, question_file_name: str | None, decisions=None,
 ) -> bytes:
     """``analysis`` as the zip of a saved-analysis folder (``coverage_core.inputs.saved_analysis``), holding ``report``
-    (:func:`report_json`): the Upload page opens it again without embedding anything."""
+    (:func:`report_json`) and ``decisions``, the user's decisions about the suggested questions
+    (:class:`~coverage_core.decisions.SuggestionDecision`; None: none): the Upload page opens it again without
+    embedding anything, with the suggestions table as the user left it."""
     import tempfile
     from pathlib import Path
 
@@ -118,7 +120,7 @@ def saved_analysis_zip(
         folder = Path(scratch) / "analysis"
         parsed = json.loads(report)
         save_analysis(analysis, folder, report=parsed, inputs=parsed.get("config", {}).get("inputs"),
-                      from_vectors=from_vectors, question_file_name=question_file_name)
+                      from_vectors=from_vectors, question_file_name=question_file_name, decisions=decisions)
         return zip_folder(folder)
 
 
@@ -171,6 +173,25 @@ def table_csv(frame, headers: dict | None = None, as_is: Sequence = ()) -> bytes
     return to_safe_csv(frame.set_axis(names, axis=1))
 
 
+SUGGESTION_HEADERS = {
+    "accept": "Accepted", "question": "Question", "origin": "Origin", "cluster": "Gap topic (cluster)",
+    "document": "Source document", "passage": "Source passage", "original": "Suggested as",
+}
+"""The headers of the suggestions CSV (:func:`suggestions_csv`), in its column order."""
+
+
+def suggestions_csv(table) -> bytes:
+    """The suggestions table as the user left it, formula-safe: each row's question as it stands, whether it is
+    accepted ("yes"/"no"), its origin in words ("edited (from built-in model)" for a rewritten suggestion,
+    :func:`coverage_core.outputs.gap_report.origin_words`), its gap's topic, its source document and its whole
+    source passage (cells are never shortened), and the text it was suggested as ("" for your own rows)."""
+    frame = normalize_suggestions(table).assign(
+        accept=lambda f: f["accept"].map({True: "yes", False: "no"}),
+        origin=lambda f: f["origin"].map(formats.origin_words),
+    )
+    return table_csv(frame[list(SUGGESTION_HEADERS)], SUGGESTION_HEADERS)
+
+
 def improved_csv(
     questions: QuestionSet, texts: Sequence[str], rows: Sequence[dict] = (), relevant_column: str | None = None
 ) -> bytes:
@@ -178,7 +199,7 @@ def improved_csv(
 
     ``rows`` (:func:`ui.views.gaps.accepted_rows`) give each added question's source: its document goes into the
     file's own source column (``relevant_column``, else one the retrieval check recognises by name) or a new
-    ``source_document`` column, its passage into ``source_passage`` (:func:`ui.views.gaps.with_sources`).
+    ``source_document`` column, its passage into ``source_passage``, whole (:func:`ui.views.gaps.with_sources`).
     """
     improved = improved_questions(questions, texts, rows, relevant_column)
     return to_safe_csv(improved.frame, delimiter=questions.delimiter)

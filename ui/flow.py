@@ -44,8 +44,8 @@ def start_page(title: str, intro: str | None = None) -> None:
     sidebar.render()
     st.title(title)
     notice = state.provider_notice()
-    if notice:  # a saved analysis's provider settings wait for the user's confirmation on Configure
-        st.warning(formats.markdown_text(notice))
+    if notice and title != "Configure":  # held settings wait for the user on Configure, which says so itself
+        st.warning(formats.markdown_text(notice), icon=":material/key_off:")
     if intro:
         st.write(intro)
 
@@ -405,6 +405,9 @@ def gaps_for(analysis, use_llm: bool = False, write_more: bool = False):
         key = StageKey.of(key.source, llm=None, written=sum(gap.written for gap in written))
 
     def compute():
+        saved = state.stage(state.SAVED_GAPS, key.source)  # the gaps a saved analysis brought, for this analysis
+        if saved is not None and not use_llm and not written:
+            return dataclasses.replace(analysis, warnings=list(analysis.warnings), gaps=list(saved))
         llm = llm_client() if use_llm else None
         model = model_cache = None
         inputs = stored_inputs()
@@ -420,12 +423,17 @@ def gaps_for(analysis, use_llm: bool = False, write_more: bool = False):
 
 
 def suggestions_table(gapped) -> None:
-    """Give the suggestions editor the suggestions of ``gapped``'s gaps when they changed, keeping the user's rows."""
+    """Give the suggestions editor the suggestions of ``gapped``'s gaps when they changed, keeping the user's rows;
+    the first time after a saved analysis was opened, its table with the decisions it kept
+    (:func:`ui.views.decisions.restore`)."""
     from ui import widgets
+    from ui.views import decisions as decisions_view
 
     key = engine.suggestions_key(analysis_key(), gapped)
     if state.get(state.SUGGESTIONS_FOR) != key:
-        merged = gaps_view.merge_suggestions(state.get(state.SUGGESTIONS_EDITED), gaps_view.suggestions_frame(gapped))
+        merged = decisions_view.next_table(state.get(state.SUGGESTIONS_EDITED), gaps_view.suggestions_frame(gapped),
+                                           state.get(state.SAVED_DECISIONS))
+        state.drop(state.SAVED_DECISIONS)  # put back once
         widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
         state.put(state.SUGGESTIONS_FOR, key)
 
@@ -751,15 +759,18 @@ def html_report_builder(analysis, inputs_record: dict):
 
 
 def saved_analysis_builder(analysis, report: bytes):
-    """A function that zips ``analysis`` as a saved analysis with ``report`` (run only when the user downloads it);
-    what it needs from the session is read now."""
+    """A function that zips ``analysis`` as a saved analysis with ``report`` and the user's decisions about its
+    suggestions (:func:`ui.state.suggestion_decisions`) (run only when the user downloads it); what it needs from
+    the session is read now."""
     inputs = stored_inputs()
     from_vectors = bool(inputs is not None and inputs.from_vector_store)
     question_file = state.question_file()
     name = question_file.name if question_file is not None else None
+    decisions = state.suggestion_decisions(analysis_key())
 
     def build() -> bytes:
-        return exports.saved_analysis_zip(analysis, report, from_vectors=from_vectors, question_file_name=name)
+        return exports.saved_analysis_zip(analysis, report, from_vectors=from_vectors, question_file_name=name,
+                                          decisions=decisions)
 
     return build
 
@@ -782,7 +793,9 @@ def add_traffic_suggestions(result) -> int:
     from ui import widgets
 
     before = state.get(state.SUGGESTIONS_EDITED, state.get(state.SUGGESTIONS_BASE))
-    merged = gaps_view.append_suggestions(before, gaps_view.traffic_suggestions_frame(result))
+    inputs = stored_inputs()
+    chunk_texts = [chunk.text for chunk in inputs.corpus.chunks] if inputs is not None else []
+    merged = gaps_view.append_suggestions(before, gaps_view.traffic_suggestions_frame(result, chunk_texts))
     widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
     # Also the editor's latest output: the Gap page merges its fresh gap suggestions into it.
     state.put(state.SUGGESTIONS_EDITED, merged)

@@ -64,10 +64,11 @@ def change(before: float, after: float, decimals: int = SCORE_DECIMALS) -> str:
 
 
 def share_change(before: float, after: float) -> tuple[str, str]:
-    """A share after a change and its change in percentage points: ``("45.1%", "+2.8 pts")``."""
-    shown_before, shown_after = rounded(100 * float(before), 1), rounded(100 * float(after), 1)
-    difference = rounded(shown_after - shown_before, 1)
-    return f"{shown_after:.1f}%", NO_CHANGE if difference == 0 else f"{difference:+.1f} pts"
+    """A share after a change, in whole percent, and its change in percentage points: ``("45%", "+2.8 pts")``,
+    as the HTML report says it (:func:`coverage_core.outputs.plots.style.percent_points`)."""
+    from coverage_core.outputs.plots.style import percent_points
+
+    return percent_points(before, after)
 
 
 def rate_and_eta(done: int, total: int, seconds: float) -> str:

@@ -155,13 +155,19 @@ def pick_runs(runs) -> None:
 
 
 def record(analysis, label: str | None = None) -> RunInfo:
-    """Record ``analysis`` (the session's, with its file names) in the history under ``label``; returns the run.
+    """Record ``analysis`` (the session's, with its file names and the counts of the user's decisions about its
+    suggestions, :func:`ui.state.suggestion_decisions`) in the history under ``label``; returns the run.
 
     Raises CoverageError (one sentence) when the history cannot be opened or written.
     """
     inputs = exports.inputs_record(state.documents(), state.question_file())
     report = build_report(analysis, inputs)
-    snapshot = snapshot_of_analysis(analysis, report, label=(label or "").strip() or None)
+    try:  # the counts of the user's decisions about this analysis's suggestions, when known
+        decisions = state.suggestion_decisions(engine.analysis_key(state.stored_inputs(), state.settings(),
+                                                                   state.overrides()))
+    except (CoverageError, AttributeError):  # no stored inputs, or settings the core rejects
+        decisions = None
+    snapshot = snapshot_of_analysis(analysis, report, label=(label or "").strip() or None, decisions=decisions)
     with open_store() as store:
         return store.record(snapshot)
 

@@ -155,7 +155,8 @@ def open_saved_analysis(data: bytes | None = None, name: str | None = None, fold
     state.drop(state.DOCUMENTS, *state.SETTINGS_WIDGETS, state.W_QUESTION_COLUMN, state.COLUMN_ERROR,
                state.VECTOR_UPLOAD)
     settings = engine.saved_settings(saved, state.settings())
-    notice = engine.provider_notice(state.settings(), settings)
+    keys_typed = bool(state.typed_embed_key() or state.llm_api_key())
+    notice = engine.provider_notice(state.settings(), settings, keys_typed)
     if notice is not None:  # the file, not the user, chose these: no key goes there unconfirmed
         state.hold_provider_settings(notice)
         st.toast(formats.markdown_text(notice), icon=":material/key_off:")
@@ -176,7 +177,26 @@ def open_saved_analysis(data: bytes | None = None, name: str | None = None, fold
     state.put_stage(state.QUESTION_VECTORS, question_key, (questions, saved.question_embedding))
     state.put(state.TUNING, engine.saved_tuning(saved, corpus_key, settings))
     state.put(state.SAVED_OPENED, signature)
+    _keep_saved_suggestions(saved, settings)
     _inputs_changed()
+
+
+def _keep_saved_suggestions(saved, settings) -> None:
+    """Keep the gaps and suggestion decisions of ``saved`` for the Gap page: its gaps are shown as saved (not
+    written again) while the analysis is the one saved, and its suggestions table comes back with every
+    accepted, edited and rejected question (:mod:`ui.views.decisions`)."""
+    from coverage_core.errors import InputError
+
+    # Gaps found with other gap settings (the command line's --suggest 0) are found again with the dashboard's.
+    if saved.gaps is not None and saved.config.gaps == settings.gap_config():
+        try:
+            key = engine.analysis_key(state.stored_inputs(), settings, state.overrides())
+        except InputError:  # settings the core rejects: the gaps are found again once they are fixed
+            key = None
+        if key is not None:
+            state.put_stage(state.SAVED_GAPS, key, list(saved.gaps))
+    if saved.decisions:
+        state.put(state.SAVED_DECISIONS, list(saved.decisions))
 
 
 def set_question_file(name: str, data: bytes, source: str = "upload", column: str | None = None):

@@ -47,6 +47,11 @@ key                       value
 ``TRAFFIC``               :class:`Stage` of the production-traffic comparison
 ``VECTOR_UPLOAD``         (signature, error or None) of the vector file last read
 ``SAVED_OPENED``          signature of the saved analysis last opened (zip or folder)
+``SAVED_GAPS``            :class:`Stage` of the gaps a saved analysis brought, keyed by the analysis it
+                          was opened as (the Gap page shows them instead of writing new ones)
+``SAVED_DECISIONS``       the suggestion decisions a saved analysis brought
+                          (:class:`~coverage_core.decisions.SuggestionDecision`), until the Gap page
+                          puts them back into its suggestions table
 ``LANGUAGES``             :class:`Stage` of the loaded documents' and questions' languages (Upload page)
 ``GAP_FOCUS``             key of the gap the Gap analysis page shows open (set by a Results link)
 ``PROVIDER_NOTICE``       the sentence naming embedding settings a saved analysis brought, until
@@ -129,6 +134,8 @@ TRAFFIC_LOG_FILE = "traffic_log_file"
 TRAFFIC = "traffic"
 VECTOR_UPLOAD = "vector_upload"
 SAVED_OPENED = "saved_opened"
+SAVED_GAPS = "saved_gaps"
+SAVED_DECISIONS = "saved_decisions"
 LANGUAGES = "languages"
 GAP_FOCUS = "gap_focus"
 PROVIDER_NOTICE = "provider_notice"
@@ -199,6 +206,7 @@ W_DOWNLOAD_CSV = "w_download_csv"
 W_DOWNLOAD_JSON = "w_download_json"
 W_DOWNLOAD_HTML = "w_download_html"
 W_DOWNLOAD_SAVED = "w_download_saved"
+W_DOWNLOAD_SUGGESTIONS = "w_download_suggestions"
 # Retrieval page
 W_RETRIEVAL_K = "w_retrieval_k"
 W_RELEVANT_COLUMN = "w_relevant_column"
@@ -244,11 +252,12 @@ DERIVED = (
     CORPUS, QUESTION_VECTORS, TUNING, OVERRIDES, GAPS, PROJECTION,
     SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
     RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS, TRAFFIC, GAP_FOCUS,
+    SAVED_GAPS, SAVED_DECISIONS,
 )
 # Keys that refer to question rows: a different question set makes them stale.
 QUESTION_DERIVED = (
     OVERRIDES, GAPS, SUGGESTIONS_BASE, SUGGESTIONS_EDITED, SUGGESTIONS_FOR, IMPROVED, COMPARISON,
-    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS, TRAFFIC,
+    RETRIEVAL, CHUNKING_COMPARISON, DIMENSION_SWEEP, MDS, SUBQUESTIONS, TRAFFIC, SAVED_GAPS, SAVED_DECISIONS,
     W_FORCE_INCLUDE, W_FORCE_EXCLUDE, W_SUGGESTIONS_EDITOR, W_RELEVANT_COLUMN, W_LABEL_COLUMN, W_SUB_SELECTION,
 )
 
@@ -452,8 +461,8 @@ def embed_api_key() -> str | None:
     server the file named.
     """
     notice = provider_notice()
-    if notice is not None:
-        raise InputError(notice)
+    if notice is not None:  # said where it may be shown: on Configure too, so it names no page
+        raise InputError(engine.notice_here(notice))
     return typed_embed_key()
 
 
@@ -475,6 +484,25 @@ def confirm_provider_settings() -> None:
 
 def llm_api_key() -> str | None:
     return st.session_state.get(LLM_API_KEY) or None
+
+
+def suggestion_decisions(analysis_key: Any) -> list | None:
+    """The user's decisions about the suggested questions of the analysis of ``analysis_key``
+    (:func:`ui.views.decisions.decisions_of`): from the suggestions table when it was made from that analysis's
+    gaps, else those a saved analysis brought that the Gap page has not shown yet; None when neither."""
+    from ui.views.decisions import decisions_of
+
+    table = st.session_state.get(SUGGESTIONS_EDITED)
+    if table is None:
+        table = st.session_state.get(SUGGESTIONS_BASE)
+    made_for, gaps = st.session_state.get(SUGGESTIONS_FOR), stored_stage(GAPS)
+    if (table is not None and made_for is not None and gaps is not None and analysis_key is not None
+            and getattr(made_for, "source", None) == analysis_key and gaps.key.source == analysis_key):
+        inputs = stored_inputs()
+        chunk_texts = [chunk.text for chunk in inputs.corpus.chunks] if inputs is not None else []
+        return decisions_of(table, gaps.value.gaps, chunk_texts)
+    pending = st.session_state.get(SAVED_DECISIONS)
+    return list(pending) if pending is not None else None
 
 
 def clear_derived() -> None:

@@ -17,8 +17,9 @@ import streamlit as st
 from coverage_core.languages import UNDETERMINED
 from coverage_core.outputs.report import calibration_warning
 from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
-from coverage_core.verdicts import headline, verdict_doubt
-from ui import engine, exports, formats, state
+from coverage_core.verdicts import Verdicts, verdict_doubt
+from ui import columns as columns_, engine, exports, formats, state
+from ui.columns import DASH
 from ui.settings import DEFAULT_STRICTNESS, STRICTNESS_RANGE
 
 HELP_K = (
@@ -34,18 +35,17 @@ HELP_STRICTNESS = (
     "more questions. Off-topic questions do not count towards coverage."
 )
 HELP_MULTI_THRESHOLD = (
-    "Nearby-topic coverage (multi-threshold): a question covers every topic whose centre is within this "
-    "cosine distance."
+    "For the nearby-topic score only: a question counts for every topic whose centre is at most this far from it "
+    "(0: the same meaning, 1: unrelated). Nothing else on the pages changes with it."
 )
-HELP_MULTI_N = "N-nearest-topic coverage (multi-N): each question covers its N nearest topics."
+HELP_MULTI_N = "For the nearest-topics score only: each question counts for this many of its closest topics."
 HELP_GAP = (
-    "Used when gaps are decided by coverage score: a topic with coverage below this is a gap; gaps are "
-    "ranked and get suggested questions."
+    "Used when gaps are decided by the coverage score (a relative score, for method experts): a topic scoring "
+    "below this is a gap."
 )
 HELP_GAP_RULE = (
-    "Share of passages tested: a topic is a gap when too few of its passages are reached by any question "
-    "(an absolute test). Coverage score: a topic is a gap when its relative coverage score is below the "
-    "gap threshold."
+    "Too little tested: a topic is a gap when too few of its passages are reached by any question. Coverage "
+    "score: a topic is a gap when its relative coverage score is low (for method experts)."
 )
 HELP_TESTED_SHARE_CUT = "A topic is a gap when less than this share of its passages is reached by a question."
 HELP_SUPPORT = (
@@ -53,7 +53,7 @@ HELP_SUPPORT = (
     "Automatic calibrates it on your documents for this embedding model; set it yourself to be stricter "
     "(higher) or more lenient (lower)."
 )
-GAP_RULE_LABELS = {"tested_share": "Share of passages tested", "coverage": "Coverage score"}
+GAP_RULE_LABELS = {"tested_share": "too little of it is tested", "coverage": "its coverage score is low"}
 DEFAULT_SUPPORT = DEFAULT_SUPPORT_THRESHOLD
 
 
@@ -74,7 +74,8 @@ def _sync_auto(auto_key: str, field: str, value_key: str) -> None:
 
 
 def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
-    """K, strictness, multi-cluster threshold and N, gap threshold. Changes apply immediately."""
+    """K, strictness, the gap rule and its cut. Changes apply immediately. (The settings of the relative scores
+    are :func:`expert_controls`, kept with those scores.)"""
     settings = state.settings()
     left, right = st.columns(2)
     with left:
@@ -83,14 +84,14 @@ def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
         state.seed_widget(state.W_K, k_value)
         if st.session_state[state.W_K] > k_max:
             st.session_state[state.W_K] = k_max
-        auto = _auto_toggle(state.W_AUTO_K, "Automatic number of clusters", settings.n_clusters is None,
+        auto = _auto_toggle(state.W_AUTO_K, "Automatic number of topics", settings.n_clusters is None,
                             "n_clusters", state.W_K)
         if auto_k is not None:
             st.caption(
-                f"Automatic picks K = {auto_k}" + (f" for {formats.count(n_chunks, 'chunk')}." if n_chunks else ".")
+                f"Automatic picks {auto_k} topics" + (f" for {formats.count(n_chunks, 'passage')}." if n_chunks else ".")
             )
         st.slider(
-            "Number of clusters (K)", min_value=1, max_value=k_max, step=1, key=state.W_K,
+            "Number of topics (K)", min_value=1, max_value=k_max, step=1, key=state.W_K,
             disabled=auto, help=HELP_K + " " + K_KEEPS_OFF_TOPIC,
             on_change=_sync, args=(state.W_K, "n_clusters", int),
         )
@@ -105,22 +106,32 @@ def tuning_controls(n_chunks: int | None, auto_k: int | None) -> None:
             on_change=_sync, args=(state.W_STRICTNESS, "strictness", float),
         )
     with right:
-        _synced(st.slider, state.W_MULTI_THRESHOLD, "multi_threshold", float(settings.multi_threshold), float,
-                label="Nearby-topic distance (multi-threshold, cosine distance)", min_value=0.05, max_value=1.0, step=0.01,
-                help=HELP_MULTI_THRESHOLD)
-        _synced(st.slider, state.W_MULTI_N, "multi_n", int(settings.multi_n), int,
-                label="Nearest topics per question (multi-N)", min_value=1, max_value=10, step=1,
-                help=HELP_MULTI_N)
         _synced(st.radio, state.W_GAP_RULE, "gap_rule", settings.gap_rule, str,
-                label="A topic is a gap by its", options=list(GAP_RULE_LABELS), format_func=GAP_RULE_LABELS.get,
-                horizontal=True, help=HELP_GAP_RULE)
-        by_share = state.settings().gap_rule == "tested_share"
-        _synced(st.slider, state.W_TESTED_SHARE_CUT, "tested_share_cut", float(settings.tested_share_cut), float,
-                label="Gap when less than this share of a topic is tested", min_value=0.05, max_value=1.0,
-                step=0.05, help=HELP_TESTED_SHARE_CUT + ("" if by_share else " (Not used by the coverage-score rule.)"))
-        _synced(st.slider, state.W_GAP_THRESHOLD, "gap_threshold", float(settings.gap_threshold), float,
-                label="Gap threshold (coverage score)", min_value=0.0, max_value=1.0, step=0.01,
-                help=HELP_GAP + (" (Not used by the share-of-passages-tested rule.)" if by_share else ""))
+                label="A topic is a gap when", options=list(GAP_RULE_LABELS), format_func=GAP_RULE_LABELS.get,
+                help=HELP_GAP_RULE)
+        if state.settings().gap_rule == "tested_share":
+            _synced(st.slider, state.W_TESTED_SHARE_CUT, "tested_share_cut", float(settings.tested_share_cut), float,
+                    label="Gap when less than this share of a topic is tested", min_value=0.05, max_value=1.0,
+                    step=0.05, format="percent", help=HELP_TESTED_SHARE_CUT)
+        else:  # the cut of the other rule waits in the settings until that rule is chosen again
+            _synced(st.slider, state.W_GAP_THRESHOLD, "gap_threshold", float(settings.gap_threshold), float,
+                    label="Gap when the topic's coverage score is below", min_value=0.0, max_value=1.0, step=0.01,
+                    help=HELP_GAP)
+
+
+def expert_controls() -> None:
+    """The settings of the nearby-topic and nearest-topics scores (relative scores, for method experts only:
+    nothing else depends on them). Changes apply immediately."""
+    settings = state.settings()
+    left, right = st.columns(2)
+    with left:
+        _synced(st.slider, state.W_MULTI_THRESHOLD, "multi_threshold", float(settings.multi_threshold), float,
+                label="Nearby-topic score: how far a question may be from a topic's centre", min_value=0.05,
+                max_value=1.0, step=0.01, help=HELP_MULTI_THRESHOLD)
+    with right:
+        _synced(st.slider, state.W_MULTI_N, "multi_n", int(settings.multi_n), int,
+                label="Nearest-topics score: topics each question counts for", min_value=1, max_value=10, step=1,
+                help=HELP_MULTI_N)
 
 
 def support_controls(calibrated: float | None) -> None:
@@ -180,6 +191,7 @@ def persistent_editor(
     elif widget_key not in st.session_state and state.get(edited_key) is not None:
         base = normalize(state.get(edited_key))
         state.put(base_key, base)
+    editor_kwargs.setdefault("placeholder", DASH)  # a missing value reads "—", never "None"
     edited = st.data_editor(base, key=widget_key, **editor_kwargs)
     edited = normalize(pd.DataFrame(edited))
     state.put(edited_key, edited)
@@ -210,18 +222,19 @@ def table(
 
     ``medium`` and ``large`` are text columns of that width, ``scores``
     numbers with three decimals (:data:`ui.formats.SCORE_FORMAT`),
-    ``percents`` shares shown as percentages and ``bars`` shares drawn as
-    progress bars from 0 to 1; ``columns`` adds or overrides column configs
-    by name (a header in words, another format).
+    ``percents`` shares shown as whole percentages and ``bars`` shares drawn
+    as progress bars from 0 to 100% (both converted by :func:`ui.columns.percents`);
+    ``columns`` adds or overrides column configs by name (a header in words,
+    another format). A missing value reads "—".
     """
+    frame = columns_.percents(frame, (*percents, *bars))
     config = {name: st.column_config.TextColumn(width="medium") for name in medium}
     config.update({name: st.column_config.TextColumn(width="large") for name in large})
     config.update({name: st.column_config.NumberColumn(format=formats.SCORE_FORMAT) for name in scores})
-    config.update({name: st.column_config.NumberColumn(format="percent") for name in percents})
-    config.update(
-        {name: st.column_config.ProgressColumn(min_value=0.0, max_value=1.0, format="percent") for name in bars}
-    )
+    config.update({name: columns_.percent_column(name) for name in percents})
+    config.update({name: columns_.percent_column(name, bar=True) for name in bars})
     config.update(columns or {})
+    kwargs.setdefault("placeholder", DASH)  # a missing value (a text file's page, a query's topic) reads "—"
     return st.dataframe(frame, hide_index=True, column_config=config, **kwargs)
 
 
@@ -306,27 +319,54 @@ def plain(text: object) -> str:
 
 
 def support_sentence(analysis) -> str:
-    """What τ means, in one plain sentence; when it is not calibrated, that it then judges off-topic questions only
-    (tested passages and documents read the ranking alone, as the headline says)."""
+    """What *tested* means and where the support level comes from, in one or two plain sentences (the headline's
+    :attr:`~coverage_core.verdicts.Verdicts.tested_meaning` with the level's origin); when it is not calibrated,
+    that the level then judges off-topic questions only (tested passages and documents read the ranking alone)."""
     calibration = analysis.calibration
     support_threshold = formats.similarity(calibration.support_threshold)
-    reaches = f"a question reaches a passage when their similarity is at least {support_threshold}, {engine.support_origin(calibration)}."
+    meaning = Verdicts.from_analysis(analysis, top=0).tested_meaning
     if not calibration.reliable:
-        return f"Off-topic questions are still judged by similarity: {reaches}"
-    return reaches[:1].upper() + reaches[1:]
+        reaches = f"a question reaches a passage when their similarity is at least {support_threshold}."
+        return f"{meaning} Off-topic questions are still judged by similarity: {reaches}".strip()
+    origin = engine.support_origin(calibration)
+    if meaning:
+        return f"{meaning[:-1]} ({origin})."
+    return f"A question reaches a passage when their similarity is at least {support_threshold}, {origin}."
+
+
+def _without_restating(warning: str) -> str:
+    """:func:`~coverage_core.outputs.report.calibration_warning` without a first sentence that only says again
+    that the level is not calibrated (the box's title says it)."""
+    first, _, rest = warning.partition(". ")
+    lowered = first.lower()
+    restates = lowered.startswith("the support level") and "calibrated" in lowered and "because" not in lowered
+    return rest if restates and rest else warning
+
+
+def headline_cautions(analysis) -> list[str]:
+    """The headline's cautions but the calibration's, which :func:`show_headline` says once in its own box."""
+    verdicts = Verdicts.from_analysis(analysis, top=0)
+    calibration = () if verdicts.calibration_reliable else verdicts.leading_cautions[:1]
+    return [c for c in (*verdicts.leading_cautions, *verdicts.offtopic_cautions) if c not in calibration]
 
 
 def show_headline(analysis) -> None:
-    """The answer, then what the support level means: the first thing under a page title.
+    """The answer, short, as the first thing under a page title; the cautions under it, then what *tested* means.
 
-    When τ could not be calibrated, a warning comes first of all: why, and
-    that every figure rests on the model's default level.
+    The headline is the figures' one sentence (:attr:`~coverage_core.verdicts.Verdicts.figures`). When τ
+    could not be calibrated, one warning above it says so, why, and that every figure rests on the model's
+    default level; it is said nowhere else on the page. The other cautions (a model that does not fit the
+    texts, questions in another language, less sure off-topic flags) follow the headline in one box.
     """
     warning = calibration_warning(analysis)
     if warning:
-        st.warning(f"**The support level is not calibrated.** {plain(warning)}", icon=":material/warning:")
-    st.subheader(headline(analysis), anchor=False)  # numbers and fixed words only: no user text
-    st.markdown(support_sentence(analysis))
+        st.warning(f"**The support level is not calibrated.** {plain(_without_restating(warning))}",
+                   icon=":material/warning:")
+    st.subheader(Verdicts.from_analysis(analysis, top=0).figures, anchor=False)  # numbers and fixed words only
+    cautions = headline_cautions(analysis)
+    if cautions:  # the core's sentences: numbers, language and model names, fixed words
+        st.info("\n".join(f"- {plain(caution)}" for caution in cautions), icon=":material/info:")
+    st.caption(plain(support_sentence(analysis)))
 
 
 def verdict_passed(analysis, sentence: str, doubt: str = "") -> None:

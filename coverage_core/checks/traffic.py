@@ -28,8 +28,11 @@ each query was asked:
   not in the tests; unmet demand when frequent, :func:`is_unmet_demand`);
 * **topics** of the answerable traffic (K-means weighted by count), ranked by
   ``volume × (1 − tested share)``: most asked, least tested first; named
-  from the queries without their anonymisation placeholders
-  (:func:`~coverage_core.checks.traffic_answers.strip_masks`);
+  as Results names the knowledge-base topic that answers at least half of
+  a topic's traffic (two names joined by " + " when none does; topics that
+  come out with one name are one topic: :func:`knowledge_base_topics`), or,
+  without the knowledge base's topics, from the queries without their
+  anonymisation placeholders (:func:`~coverage_core.checks.traffic_answers.strip_masks`);
 * **tests nobody needs**: test questions no query comes near (a drift signal);
 * **suggestions**: untested real queries, as candidate test questions with
   origin ``"traffic"``, in the knowledge-base topic of the passage that
@@ -55,6 +58,7 @@ from threadpoolctl import threadpool_limits
 from coverage_core import wording
 from coverage_core.checks.personal_data import mask_personal_data
 from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
+from coverage_core.checks.traffic_topics import knowledge_base_names, knowledge_base_topics
 from coverage_core.errors import InputError
 from coverage_core.inputs.bounded_json import clean_text
 from coverage_core.inputs.files import DEFAULT_MAX_FILE_BYTES, read_user_file
@@ -557,6 +561,7 @@ def analyze_traffic(
     chunk_texts: Sequence[str] = (),
     chunk_documents: Sequence[str] = (),
     chunk_labels=None,
+    topic_names: Sequence[str] | None = None,
     languages: LanguageProfile | None = None,
     config: TrafficConfig = TrafficConfig(),
 ) -> TrafficResult:
@@ -570,7 +575,10 @@ def analyze_traffic(
     (:func:`~coverage_core.checks.traffic_answers.query_answers`; with ``chunk_texts`` its word and subject
     checks too, read on the queries without their masks). With ``chunk_texts``,
     ``chunk_documents`` and ``chunk_labels`` the suggestions name the passage
-    that answers them and the knowledge-base topic they belong to. With ``languages`` (the analysis's
+    that answers them and the knowledge-base topic they belong to. With ``chunk_labels``, the traffic topics
+    take the names of the knowledge-base topics that answer them (:func:`knowledge_base_topics`):
+    ``topic_names`` are those names by cluster, as Results shows them (None: read from ``chunk_texts`` the
+    way the analysis names its topics). With ``languages`` (the analysis's
     profile) the queries' languages are read and compared with the documents'.
     """
     queries = unit_rows(np.asarray(query_vectors, dtype=np.float32))
@@ -588,6 +596,11 @@ def analyze_traffic(
     answerable = answers.is_answerable
     topic = np.full(log.n_distinct, UNANSWERED_TOPIC, dtype=np.int64)
     topic[answerable], n_topics = _topics(queries[answerable], counts[answerable], config)
+    names = None
+    if chunk_labels is not None and n_topics:
+        kb_names = list(topic_names) if topic_names is not None else knowledge_base_names(chunk_texts, chunk_labels)
+        topic[answerable], n_topics, names = knowledge_base_topics(
+            topic[answerable], counts[answerable], answers.best_passage[answerable], chunk_labels, kb_names)
     table = pd.DataFrame({
         "text": log.queries,
         "count": counts,
@@ -599,7 +612,7 @@ def analyze_traffic(
         "best_passage": answers.best_passage,
         "is_answerable": answerable,
     })
-    topics = _topic_table(table, words, n_topics, config)
+    topics = _topic_table(table, words, n_topics, config, names)
     unanswered = _unanswered(table, config.n_examples)
     unneeded = _unneeded_tests(tests, test_texts, queries, support_threshold)
     weekly = _weekly(log, table)
@@ -643,9 +656,11 @@ def _topics(queries: np.ndarray, counts: np.ndarray, config: TrafficConfig) -> t
     return labels.astype(np.int64), len(used)
 
 
-def _topic_table(table: pd.DataFrame, words: list[str], n_topics: int, config: TrafficConfig) -> pd.DataFrame:
-    """One row per topic of the answerable queries (see :class:`TrafficResult`), named from ``words`` (the
-    queries without their masks); shares are of all traffic."""
+def _topic_table(table: pd.DataFrame, words: list[str], n_topics: int, config: TrafficConfig,
+                 names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per topic of the answerable queries (see :class:`TrafficResult`), named ``names`` where given
+    (:func:`knowledge_base_topics`), else from ``words`` (the queries without their masks); shares are of all
+    traffic."""
     total = float(table["count"].sum())
     answered = table["topic"].to_numpy() != UNANSWERED_TOPIC
     words = [w for w, keep in zip(words, answered) if keep]
@@ -654,7 +669,8 @@ def _topic_table(table: pd.DataFrame, words: list[str], n_topics: int, config: T
     grouped = weighted.groupby("topic").agg(volume=("count", "sum"), tested=("tested", "sum"),
                                             answerable=("answerable", "sum"))
     grouped = grouped.reindex(range(n_topics), fill_value=0)
-    names = topic_labels(words, table["topic"].to_numpy(), n_topics) if n_topics else []
+    from_words = topic_labels(words, table["topic"].to_numpy(), n_topics) if n_topics else []
+    names = [given or found for given, found in zip(names, from_words)] if names is not None else from_words
     examples = [
         [shorten(t, 160, at_word=True) for t in
          table[table["topic"] == k].sort_values("count", ascending=False, kind="stable")["text"].head(config.n_examples)]

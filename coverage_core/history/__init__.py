@@ -1,7 +1,8 @@
 """Coverage over time: every run remembered, and what changed since an earlier one.
 
 * :mod:`coverage_core.history.snapshot` — what a run records (:class:`RunSnapshot`), from a report;
-* :mod:`coverage_core.history.changes` — what changed between two runs (:func:`changes_since`);
+* :mod:`coverage_core.history.changes` — what changed between two runs, settings and verdict counts included
+  (:func:`changes_since`);
 * :mod:`coverage_core.history.location` — where the history is, its labels, its redacted name;
 * :mod:`coverage_core.history.store` — the history store (SQLite file or a SQLAlchemy database URL);
 * :mod:`coverage_core.history.parts` — a run's parts as bytes, with the limits that keep reading a hostile file
@@ -10,7 +11,7 @@
 The store's names are imported on first use, so reading snapshots and comparing them never loads SQLAlchemy.
 """
 
-from coverage_core.history.changes import Changes, DocumentChange, TopicChange, changes_since
+from coverage_core.history.changes import Changes, DocumentChange, FigureChange, TopicChange, changes_since
 from coverage_core.history.location import (
     DEFAULT_HISTORY_FILE,
     HISTORY_ENV,
@@ -48,6 +49,7 @@ __all__ = [
     "Changes",
     "DocumentChange",
     "DocumentState",
+    "FigureChange",
     "HistoryStore",
     "QuestionState",
     "RunInfo",

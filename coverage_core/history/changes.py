@@ -1,5 +1,5 @@
 """What changed between two runs (:class:`~coverage_core.history.snapshot.RunSnapshot`): documents, questions,
-topics, and the tested share, with the reason in one sentence.
+topics, settings, verdict counts, and the tested share, with the reason in one sentence.
 
 The rules, applied by :func:`changes_since`:
 
@@ -24,6 +24,16 @@ The rules, applied by :func:`changes_since`:
 * **Tested share change** = ``(current − earlier) × 100``, in percentage
   points; None when either run does not know its tested share.
 * **New untested**: added or changed documents that are untested now.
+* **Settings** (:data:`SETTINGS`), compared as they are shown, so a wobble below the shown precision is no
+  change: the model (provider and name), the chunk size and overlap, the screening strictness (two
+  decimals), the number of topics K (``headline.n_topics``), the support level τ (two decimals) and the
+  retrieval k. A setting either run does not know (recorded before it was kept) is not compared.
+* **Verdict counts** (:data:`VERDICT_COUNTS`): off-topic questions, gaps, untested and under-tested
+  documents, from each run's headline; compared only when both runs know them.
+* **Reason**: one sentence, its parts joined by "; " in this order: documents, questions, topics, settings,
+  verdict counts, each with its numbers ("Strictness 0.5 → 1.0; topics (K) 6 → 8; off-topic questions
+  14 → 19"), then the tested-share change in points (": +0.0 points"); "No change in documents, questions,
+  settings or verdicts" when there is no part.
 """
 
 from __future__ import annotations
@@ -35,13 +45,35 @@ from datetime import datetime
 from coverage_core.history.snapshot import DocumentState, RunSnapshot, TopicState
 from coverage_core.wording import count
 
-__all__ = ["TOPIC_MATCH_OVERLAP", "Changes", "DocumentChange", "TopicChange", "changes_since", "points_words"]
+__all__ = ["SETTINGS", "TOPIC_MATCH_OVERLAP", "VERDICT_COUNTS", "Changes", "DocumentChange", "FigureChange",
+           "TopicChange", "changes_since", "points_words", "setting_changes", "verdict_changes"]
 
 TOPIC_MATCH_OVERLAP = 0.5
 """Least weighted overlap of members (module docstring) for two topics of different runs to be the same topic."""
 
 MINUS = "\N{MINUS SIGN}"
 """The sign of a fall in the reason sentence: a real minus, as typeset, not a hyphen."""
+ARROW = "\N{RIGHTWARDS ARROW}"
+
+SETTINGS = (
+    ("model", "model"),
+    ("chunk_size", "chunk size"),
+    ("chunk_overlap", "chunk overlap"),
+    ("strictness", "strictness"),
+    ("n_topics", "topics (K)"),
+    ("support_threshold", "level τ"),
+    ("retrieval_k", "retrieval k"),
+)
+"""The settings "what changed" names, in its order: (name, words). ``model`` and ``support_threshold`` are
+the snapshot's own fields, the others figures of its headline
+(:data:`~coverage_core.history.snapshot.SETTING_FIGURES`; K is ``n_topics``)."""
+VERDICT_COUNTS = (
+    ("n_offtopic_questions", "off-topic questions"),
+    ("n_gaps", "gaps"),
+    ("n_untested_documents", "untested documents"),
+    ("n_undertested_documents", "under-tested documents"),
+)
+"""The verdict counts "what changed" names, in its order: (headline figure, words)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +102,20 @@ class TopicChange:
 
 
 @dataclass(frozen=True)
+class FigureChange:
+    """A setting or verdict count that differs between the runs: ``before`` and ``after`` as shown
+    ("0.5", "1,000", "all-MiniLM-L6-v2"), and ``text``, the part of the reason sentence that names it."""
+
+    name: str
+    before: str
+    after: str
+    text: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "before": self.before, "after": self.after, "text": self.text}
+
+
+@dataclass(frozen=True)
 class Changes:
     """What changed since an earlier run; ``run``, ``label`` and ``recorded_at`` are the earlier run's."""
 
@@ -85,6 +131,8 @@ class Changes:
     topics_lost: tuple[TopicChange, ...]
     topics_gained: tuple[TopicChange, ...]
     reason: str
+    settings_changed: tuple[FigureChange, ...] = ()
+    verdicts_changed: tuple[FigureChange, ...] = ()
 
     @property
     def new_untested(self) -> tuple[DocumentChange, ...]:
@@ -105,6 +153,8 @@ class Changes:
             "questions_removed": list(self.questions_removed),
             "topics_lost": [t.to_dict() for t in self.topics_lost],
             "topics_gained": [t.to_dict() for t in self.topics_gained],
+            "settings_changed": [c.to_dict() for c in self.settings_changed],
+            "verdicts_changed": [c.to_dict() for c in self.verdicts_changed],
             "reason": self.reason,
         }
 
@@ -126,13 +176,15 @@ def changes_since(previous: RunSnapshot, current: RunSnapshot, *, previous_run: 
     questions_removed = tuple(q.text for q in previous.questions if q.text_hash not in asked_now)
     lost, gained = _topic_changes(previous.topics, current.topics)
     change = _points_change(previous.headline.get("tested_share"), current.headline.get("tested_share"))
+    settings, verdicts = setting_changes(previous, current), verdict_changes(previous, current)
     parts = _document_parts(added, removed, changed) + _question_parts(questions_added, questions_removed)
-    parts += _topic_parts(lost, gained) + _setting_parts(previous, current)
+    parts += _topic_parts(lost, gained) + [c.text for c in (*settings, *verdicts)]
     return Changes(
         run=previous_run, label=previous.label, recorded_at=previous.recorded_at, tested_share_change=change,
         documents_added=added, documents_removed=removed, documents_changed=changed,
         questions_added=questions_added, questions_removed=questions_removed,
         topics_lost=lost, topics_gained=gained, reason=_reason(parts, change),
+        settings_changed=settings, verdicts_changed=verdicts,
     )
 
 
@@ -211,8 +263,6 @@ def _matches(sources: Sequence[TopicState], targets: Sequence[TopicState]) -> li
 # ---------------------------------------------------------------- the reason sentence
 
 
-
-
 def _document_parts(added, removed, changed) -> list[str]:
     parts = []
     if added:
@@ -251,21 +301,57 @@ def _topic_parts(lost, gained) -> list[str]:
     return parts
 
 
-def _setting_parts(previous: RunSnapshot, current: RunSnapshot) -> list[str]:
-    """What else moves the tested share: another model, or a support level τ that moved visibly."""
-    if (previous.provider, previous.model) != (current.provider, current.model):
-        return [f"the model changed from {previous.model} to {current.model}"]
-    if previous.support_threshold is not None and current.support_threshold is not None:
-        before, now = f"{previous.support_threshold:.2f}", f"{current.support_threshold:.2f}"
-        if before != now:
-            return [f"τ moved from {before} to {now}"]
-    return []
+# ---------------------------------------------------------------- settings and verdict counts
+
+
+def _decimals(value: float, places: int) -> str:
+    """``value`` to ``places`` decimals, trailing zeros dropped but one kept ("0.5", "1.0", "0.75")."""
+    text = f"{value:.{places}f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _shown_setting(run: RunSnapshot, name: str) -> str | None:
+    """Setting ``name`` of ``run`` as "what changed" shows it; None when the run does not know it."""
+    if name == "model":
+        return run.model or None
+    if name == "support_threshold":
+        return None if run.support_threshold is None else f"{run.support_threshold:.2f}"
+    value = run.headline.get(name)
+    if value is None or isinstance(value, bool):
+        return None
+    return _decimals(float(value), 2) if name == "strictness" else f"{int(value):,}"
+
+
+def setting_changes(previous: RunSnapshot, current: RunSnapshot) -> tuple[FigureChange, ...]:
+    """The :data:`SETTINGS` that differ, as shown, between two runs that both know them."""
+    found = []
+    for name, words in SETTINGS:
+        before, after = _shown_setting(previous, name), _shown_setting(current, name)
+        if name == "model" and before == after and previous.provider != current.provider:
+            before, after = f"{previous.provider} {before}", f"{current.provider} {after}"
+        if before is not None and after is not None and before != after:
+            found.append(FigureChange(name, before, after, f"{words} {before} {ARROW} {after}"))
+    return tuple(found)
+
+
+def verdict_changes(previous: RunSnapshot, current: RunSnapshot) -> tuple[FigureChange, ...]:
+    """The :data:`VERDICT_COUNTS` that differ between two runs that both know them."""
+    found = []
+    for name, words in VERDICT_COUNTS:
+        before, after = previous.headline.get(name), current.headline.get(name)
+        if before is None or after is None or isinstance(before, bool) or isinstance(after, bool):
+            continue
+        if int(before) != int(after):
+            shown = f"{int(before):,}", f"{int(after):,}"
+            found.append(FigureChange(name, *shown, f"{words} {shown[0]} {ARROW} {shown[1]}"))
+    return tuple(found)
 
 
 def _reason(parts: list[str], change: float | None) -> str:
-    """One sentence: the changes, then the tested-share change in points ("+3 documents, none tested: −4.1 points")."""
-    listed = ", ".join(parts) if parts else "No change in documents or questions"
-    if listed[0].isascii():  # "τ moved …" stays lower case: a capital tau is another symbol
+    """One sentence: the changes, then the tested-share change in points ("+3 documents, none tested: −4.1 points";
+    "Strictness 0.5 → 1.0; topics (K) 6 → 8; off-topic questions 14 → 19: +0.0 points")."""
+    listed = "; ".join(parts) if parts else "No change in documents, questions, settings or verdicts"
+    if listed[0].isascii():  # a part opening with "τ" would stay lower case: a capital tau is another symbol
         listed = listed[0].upper() + listed[1:]
     if change is None:
         return f"{listed}: change in tested share not known"

@@ -18,6 +18,15 @@ A snapshot holds the headline figures and verdicts of a report, and
   renumbered and renamed from run to run: topics are matched across runs by
   the documents they are made of.
 
+The ``headline`` holds, besides the metrics and verdict counts, the **settings** that move the verdicts
+without any input changing (:data:`SETTING_FIGURES`: the screening strictness in effect, the chunk size and
+overlap, the retrieval k; the model and τ have columns of their own, K is ``n_topics``), and, when the run
+was recorded from the dashboard with its suggestions table, the **decisions** about the suggested questions
+(:func:`coverage_core.decisions.decision_counts`: ``n_accepted_suggestions``, ``n_edited_suggestions``,
+``n_rejected_suggestions``). All are plain figures, so the history stores them without a schema migration;
+a run recorded before they were kept lacks them ("not known"). The decisions' texts are not kept in the
+history: the saved analysis (``decisions.json``) keeps them whole.
+
 :meth:`RunSnapshot.to_dict` and :meth:`RunSnapshot.from_dict` give an exact,
 JSON-safe round trip (datetimes as ISO 8601 in UTC); ``from_dict`` checks
 every field's type and raises :class:`~coverage_core.errors.InputError` on a
@@ -35,10 +44,12 @@ from typing import Any
 
 import numpy as np
 
+from coverage_core.decisions import decision_counts
 from coverage_core.errors import InputError
 from coverage_core.types import Document
 
 __all__ = [
+    "SETTING_FIGURES",
     "SNAPSHOT_FORMAT",
     "TOPIC_DOCUMENTS_KEPT",
     "DocumentState",
@@ -63,6 +74,10 @@ CHUNK_SEPARATOR = "\n\n"
 """How a vector store's chunk texts are joined to stand for a document without text (as the store reader joins them)."""
 
 _HEADLINE_METRICS = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
+SETTING_FIGURES = ("strictness", "chunk_size", "chunk_overlap", "retrieval_k")
+"""The settings a snapshot's headline records (from the report's ``config``), by headline name: the screening
+strictness in effect (the screener's default when the config leaves it automatic), the chunk size and overlap
+in characters, and the retrieval k."""
 # Traffic figures kept: the section's scalars; its lists hold real users' queries, which a history must not keep.
 _TRAFFIC_LISTS_COUNTED = {"topics": "n_topics", "unneeded_tests": "n_unneeded_tests"}
 
@@ -337,6 +352,7 @@ def snapshot_of(
     keep_text: bool = False,
     chunk_texts_by_document: Mapping[str, Sequence[str]] | None = None,
     topic_documents: Mapping[int, Sequence[tuple[str, int]]] | None = None,
+    decisions: Sequence | None = None,
 ) -> RunSnapshot:
     """The snapshot of a JSON report (:func:`coverage_core.outputs.report.build_report`, schema 6; older ones
     are upgraded first).
@@ -346,7 +362,9 @@ def snapshot_of(
     ``documents`` (matched by name) give the content hashes; a document without text is hashed from
     ``chunk_texts_by_document`` (its chunk texts in order). ``topic_documents`` maps a cluster id to its
     ``(document name, chunks in this topic)`` (:func:`topic_documents_of`); without it topics have no members
-    and are matched across runs by label only. ``recorded_at`` defaults to now (UTC).
+    and are matched across runs by label only. ``recorded_at`` defaults to now (UTC). ``decisions`` (the user's
+    :class:`~coverage_core.decisions.SuggestionDecision` objects) add their counts to the headline; None: not
+    known, no count.
     """
     report = _current_report(report)
     config = _section(report, "config")
@@ -373,7 +391,8 @@ def snapshot_of(
         model=_model_name(provider, embedding.get("model")),
         support_threshold=_share(calibration.get("support_threshold")),
         threshold_reliable=None if calibration.get("reliable") is None else bool(calibration.get("reliable")),
-        headline=_headline(report, document_states, question_states, topics),
+        headline={**_headline(report, document_states, question_states, topics), **_settings(config),
+                  **decision_counts(decisions)},
         documents=document_states,
         questions=question_states,
         topics=topics,
@@ -503,6 +522,27 @@ def _headline(report: Mapping, documents: tuple[DocumentState, ...], questions: 
     return headline
 
 
+def _settings(config: Mapping) -> dict[str, float | int | None]:
+    """The :data:`SETTING_FIGURES` of a report's ``config`` (None for one it does not hold)."""
+    chunking = config.get("chunking") if isinstance(config.get("chunking"), Mapping) else {}
+    strictness = config.get("strictness")
+    if strictness is None and "strictness" in config:  # automatic: the screener's own default
+        from coverage_core.stages.screening import QuestionScreener
+
+        strictness = QuestionScreener().strictness
+    return {
+        "strictness": _share(strictness),
+        "chunk_size": _count(chunking.get("chunk_size")),
+        "chunk_overlap": _count(chunking.get("chunk_overlap")),
+        "retrieval_k": _count(config.get("retrieval_k")),
+    }
+
+
+def _count(value: Any) -> int | None:
+    """A whole-number setting of a report; None when missing or not a whole number."""
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _traffic_figures(section: Any) -> dict | None:
     if not isinstance(section, Mapping):
         return None
@@ -542,9 +582,9 @@ def topic_documents_of(analysis) -> dict[int, list[tuple[str, int]]]:
 
 
 def snapshot_of_analysis(analysis, report: Mapping, *, label: str | None = None, keep_text: bool = False,
-                         recorded_at: datetime | None = None) -> RunSnapshot:
+                         recorded_at: datetime | None = None, decisions: Sequence | None = None) -> RunSnapshot:
     """:func:`snapshot_of` for an analysis and its report: documents, chunk texts and topic members from the
-    analysis."""
+    analysis; ``decisions`` as there."""
     documents = analysis.corpus.documents
     without_text = {d.name for d in documents if not d.text}
     chunk_texts: dict[str, list[str]] = {}
@@ -553,4 +593,5 @@ def snapshot_of_analysis(analysis, report: Mapping, *, label: str | None = None,
             if chunk.document in without_text:
                 chunk_texts.setdefault(chunk.document, []).append(chunk.text)
     return snapshot_of(report, documents, label=label, recorded_at=recorded_at, keep_text=keep_text,
-                       chunk_texts_by_document=chunk_texts, topic_documents=topic_documents_of(analysis))
+                       chunk_texts_by_document=chunk_texts, topic_documents=topic_documents_of(analysis),
+                       decisions=decisions)

@@ -21,11 +21,17 @@ file                   content
 ``report.json``        the JSON report of the analysis (``coverage_core.outputs.report``)
 ``gaps.json``          the gaps as found, every field of each ``suggest.gaps.Gap``
                        and of its kept and dropped ``Suggestion`` objects
+``decisions.json``     what the user did with the suggested questions, one record per
+                       row of the dashboard's suggestions table, then one per deleted
+                       suggestion (:mod:`coverage_core.decisions`: accepted, edited,
+                       rejected); ``[]`` when nothing was decided (the command line)
 =====================  ============================================================
 
 ``gaps.json`` came later: a folder without it opens with its gaps found
 again (offline), and a field added to ``Gap`` or ``Suggestion`` since takes
-its default, so older folders keep opening.
+its default, so older folders keep opening. ``decisions.json`` came with
+layout version 2 (:func:`~coverage_core.inputs.saved_schema.upgrade_manifest`
+opens version 1): a folder without it opens with no decisions.
 
 The manifest is written last, so a folder whose writing was interrupted has
 none and is refused as a whole.
@@ -50,7 +56,9 @@ from coverage_core import wording
 from coverage_core.errors import InputError
 from coverage_core.inputs.saved_schema import (
     MAX_JSON_BYTES,
+    SAVED_SCHEMA_VERSION,
     check_calibration,
+    check_decisions,
     check_fits,
     check_gaps,
     check_manifest,
@@ -58,19 +66,21 @@ from coverage_core.inputs.saved_schema import (
     load_json,
     memory_budget,
     size_words,
+    upgrade_manifest,
 )
 
-SCHEMA_VERSION = 1
-"""Version of the folder layout; :func:`load_analysis` reads only this one."""
+SCHEMA_VERSION = SAVED_SCHEMA_VERSION
+"""Version of the folder layout this program writes; :func:`load_analysis` reads it and every earlier one."""
 FORMAT = "coverage-core saved analysis"
 """The manifest's ``format``: tells a saved analysis from any other JSON."""
 MANIFEST = "manifest.json"
 CHUNKS, DOCUMENTS, QUESTIONS = "chunks.parquet", "documents.parquet", "questions.parquet"
 QUESTION_FILE, CLUSTERS = "question_file.parquet", "clusters.parquet"
 CALIBRATION, REPORT, GAPS = "calibration.json", "report.json", "gaps.json"
-FILES = (CHUNKS, DOCUMENTS, QUESTIONS, QUESTION_FILE, CLUSTERS, CALIBRATION, REPORT, GAPS)
+DECISIONS = "decisions.json"
+FILES = (CHUNKS, DOCUMENTS, QUESTIONS, QUESTION_FILE, CLUSTERS, CALIBRATION, REPORT, GAPS, DECISIONS)
 """Every file besides the manifest, in the order they are written."""
-OPTIONAL_FILES = (GAPS,)
+OPTIONAL_FILES = (GAPS, DECISIONS)
 """Files a folder saved by an earlier version may lack; it opens without them."""
 MAX_UNPACKED_BYTES = 4 * 1024**3
 """Largest total a zip of a saved analysis may unpack to: a zip bomb is refused before it is read. What is
@@ -86,7 +96,7 @@ shrink a lot, and costs nothing to unpack."""
 ZIP_READ_BYTES = 1024**2
 """A zip member is unpacked this many bytes at a time, counted against its limit as it comes."""
 MAX_ZIP_MEMBERS = 256
-"""Most files a zip of a saved analysis may hold: its ten, and room for what zip tools add (``__MACOSX``)."""
+"""Most files a zip of a saved analysis may hold: its eleven, and room for what zip tools add (``__MACOSX``)."""
 MAX_TEXT_BYTES = 1024**3
 """Most text one Parquet file of a saved analysis may hold (passages, documents, the question file)."""
 TEXT_BYTES_PER_ROW = 1024**2
@@ -110,7 +120,9 @@ class SavedAnalysis:
     ``topics`` each passage's automatic topic (None in folders saved before
     it was kept: the clusters stand in); ``gaps`` the gaps as saved, with
     their suggestions (None in folders saved before they were kept: they are
-    found again).
+    found again); ``decisions`` what the user did with those suggestions
+    (:class:`~coverage_core.decisions.SuggestionDecision`, in table order; None
+    in folders saved before layout version 2).
     """
 
     manifest: dict
@@ -124,6 +136,7 @@ class SavedAnalysis:
     source: str = ""
     topics: np.ndarray | None = None
     gaps: list | None = None  # of suggest.gaps.Gap
+    decisions: list | None = None  # of decisions.SuggestionDecision
 
     @property
     def chunking(self):
@@ -190,16 +203,19 @@ class SavedAnalysis:
 
 def save_analysis(
     analysis, directory: str | Path, *, report: dict | None = None, inputs: dict | None = None,
-    from_vectors: bool = False, question_file_name: str | None = None,
+    from_vectors: bool = False, question_file_name: str | None = None, decisions=None,
 ) -> Path:
     """Write ``analysis`` to ``directory`` (created if missing); returns the folder.
 
     ``report`` is the JSON report to keep (built from ``analysis`` and
     ``inputs`` when None). ``from_vectors`` says the passages came from a
-    vector store, so the manifest records no chunking. A folder that holds
+    vector store, so the manifest records no chunking. ``decisions`` are the
+    user's :class:`~coverage_core.decisions.SuggestionDecision` objects
+    (none: ``[]``), kept whole in ``decisions.json``. A folder that holds
     other files and no manifest is refused, so nothing of the user's is
     overwritten; a saved analysis in it is replaced.
     """
+    from coverage_core.decisions import decision_records
     from coverage_core.outputs.report import build_report
 
     folder = check_folder(directory)
@@ -209,6 +225,7 @@ def save_analysis(
     _write_json(folder / CALIBRATION, analysis.calibration.to_dict())
     _write_json(folder / REPORT, report if report is not None else build_report(analysis, inputs))
     _write_json(folder / GAPS, [dataclasses.asdict(gap) for gap in analysis.gaps])
+    _write_json(folder / DECISIONS, decision_records(decisions or ()))
     _write_json(folder / MANIFEST, _new_manifest(analysis, frame, inputs, from_vectors, question_file_name))
     return folder
 
@@ -485,13 +502,7 @@ def _manifest(read: Reader, label: str) -> dict:
     manifest = load_json(read(MANIFEST, MAX_JSON_BYTES), MANIFEST, label)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise InputError(f"The {MANIFEST} of {label} does not describe a saved analysis; choose a folder an analysis was saved to.")
-    version = manifest.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise InputError(
-            f"{label} was saved in format version {str(version)[:20]}, but this version reads version {SCHEMA_VERSION}; "
-            "save the analysis again with this version."
-        )
-    return manifest
+    return upgrade_manifest(manifest, label)
 
 
 def _file_limit(n_rows: int, dimensions: int, text_per_row: int) -> int:
@@ -603,7 +614,7 @@ def _load(read: Reader, label: str, manifest: dict) -> SavedAnalysis:
     report, corpus.token_fit = check_report(load_json(read(REPORT, MAX_JSON_BYTES), REPORT, label), label, REPORT)
     return SavedAnalysis(
         manifest, checked["config"], corpus, questions, question_embedding, clustering, calibration, report, label,
-        topics, _saved_gaps(read, label, len(chunks), counts["clusters"]),
+        topics, _saved_gaps(read, label, len(chunks), counts["clusters"]), _saved_decisions(read, label),
     )
 
 
@@ -708,6 +719,16 @@ def _saved_gaps(read: Reader, label: str, n_chunks: int, n_clusters: int) -> lis
     except InputError:
         raise InputError(f"The {GAPS} of {label} is damaged; save the analysis again.") from None
     return check_gaps(records, label, GAPS, n_chunks, n_clusters)
+
+
+def _saved_decisions(read: Reader, label: str) -> list | None:
+    """The decisions of ``decisions.json`` (None when the folder has none: saved before layout version 2);
+    InputError naming the field when it is damaged."""
+    try:
+        data = read(DECISIONS, MAX_JSON_BYTES)
+    except _MissingFile:
+        return None
+    return check_decisions(load_json(data, DECISIONS, label), label, DECISIONS)
 
 
 def _embedded_counts(record: dict) -> dict:

@@ -8,6 +8,16 @@ before use, and the sizes a file declares are compared with
 :func:`memory_budget` before anything of that size is allocated. Each
 problem is one :class:`~coverage_core.errors.InputError` naming the file and
 the field.
+
+A saved analysis's layout is versioned (:data:`SAVED_SCHEMA_VERSION`, the manifest's ``schema_version``);
+:func:`upgrade_manifest` is the upgrade path, so a folder or zip saved by an earlier version still opens:
+
+* version 1: the first layout;
+* version 2 adds ``decisions.json``, the user's decisions about the suggested questions (accepted, edited,
+  rejected: :mod:`coverage_core.decisions`, checked by :func:`check_decisions`). A version-1 folder has none:
+  it opens with no decisions (``SavedAnalysis.decisions`` None), as before.
+
+A version newer than this program's is refused (it may hold what this version would drop).
 """
 
 from __future__ import annotations
@@ -23,9 +33,14 @@ from coverage_core.errors import InputError
 from coverage_core.inputs import bounded_json
 
 __all__ = [
-    "FALLBACK_MEMORY_BYTES", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MEMORY_FRACTION", "READ_COPIES", "Fields",
-    "available_memory", "check_fits", "load_json", "memory_budget", "size_words",
+    "FALLBACK_MEMORY_BYTES", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MEMORY_FRACTION", "READ_COPIES",
+    "SAVED_SCHEMA_VERSION", "Fields", "available_memory", "check_decisions", "check_fits", "load_json",
+    "memory_budget", "size_words", "upgrade_manifest",
 ]
+
+SAVED_SCHEMA_VERSION = 2
+"""Version of a saved analysis's layout this program writes; it reads every version from 1 up to it
+(:func:`upgrade_manifest`)."""
 
 MAX_JSON_BYTES = 256 * 1024**2
 """Largest JSON member of a saved analysis: a report of a million questions stays well under it."""
@@ -451,3 +466,50 @@ def check_gaps(data: Any, label: str, file: str, n_chunks: int, n_clusters: int)
         raise InputError(f"The gaps in {file} of {label} do not match its clusters and passages; save the analysis "
                          "again.")
     return gaps
+
+
+# --------------------------------------------------------------------------
+# versions, and the decisions about the suggestions (version 2)
+# --------------------------------------------------------------------------
+
+
+def upgrade_manifest(manifest: dict, label: str) -> dict:
+    """``manifest`` (its ``format`` checked already) upgraded to :data:`SAVED_SCHEMA_VERSION`: a copy whose
+    ``schema_version`` is the current one and whose ``saved_version`` is the one it was written in.
+
+    Version 1 → 2 changes no field: the folder merely has no ``decisions.json``. InputError for a version that
+    is not a whole number from 1, or newer than this program's.
+    """
+    version = manifest.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= SAVED_SCHEMA_VERSION:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > SAVED_SCHEMA_VERSION
+        advice = ("upgrade coverage_core to open it, or save the analysis again with this version" if newer
+                  else "save the analysis again with this version")
+        raise InputError(
+            f"{label} was saved in format version {str(version)[:20]}, but this version reads versions 1 to "
+            f"{SAVED_SCHEMA_VERSION}; {advice}."
+        )
+    return {**manifest, "schema_version": SAVED_SCHEMA_VERSION, "saved_version": version}
+
+
+def check_decisions(data: Any, label: str, file: str) -> list:
+    """The :class:`~coverage_core.decisions.SuggestionDecision` objects of a decisions.json, every field checked:
+    a list of objects with text ``question``, ``original``, ``origin``, ``document``, ``passage``, a
+    ``decision`` of :data:`~coverage_core.decisions.DECISIONS` and a ``cluster`` that is a whole number from 0
+    or null. A field a later version added is left out; a missing text is ``""``."""
+    from coverage_core.decisions import DECISIONS, decision_from
+
+    fields = Fields(file, label)
+    decisions = []
+    for i, record in enumerate(fields.items(data, "decisions")):
+        name = f"decisions[{i}]"
+        record = fields.mapping(record, name)
+        checked = {key: fields.text(record.get(key, ""), f"{name}.{key}")
+                   for key in ("question", "original", "origin", "document", "passage")}
+        decision = record.get("decision")
+        if decision not in DECISIONS:
+            raise fields.fail(f"{name}.decision", decision, f"one of {', '.join(DECISIONS)}")
+        checked["decision"] = decision
+        checked["cluster"] = fields.integer(record.get("cluster"), f"{name}.cluster", minimum=0, optional=True)
+        decisions.append(decision_from(checked))
+    return decisions

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from coverage_core.decisions import base_origin, is_edited_origin
 from coverage_core.suggest.document_gaps import document_gap_name, gap_name
 from coverage_core.suggest.questions import SUGGESTION_PASSAGE_CHARS, Suggestion
 from coverage_core.validation import shorten
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from coverage_core.suggest.gaps import Gap
 
 __all__ = [
+    "EDITED_FROM_WORDS",
     "SUGGESTION_ORIGIN_WORDS",
     "first_kept",
     "gap_entry",
@@ -50,8 +52,26 @@ SUGGESTION_ORIGIN_WORDS = {
 N_SUMMARY_GAPS = 5
 
 
+EDITED_FROM_WORDS = {
+    "local": "built-in model",
+    "llm": "your LLM",
+    "draft": "draft",
+    "traffic": "traffic query",
+}
+"""What an edited question was edited from, for :func:`origin_words` ("edited (from built-in model)")."""
+
+
 def origin_words(origin: Any) -> str:
-    """A suggestion's ``origin`` in plain words (:data:`SUGGESTION_ORIGIN_WORDS`); an unknown one as it is."""
+    """A suggestion's ``origin`` in plain words (:data:`SUGGESTION_ORIGIN_WORDS`); an unknown one as it is.
+
+    An edited question (``"edited:local"``, :func:`coverage_core.decisions.edited_origin`) is "edited (from
+    built-in model)": :data:`EDITED_FROM_WORDS` of what it was edited from, else that origin's own words
+    without "written by".
+    """
+    if is_edited_origin(origin):
+        first = base_origin(origin)
+        source = EDITED_FROM_WORDS.get(first) or origin_words(first).removeprefix("written by ").removeprefix("the ")
+        return f"edited (from {source or 'a suggestion'})"
     return SUGGESTION_ORIGIN_WORDS.get(str(origin), str(origin or ""))
 
 

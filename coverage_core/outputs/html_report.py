@@ -29,9 +29,17 @@ import plotly.graph_objects as go
 from coverage_core import wording
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD, MEASURE_NAMES
 from coverage_core.outputs import plots
-from coverage_core.outputs.gap_report import SUGGESTION_ORIGIN_WORDS, gap_note, ordered_suggestions, origin_words
+from coverage_core.outputs.gap_report import (
+    SUGGESTION_ORIGIN_WORDS,
+    gap_note,
+    gap_tested_share,
+    ordered_suggestions,
+    origin_words,
+)
+from coverage_core.outputs.plots.style import percent_points
 from coverage_core.outputs.report import (
     METRIC_NAMES,
+    RELATIVE_METRIC_NAMES,
     UNDERTESTED,
     UNTESTED,
     ApplyPair,
@@ -286,26 +294,51 @@ def _settings(analysis: "Analysis") -> str:
         '<p class="muted">Settings: embedding '
         f"{_e(embedding.provider)} {_e(embedding.model or '(default model)')}, chunks of "
         f"{config.chunking.chunk_size} characters ({config.chunking.chunk_overlap} overlap), "
-        f"K = {analysis.clustering.n_clusters}{' (automatic)' if config.n_clusters is None else ''}, "
-        f"multi-cluster threshold {config.multi_threshold}, N = {config.multi_n}, "
-        f"gap threshold {config.gaps.gap_threshold}.</p>"
+        f"K = {analysis.clustering.n_clusters}{' (automatic)' if config.n_clusters is None else ''} topics. "
+        f"Gap rule: {_e(gap_rule_words(config.gaps))}. For the relative scores: the nearby-topic score counts a "
+        f"question for a topic within distance {config.multi_threshold:g} of its centre, the nearest-topics score "
+        f"for its {config.multi_n} closest topics.</p>"
     )
+
+
+def gap_rule_words(gaps) -> str:
+    """The gap rule in force, in the words the dashboard's Gap analysis page uses: "a topic is a gap when less
+    than 50% of its passages are tested" (or its coverage score is below the threshold, under rule "coverage")."""
+    if gaps.rule == "coverage":
+        return f"a topic is a gap when its coverage score (relative) is below {gaps.gap_threshold:.2f}"
+    return f"a topic is a gap when less than {gaps.tested_share_threshold:.0%} of its passages are tested"
 
 
 def _coverage_section(analysis: "Analysis", pair: ApplyPair | None) -> str:
-    cards = []
-    for name in METRIC_NAMES:
-        value = analysis.metrics[name]
-        cards.append(
-            f'<div class="card"><div>{_e(plots.METRIC_LABELS.get(name, name))}</div><div class="value">{value:.3f}</div>'
-            f'{_card_delta(analysis, pair, name)}<div class="muted">{_e(METRIC_NOTES.get(name, ""))}</div></div>'
-        )
+    """The tested share (a whole percent, its change in percentage points, as the dashboard shows it), then the
+    relative scores, set apart for method experts."""
+    def card(name: str) -> str:
+        value = _metric(name, analysis.metrics[name])
+        return (f'<div class="card"><div>{_e(plots.METRIC_LABELS.get(name, name))}</div><div class="value">{value}</div>'
+                f'{_card_delta(analysis, pair, name)}<div class="muted">{_e(METRIC_NOTES.get(name, ""))}</div></div>')
+
     return (
         "<h2>Coverage</h2>\n"
-        "<p>Scores are <b>relative, not absolute</b>: they depend on the model and the chunking. Compare "
+        '<div class="cards">' + card("tested_share") + "</div>\n"
+        "<h3>Scores for method experts</h3>\n"
+        "<p>These scores are <b>relative, not absolute</b>: they depend on the model and the chunking. Compare "
         "test sets (or versions of one) on the same corpus and settings.</p>\n"
-        '<div class="cards">' + "".join(cards) + "</div>"
+        '<div class="cards">' + "".join(card(name) for name in RELATIVE_METRIC_NAMES) + "</div>"
     )
+
+
+def _metric(name: str, value: float) -> str:
+    """A metric as the dashboard shows it: the tested share in whole percent, a relative score to three decimals."""
+    return f"{float(value):.0%}" if name == "tested_share" else f"{float(value):.3f}"
+
+
+def _metric_change(name: str, before: float, after: float) -> str:
+    """A metric's change: percentage points for the tested share (``percent_points``, the dashboard's), else
+    the difference of the scores as shown."""
+    if name == "tested_share":
+        return percent_points(before, after)[1]
+    difference = round(round(float(after), 3) - round(float(before), 3), 3) + 0.0
+    return f"{difference:+.3f}" if difference else "no change"
 
 
 def _card_delta(analysis: "Analysis", pair: ApplyPair | None, name: str) -> str:
@@ -313,12 +346,12 @@ def _card_delta(analysis: "Analysis", pair: ApplyPair | None, name: str) -> str:
     if pair is None:
         return ""
     before, after = float(pair.before_metrics[name]), float(pair.after_metrics[name])
-    change = after - before
+    change = _metric_change(name, before, after)
     if pair.before is analysis:
-        shown = f"improved set: {after:.3f} ({change:+.3f})"
+        shown = f"improved set: {_metric(name, after)} ({change})"
     else:
-        shown = f"before Apply: {before:.3f} (change {change:+.3f})"
-    return f'<div class="delta{" neg" if change < 0 else ""}">{shown}</div>'
+        shown = f"before Apply: {_metric(name, before)} (change {change})"
+    return f'<div class="delta{" neg" if change.startswith("-") else ""}">{shown}</div>'
 
 
 def _warnings_section(analysis: "Analysis") -> str:
@@ -337,7 +370,7 @@ def _clusters_section(analysis: "Analysis", figure: _Figures) -> str:
             [
                 _e(cluster_name(row.cluster, getattr(row, "label", ""))), _share(row.tested_share),
                 '<span class="flag">gap</span>' if row.is_gap else "", _e(int(row.n_tested)), _e(int(row.size)),
-                f"{row.share:.1%}", _num(row.coverage), _num(row.multi_threshold_coverage),
+                _share(row.share), _num(row.coverage), _num(row.multi_threshold_coverage),
                 _num(row.multi_n_coverage), _e(int(row.n_questions)), _e(shorten(example, 200)),
             ]
         )
@@ -346,8 +379,9 @@ def _clusters_section(analysis: "Analysis", figure: _Figures) -> str:
             "<h2>Clusters</h2>",
             figure(plots.topic_verdict_bar(analysis.clusters, analysis.config.gaps)),
             _table(
-                ["cluster", "tested share", "", "passages tested", "chunks", "share", "coverage", "multi-threshold",
-                 "multi-N", "questions", "most central passage"],
+                ["cluster", "tested share", "", "passages tested", "passages", "share of corpus", "coverage (relative)",
+                 plots.METRIC_LABELS["multi_threshold"], plots.METRIC_LABELS["multi_n"],
+                 "on-topic questions closest to it", "most central passage"],
                 rows, numeric=(1, 3, 4, 5, 6, 7, 8, 9),
             ),
         ]
@@ -368,10 +402,11 @@ def _gaps_section(analysis: "Analysis") -> str:
     return "\n".join(
         [
             "<h2>Gaps</h2>",
-            "<p>Clusters below the gap threshold, and untested documents whose topic is not one, most urgent first "
-            f"(priority = {1 - weight:g} × (1 − coverage) + {weight:g} × share; an untested document counts as "
-            "coverage 0, and a gap that holds one has a question from it). Questions marked as offline drafts were "
-            "templated from the passages and need rewording.</p>",
+            f"<p>Topics that meet the gap rule ({_e(gap_rule_words(analysis.config.gaps))}), and untested documents "
+            "whose topic is not one, ranked by how far their passages lie from the nearest question, weighing in "
+            f"their size (for method experts: priority = {1 - weight:g} × (1 − coverage) + {weight:g} × share, an "
+            "untested document counting as coverage 0). A gap that holds an untested document has a question from "
+            "it. Questions marked as offline drafts were templated from the passages and need rewording.</p>",
             _gap_table(analysis),
             "<h3>Suggested questions</h3>",
             "<p>Kept questions first; a dropped one failed the check a question must pass to be kept, "
@@ -392,11 +427,12 @@ def _gap_table(analysis: "Analysis") -> str:
         n_kept = sum(s.kept for s in written)
         counted = f"{n_kept} kept, {len(written) - n_kept} dropped" if written else ""
         rows.append(
-            [_e(rank), _e(gap_name(gap.cluster, gap.document, labels.get(gap.cluster, ""))), _num(gap.coverage), _e(gap.size),
-             f"{gap.share:.1%}", _e(", ".join(gap.themes)), _e(counted or gap_note(gap) or "none written")]
+            [_e(rank), _e(gap_name(gap.cluster, gap.document, labels.get(gap.cluster, ""))),
+             _share(gap_tested_share(analysis, gap)), _e(gap.size), _share(gap.share),
+             _e(", ".join(gap.themes)), _e(counted or gap_note(gap) or "none written")]
         )
     return _table(
-        ["rank", "gap", "coverage", "size", "corpus share", "themes", "suggested questions"], rows,
+        ["rank", "gap", "tested share", "passages", "share of corpus", "themes", "suggested questions"], rows,
         numeric=(0, 2, 3, 4),
     )
 
@@ -459,7 +495,8 @@ def _documents_section(analysis: "Analysis", figure: _Figures) -> str:
             "too small a share of its passages is tested.</p>",
             "<ul>" + "".join(named) + "</ul>" if named else "<p>Every document is tested.</p>",
             figure(plots.document_verdict_bar(analysis.documents)),
-            _table(["document", "chunks", "questions", "passages tested", "tested share", "coverage", "verdict"],
+            _table(["document", "passages", "questions", "passages tested", "tested share", "coverage (relative)",
+                    "verdict"],
                    rows, numeric=(1, 2, 3, 4, 5)),
         ]
     )
@@ -712,8 +749,8 @@ def _after_apply_section(
         _table(
             ["metric", "before", "after", "change"],
             (
-                [_e(plots.METRIC_LABELS[n]), _num(pair.before_metrics[n]), _num(pair.after_metrics[n]),
-                 f"{float(pair.after_metrics[n]) - float(pair.before_metrics[n]):+.3f}"]
+                [_e(plots.METRIC_LABELS[n]), _metric(n, pair.before_metrics[n]), _metric(n, pair.after_metrics[n]),
+                 _e(_metric_change(n, pair.before_metrics[n], pair.after_metrics[n]))]
                 for n in METRIC_NAMES
             ),
             numeric=(1, 2, 3),
@@ -726,7 +763,7 @@ def _after_apply_section(
         _table(
             ["question", "origin", "gap cluster", "source document", "source passage"],
             (
-                [_e(q["text"]), _e(ORIGIN_LABELS.get(q["origin"], q["origin"])), _e(q["cluster"]),
+                [_e(q["text"]), _e(ORIGIN_LABELS.get(q["origin"]) or origin_words(q["origin"])), _e(q["cluster"]) or "—",
                  _e(q["document"]), _e(q["passage"])]
                 for q in entries
             ),

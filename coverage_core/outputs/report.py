@@ -26,7 +26,8 @@ Additions within schema version 2 (no field renamed, so the version stays):
 
   The metric names are those of ``metrics``. ``origin`` ``"draft"`` is an
   offline draft the user worded as a question; ``"you"`` a row the user
-  wrote; ``passage`` is the source passage shortened to
+  wrote; ``"edited:<origin>"`` a suggestion the user rewrote
+  (``"edited:local"``: :mod:`coverage_core.decisions`); ``passage`` is the source passage shortened to
   ``ACCEPTED_PASSAGE_CHARS``. See :func:`after_apply_section`.
 
 Version 3 renames the question level, one name for one concept:
@@ -112,11 +113,19 @@ Additions within schema version 6 (no field renamed, so the version stays):
                 "questions_added": [text, ...], "questions_removed": [text, ...],
                 "topics_lost": [{"label", "tested_share_before", "tested_share_after"}],
                 "topics_gained": [{"label", "tested_share_before", "tested_share_after"}],
+                "settings_changed": [{"name", "before", "after", "text"}],
+                "verdicts_changed": [{"name", "before", "after", "text"}],
                 "reason"}
 
   ``run``, ``label`` and ``recorded_at`` are the earlier run's; a document
   is "changed" when its content hash differs under the same name;
-  ``reason`` is one sentence ("+3 documents, none tested: −4.1 points").
+  ``settings_changed`` are the settings that differ (model, chunk size and
+  overlap, strictness, topics K, level τ, retrieval k) and
+  ``verdicts_changed`` the verdict counts (off-topic questions, gaps,
+  untested and under-tested documents), each ``before`` and ``after`` as
+  shown and its ``text`` ("strictness 0.5 → 1.0");
+  ``reason`` is one sentence ("+3 documents, none tested: −4.1 points";
+  "Strictness 0.5 → 1.0; topics (K) 6 → 8; off-topic questions 14 → 19: +0.0 points").
   :mod:`coverage_core.outputs.since_report` words it for the terminal, the
   HTML report and JUnit. Readers of older reports need nothing: the section
   is optional.

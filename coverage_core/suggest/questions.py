@@ -27,6 +27,7 @@ from coverage_core import wording
 from coverage_core.errors import ProviderError
 from coverage_core.languages import SPACELESS, UNDETERMINED, detect_language, language_name, stop_words, word_units
 from coverage_core.stages.topics import stem_word
+from coverage_core.suggest.fragments import fragment_reason
 from coverage_core.suggest.llm import FATAL_KINDS, ChatClient
 from coverage_core.validation import shorten, unit_rows
 
@@ -35,6 +36,9 @@ PROMPT_PASSAGE_CHARS = 1200
 SUGGESTION_PASSAGE_CHARS = 300
 # Existing questions shown to the LLM so it does not repeat them.
 N_EXISTING_IN_PROMPT = 20
+MAX_SUGGESTION_CHARS = 500
+"""Longest question kept from an LLM's answer, in characters: a test question is one sentence (the built-in
+writer keeps at most 30 words, about 200 characters); a longer "question" is a model rambling, dropped."""
 
 
 @dataclass(frozen=True)
@@ -341,8 +345,10 @@ def _key_sentences(text: str, theme_words: set[str], code: str, strict: bool = T
     of the passage's language ``code``; theme words count double) per square
     root of length, so neither the shortest nor the longest sentence wins by
     size alone; a sentence starting with a pronoun or "However" needs its
-    context and ranks last. Languages without spaces count character pairs
-    as words.
+    context: it ranks last, and comes with the sentence before it when that
+    one is a candidate too. Languages without spaces count character pairs
+    as words. A fragment (:func:`~coverage_core.suggest.fragments.fragment_reason`:
+    under 6 words, a question, no verb) is no candidate.
     """
     wording = DRAFT_WORDINGS[_wording_key(text, code)]
     spaceless = code in SPACELESS
@@ -350,15 +356,34 @@ def _key_sentences(text: str, theme_words: set[str], code: str, strict: bool = T
     dangling = re.compile(wording.dangling, re.IGNORECASE) if wording.dangling else None
     shortest_content = 1 if spaceless else 2
     scored = []
+    previous = ""  # the sentence before, when a draft may quote it
     for position, sentence in enumerate(_sentences(text, wording, spaceless)):
-        if not _is_prose(sentence, wording, stops, spaceless, strict):
+        if not _is_prose(sentence, wording, stops, spaceless, strict) or fragment_reason(sentence, code, spaceless):
+            previous = ""
             continue
         words = _words(sentence)
         content = {w for w in words if len(w) > shortest_content and w not in stops}
         density = (len(content) + len(content & theme_words)) / np.sqrt(len(words))
         needs_context = bool(dangling and dangling.match(sentence.lstrip(_SENTENCE_OPENERS)))
-        scored.append((needs_context, -density, position, sentence))
+        # "This includes both medical and dental services." says nothing without the sentence before it:
+        # quoted with it when the chunk holds it.
+        quoted = f"{previous}{'' if spaceless else ' '}{sentence}" if needs_context and previous else sentence
+        scored.append((needs_context, -density, position, quoted))
+        previous = sentence
     return [sentence for *_, sentence in sorted(scored)]
+
+
+def quotable_sentences(text: str, code: str) -> list[str]:
+    """The sentences of a passage in language ``code`` worth a question, best first (what drafts quote).
+
+    Prose sentences that are no fragment; a sentence that needs the one
+    before it comes with it, last. Only short ones when the passage has no
+    other; none for a language without draft wording, or a passage of lists
+    and tables.
+    """
+    if _wording_key(text, code) not in DRAFT_WORDINGS:
+        return []
+    return _key_sentences(text, set(), code) or _key_sentences(text, set(), code, strict=False)
 
 
 def has_sentences(text: str, code: str) -> bool:
@@ -475,7 +500,10 @@ def draft_questions(
             index, sentence = candidates_of_passage[depth]
             code = languages[index]
             wording = DRAFT_WORDINGS[_wording_key(chunk_texts[index], code)]
-            asked = _question_from(sentence, wording, _draft_stop_words(code), code in SPACELESS)
+            spaceless = code in SPACELESS
+            # A sentence quoted with the one before it (it needs its context) is no definition to ask back.
+            single = len(_sentences(sentence, wording, spaceless)) == 1
+            asked = _question_from(sentence, wording, _draft_stop_words(code), spaceless) if single else None
             text = asked or wording.quote(sentence)
             if duplicate_key(text) in seen:
                 continue
@@ -561,6 +589,7 @@ def _parse_llm_answer(answer, n_passages: int) -> tuple[list[str], list[tuple[st
     if isinstance(raw_themes, list):
         themes = [shorten(t, 60, at_word=True) for t in raw_themes if isinstance(t, str) and t.strip()][:5]
     questions = []
+    n_long = 0
     raw_questions = answer.get("questions")
     for item in raw_questions if isinstance(raw_questions, list) else []:
         text, passage = (item, None) if isinstance(item, str) else (None, None)
@@ -568,11 +597,16 @@ def _parse_llm_answer(answer, n_passages: int) -> tuple[list[str], list[tuple[st
             text, passage = item.get("question"), item.get("passage")
         if not isinstance(text, str) or not text.strip():
             continue
+        if len(text) > MAX_SUGGESTION_CHARS and len(" ".join(text.split())) > MAX_SUGGESTION_CHARS:
+            n_long += 1
+            continue
         try:
             number = int(passage)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # "passage": 1e999 is infinity
             number = 0
         questions.append((" ".join(text.split()), number - 1 if 1 <= number <= n_passages else None))
+    if not questions and n_long:
+        raise ValueError(f"its questions are longer than the {MAX_SUGGESTION_CHARS} characters a test question may have")
     if not questions:
         raise ValueError("the reply holds no questions")
     return themes, questions

@@ -18,9 +18,11 @@ from coverage_core.history import (
 from coverage_core.history.snapshot import question_hash
 
 MINUS = "\N{MINUS SIGN}"
-# The keys of the JSON report's `since` section, as issue 23 names them, plus the reason sentence.
+# The keys of the JSON report's `since` section, as issue 23 names them, plus the reason sentence and (issue 47)
+# the settings and verdict counts that changed.
 SINCE_KEYS = {"run", "label", "recorded_at", "tested_share_change", "documents_added", "documents_removed",
-              "documents_changed", "questions_added", "questions_removed", "topics_lost", "topics_gained", "reason"}
+              "documents_changed", "questions_added", "questions_removed", "topics_lost", "topics_gained", "reason",
+              "settings_changed", "verdicts_changed"}
 START = datetime(2026, 5, 4, 12, 0, tzinfo=timezone.utc)
 
 
@@ -137,18 +139,18 @@ def test_a_gap_with_some_tests_has_no_tests_to_lose():
          f"+3 documents, none tested: {MINUS}4.1 points"),
         (run(questions=BASE_QUESTIONS, topics=[topic("t", {"a.md": 4})], tested_share=0.42),
          run(questions=BASE_QUESTIONS[:1], topics=[topic("t", {"a.md": 4}, share=0.0)], tested_share=0.40),
-         f"2 questions removed, 1 topic lost its tests: {MINUS}2.0 points"),
+         f"2 questions removed; 1 topic lost its tests: {MINUS}2.0 points"),
         (run(BASE_DOCUMENTS, BASE_QUESTIONS), run(BASE_DOCUMENTS, BASE_QUESTIONS),
-         "No change in documents or questions: +0.0 points"),
+         "No change in documents, questions, settings or verdicts: +0.0 points"),
         (run(BASE_DOCUMENTS), run(BASE_DOCUMENTS[:2] + [document("d.md")], BASE_QUESTIONS[:1], tested_share=0.53),
-         "+1 document, tested, 1 document removed, +1 question: +3.0 points"),
+         "+1 document, tested; 1 document removed; +1 question: +3.0 points"),
         (run(BASE_DOCUMENTS), run([document("a.md", 1, untested=True), document("b.md", 1)] + BASE_DOCUMENTS[2:],
                                   tested_share=0.4999),
          "2 documents changed, 1 untested now: +0.0 points"),
         (run(BASE_DOCUMENTS), run(BASE_DOCUMENTS, model="bge-m3", tested_share=0.6),
-         "The model changed from all-MiniLM-L6-v2 to bge-m3: +10.0 points"),
+         "Model all-MiniLM-L6-v2 → bge-m3: +10.0 points"),
         (run(BASE_DOCUMENTS), run(BASE_DOCUMENTS, support_threshold=0.55, tested_share=None),
-         "τ moved from 0.50 to 0.55: change in tested share not known"),
+         "Level τ 0.50 → 0.55: change in tested share not known"),
     ],
     ids=["documents added", "questions removed", "nothing", "mixed", "changed", "model", "unknown share"],
 )
@@ -205,4 +207,4 @@ def test_changes_between_two_analyses_name_the_new_untested_documents(analysis):
     assert [d.name for d in changes.new_untested] == ["new-1.md", "new-2.md"]
     assert changes.questions_removed == (report["questions"][0]["text"],)
     assert changes.documents_changed == () and changes.topics_lost == () and changes.topics_gained == ()
-    assert changes.reason.startswith("+2 documents, none tested, 1 question removed: ")
+    assert changes.reason.startswith("+2 documents, none tested; 1 question removed; untested documents ")

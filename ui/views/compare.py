@@ -38,9 +38,11 @@ def compare(analysis: Analysis, other: QuestionSet, embedder, cache, names: tupl
     return Comparison(names[0], names[1], analysis, other_analysis)
 
 
-def metric_deltas(before: dict[str, float], after: dict[str, float], names=("before", "after")) -> pd.DataFrame:
-    """The metrics under both sets, by their plain names (not the report's field names)."""
-    keys = [k for k in before if k in after]
+def metric_deltas(before: dict[str, float], after: dict[str, float], names=("before", "after"),
+                  only=None) -> pd.DataFrame:
+    """The metrics under both sets (those named in ``only``, if given), by their plain names (not the report's
+    field names)."""
+    keys = [k for k in before if k in after and (only is None or k in only)]
     return pd.DataFrame(
         {
             "metric": [formats.metric_label(k) for k in keys],
@@ -52,7 +54,7 @@ def metric_deltas(before: dict[str, float], after: dict[str, float], names=("bef
 
 
 def cluster_deltas(before: Analysis, after: Analysis, names=("before", "after")) -> pd.DataFrame:
-    """Per cluster: coverage under both question sets, the change, and questions near it; biggest gain first."""
+    """Per cluster: coverage under both question sets, the change, and the on-topic questions closest to it; biggest gain first."""
     a = before.clusters[["cluster", "size", "coverage", "n_questions"]]
     b = after.clusters[["cluster", "coverage", "n_questions"]]
     merged = a.merge(b, on="cluster", suffixes=("_a", "_b"))
@@ -64,11 +66,34 @@ def cluster_deltas(before: Analysis, after: Analysis, names=("before", "after"))
             names[0]: merged["coverage_a"],
             names[1]: merged["coverage_b"],
             "change": [formats.shown_difference(a_, b_) for a_, b_ in zip(merged["coverage_a"], merged["coverage_b"])],
-            f"questions near it ({names[0]})": merged["n_questions_a"],
-            f"questions near it ({names[1]})": merged["n_questions_b"],
+            f"questions closest ({names[0]})": merged["n_questions_a"],
+            f"questions closest ({names[1]})": merged["n_questions_b"],
         }
     )
     return frame.sort_values(["change", "cluster"], ascending=[False, True]).reset_index(drop=True)
+
+
+def tested_share_deltas(before: Analysis, after: Analysis, names=("before", "after")) -> pd.DataFrame:
+    """Per topic: the share of its passages tested under both question sets, in whole percent (0-100, as every
+    page rounds a share), and the change between the two as shown, in points; biggest gain first."""
+    a = before.clusters[["cluster", "size", "tested_share"]]
+    b = after.clusters[["cluster", "tested_share"]]
+    merged = a.merge(b, on="cluster", suffixes=("_a", "_b"))
+    shown_a = [round(100 * float(v)) for v in merged["tested_share_a"]]
+    shown_b = [round(100 * float(v)) for v in merged["tested_share_b"]]
+    frame = pd.DataFrame(
+        {
+            "topic": [topic_of(before, c) or f"cluster {c}" for c in merged["cluster"]],
+            "passages": merged["size"],
+            names[0]: shown_a,
+            names[1]: shown_b,
+            "change": [b_ - a_ for a_, b_ in zip(shown_a, shown_b)],
+            "cluster": merged["cluster"],
+        }
+    )
+    frame = frame.sort_values(["change", "cluster"], ascending=[False, True]).reset_index(drop=True)
+    frame["change"] = [f"{d:+d} pts" if d else formats.NO_CHANGE for d in frame["change"]]
+    return frame
 
 
 # Score cards at 1280 px: the main area of the wide layout beside the sidebar, a label's width per character

@@ -10,6 +10,7 @@ import pandas as pd
 from coverage_core import wording
 from coverage_core.config import EmbeddingConfig
 from coverage_core.errors import CoverageError
+from coverage_core.outputs.plots.fitness import SWEEP_NAMES
 from coverage_core.results import Analysis
 from ui import formats
 
@@ -17,11 +18,12 @@ LABEL_NAMES = {1.0: "answerable", 0.0: "not answerable"}
 SWEEP_COLUMNS = {
     "d": "dimensions",
     "method": "vectors",
-    "spearman": "rank agreement with full size (Spearman)",
+    "spearman": SWEEP_NAMES["spearman"],
     "mean_similarity": "mean best similarity",
-    "point_biserial_r": formats.POINT_BISERIAL_LABEL.lower(),
-    "auroc": "AUROC",
+    "point_biserial_r": SWEEP_NAMES["point_biserial_r"],
+    "auroc": SWEEP_NAMES["auroc"],
 }
+"""The sweep table's headers, in the chart's plain words (the statistics are named in the label analysis only)."""
 SWEEP_SCORE_COLUMNS = tuple(name for key, name in SWEEP_COLUMNS.items() if key not in ("d", "method"))
 
 

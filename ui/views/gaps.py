@@ -11,6 +11,7 @@ import pandas as pd
 
 from coverage_core import pipeline
 from coverage_core.checks.retrieval_labels import find_relevant_column
+from coverage_core.decisions import base_origin, edited_origin, same_text
 from coverage_core.errors import CoverageError
 from coverage_core.outputs.gap_report import gap_tested_share
 from coverage_core.results import Analysis
@@ -20,15 +21,19 @@ from coverage_core.suggest.questions import is_unfinished_draft
 from coverage_core.types import QuestionSet
 from ui import formats
 
-SUGGESTION_COLUMNS = ("accept", "question", "cluster", "origin", "document", "passage")
+SUGGESTION_COLUMNS = ("accept", "question", "cluster", "origin", "document", "passage", "original")
+"""The suggestions table's columns; ``original`` (hidden in the editor) is the suggestion's text as it was written,
+"" for a row the user added: a row whose question differs from it is edited (:mod:`coverage_core.decisions`)."""
 USER_ORIGIN = "you"
 TRAFFIC_ORIGIN = "traffic"
+ORIGIN_OPTIONS = (*formats.ORIGIN_WORDS, *(edited_origin(o) for o in formats.ORIGIN_WORDS if o != USER_ORIGIN))
+"""Every origin the editor's origin column may show: the suggestions' own, and each edited from one."""
 MARKER_COLUMN = "suggested"
 SOURCE_COLUMN = "source_document"
 """The column the improved CSV names an added question's source document in when the file has no source column
 of its own; one of the names the retrieval check recognises (``RELEVANT_COLUMN_NAMES``)."""
 PASSAGE_COLUMN = "source_passage"
-"""The column the improved CSV gives an added question's source passage in (shortened, as the editor shows it)."""
+"""The column the improved CSV gives an added question's source passage in (the whole passage, on one line)."""
 
 
 def topic_of(analysis: Analysis, cluster: int) -> str:
@@ -199,7 +204,18 @@ def least_covered_passages(analysis: Analysis) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------- suggestions
+def whole_passage(suggestion, chunk_texts: Sequence[str] = ()) -> str:
+    """A suggestion's source passage whole: its chunk's text when ``chunk_texts`` hold it (a ``Suggestion`` keeps
+    its passage shortened), else the passage it keeps."""
+    chunk = getattr(suggestion, "chunk", None)
+    if chunk is not None and 0 <= int(chunk) < len(chunk_texts):
+        return str(chunk_texts[int(chunk)])
+    return suggestion.passage
+
+
 def suggestions_frame(analysis: Analysis) -> pd.DataFrame:
+    """The gaps' suggestions as rows of the suggestions editor, each with its whole source passage."""
+    chunk_texts = [chunk.text for chunk in analysis.corpus.chunks]
     rows = [
         {
             "accept": False,
@@ -207,7 +223,8 @@ def suggestions_frame(analysis: Analysis) -> pd.DataFrame:
             "cluster": int(gap.cluster),
             "origin": s.origin,
             "document": s.document,
-            "passage": s.passage,
+            "passage": whole_passage(s, chunk_texts),
+            "original": s.text,
         }
         for gap in analysis.gaps
         for s in gap.suggestions
@@ -215,43 +232,62 @@ def suggestions_frame(analysis: Analysis) -> pd.DataFrame:
     return normalize_suggestions(pd.DataFrame(rows, columns=list(SUGGESTION_COLUMNS)))
 
 
+def _text(value) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA else str(value)
+
+
 def normalize_suggestions(frame: pd.DataFrame) -> pd.DataFrame:
-    """Column types the editor needs; rows the user added get origin "you"."""
+    """Column types the editor needs; rows the user added get origin "you"; a suggestion whose question differs
+    from its ``original`` gets the edited origin ("edited:local"), and its own back when the text is restored."""
     frame = frame.reindex(columns=list(SUGGESTION_COLUMNS)).copy()
     frame["accept"] = frame["accept"].map(lambda v: bool(v) if v is not None and not pd.isna(v) else False).astype(bool)
-    frame["question"] = frame["question"].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+    frame["question"] = frame["question"].map(_text)
     frame["cluster"] = pd.to_numeric(frame["cluster"], errors="coerce").astype("Int64")
-    for column in ("origin", "document", "passage"):
-        frame[column] = frame[column].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+    for column in ("origin", "document", "passage", "original"):
+        frame[column] = frame[column].map(_text)
     frame.loc[frame["origin"] == "", "origin"] = USER_ORIGIN
+    suggested = frame["original"].map(lambda text: bool(text.strip())).astype(bool)
+    edited = suggested & ~pd.Series([same_text(q, o) for q, o in zip(frame["question"], frame["original"])],
+                                    index=frame.index, dtype=bool)
+    frame.loc[edited, "origin"] = frame.loc[edited, "origin"].map(edited_origin)
+    frame.loc[suggested & ~edited, "origin"] = frame.loc[suggested & ~edited, "origin"].map(base_origin)
     return frame.reset_index(drop=True)
 
 
-def merge_suggestions(previous: pd.DataFrame | None, fresh: pd.DataFrame) -> pd.DataFrame:
-    """New suggestions, keeping every row the user accepted or wrote before.
+def is_edited(frame: pd.DataFrame) -> pd.Series:
+    """Which rows of a normalised suggestions table hold a suggestion the user rewrote."""
+    return frame["origin"].map(lambda origin: origin != base_origin(origin)).astype(bool)
 
-    Used when the gaps change (a threshold moved): rows the user accepted or
-    added are kept first; the other suggestions are replaced by the new ones.
+
+def merge_suggestions(previous: pd.DataFrame | None, fresh: pd.DataFrame) -> pd.DataFrame:
+    """New suggestions, keeping every row the user accepted, edited or wrote before.
+
+    Used when the gaps change (a threshold moved): rows the user accepted,
+    rewrote or added are kept first; the other suggestions are replaced by
+    the new ones, less those the kept rows already hold (as they stand or
+    as they were written).
     """
     if previous is None or previous.empty:
         return normalize_suggestions(fresh)
     previous = normalize_suggestions(previous)
     fresh = normalize_suggestions(fresh)
     # Rows the user brought in (typed, or real queries added from the traffic page) outlive the gaps.
-    keep = previous[previous["accept"] | previous["origin"].isin([USER_ORIGIN, TRAFFIC_ORIGIN])]
-    extra = fresh[~fresh["question"].isin(set(keep["question"]))]
+    keep = previous[previous["accept"] | is_edited(previous) | previous["origin"].isin([USER_ORIGIN, TRAFFIC_ORIGIN])]
+    held = (set(keep["question"]) | set(keep["original"])) - {""}
+    extra = fresh[~fresh["question"].isin(held)]
     return normalize_suggestions(pd.concat([keep, extra], ignore_index=True))
 
 
-def traffic_suggestions_frame(result) -> pd.DataFrame:
+def traffic_suggestions_frame(result, chunk_texts: Sequence[str] = ()) -> pd.DataFrame:
     """The traffic comparison's suggestions (real untested queries) as rows of the suggestions editor.
 
-    Each row is in the topic (cluster) of the passage that answers it; a query no passage answers has no
-    topic and its passage cell says so (the core's note, "no answer in the documents"): a gap in the
-    documents, not in the test set."""
+    Each row is in the topic (cluster) of the passage that answers it, that passage whole when ``chunk_texts``
+    (the analysis's chunks) hold it; a query no passage answers has no topic and its passage cell says so
+    (the core's note, "no answer in the documents"): a gap in the documents, not in the test set."""
     rows = [
         {"accept": False, "question": s.text, "cluster": s.cluster if s.cluster >= 0 and not s.note else None,
-         "origin": s.origin, "document": s.document, "passage": s.passage or s.note}
+         "origin": s.origin, "document": s.document,
+         "passage": (whole_passage(s, chunk_texts) if s.passage else "") or s.note, "original": s.text}
         for s in result.suggestions
     ]
     return normalize_suggestions(pd.DataFrame(rows, columns=list(SUGGESTION_COLUMNS)))
@@ -297,7 +333,8 @@ def accepted_rows(frame: pd.DataFrame | None, texts: Sequence[str]) -> tuple[dic
     """The suggestion-table rows behind the accepted ``texts`` (:func:`accepted_texts`), one per text, in table order.
 
     Each is a plain dict (question on one line, origin, cluster, source
-    document and passage) for the reports' list of accepted questions.
+    document and passage) for the reports' list of accepted questions; an
+    edited suggestion's origin is the edited one ("edited:local").
     """
     if frame is None or frame.empty:
         return ()

@@ -12,7 +12,10 @@ from coverage_core.stages.measure import document_verdict_warnings, tested_level
 
 CLUSTER_COLUMNS = ("topic", "tested_share", "is_gap", "n_tested", "size", "n_questions", "cluster", "example passage")
 """The topic table's shown columns, in order: the verdict (tested share, gap) right after the topic's name,
-so that it is visible at 1280 px without scrolling; the other columns are in the CSV download."""
+so that it is visible at 1280 px without scrolling; the other columns are in the CSV download. Under the
+coverage-score gap rule the score the verdict reads follows the tested share (:func:`cluster_columns`)."""
+SHARE_COLUMNS = ("tested_share", "share")
+"""The shares of the topic and document tables, shown as whole percentages (``ui.columns.percents``)."""
 
 
 def warnings_beside_the_verdict(analysis: Analysis) -> list[str]:
@@ -23,27 +26,33 @@ def warnings_beside_the_verdict(analysis: Analysis) -> list[str]:
 
 
 def cluster_table(analysis: Analysis) -> pd.DataFrame:
-    """The clusters, most urgent first (as the per-topic chart), the :data:`CLUSTER_COLUMNS` first."""
+    """The clusters, most urgent first (as the per-topic chart: gaps, then by the figure shown), the
+    :data:`CLUSTER_COLUMNS` first."""
     ordered = topics_by_urgency(analysis.clusters, analysis.config.gaps)
     frame = ordered.drop(columns=["representative_chunks"])
     if "label" in frame:
         frame = frame.rename(columns={"label": "topic"})
     frame["example passage"] = [chunks[0] if len(chunks) else "" for chunks in ordered["representative_chunks"]]
-    first = cluster_columns(frame)
+    first = cluster_columns(frame, analysis.config.gaps.rule)
     return frame[first + [column for column in frame if column not in first]]
 
 
-def cluster_columns(table: pd.DataFrame) -> list[str]:
-    """The :data:`CLUSTER_COLUMNS` ``table`` has, in order; before topics are labelled the number names them."""
+def cluster_columns(table: pd.DataFrame, rule: str = "tested_share") -> list[str]:
+    """The :data:`CLUSTER_COLUMNS` ``table`` has, in order; before topics are labelled the number names them.
+    Under gap ``rule`` "coverage" the coverage score follows the tested share: the order reads it."""
     shown = [column for column in CLUSTER_COLUMNS if column in table]
     if "topic" not in table and "cluster" in shown:
         shown.insert(0, shown.pop(shown.index("cluster")))
+    if rule == "coverage" and "coverage" in table:
+        shown.insert(shown.index("tested_share") + 1 if "tested_share" in shown else 1, "coverage")
     return shown
 
 
-DOCUMENT_COLUMNS = ("document", "verdict", "n_questions", "n_tested", "n_chunks", "tested_share", "coverage",
+
+DOCUMENT_COLUMNS = ("document", "verdict", "n_questions", "n_tested", "n_chunks", "tested_share",
                     "is_untested", "is_undertested", "is_low")
-"""The document table's columns, in order: the verdict in words right after the name."""
+"""The document table's columns, in order: the verdict in words right after the name (the relative coverage
+score is for method experts only: the CSV of the topics has the scores)."""
 
 
 def document_table(analysis: Analysis) -> pd.DataFrame:

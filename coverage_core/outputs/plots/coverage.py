@@ -78,7 +78,7 @@ def cluster_coverage_bar(clusters: pd.DataFrame, gap_threshold: float | None = N
             ),
             hovertemplate=(
                 "%{x}<br>coverage %{y:.3f}<br>%{customdata[0]} chunks (%{customdata[1]:.1f}%)"
-                "<br>%{customdata[2]} questions cover it<br>%{customdata[3]}<extra></extra>"
+                "<br>%{customdata[2]} on-topic questions closest to it<br>%{customdata[3]}<extra></extra>"
             ),
             name="coverage",
         )
@@ -127,6 +127,9 @@ def document_coverage_bar(documents: pd.DataFrame) -> go.Figure:
 # Height of one bar row of the verdict charts, and room for the title and axis.
 ROW_PX = 26
 BASE_PX = 150
+MIN_BAR = 0.012
+"""How long a verdict chart draws a bar at 0 (on the 0-1 axis): a sliver in the row's colour, so a topic or a
+document with nothing tested shows its orange like the others (its label still says 0%)."""
 
 
 def _verdict_bar(
@@ -137,19 +140,24 @@ def _verdict_bar(
 
     A blank row above the first bar holds the line's label, so it never
     covers a bar. ``share``: the values are shares, drawn 0-100%. Each bar
-    is labelled with its value at its end: a topic with nothing tested has
-    no bar at all, and would otherwise read as a row left empty.
+    is labelled with its value at its end (a whole percent for a share), and
+    a bar at 0 is drawn :data:`MIN_BAR` long, so the worst rows show their
+    colour too; the label and the hover (``%{hovertext}`` in
+    ``hovertemplate``) keep the true value.
     """
     y, axis = category_axis(names, limit)
+    true = np.nan_to_num(np.asarray(values, dtype=np.float64))
     fig = go.Figure(
         go.Bar(
-            x=np.nan_to_num(np.asarray(values, dtype=np.float64)),
+            x=np.maximum(true, MIN_BAR),
             y=y,
             orientation="h",
             marker={"color": list(colours)},
             customdata=customdata,
             hovertemplate=hovertemplate,
-            texttemplate="%{x:.0%}" if share else "%{x:.2f}",
+            text=[f"{v:.0%}" if share else f"{v:.2f}" for v in true],
+            hovertext=[f"{v:.0%}" if share else f"{v:.3f}" for v in true],
+            texttemplate="%{text}",
             textposition="outside",
             cliponaxis=False,
         )
@@ -183,22 +191,25 @@ def topic_verdict_bar(clusters: pd.DataFrame, gaps: GapConfig | None = None) -> 
     share = column == "tested_share"
     is_gap = topic_gaps(frame, gaps)
     names = display_names(frame["cluster"], frame["label"] if "label" in frame else None)
-    questions = frame["n_questions"] if "n_questions" in frame else pd.Series([""] * len(frame))
+    questions = (
+        [f"{wording.count(int(n), 'on-topic question')} closest to it" for n in frame["n_questions"]]
+        if "n_questions" in frame else [""] * len(frame)
+    )
     customdata = np.column_stack([
         frame["n_tested"].astype(int), frame["size"].astype(int), questions, np.where(is_gap, "gap", ""),
     ]).reshape(len(frame), 4)
-    measure = "tested share %{x:.0%}" if share else "coverage %{x:.3f}"
+    measure = "tested share %{hovertext}" if share else "coverage %{hovertext}"
     fig = _verdict_bar(
         names, frame[column], [GAP_COLOUR if g else COVERED_COLOUR for g in is_gap], customdata,
         "%{y}<br>%{customdata[0]} of %{customdata[1]} passages tested<br>" + measure
-        + "<br>%{customdata[2]} questions near it<br><b>%{customdata[3]}</b><extra></extra>",
+        + "<br>%{customdata[2]}<br><b>%{customdata[3]}</b><extra></extra>",
         cut, f"gap below {cut:.0%}" if share else f"gap below {cut:.2f}", share, LEGEND_MAX_CHARS,
     )
     fig.update_xaxes(title="share of the topic's passages tested" if share else "coverage (relative)")
     cut_words = f"fewer than {cut:.0%} of its passages tested" if share else f"coverage below {cut:.2f}"
     return layout(
         fig, "Tested share per topic" if share else "Coverage per topic",
-        f"Most urgent first. Orange: gap ({cut_words}).",
+        f"Gaps first, then {'the least tested' if share else 'the lowest scores'}. Orange: gap ({cut_words}).",
         legend=None, height=max(280, ROW_PX * len(frame) + BASE_PX),
     )
 
@@ -233,15 +244,15 @@ def document_verdict_bar(documents: pd.DataFrame, cut: float | None = None) -> g
     ]).reshape(len(frame), 4)
     fig = _verdict_bar(
         frame["document"], frame["tested_share"], colours, customdata,
-        "%{y}<br>%{customdata[0]} of %{customdata[1]} passages tested (%{x:.0%})"
+        "%{y}<br>%{customdata[0]} of %{customdata[1]} passages tested (%{hovertext})"
         "<br>%{customdata[2]}<br><b>%{customdata[3]}</b><extra></extra>",
         cut, f"{UNDERTESTED if split else UNTESTED} below {cut:.0%}", True, 40,
     )
     fig.update_xaxes(title="share of the document's passages tested")
     subtitle = (
-        f"Most urgent first. Orange: untested (no question targets it); light orange: under-tested "
-        f"(fewer than {cut:.0%} of its passages tested)."
-        if split else f"Most urgent first. Orange: untested (fewer than {cut:.0%} of its passages tested)."
+        f"Untested first, then under-tested, then the least tested. Orange: untested (no question targets it); "
+        f"light orange: under-tested (fewer than {cut:.0%} of its passages tested)."
+        if split else f"Least tested first. Orange: untested (fewer than {cut:.0%} of its passages tested)."
     )
     return layout(
         fig, "Tested share per document", subtitle, legend=None, height=max(280, ROW_PX * len(frame) + BASE_PX),

@@ -11,7 +11,6 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from coverage_core import wording
-from coverage_core.checks.answerability import MEASURE_NAMES
 from coverage_core.outputs.plots.style import (
     CHUNK_MARKER,
     NEUTRAL_LINE,
@@ -278,6 +277,16 @@ def answerability_box(similarities, labels, threshold: float | None = None, text
     )
 
 
+SWEEP_NAMES = {
+    "spearman": "ranking kept (vs all dimensions)",
+    "auroc": "labels told apart",
+    "point_biserial_r": "link to the labels",
+}
+"""The dimension sweep's measures in plain words (the chart's legend and the page's table): the statistics'
+names (Spearman, AUROC, point-biserial r) are explained only in the Knowledge-base fitness page's label
+analysis."""
+
+
 def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go.Figure:
     """Rank agreement (and, with labels, AUROC and point-biserial r) against the dimensions used.
 
@@ -292,9 +301,9 @@ def dimension_sweep_chart(frame: pd.DataFrame, caption: str | None = None) -> go
     methods = table["method"].astype(str).to_numpy() if "method" in table else np.full(len(table), "")
     fig = go.Figure()
     series = (
-        ("spearman", "rank agreement with the full size (Spearman)", "#08519c", "circle"),
-        ("auroc", "AUROC (answerable vs not)", "#31a354", "diamond"),
-        ("point_biserial_r", MEASURE_NAMES["point_biserial_r"], "#756bb1", "square"),
+        ("spearman", SWEEP_NAMES["spearman"], "#08519c", "circle"),
+        ("auroc", SWEEP_NAMES["auroc"], "#31a354", "diamond"),
+        ("point_biserial_r", SWEEP_NAMES["point_biserial_r"], "#756bb1", "square"),
     )
     for column, name, colour, symbol in series:
         if column not in table:
@@ -363,4 +372,4 @@ def mds_map(chunks: pd.DataFrame, questions: pd.DataFrame, caption: str | None =
         fig.add_trace(question_trace(part, name, symbol, colour, customdata, "best similarity %{customdata[1]}"))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
-    return layout(fig, "MDS map of questions and chunks (1 − cosine)", caption or None, legend="side", height=640)
+    return layout(fig, "Map of questions and passages (MDS)", caption or None, legend="side", height=640)

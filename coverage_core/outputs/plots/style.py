@@ -42,11 +42,12 @@ CLUSTER_COLOURS = (
 METRIC_LABELS = {
     "tested_share": "Tested share",
     "basic": "Basic",
-    "weighted": "Weighted (= basic)",
+    "weighted": "Weighted",
     "balanced": "Balanced",
-    "multi_threshold": "Nearby-topic coverage (multi-threshold)",
-    "multi_n": "N-nearest-topic coverage (multi-N)",
+    "multi_threshold": "Nearby-topic score",
+    "multi_n": "Nearest-topics score",
 }
+"""Each metric's name as every chart, card and table prints it: plain words, no method jargon."""
 
 HOVER_CHARS = 160
 # A title this long fits in ~600 px at Plotly's default title font (17 px).
@@ -60,6 +61,19 @@ POLAR_TICK_CHARS = 14
 POLAR_MAX_TICKS = 12
 # Degrees left empty at the top of the polar chart for the radial axis labels.
 POLAR_AXIS_GAP = 36.0
+
+
+NO_CHANGE = "no change"
+
+
+def percent_points(before: float, after: float) -> tuple[str, str]:
+    """A share after a change, as a whole percent, and its change in percentage points to one decimal (a change
+    under a point is still a passage tested): ``("45%", "+2.8 pts")``. Each share is rounded to the tenth of a
+    point before they are subtracted, so a change is never "-0.0 pts" (:data:`NO_CHANGE` then). The dashboard's
+    cards and the HTML report both say it this way."""
+    shown_before, shown_after = round(100 * float(before), 1) + 0.0, round(100 * float(after), 1) + 0.0
+    difference = round(shown_after - shown_before, 1) + 0.0
+    return f"{100 * float(after):.0f}%", NO_CHANGE if difference == 0 else f"{difference:+.1f} pts"
 
 
 def cluster_colour(cluster: int) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import verdicts
-from coverage_core.suggest.gaps import GapConfig, rank_gaps
+from coverage_core.suggest.gaps import GapConfig
 
 __all__ = [
     "UNDERTESTED",
@@ -46,23 +46,25 @@ def topic_gaps(clusters: pd.DataFrame, gaps: GapConfig) -> np.ndarray:
 def topics_by_urgency(clusters: pd.DataFrame, gaps: GapConfig | None = None) -> pd.DataFrame:
     """The clusters table (``Analysis.clusters``), most urgent topic first, index reset.
 
-    Gaps come first, in the order of :func:`coverage_core.suggest.gaps.rank_gaps`;
-    then the other topics by the gap verdict's measure ascending
-    (:func:`gap_measure`: the tested share under the default rule), ties by
-    size descending, then by cluster number. Topics with no measure (empty
-    clusters) come last. ``is_gap`` is read from the table, or decided by
-    :func:`coverage_core.verdicts.is_gap` when the column is missing.
+    Gaps come first, then the other topics; each group by the figure the
+    chart and the table show (:func:`gap_measure`: the tested share under
+    the default rule) ascending, rounded to the whole percent they are shown
+    at (a two-decimal score under rule ``"coverage"``), so the order reads
+    off the page; ties by size descending, then by cluster number. Topics
+    with no measure (empty clusters) come last. ``is_gap`` is read from the
+    table, or decided by :func:`coverage_core.verdicts.is_gap` when the
+    column is missing. (The gap lists keep the core's own ranking,
+    :func:`coverage_core.suggest.gaps.rank_gaps`.)
     """
     gaps = gaps or GapConfig()
     frame = clusters.reset_index(drop=True)
     is_gap = topic_gaps(frame, gaps)
-    ranked = rank_gaps(frame["coverage"].to_numpy(), frame["size"].to_numpy(), gaps, is_gap=is_gap)
-    gap_positions = [position for position, _ in ranked]
     column, _ = gap_measure(gaps)
-    rest = frame.drop(index=gap_positions).assign(_measure=lambda f: f[column].astype(float))
-    rest = rest.sort_values(["_measure", "size", "cluster"], ascending=[True, False, True], na_position="last")
-    order = gap_positions + rest.index.tolist()
-    return frame.loc[order].reset_index(drop=True)
+    shown = frame[column].astype(float).round(2)  # a share at whole percent, a score at two decimals
+    keyed = frame.assign(_gap=~is_gap, _measure=shown)
+    keyed = keyed.sort_values(["_gap", "_measure", "size", "cluster"], ascending=[True, True, False, True],
+                              na_position="last", kind="stable")
+    return frame.loc[keyed.index].reset_index(drop=True)
 
 
 def document_cut() -> float:
