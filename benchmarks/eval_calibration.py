@@ -31,7 +31,7 @@ the articles for comparison; and the shingle shares behind ``NEAR_COPY_SHARE``.
 Run: ``HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python benchmarks/eval_calibration.py``
 (needs ../shared/data; embeddings cached in ``$EVAL_CALIBRATION_CACHE``, default ``/tmp/eval_calibration_cache``).
 ``--quick`` skips the French/Chinese sets and the random halves. ``--smoke`` runs every part on the 2
-shortest wiki-qa articles (both copied, chunks of 500 only; their questions), the shortest French article
+shortest wiki-qa articles (one copied, chunks of 500 only; their questions), the shortest French article
 (no Chinese) and one random half.
 """
 
@@ -236,7 +236,7 @@ def main() -> int:
     args = parser.parse_args()
     global N_COPIED, CHUNK_SIZES, N_HALVES
     if args.smoke:
-        N_COPIED, CHUNK_SIZES, N_HALVES = 2, (500,), 1
+        N_COPIED, CHUNK_SIZES, N_HALVES = 1, (500,), 1
     run = Run()
     articles = read_articles(WIKI_QA / "articles")
     if args.smoke:

@@ -23,7 +23,7 @@ their documents. Articles come from half B of a seeded split of the 55
 ``$EVAL_VERDICTS_CACHE`` (default ``/tmp/eval_verdicts_cache``).
 
 ``--smoke``: every scenario, small: the 4 shortest articles of the half, one seed and one mix (45 %), one
-edited copy, chunks of 1000 only, the example's 2 shortest documents, 2 documents that cannot be told
+edited copy, chunks of 1000 only (2 articles untested), the example's shortest document, 2 documents that cannot be told
 apart; no gap questions written.
 """
 
@@ -303,7 +303,7 @@ def eval_chunk_sizes(runner: Runner, data, half) -> list[Check]:
     rows, shares, sets = [], [], []
     truth = set()
     for size in CHUNK_SIZES:
-        scenario = scenarios.chunk_size_corpus(data, half, size)
+        scenario = scenarios.chunk_size_corpus(data, half, size, n_removed=2 if SMOKE else 4)
         truth = scenario.untested
         report = runner.report(scenario)
         flagged = document_flags(report, "is_untested")
@@ -326,7 +326,7 @@ def eval_chunk_sizes(runner: Runner, data, half) -> list[Check]:
 
 
 def eval_generic(runner: Runner) -> list[Check]:
-    n_documents = 2 if SMOKE else None
+    n_documents = 1 if SMOKE else None
     plain = runner.report(scenarios.bundled_example(generic=False, n_documents=n_documents))
     scenario = scenarios.bundled_example(generic=True, n_documents=n_documents)
     generic = runner.report(scenario)

@@ -26,7 +26,7 @@ LIBRARIES = {"shared_data.py", "verdict_scenarios.py"}
 """Modules the scripts import, not scripts."""
 SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if path.name not in LIBRARIES)
 SLOWEST_FIRST = (
-    "eval_verdicts.py", "eval_suggestions.py", "eval_separation.py", "eval_calibration.py", "eval_cross_language.py",
+    "eval_question_quality.py", "eval_verdicts.py", "eval_suggestions.py", "eval_separation.py", "eval_calibration.py", "eval_cross_language.py",
     "eval_mixes.py", "bench_report_scale.py", "bench_cli_cache.py", "bench_ray.py", "eval_offtopic.py",
     "eval_languages.py", "eval_screening.py",
 )
