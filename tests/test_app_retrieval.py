@@ -330,10 +330,10 @@ def test_chunking_comparison_shows_each_chunkings_tested_share_at_its_own_level(
     by_config = table.set_index(["chunk_size", "chunk_overlap"])
     # The analysed chunking: the analysis's own level and tested share (its headline figure).
     assert by_config.loc[(1000, 200), "support_threshold"] == pytest.approx(analysis.calibration.support_threshold)
-    assert by_config.loc[(1000, 200), "tested_share"] == pytest.approx(analysis.metrics["tested_share"])
+    assert by_config.loc[(1000, 200), "tested_share"] == round(100 * analysis.metrics["tested_share"])  # whole %
     # The other chunking is calibrated on its own passages.
     assert by_config.loc[(1000, 0), "support_threshold"] != pytest.approx(analysis.calibration.support_threshold)
-    assert table["tested_share"].between(0, 1).all()
+    assert table["tested_share"].between(0, 100).all()
     # Column headings are plain words.
     headings = _shown_table(at).proto.columns
     for label in ("passages tested", "support level", "support level from"):
@@ -353,7 +353,7 @@ def test_chunking_comparison_uses_the_support_level_the_user_set_for_every_chunk
     assert list(table["support_method"]) == ["set by you", "set by you"]
     analysis = at.session_state[state.TUNING].analysis[1]
     by_config = table.set_index(["chunk_size", "chunk_overlap"])
-    assert by_config.loc[(1000, 200), "tested_share"] == pytest.approx(analysis.metrics["tested_share"])
+    assert by_config.loc[(1000, 200), "tested_share"] == round(100 * analysis.metrics["tested_share"])  # whole %
     # Another level makes the stored table stale.
     stored = at.session_state[state.CHUNKING_COMPARISON]
     at.session_state[state.SETTINGS] = at.session_state[state.SETTINGS].replace(support_threshold=0.6)

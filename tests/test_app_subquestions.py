@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -111,7 +112,12 @@ def expected(reference, server, positions, config=None):
 
 
 def by_row(frame, column: str) -> dict[int, float]:
-    return {int(row): float(value) for row, value in zip(frame["row"], frame[column])}
+    return {int(row): math.nan if pd.isna(value) else float(value) for row, value in zip(frame["row"], frame[column])}
+
+
+def percent(share: float) -> float:
+    """A share as the page shows it: a whole percent (``ui.columns.percents``)."""
+    return math.nan if math.isnan(share) else float(round(100 * share))
 
 
 def same(a: float, b: float) -> bool:
@@ -169,8 +175,8 @@ def test_select_estimate_run_and_rescore_without_asking_again(seeded, server):
     assert list(shown["status"]) == ["ok", "ok"]
     truth = expected(reference, server, [DRUM, FLUTE])
     for q in truth.questions:
-        assert same(by_row(shown, "core supported")[q.row], q.core_supported_share)
-        assert same(by_row(shown, "weighted score")[q.row], q.weighted_score)
+        assert same(by_row(shown, "core supported")[q.row], percent(q.core_supported_share))
+        assert same(by_row(shown, "weighted score")[q.row], percent(q.weighted_score))
     drum = truth.questions[0]
     assert drum.core_supported_share == 0.5 and drum.unsupported_core == (UNRELATED,)
 
@@ -189,7 +195,7 @@ def test_select_estimate_run_and_rescore_without_asking_again(seeded, server):
     assert len(server.requests_to(CHAT)) == requests
     after = by_row(table(at, "weighted score"), "weighted score")[questions[DRUM].row]
     rescored = rescore_subquestions(truth, SubQuestionConfig(core_weight=2.0, top_k=5))
-    assert after != before and same(after, rescored.questions[0].weighted_score)
+    assert after != before and same(after, percent(rescored.questions[0].weighted_score))
     stored = at.session_state[state.SUBQUESTIONS]
     assert stored.key.source == inputs_key(values[state.CORPUS].key, values[state.QUESTION_VECTORS].key)
     assert stored.value.config.core_weight == 2.0  # the report gets the user's weights

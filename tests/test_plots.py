@@ -231,7 +231,7 @@ def test_dimension_sweep_chart_draws_each_measure_against_sorted_dimensions():
     )
     data = plots.dimension_sweep_chart(frame, caption="MiniLM <was> not trained for truncation.").to_dict()
     names = [t["name"] for t in data["data"]]
-    assert names == ["rank agreement with the full size (Spearman)", "AUROC (answerable vs not)", "link to answerability (point-biserial r)"]
+    assert names == ["ranking kept (vs all dimensions)", "labels told apart", "link to the labels"]  # plain words
     spearman, auroc, r = data["data"]
     assert spearman["x"] == ["32", "128", "384"]
     assert values(spearman["y"]) == pytest.approx([0.78, 0.93, 1.0])
@@ -241,7 +241,7 @@ def test_dimension_sweep_chart_draws_each_measure_against_sorted_dimensions():
     assert data["layout"]["xaxis"]["type"] == "category"
     assert "MiniLM &lt;was&gt; not trained" in data["layout"]["title"]["subtitle"]["text"]
     unlabelled = plots.dimension_sweep_chart(frame[["d", "method", "spearman"]]).to_dict()
-    assert [t["name"] for t in unlabelled["data"]] == ["rank agreement with the full size (Spearman)"]
+    assert [t["name"] for t in unlabelled["data"]] == ["ranking kept (vs all dimensions)"]
     assert "subtitle" not in unlabelled["layout"]["title"]
 
 
@@ -629,20 +629,21 @@ def topics():
     )
 
 
-def test_topics_by_urgency_puts_gaps_first_in_rank_order_then_the_least_tested(topics):
+def test_topics_by_urgency_puts_gaps_first_then_the_least_tested_as_shown(topics):
     gaps = GapConfig()
     ranked = [k for k, _ in rank_gaps(topics["coverage"], topics["size"], gaps, is_gap=topics["is_gap"])]
-    assert ranked == [2, 1]  # the gap with the lower coverage leads, though it is the more tested
+    assert ranked == [2, 1]  # the core's ranking: the gap with the lower coverage leads, though more tested
     order = plots.topics_by_urgency(topics, gaps)["cluster"].tolist()
-    # then tested share ascending, the larger of two equal shares first, the empty topic last
-    assert order == [2, 1, 4, 3, 0, 5]
+    # The table and the chart show the tested share: gaps first, each group by it ascending (not the core's
+    # ranking, which reads a score they do not show), the larger of two equal shares first, the empty topic last.
+    assert order == [1, 2, 4, 3, 0, 5]
     # the input is left as it was
     assert topics["cluster"].tolist() == [0, 1, 2, 3, 4, 5]
 
 
 def test_topics_by_urgency_decides_gaps_when_the_table_has_no_verdict(topics):
     order = plots.topics_by_urgency(topics.drop(columns=["is_gap"]), GapConfig(tested_share_threshold=0.5))
-    assert order["cluster"].tolist() == [2, 1, 4, 3, 0, 5]
+    assert order["cluster"].tolist() == [1, 2, 4, 3, 0, 5]
 
 
 def test_documents_by_urgency_untested_then_under_tested_then_the_rest():
@@ -672,9 +673,11 @@ def test_topic_chart_draws_tested_share_the_configs_cut_and_gap_colours_most_urg
     names = dict(zip(topics["cluster"], ["river · delta", "violin · bow", "comet · orbit", "&lt;b&gt;tea&lt;/b&gt; · leaf",
                                          "koala · gum", "empty"]))
     assert list(bar["y"]) == [names[c] for c in expected["cluster"]]
-    assert values(bar["x"]) == pytest.approx([0.4, 0.1, 0.6, 0.6, 0.8, 0.0], abs=1e-12)  # the empty topic: no bar
-    # Each bar says its share at its end, so the empty topic reads "0%", not as a row left blank.
-    assert bar["texttemplate"] == "%{x:.0%}" and bar["textposition"] == "outside" and bar["cliponaxis"] is False
+    # The empty topic's bar is a sliver (MIN_BAR), so it shows its colour; its label still says 0%.
+    assert values(bar["x"]) == pytest.approx([0.1, 0.4, 0.6, 0.6, 0.8, plots.coverage.MIN_BAR], abs=1e-12)
+    # Each bar says its share at its end, in whole percent, so the empty topic reads "0%", not a blank row.
+    assert list(bar["text"]) == ["10%", "40%", "60%", "60%", "80%", "0%"]
+    assert bar["texttemplate"] == "%{text}" and bar["textposition"] == "outside" and bar["cliponaxis"] is False
     assert data["layout"]["xaxis"]["range"][1] >= 1.1  # room for the label of a full bar
     assert bar["marker"]["color"] == [style.GAP_COLOUR] * 2 + [style.OK_COLOUR] * 4
     yaxis = data["layout"]["yaxis"]
@@ -685,7 +688,7 @@ def test_topic_chart_draws_tested_share_the_configs_cut_and_gap_colours_most_urg
     assert data["layout"]["xaxis"]["tickformat"] == ".0%"
     # The hover gives the passages tested of the topic's total.
     assert "%{customdata[0]} of %{customdata[1]} passages tested" in bar["hovertemplate"]
-    assert [row[:2] for row in values(bar["customdata"])][:2] == [["4", "10"], ["1", "10"]]
+    assert [row[:2] for row in values(bar["customdata"])][:2] == [["1", "10"], ["4", "10"]]
 
 
 def test_topic_chart_under_the_coverage_rule_draws_coverage_and_its_cut(topics):
@@ -696,7 +699,7 @@ def test_topic_chart_under_the_coverage_rule_draws_coverage_and_its_cut(topics):
     assert bar["marker"]["color"][:2] == [style.GAP_COLOUR] * 2 and style.GAP_COLOUR not in bar["marker"]["color"][2:]
     assert data["layout"]["shapes"][0]["x0"] == pytest.approx(0.55, abs=1e-12)
     assert data["layout"]["annotations"][0]["text"] == "gap below 0.55"
-    assert bar["texttemplate"] == "%{x:.2f}"  # coverage is a score, not a share
+    assert list(bar["text"])[:2] == ["0.20", "0.50"]  # coverage is a score, not a share
 
 
 def test_topic_chart_shortens_long_topic_names_on_the_axis(topics):

@@ -29,8 +29,9 @@ each query was asked:
 * **topics** of the answerable traffic (K-means weighted by count), ranked by
   ``volume × (1 − tested share)``: most asked, least tested first; named
   as Results names the knowledge-base topic that answers at least half of
-  a topic's traffic (two names joined by " + " when none does; topics that
-  come out with one name are one topic: :func:`knowledge_base_topics`), or,
+  a topic's traffic (two names joined by " + " when none does; two topics of
+  one name are told apart by their own words:
+  :func:`~coverage_core.checks.traffic_topics.knowledge_base_topics`), or,
   without the knowledge base's topics, from the queries without their
   anonymisation placeholders (:func:`~coverage_core.checks.traffic_answers.strip_masks`);
 * **tests nobody needs**: test questions no query comes near (a drift signal);
@@ -58,7 +59,7 @@ from threadpoolctl import threadpool_limits
 from coverage_core import wording
 from coverage_core.checks.personal_data import mask_personal_data
 from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
-from coverage_core.checks.traffic_topics import knowledge_base_names, knowledge_base_topics
+from coverage_core.checks.traffic_topics import distinct_names, knowledge_base_names, knowledge_base_topics
 from coverage_core.errors import InputError
 from coverage_core.inputs.bounded_json import clean_text
 from coverage_core.inputs.files import DEFAULT_MAX_FILE_BYTES, read_user_file
@@ -599,8 +600,8 @@ def analyze_traffic(
     names = None
     if chunk_labels is not None and n_topics:
         kb_names = list(topic_names) if topic_names is not None else knowledge_base_names(chunk_texts, chunk_labels)
-        topic[answerable], n_topics, names = knowledge_base_topics(
-            topic[answerable], counts[answerable], answers.best_passage[answerable], chunk_labels, kb_names)
+        names = knowledge_base_topics(topic[answerable], counts[answerable], answers.best_passage[answerable],
+                                      chunk_labels, kb_names)
     table = pd.DataFrame({
         "text": log.queries,
         "count": counts,
@@ -670,7 +671,7 @@ def _topic_table(table: pd.DataFrame, words: list[str], n_topics: int, config: T
                                             answerable=("answerable", "sum"))
     grouped = grouped.reindex(range(n_topics), fill_value=0)
     from_words = topic_labels(words, table["topic"].to_numpy(), n_topics) if n_topics else []
-    names = [given or found for given, found in zip(names, from_words)] if names is not None else from_words
+    names = distinct_names(names, from_words) if names is not None else from_words
     examples = [
         [shorten(t, 160, at_word=True) for t in
          table[table["topic"] == k].sort_values("count", ascending=False, kind="stable")["text"].head(config.n_examples)]

@@ -4,7 +4,7 @@ The traffic's topics are found among the queries (K-means), so their own
 names, read from the queries' words, mix subjects ("octopus · avogadro")
 and never match the names the Results page gives the same subjects. Each
 traffic topic here takes the name of the knowledge-base topic whose
-passages answer its queries.
+passages answer its queries; the topics themselves stay as found.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 
 from coverage_core.stages.topics import topic_labels
 
-__all__ = ["knowledge_base_names", "knowledge_base_topics"]
+__all__ = ["distinct_names", "knowledge_base_names", "knowledge_base_topics"]
 
 
 def knowledge_base_names(chunk_texts: Sequence[str], chunk_labels) -> list[str]:
@@ -30,20 +30,21 @@ def knowledge_base_names(chunk_texts: Sequence[str], chunk_labels) -> list[str]:
 def knowledge_base_topics(
     topic: np.ndarray, counts: np.ndarray, best_passage: np.ndarray, chunk_labels, kb_names: Sequence[str],
     majority: float = 0.5,
-) -> tuple[np.ndarray, int, list[str]]:
-    """The traffic topics named after the knowledge-base topics that answer them, as Results names those.
+) -> list[str]:
+    """The name of each traffic topic after the knowledge-base topics that answer it, as Results names those.
 
     ``topic`` (0…n−1), ``counts`` and ``best_passage`` (the answering chunk) describe the answerable queries;
     ``chunk_labels`` gives each chunk's knowledge-base topic, ``kb_names`` each of those topics' name.
     A traffic topic takes the name of the knowledge-base topic whose passages answer at least ``majority`` of
     its traffic (repeats counted), else the names of the two that answer most, joined by " + " (it spans two
-    subjects and says so); an unnamed knowledge-base topic is "topic <n>". Traffic topics that come out with
-    the same name are one topic, so a subject is never listed twice.
-
-    Returns the new topic of each query (0…m−1, in order of first appearance), m, and the m names.
+    subjects and says so); an unnamed knowledge-base topic is "topic <n>"; "" when no known passage answers it
+    (it keeps the name its queries give it). Two traffic topics may get one name: :func:`distinct_names` tells
+    them apart.
     """
     labels = np.asarray(chunk_labels, dtype=np.int64)
     topic = np.asarray(topic, dtype=np.int64)
+    passages_of = np.asarray(best_passage, dtype=np.int64)
+    weights = np.asarray(counts)
     n = int(topic.max()) + 1 if len(topic) else 0
 
     def name(k: int) -> str:
@@ -53,25 +54,31 @@ def knowledge_base_topics(
     named: list[str] = []
     for t in range(n):
         mine = topic == t
-        passages = np.asarray(best_passage)[mine]
+        passages = passages_of[mine]
         known = (passages >= 0) & (passages < len(labels))
         if not known.any():
             named.append("")
             continue
-        volume = pd.Series(np.asarray(counts)[mine][known]).groupby(labels[passages[known]]).sum()
+        volume = pd.Series(weights[mine][known]).groupby(labels[passages[known]]).sum()
         volume = volume.sort_values(ascending=False, kind="stable")
         first = int(volume.index[0])
-        if volume.iloc[0] >= majority * volume.sum() or len(volume) == 1:
+        if len(volume) == 1 or volume.iloc[0] >= majority * volume.sum():
             named.append(name(first))
         else:
             named.append(f"{name(first)} + {name(int(volume.index[1]))}")
-    names = list(dict.fromkeys(label for label in named if label))
-    own = {label: position for position, label in enumerate(names)}
-    remap = np.empty(n, dtype=np.int64)
-    for t, label in enumerate(named):
-        if not label:  # answered from no known passage: a topic of its own, named from its queries
-            own[f"#{t}"] = len(names)
-            names.append("")
-            label = f"#{t}"
-        remap[t] = own[label]
-    return remap[topic] if len(topic) else topic, len(names), names
+    return named
+
+
+def distinct_names(given: Sequence[str], own: Sequence[str]) -> list[str]:
+    """Each topic's name: ``given`` (:func:`knowledge_base_topics`), or its ``own`` (read from its queries) where
+    ``given`` is ""; a name two topics share is followed by each one's own words in brackets, so a subject the
+    traffic splits in two reads as two parts of it ("koala · species (eat · leaves)")."""
+    names = [g or o for g, o in zip(given, own)]
+    shared = {name for name in names if names.count(name) > 1}
+    names = [f"{name} ({o})" if name in shared and o and o != name else name for name, o in zip(names, own)]
+    seen: dict[str, int] = {}
+    distinct = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        distinct.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return distinct
