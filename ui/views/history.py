@@ -20,8 +20,8 @@ ALL_LABELS = ""
 
 EMPTY_HISTORY = (
     "No run is recorded in this history yet: save one with **Save to history** on the Results page, turn on "
-    "automatic recording above, or have your CI job record each of its runs into this history (the README's "
-    "CI recipe shows how)."
+    "automatic recording above, or have your CI job record each of its runs into this history (the documentation's "
+    "CI page, docs/ci.md, shows how)."
 )
 
 
