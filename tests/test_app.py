@@ -1007,7 +1007,7 @@ def test_changes_are_rounded_before_they_are_signed():
 
     assert formats.change(0.4321, 0.43209) == formats.NO_CHANGE
     assert formats.change(0.5, 0.4994) == "-0.001"
-    assert formats.share_change(0.45, 0.44999) == ("45.0%", formats.NO_CHANGE)
+    assert formats.share_change(0.45, 0.44999) == ("45%", formats.NO_CHANGE)  # shares in whole percent, as the tables show them
     deltas = compare_view.metric_deltas({"basic": 0.4321}, {"basic": 0.43209})
     assert not np.signbit(deltas["change"]).any()
     assert list(deltas["metric"]) == ["Basic"]  # plain names, not field names
