@@ -146,8 +146,12 @@ def _run_the_whole_flow(server: str, page) -> None:
     _wait_for(lambda: accepted.text(2, 0) == NEW_QUESTION and accepted.text(1, 0) == "true", "the kept edit")
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("heading", name="Before → after").wait_for()
-    # The heading renders before the metric cards below it.
+    # The heading renders before the metric cards below it; the relative scores' cards and the per-topic
+    # chart are in the experts' expander.
     page.get_by_test_id("stMetricDelta").first.wait_for()
+    experts = page.get_by_test_id("stExpander").filter(has_text=engine.EXPERTS).last
+    experts.locator("summary").first.click()
+    experts.get_by_test_id("stMetricDelta").first.wait_for()
     deltas = page.get_by_test_id("stMetricDelta").all_inner_texts()
     check_figures(page, "Gap analysis, before → after")  # the per-topic change reads too
     changes = [float(re.sub(r"[^0-9.+-]", "", d)) for d in deltas if re.search(r"\d", d)]
@@ -213,13 +217,13 @@ def test_example_retrieval_and_answerability_checks(server, page):
         page.get_by_role("heading", name="Failures").wait_for()
 
         open_page(page, "Knowledge-base fitness", "Knowledge-base fitness")
-        page.get_by_text("AUROC").first.wait_for()
-        cards = dict(zip(
-            [t.strip() for t in page.get_by_test_id("stMetricLabel").all_inner_texts()],
-            page.get_by_test_id("stMetricValue").all_inner_texts(),
-        ))
-        assert float(cards["AUROC"]) > 0.9, cards
-        threshold = cards["Best dividing line (Youden's J)"]
+        # The statistics are named in the label analysis only, each with its meaning.
+        analysis = page.get_by_test_id("stExpander").filter(has_text="Label analysis").first
+        analysis.locator("summary").first.click()
+        analysis.get_by_text("AUROC").first.wait_for()
+        statistics = dict(re.findall(r"^(.+?) (\S+): ", analysis.inner_text(), flags=re.M))
+        assert float(statistics["AUROC"]) > 0.9, statistics
+        threshold = statistics["Best dividing line"]
         page.get_by_role("button", name=f"Use {threshold} as the threshold").click()
         page.get_by_test_id("stSliderThumbValue").filter(has_text=threshold).wait_for()
     except Exception:
