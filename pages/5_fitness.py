@@ -7,7 +7,7 @@ import streamlit as st
 from coverage_core.checks import answerability
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from ui import columns, flow, formats, state, widgets
+from ui import check_steps, columns, flow, formats, state, widgets
 from ui.messages import shown_message
 from ui.views import fitness as view
 
@@ -217,7 +217,7 @@ api_model = view.sweep_model(config)
 use_api = False
 if api_model and smaller:
     texts = [c.text for c in analysis.corpus.chunks] + list(analysis.questions.texts)
-    estimate = flow.sweep_estimate(config, api_model, texts, smaller)
+    estimate = check_steps.sweep_estimate(config, api_model, texts, smaller)
     use_api = st.checkbox(view.sweep_consent_label(smaller, estimate), key=state.W_SWEEP_API)
     st.caption(
         f"{api_model} was trained so that its first dimensions form a smaller embedding: unticked, the "
@@ -226,10 +226,10 @@ if api_model and smaller:
         "(priced with the table on Configure)."
     )
 sweep_labels = labels if labelled else None
-sweep = flow.dimension_sweep_for(sweep_labels, use_api)
+sweep = check_steps.dimension_sweep_for(sweep_labels, use_api)
 run_slot = st.empty()
 if sweep is None and smaller and run_slot.button("Run the dimension sweep", key=state.W_RUN_SWEEP):
-    sweep = flow.run_dimension_sweep(analysis, sweep_labels, use_api)
+    sweep = check_steps.run_dimension_sweep(analysis, sweep_labels, use_api)
     if sweep is not None:
         run_slot.empty()
 if sweep is not None:

@@ -7,7 +7,7 @@ from coverage_core.checks import chunking_comparison
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
-from ui import columns, exports, flow, formats, state, widgets
+from ui import check_steps, columns, exports, flow, formats, state, widgets
 from ui.views import retrieval as view
 
 K_RANGE = (1, 50)
@@ -197,9 +197,9 @@ if paid:
     consent = st.checkbox("I accept the estimated embedding cost", key=state.W_CHUNKING_COST_OK)
 
 if st.button("Compare chunkings", key=state.W_COMPARE_CHUNKINGS, type="primary", disabled=not consent):
-    flow.compare_chunkings(analysis, grid, k, relevant_column, embedder, prices)
+    check_steps.compare_chunkings(analysis, grid, k, relevant_column, embedder, prices)
 
-comparison, up_to_date = flow.chunking_comparison_for(analysis, grid, k, relevant_column)
+comparison, up_to_date = check_steps.chunking_comparison_for(analysis, grid, k, relevant_column)
 if comparison is None:
     st.stop()
 if not up_to_date:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from coverage_core.checks.subquestions import SubQuestionConfig, estimate_decomposition_cost, unavailable_reason
 from coverage_core.errors import CoverageError
-from ui import flow, formats, state, widgets
+from ui import check_steps, flow, formats, state, widgets
 from ui.messages import user_message
 from ui.views import subquestions as view
 
@@ -35,7 +35,7 @@ if reason is not None:
     st.stop()
 
 
-result = flow.subquestions_result()
+result = check_steps.subquestions_result()
 done_rows = {q.row for q in result.questions if q.status == "ok"} if result is not None else set()
 
 # ------------------------------------------------------------------ selection
@@ -80,7 +80,7 @@ elif to_send:
     else:
         st.caption(widgets.plain(cost.label))  # names the model; a price has "$"
 if st.button("Break into sub-questions", key=state.W_SUB_RUN, type="primary", disabled=not to_send):
-    result = flow.break_into_subquestions(analysis, to_send, llm, result)
+    result = check_steps.break_into_subquestions(analysis, to_send, llm, result)
 
 if result is None:
     st.stop()
@@ -121,7 +121,7 @@ try:
 except CoverageError as error:
     flow.show_error(error)
 else:
-    result = flow.rescore_subquestions(result, wanted)
+    result = check_steps.rescore_subquestions(result, wanted)
 
 # ------------------------------------------------------------------ overall
 n_scored = result.count("ok")
