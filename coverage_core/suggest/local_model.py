@@ -165,11 +165,8 @@ _replies_lock = threading.Lock()
 
 
 WRITES_LANGUAGES = frozenset({"en"})
-"""The languages the bundled model writes test questions in. SmolLM2-135M was trained on English: asked
-for French questions on fr-qa's tuning half (``benchmarks/eval_suggestions.py --sets fr zh --half A``) it
-wrote 77, of which the keep rule kept 5, none of them French a person would write ("Comment le couvert
-de la première composition de Gesualdo ?"); for Chinese 48, none kept, in 72 s. Passages in other
-languages get drafts to edit, and the gap page says why."""
+"""The languages the bundled model writes test questions in; passages in other languages get drafts to
+edit, and the gap page says why. Evidence: ``docs/question-writer.md``, "Why English only"."""
 
 
 class LocalChatClient(ChatClient):

@@ -92,14 +92,8 @@ class WritingConfig:
 
     ``attempts``: tries per passage, each with a new seed, going through the
     passage's key sentences (the first round at ``temperature``, later ones
-    at ``retry_temperature``). 8: on the tuning half
-    of wiki-qa (``benchmarks/eval_suggestions.py --sets en --half A``) gaps
-    with a kept question for at least 80% of their passages 4 / 7 / 8 of 8
-    at 3 / 5 / 8 tries, for 69 / 82 / 91 questions written (about 0.6 s
-    each on 2 threads); held-out half B 7 of 8 at 3 and 8 (mean share of
-    passages served 0.83 -> 0.91), the example 3 of 3 (measured before the
-    word-for-word checks of issue 47, which keep far fewer questions:
-    docs/question-writer.md). ``max_tokens``: the longest reply read.
+    at ``retry_temperature``); how 8 was chosen is in ``docs/question-writer.md``.
+    ``max_tokens``: the longest reply read.
     """
 
     attempts: int = 8
@@ -140,8 +134,8 @@ class WrittenQuestions:
 
 _SYSTEM = "You write one quiz question about a passage."
 _PROMPT = "Passage: {passage}\n\nWrite one question that this passage answers.{language} Reply with the question only."
-# A key sentence is shown as the "passage": worded as a sentence ("Sentence: …, a question this sentence
-# answers"), the prompt made SmolLM2-135M reply "What is the answer to this question?" to 6 of 10 wiki-qa sentences.
+# A key sentence is shown as the "passage": a prompt naming it a sentence makes the model ask about the
+# question itself (docs/question-writer.md, "Prompt").
 _PASSAGE_CHARS = 1200
 # The worked example's passage is shorter: it only shows the kind of question asked.
 _EXAMPLE_PASSAGE_CHARS = 500
