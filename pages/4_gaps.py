@@ -127,7 +127,8 @@ widgets.csv_download(
     help="The table as it stands: each question, accepted or not, who wrote it (edited ones say so), its "
     "source document and its whole source passage.",
 )
-if st.button("Apply", key=state.W_APPLY, type="primary"):
+applied = st.button("Apply", key=state.W_APPLY, type="primary")
+if applied:
     if not accepted:
         st.warning("Tick **accept** on at least one suggestion (or add a row of your own) first.")
     else:
@@ -144,9 +145,10 @@ if n_drafts:
         f"{formats.count(n_drafts, 'accepted row')} still {formats.plural(n_drafts, 'begins', 'begin')} “Write a question answered by”: rewrite each as the question "
         "a user would ask; until then they are left out of Apply and the export."
     )
-if decisions_view.origins_moved(state.get(state.SUGGESTIONS_BASE), edited):
-    # An edit made a suggestion "edited (from …)": show the table with its new origin (the edits are in it). After
-    # Apply, so a click on Apply that came with the edit is not lost.
+if applied and decisions_view.origins_moved(state.get(state.SUGGESTIONS_BASE), edited):
+    # An edit made a suggestion "edited (from …)": show the table with its new origin (the edits are in it). On
+    # Apply only, after it, so the click is not lost; rebasing on each edit would also drop the grid's selected
+    # cell, and a keyboard user's place, after every question typed. Exports read the edits either way.
     widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, edited)
     st.rerun()
 

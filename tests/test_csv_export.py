@@ -336,7 +336,7 @@ def shown_with(at, column: str) -> pd.DataFrame:
 def test_results_page_downloads_are_formula_safe(hostile_session, served):
     values = hostile_session
     at = run_page("pages/3_results.py", values)
-    assert_safe_table(served_csv(served, "Download the clusters (CSV)"), shown_with(at, "example passage"))
+    assert_safe_table(served_csv(served, "Download the topics (CSV)"), shown_with(at, "example passage"))
 
     at.session_state[state.W_RESULTS_TABS] = "Documents"
     at.run()

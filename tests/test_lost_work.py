@@ -412,7 +412,7 @@ def test_decisions_survive_the_saved_analysis_zip_and_the_history(session, tmp_p
     assert shown == [
         ("Where does the delta flow?", True, "local"), (EDITED, True, "edited:local"),
         (WORDED, False, "edited:draft"), ("Which bow suits a violin?", False, "llm"), (OWN, True, "you"),
-    ]  # the editor itself shows the edited origins (its table was rebased on the edit)
+    ]  # the editor itself shows the edited origins (its table was rebased on Apply)
 
     report = json.loads(served["Report (JSON)"])
     assert [(q["text"], q["origin"]) for q in report["after_apply"]["accepted_questions"]] == [
