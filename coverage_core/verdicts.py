@@ -274,11 +274,22 @@ def model_fit_problem(model: str, unread: Sequence[tuple[str, float, str]], sepa
     Poor fit when a language the model is not trained for holds at least
     ``min_share`` of the documents' or questions' characters (``unread``:
     ``(language name, share, "documents" or "questions")``, from the
-    registry's ``ModelSpec.languages``), or when the calibration's
-    ``separation < cut`` (the model barely tells one topic's passages from
-    another's, whatever the language).
+    registry's ``ModelSpec.languages``), or when such languages together do
+    (many small ones, none reaching ``min_share`` alone), or when the
+    calibration's ``separation < cut`` (the model barely tells one topic's
+    passages from another's, whatever the language).
     """
-    unread = [(name, share, where) for name, share, where in unread if share >= min_share]
+    large = [(name, share, where) for name, share, where in unread if share >= min_share]
+    totals: dict[str, tuple[int, float]] = {}
+    for _, share, where in unread:
+        count, total = totals.get(where, (0, 0.0))
+        totals[where] = (count + 1, total + share)
+    if not large and any(total >= min_share for _, total in totals.values()):
+        what = " and ".join(f"{count} languages that hold {total:.0%} of the {where} together"
+                            for where, (count, total) in totals.items() if total >= min_share)
+        return (f"{model} is not trained for {what}, so these figures may be wrong; analyse again with a "
+                "multilingual model (the automatic model choice picks one) or a paid provider that covers them.")
+    unread = large
     if unread:
         parts: dict[str, list[str]] = {}
         for name, share, where in unread:

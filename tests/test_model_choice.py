@@ -88,3 +88,13 @@ def test_fit_problem_on_a_poor_separation(separation):
     sentence = model_fit_problem("m", [], separation=separation)
     assert "barely tells" in sentence and f"{separation:.2f}" in sentence
     assert model_fit_problem("m", [], separation=POOR_SEPARATION) == ""
+
+
+def test_fit_problem_sums_many_small_unread_languages():
+    """Fifty languages of 2% each, none the model reads: no one of them reaches the share, together they do."""
+    unread = [(f"Language {i}", 0.02, "documents") for i in range(50)]
+    sentence = model_fit_problem("all-MiniLM-L6-v2", unread, separation=0.7)
+    assert sentence.startswith("all-MiniLM-L6-v2 is not trained for 50 languages that hold 100% of the documents")
+    assert "multilingual model" in sentence and "Language 3" not in sentence  # a count, not fifty names
+    few = [(f"Language {i}", MIN_UNREAD_SHARE / 4, "questions") for i in range(3)]  # 3.75% together: noise
+    assert model_fit_problem("m", few, separation=0.7) == ""

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from coverage_core.errors import InputError
 from coverage_core.inputs.pdf import DEFAULT_PDF_BUDGET, PdfBudget, PdfClock, read_pdf
-from coverage_core.inputs.text import Unreadable, decode_text, looks_binary, unfold_ligatures
+from coverage_core.inputs.text import Unreadable, decode_text, looks_binary, one_line_name, unfold_ligatures
 from coverage_core.types import Document, DocumentSet, IngestWarning
 
 DOCUMENT_SUFFIXES = (".pdf", ".txt", ".md")
@@ -331,7 +331,7 @@ def _read_sources(
     page_warnings: list[IngestWarning] = []
     taken: set[str] = set()
     for source in sources:
-        name = _unique_name(source.name, taken)
+        name = _unique_name(one_line_name(source.name), taken)
         taken.add(name)
         try:
             documents.append(

@@ -95,6 +95,19 @@ def unfold_ligatures(text: str) -> str:
     return _LIGATURES.sub(lambda match: unicodedata.normalize("NFKC", match.group()), text)
 
 
+_NAME_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def one_line_name(name: str) -> str:
+    """A file ``name`` as it can be shown on one line: line breaks, tabs and other control characters become
+    one space, invisible format characters (:data:`INVISIBLE_CHARACTERS`, bidi overrides among them) go.
+
+    A document named ``"a.txt\\nUntested documents (0)"`` would otherwise print
+    as a line of its own in the terminal summary and the reports.
+    """
+    return INVISIBLE_CHARACTERS.sub("", _NAME_BREAKS.sub(" ", name)).strip() or "unnamed"
+
+
 def strip_invisible(text: str) -> str:
     """``text`` without its invisible format characters (:data:`INVISIBLE_CHARACTERS`), except a zero-width
     joiner or non-joiner between two non-ASCII letters or symbols.

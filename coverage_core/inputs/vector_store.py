@@ -26,6 +26,7 @@ import numpy as np
 
 from coverage_core.errors import InputError
 from coverage_core.inputs.saved_schema import check_fits, memory_budget
+from coverage_core.inputs.text import one_line_name
 from coverage_core.results import Corpus
 from coverage_core.types import Chunk, Document, PageSpan
 from coverage_core.validation import listed_columns, resolve_column, unit_rows
@@ -281,7 +282,7 @@ def read_vector_table(table, columns: VectorColumns = VectorColumns(), *, source
         warnings.append(
             _rows_warning(unnamed, n_rows, "name no document", f"so they count as document '{source}'")
         )
-    names = [documents_column[i].strip() or source for i in kept]
+    names = [one_line_name(documents_column[i]) if documents_column[i].strip() else source for i in kept]
     pages, not_pages = _pages(table.column(resolved.page)) if resolved.page else ([None] * n_rows, None)
     if not_pages is not None and (not_pages & usable).any():
         warnings.append(_rows_warning(

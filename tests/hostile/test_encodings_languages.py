@@ -240,6 +240,14 @@ def test_fifty_documents_in_fifty_languages_are_not_called_english():
     assert (choice.provider, choice.model) != ENGLISH_MODEL
     assert "in English" not in choice.reason and "none with 5% of the text" in choice.reason
     assert choice.reason.count(".") == 1 and choice.reason.endswith(".")
+    # Kept on the English model anyway (a model chosen by hand), the verdicts say it cannot read them.
+    from coverage_core.embeddings.registry import covers_language
+    from coverage_core.verdicts import model_fit_problem
+
+    unread = [(s.name, s.share, "documents") for s in profile.document_shares
+              if covers_language(*ENGLISH_MODEL, s.code) is False]
+    sentence = model_fit_problem("all-MiniLM-L6-v2", unread, separation=0.7)
+    assert sentence.startswith(f"all-MiniLM-L6-v2 is not trained for {len(unread)} languages that hold")
 
 
 def test_nothing_detected_is_said_so_not_called_english():

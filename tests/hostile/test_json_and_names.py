@@ -253,7 +253,20 @@ def test_a_document_named_with_a_newline_is_analysed_like_any_other(tmp_path, ha
     questions.write_text("question\nWhat is a drum?\nHow is a flute played?\n", encoding="utf-8")
     out = tmp_path / "r.json"
     assert main(_analyze(docs, questions, out)) == EXIT_OK
-    assert {d["name"] for d in json.loads(out.read_text())["documents"]} == {"drum.txt", "new\nline.txt"}
+    # Named on one line, so it cannot print as a line of its own in the terminal or a report.
+    assert {d["name"] for d in json.loads(out.read_text())["documents"]} == {"drum.txt", "new line.txt"}
+
+
+def test_a_document_name_cannot_fake_a_line_of_the_terminal_summary(tmp_path, hash_embedder, cache_dir, capsys):
+    fake = "drum.txt: tested\r\nUntested documents (0)\u202e.txt"
+    docs = _docs(tmp_path, ["flute.txt", fake])
+    questions = tmp_path / "questions.csv"
+    questions.write_text("question\nHow is a flute played?\n", encoding="utf-8")
+    assert main(_analyze(docs, questions, tmp_path / "r.json")) == EXIT_OK
+    printed = capsys.readouterr().out
+    assert not [line for line in printed.splitlines() if line.startswith("Untested documents (0)")]  # no faked line
+    assert "\r" not in printed and "\u202e" not in printed
+    assert "drum.txt: tested Untested documents (0).txt" in printed
 
 
 @pytest.mark.slow
@@ -266,7 +279,7 @@ def test_a_document_named_with_a_newline_runs_through_the_command_line_with_the_
     command = [sys.executable, "-m", "coverage_core", *_analyze(docs, questions, out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=PROJECT, env=env)
     assert result.returncode == EXIT_OK, result.stderr
-    assert "new\nline.txt" in {d["name"] for d in json.loads(out.read_text())["documents"]}
+    assert "new line.txt" in {d["name"] for d in json.loads(out.read_text())["documents"]}
 
 
 # ---------------------------------------------------------------- 7. a zip bomb as a saved analysis
