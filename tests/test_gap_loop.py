@@ -141,10 +141,23 @@ def test_gaps_left_with_drafts_can_be_written_for_from_the_page(gapped, monkeypa
     more = dataclasses.replace(partly, gaps=[*partly.gaps[:2], dataclasses.replace(
         third, written=True, suggestions=(suggestion(third.cluster, "How is a violin bow strung?", "local", 21, "beta.txt"),))])
     asked = []  # the gaps handed back to the core each time it is asked
+    shown = []  # what the page's progress bar said, in order (st.progress itself is bound at import: not seen)
 
-    def with_gaps(analysis, llm=None, embedder=None, cache=None, written=()):
+    def with_gaps(analysis, llm=None, embedder=None, cache=None, written=(), progress=None):
         asked.append(list(written))
+        progress(0, 2, None)
+        progress(1, 2, 30.0)
         return more if written else partly
+
+    from streamlit.delta_generator import DeltaGenerator
+
+    real_progress = DeltaGenerator.progress
+
+    def record(self, value, text=None):
+        shown.append((value, text))
+        return real_progress(self, value, text=text)
+
+    monkeypatch.setattr(DeltaGenerator, "progress", record)
 
     assert gaps_view.gaps_left_to_write(partly) == 1 and gaps_view.gaps_left_to_write(more) == 0
     assert gaps_view.gaps_left_to_write(gapped) == 0  # nothing written by the model: no model to ask
@@ -154,6 +167,10 @@ def test_gaps_left_with_drafts_can_be_written_for_from_the_page(gapped, monkeypa
     at.run()
     at.switch_page(GAPS).run()
     assert asked == [[]]
+    # The bar counts the gaps written for, with the time left, while the questions are being written.
+    assert shown == [(0.0, "Writing questions: 0 of 2 gaps done."),
+                     (0.5, "Writing questions: 1 of 2 gaps done, about 30 s left.")]
+    assert not [p for p in at.main if p.type == "progress"]  # and is gone once they are on the page
     button = at.button(key=state.W_WRITE_MORE_GAPS)
     assert button.label == "Write questions for the next 1 gap"
     button.click().run()

@@ -22,6 +22,7 @@ from coverage_core.embeddings.registry import sends_requests
 from coverage_core.errors import CoverageError
 from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.session import EMBEDDING_STAGES, AnalysisSession, EmbeddedInputs, StageKey, calibration_key
+from coverage_core.suggest.progress import progress_sentence
 from ui import engine, exports, formats, history, sidebar, state
 from ui.messages import shown_message, shown_messages
 from ui.state import is_stale, stored_inputs, wanted_keys
@@ -413,8 +414,16 @@ def gaps_for(analysis, use_llm: bool = False, write_more: bool = False):
                 model, model_cache = embedder_for(inputs), embedding_cache()
             except CoverageError as error:  # no model to check them with (a key missing or on hold): drafts
                 show_error(error)
-        with st.spinner("Finding gaps and writing suggestions…"):
-            return pipeline.with_gaps(analysis, llm, model, model_cache, written=written)
+        bar = st.progress(0.0, text="Finding gaps…")
+
+        def progress(done: int, total: int, seconds_left: float | None) -> None:
+            bar.progress(min(1.0, done / total) if total else 1.0, text=progress_sentence(done, total, seconds_left))
+
+        try:
+            with st.spinner("Finding gaps and writing suggestions…"):
+                return pipeline.with_gaps(analysis, llm, model, model_cache, written=written, progress=progress)
+        finally:
+            bar.empty()  # the questions are on the page now; a full bar would only push them down
 
     return state.memo(state.GAPS, key, compute)
 
