@@ -3,8 +3,8 @@
 The suggestions of a gap analysis (:class:`~coverage_core.suggest.questions.Suggestion`) are a starting point:
 the user ticks the ones to add to the test set, rewrites some, deletes others. Those decisions are the user's
 work, so they are kept with a saved analysis (``decisions.json``,
-:mod:`coverage_core.inputs.saved_analysis`) and counted in the run history
-(:mod:`coverage_core.history.snapshot`).
+:mod:`coverage_core.inputs.saved_analysis`) and in the run history, with their counts
+(:mod:`coverage_core.history.snapshot`; without their passages).
 
 One :class:`SuggestionDecision` per row of the suggestions table, in table order, then one per suggestion the
 user deleted:

@@ -1,4 +1,5 @@
-"""History: every recorded run, the tested share and the verdicts over time, and what changed between two runs."""
+"""History: every recorded run, the tested share and the verdicts over time, what changed between two runs, and the
+decisions on suggested questions a run recorded."""
 
 import streamlit as st
 
@@ -126,12 +127,27 @@ try:
                     elif heading.startswith("Questions"):
                         asked = changes.questions_added if heading == "Questions added" else changes.questions_removed
                         widgets.table(view.names_table(asked, "question"), large=("question",))
+                    elif heading == view.DECISIONS_ADDED:
+                        widgets.table(view.decisions_table(changes.decisions_added), large=("question",))
                     else:
                         lost = changes.topics_lost if heading.startswith("Topics that lost") else changes.topics_gained
                         widgets.table(view.topics_table(lost), large=("topic",),
                                       percents=("share tested before", "share tested after"))
                 if not any(n for _, n in view.change_counts(changes)):
                     st.caption("The same documents and questions in both runs.")
+
+    with st.expander("Decisions on suggested questions", icon=":material/checklist:"):
+        if state.get(state.W_HISTORY_DECISIONS) not in choices:
+            state.put(state.W_HISTORY_DECISIONS, list(choices)[-1])  # the latest run
+        decided = st.selectbox("Run", list(choices), format_func=choices.get, key=state.W_HISTORY_DECISIONS)
+        try:
+            decisions = store.decisions(decided)
+        except CoverageError as error:
+            flow.show_error(error)
+        else:
+            st.caption(view.decisions_sentence(decided, decisions))  # numbers and fixed words only
+            if decisions:
+                widgets.table(view.decisions_table(decisions), large=("question",), medium=("suggested as",))
 
     st.header("Verdicts over time")
     st.plotly_chart(plots.verdict_counts_over_time(shown))

@@ -345,6 +345,10 @@ def test_the_history_keeps_the_settings_and_the_decision_counts_without_a_migrat
         loaded = store.load(run)
     assert loaded == snapshot and loaded.headline["strictness"] == 0.5
     assert RunSnapshot.from_dict(json.loads(json.dumps(snapshot.to_dict()))) == snapshot
+    # The decisions themselves too: every one acted on (the untouched suggestion is none), without passages.
+    assert [(d.question, d.decision, d.edited) for d in loaded.decisions] == [
+        (d.question, d.decision, d.edited) for d in decisions if d.is_decided]
+    assert len(loaded.decisions) == 5 and all(d.passage == "" for d in loaded.decisions)
 
 
 # ---------------------------------------------------------------- the dashboard: decide, save the zip, reopen it
@@ -433,15 +437,20 @@ def test_decisions_survive_the_saved_analysis_zip_and_the_history(session, tmp_p
                            dtype=str, keep_default_na=False)
     assert improved[gaps_view.PASSAGE_COLUMN].iloc[-2] == " ".join(chunk.split())
 
-    # The history counts the decisions with the run.
+    # The history keeps the decisions with the run, and counts them.
     at.switch_page("pages/3_results.py").run()
     at.button(key=state.W_SAVE_HISTORY).click().run()
     assert not at.exception, [e.value for e in at.exception]
     with open_history(tmp_path / "history.sqlite") as store:
         (run,) = store.runs()
-        headline = store.load(run.run).headline
+        recorded = store.load(run.run)
+    headline = recorded.headline
     assert (headline["n_accepted_suggestions"], headline["n_edited_suggestions"],
             headline["n_rejected_suggestions"]) == (3, 2, 1)
+    assert {(d.question, d.decision, d.edited) for d in recorded.decisions} >= {
+        (EDITED, "accepted", True), (WORDED, "open", True), (OWN, "accepted", False)}
+    at.switch_page("pages/10_history.py").run()
+    assert "At run 1: 3 suggested questions accepted, 2 edited, 1 rejected." in texts(at.caption)
 
     # The whole analysis, opened again in a new session: the same gaps and the same table.
     at.switch_page("pages/4_gaps.py").run()

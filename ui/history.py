@@ -155,14 +155,14 @@ def pick_runs(runs) -> None:
 
 
 def record(analysis, label: str | None = None) -> RunInfo:
-    """Record ``analysis`` (the session's, with its file names and the counts of the user's decisions about its
-    suggestions, :func:`ui.state.suggestion_decisions`) in the history under ``label``; returns the run.
+    """Record ``analysis`` (the session's, with its file names and the user's decisions about its suggestions,
+    :func:`ui.state.suggestion_decisions`: kept with their counts) in the history under ``label``; returns the run.
 
     Raises CoverageError (one sentence) when the history cannot be opened or written.
     """
     inputs = exports.inputs_record(state.documents(), state.question_file())
     report = build_report(analysis, inputs)
-    try:  # the counts of the user's decisions about this analysis's suggestions, when known
+    try:  # the user's decisions about this analysis's suggestions, when known
         decisions = state.suggestion_decisions(engine.analysis_key(state.stored_inputs(), state.settings(),
                                                                    state.overrides()))
     except (CoverageError, AttributeError):  # no stored inputs, or settings the core rejects

@@ -237,6 +237,7 @@ W_HISTORY_LABEL = "w_history_label"  # which label's runs the page shows
 W_HISTORY_CHART = "w_history_chart"
 W_HISTORY_EARLIER = "w_history_earlier"
 W_HISTORY_LATER = "w_history_later"
+W_HISTORY_DECISIONS = "w_history_decisions"  # the run whose decisions on suggested questions are listed
 W_SAVE_LABEL = "w_save_label"
 W_SAVE_HISTORY = "w_save_history"
 

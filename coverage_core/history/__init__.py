@@ -6,7 +6,8 @@
 * :mod:`coverage_core.history.location` — where the history is, its labels, its redacted name;
 * :mod:`coverage_core.history.store` — the history store (SQLite file or a SQLAlchemy database URL);
 * :mod:`coverage_core.history.parts` — a run's parts as bytes, with the limits that keep reading a hostile file
-  bounded; :mod:`coverage_core.history.reading` — a run read back from them, every value checked.
+  bounded; :mod:`coverage_core.history.encoding` — a run encoded into them, and read back before it is written;
+  :mod:`coverage_core.history.reading` — a run read back from them, every value checked.
 
 The store's names are imported on first use, so reading snapshots and comparing them never loads SQLAlchemy.
 """

@@ -30,6 +30,11 @@ The rules, applied by :func:`changes_since`:
   retrieval k. A setting either run does not know (recorded before it was kept) is not compared.
 * **Verdict counts** (:data:`VERDICT_COUNTS`): off-topic questions, gaps, untested and under-tested
   documents, from each run's headline; compared only when both runs know them.
+* **Decisions added** (:func:`decisions_added`): the decisions about suggested questions the current run holds
+  and the earlier one does not (the same decision about the same question, written as the same suggestion,
+  texts whitespace-normalised); every one of them when the earlier run holds none known, none when the current
+  run does not know its decisions. Shown by the dashboard; neither in the reason nor in the report's ``since``
+  section (:meth:`Changes.to_dict`): the command line never records decisions, so a run it compares holds none.
 * **Reason**: one sentence, its parts joined by "; " in this order: documents, questions, topics, settings,
   verdict counts, each with its numbers ("Strictness 0.5 → 1.0; topics (K) 6 → 8; off-topic questions
   14 → 19"), then the tested-share change in points (": +0.0 points"); "No change in documents, questions,
@@ -42,11 +47,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from coverage_core.decisions import SuggestionDecision
 from coverage_core.history.snapshot import DocumentState, RunSnapshot, TopicState
 from coverage_core.wording import count
 
 __all__ = ["SETTINGS", "TOPIC_MATCH_OVERLAP", "VERDICT_COUNTS", "Changes", "DocumentChange", "FigureChange",
-           "TopicChange", "changes_since", "points_words", "setting_changes", "verdict_changes"]
+           "TopicChange", "changes_since", "decisions_added", "points_words", "setting_changes", "verdict_changes"]
 
 TOPIC_MATCH_OVERLAP = 0.5
 """Least weighted overlap of members (module docstring) for two topics of different runs to be the same topic."""
@@ -133,6 +139,7 @@ class Changes:
     reason: str
     settings_changed: tuple[FigureChange, ...] = ()
     verdicts_changed: tuple[FigureChange, ...] = ()
+    decisions_added: tuple[SuggestionDecision, ...] = ()
 
     @property
     def new_untested(self) -> tuple[DocumentChange, ...]:
@@ -184,8 +191,20 @@ def changes_since(previous: RunSnapshot, current: RunSnapshot, *, previous_run: 
         documents_added=added, documents_removed=removed, documents_changed=changed,
         questions_added=questions_added, questions_removed=questions_removed,
         topics_lost=lost, topics_gained=gained, reason=_reason(parts, change),
-        settings_changed=settings, verdicts_changed=verdicts,
+        settings_changed=settings, verdicts_changed=verdicts, decisions_added=decisions_added(previous, current),
     )
+
+
+def decisions_added(previous: RunSnapshot, current: RunSnapshot) -> tuple[SuggestionDecision, ...]:
+    """The decisions of ``current`` that ``previous`` does not hold, in ``current``'s order (module docstring)."""
+    if not current.decisions:
+        return ()
+    held = {_decision_key(d) for d in previous.decisions or ()}
+    return tuple(d for d in current.decisions if _decision_key(d) not in held)
+
+
+def _decision_key(decision: SuggestionDecision) -> tuple[str, str, str]:
+    return decision.decision, " ".join(decision.question.split()), " ".join(decision.original.split())
 
 
 def _document_change(document: DocumentState) -> DocumentChange:

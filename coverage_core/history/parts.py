@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from coverage_core.decisions import DECISIONS
+
 __all__ = [
     "COMPRESSION_LEVEL",
     "MAX_FIGURES",
@@ -269,8 +271,24 @@ def _question_row(row: Any) -> list:
     return row
 
 
-ROW_CHECKS: dict[str, Callable[[Any], list]] = {"corpus": _corpus_row, "question_set": _question_row}
+def _decision_row(row: Any) -> list:
+    """``[decision, question, original, origin, cluster or null, document]``: one decision about a suggestion."""
+    if not isinstance(row, list) or len(row) != 6:
+        raise DamagedPart("a decision entry is not [decision, question, original, origin, topic, document]")
+    decision, question, original, origin, cluster, document = row
+    if not isinstance(decision, str) or decision not in DECISIONS:  # a list here is no crash: checked as text first
+        raise DamagedPart("a decision is not accepted, open or rejected")
+    for text in (question, original, origin, document):
+        _text(text)
+    if cluster is not None:
+        _integer(cluster)
+    return row
+
+
+ROW_CHECKS: dict[str, Callable[[Any], list]] = {"corpus": _corpus_row, "question_set": _question_row,
+                                                "decisions": _decision_row}
 """The check of one item of each sliced list, by the list's kind."""
+_LIST_ITEMS = {"corpus": "documents", "question_set": "questions", "decisions": "decisions"}
 
 
 def offtopic_rows(value: Any, n_questions: int) -> dict[int, str]:
@@ -457,7 +475,7 @@ class PartWriter:
         so an edited document rewrites its slice and one short index part per level, not an 800-digest list.
         """
         if len(items) > MAX_LIST_ITEMS:
-            raise TooLarge(f"it has more than {MAX_LIST_ITEMS:,} {'documents' if kind == 'corpus' else 'questions'}")
+            raise TooLarge(f"it has more than {MAX_LIST_ITEMS:,} {_LIST_ITEMS.get(kind, 'entries')}")
         parts, depth = self._slices(kind + "_slice", items, keys), 1
         while len(parts) > SLICE_TARGET:
             parts, depth = self._slices(kind + "_index", parts, parts), depth + 1

@@ -6,7 +6,9 @@ that would not read back is refused when it is recorded, not discovered damaged 
 * :func:`run_info` checks a run's row (the headline the listing shows): types, ranges, lengths; a label longer
   than ``LABEL_MAX_CHARS`` (only a hand-edited file holds one) is cut for display;
 * :func:`decode_run` reads the parts through a :class:`PartSource` (the store's database, or the writer's
-  parts), each fetch charged to one :class:`~coverage_core.history.parts.Reading`.
+  parts), each fetch charged to one :class:`~coverage_core.history.parts.Reading`;
+  :func:`decode_decisions` reads only the run's decisions about suggested questions (None: a run recorded
+  without them, or before they were kept, whose ``decisions_digest`` is NULL).
 
 Every problem is a :class:`~coverage_core.history.parts.DamagedPart` with a short fixed reason; the store
 names the run.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from coverage_core.decisions import SuggestionDecision
 from coverage_core.history.location import LABEL_MAX_CHARS
 from coverage_core.history.parts import (
     DamagedPart,
@@ -35,11 +38,13 @@ from coverage_core.history.parts import (
 from coverage_core.history.snapshot import DocumentState, QuestionState, RunSnapshot, TopicState, as_utc
 
 __all__ = [
+    "DECISIONS_COLUMN",
     "DIGEST_COLUMNS",
     "MAX_TIME_CHARS",
     "TEXT_COLUMNS",
     "PartSource",
     "RunInfo",
+    "decode_decisions",
     "decode_run",
     "fetcher",
     "run_info",
@@ -55,6 +60,8 @@ MAX_TIME_CHARS = 64
 DIGEST_COLUMNS = ("corpus_digest", "document_states_digest", "question_set_digest", "question_states_digest",
                   "topics_digest")
 """The digests a run's load needs (``document_verdicts_digest`` is the timeline's, and may be NULL)."""
+DECISIONS_COLUMN = "decisions_digest"
+"""The digest of a run's decisions about suggested questions (a sliced list); NULL when the run has none known."""
 
 _UNTESTED, _UNDERTESTED, _NO_SHARE = 1, 2, 4
 _ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
@@ -198,5 +205,24 @@ def decode_run(values: Mapping[str, Any], source: PartSource, reading: Reading |
         model=info.model, support_threshold=info.support_threshold, threshold_reliable=info.threshold_reliable,
         headline=info.headline, documents=documents, questions=questions, topics=topics,
         traffic=None if traffic is None else figures_of(traffic, allow_flags=True),
+        decisions=_decisions(fetch, values.get(DECISIONS_COLUMN)),
     )
+
+
+def decode_decisions(values: Mapping[str, Any], source: PartSource,
+                     reading: Reading | None = None) -> tuple[SuggestionDecision, ...] | None:
+    """The decisions about suggested questions recorded in the run row ``values`` (its headline checked too), from
+    that part only; None when the run has none known. DamagedPart as :func:`decode_run`."""
+    run_info(values)
+    return _decisions(fetcher(source, reading or Reading()), values.get(DECISIONS_COLUMN))
+
+
+def _decisions(fetch, digest: Any) -> tuple[SuggestionDecision, ...] | None:
+    if digest is None:  # recorded without them, or before they were kept: not known
+        return None
+    if not is_digest(digest):
+        raise DamagedPart("it names a part that cannot exist")
+    return tuple(SuggestionDecision(question=question, origin=origin, decision=decision, original=original,
+                                    cluster=cluster, document=document)
+                 for decision, question, original, origin, cluster, document in read_sliced(fetch, digest, "decisions"))
 

@@ -21,11 +21,21 @@ A snapshot holds the headline figures and verdicts of a report, and
 The ``headline`` holds, besides the metrics and verdict counts, the **settings** that move the verdicts
 without any input changing (:data:`SETTING_FIGURES`: the screening strictness in effect, the chunk size and
 overlap, the retrieval k; the model and τ have columns of their own, K is ``n_topics``), and, when the run
-was recorded from the dashboard with its suggestions table, the **decisions** about the suggested questions
-(:func:`coverage_core.decisions.decision_counts`: ``n_accepted_suggestions``, ``n_edited_suggestions``,
-``n_rejected_suggestions``). All are plain figures, so the history stores them without a schema migration;
-a run recorded before they were kept lacks them ("not known"). The decisions' texts are not kept in the
-history: the saved analysis (``decisions.json``) keeps them whole.
+was recorded from the dashboard with its suggestions table, the counts of the **decisions** about the
+suggested questions (:func:`coverage_core.decisions.decision_counts`: ``n_accepted_suggestions``,
+``n_edited_suggestions``, ``n_rejected_suggestions``). All are plain figures, so the history stores them
+without a schema migration; a run recorded before they were kept lacks them ("not known").
+
+The **decisions** themselves are kept too (``decisions``), like the questions of the test set: they are the
+user's own work. Each is a :class:`~coverage_core.decisions.SuggestionDecision` the user acted on
+(:attr:`~coverage_core.decisions.SuggestionDecision.is_decided`: accepted, edited or rejected; a row left
+untouched is no decision and is left out), in table order: the decision, the question as it stands, the
+suggestion's text as it was written, who wrote it first, its topic (cluster id) and its document. Its
+**passage is left out** (``""``): it is the knowledge base's text, which a history keeps only when the user
+opts in; the saved analysis (``decisions.json``) keeps it whole. ``decisions`` is None when the run was
+recorded without them (from the command line, before the suggestions were made, or before this was kept:
+"not known", never an empty list), ``()`` when the user had decided nothing. The headline's counts are
+:func:`~coverage_core.decisions.decision_counts` of them.
 
 :meth:`RunSnapshot.to_dict` and :meth:`RunSnapshot.from_dict` give an exact,
 JSON-safe round trip (datetimes as ISO 8601 in UTC); ``from_dict`` checks
@@ -38,13 +48,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
-from coverage_core.decisions import decision_counts
+from coverage_core.decisions import DECISIONS, SuggestionDecision, decision_counts
 from coverage_core.errors import InputError
 from coverage_core.types import Document
 
@@ -148,11 +158,15 @@ class RunSnapshot:
     questions: tuple[QuestionState, ...]
     topics: tuple[TopicState, ...]
     traffic: Mapping[str, Any] | None = field(default=None)
+    decisions: tuple[SuggestionDecision, ...] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "recorded_at", as_utc(self.recorded_at))
         for name in ("documents", "questions", "topics"):  # a list given by a caller would break equality and hashing
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.decisions is not None:  # passages are not kept (module docstring): none, so the round trip is exact
+            object.__setattr__(self, "decisions", tuple(replace(d, passage="") if d.passage else d
+                                                        for d in self.decisions))
 
     def to_dict(self) -> dict:
         """JSON-ready; :meth:`from_dict` gives back an equal snapshot."""
@@ -179,6 +193,11 @@ class RunSnapshot:
                 for t in self.topics
             ],
             "traffic": None if self.traffic is None else dict(self.traffic),
+            "decisions": None if self.decisions is None else [
+                {"decision": d.decision, "question": d.question, "original": d.original, "origin": d.origin,
+                 "cluster": d.cluster, "document": d.document}
+                for d in self.decisions
+            ],
         }
 
     @classmethod
@@ -223,7 +242,23 @@ class RunSnapshot:
                 for item in record.items("topics")
             ),
             traffic=record.figures("traffic", optional=True),
+            decisions=_decisions_of(record),
         )
+
+
+def _decisions_of(record: _Record) -> tuple[SuggestionDecision, ...] | None:
+    """The ``decisions`` of a record; None when it holds none (recorded without them, or before they were kept)."""
+    items = record.items("decisions", optional=True)
+    if items is None:
+        return None
+    return tuple(
+        SuggestionDecision(
+            question=item.text("question"), origin=item.text("origin"), decision=item.choice("decision", DECISIONS),
+            original=item.text("original"), cluster=item.integer("cluster", optional=True),
+            document=item.text("document"),
+        )
+        for item in items
+    )
 
 
 def _document_dict(document: DocumentState) -> dict:
@@ -323,8 +358,16 @@ class _Record:
                 self._wrong(key, "a list of named figures")
         return dict(value)
 
-    def items(self, key: str) -> list[_Record]:
-        value = self._get(key, False)
+    def choice(self, key: str, allowed: Sequence[str]) -> str:
+        value = self.text(key)
+        if value not in allowed:
+            self._wrong(key, f"one of {', '.join(allowed)}")
+        return value
+
+    def items(self, key: str, optional: bool = False) -> list[_Record] | None:
+        value = self._get(key, optional)
+        if value is None and optional:
+            return None
         if not isinstance(value, list):
             self._wrong(key, "a list")
         return [_Record(item, f"{self._field(key)}[{index}]") for index, item in enumerate(value)]
@@ -363,10 +406,12 @@ def snapshot_of(
     ``chunk_texts_by_document`` (its chunk texts in order). ``topic_documents`` maps a cluster id to its
     ``(document name, chunks in this topic)`` (:func:`topic_documents_of`); without it topics have no members
     and are matched across runs by label only. ``recorded_at`` defaults to now (UTC). ``decisions`` (the user's
-    :class:`~coverage_core.decisions.SuggestionDecision` objects) add their counts to the headline; None: not
-    known, no count.
+    :class:`~coverage_core.decisions.SuggestionDecision` objects, in table order) are kept as the module docstring
+    says (the ones acted on, without their passages) and add their counts to the headline; None: not known, no
+    count.
     """
     report = _current_report(report)
+    decisions = None if decisions is None else list(decisions)  # read twice: counted, then kept
     config = _section(report, "config")
     embedding = config.get("embedding") if isinstance(config.get("embedding"), Mapping) else {}
     calibration = _section(report, "calibration")
@@ -397,6 +442,20 @@ def snapshot_of(
         questions=question_states,
         topics=topics,
         traffic=_traffic_figures(report.get("traffic")),
+        decisions=_kept_decisions(decisions),
+    )
+
+
+def _kept_decisions(decisions: Sequence[SuggestionDecision] | None) -> tuple[SuggestionDecision, ...] | None:
+    """The decisions a snapshot keeps (module docstring): those acted on, in order, without their passages, their
+    fields as plain Python values (a cluster id may come as a numpy integer)."""
+    if decisions is None:
+        return None
+    return tuple(
+        SuggestionDecision(question=str(d.question), origin=str(d.origin), decision=str(d.decision),
+                           original=str(d.original), cluster=None if d.cluster is None else int(d.cluster),
+                           document=str(d.document))
+        for d in decisions if d.is_decided
     )
 
 

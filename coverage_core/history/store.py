@@ -14,7 +14,10 @@ Layout (schema versioned by the Alembic revisions in ``migrations/``, upgraded w
 Parts of a run: ``corpus`` (the slice digests of the document fingerprint: name, content hash, chunks, text digest),
 ``document_states`` (per document: one flag byte, then the tested shares), ``document_verdicts``
 (the untested flags as a bitmap: what the document timeline reads), ``question_set`` (slices of hash and text),
-``question_states`` (the off-topic ones), ``topics`` (documents referred to by their index in the run).
+``question_states`` (the off-topic ones), ``topics`` (documents referred to by their index in the run), and
+``decisions`` (slices of the user's decisions about suggested questions; its column ``decisions_digest`` is NULL
+for a run recorded without them, or before revision 0003 added it: "not known"). A run is encoded, and read back
+before it is written, by :mod:`coverage_core.history.encoding`.
 
 Concurrency: SQLite runs in WAL mode with a busy timeout; a write takes the write lock when it begins
 (``BEGIN IMMEDIATE``) and is retried with backoff while the file is locked. Every record is one transaction, so
@@ -44,7 +47,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -55,7 +58,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError, SQLAlchemyError
 
+from coverage_core.decisions import SuggestionDecision
 from coverage_core.errors import InputError
+from coverage_core.history.encoding import checked_encoding
 from coverage_core.history.location import (
     CONNINFO_REFUSAL,
     DEFAULT_HISTORY_FILE,
@@ -74,26 +79,23 @@ from coverage_core.history.parts import (
     SLICE_MAX,
     SLICE_TARGET,
     DamagedPart,
-    PartWriter,
     Reading,
     TooLarge,
     digest_of,
-    document_states_payload,
-    finite_figures,
     inflate,
     is_digest,
-    json_text,
     part_limit,
     read_sliced,
     stored_limit,
     verdicts,
-    verdicts_payload,
 )
 from coverage_core.history.reading import (
+    DECISIONS_COLUMN,
     DIGEST_COLUMNS,
     MAX_TIME_CHARS,
     TEXT_COLUMNS,
     RunInfo,
+    decode_decisions,
     decode_run,
     fetcher,
     run_info,
@@ -120,7 +122,6 @@ _MIGRATIONS = Path(__file__).with_name("migrations")
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
 _PG_MIGRATION_LOCK = 0x436F7648  # any constant; the advisory lock that serialises schema upgrades
-_UNTESTED, _UNDERTESTED, _NO_SHARE = 1, 2, 4
 _MISSING = object()
 _RAW = sa.types.NullType()  # a column read as the driver gives it: every value is checked by reading.run_info
 _DIGEST_CHARS = 64
@@ -153,83 +154,8 @@ _runs = sa.Table(
     sa.Column("question_states_digest", sa.String(64), nullable=False),
     sa.Column("topics_digest", sa.String(64), nullable=False),
     sa.Column("document_verdicts_digest", sa.String(64)),
+    sa.Column("decisions_digest", sa.String(64)),
 )
-
-
-# ---------------------------------------------------------------- encoding a run (parts: coverage_core.history.parts)
-
-
-def _encode(snapshot: RunSnapshot) -> tuple[dict[str, Any], PartWriter]:
-    """The ``runs`` row values and the parts of ``snapshot`` (computed outside any transaction: no lock held);
-    TooLarge past a limit of :mod:`coverage_core.history.parts`."""
-    writer = PartWriter()
-    documents = snapshot.documents
-    index_of_hash: dict[str, int] = {}
-    rows = []
-    for index, document in enumerate(documents):
-        index_of_hash.setdefault(document.content_hash, index)
-        text_digest = None if document.text is None else writer.add("text", document.text.encode("utf-8"))
-        rows.append([document.name, document.content_hash, document.n_chunks, text_digest])
-    shares = np.array([d.tested_share if d.tested_share is not None else 0.0 for d in documents], dtype="<f8")
-    flags = np.array([(_UNTESTED if d.is_untested else 0) | (_UNDERTESTED if d.is_undertested else 0)
-                      | (_NO_SHARE if d.tested_share is None else 0) for d in documents], dtype=np.uint8)
-    untested = np.array([d.is_untested for d in documents], dtype=bool)
-    topics = [[t.label, t.n_chunks, t.n_questions, t.tested_share, t.is_gap,
-               [[index_of_hash.get(h, h), n] for h, n in t.documents]] for t in snapshot.topics]
-    offtopic = [[i, q.offtopic_reason] for i, q in enumerate(snapshot.questions) if q.is_offtopic]
-    row = {
-        "label": snapshot.label,
-        "recorded_at": snapshot.recorded_at.astimezone(timezone.utc).replace(tzinfo=None),
-        "tool_version": snapshot.tool_version,
-        "provider": snapshot.provider,
-        "model": snapshot.model,
-        "support_threshold": snapshot.support_threshold,
-        "threshold_reliable": snapshot.threshold_reliable,
-        # not-a-number figures are stored as null: what "not defined" is everywhere else, and JSON can hold it
-        "headline": json_text(finite_figures(snapshot.headline)),
-        "traffic": None if snapshot.traffic is None else json_text(finite_figures(snapshot.traffic)),
-        "corpus_digest": writer.add_sliced("corpus", rows, [d.name for d in documents]),
-        "document_states_digest": writer.add("document_states", document_states_payload(shares, flags)),
-        "document_verdicts_digest": writer.add("document_verdicts", verdicts_payload(untested)),
-        "question_set_digest": writer.add_sliced("question_set", [[q.text_hash, q.text] for q in snapshot.questions],
-                                                 [q.text_hash for q in snapshot.questions]),
-        "question_states_digest": writer.add_json("question_states", offtopic),
-        "topics_digest": writer.add_json("topics", topics),
-    }
-    return row, writer
-
-
-class _WrittenParts:
-    """The parts of a run not yet written, as a :class:`~coverage_core.history.reading.PartSource`: the run is
-    read back from them, with the reader's checks and limits, before it is stored."""
-
-    def __init__(self, writer: PartWriter):
-        self.writer = writer
-
-    def payloads(self, digests, kind, reading, counts) -> dict[str, bytes]:
-        found = {}
-        for digest in digests:
-            payload = self.writer.payloads.get(digest)
-            if payload is not None and self.writer.parts[digest][0] == kind:
-                reading.charge(len(payload) * counts[digest])
-                found[digest] = payload
-        return found
-
-
-def _checked_encoding(snapshot: RunSnapshot) -> tuple[dict[str, Any], dict[str, tuple[str, bytes]]]:
-    """:func:`_encode`, then the run read back from its parts as the store will read it: InputError (one
-    sentence) for a run that could not be read back, so none is ever recorded that later reads as damaged."""
-    try:
-        row, writer = _encode(snapshot)
-        values = dict(row, id=0, recorded_at=snapshot.recorded_at)
-        decode_run(values, _WrittenParts(writer))
-    except TooLarge as error:
-        raise InputError(f"This run is too large for the history ({error}); record it without "
-                         "--keep-document-text, or analyse a smaller knowledge base.") from None
-    except DamagedPart as error:
-        raise InputError(f"This run cannot be recorded in the history ({error}); give its figures as finite "
-                         "numbers, its counts as whole numbers and its names as text.") from None
-    return row, writer.parts
 
 
 # ---------------------------------------------------------------- reading parts
@@ -344,7 +270,7 @@ class HistoryStore:
         """Store ``snapshot`` as a new run, all or nothing; safe while other processes record into the same store."""
         if snapshot.label is not None and checked_label(snapshot.label) != snapshot.label:
             raise InputError("A run label must not start or end with blanks; give it without them.")
-        row, parts = _checked_encoding(snapshot)
+        row, parts = checked_encoding(snapshot)
         with self._database_errors():
             run_id = self._retrying(lambda: self._insert_run(row, parts))
         return RunInfo(run=run_id, label=snapshot.label, recorded_at=snapshot.recorded_at,
@@ -475,15 +401,24 @@ class HistoryStore:
     def load(self, run: int) -> RunSnapshot:
         """The snapshot recorded as run ``run``, exactly as it was recorded; InputError naming the run when its row
         or parts are damaged (within ``MAX_READ_BYTES`` of inflated parts, however the file was made)."""
+        return self._read(run, ("traffic", *DIGEST_COLUMNS, DECISIONS_COLUMN), decode_run)
+
+    def decisions(self, run: int) -> tuple[SuggestionDecision, ...] | None:
+        """The decisions about suggested questions recorded with run ``run``, reading only that part; None when the
+        run was recorded without them ("not known"). InputError as :meth:`load`."""
+        return self._read(run, (DECISIONS_COLUMN,), decode_decisions)
+
+    def _read(self, run: int, columns: Sequence[str], decode):
+        """``decode(row, parts)`` of run ``run``'s row (its headline columns and ``columns``)."""
         number = run if isinstance(run, int) and not isinstance(run, bool) and 0 < run < 2**63 else None
         with self._database_errors(), self._transaction() as connection:
             row = None if number is None else connection.execute(
-                sa.select(*self._columns("traffic", *DIGEST_COLUMNS)).where(_runs.c.id == number)).first()
+                sa.select(*self._columns(*columns)).where(_runs.c.id == number)).first()
             if row is None:
                 raise InputError(f"There is no run {run} in the history {self._shown}; "
                                  "give the number of a recorded run.")
             try:
-                return decode_run(row._mapping, _StoredParts(self, connection))
+                return decode(row._mapping, _StoredParts(self, connection))
             except DamagedPart as error:
                 raise self._damaged_run(number, error) from None
 

@@ -100,11 +100,30 @@ def postgres_database(postgres_url):
 # ---------------------------------------------------------------- snapshots made by hand
 
 
+def make_decisions(n: int = 3) -> tuple:
+    """``n`` decisions about suggested questions, cycling accepted as written, edited and accepted, rejected,
+    edited and left open (each with a passage, which a snapshot does not keep)."""
+    from coverage_core.decisions import SuggestionDecision
+
+    kinds = [("accepted", "What does step {i} do?", "What does step {i} do?", "local"),
+             ("accepted", "Which tool is used in step {i}?", "What is used in step {i}?", "llm"),
+             ("rejected", "Why step {i}?", "Why step {i}?", "local"),
+             ("open", "When does step {i} start?", "When is step {i}?", "draft")]
+    decisions = []
+    for i in range(n):
+        decision, question, original, origin = kinds[i % len(kinds)]
+        decisions.append(SuggestionDecision(
+            question=question.format(i=i), origin=origin, decision=decision, original=original.format(i=i),
+            cluster=None if i % 5 == 4 else i % 3, document=f"doc-{i % 6:04d}.txt", passage=f"Step {i} is …"))
+    return tuple(decisions)
+
+
 def make_snapshot(n_documents: int = 6, *, label: str | None = "main", seed: int = 0, changed: tuple[int, ...] = (),
                   untested: tuple[int, ...] | None = None, recorded_at=None, keep_text: bool = False,
-                  n_questions: int = 4):
+                  n_questions: int = 4, decisions=None):
     """A RunSnapshot of ``n_documents`` documents ``doc-0000.txt``…; ``changed`` documents get other content,
-    ``untested`` lists the untested ones (default: every third). Shares vary with ``seed``; one share is None."""
+    ``untested`` lists the untested ones (default: every third). Shares vary with ``seed``; one share is None.
+    ``decisions`` (:func:`make_decisions`) as given: None, not known."""
     import hashlib
     from datetime import datetime, timezone
 
@@ -137,7 +156,7 @@ def make_snapshot(n_documents: int = 6, *, label: str | None = "main", seed: int
         recorded_at=recorded_at or datetime.now(timezone.utc), label=label, tool_version="0.1.0", provider="local",
         model="all-MiniLM-L6-v2", support_threshold=0.41 + seed / 1000, threshold_reliable=seed % 2 == 0,
         headline=headline, documents=tuple(documents), questions=questions, topics=topics,
-        traffic={"n_queries": 12, "unmet_share": 0.25} if seed % 2 == 0 else None)
+        traffic={"n_queries": 12, "unmet_share": 0.25} if seed % 2 == 0 else None, decisions=decisions)
 
 
 def record_runs(target: str, label: str, count: int) -> list[int]:

@@ -29,7 +29,7 @@ from coverage_core.inputs.ingest import read_documents
 from coverage_core.outputs.plots import history as history_plots
 from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, shown, subset_csv, texts
 from tests.history.conftest import ADDED_DOCUMENTS, two_analysed_runs
-from ui import state
+from ui import formats, state
 from ui.views import history as view
 
 HISTORY_PAGE = "pages/10_history.py"
@@ -250,6 +250,45 @@ def test_labels_and_document_names_are_shown_as_written_never_as_markup(history_
     assert view.label_option(label) in at.selectbox(key=state.W_HISTORY_LABEL).options  # plain-text options
     hovers = json.dumps(charts(at))
     assert "&lt;b&gt;main&lt;/b&gt; ![x]" in hovers and "<b>main" not in hovers  # Plotly reads HTML: escaped
+
+
+def test_the_page_lists_a_recorded_runs_decisions_in_plain_words(history_file):
+    from dataclasses import replace
+
+    from coverage_core.decisions import SuggestionDecision
+
+    decisions = (
+        SuggestionDecision("What is a?", "local", "accepted", "What is a?", 0, "a.txt", "A is …"),
+        SuggestionDecision(f"Where is b? {BEACON}", "llm", "accepted", "Where is b?", 1, f"new {BEACON}.txt"),
+        SuggestionDecision("When is c?", "draft", "open", "When c?", 1, "a.txt"),
+        SuggestionDecision("Why a?", "local", "rejected", "Why a?", 0, "a.txt"),
+    )
+    with open_history(str(history_file)) as store:
+        store.record(small_snapshot("main", {"a.txt": False}, ["What is a?"], 8))
+        store.record(replace(small_snapshot("main", {"a.txt": False}, ["What is a?"], 9), decisions=decisions))
+    at = run_page(HISTORY_PAGE)
+    assert not at.exception
+    assert [e.label for e in at.expander if "suggested" in e.label] == ["Decisions on suggested questions"]
+    assert at.selectbox(key=state.W_HISTORY_DECISIONS).value == 2  # the latest run first
+    assert "At run 2: 2 suggested questions accepted, 2 edited, 1 rejected." in texts(at.caption)
+    tables = [frame.value for frame in at.dataframe if "suggested as" in frame.value]
+    assert len(tables) == 2  # what changed since run 1, and the run's own
+    listed = tables[-1]
+    assert list(listed["decision"]) == ["accepted", "accepted, edited", "edited, not accepted", "rejected"]
+    assert list(listed["question"]) == [d.question for d in decisions]  # as written, in a table (never Markdown)
+    assert list(listed["suggested as"]) == ["", "Where is b?", "When c?", ""]
+    assert list(listed["written by"]) == [formats.origin_words(d.origin) for d in decisions]
+    assert listed["document"].iloc[1] == f"new {BEACON}.txt"
+    # What changed names the decisions recorded since run 1 (it kept none)
+    assert f"{view.DECISIONS_ADDED} (4)" in texts(at.subheader)
+    rendered = [element.value for kind in ("markdown", "caption", "error", "warning", "info", "subheader", "success")
+                for element in at.get(kind)]
+    assert not [text for text in rendered if "](http" in text]
+    at.selectbox(key=state.W_HISTORY_DECISIONS).set_value(1).run()
+    assert not at.exception
+    assert any(text.startswith("Run 1 was recorded without decisions on suggested questions") for text in texts(
+        at.caption))
+    assert len([frame for frame in at.dataframe if "suggested as" in frame.value]) == 1  # what changed's only
 
 
 # ---------------------------------------------------------------- automatic recording

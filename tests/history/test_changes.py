@@ -208,3 +208,24 @@ def test_changes_between_two_analyses_name_the_new_untested_documents(analysis):
     assert changes.questions_removed == (report["questions"][0]["text"],)
     assert changes.documents_changed == () and changes.topics_lost == () and changes.topics_gained == ()
     assert changes.reason.startswith("+2 documents, none tested; 1 question removed; untested documents ")
+
+
+def test_the_decisions_recorded_since_the_earlier_run_are_named_and_stay_out_of_the_report():
+    from dataclasses import replace
+
+    from coverage_core.decisions import SuggestionDecision
+
+    kept = SuggestionDecision("What is a?", "local", "accepted", "What is a?", 0, "a.md")
+    edited = SuggestionDecision("Where exactly is b?", "llm", "accepted", "Where is b?", 1, "b.md")
+    rejected = SuggestionDecision("Why c?", "local", "rejected", "Why c?", 2, "c.md")
+    before = replace(run(BASE_DOCUMENTS, BASE_QUESTIONS), decisions=(kept, rejected))
+    now = replace(run(BASE_DOCUMENTS, BASE_QUESTIONS, hours=1),
+                  decisions=(replace(kept, question="What  is\na?"), edited, replace(rejected, decision="accepted")))
+    changes = changes_since(before, now, previous_run=1)
+    # re-wrapping is no new decision; a question decided otherwise now is one
+    assert changes.decisions_added == (edited, now.decisions[2])
+    assert changes.reason.startswith("No change in documents") and set(changes.to_dict()) == SINCE_KEYS
+    unknown_before = replace(before, decisions=None)
+    assert changes_since(unknown_before, now).decisions_added == now.decisions  # none recorded before: all new
+    assert changes_since(before, replace(now, decisions=None)).decisions_added == ()  # not known now: none named
+    assert changes_since(before, before).decisions_added == ()

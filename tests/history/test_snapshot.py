@@ -136,6 +136,56 @@ def test_the_round_trip_through_json_is_exact(small_run):
     assert back.to_dict() == snapshot.to_dict()
 
 
+def _decisions():
+    """The rows of a suggestions table as the dashboard makes them (ui.views.decisions), with a numpy cluster id."""
+    import numpy as np
+
+    from coverage_core.decisions import SuggestionDecision
+
+    return [
+        SuggestionDecision("Where does the delta flow?", "local", "accepted", "Where does the delta flow?",
+                           np.int64(0), "alpha.txt", "The river delta …"),
+        SuggestionDecision("How wide is the river  mouth?", "edited:local", "accepted", "How wide is the river?",
+                           1, "alpha.txt", "The river is wide …"),
+        SuggestionDecision("Which bow suits a violin?", "llm", "open", "Which bow suits a violin?", 2, "beta.txt"),
+        SuggestionDecision("What are violin strings made of?", "draft", "open", "What is a string?", 2, "beta.txt"),
+        SuggestionDecision("Which rivers form a delta?", "you", "accepted"),
+        SuggestionDecision("What is a comet's tail?", "local", "rejected", "What is a comet's tail?", 0,
+                           "<b>gamma</b>.md", "A comet …"),
+    ]
+
+
+def test_the_decisions_acted_on_are_kept_without_passages_and_round_trip_exactly(small_run):
+    analysis, report = small_run
+    made = _decisions()
+    snapshot = snapshot_of_analysis(analysis, report, label="main", decisions=iter(made))  # read once only
+    assert [d.question for d in snapshot.decisions] == [d.question for i, d in enumerate(made) if i != 2]
+    assert all(d.passage == "" for d in snapshot.decisions)  # the knowledge base's text is not kept
+    assert type(snapshot.decisions[0].cluster) is int and snapshot.decisions[3].cluster is None
+    assert snapshot.decisions[1].origin == "local" and snapshot.decisions[1].edited
+    assert (snapshot.headline["n_accepted_suggestions"], snapshot.headline["n_edited_suggestions"],
+            snapshot.headline["n_rejected_suggestions"]) == (3, 2, 1)  # the counts stay, from the decisions
+    record = json.loads(json.dumps(snapshot.to_dict(), allow_nan=False))
+    assert record["decisions"][4] == {"decision": "rejected", "question": "What is a comet's tail?",
+                                      "original": "What is a comet's tail?", "origin": "local", "cluster": 0,
+                                      "document": "<b>gamma</b>.md"}
+    assert "The river delta" not in json.dumps(record)
+    back = RunSnapshot.from_dict(record)
+    assert back == snapshot and back.to_dict() == snapshot.to_dict() and isinstance(back.decisions, tuple)
+    none_decided = snapshot_of_analysis(analysis, report, decisions=[])
+    assert none_decided.decisions == () and RunSnapshot.from_dict(none_decided.to_dict()).decisions == ()
+
+
+def test_a_snapshot_without_decisions_has_none_known_and_so_has_a_record_before_they_were_kept(small_run):
+    analysis, report = small_run
+    snapshot = snapshot_of_analysis(analysis, report)
+    assert snapshot.decisions is None and "n_accepted_suggestions" not in snapshot.headline
+    record = snapshot.to_dict()
+    assert record["decisions"] is None and RunSnapshot.from_dict(record).decisions is None
+    del record["decisions"]  # as a record written before decisions were kept
+    assert RunSnapshot.from_dict(record) == snapshot
+
+
 def test_traffic_keeps_its_figures_and_none_of_its_queries(analysis):
     report = build_report(analysis)
     query = "how do I reset my secret password"
@@ -167,6 +217,17 @@ DAMAGES = {
     "questions not a list": lambda r: r.update(questions={"a": 1}),
     "headline of lists": lambda r: r.update(headline={"tested_share": [0.5]}),
     "newer format": lambda r: r.update(format=99),
+    "decisions not a list": lambda r: r.update(decisions={"accepted": 1}),
+    "an unknown decision": lambda r: r.update(decisions=[{"decision": "maybe", "question": "q", "original": "",
+                                                          "origin": "you", "cluster": None, "document": ""}]),
+    "a decision as a list": lambda r: r.update(decisions=[{"decision": ["accepted"], "question": "q",
+                                                           "original": "", "origin": "you", "cluster": None,
+                                                           "document": ""}]),
+    "a decision's cluster as text": lambda r: r.update(decisions=[{"decision": "accepted", "question": "q",
+                                                                   "original": "", "origin": "you", "cluster": "1",
+                                                                   "document": ""}]),
+    "a decision without its question": lambda r: r.update(decisions=[{"decision": "accepted", "original": "",
+                                                                      "origin": "you", "document": ""}]),
 }
 
 

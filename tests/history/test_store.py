@@ -25,7 +25,7 @@ from coverage_core.history.location import (
 )
 from coverage_core.history.store import PAUSE_IN_RECORD_ENV, HistoryStore, open_history
 from tests.helpers import PROJECT
-from tests.history.conftest import make_snapshot, record_runs
+from tests.history.conftest import make_decisions, make_snapshot, record_runs
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
 
@@ -53,6 +53,49 @@ def test_a_recorded_run_loads_back_exactly(tmp_path, keep_text):
     assert loaded.documents[1].tested_share is None and loaded.topics[1].documents == (("f" * 64, 2),)
     assert (loaded.documents[3].text is not None) is keep_text
     assert (info.run, info.label, info.recorded_at, dict(info.headline)) == (1, "main", T0, dict(snapshot.headline))
+
+
+def _without_passages(decisions) -> tuple:
+    from dataclasses import replace
+
+    return tuple(replace(d, passage="") for d in decisions)
+
+
+@pytest.mark.parametrize("n_decisions", [0, 7, 3000])  # none decided; one slice; slices under an index level
+def test_a_runs_decisions_load_back_exactly_and_a_run_without_them_has_none_known(tmp_path, n_decisions):
+    decided = make_snapshot(recorded_at=T0, decisions=make_decisions(n_decisions))
+    unknown = make_snapshot(recorded_at=T0, seed=1)
+    with HistoryStore(tmp_path / "h.sqlite") as store:
+        with_them, without = store.record(decided).run, store.record(unknown).run
+        loaded = store.load(with_them)
+        assert loaded == decided and loaded.to_dict() == decided.to_dict()
+        assert loaded.decisions == _without_passages(make_decisions(n_decisions))  # passages are not kept
+        assert isinstance(loaded.decisions, tuple) and {d.decision for d in loaded.decisions} == (
+            {"accepted", "rejected", "open"} if n_decisions else set())
+        assert store.decisions(with_them) == loaded.decisions  # read alone, the same
+        assert store.load(without).decisions is None and store.decisions(without) is None  # not known, not ()
+        with pytest.raises(InputError, match="^There is no run 99 in the history"):
+            store.decisions(99)
+    with sqlite3.connect(tmp_path / "h.sqlite") as connection:
+        digests = dict(connection.execute("SELECT id, decisions_digest FROM runs").fetchall())
+        kinds = {kind for (kind,) in connection.execute("SELECT DISTINCT kind FROM parts")}
+    assert digests[without] is None and digests[with_them] is not None
+    assert ("decisions_index" in kinds) is (n_decisions == 3000)
+
+
+def test_the_same_decisions_are_stored_once_and_one_more_adds_one_slice(tmp_path):
+    from dataclasses import replace
+
+    decisions = make_decisions(600)
+    with HistoryStore(tmp_path / "h.sqlite") as store:
+        store.record(make_snapshot(decisions=decisions))
+        before = _count(tmp_path / "h.sqlite", "parts")
+        store.record(make_snapshot(seed=0, decisions=decisions))
+        assert _count(tmp_path / "h.sqlite", "parts") == before  # shared with the run before
+        more = decisions[:300] + (replace(decisions[0], question="A new one?"),) + decisions[300:]
+        run = store.record(make_snapshot(seed=0, decisions=more)).run
+        assert store.decisions(run) == _without_passages(more)
+        assert _count(tmp_path / "h.sqlite", "parts") - before <= 3  # its slice, the manifest (and one index)
 
 
 @pytest.mark.parametrize("n_documents", [600, 3000])  # shares in a table of two-byte indices / stored as they are
@@ -179,7 +222,7 @@ def test_processes_creating_a_new_history_at_once_all_succeed(tmp_path):
         ids = list(pool.map(record_runs, [target] * 4, ["a", "b", "c", "d"], [1] * 4))
     assert sorted(run for worker in ids for run in worker) == [1, 2, 3, 4]
     with sqlite3.connect(target) as connection:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003",)]
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -294,7 +337,7 @@ def test_a_history_of_the_first_schema_is_migrated_and_keeps_its_runs(tmp_path):
         timeline = [(name, run, state) for name, run, _, state in store.document_timeline()]
     assert ("doc-0000.txt", 2, False) in timeline and ("doc-0001.txt", 1, True) in timeline
     with sqlite3.connect(old_path) as migrated:
-        assert migrated.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
+        assert migrated.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003",)]
         assert migrated.execute("SELECT COUNT(*) FROM runs WHERE document_verdicts_digest IS NULL").fetchone() == (0,)
 
 
@@ -360,3 +403,41 @@ def test_a_chosen_history_file_is_checked_against_the_allowed_folders(tmp_path):
             check_chosen_history(str(refused), [inside])
     assert history_file("sqlite:///a/b.sqlite?mode=ro") == "a/b.sqlite"
     assert history_file("postgresql://db/x") is None and history_file("runs.sqlite") == "runs.sqlite"
+
+
+def test_a_history_of_the_second_schema_is_migrated_and_its_runs_have_no_decisions_known(tmp_path):
+    """Revision 0003 adds the decisions column: a run recorded before it reads as "not known", never as none."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    import coverage_core.history.store as store_module
+
+    head_path, old_path = tmp_path / "head.sqlite", tmp_path / "old.sqlite"
+    snapshots = [make_snapshot(30, seed=0, recorded_at=T0), make_snapshot(30, seed=1, recorded_at=T0)]
+    with HistoryStore(head_path) as store:
+        for snapshot in snapshots:
+            store.record(snapshot)
+    config = Config()
+    config.set_main_option("script_location", os.path.join(os.path.dirname(store_module.__file__), "migrations"))
+    config.set_main_option("path_separator", "os")
+    engine = sa.create_engine(f"sqlite:///{old_path}")
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0002")
+    engine.dispose()
+    with sqlite3.connect(old_path) as old:
+        old.execute("ATTACH DATABASE ? AS head", (str(head_path),))
+        columns = [row[1] for row in old.execute("PRAGMA table_info(runs)")]
+        assert "decisions_digest" not in columns and "document_verdicts_digest" in columns
+        old.execute("INSERT INTO parts SELECT * FROM head.parts")
+        old.execute(f"INSERT INTO runs ({', '.join(columns)}) SELECT {', '.join(columns)} FROM head.runs")
+        old.commit()
+    with HistoryStore(old_path) as store:
+        assert [store.load(r.run) for r in store.runs()] == snapshots
+        assert [store.decisions(r.run) for r in store.runs()] == [None, None]
+        later = store.record(make_snapshot(30, seed=2, recorded_at=T0, decisions=make_decisions(4)))
+        assert store.decisions(later.run) == _without_passages(make_decisions(4))
+    with sqlite3.connect(old_path) as migrated:
+        assert migrated.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003",)]
+        assert migrated.execute("SELECT COUNT(*) FROM runs WHERE decisions_digest IS NULL").fetchone() == (2,)

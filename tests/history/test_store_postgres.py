@@ -12,16 +12,17 @@ import sqlalchemy as sa
 
 from coverage_core.errors import InputError
 from coverage_core.history.store import HistoryStore
-from tests.history.conftest import make_snapshot, record_runs
+from tests.history.conftest import make_decisions, make_snapshot, record_runs
 
 
 def test_a_run_round_trips_through_postgresql(postgres_database):
-    snapshot = make_snapshot(3000, keep_text=True, seed=4,
+    snapshot = make_snapshot(3000, keep_text=True, seed=4, decisions=make_decisions(40),
                              recorded_at=datetime(2026, 5, 1, 8, 30, 0, 654321, tzinfo=timezone.utc))
     with HistoryStore(postgres_database) as store:
         info = store.record(snapshot)
         again = store.record(make_snapshot(3000, seed=4, label="release", untested=(0, 1)))
-        assert store.load(info.run) == snapshot
+        assert store.load(info.run) == snapshot and store.decisions(info.run) == snapshot.decisions
+        assert store.decisions(again.run) is None  # recorded without them: not known
         assert [r.run for r in store.runs()] == [info.run, again.run] and again.run > info.run
         assert store.resolve("release").run == again.run and store.latest("main").run == info.run
         timeline = [(name, run, state) for name, run, _, state in store.document_timeline()]
@@ -42,7 +43,7 @@ def test_four_processes_recording_into_postgresql_lose_nothing(postgres_database
         assert loaded == make_snapshot(label="job-1", seed=6, recorded_at=loaded.recorded_at)
     engine = sa.create_engine(postgres_database)
     with engine.connect() as connection:
-        assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all() == ["0002"]
+        assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all() == ["0003"]
     engine.dispose()
 
 

@@ -569,3 +569,120 @@ def test_since_is_a_plain_run_number_or_a_label(tmp_path, cli, since, expected):
     assert expected in sentence and "damaged" not in sentence and len(sentence) < 400, sentence
     with HistoryStore(path) as store:
         assert [run.run for run in store.runs()] == [1, 2] and not store.damaged_runs
+
+
+# ---------------------------------------------------------------- 12. a damaged decisions part
+
+
+def _decisions_history(tmp_path):
+    """Two healthy runs (``main``): run 1 holds decisions about suggested questions, run 2 none known (NULL)."""
+    from tests.history.conftest import make_decisions
+
+    path = tmp_path / "history.sqlite"
+    with HistoryStore(path) as store:
+        store.record(make_snapshot(label="main", decisions=make_decisions(5)))
+        store.record(make_snapshot(label="main", n_documents=7, seed=1))
+    return path
+
+
+def _decisions_part(path, rows: str) -> str:
+    """A decisions list of one slice holding ``rows`` (JSON text), stored by hand with valid digests."""
+    slice_digest = _put_part(path, "decisions_slice", rows.encode())
+    return _put_part(path, "decisions", json.dumps({"depth": 1, "parts": [slice_digest]}).encode())
+
+
+def _damaged_decisions_refused(path, reason: str = "") -> None:
+    """Run 2 is one sentence wherever it is read, its decisions alone too; run 1 and its decisions still load."""
+    _damaged_run_refused(path, reason=reason)
+    with HistoryStore(path) as store:
+        with pytest.raises(InputError) as raised:
+            store.decisions(2)
+        assert len(store.decisions(1)) == 5 and store.load(1).decisions == store.decisions(1)
+        assert [run.run for run in store.runs()] == [1, 2]  # the rows are sound: listed, named when read
+    message = str(raised.value)
+    assert message.startswith(f"Run 2 in the history {path} is damaged and cannot be read"), message
+    assert reason in message and "\n" not in message and raised.value.__cause__ is None
+
+
+@pytest.mark.parametrize("rows, reason", [
+    ('[["maybe", "q", "q", "local", 1, "a.txt"]]', "not accepted, open or rejected"),
+    ('[[["accepted"], "q", "q", "local", 1, "a.txt"]]', "not accepted, open or rejected"),  # unhashable: no crash
+    ('[["accepted", 12, "q", "local", 1, "a.txt"]]', "not text"),
+    ('[["accepted", "q", "q", "local", -1, "a.txt"]]', "not a whole number in range"),
+    ('[["accepted", "q", "q", "local", 1.5, "a.txt"]]', "not a whole number in range"),
+    ('[["accepted", "q", "q", "local", true, "a.txt"]]', "not a whole number in range"),
+    ('[["accepted", "q", "q", "local", 1e999, "a.txt"]]', "not a whole number in range"),
+    ('[["accepted", "q", "q", "local", 1]]', "a decision entry is not"),
+    ('[{"decision": "accepted", "question": "q"}]', "a decision entry is not"),
+    ('{"decision": "accepted"}', "a slice of the run is not a list"),
+    ('[["accepted", "q", "q", "local", NaN, "a.txt"]]', "NaN or Infinity"),
+])
+def test_decisions_of_the_wrong_shape_or_type_are_a_damaged_run(tmp_path, rows, reason):
+    path = _decisions_history(tmp_path)
+    _set(path, 2, "decisions_digest", _decisions_part(path, rows))
+    _damaged_decisions_refused(path, reason=reason)
+
+
+def test_decisions_nested_100000_deep_are_a_damaged_run_not_a_crash(tmp_path, cli):
+    path = _decisions_history(tmp_path)
+    _set(path, 2, "decisions_digest", _decisions_part(path, "[" * 100_000 + "]" * 100_000))
+    _damaged_decisions_refused(path, reason="nested too deep")
+    deep_manifest = _put_part(path, "decisions", b'{"depth": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    _set(path, 2, "decisions_digest", deep_manifest)
+    _damaged_decisions_refused(path, reason="nested too deep")
+    code, _, err = cli("--history", str(path), "--since", "2")
+    assert code == EXIT_UNUSABLE and "Run 2 in the history" in _one_sentence(err)
+
+
+def test_more_decisions_than_the_item_limit_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(parts, "MAX_LIST_ITEMS", 50)
+    path = _decisions_history(tmp_path)
+    slice_digest = _put_part(path, "decisions_slice",
+                             json.dumps([["rejected", "q", "q", "local", None, ""]] * 10).encode())
+    manifest = _put_part(path, "decisions", json.dumps({"depth": 1, "parts": [slice_digest] * 6}).encode())
+    _set(path, 2, "decisions_digest", manifest)
+    _damaged_decisions_refused(path, reason="longer than 50 entries")
+    one_slice = _decisions_part(path, json.dumps([["rejected", "q", "q", "local", None, ""]] * 51))
+    _set(path, 2, "decisions_digest", one_slice)
+    _damaged_decisions_refused(path, reason="longer than 50 entries")
+
+
+@pytest.mark.parametrize("damage", ["not a digest", "missing part", "another kind's part", "bomb", "self-listing",
+                                    "no manifest"])
+def test_a_decisions_part_that_is_not_one_is_a_damaged_run(tmp_path, damage):
+    path = _decisions_history(tmp_path)
+    if damage == "not a digest":
+        digest = "not-a-digest"
+    elif damage == "missing part":
+        digest = "ab" * 32
+    elif damage == "another kind's part":  # a valid question list: its digest binds its kind, so not decisions
+        digest = _column(path, 1, "question_set_digest")
+    elif damage == "bomb":
+        digest = _put_part(path, "decisions", b"", data=_bomb(parts.MAX_JSON_PART_BYTES + 1),
+                           digest=digest_of("decisions", b"\0" * (parts.MAX_JSON_PART_BYTES + 1)))
+    elif damage == "self-listing":
+        itself = "cd" * 32
+        _put_part(path, "decisions_index", json.dumps([itself] * 100).encode(), digest=itself)
+        digest = _put_part(path, "decisions", json.dumps({"depth": 3, "parts": [itself]}).encode())
+    else:
+        digest = _put_part(path, "decisions", b'[["accepted", "q", "q", "local", 1, "a.txt"]]')
+    _set(path, 2, "decisions_digest", digest)
+    _damaged_decisions_refused(path)
+
+
+def test_the_history_page_names_a_run_with_damaged_decisions_and_shows_the_others(tmp_path, monkeypatch):
+    from tests.app_support import run_page, texts
+    from ui import state
+
+    path = _decisions_history(tmp_path)
+    _set(path, 2, "decisions_digest", _decisions_part(path, '[["maybe", "q", "q", "local", 1, "a.txt"]]'))
+    monkeypatch.setenv(HISTORY_ENV, str(path))
+    monkeypatch.delenv(RECORD_ENV, raising=False)
+    at = run_page("pages/10_history.py")
+    assert not at.exception
+    errors = texts(at.error)
+    assert errors and all(e.startswith("Run 2 in the history") and "is damaged" in e and "\n" not in e.strip()
+                          for e in errors)
+    at.selectbox(key=state.W_HISTORY_DECISIONS).set_value(1).run()
+    assert not at.exception
+    assert "At run 1: 3 suggested questions accepted, 2 edited, 1 rejected." in texts(at.caption)

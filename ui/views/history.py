@@ -1,8 +1,9 @@
 """The History page's tables and sentences (no Streamlit): the runs, the two runs compared, what changed.
 
 The page reads widgets and the store; everything it shows is made here from the core's values
-(``RunInfo``, :class:`~coverage_core.history.changes.Changes`). Sentences hold numbers and fixed words only;
-user text (labels, document names, questions, topics) goes into tables, which never render Markdown.
+(``RunInfo``, :class:`~coverage_core.history.changes.Changes`, a run's decisions about the suggested questions).
+Sentences hold numbers and fixed words only; user text (labels, document names, questions, topics) goes into
+tables, which never render Markdown.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from coverage_core.decisions import ACCEPTED, REJECTED, SuggestionDecision, decision_counts
 from coverage_core.history.changes import points_words
 from coverage_core.outputs.plots.history import run_names
 from ui import formats
+
+DECISIONS_ADDED = "Decisions on suggested questions added"
+"""The heading of the decisions the later run holds and the earlier one does not."""
 
 ALL_LABELS = ""
 """The label filter's value that shows every run."""
@@ -134,6 +139,7 @@ def change_counts(changes) -> list[tuple[str, int]]:
         ("Questions removed", len(changes.questions_removed)),
         ("Topics that lost their tests", len(changes.topics_lost)),
         ("Topics that gained tests", len(changes.topics_gained)),
+        (DECISIONS_ADDED, len(changes.decisions_added)),
     ]
 
 
@@ -153,3 +159,40 @@ def new_untested_documents(changes) -> list[tuple[str, str]]:
     """(document name, "added" or "changed") of each document added or changed that is untested now."""
     added = {document.name for document in changes.documents_added}
     return [(document.name, "added" if document.name in added else "changed") for document in changes.new_untested]
+
+
+# ---------------------------------------------------------------- the decisions about suggested questions
+
+
+def decision_words(decision: SuggestionDecision) -> str:
+    """What the user did with a suggested question, in plain words."""
+    if decision.decision == REJECTED:
+        return "rejected"
+    if decision.decision == ACCEPTED:
+        return "accepted, edited" if decision.edited else "accepted"
+    return "edited, not accepted"
+
+
+def decisions_table(decisions: Sequence[SuggestionDecision]) -> pd.DataFrame:
+    """One row per decision: what was done, the question as it stands, the suggestion as it was written (when
+    edited), who wrote it first and its source document."""
+    return pd.DataFrame({
+        "decision": [decision_words(d) for d in decisions],
+        "question": [d.question for d in decisions],
+        "suggested as": [d.original if d.edited else "" for d in decisions],
+        "written by": [formats.origin_words(d.origin) for d in decisions],
+        "document": [d.document for d in decisions],
+    }, columns=["decision", "question", "suggested as", "written by", "document"])
+
+
+def decisions_sentence(run: int, decisions: Sequence[SuggestionDecision] | None) -> str:
+    """What run ``run`` holds of the decisions about its suggested questions (numbers and fixed words only)."""
+    if decisions is None:
+        return (f"Run {run} was recorded without decisions on suggested questions: from the command line, before "
+                "any suggestion was accepted, edited or rejected on the Gap analysis page, or before the history "
+                "kept them.")
+    counts = decision_counts(decisions)
+    if not any(counts.values()):
+        return f"No suggested question was accepted, edited or rejected at run {run}."
+    return (f"At run {run}: {formats.count(counts['n_accepted_suggestions'], 'suggested question')} accepted, "
+            f"{counts['n_edited_suggestions']:,} edited, {counts['n_rejected_suggestions']:,} rejected.")
