@@ -158,18 +158,19 @@ class _WritingLines:
 # The core's settings as its checks name them (check_scalar's ``name``), and
 # the flag that sets each: a refusal on the command line names the flag.
 _SETTING_FLAGS = {
-    "the output dimensions": "--dimensions",
-    "the number of clusters": "--clusters",
-    "the random seed": "--seed",
-    "the screening strictness": "--strictness",
-    "the multi-cluster threshold": "--multi-threshold",
-    "the multi-cluster N": "--multi-n",
-    "the support level": "--support-threshold",
+    "dimensions": "--dimensions",
+    "n_clusters": "--clusters",
+    "random_state": "--seed",
+    "strictness": "--strictness",
+    "multi_threshold": "--multi-threshold",
+    "multi_n": "--multi-n",
+    "support_threshold": "--support-threshold",
     "gap_threshold": "--gap-threshold",
     "n_suggestions": "--suggest",
     "n_written_gaps": "--written-gaps",
-    "k": "--k",
+    "retrieval_k": "--k",
 }
+"""The field a core :class:`SettingError` names (``setting``) -> the flag that sets it."""
 
 
 @contextmanager

@@ -51,7 +51,7 @@ class EmbeddingConfig:
 
     def __post_init__(self):
         if self.dimensions is not None:
-            check_scalar(self.dimensions, "the output dimensions", int, min_val=MIN_DIMENSIONS)
+            check_scalar(self.dimensions, "the output dimensions", int, min_val=MIN_DIMENSIONS, field="dimensions")
 
     def __repr__(self) -> str:  # a repr can end up in a traceback or a log
         return (
@@ -91,19 +91,20 @@ class AnalysisConfig:
 
     def __post_init__(self):
         if self.n_clusters is not None:
-            check_scalar(self.n_clusters, "the number of clusters", int, min_val=MIN_CLUSTERS)
-        check_scalar(self.random_state, "the random seed", int, min_val=SEED_RANGE[0], max_val=SEED_RANGE[1])
+            check_scalar(self.n_clusters, "the number of clusters", int, min_val=MIN_CLUSTERS, field="n_clusters")
+        check_scalar(self.random_state, "the random seed", int, min_val=SEED_RANGE[0], max_val=SEED_RANGE[1],
+                     field="random_state")
         if self.strictness is not None:
-            check_strictness(self.strictness, "the screening strictness")
-        check_cover_threshold(self.multi_threshold, "the multi-cluster threshold")
-        check_n_nearest(self.multi_n, "the multi-cluster N")
+            check_strictness(self.strictness, "the screening strictness", field="strictness")
+        check_cover_threshold(self.multi_threshold, "the multi-cluster threshold", field="multi_threshold")
+        check_n_nearest(self.multi_n, "the multi-cluster N", field="multi_n")
         low, high = REDUNDANCY_THRESHOLD_RANGE
         check_scalar(self.redundancy_threshold, "the redundancy threshold", float, min_val=low, max_val=high,
                      include_boundaries="right", hint="it is a cosine similarity")
         if self.support_threshold is not None:
             calibration_module.override(self.support_threshold)  # raises InputError outside (0, 1]
         check_scalar(self.retrieval_k, "the retrieval k", int, min_val=MIN_RETRIEVAL_K,
-                     hint="it is the number of passages retrieved per question")
+                     hint="it is the number of passages retrieved per question", field="retrieval_k")
 
     @property
     def tested_k(self) -> int:

@@ -391,16 +391,16 @@ COVER_THRESHOLD_RANGE = (0.0, 2.0)
 """A cosine distance from a question to a cluster centre: above 0, at most 2."""
 
 
-def check_cover_threshold(threshold: float, name: str = "threshold") -> float:
+def check_cover_threshold(threshold: float, name: str = "threshold", field: str = "multi_threshold") -> float:
     """``threshold`` as a float, or InputError unless it is within :data:`COVER_THRESHOLD_RANGE`."""
     low, high = COVER_THRESHOLD_RANGE
     return float(check_scalar(threshold, name, float, min_val=low, max_val=high, include_boundaries="right",
-                              hint="it is a cosine distance, sensible from 0.15 to 0.8"))
+                              hint="it is a cosine distance, sensible from 0.15 to 0.8", field=field))
 
 
-def check_n_nearest(n_nearest: int, name: str = "n_nearest") -> int:
+def check_n_nearest(n_nearest: int, name: str = "n_nearest", field: str = "multi_n") -> int:
     """``n_nearest`` as an int, or InputError unless it is a whole number of clusters >= 1."""
-    return int(check_scalar(n_nearest, name, int, min_val=1))
+    return int(check_scalar(n_nearest, name, int, min_val=1, field=field))
 
 
 def threshold_covers(questions, centres, threshold) -> np.ndarray:

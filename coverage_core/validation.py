@@ -69,7 +69,7 @@ def is_number(value: Any) -> bool:
 class SettingError(InputError):
     """An :class:`InputError` about one named setting.
 
-    ``setting`` is the name as given to :func:`check_scalar` and
+    ``setting`` is the field name given to :func:`check_scalar` (its ``name`` without one) and
     ``requirement`` the rest of the sentence ("must be at least 1 (got 0)."),
     so a caller can name the setting its own way: the CLI says ``--multi-n``.
     """
@@ -92,6 +92,7 @@ def check_scalar(
     max_val: float | None = None,
     include_boundaries: str = "both",
     hint: str | None = None,
+    field: str | None = None,
 ):
     """``x`` if it is a finite number of ``target_type`` within the bounds; else :class:`SettingError`.
 
@@ -115,6 +116,10 @@ def check_scalar(
         Which bounds ``x`` may equal, as in scikit-learn.
     hint : str, optional
         Ends the sentence after a semicolon, e.g. which values are sensible.
+    field : str, optional
+        The setting's field name (``"n_clusters"``), carried by the error as
+        ``setting`` so a caller maps it to its own name (the CLI's flag)
+        without reading the sentence; ``name`` when not given.
 
     Returns
     -------
@@ -140,7 +145,7 @@ def check_scalar(
         bounds = "of " + bounds
     requirement = f"must be {' '.join(part for part in (kind, bounds) if part)} (got {_shown(x)})"
     requirement += f"; {hint}." if hint else "."
-    raise SettingError(f"{_subject(name)} {requirement}", setting=name, requirement=requirement)
+    raise SettingError(f"{_subject(name)} {requirement}", setting=field or name, requirement=requirement)
 
 
 def _within(x, low, high, include_boundaries: str) -> bool:

@@ -219,6 +219,25 @@ def test_check_scalar_names_the_setting_in_one_sentence():
     with pytest.raises(InputError, match=r"^The multi-cluster N must be at least 1 \(got 0\)\.$") as caught:
         check_scalar(0, "the multi-cluster N", int, min_val=1)
     assert (caught.value.setting, caught.value.requirement) == ("the multi-cluster N", "must be at least 1 (got 0).")
+    with pytest.raises(InputError) as caught:  # a field name: what a caller maps, never the sentence's words
+        check_scalar(0, "the multi-cluster N", int, min_val=1, field="multi_n")
+    assert caught.value.setting == "multi_n" and str(caught.value).startswith("The multi-cluster N must")
+
+
+@pytest.mark.parametrize("field, value", [
+    ("dimensions", 0), ("n_clusters", 0), ("random_state", -1), ("strictness", 2.0), ("multi_threshold", 5.0),
+    ("multi_n", 0), ("support_threshold", 2.0), ("retrieval_k", 0),
+])
+def test_every_analysis_setting_error_names_its_field_and_the_command_line_has_its_flag(field, value):
+    from coverage_core.cli import _SETTING_FLAGS
+    from coverage_core.config import AnalysisConfig, EmbeddingConfig
+
+    with pytest.raises(SettingError) as caught:
+        if field == "dimensions":
+            EmbeddingConfig(dimensions=value)
+        else:
+            AnalysisConfig(**{field: value})
+    assert caught.value.setting == field and field in _SETTING_FLAGS
     with pytest.raises(ValueError, match=r"^top_k must be at most 30 \(got 31\); fewer is faster\.$"):
         check_scalar(31, "top_k", int, max_val=30, hint="fewer is faster")
 

@@ -139,7 +139,8 @@ PASSAGE_CHARS = 200
 
 def check_k(k, name: str = "k") -> int:
     """``k`` as an int: the chunks retrieved per question, at least :data:`MIN_K`; ``name`` is what the message calls it."""
-    return int(check_scalar(k, name, int, min_val=MIN_K, hint="it is the number of chunks retrieved per question"))
+    return int(check_scalar(k, name, int, min_val=MIN_K, hint="it is the number of chunks retrieved per question",
+                            field="retrieval_k"))
 
 
 def top_k_chunks(

@@ -28,11 +28,11 @@ STRICTNESS_SPAN = 1.5
 """Units of support margin between strictness 0 and 1 (:func:`margin_cut`)."""
 
 
-def check_strictness(strictness, name: str = "strictness"):
+def check_strictness(strictness, name: str = "strictness", field: str = "strictness"):
     """``strictness`` unless it is outside :data:`STRICTNESS_RANGE`; ``name`` is what the message calls it."""
     low, high = STRICTNESS_RANGE
     return check_scalar(strictness, name, float, min_val=low, max_val=high,
-                        hint="0 flags only extreme questions, 1 flags many")
+                        hint="0 flags only extreme questions, 1 flags many", field=field)
 
 
 def margin_cut(strictness: float) -> float:

@@ -595,7 +595,7 @@ def override(threshold: float) -> Calibration:
     """τ set by the user: no calibration runs."""
     low, high = SUPPORT_THRESHOLD_RANGE
     check_scalar(threshold, "the support level", float, min_val=low, max_val=high, include_boundaries="right",
-                 hint="it is a cosine similarity")
+                 hint="it is a cosine similarity", field="support_threshold")
     return Calibration(float(threshold), "override")
 
 
