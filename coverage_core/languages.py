@@ -86,6 +86,13 @@ def _guess(text: str, candidates: Sequence[str] | None) -> tuple[str, float]:
     sample = strip_invisible(text[:2 * DETECTION_CHARS])[:DETECTION_CHARS]
     if len(_LETTER.findall(sample)) < MIN_LETTERS:
         return UNDETERMINED, 0.0
+    return _classified(sample, tuple(candidates) if candidates else None)
+
+
+@lru_cache(maxsize=16_384)  # samples are at most DETECTION_CHARS: a bounded few tens of MB
+def _classified(sample: str, candidates: tuple[str, ...] | None) -> tuple[str, float]:
+    # The same texts are read more than once in a run (the questions by the language profile and by the
+    # screener, a passage by each gap it could serve), and py3langid costs about a millisecond per text.
     identifier = _identifier()
     with _IDENTIFIER_LOCK:
         code, probability = identifier.classify(sample)

@@ -418,3 +418,20 @@ def test_unfinished_drafts_are_left_out_of_apply_and_export():
     )
     assert view.accepted_texts(table) == ["Can a koala be kept as a pet?"]
     assert view.unfinished_drafts(table) == 1
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_each_rows_top_k_is_the_stable_sorts_first_k(ties):
+    """The partition that replaced a full sort of every row picks the same passages, equal values included."""
+    from coverage_core.suggest.gaps import _top_per_row
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        n, m = rng.integers(1, 30, size=2)
+        values = rng.integers(0, 4, size=(n, m)) if ties else rng.random((n, m))
+        values = values.astype(np.float32)
+        for k in (0, 1, int(rng.integers(1, m + 1)), m, m + 3):
+            expected = np.zeros_like(values, dtype=bool)
+            if min(k, m):
+                np.put_along_axis(expected, np.argsort(-values, axis=1, kind="stable")[:, :min(k, m)], True, axis=1)
+            assert (_top_per_row(values, k) == expected).all()

@@ -367,9 +367,7 @@ def spread_passages(
         return []
     unit = unit_rows(np.asarray(np.asarray(chunk_vectors)[rows], dtype=np.float32))
     similarity = unit @ unit.T
-    nearest = np.argsort(-similarity, axis=1, kind="stable")[:, :reach]
-    reaches = np.zeros_like(similarity, dtype=bool)
-    np.put_along_axis(reaches, nearest, True, axis=1)
+    reaches = _top_per_row(similarity, reach)
     reaches[np.arange(len(rows)), np.arange(len(rows))] = True
     open_rows = untested.copy()
     chosen: list[int] = []
@@ -386,6 +384,19 @@ def spread_passages(
         chosen.append(best)
         open_rows &= ~reaches[best]
     return [int(rows[i]) for i in chosen]
+
+
+def _top_per_row(similarity: np.ndarray, k: int) -> np.ndarray:
+    """A mask of each row's ``k`` largest values: the first ``k`` of a stable descending sort (equal values in
+    column order), found with a partition rather than a sort of every row (2,000 x 2,000 per gap)."""
+    k = min(max(k, 0), similarity.shape[1])
+    if k == 0:
+        return np.zeros_like(similarity, dtype=bool)
+    kth = np.partition(similarity, similarity.shape[1] - k, axis=1)[:, similarity.shape[1] - k]
+    above = similarity > kth[:, None]
+    ties = similarity == kth[:, None]
+    wanted = k - above.sum(axis=1)
+    return above | (ties & (np.cumsum(ties, axis=1) <= wanted[:, None]))
 
 
 def _least_covered(representatives: np.ndarray, min_distances: np.ndarray, n: int) -> list[int]:
@@ -594,8 +605,12 @@ def _write_gaps(
     # Suggestions are written in each passage's language; an unsure guess is chosen among the corpus's.
     languages = corpus_languages(inputs.texts)
 
+    readable: dict[int, bool] = {}  # a chunk is asked about by several gaps and documents: its language read once
+
     def askable(chunk: int) -> bool:
-        return has_sentences(inputs.texts[chunk], detect_language(inputs.texts[chunk], languages))
+        if chunk not in readable:
+            readable[chunk] = has_sentences(inputs.texts[chunk], detect_language(inputs.texts[chunk], languages))
+        return readable[chunk]
 
     ranks = PassageRanks(inputs.vectors) if writer is not None else None
     examples = example_questions(
@@ -622,7 +637,7 @@ def _write_gaps(
             passages = spread or passages
         # A carried document's own rows in this topic: its least covered askable passage leads the gap's.
         carried = {d: rows_of[d][inputs.labels[rows_of[d]] == cluster] for d in target.untested if not target.document}
-        firsts = [_least_covered_askable(own, inputs.distances, askable)[0] for own in carried.values() if len(own)]
+        firsts = [_least_covered_askable(own, inputs.distances, askable, 1)[0] for own in carried.values() if len(own)]
         passages = list(dict.fromkeys([*firsts, *passages]))[:max(config.n_passages, len(firsts))]
         if config.n_suggestions == 0:
             gaps.append(inputs.gap(target, rows, gap_themes, passages, (), note=NOTE_TURNED_OFF))
@@ -669,7 +684,7 @@ def _write_gaps(
         for document, own in own_rows.items():
             if len(own) and not any(s.text and s.document == document for s in suggestions):
                 suggestions = [*suggestions, *draft_questions(
-                    cluster, _least_covered_askable(own, inputs.distances, askable)[:N_REPRESENTATIVE],
+                    cluster, _least_covered_askable(own, inputs.distances, askable, N_REPRESENTATIVE),
                     inputs.texts, inputs.documents, gap_themes, 1, seen, languages,
                 )]
         note = "" if any(s.text for s in suggestions) else no_suggestion_note(dropped)
@@ -687,10 +702,16 @@ def _write_gaps(
     return gaps, warnings
 
 
-def _least_covered_askable(rows: np.ndarray, min_distances: np.ndarray, askable) -> list[int]:
-    """``rows`` least covered first, those a question can be asked from (``askable``) before the others."""
+def _least_covered_askable(rows: np.ndarray, min_distances: np.ndarray, askable, n: int) -> list[int]:
+    """The first ``n`` of ``rows`` least covered first, those a question can be asked from (``askable``)
+    before the others; ``askable`` is asked only until ``n`` are found (a document may have thousands of rows)."""
     order = [int(i) for i in np.asarray(rows)[np.argsort(-min_distances[rows], kind="stable")]]
-    return [i for i in order if askable(i)] + [i for i in order if not askable(i)]
+    found, others = [], []
+    for row in order:
+        (found if askable(row) else others).append(row)
+        if len(found) == n:
+            return found
+    return (found + others)[:n]
 
 
 def _document_representatives(vectors: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
