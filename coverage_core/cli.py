@@ -84,10 +84,15 @@ def _say(text: object = "", *, error: bool = False) -> None:
     print(plain(text), file=sys.stderr if error else sys.stdout)
 
 
+_CONSOLE_SCRIPTS = ("rag-coverage", "coverage-core")
+"""The console scripts pyproject.toml installs (``[project.scripts]``)."""
+
+
 def _prog(argv0: str | None = None) -> str:
     """The command as the user ran it: the console script, or ``python -m coverage_core``."""
     name = Path(sys.argv[0] if argv0 is None and sys.argv else argv0 or "").name
-    return "coverage-core" if name in ("coverage-core", "coverage-core.exe") else "python -m coverage_core"
+    command = name.removesuffix(".exe")
+    return command if command in _CONSOLE_SCRIPTS else "python -m coverage_core"
 
 
 class _Parser(argparse.ArgumentParser):

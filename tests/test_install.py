@@ -186,3 +186,15 @@ def test_the_readme_example_runs_through_the_installed_command(installed):
     # The run was recorded through the installed migrations.
     with sqlite3.connect(history) as connection:
         assert connection.execute("SELECT version_num FROM alembic_version").fetchone()
+
+
+@pytest.mark.parametrize("argv0, shown", [
+    ("/venv/bin/rag-coverage", "rag-coverage"), ("C:/venv/Scripts/rag-coverage.exe", "rag-coverage"),
+    ("/venv/bin/coverage-core", "coverage-core"), ("/repo/coverage_core/__main__.py", "python -m coverage_core"),
+])
+def test_the_help_names_the_command_as_it_was_run(argv0, shown):
+    from coverage_core import cli
+
+    assert cli._prog(argv0) == shown
+    scripts = tomllib.loads((PROJECT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(cli._CONSOLE_SCRIPTS) == set(scripts)  # every installed command, and no other
