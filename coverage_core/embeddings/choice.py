@@ -12,12 +12,12 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coverage_core.embeddings.base import EmbedderOptions, ProviderSpec
-from coverage_core.embeddings.local import DEFAULT_LOCAL_MODEL, SPEC as LOCAL
+from coverage_core.embeddings.auto import AUTO
+from coverage_core.embeddings.local import DEFAULT_LOCAL_MODEL
+from coverage_core.embeddings.registry import covers_language, model_display_name
 from coverage_core.languages import UNDETERMINED, LanguageShare, language_name
 
-AUTO = "auto"
-"""The provider name that stands for the automatic choice."""
+__all__ = ["AUTO", "ENGLISH_MODEL", "MULTILINGUAL_MODELS", "ModelChoice", "choose_model", "resolve"]
 
 ENGLISH_MODEL = ("local", DEFAULT_LOCAL_MODEL)
 """The model for English-only corpora (provider, model)."""
@@ -97,7 +97,6 @@ def choose_model(document_shares: Sequence[LanguageShare], question_shares: Sequ
     main. When no bundled model lists every main language, the reason is a
     warning naming those none lists, and the model that reads the most.
     """
-    from coverage_core.embeddings.registry import covers_language, model_display_name
 
     documents, questions = _main(document_shares), _main(question_shares)
     languages = tuple(dict.fromkeys(documents + questions))
@@ -140,20 +139,3 @@ def resolve(embedding, document_shares: Sequence[LanguageShare], question_shares
     choice = choose_model(document_shares, question_shares, n_characters)
     return dataclasses.replace(embedding, provider=choice.provider, model=choice.model, dimensions=None,
                                base_url=None), choice
-
-
-def _english_default(model: str, options: EmbedderOptions):
-    return LOCAL.factory(DEFAULT_LOCAL_MODEL, options)
-
-
-# Unresolved (no texts seen yet), "auto" is the English default model: it embeds with it and falls back
-# to its measured support level; analyses resolve it first (resolve()). No price row of its own.
-SPEC = ProviderSpec(
-    name=AUTO,
-    label="the automatic choice",
-    description="Automatic: the bundled model for the documents' languages (free, nothing leaves this server)",
-    default_model=DEFAULT_LOCAL_MODEL,
-    models={DEFAULT_LOCAL_MODEL: dataclasses.replace(LOCAL.models[DEFAULT_LOCAL_MODEL], usd_per_1m_tokens=None)},
-    factory=_english_default,
-    trained_for_truncation=LOCAL.trained_for_truncation,
-)

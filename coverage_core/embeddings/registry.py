@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from coverage_core.embeddings import choice, local, multilingual, openai_provider, voyage_provider
+from coverage_core.embeddings import auto, local, multilingual, openai_provider, voyage_provider
 from coverage_core.embeddings.base import (
     ModelSpec,
     ProviderSpec,
@@ -24,7 +24,7 @@ from coverage_core.errors import InputError
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
-        choice.SPEC, local.SPEC, multilingual.USE_SPEC, multilingual.E5_SPEC, openai_provider.SPEC,
+        auto.SPEC, local.SPEC, multilingual.USE_SPEC, multilingual.E5_SPEC, openai_provider.SPEC,
         voyage_provider.SPEC,
     )
 }

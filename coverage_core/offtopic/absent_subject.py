@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from coverage_core.offtopic.rule import Rule
-from coverage_core.stages.subjects import SubjectEvidence, asks_of_a_document_subject
+from coverage_core.stages.subjects import FEW_MENTIONS, SubjectEvidence, asks_of_a_document_subject
 
 __all__ = ["AbsentSubject", "FEW_MENTIONS", "weakest_subject"]
 
-FEW_MENTIONS = 10
-"""A subject named in at most this many passages, none of which the question retrieves or reaches, is named
-only in passing."""
+# FEW_MENTIONS (10), defined where the evidence is gathered (the gathering stops at it), is this rule's cut:
+# a subject named in at most that many passages, none of which the question retrieves or reaches, is named
+# only in passing.
 
 
 def weakest_subject(evidence: list[SubjectEvidence], closed: bool = False) -> SubjectEvidence | None:

@@ -17,18 +17,22 @@ from __future__ import annotations
 import numpy as np
 
 from coverage_core.offtopic.rule import Rule
-from coverage_core.stages.subjects import SubjectEvidence, asks_of_a_document_subject
+from coverage_core.stages.subjects import (
+    MIN_COMPANY_WORDS,
+    PASSING_MENTIONS,
+    SubjectEvidence,
+    asks_of_a_document_subject,
+)
 
 __all__ = ["MIN_COMPANY_WORDS", "NameInPassing", "PASSING_COMPANY", "PASSING_MENTIONS", "named_in_passing"]
-
-PASSING_MENTIONS = 20
-"""A name in at most this many passages whose passages hold little else the question asks is named in passing."""
 
 PASSING_COMPANY = 0.25
 """At most this share of a question's other words beside its name in one passage: nothing it asks is said there."""
 
-MIN_COMPANY_WORDS = 2
-"""The rule needs at least this many other words in the question: with one, a single paraphrase leaves nothing."""
+# PASSING_MENTIONS (20) and MIN_COMPANY_WORDS (2), defined where the evidence is gathered (the gathering
+# stops at them), are this rule's cuts: a name in at most 20 passages whose passages hold little else the
+# question asks is named in passing; the rule needs at least 2 other words in the question (with one, a
+# single paraphrase leaves nothing).
 
 
 def named_in_passing(evidence: list[SubjectEvidence], closed: bool = False) -> SubjectEvidence | None:

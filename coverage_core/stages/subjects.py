@@ -76,6 +76,20 @@ MIN_FIXABLE_WORD = MIN_FIXABLE_LENGTH
 # ... or as the corpus word it is derived from ("Anglicanism" -> "Anglican").
 DERIVED_ENDINGS = ("ism", "ist", "ian", "ern", "ese", "ish", "ic")
 NAMED_KINDS = ("name", "acronym", "quoted")
+
+# The off-topic rules' cuts (coverage_core.offtopic.absent_subject and .name_in_passing), kept here because
+# they also bound what is worth gathering: the rules read this module, never the other way.
+FEW_MENTIONS = 10
+"""A subject named in at most this many passages, none of which the question retrieves or reaches, is named
+only in passing (:class:`~coverage_core.offtopic.absent_subject.AbsentSubject`)."""
+
+PASSING_MENTIONS = 20
+"""A name in at most this many passages whose passages hold little else the question asks is named in passing
+(:class:`~coverage_core.offtopic.name_in_passing.NameInPassing`)."""
+
+MIN_COMPANY_WORDS = 2
+"""That rule needs more than this many subjects in the question: with fewer, a single paraphrase leaves
+nothing."""
 """Subjects a question names, as opposed to periods and common content words."""
 # Written eras name no subject, like "BC" and "AD" in GENERIC_CAPITALISED: "since Before Christ" asks
 # about a time.
@@ -519,7 +533,7 @@ def subject_presence(
     reaches : callable ``(question index, passage indices) -> bool``, optional
         Whether the question reaches one of these passages by similarity;
         asked only of a subject named in at most ``FEW_MENTIONS``
-        passages (``offtopic.absent_subject.FEW_MENTIONS``), none of them retrieved. True counts as retrieved.
+        passages (:data:`FEW_MENTIONS`), none of them retrieved. True counts as retrieved.
     reading : :class:`~coverage_core.stages.lexical.Reading`, optional
         How the texts are read as words (``lexical.corpus_reading`` of these
         texts by default): the corpus languages' stop words are never names
@@ -532,10 +546,6 @@ def subject_presence(
     -------
     evidence : list (per question) of list of :class:`SubjectEvidence`
     """
-    # The rules' own cuts bound what is worth gathering; imported here, as the rules read this module.
-    from coverage_core.offtopic.absent_subject import FEW_MENTIONS
-    from coverage_core.offtopic.name_in_passing import MIN_COMPANY_WORDS, PASSING_MENTIONS
-
     if reading is None:
         reading = corpus_reading(chunk_texts, question_texts)
     written_chunks = chunk_texts
