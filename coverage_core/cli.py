@@ -519,14 +519,12 @@ def _analyze_vectors(config, vectors: _VectorInput, questions, embedder, cache, 
 
 def _run_retrieval_and_answerability_checks(analysis, args: argparse.Namespace):
     """The retrieval check, the answerability labels and their check; their notes join the warnings."""
-    from coverage_core.pipeline import run_answerability_check, run_retrieval_check
+    from coverage_core.pipeline import run_label_checks
 
-    retrieval = run_retrieval_check(analysis, args.relevant_column, args.k)
-    labels, answerability = run_answerability_check(analysis, args.label_column)
-    analysis.warnings.extend([*(retrieval.notes if retrieval else ()), *labels.notes])
-    if answerability is not None and answerability.note:
-        analysis.warnings.append(answerability.note)
-    return retrieval, labels, answerability
+    found = run_label_checks(analysis, args.relevant_column, args.k, args.label_column)
+    found.raise_first_error()  # a column named on the command line must be usable
+    analysis.warnings.extend(found.notes)
+    return found.retrieval, found.labels, found.answerability
 
 
 def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache):

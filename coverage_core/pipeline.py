@@ -24,7 +24,7 @@ from coverage_core.embeddings import Embedder, EmbeddingCache, approximate_token
 from coverage_core.embeddings.base import UNLIMITED_TOKENS
 from coverage_core.embeddings.cache import CacheKey, text_hash
 from coverage_core.embeddings.registry import default_support_level, model_spec, sends_requests
-from coverage_core.errors import InputError, ProviderError
+from coverage_core.errors import CoverageError, InputError, ProviderError
 from coverage_core.languages import detect_language
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts, TokenFit
 from coverage_core.stages import calibration as calibration_module
@@ -41,7 +41,7 @@ from coverage_core.types import Chunk, Document, Question, QuestionSet
 from coverage_core.validation import is_whole
 
 if TYPE_CHECKING:  # imported where used: most runs need none of them
-    from coverage_core.checks import retrieval, subquestions, traffic
+    from coverage_core.checks import answerability, answerability_labels, retrieval, subquestions, traffic
 
 __all__ = [
     "Progress", "accept_questions", "add_questions", "build_embedder", "calibrate_corpus", "chunk_corpus",
@@ -362,6 +362,56 @@ def run_answerability_check(analysis: Analysis, label_column: str | None = None)
         return labels, None
     similarity = analysis.question_table["max_similarity"].to_numpy(dtype=float)
     return labels, answerability.answerability(similarity, labels.labels)
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelChecks:
+    """The checks the question file's own columns drive, as :func:`run_label_checks` leaves them.
+
+    ``retrieval`` (``checks.retrieval.RetrievalResult``) is None when no
+    column names the questions' sources; ``labels`` and ``answerability`` are
+    :func:`run_answerability_check`'s. A check whose column is unusable is
+    None with the reason in its ``*_error`` (a :class:`CoverageError`); the
+    other check still ran.
+    """
+
+    retrieval: "retrieval.RetrievalResult | None" = None
+    labels: "answerability_labels.QuestionLabels | None" = None
+    answerability: "answerability.AnswerabilityResult | None" = None
+    retrieval_error: CoverageError | None = None
+    answerability_error: CoverageError | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """What the checks that ran have to say about their columns (rows left out, labels read as …)."""
+        notes = [*(self.retrieval.notes if self.retrieval is not None else ())]
+        notes += [*(self.labels.notes if self.labels is not None else ())]
+        if self.answerability is not None and self.answerability.note:
+            notes.append(self.answerability.note)
+        return notes
+
+    def raise_first_error(self) -> None:
+        """Raise the first check's error, if any: where a named column must be usable (the command line)."""
+        for error in (self.retrieval_error, self.answerability_error):
+            if error is not None:
+                raise error
+
+
+def run_label_checks(analysis: Analysis, relevant_column: str | None = None, k: int | None = None,
+                     label_column: str | None = None) -> LabelChecks:
+    """The retrieval check (:func:`run_retrieval_check`) then the answerability check
+    (:func:`run_answerability_check`): the one sequence the command line and the dashboard both run."""
+    found = LabelChecks()
+    try:
+        found = dataclasses.replace(found, retrieval=run_retrieval_check(analysis, relevant_column, k))
+    except CoverageError as error:
+        found = dataclasses.replace(found, retrieval_error=error)
+    try:
+        labels, result = run_answerability_check(analysis, label_column)
+        found = dataclasses.replace(found, labels=labels, answerability=result)
+    except CoverageError as error:
+        found = dataclasses.replace(found, answerability_error=error)
+    return found
 
 
 def run_subquestion_check(

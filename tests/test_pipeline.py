@@ -198,3 +198,20 @@ def test_analyze_refuses_empty_inputs(setting):
     analysis, embedder, cache = setting
     with pytest.raises(InputError, match="no readable documents"):
         analyze(analysis.config, [], analysis.questions, embedder=embedder, cache=cache)
+
+
+def test_the_label_checks_run_in_one_sequence_and_a_bad_column_stops_only_its_check(analysis):
+    """What the command line and the dashboard both run: an unusable column leaves its check out with the reason."""
+    from coverage_core.errors import CoverageError
+    from coverage_core.pipeline import run_label_checks
+
+    plain = run_label_checks(analysis)
+    assert plain.retrieval is None and plain.answerability is None  # the file names no sources, no labels
+    assert plain.retrieval_error is None and plain.answerability_error is None and plain.notes == []
+    plain.raise_first_error()  # nothing to raise
+
+    broken = run_label_checks(analysis, relevant_column="gold_source", label_column="answerable")
+    assert isinstance(broken.retrieval_error, CoverageError) and "gold_source" in str(broken.retrieval_error)
+    assert isinstance(broken.answerability_error, CoverageError) and "answerable" in str(broken.answerability_error)
+    with pytest.raises(CoverageError, match="gold_source"):  # the first check's reason first
+        broken.raise_first_error()

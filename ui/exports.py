@@ -6,7 +6,6 @@ No Streamlit: the Gap analysis page hands these to :func:`ui.widgets.file_downlo
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +13,6 @@ from typing import Any
 
 from coverage_core import pipeline
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
-from coverage_core.errors import CoverageError
 from coverage_core.outputs.report import build_report
 from coverage_core.outputs.safe_csv import to_safe_csv
 from coverage_core.results import Analysis
@@ -52,18 +50,13 @@ def checks(analysis: Analysis, settings) -> Checks:
     A check whose column is unusable is None, with the reason in its
     ``*_error``; the other check is still computed.
     """
-    found = Checks()
-    try:
-        retrieval = pipeline.run_retrieval_check(analysis, settings.relevant_column or None, int(settings.retrieval_k))
-        found = dataclasses.replace(found, retrieval=retrieval)
-    except CoverageError as error:
-        found = dataclasses.replace(found, retrieval_error=user_message(error))
-    try:
-        labels, answerability = pipeline.run_answerability_check(analysis, settings.label_column or None)
-        found = dataclasses.replace(found, labels=labels, answerability=answerability)
-    except CoverageError as error:
-        found = dataclasses.replace(found, answerability_error=user_message(error))
-    return found
+    found = pipeline.run_label_checks(analysis, settings.relevant_column or None, int(settings.retrieval_k),
+                                      settings.label_column or None)
+    return Checks(
+        retrieval=found.retrieval, labels=found.labels, answerability=found.answerability,
+        retrieval_error=user_message(found.retrieval_error) if found.retrieval_error else None,
+        answerability_error=user_message(found.answerability_error) if found.answerability_error else None,
+    )
 
 
 def _report_parts(found: Checks | None, improvement: Improvement | None) -> dict:
