@@ -1,5 +1,9 @@
 """The local embedder with the real bundled all-MiniLM-L6-v2 (offline)."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -76,9 +80,62 @@ def test_count_tokens_untruncated():
 
 def test_model_loaded_once_per_process():
     a, b = make_embedder("local"), make_embedder("local")
-    a.count_tokens(["x"])
-    b.count_tokens(["x"])
+    a.embed(["x"])
+    b.embed(["x"])
     assert a._model is b._model
+
+
+# Texts where a tokenizer set up differently would count otherwise: case, accents, CJK (split per character),
+# scripts the vocabulary lacks ([UNK]), emoji, control and zero-width characters, and texts far over 256 and
+# 512 tokens (the tokenizer file itself truncates at 128).
+TOKENIZER_TEXTS = [
+    "", "   ", "Hello world", "HELLO World", "Ångström, café, naïve façade; Œuvre — “quoted” ‘text’…",
+    "La Révolution française est une période de bouleversements politiques et sociaux en France.",
+    "Die Wiedervereinigung der beiden deutschen Teilstaaten erfolgte am dritten Oktober.",
+    "小提琴是一种弦乐器，用弓拉奏。北京是中华人民共和国的首都。", "東京は日本の首都です。カタカナ、ひらがな。",
+    "Москва — столица России.", "القاهرة هي عاصمة مصر.", "नमस्ते दुनिया", "🎻🎺 koalas 🐨 and octopuses 🐙",
+    "tab\there\nnew line\r\nand\x00nul\u200bzero-width\u00adsoft hyphen",
+    "anthropology " * 300,
+    open("tests/fixtures/wiki-qa/articles/Ant.txt", encoding="utf-8").read(),
+]
+
+
+def test_token_counts_from_the_tokenizer_file_equal_the_models():
+    counted = make_embedder("local")
+    counts = counted.count_tokens(TOKENIZER_TEXTS)
+    assert not counted.is_loaded  # the tokenizer file alone
+    tokenizer = make_embedder("local")._get_model().tokenizer
+    expected = [len(ids) for ids in tokenizer(TOKENIZER_TEXTS, add_special_tokens=True, truncation=False)["input_ids"]]
+    assert counts == expected
+    assert max(counts) > 512 and counts[0] == 2  # [CLS] [SEP]
+    assert counted.count_tokens(TOKENIZER_TEXTS[2:3]) == [4]
+
+
+def test_counting_tokens_loads_neither_torch_nor_the_model():
+    probe = (
+        "import sys\n"
+        "from coverage_core.embeddings import make_embedder\n"
+        "embedder = make_embedder('local')\n"
+        "assert embedder.count_tokens(['Hello world', 'anthropology ' * 300])[0] == 4\n"
+        "heavy = sorted({'torch', 'transformers', 'sentence_transformers'} & set(sys.modules))\n"
+        "assert not heavy and not embedder.is_loaded, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_missing_or_damaged_tokenizer_file_falls_back_to_the_model(tmp_path, monkeypatch):
+    from coverage_core.embeddings import local
+
+    assert local._bundled_tokenizer(str(tmp_path / "absent")) is None
+    (tmp_path / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "broken', encoding="utf-8")
+    assert local._bundled_tokenizer(str(tmp_path)) is None
+    expected = make_embedder("local").count_tokens(TOKENIZER_TEXTS)
+    monkeypatch.setattr(local, "_bundled_tokenizer", lambda path: None)
+    embedder = make_embedder("local")
+    assert embedder.count_tokens(TOKENIZER_TEXTS) == expected
+    assert embedder.is_loaded
 
 
 def test_auto_precision_follows_this_cpu(monkeypatch):

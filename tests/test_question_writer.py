@@ -287,3 +287,90 @@ def test_a_cache_that_cannot_be_written_costs_time_not_the_run(fake_api, tmp_pat
     fake_api.handle(CHAT, lambda body: chat_reply("What is a violin bow strung with?"))
     assert _bundled_client(fake_api, cache).complete_text("s", "u") == "What is a violin bow strung with?"
     assert len(cache.warnings) == 1 and "could not be used" in cache.warnings[0]
+
+
+class _CountedServer(local_model.LocalModelServer):
+    """The bundled model's server, played by the scripted API: counts how often a client starts it."""
+
+    def __init__(self, api):
+        super().__init__()
+        self.api, self.starts = api, 0
+
+    def config(self, temperature: float = 0.2, timeout: float = 60) -> LLMConfig:
+        self.starts += 1
+        return LLMConfig(model=local_model.LOCAL_MODEL, base_url=self.api.url + "/v1", api_key="sk-secret-local",
+                         temperature=temperature, timeout=timeout, max_retries=0)
+
+
+def test_a_cached_rerun_never_starts_the_bundled_model(fake_api, tmp_path, monkeypatch):
+    monkeypatch.setattr(local_model, "_replies", type(local_model._replies)())
+    fake_api.handle(CHAT, lambda body: chat_reply("What is a violin bow strung with?"))
+    server = _CountedServer(fake_api)
+
+    def write():
+        client = server.client(ReplyCache(tmp_path))
+        assert "not started" in repr(client) and client.config.model == local_model.LOCAL_MODEL
+        assert client.config.api_key is None  # no key before the server makes one
+        return write_questions(client, 0, [2, 1], TEXTS, DOCUMENTS, VECTORS, _embed_by_words, 0.9,
+                               languages=["en", "en"], n=2)
+
+    first = write()
+    asked = len(fake_api.requests_to(CHAT))
+    assert asked > 1 and server.starts == 1  # started at the first request, once
+    local_model._replies.clear()  # a new process: only the disk remembers
+    assert write() == first
+    assert server.starts == 1 and len(fake_api.requests_to(CHAT)) == asked
+
+
+def test_the_pipelines_rerun_reads_every_question_from_the_cache_folder(fake_api, tmp_path, monkeypatch, analysis):
+    import dataclasses
+
+    from coverage_core.embeddings import EmbeddingCache
+    from coverage_core.pipeline import find_gaps
+    from tests.fakes import FakeEmbedder
+
+    monkeypatch.setattr(local_model, "_replies", type(local_model._replies)())
+    monkeypatch.setattr(local_model, "local_model_available", lambda: True)
+    server = _CountedServer(fake_api)
+    monkeypatch.setattr(local_model, "_shared_server", server)
+    fake_api.handle(CHAT, lambda body: chat_reply(f"Which river delta water flow does passage {body['seed']} name?"))
+
+    def run():
+        fresh = dataclasses.replace(analysis, warnings=list(analysis.warnings), gaps=[])
+        embedder = FakeEmbedder(provider="local", model="tiny", vectors="words", width=16, max_tokens=500)
+        return find_gaps(fresh, embedder=embedder, cache=EmbeddingCache(tmp_path), support_threshold=0.1)
+
+    first = run()
+    asked = len(fake_api.requests_to(CHAT))
+    assert asked and server.starts == 1 and ReplyCache(tmp_path).count() == asked
+    local_model._replies.clear()
+    again = run()
+    assert server.starts == 1 and len(fake_api.requests_to(CHAT)) == asked  # nothing written again
+    assert again.gaps == first.gaps and any(s.origin == "local" for g in first.gaps for s in g.suggestions + g.dropped)
+
+
+def test_a_damaged_cache_file_is_written_around_with_one_warning(fake_api, tmp_path, monkeypatch):
+    monkeypatch.setattr(local_model, "_replies", type(local_model._replies)())
+    fake_api.handle(CHAT, lambda body: chat_reply("What is a violin bow strung with?"))
+    expected = write_questions(_bundled_client(fake_api, None), 0, [2, 1], TEXTS, DOCUMENTS, VECTORS,
+                               _embed_by_words, 0.9, languages=["en", "en"], n=2)
+    local_model._replies.clear()
+    (tmp_path / REPLY_CACHE_FILE_NAME).write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 16)
+    cache = ReplyCache(tmp_path)
+    written = write_questions(_bundled_client(fake_api, cache), 0, [2, 1], TEXTS, DOCUMENTS, VECTORS,
+                              _embed_by_words, 0.9, languages=["en", "en"], n=2)
+    assert written == expected
+    assert len(cache.warnings) == 1 and "could not be used" in cache.warnings[0]
+
+
+def test_a_stored_reply_longer_than_the_model_writes_is_asked_again(fake_api, tmp_path, monkeypatch):
+    from coverage_core.suggest.llm import CHARS_PER_REPLY_TOKEN
+    from coverage_core.suggest.reply_cache import request_key
+
+    monkeypatch.setattr(local_model, "_replies", type(local_model._replies)())
+    fake_api.handle(CHAT, lambda body: chat_reply("What is a violin bow strung with?"))
+    cache = ReplyCache(tmp_path)
+    key = request_key("test weights 1", "s", "u", max_tokens=8, temperature=None, seed=None)
+    cache.put(key, "x" * (8 * CHARS_PER_REPLY_TOKEN + 1))
+    assert _bundled_client(fake_api, cache).complete_text("s", "u", max_tokens=8) == "What is a violin bow strung with?"
+    assert len(fake_api.requests_to(CHAT)) == 1

@@ -56,3 +56,12 @@ def test_the_layout_names_every_module():
     assert not missing, f"docs/layout.md does not list {missing}"
     stale = [name for name in listed if name.endswith(".py") and name not in modules]
     assert not stale, f"docs/layout.md lists modules that do not exist: {stale}"
+
+
+def test_the_readme_says_how_to_choose_the_port_and_run_sh_passes_it_on_last():
+    assert "./run.sh --server.port 8600" in README
+    script = (PROJECT / "run.sh").read_text(encoding="utf-8")
+    assert "./run.sh --server.port 8600" in script  # and says so when it starts
+    start = [line for line in script.splitlines() if "streamlit run" in line and not line.lstrip().startswith("#")][-1]
+    # Streamlit takes the last --server.port given: the user's, after the default.
+    assert start.rstrip().endswith('"$@"') and start.index("--server.port=8501") < start.index('"$@"')

@@ -226,3 +226,24 @@ def test_real_model_leaves_english_that_fits_unchanged():
     plain = chunk_documents([document], ChunkingConfig())
     assert max(embedder.count_tokens([c.text for c in plain])) <= 256
     assert chunk_documents([document], ChunkingConfig(), token_limit(embedder)) == plain
+
+
+@pytest.mark.slow
+def test_real_model_chunks_are_the_same_counted_by_the_tokenizer_file_or_the_loaded_model():
+    from coverage_core.embeddings import make_embedder
+
+    english = open("tests/fixtures/wiki-qa/articles/Ant.txt", encoding="utf-8").read()
+    chinese = "小提琴是一种弦乐器，用弓拉奏。" * 80
+    documents = [Document("Ant.txt", english), Document("fr.txt", (FRENCH + " ") * 4),
+                 Document("de.txt", (GERMAN + "\n") * 4), Document("zh.txt", chinese)]
+    counted = make_embedder("local")
+    by_file = split_documents(documents, ChunkingConfig(), token_limit(counted))
+    assert not counted.is_loaded  # chunking never loaded the model
+    model = make_embedder("local")._get_model()
+
+    def count_with_model(texts):
+        return [len(ids) for ids in model.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]]
+
+    by_model = split_documents(documents, ChunkingConfig(), TokenLimit(256, count_with_model))
+    assert by_file.n_resplit > 0 and by_file.resplit_texts == by_model.resplit_texts
+    assert by_file.chunks == by_model.chunks and by_file.n_truncated == by_model.n_truncated

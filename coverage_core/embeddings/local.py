@@ -240,10 +240,19 @@ class LocalEmbedder:
         return self._model
 
     def count_tokens(self, texts: list[str]) -> list[int]:
-        """Exact token counts with the model's tokenizer, special tokens included, untruncated."""
+        """Exact token counts with the model's tokenizer, special tokens included, untruncated.
+
+        Before the model is loaded, the bundled model's counts come from its
+        tokenizer file alone (:func:`_bundled_tokenizer`): chunking a cached
+        corpus then never loads the model.
+        """
         texts = list(texts)
         if not texts:
             return []
+        if self._model is None and self.model == DEFAULT_LOCAL_MODEL:
+            tokenizer = _bundled_tokenizer(self.model_path)
+            if tokenizer is not None:
+                return [len(encoding.ids) for encoding in tokenizer.encode_batch(texts, add_special_tokens=True)]
         tokenizer = self._get_model().tokenizer
         with _TOKENIZER_LOCK:
             encoded = tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)
@@ -275,6 +284,38 @@ class LocalEmbedder:
         for group, part in zip(groups, parts):
             vectors[group] = part
         return unit_rows(vectors)
+
+
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def _bundled_tokenizer(path: str):
+    """The bundled model's ``tokenizer.json`` as a bare ``tokenizers.Tokenizer``, once per process; None when
+    it cannot be read (the caller then loads the model).
+
+    Loading the model costs seconds (torch, transformers, the weights);
+    this file alone takes milliseconds. It is the model's own fast
+    tokenizer: transformers wraps the same file and, for this model's
+    settings (lower case, no accent stripping, Chinese characters split,
+    the same values in ``tokenizer_config.json``), changes nothing in it
+    but truncation and padding, which are turned off here as they are for
+    a count. tests/test_embeddings_local.py checks the counts agree and
+    tests/test_token_chunking.py the chunks. Other models may carry
+    settings transformers applies on top, so they load.
+    """
+    with _MODELS_LOCK:
+        if path not in _TOKENIZERS:
+            try:
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(Path(path) / "tokenizer.json"))
+                # The file truncates to 128 tokens and pads to 128: a count needs neither.
+                tokenizer.no_truncation()
+                tokenizer.no_padding()
+            except Exception:  # tokenizers raises a plain Exception on a damaged file
+                tokenizer = None
+            _TOKENIZERS[path] = tokenizer
+        return _TOKENIZERS[path]
 
 
 def _process_threads() -> int:

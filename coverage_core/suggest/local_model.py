@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coverage_core.errors import ProviderError
-from coverage_core.suggest.llm import ChatClient, LLMConfig
+from coverage_core.suggest.llm import CHARS_PER_REPLY_TOKEN, ChatClient, LLMConfig
 from coverage_core.suggest.reply_cache import ReplyCache, request_key
 
 __all__ = [
@@ -81,11 +81,16 @@ class LocalModelServer:
     def __init__(self, n_threads: int | None = None):
         self.n_threads = n_threads
         self._server = None
+        self._lock = threading.Lock()  # clients connect lazily, perhaps from several threads at once
         self._key = secrets.token_urlsafe(24)
         self.base_url: str | None = None
 
     def start(self) -> LocalModelServer:
         """Load the model and start serving; ProviderError(kind="unavailable") when it is not installed."""
+        with self._lock:
+            return self._start()
+
+    def _start(self) -> LocalModelServer:
         if self._server is not None:
             return self
         path = local_model_path()
@@ -140,11 +145,16 @@ class LocalModelServer:
         return f"{LOCAL_MODEL} {_WEIGHTS_FILE} {size} bytes; {'; '.join(versions)}"
 
     def client(self, replies: ReplyCache | None = None) -> ChatClient:
-        """A client to this server; ``replies``: where its text replies are kept across runs (None: nowhere)."""
-        return LocalChatClient(self.config(), identity=self.identity(), replies=replies)
+        """A client to this server; ``replies``: where its text replies are kept across runs (None: nowhere).
+
+        The server is started at the client's first request that ``replies``
+        cannot answer, so a re-run whose replies are all kept never loads the model.
+        """
+        return LocalChatClient(identity=self.identity(), replies=replies, server=self)
 
     def close(self) -> None:
-        server, self._server, self.base_url = self._server, None, None
+        with self._lock:
+            server, self._server, self.base_url = self._server, None, None
         del server  # the server stops when its object is freed
 
     def __enter__(self) -> LocalModelServer:
@@ -175,15 +185,40 @@ class LocalChatClient(ChatClient):
     In this process, and with ``replies`` across runs too (a re-run of the
     same analysis then asks the model nothing). ``identity``: what decides
     the model's replies (:meth:`LocalModelServer.identity`), part of each
-    reply's key on disk.
+    reply's key on disk. Given a ``server`` instead of a ``config``, the
+    client connects (and starts the server) at its first request that
+    neither memory answers: loading the model and its runtime costs
+    seconds a cached re-run need not pay. Until then ``config`` names the
+    model but no server (its address and key do not exist yet).
     """
 
     writes_languages = WRITES_LANGUAGES
 
-    def __init__(self, config: LLMConfig | None = None, *, identity: str = "", replies: ReplyCache | None = None):
-        super().__init__(config)
+    def __init__(self, config: LLMConfig | None = None, *, identity: str = "", replies: ReplyCache | None = None,
+                 server: LocalModelServer | None = None):
+        self._server = server
+        self._connect_lock = threading.Lock()
+        self._connected = server is None
+        if server is None:
+            super().__init__(config)
+        else:
+            self.config = LLMConfig(model=LOCAL_MODEL, max_retries=0, max_tokens=_REPLY_TOKENS)
+            self.host = "the built-in question writer"
         self.identity = identity or self.config.model
         self.replies = replies
+
+    def __repr__(self) -> str:
+        if not self._connected:
+            return f"LocalChatClient(model={LOCAL_MODEL!r}, not started)"
+        return super().__repr__()
+
+    def _chat(self, messages: list[dict], json_reply: bool = True, **extra) -> str:
+        if not self._connected:
+            with self._connect_lock:
+                if not self._connected:
+                    super().__init__(self._server.config())
+                    self._connected = True
+        return super()._chat(messages, json_reply, **extra)
 
     def complete_text(self, system: str, user: str, *, max_tokens: int = 64, temperature: float | None = None,
                       seed: int | None = None, examples: Sequence[tuple[str, str]] = ()) -> str:
@@ -197,7 +232,8 @@ class LocalChatClient(ChatClient):
             stored = request_key(self.identity, system, user, max_tokens=max_tokens, temperature=temperature,
                                  seed=seed, examples=examples)
             reply = self.replies.get(stored)
-            if reply is not None:
+            # Longer than the model may write: a damaged or tampered file, so asked again.
+            if reply is not None and len(reply) <= max(1, max_tokens) * CHARS_PER_REPLY_TOKEN:
                 self._remember(key, reply)
                 return reply
         reply = super().complete_text(system, user, max_tokens=max_tokens, temperature=temperature, seed=seed,
@@ -221,15 +257,19 @@ _shared_lock = threading.Lock()
 
 
 def shared_local_client(replies: ReplyCache | None = None) -> ChatClient:
-    """A chat client to the one bundled-model server of this process, started on first use.
+    """A chat client to the one bundled-model server of this process, started at the first request not kept.
 
-    Loading takes under a second, but a dashboard asks again on every
-    rerun: one server serves them all and stops with the process.
+    Loading takes seconds, and a dashboard asks again on every rerun: one
+    server serves them all and stops with the process; a run whose replies
+    are all in ``replies`` never starts it.
     ``replies``: where its text replies are kept across runs (None: in this
     process only). ProviderError(kind="unavailable") when the model is not installed.
     """
     global _shared_server
     with _shared_lock:
         if _shared_server is None:
-            _shared_server = LocalModelServer().start()
+            # Checked now, not at the first request: a missing writer gives drafts and says why, up front.
+            if not local_model_available():
+                raise ProviderError(_NOT_INSTALLED, kind="unavailable")
+            _shared_server = LocalModelServer()
         return _shared_server.client(replies)
