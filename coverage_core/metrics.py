@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import verdicts
+from coverage_core.ceiling import testable_share_max
 from coverage_core.errors import InputError
 from coverage_core.stages.blockwise import scan_blocks
 from coverage_core.validation import check_scalar, check_vectors, unit_rows
@@ -59,6 +60,7 @@ __all__ = [
     "question_targets",
     "questions_covering_clusters",
     "retrieved_tested_chunks",
+    "testable_share_max",
     "weighted_coverage",
 ]
 

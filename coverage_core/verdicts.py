@@ -58,6 +58,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from coverage_core.ceiling import testable_share_max
 from coverage_core.errors import InputError
 from coverage_core.languages import UNDETERMINED
 from coverage_core.stages.calibration import GENERIC_FALLBACK
@@ -396,7 +397,8 @@ class Verdicts:
     counts them all.
     ``calibration_reliable`` / ``calibration_reason`` say whether τ
     (``support_threshold``) was calibrated on these documents, and why not;
-    ``retrieval_k`` is the k of *tested* (``AnalysisConfig.tested_k``).
+    ``retrieval_k`` is the k of *tested* (``AnalysisConfig.tested_k``);
+    ``n_on_topic`` counts the questions that test passages (None: not known, no ceiling is stated).
     """
 
     n_passages: int
@@ -415,19 +417,21 @@ class Verdicts:
     message_caution: str = ""
     calibration_method: str = ""
     cross_language: str = ""
+    n_on_topic: int | None = None
 
     @classmethod
     def from_analysis(cls, analysis, top: int | None = TOP_GAPS) -> Verdicts:
         """What ``analysis`` (a :class:`coverage_core.results.Analysis`) decided."""
         gaps = _ranked_gaps(analysis)
         calibration = getattr(analysis, "calibration", None)
+        is_outlier = np.asarray(analysis.is_outlier, dtype=bool)
         return cls(
             n_passages=len(analysis.corpus.chunks),
             n_tested=int(analysis.clusters["n_tested"].sum()),
             untested=_untested_documents(analysis.documents),
             gaps=tuple(gaps[:top]),
             n_gaps=len(gaps),
-            n_off_topic=int(np.asarray(analysis.is_outlier).sum()),
+            n_off_topic=int(is_outlier.sum()),
             undertested=_undertested_documents(analysis.documents),
             calibration_reliable=bool(getattr(calibration, "reliable", True)),
             calibration_reason=str(getattr(calibration, "reason", "") or ""),
@@ -438,6 +442,7 @@ class Verdicts:
             message_caution=message_caution(_question_texts(analysis)),
             calibration_method=str(getattr(calibration, "method", "") or ""),
             cross_language=_cross_language(analysis),
+            n_on_topic=int((~is_outlier).sum()),
         )
 
     @property
@@ -445,15 +450,49 @@ class Verdicts:
         return self.n_tested / self.n_passages if self.n_passages else 0.0
 
     @property
+    def testable_share_max(self) -> float | None:
+        """The tested share's ceiling (:func:`coverage_core.ceiling.testable_share_max` of the on-topic
+        questions at k); None when either is not known."""
+        if self.n_on_topic is None or self.retrieval_k is None:
+            return None
+        return testable_share_max(self.n_on_topic, self.retrieval_k, self.n_passages)
+
+    @property
+    def ceiling(self) -> str:
+        """The tested share's ceiling in one short sentence, when it holds the share under 100%; else "".
+
+        Rounded as the tested share is, so a share at its ceiling reads as equal to it; a ceiling that rounds
+        to 100% says nothing a reader can act on, so it is not stated either.
+        """
+        share = self.testable_share_max
+        if share is None or f"{share:.0%}" == "100%":
+            return ""
+        return f"{self._questions_counted} at top {self.retrieval_k} can test at most {share:.0%} of the knowledge base."
+
+    @property
+    def ceiling_detail(self) -> str:
+        """Why the :attr:`ceiling` holds and what lifts it, in one plain sentence ("" when no ceiling is stated)."""
+        if not self.ceiling:
+            return ""
+        return (f"Each question tests at most the {count(self.retrieval_k, 'passage')} it retrieves first, so "
+                f"{self._questions_counted} can test at most {self.n_on_topic * self.retrieval_k:,} of the "
+                f"{self.n_passages:,} passages; more questions raise this limit.")
+
+    @property
+    def _questions_counted(self) -> str:
+        """The questions that test passages, counted: "on-topic" only when some others are off-topic."""
+        return count(self.n_on_topic or 0, "on-topic question" if self.n_off_topic else "question")
+
+    @property
     def headline(self) -> str:
         """The answer in two sentences: the figures (tested share, untested and under-tested documents,
         off-topic questions), then what *tested* means; an unreliable calibration comes first of all, and
-        *tested* then reads the ranking alone (:func:`ranking_only_sentence`). The same sentences one by one:
-        :attr:`figures`, :attr:`leading_cautions`, :attr:`offtopic_cautions`, :attr:`tested_meaning`."""
-        sentences = [*self.leading_cautions, self.figures, *self.offtopic_cautions]
-        if self.tested_meaning:
-            sentences.append(self.tested_meaning)
-        return " ".join(sentences)
+        *tested* then reads the ranking alone (:func:`ranking_only_sentence`). When too few questions can
+        test the whole knowledge base, the :attr:`ceiling` comes before what *tested* means (after the off-topic
+        cautions, which belong to the off-topic count). The same sentences one by one: :attr:`figures`,
+        :attr:`leading_cautions`, :attr:`offtopic_cautions`, :attr:`ceiling`, :attr:`tested_meaning`."""
+        sentences = [*self.leading_cautions, self.figures, *self.offtopic_cautions, self.ceiling, self.tested_meaning]
+        return " ".join(sentence for sentence in sentences if sentence)
 
     @property
     def figures(self) -> str:

@@ -564,7 +564,7 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
 
     values, reference, _ = seeded
     at = app(page, values)
-    title, *rest = _first_elements(at, 4)
+    title, *rest = _first_elements(at, 5)
     assert title.type == "title"
     if not reference.calibration.reliable:  # the warning comes before the headline
         warning, *rest = rest
@@ -574,6 +574,10 @@ def test_results_and_gap_pages_lead_with_the_headline(seeded, page):
     assert first.type == "subheader" and first.value == Verdicts.from_analysis(reference).figures
     assert first.value in headline(reference)
     assert "of the knowledge base is tested" in first.value and "1 document untested" in first.value
+    ceiling = Verdicts.from_analysis(reference).ceiling
+    if ceiling:  # too few questions to reach every passage: the most they can test, under the share it caps
+        assert second.type == "caption" and second.value == ceiling and ceiling in headline(reference)
+        second = rest[2]
     tau = reference.calibration.support_threshold
     assert second.type == "caption"
     if reference.calibration.reliable:

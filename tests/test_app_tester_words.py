@@ -12,6 +12,7 @@ the synthetic analysis of conftest.py, shown by patching ``flow.require_analysis
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -308,6 +309,30 @@ def test_the_headline_is_short_and_the_calibration_said_once(analysis, monkeypat
     assert sum("The support level is not calibrated" in w for w in texts(at.warning)) == 1
     # What tested means follows, once, in a caption under the headline.
     assert sum("similarity is not used: a passage counts as tested" in c for c in texts(at.caption)) == 1
+
+
+def test_the_results_page_says_under_the_headline_how_much_the_questions_can_test_at_most(analysis, monkeypatch):
+    """5 on-topic questions at top 5 reach at most 25 of the synthetic analysis's 60 passages: the page says so
+    under the tested share, in words, the reason in its help; a test set that can reach every passage hears nothing."""
+    at = _showing(analysis, monkeypatch, RESULTS)
+    verdicts = Verdicts.from_analysis(analysis)
+    order = [at.main.children[i] for i in sorted(at.main.children)]
+    headline = next(i for i, element in enumerate(order) if element.type == "subheader")
+    ceiling = order[headline + 1]
+    assert ceiling.type == "caption"
+    assert shown(ceiling.value) == "5 on-topic questions at top 5 can test at most 42% of the knowledge base."
+    assert ceiling.proto.help == ("Each question tests at most the 5 passages it retrieves first, so 5 on-topic "
+                                  "questions can test at most 25 of the 60 passages; more questions raise this limit.")
+    assert ceiling.value == verdicts.ceiling and f"{analysis.metrics['testable_share_max']:.0%}" == "42%"
+    assert "testable" not in _words(at) and "share_max" not in _words(at)  # plain words, no field names
+    assert sum("can test at most" in text for text in texts(at.caption)) == 1  # said once
+
+    from coverage_core.stages.measure import measure
+
+    wide = measure(dataclasses.replace(analysis.config, retrieval_k=12), analysis.corpus, analysis.questions,
+                   analysis.question_embedding, analysis.clustering)  # 5 × 12 of 60 passages
+    at = _showing(wide, monkeypatch, RESULTS)
+    assert not any("can test at most" in text for text in texts(at.caption))
 
 
 def _open_saved(at, folder: str):

@@ -390,6 +390,43 @@ def test_a_generic_question_close_to_many_chunks_tests_only_its_top_k():
     assert M.tested_share_of(tested) == 0.5
 
 
+@pytest.mark.parametrize(
+    "n_questions, k, n_chunks, expected",
+    [
+        (50, 5, 812, 250 / 812),  # the brief's case: at most 31% can ever be tested
+        (1, 1, 3, 1 / 3),
+        (4, 3, 12, 1.0),  # exactly enough to reach every passage
+        (200, 5, 812, 1.0),  # more than enough: capped at the whole knowledge base
+        (0, 5, 812, 0.0),  # no question tests anything
+        (0, 5, 0, 1.0),  # nothing to test: no passage is out of reach
+        (7, 5, 0, 1.0),
+    ],
+)
+def test_the_tested_share_ceiling_is_questions_times_k_over_chunks_at_most_one(n_questions, k, n_chunks, expected):
+    assert M.testable_share_max(n_questions, k, n_chunks) == pytest.approx(expected, abs=1e-12)
+    assert M.testable_share_max(np.int64(n_questions), np.int64(k), np.int64(n_chunks)) == pytest.approx(expected)
+
+
+def test_no_tested_share_passes_its_ceiling():
+    rng = np.random.default_rng(5)
+    similarity = rng.random((6, 40)).astype(np.float32)
+    top, sims = _ranked(similarity)
+    inliers = np.array([True, True, False, True, True, True])
+    for k in (1, 3, 7):
+        tested = M.retrieved_tested_chunks(top, sims, 40, None, k=k, inliers=inliers)
+        assert M.tested_share_of(tested) <= M.testable_share_max(int(inliers.sum()), k, 40)
+    # With no level and questions whose top k never overlap, the share reaches the ceiling exactly.
+    disjoint = np.arange(12).reshape(4, 3)
+    tested = M.retrieved_tested_chunks(disjoint, np.ones((4, 3)), 40, None, k=3)
+    assert M.tested_share_of(tested) == M.testable_share_max(4, 3, 40) == 0.3
+
+
+@pytest.mark.parametrize("n_questions, k, n_chunks", [(-1, 5, 10), (3, 0, 10), (3, 5, -2), (2.5, 5, 10), (True, 5, 10)])
+def test_the_tested_share_ceiling_refuses_counts_that_are_not_counts(n_questions, k, n_chunks):
+    with pytest.raises(InputError):
+        M.testable_share_max(n_questions, k, n_chunks)
+
+
 def test_ties_at_the_kth_place_go_to_the_lower_chunk_index():
     similarity = np.array([[0.7, 0.6, 0.6, 0.6]], dtype=np.float32)
     top, sims = _ranked(similarity)

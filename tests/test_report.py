@@ -233,3 +233,32 @@ def test_label_statistics_give_a_plain_name_before_the_statistician_s_one(analys
     html = build_html_report(analysis, answerability=answerability, labels=labels)
     assert "<td>link to answerability (point-biserial r)</td>" in html
     assert "<td>point-biserial r</td>" not in html
+
+
+# ---------------------------------------------------------------- the tested share's ceiling
+def test_the_report_carries_the_tested_share_ceiling_beside_the_share_and_every_output_says_it(analysis):
+    from html import escape
+
+    from coverage_core.stages.measure import measure
+
+    report = json.loads(json.dumps(build_report(analysis), allow_nan=False))
+    n_on_topic = int((~analysis.is_outlier).sum())
+    assert (n_on_topic, len(analysis.is_outlier), analysis.config.tested_k, len(analysis.corpus.chunks)) == (5, 7, 5, 60)
+    # The off-topic questions test nothing, so they are left out: 5 × 5 of 60 passages, not 7 × 5.
+    metrics = report["metrics"]
+    assert metrics["testable_share_max"] == round(25 / 60, 6) == round(analysis.metrics["testable_share_max"], 6)
+    assert list(metrics) == [*METRIC_NAMES, "testable_share_max"]
+    assert metrics["tested_share"] <= metrics["testable_share_max"]
+    sentence = "5 on-topic questions at top 5 can test at most 42% of the knowledge base."
+    assert sentence in report["summary"]["headline"]
+    assert sentence in summary_table(analysis).splitlines()[0]  # the terminal's headline
+    html = build_html_report(analysis)
+    coverage = html[html.index("<h2>Coverage</h2>"):html.index("<h3>Scores for method experts</h3>")]
+    assert escape(sentence) in coverage and "at most 25 of the 60 passages" in coverage  # on the tested-share card
+    # Enough passages per question to reach every one (5 × 12 of 60): the ceiling is 1 and no output states it.
+    wide = measure(dataclasses.replace(analysis.config, retrieval_k=12), analysis.corpus, analysis.questions,
+                   analysis.question_embedding, analysis.clustering)
+    report = build_report(wide)
+    assert report["metrics"]["testable_share_max"] == wide.metrics["testable_share_max"] == 1.0
+    for text in (report["summary"]["headline"], summary_table(wide), build_html_report(wide)):
+        assert "can test at most" not in text

@@ -90,7 +90,8 @@ _MEANS = "A passage counts as tested when a question retrieves it among its top 
 
 def _analysis(*, tested=(10, 10, 10), untested=(False, False), undertested=(False, False), off_topic=0,
               gaps=(False, False, False), reliable=True, reason=""):
-    """A stand-in for pipeline.Analysis with only what Verdicts reads: 3 topics of 10 passages, 2 documents."""
+    """A stand-in for pipeline.Analysis with only what Verdicts reads: 3 topics of 10 passages, 2 documents,
+    10 questions (enough, at k = 5, to test every passage: no ceiling is stated)."""
     clusters = pd.DataFrame({
         "cluster": [0, 1, 2],
         "size": [10, 10, 10],
@@ -111,7 +112,7 @@ def _analysis(*, tested=(10, 10, 10), untested=(False, False), undertested=(Fals
     })
     return SimpleNamespace(
         corpus=SimpleNamespace(chunks=[None] * 30), clusters=clusters, documents=documents,
-        is_outlier=np.arange(5) < off_topic, config=SimpleNamespace(gaps=GapConfig(), retrieval_k=5, tested_k=5),
+        is_outlier=np.arange(10) < off_topic, config=SimpleNamespace(gaps=GapConfig(), retrieval_k=5, tested_k=5),
         calibration=SimpleNamespace(support_threshold=0.48 if reliable else 0.5, reliable=reliable, reason=reason),
     )
 
@@ -186,6 +187,47 @@ def test_the_headline_counts_off_topic_questions():
     found = Verdicts.from_analysis(_analysis(off_topic=3))
     assert found.n_off_topic == 3 and "; 3 questions off-topic. " in found.headline
     assert verdicts.headline(_analysis(off_topic=3)) == found.headline
+
+
+def test_the_headline_says_how_much_the_questions_can_test_at_most_when_it_is_under_all():
+    found = Verdicts(n_passages=812, n_tested=146, untested=(), gaps=(), n_gaps=0, n_off_topic=0,
+                     support_threshold=0.48, retrieval_k=5, n_on_topic=50)
+    assert found.testable_share_max == pytest.approx(250 / 812)
+    assert found.ceiling == "50 questions at top 5 can test at most 31% of the knowledge base."
+    assert found.headline == (
+        "18% of the knowledge base is tested (146 of 812 passages); 0 documents untested, 0 under-tested; "
+        "0 questions off-topic. 50 questions at top 5 can test at most 31% of the knowledge base. " + _MEANS
+    )
+    assert found.figures not in found.ceiling and "31%" not in found.figures  # the page's one-sentence headline
+    assert found.ceiling_detail == ("Each question tests at most the 5 passages it retrieves first, so 50 questions "
+                                    "can test at most 250 of the 812 passages; more questions raise this limit.")
+    # Off-topic questions test nothing: the ceiling counts the others, and says so.
+    screened = Verdicts.from_analysis(_analysis(off_topic=6))  # 4 on-topic questions at top 5, 30 passages
+    assert screened.testable_share_max == pytest.approx(20 / 30)
+    assert screened.headline.endswith(
+        "; 6 questions off-topic. 4 on-topic questions at top 5 can test at most 67% of the knowledge base. " + _MEANS)
+    assert verdicts.headline(_analysis(off_topic=6)) == screened.headline
+
+
+@pytest.mark.parametrize("n_on_topic, k, n_passages", [(6, 5, 30), (60, 5, 30), (199, 5, 1000), (None, 5, 30),
+                                                       (3, None, 30)])
+def test_no_ceiling_is_stated_when_it_is_all_or_rounds_to_it_or_is_not_known(n_on_topic, k, n_passages):
+    found = Verdicts(n_passages=n_passages, n_tested=3, untested=(), gaps=(), n_gaps=0, n_off_topic=0,
+                     support_threshold=0.48, retrieval_k=k, n_on_topic=n_on_topic)
+    assert found.ceiling == found.ceiling_detail == ""
+    assert "can test at most" not in found.headline
+    assert found.testable_share_max is None if None in (n_on_topic, k) else found.testable_share_max > 0.99
+
+
+def test_a_share_at_its_ceiling_reads_equal_to_it():
+    # 7 × 5 = 35 of 113 passages, all tested: both 31% (30.97%), never "31% tested, at most 30%".
+    found = Verdicts(n_passages=113, n_tested=35, untested=(), gaps=(), n_gaps=0, n_off_topic=0,
+                     support_threshold=0.48, retrieval_k=5, n_on_topic=7)
+    assert found.figures.startswith("31% of the knowledge base is tested")
+    assert found.ceiling == "7 questions at top 5 can test at most 31% of the knowledge base."
+    nobody = Verdicts(n_passages=40, n_tested=0, untested=(), gaps=(), n_gaps=0, n_off_topic=3,
+                      support_threshold=0.48, retrieval_k=5, n_on_topic=0)
+    assert nobody.ceiling == "0 on-topic questions at top 5 can test at most 0% of the knowledge base."
 
 
 def test_verdicts_are_frozen():

@@ -353,16 +353,20 @@ def headline_cautions(analysis) -> list[str]:
 def show_headline(analysis) -> None:
     """The answer, short, as the first thing under a page title; the cautions under it, then what *tested* means.
 
-    The headline is the figures' one sentence (:attr:`~coverage_core.verdicts.Verdicts.figures`). When τ
-    could not be calibrated, one warning above it says so, why, and that every figure rests on the model's
-    default level; it is said nowhere else on the page. The other cautions (a model that does not fit the
-    texts, questions in another language, less sure off-topic flags) follow the headline in one box.
+    The headline is the figures' one sentence (:attr:`~coverage_core.verdicts.Verdicts.figures`), and under
+    it, when too few questions can test the whole knowledge base, the most they can test (its reason in the
+    help). When τ could not be calibrated, one warning above it says so, why, and that every figure rests on
+    the model's default level; it is said nowhere else on the page. The other cautions (a model that does not
+    fit the texts, questions in another language, less sure off-topic flags) follow the headline in one box.
     """
     warning = calibration_warning(analysis)
     if warning:
         st.warning(f"**The support level is not calibrated.** {plain(_without_restating(warning))}",
                    icon=":material/warning:")
-    st.subheader(Verdicts.from_analysis(analysis, top=0).figures, anchor=False)  # numbers and fixed words only
+    verdicts = Verdicts.from_analysis(analysis, top=0)
+    st.subheader(verdicts.figures, anchor=False)  # numbers and fixed words only
+    if verdicts.ceiling:  # read beside the share it caps, before any caution
+        st.caption(verdicts.ceiling, help=verdicts.ceiling_detail)
     cautions = headline_cautions(analysis)
     if cautions:  # the core's sentences: numbers, language and model names, fixed words
         st.info("\n".join(f"- {plain(caution)}" for caution in cautions), icon=":material/info:")

@@ -310,12 +310,16 @@ def gap_rule_words(gaps) -> str:
 
 
 def _coverage_section(analysis: "Analysis", pair: ApplyPair | None) -> str:
-    """The tested share (a whole percent, its change in percentage points, as the dashboard shows it), then the
-    relative scores, set apart for method experts."""
+    """The tested share (a whole percent, its change in percentage points, as the dashboard shows it, and its
+    ceiling when too few questions can test every passage), then the relative scores, set apart for method experts."""
+    verdicts = Verdicts.from_analysis(analysis, top=0)
+
     def card(name: str) -> str:
         value = _metric(name, analysis.metrics[name])
+        ceiling = (f'<div title="{_e(verdicts.ceiling_detail)}">{_e(verdicts.ceiling)}</div>'
+                   if name == "tested_share" and verdicts.ceiling else "")
         return (f'<div class="card"><div>{_e(plots.METRIC_LABELS.get(name, name))}</div><div class="value">{value}</div>'
-                f'{_card_delta(analysis, pair, name)}<div class="muted">{_e(METRIC_NOTES.get(name, ""))}</div></div>')
+                f'{_card_delta(analysis, pair, name)}{ceiling}<div class="muted">{_e(METRIC_NOTES.get(name, ""))}</div></div>')
 
     return (
         "<h2>Coverage</h2>\n"

@@ -710,9 +710,9 @@ def format_diff(diff: ReportDiff, old_label: str = "old", new_label: str = "new"
         for key, a, b in diff.config_changes:
             lines.append(f"  {key}: {a!r} → {b!r}")
     lines.append("")
-    lines.append(f"{'metric':<16} {'old':>8} {'new':>8} {'delta':>8}")
+    lines.append(f"{'metric':<18} {'old':>8} {'new':>8} {'delta':>8}")  # 18: testable_share_max
     for m in diff.metrics:
-        lines.append(f"{m.name:<16} {_fmt(m.old):>8} {_fmt(m.new):>8} {_signed(m.delta):>8}")
+        lines.append(f"{m.name:<18} {_fmt(m.old):>8} {_fmt(m.new):>8} {_signed(m.delta):>8}")
     if diff.counts:
         lines.append("")
         lines.append(

@@ -140,6 +140,11 @@ Additions within schema version 6 (no field renamed, so the version stays):
   untested documents then read the ranking alone, whatever the similarity:
   :func:`coverage_core.stages.measure.tested_level`). An older report has
   none.
+* ``metrics.testable_share_max``: the tested share's ceiling,
+  :func:`coverage_core.metrics.testable_share_max` of the on-topic questions
+  at ``config.tested_k`` (1.0 when they can reach every passage); the
+  headline states it when it is below 100%. Not a metric ``--metric`` can
+  gate on. An older report has none.
 """
 
 from __future__ import annotations
@@ -246,12 +251,13 @@ def build_report(
     if after_apply is not None:
         sections["after_apply"] = after_apply
     languages = analysis_languages(analysis)
+    verdicts = Verdicts.from_analysis(analysis, top=0)
     return {
         "schema_version": SCHEMA_VERSION,
         "config": _config_section(analysis, inputs),
         "calibration": _calibration_section(analysis, answerability),
-        "metrics": _metrics(analysis.metrics),
-        "summary": _summary_section(analysis),
+        "metrics": _metrics_section(analysis.metrics, verdicts),
+        "summary": _summary_section(analysis, verdicts),
         "chunking": {"token_fit": analysis.corpus.token_fit.to_dict() if analysis.corpus.token_fit else None},
         "languages": languages_section(languages),
         "clusters": _cluster_entries(analysis),
@@ -266,6 +272,12 @@ def build_report(
 
 def _metrics(metrics: Mapping[str, float]) -> dict:
     return {name: _plain(metrics[name]) for name in METRIC_NAMES}
+
+
+def _metrics_section(metrics: Mapping[str, float], verdicts: Verdicts) -> dict:
+    """The :data:`METRIC_NAMES`, then the tested share's ceiling (module docstring, within version 6): the one
+    the headline states, so the two cannot disagree; a bound to read the share against, not a score to gate on."""
+    return {**_metrics(metrics), "testable_share_max": _plain(verdicts.testable_share_max)}
 
 
 def _config_section(analysis: Analysis, inputs: dict | None) -> dict:
@@ -288,7 +300,7 @@ def _calibration_section(analysis: Analysis, answerability) -> dict:
     return _plain(calibration)
 
 
-def _summary_section(analysis: Analysis) -> dict:
+def _summary_section(analysis: Analysis, verdicts: Verdicts) -> dict:
     corpus = analysis.corpus
     return {
         "n_documents": len(corpus.documents),
@@ -299,7 +311,7 @@ def _summary_section(analysis: Analysis) -> dict:
         "n_chunks_over_token_limit": corpus.embedded.n_over_limit,
         "embedded": corpus.embedded.n_embedded + analysis.question_embedding.n_embedded,
         "from_cache": corpus.embedded.n_cached + analysis.question_embedding.n_cached,
-        "headline": Verdicts.from_analysis(analysis, top=0).headline,
+        "headline": verdicts.headline,
     }
 
 

@@ -207,8 +207,11 @@ def _near_copies(corpus: Corpus):
     return near_copy
 
 
-def _coverage_scores(scan: similarity.SimilarityScan, clustering: Clustering, tested: np.ndarray) -> dict:
-    """Every corpus-level coverage figure of the report, by name."""
+def _coverage_scores(
+    scan: similarity.SimilarityScan, clustering: Clustering, tested: np.ndarray, n_on_topic: int, k: int
+) -> dict:
+    """Every corpus-level coverage figure of the report, by name; the tested share's ceiling beside it, for
+    the ``n_on_topic`` questions that test passages, at ``k``."""
     min_distances, labels = scan.min_distances, clustering.labels
     return {
         "basic": metrics.basic_coverage(min_distances),
@@ -217,6 +220,7 @@ def _coverage_scores(scan: similarity.SimilarityScan, clustering: Clustering, te
         "multi_threshold": scan.multi_threshold_score,
         "multi_n": scan.multi_n_score,
         "tested_share": metrics.tested_share_of(tested),
+        "testable_share_max": metrics.testable_share_max(n_on_topic, k, len(labels)),
     }
 
 
@@ -447,7 +451,8 @@ def measure(
         config=config, corpus=corpus, questions=questions, question_vectors=vectors, clustering=clustering,
         screener=screener, is_outlier=is_outlier, min_distances=scan.min_distances,
         nearest_question=scan.nearest_question,
-        metrics={name: float(value) for name, value in _coverage_scores(scan, clustering, tested.chunks).items()},
+        metrics={name: float(value) for name, value in _coverage_scores(
+            scan, clustering, tested.chunks, len(inliers), config.tested_k).items()},
         clusters=clusters, documents=documents,
         question_table=question_table, duplicate_groups=duplicates, warnings=warnings,
         question_embedding=question_embedding, calibration=calibration, topics=topics,
