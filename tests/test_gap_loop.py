@@ -141,7 +141,7 @@ def test_gaps_left_with_drafts_can_be_written_for_from_the_page(gapped, monkeypa
     more = dataclasses.replace(partly, gaps=[*partly.gaps[:2], dataclasses.replace(
         third, written=True, suggestions=(suggestion(third.cluster, "How is a violin bow strung?", "local", 21, "beta.txt"),))])
     asked = []  # the gaps handed back to the core each time it is asked
-    shown = []  # what the page's progress bar said, in order (st.progress itself is bound at import: not seen)
+    shown = []  # what the page's progress bar said, in order
 
     def with_gaps(analysis, llm=None, embedder=None, cache=None, written=(), progress=None):
         asked.append(list(written))
@@ -168,7 +168,7 @@ def test_gaps_left_with_drafts_can_be_written_for_from_the_page(gapped, monkeypa
     at.switch_page(GAPS).run()
     assert asked == [[]]
     # The bar counts the gaps written for, with the time left, while the questions are being written.
-    assert shown == [(0.0, "Writing questions: 0 of 2 gaps done."),
+    assert shown == [(0.0, "Finding gaps…"), (0.0, "Writing questions: 0 of 2 gaps done."),
                      (0.5, "Writing questions: 1 of 2 gaps done, about 30 s left.")]
     assert not [p for p in at.main if p.type == "progress"]  # and is gone once they are on the page
     button = at.button(key=state.W_WRITE_MORE_GAPS)

@@ -393,6 +393,9 @@ def gaps_for(analysis, use_llm: bool = False, write_more: bool = False):
 
     ``write_more``: the bundled model writes for the next gaps that hold drafts only, keeping the written ones.
     """
+    # The progress bar's place exists on every run, written or not: a run that wrote (with the bar) and the
+    # next one (without) must lay the page out alike, or ticking a row below would make the page jump.
+    slot = st.empty()
     key = StageKey.of(analysis_key(), llm=llm_key() if use_llm else None)  # None: the bundled model or drafts
     previous = state.stored_stage(state.GAPS)
     written = ()
@@ -414,7 +417,7 @@ def gaps_for(analysis, use_llm: bool = False, write_more: bool = False):
                 model, model_cache = embedder_for(inputs), embedding_cache()
             except CoverageError as error:  # no model to check them with (a key missing or on hold): drafts
                 show_error(error)
-        bar = st.progress(0.0, text="Finding gaps…")
+        bar = slot.progress(0.0, text="Finding gaps…")
 
         def progress(done: int, total: int, seconds_left: float | None) -> None:
             bar.progress(min(1.0, done / total) if total else 1.0, text=progress_sentence(done, total, seconds_left))
