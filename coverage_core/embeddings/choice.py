@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from coverage_core.embeddings import registry
 from coverage_core.embeddings.auto import AUTO
 from coverage_core.embeddings.local import DEFAULT_LOCAL_MODEL
-from coverage_core.embeddings.registry import covers_language, model_display_name
 from coverage_core.languages import UNDETERMINED, LanguageShare, language_name
 
 __all__ = ["AUTO", "ENGLISH_MODEL", "MULTILINGUAL_MODELS", "ModelChoice", "choose_model", "resolve"]
@@ -111,23 +111,23 @@ def choose_model(document_shares: Sequence[LanguageShare], question_shares: Sequ
     if questions and set(questions) != set(documents):
         where += f" and the questions {_described(question_shares)}"
     readers = [(p, m) for p, m in MULTILINGUAL_MODELS
-               if all(covers_language(p, m, code) is not False for code in languages)]
+               if all(registry.covers_language(p, m, code) is not False for code in languages)]
     large = n_characters > E5_MAX_CHARACTERS and len(readers) > 1 and readers[0][0] == "e5"
     for provider, model in readers[1:] if large else readers:
-        name = model_display_name(provider, model)
+        name = registry.model_display_name(provider, model)
         why = (f" (the more exact multilingual-e5-small would take long on {n_characters:,} characters)"
                if large else "")
         return ModelChoice(provider, model, f"{where[:1].upper()}{where[1:]}: the multilingual model {name} reads "
                                             f"them{why}; all-MiniLM-L6-v2 reads English only.", languages)
     # No bundled model lists them all: the one that lists the most, and a warning naming what none lists.
-    provider, model = max(MULTILINGUAL_MODELS, key=lambda pm: sum(covers_language(*pm, code) is not False
+    provider, model = max(MULTILINGUAL_MODELS, key=lambda pm: sum(registry.covers_language(*pm, code) is not False
                                                                    for code in languages))
     unread = [code for code in languages
-              if all(covers_language(p, m, code) is False for p, m in (ENGLISH_MODEL, *MULTILINGUAL_MODELS))]
-    missing = _names(unread or [c for c in languages if covers_language(provider, model, c) is False])
+              if all(registry.covers_language(p, m, code) is False for p, m in (ENGLISH_MODEL, *MULTILINGUAL_MODELS))]
+    missing = _names(unread or [c for c in languages if registry.covers_language(provider, model, c) is False])
     return ModelChoice(provider, model, f"{where[:1].upper()}{where[1:]}, but no bundled model is trained for "
                                         f"{missing}, so the figures for them may be wrong; "
-                                        f"{model_display_name(provider, model)} reads the most of them.", languages)
+                                        f"{registry.model_display_name(provider, model)} reads the most of them.", languages)
 
 
 def resolve(embedding, document_shares: Sequence[LanguageShare], question_shares: Sequence[LanguageShare] = (),
