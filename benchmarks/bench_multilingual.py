@@ -22,7 +22,6 @@ printed beside the times so a faster run that decides differently shows.
 from __future__ import annotations
 
 import argparse
-import functools
 import resource
 import sys
 import tempfile
@@ -33,6 +32,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))  # a script, not a page: run from anywhere
 sys.path.insert(0, str(PROJECT / "benchmarks"))
 
+from bench_scale import StageTimes  # noqa: E402
 from eval_languages import load_folder  # noqa: E402
 from shared_data import SHARED_DATA, SMOKE_HELP, require, shortest  # noqa: E402
 
@@ -45,26 +45,6 @@ from coverage_core.types import Document, Question, QuestionSet  # noqa: E402
 
 TARGET_SECONDS = 90.0
 SMOKE_ARTICLES = 2
-
-
-class StageClock:
-    """Wall seconds per stage, summed over calls, taken by wrapping the functions the session calls."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-
-    def wrap(self, owner, attribute: str, stage: str) -> None:
-        function = getattr(owner, attribute)
-
-        @functools.wraps(function)
-        def timed(*args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
-
-        setattr(owner, attribute, timed)
 
 
 def read_set(name: str, n_articles: int | None) -> tuple[list[Document], QuestionSet]:
@@ -85,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     documents, questions = read_set(args.set, SMOKE_ARTICLES if args.smoke else None)
 
-    clock = StageClock()
+    clock = StageTimes()
     clock.wrap(session, "choose_embedding", "language profile and model choice")
     clock.wrap(pipeline, "build_embedder", "loading the model")
     clock.wrap(pipeline, "_split_corpus", "chunking (with token counts)")
@@ -109,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(analysis.corpus.chunks)} passages; model {analysis.config.embedding.provider}/"
           f"{analysis.config.embedding.model or 'default'}; writer {'off' if args.no_writer else 'on'}")
     width = max(len(stage) for stage in clock.seconds)
-    for stage, seconds in clock.seconds.items():
+    for stage in clock.order:
+        seconds = clock.seconds[stage]
         print(f"  {stage:<{width}}  {seconds:7.1f} s")
     # Stages nest (the calibration embeds its probes; gaps embed written questions): the sum is not the total.
     print(f"  {'whole analysis':<{width}}  {total:7.1f} s wall, {cpu:.1f} s CPU (target {TARGET_SECONDS:.0f} s)")
