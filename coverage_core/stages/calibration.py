@@ -33,9 +33,7 @@ verdicts that read them ask different questions:
   question answered by any document of its topic is on-topic. On a corpus of
   sibling documents (fifteen pages of one manual) "the closest passage of
   another document" is often about the same thing, which pushes τ above the
-  level that separates on- from off-topic questions (0.575 against a
-  labelled 0.55 on a wiki-qa + Python-reference mix; other topics give 0.52:
-  ``benchmarks/explore_calibration.py``). The off-topic rule reads it.
+  level that separates on- from off-topic questions. The off-topic rule reads it.
 
 **Near-copies are not negatives.** A knowledge base often holds a sentence
 twice: two versions of one plan, a policy quoted in a FAQ. The best passage
@@ -56,15 +54,17 @@ separates its own passages from other documents' (:func:`reliability_problem`:
 enough probes with negatives, positive median above the negative one,
 Youden's J at least :data:`MIN_SEPARATION`, τ in
 :data:`PLAUSIBLE_SUPPORT_RANGE`). When only other topics' J falls short,
-questions read τ: at 500-character chunks of 20 wiki-qa articles (half A of
-``benchmarks/eval_verdicts.py``) topics split single articles and their J is
-0.12 while documents' is 0.26. Otherwise, and with a single topic or too
+questions read τ (small chunks split single documents into several topics).
+Otherwise, and with a single topic or too
 few probes, both levels fall back to the embedding model's own default
 (measured once per model, see ``ModelSpec.default_support_threshold``), or
 to :data:`DEFAULT_SUPPORT_THRESHOLD` for a model without one;
 ``Calibration.reliable`` is then False and ``reason`` says why, while the
 measured medians and separation stay in the object. With a single document,
 other topics stand in for other documents.
+
+The measurements behind each level and constant are in ``docs/calibration.md``
+(*Evidence for the constants*).
 """
 
 from __future__ import annotations
@@ -84,10 +84,7 @@ from coverage_core.validation import check_scalar, unit_rows
 DEFAULT_SUPPORT_THRESHOLD = 0.5
 """τ when the corpus cannot calibrate it (a single topic, too few sentences, no
 separation) and the embedding model has no measured default of its own
-(``ModelSpec.default_support_threshold``; all-MiniLM-L6-v2 has 0.553), and in
-stages run without calibration. 0.5 is near the labelled answerability
-threshold of all-MiniLM-L6-v2 on the wiki-qa articles (~0.53 averaged over
-splits, 0.395 on the bundled 10-article example)."""
+(``ModelSpec.default_support_threshold``), and in stages run without calibration."""
 
 MAX_PROBES = 400
 """Sentences sampled at most: enough for a stable threshold, cheap to embed."""
@@ -123,11 +120,7 @@ sentence is rare, and a probe copied into all of them is dropped rather than sco
 
 NEAR_COPY_SHARE = 0.5
 """A chunk holds a near-copy of a probe when at least this share of the probe's word 3-shingles occurs in
-it (:func:`holds_near_copy`). Measured with ``benchmarks/eval_calibration.py`` on the best other-document
-chunk of 400 probes: on the 55 clean wiki-qa articles 0 % reach 0.5 (median 0.00, p90 0.00); on 20
-articles plus copies with 10 % of the words changed, 74-81 % of the chunks that are the copy do (median
-0.70) and 0 % of the others (max 0.40). Word pairs instead of triples catch a few more copies (80-85 %)
-but also 1-4 % of unrelated chunks; the copies missed here are caught by :data:`VERSION_SHARE`."""
+it (:func:`holds_near_copy`); copies it misses are caught by :data:`VERSION_SHARE`."""
 
 VERSION_SHARE = 0.3
 """Share of a document's probes with a near-copy in another document from which the two count as versions
@@ -136,12 +129,7 @@ sentence or two of a policy stays a document of its own."""
 
 MIN_SEPARATION = 0.15
 """Youden's J for other documents below this and the calibration is not trusted; for other topics, and
-questions read τ rather than a level of their own.
-Measured with ``benchmarks/eval_calibration.py`` (all-MiniLM-L6-v2, J / topics' J): the 55 clean wiki-qa
-articles 0.27 / 0.26, the bundled 10-article example 0.47 (0.38 at 500-character chunks); 20 articles
-plus edited copies 0.00 before near-copies were skipped, 0.32-0.43 after (chunks of 500-1500
-characters); French Wikipedia articles, which this English model reads poorly, 0.09 / 0.10. MiniLM
-separates sentences from passages modestly even on clean English, so the bar sits between the two."""
+questions read τ rather than a level of their own."""
 
 PLAUSIBLE_SUPPORT_RANGE = (0.1, 0.95)
 """A calibrated τ outside this range is not trusted: below 0.1 nearly any text reaches any passage,
