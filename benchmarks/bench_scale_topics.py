@@ -23,7 +23,7 @@ printed too), the dashboard's "change K" (``cluster_chunks`` with K 10
 lower, then naming those topics; stage ``changek``),
 the cluster table's topic labels (``topics.topic_labels``) and
 representative passages (cluster by cluster as ``pipeline._cluster_table``
-does today, and in one pass with ``gaps.representatives_by_cluster``),
+does today, and in one pass with ``passages.representatives_by_cluster``),
 ``gaps.analyze_gaps`` (offline suggestions, as
 ``pipeline.find_gaps`` calls it) and ``projection.project_2d`` (t-SNE, the
 dashboard's default map). "peak" is the process's resident-set high-water
@@ -240,7 +240,8 @@ def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> l
     from coverage_core.results import Corpus, EmbeddedTexts
     from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
     from coverage_core.stages.topics import topic_labels
-    from coverage_core.suggest.gaps import GapConfig, analyze_gaps, representative_chunks, representatives_by_cluster
+    from coverage_core.suggest.gaps import GapConfig, analyze_gaps
+    from coverage_core.suggest.passages import representative_chunks, representatives_by_cluster
     from coverage_core.types import Chunk, Document
 
     vectors, texts, documents, questions, min_distances = load(n_chunks, n_questions, seed)
@@ -293,11 +294,11 @@ def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> l
         chunk_texts = [chunk.text for chunk in corpus.chunks]
         timed("topics", "topics.topic_labels (c-TF-IDF)", lambda: topic_labels(chunk_texts, labels, k))
         per_cluster = timed(
-            "passages", "gaps.representative_chunks, 3 per cluster, cluster by cluster (as before)",
+            "passages", "passages.representative_chunks, 3 per cluster, cluster by cluster (as before)",
             lambda: [representative_chunks(vectors, labels, centroids, c, 3) for c in range(k)],
         )
         one_pass = timed(
-            "passages", "gaps.representatives_by_cluster, 3 per cluster, one pass (what the pipeline uses)",
+            "passages", "passages.representatives_by_cluster, 3 per cluster, one pass (what the pipeline uses)",
             lambda: representatives_by_cluster(vectors, labels, centroids, 3),
         )
         assert all(np.array_equal(a, b) for a, b in zip(per_cluster, one_pass))

@@ -61,7 +61,7 @@ import pandas as pd
 from coverage_core.ceiling import testable_share_max
 from coverage_core.errors import InputError
 from coverage_core.languages import UNDETERMINED
-from coverage_core.stages.calibration import GENERIC_FALLBACK
+from coverage_core.stages.calibration import GENERIC_FALLBACK, NOT_CALIBRATED
 from coverage_core.suggest.document_gaps import document_gap_name, gap_key, ranked_from_tables
 from coverage_core.suggest.gaps import GapConfig, rank_gaps
 from coverage_core.validation import is_number
@@ -531,9 +531,8 @@ class Verdicts:
                 f"passages with similarity of at least {self.support_threshold:.2f}.")
 
     def _calibration_sentence(self) -> str:
-        reason = " ".join(self.calibration_reason.split()).rstrip(".")
-        if reason.lower().startswith("the support level"):  # says no more than the sentence itself
-            reason = ""
+        # Without any calibration the reason says no more than the sentence itself.
+        reason = "" if self.calibration_method == NOT_CALIBRATED else " ".join(self.calibration_reason.split()).rstrip(".")
         # The reason carries its own numbers in brackets, so it follows a colon rather than nesting them.
         why = f": {reason[:1].lower()}{reason[1:]}" if reason else ""
         return (

@@ -14,9 +14,9 @@ from coverage_core.suggest.gaps import (
     analyze_gaps,
     extract_themes,
     rank_gaps,
-    representative_chunks,
 )
 from coverage_core.suggest.llm import ChatClient, LLMConfig
+from coverage_core.suggest.passages import representative_chunks
 from coverage_core.verdicts import is_gap
 from tests.fakes import chat_reply, error_reply
 
@@ -423,7 +423,7 @@ def test_unfinished_drafts_are_left_out_of_apply_and_export():
 @pytest.mark.parametrize("ties", [False, True])
 def test_each_rows_top_k_is_the_stable_sorts_first_k(ties):
     """The partition that replaced a full sort of every row picks the same passages, equal values included."""
-    from coverage_core.suggest.gaps import _top_per_row
+    from coverage_core.suggest.passages import _top_per_row
 
     rng = np.random.default_rng(7)
     for _ in range(100):

@@ -18,8 +18,9 @@ from coverage_core.outputs import plots
 from coverage_core.outputs.projection import project_2d
 from coverage_core.stages import clustering, topics
 from coverage_core.stages.clustering import ChunkClusterer
-from coverage_core.suggest import gaps
-from coverage_core.suggest.gaps import GapConfig, analyze_gaps, representative_chunks, representatives_by_cluster
+from coverage_core.suggest import passages
+from coverage_core.suggest.gaps import GapConfig, analyze_gaps
+from coverage_core.suggest.passages import representative_chunks, representatives_by_cluster
 from coverage_core.types import Chunk
 from coverage_core.validation import unit_rows
 
@@ -314,7 +315,7 @@ def test_ranked_terms_equal_those_from_count_vectorizer_counts(monkeypatch):
 
 
 def test_representatives_of_all_clusters_in_one_pass_equal_one_cluster_at_a_time(monkeypatch):
-    monkeypatch.setattr(gaps, "_BLOCK_ROWS", 1_000)
+    monkeypatch.setattr(passages, "_BLOCK_ROWS", 1_000)
     X, truth = topic_vectors(6_500, n_topics=7, seed=8)
     X = X.astype(np.float64) * 2.5  # float64 and not unit length: converted and normalised per row
     X[17] = 0.0  # a zero row has similarity 0
@@ -331,7 +332,7 @@ def test_representatives_of_all_clusters_in_one_pass_equal_one_cluster_at_a_time
 
 
 def test_gaps_on_a_large_corpus_use_each_gap_s_representatives(monkeypatch):
-    monkeypatch.setattr(gaps, "_BLOCK_ROWS", 2_000)
+    monkeypatch.setattr(passages, "_BLOCK_ROWS", 2_000)
     X, truth = topic_vectors(9_000, n_topics=6, seed=9)
     texts_by_topic = ["Koalas eat eucalyptus leaves in the forests of eastern Australia every night.",
                       "Lobsters have large claws and live on the rocky sea floor near the coast.",

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coverage_core.suggest.gaps import NOTE_TURNED_OFF, GapConfig, analyze_gaps, spread_passages
+from coverage_core.suggest.gaps import NOTE_TURNED_OFF, GapConfig, analyze_gaps
+from coverage_core.suggest.passages import spread_passages
 from coverage_core.suggest.writing import (
     DROP_REASONS,
     PassageRanks,

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from coverage_core import verdicts
+from coverage_core.stages.calibration import default as default_calibration
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.verdicts import Verdicts
 
@@ -162,8 +163,11 @@ def test_an_unreliable_calibration_leads_the_headline_with_its_reason():
         "least 2 questions retrieve one of its passages among their top 5, as their closest match or nearly so."
     )
     assert "similarity of at least" not in found.headline
-    # A reason that only restates the sentence is not repeated.
-    generic = Verdicts.from_analysis(_analysis(reliable=False, reason="The support level was not calibrated."))
+    # When no calibration ran at all, its reason only restates the sentence and is not repeated.
+    not_run = default_calibration()
+    uncalibrated = _analysis(reliable=False, reason=not_run.reason)
+    uncalibrated.calibration.method = not_run.method
+    generic = Verdicts.from_analysis(uncalibrated)
     assert generic.headline.startswith("The support level could not be calibrated on these documents. The figures ")
     # A model no default level was measured for says its level is a generic one.
     unmeasured = _analysis(reliable=False, reason=reason)

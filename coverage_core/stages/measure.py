@@ -23,7 +23,7 @@ from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.screening import QuestionScreener
 from coverage_core.stages.topics import topic_labels
 from coverage_core.suggest.document_gaps import main_topics
-from coverage_core.suggest.gaps import representatives_by_cluster
+from coverage_core.suggest.passages import representatives_by_cluster
 from coverage_core.types import QuestionSet
 from coverage_core.validation import shorten
 
