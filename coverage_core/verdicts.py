@@ -78,7 +78,6 @@ __all__ = [
     "TARGET_MARGIN",
     "TARGET_MARGIN_SHARE",
     "UNDERTESTED_SHARE",
-    "UNTESTED_SHARE",
     "UNTESTED_TOPIC_SHARE",
     "Verdicts",
     "fallback_level_words",
@@ -104,9 +103,6 @@ UNDERTESTED_SHARE = 0.3
 this share of its passages is tested (retrieved by a question among its top k at similarity >= τ).
 The cut that was once the untested rule's (``benchmarks/eval_untested.py``), kept as the softer
 finding: a long document with a handful of questions is tested, but thinly."""
-
-UNTESTED_SHARE = UNDERTESTED_SHARE
-"""Former name of :data:`UNDERTESTED_SHARE`, read by the dashboard until it names the new one."""
 
 TARGET_MARGIN = 0.02
 """How far below a question's best passage another of its tested passages may be and still make its
@@ -423,7 +419,7 @@ class Verdicts:
     def from_analysis(cls, analysis, top: int | None = TOP_GAPS) -> Verdicts:
         """What ``analysis`` (a :class:`coverage_core.results.Analysis`) decided."""
         gaps = _ranked_gaps(analysis)
-        calibration = getattr(analysis, "calibration", None)
+        calibration = analysis.calibration
         is_outlier = np.asarray(analysis.is_outlier, dtype=bool)
         return cls(
             n_passages=len(analysis.corpus.chunks),
@@ -433,14 +429,14 @@ class Verdicts:
             n_gaps=len(gaps),
             n_off_topic=int(is_outlier.sum()),
             undertested=_undertested_documents(analysis.documents),
-            calibration_reliable=bool(getattr(calibration, "reliable", True)),
-            calibration_reason=str(getattr(calibration, "reason", "") or ""),
-            support_threshold=getattr(calibration, "support_threshold", None),
+            calibration_reliable=bool(calibration.reliable),
+            calibration_reason=str(calibration.reason or ""),
+            support_threshold=calibration.support_threshold,
             retrieval_k=analysis.config.tested_k,
             model_fit=_model_fit(analysis),
             offtopic_caution=offtopic_caution(_question_languages(analysis)),
             message_caution=message_caution(_question_texts(analysis)),
-            calibration_method=str(getattr(calibration, "method", "") or ""),
+            calibration_method=str(calibration.method or ""),
             cross_language=_cross_language(analysis),
             n_on_topic=int((~is_outlier).sum()),
         )
@@ -568,17 +564,14 @@ def _model_fit(analysis) -> str:
     """:func:`model_fit_problem` for ``analysis``: its model, the languages it does not read, its separation."""
     from coverage_core.embeddings.registry import configured_model_name, covers_language
 
-    embedding = getattr(analysis.config, "embedding", None)
-    if embedding is None:
-        return ""
+    embedding = analysis.config.embedding
     unread = []
     for where in ("documents", "questions"):
         for share in _language_shares(analysis, where):
             if covers_language(embedding.provider, embedding.model, share.code) is False:
                 unread.append((share.name, share.share, where))
-    calibration = getattr(analysis, "calibration", None)
     # An unreliable calibration already leads the headline with its own reason.
-    separation = getattr(calibration, "separation", None) if getattr(calibration, "reliable", True) else None
+    separation = analysis.calibration.separation if analysis.calibration.reliable else None
     return model_fit_problem(configured_model_name(embedding.provider, embedding.model), unread, separation)
 
 
@@ -666,8 +659,7 @@ def cross_language_problem(document_languages: Sequence[tuple[str, str, float]],
 def verdict_doubt(analysis) -> str:
     """Why the verdicts of ``analysis`` may be wrong, in one sentence ("" when they rest on a level calibrated
     on these documents, for questions in their language): what stands in place of a tick."""
-    calibration = getattr(analysis, "calibration", None)
-    if not getattr(calibration, "reliable", True):
+    if not analysis.calibration.reliable:
         return ("It rests on the model's default support level, which could not be calibrated on these "
                 "documents.")
     if _cross_language(analysis):
@@ -679,7 +671,7 @@ def verdict_doubt(analysis) -> str:
 def traffic_doubt(analysis, traffic) -> str:
     """Why the traffic's verdicts of ``analysis`` may be wrong (:func:`verdict_doubt`, read for the queries'
     languages instead of the test questions': ``traffic`` is a ``checks.traffic.TrafficResult``)."""
-    if getattr(getattr(analysis, "calibration", None), "reliable", True) and getattr(traffic, "language_problem", ""):
+    if analysis.calibration.reliable and traffic.language_problem:
         return ("The queries are in another language than the documents, which the support level does not "
                 "allow for.")
     return verdict_doubt(analysis)
@@ -693,12 +685,14 @@ def _cross_language(analysis) -> str:
 
 def _language_shares(analysis, where: str) -> tuple:
     """The ``LanguageShare`` of each language of the analysis's ``"documents"`` or ``"questions"`` (none unread)."""
-    return getattr(getattr(analysis, "languages", None), f"{where[:-1]}_shares", ()) or ()
+    languages = analysis.languages
+    if languages is None:
+        return ()
+    return tuple(languages.document_shares if where == "documents" else languages.question_shares)
 
 
 def _question_texts(analysis) -> list[str]:
-    questions = getattr(analysis, "questions", None)  # absent from reports read back
-    return list(getattr(questions, "texts", ()) or ())
+    return list(analysis.questions.texts)
 
 
 def _question_languages(analysis) -> list[tuple[str, str, float]]:

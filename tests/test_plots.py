@@ -721,7 +721,7 @@ def test_document_chart_colours_each_verdict_and_draws_the_verdicts_cut():
     assert list(bar["y"]) == ["&lt;i&gt;none&lt;/i&gt;.md", "few.txt", "ok.txt"]
     assert bar["marker"]["color"] == [style.UNTESTED_COLOUR, style.UNDERTESTED_COLOUR, style.OK_COLOUR]
     assert is_warm(style.UNDERTESTED_COLOUR) and style.UNDERTESTED_COLOUR != style.UNTESTED_COLOUR
-    cut = getattr(verdicts, "UNDERTESTED_SHARE", verdicts.UNTESTED_SHARE)
+    cut = verdicts.UNDERTESTED_SHARE
     assert plots.document_cut() == cut
     assert data["layout"]["shapes"][0]["x0"] == pytest.approx(cut, abs=1e-12)
     assert data["layout"]["annotations"][0]["text"] == f"under-tested below {cut:.0%}"

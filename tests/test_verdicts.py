@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -9,7 +10,8 @@ import pandas as pd
 import pytest
 
 from coverage_core import verdicts
-from coverage_core.stages.calibration import default as default_calibration
+from coverage_core.config import AnalysisConfig
+from coverage_core.stages.calibration import Calibration, default as default_calibration
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.verdicts import Verdicts
 
@@ -113,8 +115,10 @@ def _analysis(*, tested=(10, 10, 10), untested=(False, False), undertested=(Fals
     })
     return SimpleNamespace(
         corpus=SimpleNamespace(chunks=[None] * 30), clusters=clusters, documents=documents,
-        is_outlier=np.arange(10) < off_topic, config=SimpleNamespace(gaps=GapConfig(), retrieval_k=5, tested_k=5),
-        calibration=SimpleNamespace(support_threshold=0.48 if reliable else 0.5, reliable=reliable, reason=reason),
+        is_outlier=np.arange(10) < off_topic, config=AnalysisConfig(), questions=SimpleNamespace(texts=[]),
+        languages=None,
+        calibration=Calibration(0.48, "pseudo-queries") if reliable else Calibration(
+            0.5, "default: model default", reliable=False, reason=reason),
     )
 
 
@@ -166,12 +170,12 @@ def test_an_unreliable_calibration_leads_the_headline_with_its_reason():
     # When no calibration ran at all, its reason only restates the sentence and is not repeated.
     not_run = default_calibration()
     uncalibrated = _analysis(reliable=False, reason=not_run.reason)
-    uncalibrated.calibration.method = not_run.method
+    uncalibrated.calibration = replace(uncalibrated.calibration, method=not_run.method)
     generic = Verdicts.from_analysis(uncalibrated)
     assert generic.headline.startswith("The support level could not be calibrated on these documents. The figures ")
     # A model no default level was measured for says its level is a generic one.
     unmeasured = _analysis(reliable=False, reason=reason)
-    unmeasured.calibration.method = "default: generic default"
+    unmeasured.calibration = replace(unmeasured.calibration, method="default: generic default")
     assert ("The figures below rest on a generic level 0.50 (none is measured for this model) and may be wrong."
             in Verdicts.from_analysis(unmeasured).headline)
 
@@ -255,8 +259,8 @@ def _analysis_in(language_code: str, provider: str, separation: float = 0.7):
     from coverage_core.languages import LanguageProfile, LanguageShare, language_name
 
     analysis = _analysis()
-    analysis.config.embedding = EmbeddingConfig(provider)
-    analysis.calibration.separation = separation
+    analysis.config = replace(analysis.config, embedding=EmbeddingConfig(provider))
+    analysis.calibration = replace(analysis.calibration, separation=separation)
     share = (LanguageShare(language_code, language_name(language_code), 1.0, 2),)
     analysis.languages = LanguageProfile(document_shares=share, question_shares=share)
     return analysis
@@ -401,7 +405,7 @@ def test_a_query_log_in_another_language_takes_the_traffic_tick_away():
     foreign = SimpleNamespace(language_problem="The queries are in English and the documents in French: …")
     assert verdicts.traffic_doubt(analysis, foreign).startswith("The queries are in another language")
     # An uncalibrated level comes first, as for the test questions' verdicts.
-    analysis.calibration.reliable = False
+    analysis.calibration = replace(analysis.calibration, reliable=False)
     assert verdicts.traffic_doubt(analysis, foreign) == verdicts.verdict_doubt(analysis) != ""
 
 

@@ -25,13 +25,14 @@ import unicodedata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from devset_files import questions_csv, write_or_check  # noqa: E402
+
 SOURCE = HERE / "source"
 DOCS = SOURCE / "docs.excerpt.jsonl"
 QUERIES = SOURCE / "queries.excerpt.jsonl"
 MAPPING = SOURCE / "per_query_germanquad.csv"
 MIN_QUESTIONS = 8    # a passage is kept when the mapping gives it at least this many questions
-COLUMNS = ["ArticleTitle", "Question", "Answer", "DifficultyFromQuestioner",
-           "DifficultyFromAnswerer", "ArticleFile", "QuestionId", "Paragraph"]
 HEADING = re.compile(r"(=+)\s*(.*?)\s*\1")
 DISAMBIGUATION = re.compile(r"(.+?)__(.+)_")   # GermanQuAD writes "Victoria (Vereinigtes Königreich)" as
                                                # "Victoria__Vereinigtes_Königreich_"
@@ -113,11 +114,7 @@ def build():
                 n_rows += 1
         table.append((stem, ", ".join(d["doc_id"] for d in passages), len(blocks), len(text), n_rows))
     rows.sort(key=lambda r: r[0])  # by article (stable: passage order, then the mapping's question order)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows(rows)
-    files["questions.csv"] = out.getvalue()
+    files["questions.csv"] = questions_csv(rows)
     return files, sorted(table), len(docs)
 
 
@@ -136,23 +133,8 @@ def main():
         print(f"questions per article: min {min(qs)}, median {statistics.median(qs)}, max {max(qs)}; "
               f"characters per article: min {min(chars):,}, median {statistics.median(chars):,}, "
               f"max {max(chars):,}, total {sum(chars):,}")
-    on_disk = {f"articles/{p.name}" for p in (HERE / "articles").glob("*.txt")}
-    stale = sorted(on_disk - set(files))
     summary = f"{len(files) - 1} articles ({n_passages} passages), {n_rows} questions"
-    if "--check" in sys.argv[1:]:
-        differ = [n for n, text in files.items()
-                  if not (HERE / n).is_file() or (HERE / n).read_bytes() != text.encode("utf-8")]
-        for n in differ + stale:
-            print("differs" if n in differ else "not built", n)
-        print(summary + ":", "OK" if not differ and not stale else "MISMATCH")
-        return 1 if differ or stale else 0
-    (HERE / "articles").mkdir(exist_ok=True)
-    for n in stale:
-        (HERE / n).unlink()
-    for n, text in files.items():
-        (HERE / n).write_bytes(text.encode("utf-8"))
-    print("wrote " + summary)
-    return 0
+    return write_or_check(HERE, files, summary, "--check" in sys.argv[1:])
 
 
 if __name__ == "__main__":

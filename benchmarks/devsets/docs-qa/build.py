@@ -23,12 +23,13 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from devset_files import n_questions, questions_csv, write_or_check  # noqa: E402
+
 SOURCE = Path(next((a for a in sys.argv[1:] if not a.startswith("--")),
                    HERE / "source" / "doc2dial_rc_val.csv.zip"))
 MEMBER = "doc2dial_rc_val.csv.zip"   # the CSV inside the zip (it keeps the .zip suffix)
 MIN_QUESTIONS = 5                    # keep documents with at least this many questions (after the drops below)
-COLUMNS = ["ArticleTitle", "Question", "Answer", "DifficultyFromQuestioner",
-           "DifficultyFromAnswerer", "ArticleFile", "QuestionId", "Paragraph"]
 
 # First user turns that name no subject at all, so nothing in them says which page they are
 # about (each is listed with its text; every other first turn is kept as written).
@@ -111,33 +112,14 @@ def build():
         files[name] = title + "\n\n" + "\n\n".join(p for _, p in paragraphs_of(doc["context"])) + "\n"
         for qid, question, answer, p_index in questions:
             rows.append([stem, question, answer, "", "", name, qid, p_index])
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows(rows)
-    files["questions.csv"] = out.getvalue()
+    files["questions.csv"] = questions_csv(rows)
     return files
 
 
 def main():
     files = build()
-    on_disk = {f"articles/{p.name}" for p in (HERE / "articles").glob("*.txt")}
-    stale = sorted(on_disk - set(files))
-    if "--check" in sys.argv[1:]:
-        differ = [n for n, text in files.items()
-                  if not (HERE / n).is_file() or (HERE / n).read_bytes() != text.encode("utf-8")]
-        for n in differ + stale:
-            print("differs" if n in differ else "not built", n)
-        n_rows = len(list(csv.reader(io.StringIO(files["questions.csv"])))) - 1
-        print(f"{len(files) - 1} articles, {n_rows} questions:", "OK" if not differ and not stale else "MISMATCH")
-        return 1 if differ or stale else 0
-    (HERE / "articles").mkdir(exist_ok=True)
-    for n in stale:
-        (HERE / n).unlink()
-    for n, text in files.items():
-        (HERE / n).write_bytes(text.encode("utf-8"))
-    print(f"wrote {len(files) - 1} articles and questions.csv")
-    return 0
+    summary = f"{len(files) - 1} articles, {n_questions(files)} questions"
+    return write_or_check(HERE, files, summary, "--check" in sys.argv[1:])
 
 
 if __name__ == "__main__":

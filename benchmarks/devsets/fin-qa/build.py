@@ -10,8 +10,6 @@ Standard library only. Deterministic: the same source gives byte-identical files
     python3 build.py           # (re)write articles/ and questions.csv
     python3 build.py --check   # rebuild in memory, compare with the files on disk, exit 1 on a difference
 """
-import csv
-import io
 import json
 import re
 import sys
@@ -19,11 +17,12 @@ import unicodedata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from devset_files import n_questions, questions_csv, write_or_check  # noqa: E402
+
 SOURCE = HERE / "source" / "tatqa_dataset_dev.json"
 N_DOCUMENTS = 60     # the largest contexts (in characters) that have a usable, unique heading
 MAX_TITLE = 80
-COLUMNS = ["ArticleTitle", "Question", "Answer", "DifficultyFromQuestioner",
-           "DifficultyFromAnswerer", "ArticleFile", "QuestionId", "Paragraph"]
 
 
 def clean(text):
@@ -108,33 +107,14 @@ def build():
                 paragraph = ""
             rows.append([stem, clean(qa["question"]), answer_text(qa), "", "", name, qa["uid"], paragraph])
     rows.sort(key=lambda r: r[0].lower())  # by document (stable: TAT-QA's question order)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows(rows)
-    files["questions.csv"] = out.getvalue()
+    files["questions.csv"] = questions_csv(rows)
     return files
 
 
 def main():
     files = build()
-    on_disk = {f"articles/{p.name}" for p in (HERE / "articles").glob("*.txt")}
-    stale = sorted(on_disk - set(files))
-    if "--check" in sys.argv[1:]:
-        differ = [n for n, text in files.items()
-                  if not (HERE / n).is_file() or (HERE / n).read_bytes() != text.encode("utf-8")]
-        for n in differ + stale:
-            print("differs" if n in differ else "not built", n)
-        n_rows = len(list(csv.reader(io.StringIO(files["questions.csv"])))) - 1
-        print(f"{len(files) - 1} documents, {n_rows} questions:", "OK" if not differ and not stale else "MISMATCH")
-        return 1 if differ or stale else 0
-    (HERE / "articles").mkdir(exist_ok=True)
-    for n in stale:
-        (HERE / n).unlink()
-    for n, text in files.items():
-        (HERE / n).write_bytes(text.encode("utf-8"))
-    print(f"wrote {len(files) - 1} documents and questions.csv")
-    return 0
+    summary = f"{len(files) - 1} documents, {n_questions(files)} questions"
+    return write_or_check(HERE, files, summary, "--check" in sys.argv[1:])
 
 
 if __name__ == "__main__":

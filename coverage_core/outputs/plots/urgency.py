@@ -68,12 +68,8 @@ def topics_by_urgency(clusters: pd.DataFrame, gaps: GapConfig | None = None) -> 
 
 
 def document_cut() -> float:
-    """The tested share under which a targeted document is under-tested.
-
-    Read from :mod:`coverage_core.verdicts` (``UNDERTESTED_SHARE``, or
-    ``UNTESTED_SHARE`` where the under-tested verdict is not split out yet).
-    """
-    return float(getattr(verdicts, "UNDERTESTED_SHARE", verdicts.UNTESTED_SHARE))
+    """The tested share under which a targeted document is under-tested (:data:`coverage_core.verdicts.UNDERTESTED_SHARE`)."""
+    return float(verdicts.UNDERTESTED_SHARE)
 
 
 def _flag(documents: pd.DataFrame, column: str) -> np.ndarray:
