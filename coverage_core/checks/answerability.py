@@ -125,61 +125,17 @@ class AnswerabilityResult:
 
 
 def answerability(similarities, labels) -> AnswerabilityResult:
-    """How well each question's best similarity to any chunk predicts its label.
+    """How well each question's best similarity to any chunk predicts its label: an :class:`AnswerabilityResult`.
 
-    Only labelled questions count. With ``s_i`` a question's best similarity
-    (``metrics.question_support``), ``A`` the answerable and ``U`` the
-    not-answerable questions, ``n_1 = |A|``, ``n_0 = |U|``, ``n = n_1 + n_0``:
-
-    * **Point-biserial correlation** (``scipy.stats.pointbiserialr``), the
-      Pearson correlation between the 0/1 label and ``s``::
-
-          r = (mean_A s - mean_U s) / sd(s) * sqrt(n_1 n_0 / n^2)
-
-      with ``sd`` the population standard deviation over all ``n``. Positive:
-      answerable questions sit closer to the corpus. ``p_value`` is the
-      two-sided test of ``r = 0``, ``t = r sqrt((n - 2) / (1 - r^2))`` on
-      ``n - 2`` degrees of freedom.
-    * **AUROC** (``sklearn.metrics.roc_auc_score``), the chance that a random
-      answerable question has a higher best similarity than a random
-      not-answerable one, ties counting half::
-
-          AUROC = (1 / (n_1 n_0)) sum_{i in A} sum_{j in U} ([s_i > s_j] + [s_i = s_j] / 2)
-
-      0.5 is chance, 1.0 perfect separation.
-    * **Youden threshold** (from ``sklearn.metrics.roc_curve``). Calling a
-      question answerable when ``s >= t``::
-
-          TPR(t) = |{i in A : s_i >= t}| / n_1
-          FPR(t) = |{j in U : s_j >= t}| / n_0
-          J(t)   = TPR(t) - FPR(t)
-
-      J is evaluated at every distinct observed score. At the best score
-      ``s*`` the reported ``threshold`` is the midpoint between ``s*`` (the
-      lowest score still called answerable) and the next lower observed score
-      (the highest called not answerable), so it can be put on a slider:
-      questions with ``s < threshold`` are the ones "the knowledge base may
-      not answer". Ties in J go to the highest threshold (fewest false
-      "answerable" calls; more questions flagged). ``youden_j``,
-      ``sensitivity = TPR`` and ``specificity = 1 - FPR`` are reported at it.
-      If no cut does better than chance (max J = 0) the threshold is NaN.
-
-    Degenerate inputs never raise: with fewer than 2 labelled questions, or
-    only one class, every statistic is NaN; with all labelled similarities
-    equal, ``r``, ``p_value`` and the threshold are NaN and AUROC is 0.5 (all
-    pairs tied). ``note`` then says what is missing.
+    Labelled questions only: point-biserial r, p-value, AUROC (formulas: ``_separation``) and the Youden
+    threshold, J, sensitivity, specificity (``_youden_cut``); degenerate labels give NaN and a ``note``
+    (``_degenerate_result``). Raises InputError for ``similarities`` not 1-d numbers, not finite where
+    labelled, or an unreadable label. Why: set the fitness threshold from labels (docs/checks.md, *Answerability*).
 
     Parameters
     ----------
-    similarities : array-like of shape (m,)
-        Each question's best similarity to any chunk, finite where labelled.
-    labels : array-like of shape (m,)
-        1 / 0 / NaN floats, booleans, or raw label strings (parsed with
-        :func:`parse_answerable`).
-
-    Returns
-    -------
-    AnswerabilityResult
+    similarities : array-like of shape (m,), each question's best similarity to any chunk
+    labels : array-like of shape (m,), 1 / 0 / NaN floats, booleans or raw strings (:func:`parse_answerable`)
     """
     s, y = _labelled_scores(similarities, labels)
     return _degenerate_result(s, y) or _separation(s, y)
@@ -202,7 +158,13 @@ def _class_counts(y: np.ndarray) -> dict[str, int]:
 
 
 def _degenerate_result(s: np.ndarray, y: np.ndarray) -> AnswerabilityResult | None:
-    """The result when the labelled questions cannot be separated at all, else None."""
+    """The result when the labelled questions cannot be separated at all, else None.
+
+    Degenerate inputs never raise: with fewer than 2 labelled questions, or
+    only one class, every statistic is NaN; with all labelled similarities
+    equal, ``r``, ``p_value`` and the threshold are NaN and AUROC is 0.5 (all
+    pairs tied). ``note`` then says what is missing.
+    """
     counts = _class_counts(y)
     n, n_1, n_0 = counts["n_labelled"], counts["n_answerable"], counts["n_unanswerable"]
     nan = math.nan
@@ -231,7 +193,30 @@ def _degenerate_result(s: np.ndarray, y: np.ndarray) -> AnswerabilityResult | No
 
 
 def _separation(s: np.ndarray, y: np.ndarray) -> AnswerabilityResult:
-    """Point-biserial r, AUROC and the Youden threshold of two non-empty classes."""
+    """Point-biserial r, AUROC and the Youden threshold of two non-empty classes.
+
+    With ``s_i`` a question's best similarity (``metrics.question_support``),
+    ``A`` the answerable and ``U`` the not-answerable questions,
+    ``n_1 = |A|``, ``n_0 = |U|``, ``n = n_1 + n_0``:
+
+    * **Point-biserial correlation** (``scipy.stats.pointbiserialr``), the
+      Pearson correlation between the 0/1 label and ``s``::
+
+          r = (mean_A s - mean_U s) / sd(s) * sqrt(n_1 n_0 / n^2)
+
+      with ``sd`` the population standard deviation over all ``n``. Positive:
+      answerable questions sit closer to the corpus. ``p_value`` is the
+      two-sided test of ``r = 0``, ``t = r sqrt((n - 2) / (1 - r^2))`` on
+      ``n - 2`` degrees of freedom.
+    * **AUROC** (``sklearn.metrics.roc_auc_score``), the chance that a random
+      answerable question has a higher best similarity than a random
+      not-answerable one, ties counting half::
+
+          AUROC = (1 / (n_1 n_0)) sum_{i in A} sum_{j in U} ([s_i > s_j] + [s_i = s_j] / 2)
+
+      0.5 is chance, 1.0 perfect separation.
+    * **Youden threshold**: :func:`_youden_cut`.
+    """
     from scipy.stats import pointbiserialr
     from sklearn.metrics import roc_auc_score
 
@@ -250,7 +235,25 @@ def _separation(s: np.ndarray, y: np.ndarray) -> AnswerabilityResult:
 
 
 def _youden_cut(s: np.ndarray, y: np.ndarray, auroc: float) -> dict:
-    """threshold, youden_j, sensitivity, specificity and note at the best Youden cut."""
+    """threshold, youden_j, sensitivity, specificity and note at the best Youden cut.
+
+    Calling a question answerable when ``s >= t`` (notation of :func:`_separation`)::
+
+        TPR(t) = |{i in A : s_i >= t}| / n_1
+        FPR(t) = |{j in U : s_j >= t}| / n_0
+        J(t)   = TPR(t) - FPR(t)
+
+    J is evaluated at every distinct observed score (``sklearn.metrics.roc_curve``).
+    At the best score ``s*`` the reported ``threshold`` is the midpoint between
+    ``s*`` (the lowest score still called answerable) and the next lower
+    observed score (the highest called not answerable), so it can be put on a
+    slider: questions with ``s < threshold`` are the ones "the knowledge base
+    may not answer". Ties in J go to the highest threshold (why:
+    docs/checks.md, *Answerability*). ``youden_j``, ``sensitivity = TPR`` and
+    ``specificity = 1 - FPR`` are reported at it. If no cut does better than
+    chance (max J = 0) the threshold, J, sensitivity and specificity are NaN
+    and ``note`` says so; ``note`` also warns when ``auroc`` < 0.5 (reversed labels?).
+    """
     from sklearn.metrics import roc_curve
 
     fpr, tpr, cuts = roc_curve(y, s, drop_intermediate=False)
@@ -362,6 +365,10 @@ def _best_similarity(questions: np.ndarray, chunks: np.ndarray, block_size: int 
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman rank correlation (``scipy.stats.spearmanr``) of ``a`` and ``b``.
+
+    NaN with fewer than 2 values or either constant.
+    """
     if a.shape[0] < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return math.nan
     from scipy.stats import spearmanr
@@ -378,46 +385,23 @@ def dimension_sweep(
     *,
     block_size: int | None = None,
 ) -> pd.DataFrame:
-    """Per-question best similarities from fewer embedding dimensions.
+    """Per-question best similarities from fewer embedding dimensions: a DataFrame, one row per ``d``.
 
-    For each ``d`` the vectors are cut to their first ``d`` dimensions and
-    re-normalised to unit length, and every question's best similarity to
-    any chunk is recomputed (blockwise, as :func:`metrics.question_support`:
-    20,000 chunks x 2,000 questions never form one matrix). ``None`` in
-    ``dims`` stands for the full size ``D``; sizes ``>= D`` are dropped (the
-    full row is the reference), duplicates removed, rows sorted by ``d``.
-
-    With ``embed_at`` (for models trained for shortening, e.g. OpenAI
-    text-embedding-3 with the API's ``dimensions`` parameter), each ``d < D``
-    is embedded afresh: ``embed_at(d)`` must return ``(question_vectors,
-    chunk_vectors)`` for the same texts, and truncation is not used. See
-    :func:`truncation_note` for what the truncated rows mean for models that
-    were not trained for it.
+    Each ``d`` cuts the vectors to their first ``d`` dimensions and re-normalises them; with ``embed_at``
+    (models trained for shortening) ``embed_at(d)`` returns ``(question_vectors, chunk_vectors)`` of the
+    same texts instead. ``None`` in ``dims`` is the full size ``D``; sizes ``>= D`` are dropped, the rest
+    kept once each, sorted. Columns ``d``, ``method`` (``"full"``, ``"truncated"``, ``"embedded"``),
+    ``spearman``, ``mean_similarity``, with ``labels`` ``point_biserial_r``, ``auroc`` (:func:`_sweep_row`).
+    Raises InputError on vectors that do not match, a ``dims`` entry that is not a whole number >= 1, or
+    an ``embed_at`` reply of the wrong shape. Why: docs/checks.md, *Answerability*; :func:`truncation_note`.
 
     Parameters
     ----------
-    question_vectors : array-like of shape (m, D)
-    chunk_vectors : array-like of shape (n, D)
+    question_vectors, chunk_vectors : array-like of shape (m, D) and (n, D)
     dims : sequence of int or None
-    labels : array-like of shape (m,), optional
-        Answerability labels (see :func:`answerability`).
+    labels : array-like of shape (m,), optional, answerability labels as in :func:`answerability`
     embed_at : callable d -> (ndarray (m, d'), ndarray (n, d')), optional
-    block_size : int, optional
-        Chunk rows per block (default: about 32 MB of similarities).
-
-    Returns
-    -------
-    DataFrame, one row per ``d``, columns:
-
-    * ``d``: dimensions used;
-    * ``method``: ``"full"``, ``"truncated"`` or ``"embedded"`` (``embed_at``);
-    * ``spearman``: Spearman rank correlation (``scipy.stats.spearmanr``) of
-      the per-question best similarities at ``d`` with the full-size ones
-      (1.0 for the full row; NaN with fewer than 2 questions or constant
-      similarities);
-    * ``mean_similarity``: mean best similarity at ``d``;
-    * with ``labels``: ``point_biserial_r`` and ``auroc`` at ``d``, as in
-      :func:`answerability`.
+    block_size : int, optional, chunk rows per block (default: about 32 MB of similarities)
     """
     chunks = check_vectors(chunk_vectors, "chunk_vectors")
     questions = check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
@@ -459,6 +443,17 @@ def _similarities_at(
 
 
 def _sweep_row(d: int, method: str, best: np.ndarray, reference: np.ndarray, y: np.ndarray | None) -> dict:
+    """One row of :func:`dimension_sweep`.
+
+    * ``d``: dimensions used; ``method``: ``"full"``, ``"truncated"`` or ``"embedded"``;
+    * ``spearman``: Spearman rank correlation (:func:`_spearman`) of the
+      per-question best similarities at ``d`` with the full-size ones
+      (1.0 for the full row; NaN with fewer than 2 questions or constant
+      similarities);
+    * ``mean_similarity``: mean best similarity at ``d``;
+    * with labels ``y``: ``point_biserial_r`` and ``auroc`` at ``d``, as in
+      :func:`answerability`.
+    """
     agreement = _spearman(best, reference)
     if method == "full" and math.isfinite(agreement):
         agreement = 1.0  # the reference itself (spearmanr may land an ulp below 1)

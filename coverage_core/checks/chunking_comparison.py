@@ -300,41 +300,23 @@ def compare_chunkings(
     price_table: pd.DataFrame | None = None,
     progress: ComparisonProgress | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Coverage and retrieval for each chunking configuration of ``grid``.
+    """Coverage and retrieval for each chunking configuration of ``grid``: ``(table, warnings)``.
+
+    ``table`` has ``RESULT_COLUMNS``, one row per configuration; ``warnings``, plain sentences, name failed
+    configurations or a provider error that stopped the run. Raises InputError on an empty ``grid`` or an
+    ``is_outlier`` not of shape (m,). Why a τ and K per row, a fixed screening: docs/checks.md, *Chunking comparison*.
 
     Parameters
     ----------
-    documents, questions : sequence of Document, QuestionSet
-    question_embedding : EmbeddedTexts
-        The questions' vectors from ``embedder`` (shape (m, d)).
-    grid : sequence of ChunkingConfig
-    embedder, cache
-        The embedding model and its cache; cached texts are never re-sent.
-    config : AnalysisConfig, optional
-        Clustering seed, multi-coverage settings; its ``chunking`` and
-        ``n_clusters`` are ignored (each configuration gets the default K
-        for its chunk count, since a fixed K would mean different things at
-        500 and 2,000 characters). ``support_threshold`` None (the default)
-        calibrates each configuration's own support level τ on its chunks
-        (seeded with ``random_state``); a number is used for every configuration.
-    is_outlier : ndarray of shape (m,), bool, optional
-        Questions held out of coverage in every configuration (default: none).
-    relevant : sequence of length m, optional
-        Each question's relevant sources (``retrieval.relevant_from_questions``);
-        None leaves the retrieval columns empty.
-    k : int, chunks retrieved per question
-    price_table : DataFrame, optional
-        ``coverage_core.costs`` price table; gives ``cost_usd`` for paid
-        providers (None for the local model or a model without a price).
-    progress : callable, optional
-
-    Returns
-    -------
-    table : DataFrame with columns ``RESULT_COLUMNS`` (described there), one row per configuration
-    warnings : list of str
-        Plain sentences: a configuration that failed (its row keeps the
-        error), or the provider error that stopped the comparison (the rows
-        finished before it are kept, and their embeddings are in the cache).
+    documents, questions, grid : sequence of Document, QuestionSet, sequence of ChunkingConfig
+    question_embedding : EmbeddedTexts, the questions' vectors from ``embedder`` (shape (m, d))
+    embedder, cache : the embedding model and its cache; cached texts are never re-sent
+    config : AnalysisConfig, optional, clustering seed and multi-coverage settings; ``chunking``, ``n_clusters``
+        ignored; ``support_threshold`` None calibrates each row's τ on its chunks, a number is every row's τ
+    is_outlier : bool ndarray of shape (m,), optional, held out of coverage in every configuration (default: none)
+    relevant : length m, optional, sources per question (``retrieval.relevant_from_questions``); None: no retrieval
+    k : int, chunks retrieved per question; progress : :data:`ComparisonProgress`, optional
+    price_table : DataFrame, optional, a ``coverage_core.costs`` price table, for ``cost_usd`` of paid providers
     """
     if not grid:
         raise InputError("The chunking grid is empty; add at least one chunk size.")

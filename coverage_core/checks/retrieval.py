@@ -381,36 +381,31 @@ def evaluate_retrieval(
     block_size: int | None = None,
     ranked: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> RetrievalResult:
-    """How well each labelled question retrieves its relevant sources in the top ``k``.
+    """How well each labelled question retrieves its relevant sources in the top ``k``: a :class:`RetrievalResult`.
 
-    Precision@k, recall@k, hit@k and MRR over the labelled questions, as
-    defined in the module docstring ("Metrics"). A question whose vector is
-    zero (its embedding failed) has similarity 0 to every chunk; it is scored
-    as retrieving nothing relevant (all four metrics 0) and noted.
+    Precision@k, recall@k, hit@k and MRR over the labelled questions, as defined in the module docstring
+    ("Metrics"). A question whose vector is zero (its embedding failed) has similarity 0 to every chunk; it
+    is scored as retrieving nothing relevant (all four metrics 0) and noted. Raises InputError when the
+    inputs do not align, ``k`` < 1, a ``relevant`` entry is not a label, or ``ranked`` has too few columns.
+    Why: it checks the retriever alone and finds wrong labels (docs/checks.md, *Retrieval*).
 
     Parameters
     ----------
     question_vectors, chunk_vectors : array-like of shape (m, d) and (n, d)
         Embedded with the same model; rows need not be unit length.
     chunks : sequence of n Chunk, the chunks the rows of ``chunk_vectors`` belong to
-    relevant : sequence of m entries
-        Each a sequence of :class:`SourceRef` or :class:`PassageRef` (or of label strings), a raw
-        cell string (parsed with :func:`parse_relevant`), or None / empty for
-        an unlabelled question, which is left out of every metric and counted.
-    k : int >= 1, default 5
-        Chunks retrieved per question; more than ``n`` is clipped to ``n`` with a note.
-    rows, question_texts : sequences of m int and m str, optional
-        Each question's row in the user's file (default ``0..m-1``) and its
-        text, shown in the per-question and failures tables.
+    relevant : sequence of m entries, each a sequence of :class:`SourceRef` or :class:`PassageRef` (or of
+        label strings), a raw cell string (:func:`parse_relevant`), or None / empty for an unlabelled
+        question, which is left out of every metric and counted.
+    k : int >= 1, default 5, chunks retrieved per question; more than ``n`` is clipped to ``n`` with a note
+    rows, question_texts : sequences of m int and m str, optional, each question's row in the user's file
+        (default ``0..m-1``) and its text, shown in the per-question and failures tables
     relevant_column : str, optional, where the labels came from (result and notes)
-    documents : sequence of Document, optional
-        The chunks' documents; with them a chunk's page span runs to the page
-        of its last character (otherwise only its start page is known).
+    documents : sequence of Document, optional, the chunks' documents; with them a chunk's page span runs
+        to the page of its last character (otherwise only its start page is known)
     block_size : int, optional, chunks per block in :func:`top_k_chunks`
-    ranked : (indices, similarities), optional
-        Each question's most similar chunks, as :func:`top_k_chunks` returns
-        them, with at least ``min(k, n)`` columns (e.g. kept by the
-        screener's pass); the search is then skipped.
+    ranked : (indices, similarities), optional, each question's most similar chunks as :func:`top_k_chunks`
+        returns them, at least ``min(k, n)`` columns (e.g. kept by the screener's pass); no search then
     """
     k_requested = check_k(k)
     chunk_array, questions, chunks, relevant, rows, texts = _evaluation_inputs(

@@ -256,34 +256,19 @@ def parse_relevant(cell) -> tuple[SourceRef, ...]:
 
 
 def find_relevant_column(columns: Sequence[str], explicit: str | None = None) -> str | None:
-    """The column naming each question's relevant source(s), as spelled in the file.
+    """The column naming each question's relevant source(s), as spelled in the file; None if none is found.
 
-    In a test set written by RAGAS, DeepEval or Giskard
-    (:func:`coverage_core.inputs.testset_formats.detect_format`) the column
-    of reference passages is the detected one: a passage says more than a
-    file name.
+    ``explicit``'s column; else, in a test set written by RAGAS, DeepEval or Giskard
+    (:func:`coverage_core.inputs.testset_formats.detect_format`), its reference-passage column; else the
+    first column matching a name in ``RELEVANT_COLUMN_NAMES`` (earlier names preferred). Raises InputError
+    when ``explicit`` matches no column (the message lists them). Why passages first: a passage says more
+    than a file name.
 
     Parameters
     ----------
-    columns : sequence of str
-        The question table's column names.
-    explicit : str, optional
-        The column the user chose; matched exactly first, then ignoring case,
-        spaces, ``_`` and ``-`` (:func:`coverage_core.validation.resolve_column`).
-        None or blank: detect it.
-
-    Returns
-    -------
-    str or None
-        The chosen column; else a generator's reference-passage column; else
-        the first column matching a name in ``RELEVANT_COLUMN_NAMES``
-        (earlier names preferred); None if none does.
-
-    Raises
-    ------
-    InputError
-        ``explicit`` is given and no column matches it; the message lists the
-        columns.
+    columns : sequence of str, the question table's column names
+    explicit : str, optional, the user's column: matched exactly first, then ignoring case, spaces, ``_``
+        and ``-`` (:func:`coverage_core.validation.resolve_column`); None or blank: detect it
     """
     if explicit is None or not str(explicit).strip():
         found = testset_formats.detect_format(list(columns))

@@ -112,7 +112,9 @@ def analyze_subquestions(
     config: SubQuestionConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SubQuestionResult:
-    """Decompose the selected questions with the LLM and score their sub-questions.
+    """Decompose the selected questions with the LLM and score their sub-questions: a :class:`SubQuestionResult`.
+
+    Scored by :func:`score_subquestions`. Why: one call for the dashboard and the CLI, arrays checked first.
 
     Parameters
     ----------
@@ -123,10 +125,6 @@ def analyze_subquestions(
     llm : ChatClient or None
     config : SubQuestionConfig
     progress : callable(done, total), optional, after each question sent
-
-    Returns
-    -------
-    SubQuestionResult (formulas in :func:`score_subquestions`)
 
     Raises
     ------

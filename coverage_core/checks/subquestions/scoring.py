@@ -32,42 +32,23 @@ def score_subquestions(
     model: str | None = None,
     warnings: Sequence[str] = (),
 ) -> SubQuestionResult:
-    """Embed every sub-question and score its support in the knowledge base.
+    """Embed every sub-question and score its support in the knowledge base: a :class:`SubQuestionResult`.
 
-    With unit vectors ``s`` (a sub-question), ``q`` (its original question),
-    ``c_i`` (chunk ``i``), threshold ``t`` and ``R(q)`` the ``top_k`` chunks
-    with the highest ``cos(q, c_i)`` (ties: lower index first)::
-
-        best_similarity      = max_i cos(s, c_i)
-        retrieved_similarity = max_{i in R(q)} cos(s, c_i)
-        supported              = best_similarity >= t
-        supported_by_retrieved = retrieved_similarity >= t
-
-    Per question, under either notion, with ``supported_j`` in {0, 1} and
-    ``w(type_j)`` the configured weight of sub-question ``j``'s type::
-
-        core_supported_share = (supported core sub-questions) / (core sub-questions)
-        weighted_score       = sum_j w(type_j) * supported_j / sum_j w(type_j)
-
-    (NaN when the denominator is 0). Overall, per type, the share of that
-    type's sub-questions (pooled over all scored questions) that are
-    supported; and the plain mean of the per-question scores.
+    Two notions: a sub-question's best similarity to any chunk, or to one of its original question's
+    ``top_k`` chunks, reaches the threshold (formulas: ``_similarities``, ``_support_summary``, ``_summarise``).
+    Raises InputError when the vectors do not match each other or the embedder returns the wrong count.
+    Why these notions and weights: docs/checks.md, *Sub-question coverage*.
 
     Parameters
     ----------
     decompositions : sequence of m Decomposition (failed/skipped ones are kept, unscored)
     question_vectors : array-like of shape (m, d), the original questions, in the same order
     chunk_vectors : array-like of shape (n, d), n >= 1
-    embed : callable(list of s str) -> array-like of shape (s, d)
-        Called once with every sub-question text (not at all if there is
-        none); pass the cached embedder so nothing is embedded twice.
+    embed : callable(list of s str) -> array-like of shape (s, d), called once with every sub-question text
+        (not at all if there is none); pass the cached embedder so nothing is embedded twice
     config : SubQuestionConfig
     model : str, optional, the LLM that decomposed the questions (for the report)
     warnings : sequence of str, carried into the result
-
-    Returns
-    -------
-    SubQuestionResult
     """
     config = config or SubQuestionConfig()
     decompositions = list(decompositions)
@@ -108,7 +89,12 @@ def _similarities(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per sub-question: best similarity to any chunk, that chunk, best similarity to its question's top-k chunks.
 
-    ``owners[i]`` is the position of sub-question ``i``'s original question in ``questions``.
+    ``owners[i]`` is the position of sub-question ``i``'s original question in ``questions``. With unit
+    vectors ``s`` (a sub-question), ``q`` (its original question), ``c_i`` (chunk ``i``) and ``R(q)`` the
+    ``top_k`` chunks with the highest ``cos(q, c_i)`` (ties: lower index first)::
+
+        best_similarity      = max_i cos(s, c_i)
+        retrieved_similarity = max_{i in R(q)} cos(s, c_i)
     """
     if not texts:
         return np.zeros(0), np.zeros(0, dtype=np.intp), np.zeros(0)
@@ -154,6 +140,15 @@ def _scored_rows(
 def _support_summary(
     subs: Sequence[ScoredSubQuestion], supported: Sequence[bool], config: SubQuestionConfig
 ) -> SupportSummary:
+    """One question's figures under one notion of support.
+
+    With ``supported_j`` in {0, 1} and ``w(type_j)`` the configured weight of sub-question ``j``'s type::
+
+        core_supported_share = (supported core sub-questions) / (core sub-questions)
+        weighted_score       = sum_j w(type_j) * supported_j / sum_j w(type_j)
+
+    (NaN when the denominator is 0), and the unsupported core sub-questions.
+    """
     weights = config.weights
     core = [s for s, ok in zip(subs, supported) if s.type == "core"]
     core_ok = [ok for s, ok in zip(subs, supported) if s.type == "core"]
@@ -174,6 +169,15 @@ def _summarise(
     model: str | None,
     warnings: tuple[str, ...],
 ) -> SubQuestionResult:
+    """The result of scored rows, with threshold ``t = config.support_threshold``::
+
+        supported              = best_similarity >= t
+        supported_by_retrieved = retrieved_similarity >= t
+
+    Per question, both notions' figures (:func:`_support_summary`). Overall, per type, the counts
+    pooled over all scored questions (their shares: :class:`TypeCoverage`); the plain mean of the
+    per-question scores is :meth:`SubQuestionResult.mean_core_supported_share` / ``mean_weighted_score``.
+    """
     threshold = float(config.support_threshold)
     questions = []
     counts = {kind: [0, 0, 0] for kind in SUBQUESTION_TYPES}
