@@ -112,15 +112,10 @@ class AnalysisConfig:
 
         ``tested_k = max(1, round(retrieval_k × DEFAULT_CHUNK_SIZE / chunk_size))``
 
-        A retriever hands the model a context of roughly fixed length, so
-        at 500-character chunks it takes twice as many passages as at
-        1,000. Counting passages instead would make the tested share follow
-        the chunk size: on 24 wiki-qa articles (4 without questions), 0.26 /
-        0.34 / 0.38 / 0.49 at 500 / 800 / 1,000 / 1,500 characters with a
-        fixed k of 5, against 0.34 / 0.36 / 0.38 / 0.40 with this depth
-        (``benchmarks/eval_verdicts.py --only chunk-sizes``). Vectors read
-        from a store keep the default chunk size setting, so their k is
-        ``retrieval_k``.
+        Why: a retriever hands the model a context of roughly fixed length, so at 500-character chunks it
+        takes twice as many passages as at 1,000; counting passages would make the tested share follow the
+        chunk size (docs/verdicts.md, *Tested share*). Vectors read from a store keep the default chunk size
+        setting, so their k is ``retrieval_k``.
         """
         return max(1, round(self.retrieval_k * DEFAULT_CHUNK_SIZE / self.chunking.chunk_size))
 

@@ -111,26 +111,22 @@ def _labels(labels, n: int, n_clusters: int | None = None) -> np.ndarray:
 def nearest_question_distances(
     chunk_vectors, question_vectors, block_size: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Cosine distance from every chunk to its nearest question.
+    """Cosine distance from every chunk to its nearest question: ``mindist(d_i) = min_j dist(chunk_i, question_j)``.
 
-    ``mindist(d_i) = min_j dist(chunk_i, question_j)``, computed in blocks of
-    chunk rows so only ``block_size x m`` similarities exist at a time.
+    Blockwise over chunk rows, so only ``block_size x m`` similarities exist at a time. Raises InputError on
+    invalid vectors or differing dimensions. Why: every coverage score reads it (docs/method.md, *Coverage scores*).
 
     Parameters
     ----------
     chunk_vectors : array-like of shape (n, d)
-    question_vectors : array-like of shape (m, d)
-        The inlier questions only (off-topic questions should not count).
+    question_vectors : array-like of shape (m, d), the inlier questions only (off-topic ones should not count)
         ``m`` may be 0.
-    block_size : int, optional
-        Chunk rows per block; by default about 32 MB of similarities.
+    block_size : int, optional, chunk rows per block; by default about 32 MB of similarities
 
     Returns
     -------
-    min_distances : ndarray of shape (n,), float64, in [0, 2]
-        All 1.0 when there are no questions, so every coverage score is 0.
-    nearest : ndarray of shape (n,), int
-        Index of the nearest question; -1 when there are no questions.
+    min_distances : ndarray of shape (n,), float64 in [0, 2]; all 1.0 with no questions, so every score is 0
+    nearest : ndarray of shape (n,), int, the nearest question's index; -1 when there are no questions
     """
     chunks = unit_rows(check_vectors(chunk_vectors, "chunk_vectors"), copy=False)
     questions = check_vectors(question_vectors, "question_vectors", allow_empty=True, dim=chunks.shape[1])
@@ -147,14 +143,13 @@ def nearest_question_distances(
 
 
 def basic_coverage(min_distances) -> float:
-    """Mean closeness of the chunks to their nearest question.
+    """Mean closeness of the chunks to their nearest question: ``basic = 1 - (1/n) * sum_i mindist(d_i)``.
 
-    ``basic = 1 - (1/n) * sum_i mindist(d_i)``
+    Raises InputError unless given distances in [0, 2]. Why: the plainest score (docs/method.md, *Coverage scores*).
 
     Parameters
     ----------
-    min_distances : array-like of shape (n,)
-        From :func:`nearest_question_distances`.
+    min_distances : array-like of shape (n,), from :func:`nearest_question_distances`
 
     Returns
     -------
@@ -169,16 +164,9 @@ def weighted_coverage(min_distances, labels) -> float:
 
     ``weighted = sum_k (|C_k|/n) * (1 - (1/|C_k|) * sum_{i in C_k} mindist(d_i))``
 
-    Note: when the clusters partition the chunks (every chunk has exactly one
-    label, as here) this is *identical* to :func:`basic_coverage`::
-
-        sum_k (|C_k|/n)(1 - clusterdist_k)
-          = sum_k |C_k|/n - (1/n) sum_k sum_{i in C_k} mindist(d_i)
-          = 1 - (1/n) sum_i mindist(d_i)  = basic
-
-    The paper presents it as a different view; we report it as defined, and
-    offer :func:`balanced_coverage` for the view where each topic counts the
-    same.
+    When the clusters partition the chunks (every chunk has exactly one label, as here) it is *identical*
+    to :func:`basic_coverage`; :func:`balanced_coverage` counts every topic the same. Raises InputError on
+    malformed inputs. Why reported: docs/method.md, *`weighted` equals `basic` exactly*.
 
     Parameters
     ----------
@@ -231,20 +219,17 @@ def _support_threshold(support_threshold: float) -> float:
 
 
 def tested_chunks(min_distances, support_threshold: float) -> np.ndarray:
-    """Which chunks are *reached*: within τ of some inlier question, however many other chunks are too.
+    """Which chunks are *reached*, a bool array of shape (n,): ``reached_i = (1 - mindist(d_i)) >= τ``.
 
-    ``reached_i = (1 - mindist(d_i)) >= τ``, with ``mindist`` the cosine
-    distance to the nearest inlier question (:func:`scan_similarities`) and
-    ``τ`` the support threshold (a cosine similarity, see
-    :mod:`coverage_core.stages.calibration`). A chunk with no inlier question at all
-    has ``mindist = 1`` and is unreached for any τ > 0. The analysis's
-    *tested* rule is the stricter :func:`retrieved_tested_chunks` (one generic
-    question reaches dozens of passages but a retriever hands the model only
-    its top k); this one is kept for callers with distances alone.
+    However many other chunks are reached too; a chunk with no inlier question (``mindist = 1``) is unreached
+    for any τ > 0. Raises InputError on invalid distances or τ outside [-1, 1]. Why kept: for callers with
+    distances alone; the analysis's *tested* is the stricter :func:`retrieved_tested_chunks` (docs/verdicts.md,
+    *Tested share*).
 
-    Returns
-    -------
-    ndarray of shape (n,), bool
+    Parameters
+    ----------
+    min_distances : array-like of shape (n,), the distance to the nearest inlier question
+    support_threshold : float, τ, a cosine similarity in [-1, 1] (:mod:`coverage_core.stages.calibration`)
     """
     distances = _min_distances(min_distances)
     return (1.0 - distances) >= _support_threshold(support_threshold) - _SUPPORT_TOLERANCE
@@ -255,37 +240,18 @@ def retrieved_tested_chunks(
 ) -> np.ndarray:
     """Which chunks are *tested*: retrieved by some inlier question among its top ``k``, at similarity >= τ.
 
-    ``tested_i = exists inlier j: i in topk_j and sim(q_j, c_i) >= τ``
-
-    where ``topk_j`` are the ``k`` chunks most similar to question ``j``
-    (ties at the cut: lower chunk index first, as the retrieval check ranks)
-    and τ the support threshold (``_SUPPORT_TOLERANCE`` absorbs float32
-    rounding, so a similarity equal to τ reaches it). A question tests the
-    passages a retriever would hand the model for it, so a generic question
-    close to many passages tests only its top ``k`` (on the wiki-qa example,
-    two generic questions reached ~30 passages above τ under the plain
-    :func:`tested_chunks` rule). ``support_threshold=None`` uses no level:
-    every chunk of an inlier question's top ``k`` is tested, whatever the
-    similarity (the analysis does so when τ could not be calibrated,
-    ``Calibration.reliable`` False; evidence in ``docs/untested.md``).
+    ``tested_i = exists inlier j: i in topk_j and sim(q_j, c_i) >= τ``, a bool array of shape (n_chunks,);
+    ``topk_j`` ties at the cut: lower chunk index first, as the retrieval check ranks; a similarity equal to
+    τ reaches it (float32 rounding absorbed). Raises InputError on malformed or misaligned inputs. Why: a
+    question tests the passages a retriever hands the model for it (docs/verdicts.md, *Tested share*).
 
     Parameters
     ----------
-    top_chunks : array-like of shape (m, w), int
-        Each question's most similar chunks, most similar first (e.g.
-        ``QuestionScreener.question_top_chunks_`` or
-        :func:`coverage_core.stages.similarity.question_top_chunks`);
-        ``w >= min(k, n_chunks)``, only the first ``k`` columns are read.
-    top_similarities : array-like of shape (m, w), their cosine similarities
-    n_chunks : int, the number of chunks ``n``
-    support_threshold : float, τ in [-1, 1], or None (no level)
-    k : int >= 1
-    inliers : array-like of shape (m,), bool, optional
-        The questions that count (default: all).
-
-    Returns
-    -------
-    ndarray of shape (n_chunks,), bool
+    top_chunks, top_similarities : array-like of shape (m, w), int and cosines, w >= min(k, n_chunks)
+        Each question's most similar chunks, most similar first; only the first ``k`` columns are read.
+    n_chunks, k : int, the number of chunks ``n``, and k >= 1
+    support_threshold : float, τ in [-1, 1], or None: no level, the whole top ``k`` tested (τ not calibrated)
+    inliers : array-like of shape (m,), bool, optional, the questions that count (default: all)
     """
     tau = _support_threshold(support_threshold)
     chunks, sims, mask = _top_lists(top_chunks, top_similarities, n_chunks, k, inliers)
@@ -351,17 +317,16 @@ def cluster_tested(min_distances, labels, n_clusters: int, support_threshold: fl
 
 
 def balanced_coverage(min_distances, labels, n_clusters: int) -> float:
-    """Unweighted mean of the per-cluster coverages (empty clusters left out).
+    """Unweighted mean of the per-cluster coverages, a float: ``balanced = (1/K') * sum_k coverage_k``.
 
-    ``balanced = (1/K') * sum_k coverage_k`` over the ``K'`` non-empty clusters.
+    The sum runs over the ``K'`` non-empty clusters (empty ones are left out). Raises InputError on malformed
+    inputs. Why: every topic weighs the same regardless of its size, so a small topic no question touches
+    pulls the score down, where basic/weighted coverage would barely notice it.
 
-    Every topic weighs the same regardless of its size, so a small topic no
-    question touches pulls the score down, where basic/weighted coverage
-    would barely notice it.
-
-    Returns
-    -------
-    float
+    Parameters
+    ----------
+    min_distances, labels : array-like of shape (n,); labels int in 0..n_clusters-1
+    n_clusters : int
     """
     return float(np.nanmean(cluster_coverages(min_distances, labels, n_clusters)))
 
@@ -439,32 +404,19 @@ def covering_scores(cover_sim: np.ndarray, labels: np.ndarray, n_clusters: int) 
 def multi_threshold_coverage(
     chunk_vectors, question_vectors, labels, centroids, threshold: float, block_size: int | None = None
 ) -> tuple[float, np.ndarray]:
-    """Coverage where a question only counts for the clusters it is about.
+    """Coverage ``(score, per_cluster)`` where question ``q`` covers cluster ``k`` iff ``dist(q, c_k) < threshold``.
 
-    Question ``q`` covers cluster ``k`` if ``dist(q, c_k) < threshold``
-    (``c_k`` the cluster centroid, normalised to unit length first). For each
-    cluster::
-
-        coverage_k = 1 - (1/|C_k|) * sum_{i in C_k} min_{q covers k} dist(d_i, q)
-        score      = sum_k (|C_k|/n) * coverage_k
-
-    A cluster that no question covers has ``coverage_k = 0``.
+    ``coverage_k = 1 - (1/|C_k|) * sum_{i in C_k} min_{q covers k} dist(d_i, q)``, 0 when no question covers
+    ``k``, NaN for a cluster with no chunks; ``score = sum_k (|C_k|/n) * coverage_k``; ``c_k`` the centroid
+    normalised to unit length. Raises InputError on malformed inputs or a threshold outside (0, 2].
+    Why: a question only counts for the clusters it is about (docs/method.md, *Coverage scores*).
 
     Parameters
     ----------
-    chunk_vectors : array-like of shape (n, d)
-    question_vectors : array-like of shape (m, d), inlier questions; m may be 0
-    labels : array-like of shape (n,), int in 0..K-1
-    centroids : array-like of shape (K, d), any length (normalised here)
-    threshold : float in (0, 2]
-        Cosine distance; sensible values are 0.15-0.8.
-    block_size : int, optional
-        Chunk rows per block.
-
-    Returns
-    -------
-    score : float
-    per_cluster : ndarray of shape (K,), NaN for a cluster with no chunks
+    chunk_vectors, question_vectors : array-like of shape (n, d) and (m, d), inlier questions; m may be 0
+    labels, centroids : array-like of shape (n,), int in 0..K-1, and (K, d), any length (normalised here)
+    threshold : float in (0, 2], a cosine distance; sensible values are 0.15-0.8
+    block_size : int, optional, chunk rows per block
     """
     threshold = check_cover_threshold(threshold)
     return _multi_coverage(
@@ -476,23 +428,18 @@ def multi_threshold_coverage(
 def multi_n_coverage(
     chunk_vectors, question_vectors, labels, centroids, n_nearest: int, block_size: int | None = None
 ) -> tuple[float, np.ndarray]:
-    """Coverage where each question covers its ``n_nearest`` closest clusters.
+    """Coverage ``(score, per_cluster)`` where each question covers its ``n_nearest`` closest clusters.
 
-    Same per-cluster and total formulas as :func:`multi_threshold_coverage`,
-    but question ``q`` covers the ``N`` clusters whose unit centroids are
-    nearest to it (``N`` larger than ``K`` is clipped to ``K``, where every
-    question covers every cluster and the score equals basic coverage).
+    Same per-cluster and total formulas and outputs as :func:`multi_threshold_coverage`, but question ``q``
+    covers the ``N`` clusters whose unit centroids are nearest to it (``N`` larger than ``K`` is clipped to
+    ``K``, where every question covers every cluster and the score equals basic coverage). Raises InputError
+    on malformed inputs or ``n_nearest`` < 1. Why: as :func:`multi_threshold_coverage`, with a number of
+    topics in place of a distance (docs/method.md, *Coverage scores*).
 
     Parameters
     ----------
-    chunk_vectors, question_vectors, labels, centroids : as in
-        :func:`multi_threshold_coverage`
+    chunk_vectors, question_vectors, labels, centroids, block_size : as in :func:`multi_threshold_coverage`
     n_nearest : int >= 1
-
-    Returns
-    -------
-    score : float
-    per_cluster : ndarray of shape (K,)
     """
     n_nearest = check_n_nearest(n_nearest)
     return _multi_coverage(
@@ -553,24 +500,19 @@ def question_targets(
 ) -> list[tuple[str, ...]]:
     """The documents each question *targets*: those holding one of its best tested passages.
 
-    ``targets_j = { doc(i) : i in topk_j, s_ji >= τ, s_ji >= s_j1 - margin or near_copy(i1_j, i) }``
+    ``targets_j = { doc(i) : i in topk_j, s_ji >= τ, s_ji >= s_j1 - margin or near_copy(i1_j, i) }``, with
+    ``topk_j`` as in :func:`retrieved_tested_chunks`, ``s_ji`` their similarities and ``s_j1`` its best one.
+    A question screened out (``inliers`` False), or whose best passage is below τ, targets nothing. Raises
+    InputError on malformed inputs. Why: docs/verdicts.md, *Targeting: the margin and near-copies*.
 
-    with ``topk_j`` the question's ``k`` most similar chunks (as in
-    :func:`retrieved_tested_chunks`), ``s_ji`` their similarities and
-    ``s_j1`` its best one. ``margin = 0`` is "the document of its top
-    passage" (and exact ties); a small margin also counts a near-duplicate
-    copy of that passage in another document, and ``near_copy(best, i)``
-    (optional: whether chunk ``i`` holds a near-copy of chunk ``best``)
-    counts an edited copy however far its wording moved its similarity
-    (a plan's two editions). A question screened out
-    (``inliers`` False), or whose best passage is below τ, targets nothing.
-    ``support_threshold=None`` uses no level (``τ = -inf``): a question then
-    targets the documents of its top ``k`` passages within ``margin`` of its
-    best, whatever the similarity (the analysis does so when τ could not be
-    calibrated; any passage of the top ``k`` was measured too and found far
-    fewer untested documents, ``docs/untested.md``).
-    The analysis passes :func:`coverage_core.verdicts.target_margin` (the
-    default's evidence is at :data:`coverage_core.verdicts.TARGET_MARGIN`).
+    Parameters
+    ----------
+    top_chunks, top_similarities, k, inliers : as in :func:`retrieved_tested_chunks`
+    chunk_documents : sequence of n str, the document of each chunk
+    support_threshold : float, τ, or None: no level (``τ = -inf``), used when τ could not be calibrated
+    margin : float >= 0; the analysis passes :func:`coverage_core.verdicts.target_margin`
+    near_copy : callable ``near_copy(best, i) -> bool``, optional, whether chunk ``i`` holds a near-copy of
+        chunk ``best``; such a chunk counts however far its wording moved its similarity
 
     Returns
     -------
@@ -601,47 +543,28 @@ def document_coverage(
 ) -> pd.DataFrame:
     """Coverage of each source document, with untested, under-tested and far-less-covered documents flagged.
 
-    Columns by what is given:
-
-    * always ``document``, ``n_chunks``, ``coverage`` and ``is_low``;
-    * with ``tested`` (bool per chunk, :func:`retrieved_tested_chunks`), or
-      else ``support_threshold`` τ (then the plain rule :func:`tested_chunks`):
-      ``n_tested`` and ``tested_share_doc = n_tested / n_chunks``;
-    * with ``tested`` and ``n_questions`` too (on-topic questions that target
-      each document, :func:`question_targets`; a document not in the
-      mapping has 0): ``n_questions``, ``is_untested``
-      (:func:`coverage_core.verdicts.is_untested`: too few questions target
-      it) and ``is_undertested`` (:func:`coverage_core.verdicts.is_undertested`:
-      targeted, but less than ``undertested_share`` of it tested). Both read
-      the document alone, so they fire when most documents are untested;
-      ``is_low`` does not (the median is low then).
-
-    ``is_low`` (relative, kept as a hint): covered far below the other
-    documents, with ``coverage_doc = mean over the document's chunks of
-    (1 - mindist(d_i))`` and ``med``, ``MAD`` the median and median absolute
-    deviation of the document coverages::
-
-        coverage_doc < med - max(n_mads * 1.4826 * MAD, min_gap)
-
-    (``1.4826 * MAD`` estimates a standard deviation robustly, so one badly
-    covered document cannot hide itself by inflating the spread; ``min_gap``
-    keeps a tight corpus from flagging noise). With fewer than 3 documents
-    nothing is flagged: there is no "rest" to compare with.
+    ``coverage_doc`` is the mean over the document's chunks of ``1 - mindist(d_i)``; ``is_low``:
+    ``coverage_doc < med - max(n_mads * 1.4826 * MAD, min_gap)`` (median and MAD of the document coverages;
+    nothing flagged with fewer than 3 documents). Columns: always ``document``, ``n_chunks``, ``coverage``,
+    ``is_low``; with ``tested`` (or else τ and the plain rule :func:`tested_chunks`) ``n_tested`` and
+    ``tested_share = n_tested / n_chunks``; with ``n_questions`` too ``n_questions``, ``is_untested`` and
+    ``is_undertested`` (:func:`coverage_core.verdicts.is_untested`, :func:`~coverage_core.verdicts.is_undertested`).
+    Raises InputError when the lengths differ or a distance is invalid. Why: docs/method.md, *Per-document flags*.
 
     Parameters
     ----------
     min_distances : array-like of shape (n,)
     chunk_documents : sequence of n str, the document of each chunk
-    n_mads, min_gap : float, see above
-    tested : array-like of shape (n,), bool, optional
-    n_questions : mapping of document name to int, optional
+    n_mads, min_gap : float, the cut of ``is_low``
+    tested : array-like of shape (n,), bool, optional, from :func:`retrieved_tested_chunks`
+    n_questions : mapping of document name to int, optional, the on-topic questions that target each
+        document (:func:`question_targets`); a document not in the mapping has 0
     support_threshold : float, optional; read only without ``tested``
     undertested_share : float, the cut of ``is_undertested``
 
     Returns
     -------
-    DataFrame, one row per document, lowest coverage first (ties keep the
-    order in which documents first appear).
+    DataFrame, one row per document, lowest coverage first (ties keep the order of first appearance).
     """
     distances = _min_distances(min_distances)
     documents = list(chunk_documents)

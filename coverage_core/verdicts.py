@@ -178,20 +178,11 @@ def target_margin(calibration, share: float = TARGET_MARGIN_SHARE, fallback: flo
     (:func:`coverage_core.metrics.question_targets`): ``share * (positive_median - negative_median)`` of a
     reliable calibration, else ``fallback``.
 
-    A model's similarities spread over its own range: multilingual-e5-small
-    puts most passages of a French or Chinese corpus between 0.78 and 0.90,
-    and its probes' gap is 0.015 / 0.031 (all-MiniLM-L6-v2 on English:
-    about 0.1), so the fixed 0.02 tuned on MiniLM let questions of one
-    document target its neighbours there. On the held-out halves of fr-qa
-    and zh-qa (``benchmarks/eval_languages.py`` untested case, 4 seeds of 5
-    silent articles each) untested documents found went from 18 / 15 of
-    20 to 20 / 20, with no false flag either way; on the tuning halves
-    from 19 / 17 to 19 / 18. On English wiki-qa (``benchmarks/eval_untested.py``,
-    all 55 articles: margin 0.010 instead of 0.02) the held-out figures are
-    unchanged in 8 of 9 cells and better in one (thin, 80% untested:
-    precision / recall 0.991 / 0.998 -> 0.993 / 1.000).
+    Why: a model's similarities spread over its own range, so a fixed margin tuned on one model lets a
+    document's questions target its neighbours under another (docs/verdicts.md, *The target margin*).
 
-    calibration : :class:`~coverage_core.stages.calibration.Calibration`; returns a float >= 0.
+    calibration : :class:`~coverage_core.stages.calibration.Calibration`; share, fallback : float, by default
+    :data:`TARGET_MARGIN_SHARE` and :data:`TARGET_MARGIN`; returns a float >= 0.
     """
     positive, negative = calibration.positive_median, calibration.negative_median
     if not calibration.reliable or positive is None or negative is None or positive <= negative:
@@ -202,15 +193,12 @@ def target_margin(calibration, share: float = TARGET_MARGIN_SHARE, fallback: flo
 def is_untested(n_questions, min_questions: int = MIN_TARGETING_QUESTIONS) -> np.ndarray:
     """Which documents are untested: ``n_questions_d < min_questions``.
 
-    ``n_questions_d`` counts the on-topic questions that *target* document
-    ``d``: hold one of its passages among their best tested passages
-    (:func:`coverage_core.metrics.question_targets`, margin
-    :func:`target_margin`). A document questions are about is tested,
-    however thinly (that is :func:`is_undertested`); one no question (or a
-    single stray one) is about is untested, however many passages generic
-    questions happen to reach. The evidence is at :data:`MIN_TARGETING_QUESTIONS`.
-    When τ could not be calibrated, targeting reads no similarity level
-    (:func:`coverage_core.stages.measure.tested_level`; ``docs/untested.md``).
+    ``n_questions_d`` counts the on-topic questions that *target* document ``d`` (hold one of its passages
+    among their best tested ones, :func:`coverage_core.metrics.question_targets`, margin :func:`target_margin`).
+    Why: a document questions are about is tested, however thinly (:func:`is_undertested`); one no question
+    (or a single stray one) is about is untested, however many passages generic questions reach. Evidence at
+    :data:`MIN_TARGETING_QUESTIONS`. When τ could not be calibrated, targeting reads no similarity level
+    (:func:`coverage_core.stages.measure.tested_level`; docs/untested.md).
 
     n_questions : array-like of shape (n_documents,); returns bool of the same shape.
     """
