@@ -86,40 +86,28 @@ def duplicate_groups(
 ) -> DuplicateGroups:
     """Group near-duplicate questions around representatives (leader clustering).
 
-    Two questions are near-duplicates when their cosine similarity
-    ``s = 1 - dist(q_i, q_j) >= threshold`` (a 1e-6 tolerance absorbs float32
-    rounding, so exact duplicates pass even a threshold of 1). A redundant
-    question adds no coverage: its nearest chunks are already as close to its
-    twin.
-
-    Rule: questions are taken in index order. Question ``j`` joins the group
-    of the earlier representative it is most similar to among those with
-    ``s >= threshold`` (ties: the earliest); with none, it becomes a
-    representative. So every member is a near-duplicate of its
-    representative, which is its group's first question, and a chain of
-    near-duplicates (``a ~ b ~ c`` with ``a`` and ``c`` far apart) cannot
-    pull distant questions into one group, as single linkage would. Two
-    members of one group are each within the threshold's angle of the
-    representative, so at most twice that angle apart (similarity >= 0.805 at
-    0.95).
-
-    Exact repeats (``repeats``, e.g. from the question file) join the group
-    of the question they repeat, with that question's similarity to its
-    representative, whatever their vectors; they are not compared otherwise.
+    Two questions are near-duplicates when ``s = 1 - dist(q_i, q_j) >= threshold`` (within 1e-6, so exact
+    duplicates pass even 1). Rule: in index order, question ``j`` joins the group of the earlier representative
+    it is most similar to among those with ``s >= threshold`` (ties: the earliest); with none, it becomes a
+    representative. Exact ``repeats`` join the group of the question they repeat, with its similarity.
+    Why: a redundant question adds no coverage; docs/developing.md, *Near-duplicate questions*.
 
     Parameters
     ----------
     question_vectors : array-like of shape (m, d); m may be 0
     threshold : float in (0, 1], cosine similarity
     repeats : dict, optional
-        ``{j: i}``: question ``j`` repeats question ``i < j`` exactly.
-    block_size : int, optional
-        Question rows per block; by default as many as keep a block's
-        similarities to the representatives, and to itself, near 32 MB each.
+        ``{j: i}``: question ``j`` repeats question ``i < j`` exactly; not compared otherwise.
+    block_size : int, optional, question rows per block (default: about 32 MB of similarities)
 
     Returns
     -------
     DuplicateGroups
+
+    Raises
+    ------
+    InputError
+        ``threshold`` outside (0, 1], or a repeat of a later question.
     """
     if not np.isfinite(threshold) or not 0 < threshold <= 1:
         raise InputError(f"threshold is a cosine similarity and must be in (0, 1]; got {threshold}.")

@@ -239,27 +239,26 @@ def resolve_column(
 ) -> str | None:
     """The column to use for one role (question, label, relevant source) of a question table.
 
-    ``wanted`` is the name the user gave. None, an empty or an all-whitespace
-    name mean "not given": then the first column named like one of
-    ``candidates`` (earlier ones preferred, see :func:`find_column`) is
-    returned, or None when none is. A given name is matched exactly first,
-    then ignoring case, spaces, ``_`` and ``-``; when no column matches,
-    :class:`InputError` says so in one sentence that lists the columns.
+    ``wanted`` None, empty or all whitespace means "not given": then the first column named like one of
+    ``candidates`` (earlier ones preferred, see :func:`find_column`), or None when none is. A given name is
+    matched exactly first, then ignoring case, spaces, ``_`` and ``-``, so a typed name need not be exact.
 
     Parameters
     ----------
     columns : sequence of column names (str() is applied)
-    wanted : str or None
-    candidates : sequence of str
-        Names to detect the column by, in order of preference.
-    what : str
-        The role, for the message: "question", "label", "relevant-source".
-    source : str, optional
-        The file's name, for the message.
+    wanted : str or None, the name the user gave
+    candidates : sequence of str, names to detect the column by, in order of preference
+    what : str, the role, for the message: "question", "label", "relevant-source"
+    source : str, optional, the file's name, for the message
 
     Returns
     -------
     str or None, as spelled in the file
+
+    Raises
+    ------
+    InputError
+        A given name matches no column; the one sentence lists the columns.
     """
     names = [str(column) for column in columns]
     if wanted is None or not str(wanted).strip():
@@ -314,29 +313,26 @@ def unit_rows(vectors: Any, name: str = "vectors", *, copy: bool = True, out: np
 
     The one place where the core normalises vectors. Float input keeps its
     precision (float64 stays float64); anything else becomes float32.
-    Raises :class:`InputError` unless ``vectors`` is 2-d.
 
     Parameters
     ----------
     vectors : array-like of shape (n, d)
-    name : str
-        For the message.
+    name : str, for the message
     copy : bool, default True
-        False lets the result be ``vectors`` itself, untouched, when it is a
-        C-contiguous float32 array whose rows have unit length already
-        (squared length within 2e-6 of 1, or 0); otherwise a new array is
-        returned, as with True. Embeddings usually arrive normalised, a
-        copy of a million 384-d rows is 1.5 GB, and normalising such rows
-        again changes similarities by less than the float32 rounding of a
-        dot product.
+        False lets the result be ``vectors`` itself, untouched, when it is a C-contiguous float32 array of
+        unit rows (squared length within 2e-6 of 1, or 0); else a new array. Why: docs/developing.md, *Unit rows*.
     out : ndarray of shape (n, d), optional
-        Where to write the result; ``out=vectors`` normalises a float array
-        the caller gives up in place. The lengths are then summed in
-        float64 without an (n, d) temporary.
+        Where to write the result; ``out=vectors`` normalises a float array the caller gives up
+        in place. The lengths are then summed in float64 without an (n, d) temporary.
 
     Returns
     -------
     ndarray of shape (n, d)
+
+    Raises
+    ------
+    InputError
+        Unless ``vectors`` is a 2-d array of numbers.
     """
     array = np.asarray(vectors)
     if not np.issubdtype(array.dtype, np.floating):

@@ -64,26 +64,22 @@ def make_embedder(
     Args:
         provider: A name in :data:`~coverage_core.embeddings.registry.PROVIDERS`
             (``"local"``, ``"openai"``, ``"voyage"``).
-        model: Model name; None = the provider's ``default_model``
-            (all-MiniLM-L6-v2, text-embedding-3-small, voyage-3.5).
+        model: Model name; None = the provider's ``default_model``.
         dimensions: Output size where the model supports it; None = native.
-        api_key: API key; None = the environment's key for this endpoint:
-            the provider's own ``key_variable`` (``OPENAI_API_KEY``, ``VOYAGE_API_KEY``)
-            for its own hosts, ``EMBEDDING_API_KEY`` for any other ``base_url`` (:func:`key_variable`).
+        api_key: API key; None = the environment's key for this endpoint (:func:`key_variable`).
         base_url: Other endpoint for an API provider (compatible server, proxy).
-        batch_size: Texts per request (APIs; None = the provider's
-            ``max_inputs_per_request``, or 128 for a custom base URL) or per
-            cache write (local).
+        batch_size: Texts per request (APIs; None = the provider's limit) or per cache write (local).
         timeout: Seconds per API request (default 60).
         max_retries: Retries after rate limits, timeouts and connection errors.
         precision: Local only: ``"auto"``, ``"fp32"`` or ``"bf16"``.
         max_concurrency: APIs only: requests in flight at most; None =
             :data:`~coverage_core.embeddings.base.DEFAULT_MAX_CONCURRENCY`.
-            The local model always embeds one batch at a time.
 
     Raises:
         InputError: unknown provider or model, unsupported ``dimensions``,
             ``batch_size`` or ``max_concurrency``, missing API key.
+
+    Why: a fully cached run loads no model; defaults in full: docs/providers.md, *In Python*.
     """
     spec = provider_spec(provider)
     if batch_size is not None and int(batch_size) < 1:

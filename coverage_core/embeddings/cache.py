@@ -95,19 +95,10 @@ def stored_model_name(embedder: Embedder) -> str:
     """The model column for ``embedder``: its model, plus ``@bf16`` (say) when it does not run in fp32,
     plus ``[endpoint=http://host/v1]`` (say) when another server than the provider's own answers.
 
-    Vectors of one text differ by up to ~1e-3 between bf16 and fp32, so they
-    are kept apart. fp32, the precision of every cache written before
-    precisions were told apart (and of API embedders, which have no
-    ``precision_used``), keeps the bare name, so those caches stay valid.
-
-    The bracket is the embedder's ``cache_tag`` (API embedders: the server
-    that answers and any other setting that changes its vectors): a server
-    at a base URL may answer anything under a model's name, so its vectors
-    must never be taken for the provider's own. The provider's own endpoint
-    has no tag, so caches written before endpoints were told apart stay
-    valid for it. Only model names from the provider's list are accepted
-    without a base URL, so no bare name can end in a bracket of another
-    server's.
+    The bracket is the embedder's ``cache_tag``. fp32 (and API embedders, which have no ``precision_used``)
+    and the provider's own endpoint keep the bare name, so caches written before precisions and endpoints
+    were told apart stay valid. Why: bf16 vectors differ, and a server at a base URL may answer anything
+    under a model's name, so neither is taken for the other (docs/providers.md, *The embedding cache*).
     """
     precision = getattr(embedder, "precision_used", None) or "fp32"
     name = embedder.model if precision == "fp32" else f"{embedder.model}@{precision}"

@@ -378,29 +378,24 @@ def embed_on_ray(
 ) -> EmbeddingRun:
     """Vectors for ``texts``, the missing ones embedded by a pool of Ray actors.
 
-    Same contract as :func:`~coverage_core.embeddings.cache.embed_texts`:
-    the cache is read first and each distinct missing text is embedded once;
-    with everything cached Ray is not even started. Missing texts go to the
-    actors in batches of ``embedder.batch_size``, and each finished batch is
-    written to the cache as soon as it reaches this process. When batches
-    fail, the others still finish and are cached, then the first failure is
-    raised as the actor met it, so a re-run embeds only what is left.
-    ``progress(done, total)`` is called after the cache lookup and after
-    every batch, counting input texts.
+    Same contract as :func:`~coverage_core.embeddings.cache.embed_texts`: the cache is read first and each
+    distinct missing text is embedded once; with everything cached Ray is not even started. Missing texts go
+    to the actors in batches of ``embedder.batch_size``, each finished batch cached as soon as it reaches this
+    process. When batches fail, the others still finish and are cached, then the first failure is raised as
+    the actor met it. Why: a re-run embeds only what is left (docs/deployment.md, *Running on a Ray cluster*).
 
     Args:
         texts: The texts, in the order the vectors are wanted.
         embedder: A dataclass embedder (``make_embedder(...)``); each actor
             builds its own from the same settings, without the API key.
         cache: Where vectors are looked up and stored; None keeps nothing.
-        address: None or ``"local"``: a Ray on this machine for this call only;
-            ``"auto"``: the cluster this machine belongs to; ``"ray://host:10001"``:
-            a remote one. A Ray session open in this process is used as it is.
-        num_workers: Actors in the pool. Local model: one CPU each (default:
-            all the cluster's CPUs). A provider that sends requests: the requests
-            in flight, one per actor (default: the embedder's ``max_concurrency``,
-            else :data:`DEFAULT_API_CONCURRENCY`).
-        progress: Called with ``(done, total)``.
+        address: None or ``"local"``: a Ray on this machine for this call only; ``"auto"``: the cluster this
+            machine belongs to; ``"ray://host:10001"``: a remote one. A Ray session open in this process
+            is used as it is.
+        num_workers: Actors in the pool. Local model: one CPU each (default: all the cluster's CPUs). A provider
+            that sends requests: the requests in flight, one per actor (default: the embedder's
+            ``max_concurrency``, else :data:`DEFAULT_API_CONCURRENCY`).
+        progress: ``progress(done, total)`` after the cache lookup and after every batch, counting input texts.
 
     Raises:
         InputError: Ray is missing; the cluster cannot be reached or is too

@@ -136,22 +136,11 @@ def decode_text(data: bytes) -> tuple[str, str]:
     """The text of ``data`` and the name of the encoding used; ``Unreadable`` (:data:`UNKNOWN_ENCODING`)
     when none can be told with confidence. Invisible format characters are removed (:func:`strip_invisible`).
 
-    In this order:
-
-    1. UTF-16 with a BOM (Excel's "Unicode text"); UTF-8, with or without BOM.
-    2. cp1252, what Excel and Windows editors write in Western Europe (latin-1 when a byte is undefined in
-       cp1252), when that reading is clean text by charset-normalizer's measure (at most :data:`MAX_MESS`).
-    3. The encoding charset-normalizer detects (Shift-JIS/cp932, GB18030, Big5, EUC-KR, cp1251, cp1253...),
-       when its reading is clean and holds at least :data:`MIN_SCRIPT_LETTERS` letters of a script other than
-       Latin standing together in words, nearly all of its non-ASCII letters (:data:`MIN_SCRIPT_SHARE`); or
-       else a detected Central European or Baltic code page (:data:`LATIN_CODE_PAGES`).
-    4. cp1252 (or latin-1) when at most :data:`_TOO_SHORT_TO_TELL` non-ASCII characters stand, each alone,
-       among ASCII ones: too little to detect anything, too little to lose much.
-
-    Anything else would be read as garble (Japanese questions as "“Œ‹ž", then counted as English), so it
-    is refused. The lines holding non-ASCII bytes are the evidence (:func:`_non_ascii_lines`). A file in
-    another Latin-script code page whose cp1252 reading is clean too (Turkish cp1254: "Ýstanbul") is read as
-    cp1252, as before: on short texts no detector tells those apart reliably.
+    Tried in order: UTF-16 with a BOM, UTF-8; cp1252 (latin-1 for a byte undefined in cp1252) when its reading
+    is clean (:data:`MAX_MESS`); the encoding charset-normalizer detects when its reading is clean and in
+    another script (:data:`MIN_SCRIPT_LETTERS`, :data:`MIN_SCRIPT_SHARE`) or a :data:`LATIN_CODE_PAGES` page;
+    cp1252 when at most :data:`_TOO_SHORT_TO_TELL` non-ASCII characters stand alone. Anything else is refused.
+    Why: garble would be counted as English; each step in full: docs/developing.md, *Reading text files*.
     """
     text, encoding = _decoded(data)
     return strip_invisible(text), encoding

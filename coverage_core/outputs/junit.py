@@ -464,44 +464,31 @@ def junit_xml(
 ) -> str:
     """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 6).
 
-    Three test suites (one more with a calibration, one more with production traffic):
+    Suites: ``coverage.calibration`` (a report with a ``calibration`` section; an error when τ could not be
+    calibrated), ``coverage.metric`` (fails when ``gate_metric`` is below ``gate_threshold``),
+    ``coverage.clusters`` and ``coverage.documents`` (one case each; gaps, untested and under-tested documents
+    fail), ``coverage.traffic`` (with a ``traffic`` section: frequent, mostly untested topics fail) and
+    ``coverage.history`` (with a ``since`` section: a tested-share drop over ``fail_on_drop`` points fails, as
+    does each document added or changed since then that no question tests). Passing cases carry their
+    coverage; an undefined coverage (an empty cluster) is a skipped case.
+    Why: CI tracks every cluster and document over time; each suite in full: docs/ci.md, *The JUnit file*.
 
-    * ``coverage.calibration`` (reports with a ``calibration`` section): one
-      test case, ``support level``, an ``<error>`` of type
-      ``coverage.calibration_unreliable`` with the reason when τ could not be
-      calibrated, passing otherwise. Its properties (``support_threshold``,
-      ``calibration_method``, ``calibration_reliable``) are repeated on
-      ``coverage.clusters`` and ``coverage.documents``, whose passing cases
-      then open with the same sentence.
+    Parameters
+    ----------
+    report : Mapping, a coverage report dict
+    gate_metric : str, the metric the ``coverage.metric`` case is named after and gates on
+    gate_threshold : float, optional; None: that case always passes
+    gap_threshold : float, optional; schema 1 only (None: the report's configured gap threshold)
+    fail_on_drop : float, optional; the tested-share points the history may fall by
 
-    * ``coverage.metric``: one test case named after ``gate_metric``; it fails
-      when the metric is below ``gate_threshold`` (as ``analyze --fail-below``
-      does) and passes otherwise, or always when no threshold is set. Every
-      metric is also listed as a ``<property>``.
-    * ``coverage.clusters``: one test case per cluster, failing when the
-      report marks it ``is_gap`` (schema 1: coverage below
-      ``gap_threshold``); message and text give coverage,
-      size, themes, representative passages and suggested questions.
-      Clusters are named ``cluster <id>: <topic label>`` (``cluster <id>``
-      in a report without labels); ids are not stable between runs.
-    * ``coverage.documents``: one test case per document (named after it),
-      failing when the report marks it ``is_untested`` (type
-      ``coverage.untested``) or ``is_undertested`` (type
-      ``coverage.undertested``; schema 1: coverage below ``gap_threshold``).
-    * ``coverage.traffic`` (a report with a ``traffic`` section): one test
-      case per traffic topic, ``traffic: <label>``, failing when the topic is
-      frequent and mostly untested.
-    * ``coverage.history`` (a report with a ``since`` section, ``analyze
-      --record``/``--since``): one case for the tested-share change since
-      the earlier run, failing when it fell by more than ``fail_on_drop``
-      points (as ``analyze --fail-on-drop`` does), and one failing case per
-      document added or changed since then that no question tests.
+    Returns
+    -------
+    str
 
-    Clusters and documents at or above the threshold are passing test cases
-    (with their coverage in ``<system-out>``), so CI can track them over time.
-    An undefined coverage (an empty cluster) is a skipped test case.
-    ``gap_threshold`` (schema 1 only; None uses the report's configured gap
-    threshold).
+    Raises
+    ------
+    InputError
+        ``report`` is not a complete coverage report.
     """
     report = upgrade_report(check_report(report))
     # A schema-1 report carries no decisions: the coverage rule decides there.

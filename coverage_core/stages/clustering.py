@@ -95,18 +95,11 @@ def default_n_clusters(n_chunks: int) -> int:
 
     Rule: ``K = round(sqrt(n_chunks / 2))``, clipped to ``[2, 50]`` and never
     more than ``n_chunks`` (so 1 chunk gives 1 cluster).
-
-    The square-root rule of thumb keeps clusters growing with the corpus
-    (topics get coarser *and* more numerous) instead of fixing either the
-    count or the size. Examples: 20 chunks -> 3, 100 -> 7, 1,000 -> 22,
-    2,500 -> 35, 5,000 and more -> 50. The cap of 50 keeps the topic list
-    readable in a report and bounds the K-means cost on 20,000+ chunks;
-    at 2 every non-trivial corpus is split at least once.
+    Why: topics grow with the corpus yet stay readable; docs/developing.md, *The number of topics*.
 
     Parameters
     ----------
-    n_chunks : int
-        Number of chunks in the knowledge base; must be at least 1.
+    n_chunks : int, the chunks in the knowledge base; at least 1, else :class:`InputError`
 
     Returns
     -------

@@ -177,16 +177,9 @@ def _tested(
 def tested_level(calibration: Calibration) -> float | None:
     """The similarity a retrieved passage needs to be *tested*: τ when the calibration is reliable, else None.
 
-    When τ could not be calibrated (``calibration.reliable`` False) it is the
-    model's default level, and short questions often stay under it while
-    retrieval still ranks their document's passages first. The tested
-    passages and the untested documents then read the ranking alone: a
-    passage is tested when an on-topic question retrieves it among its top
-    ``tested_k``, and a question targets the documents of those passages
-    within the target margin of its best one, whatever the similarity. One
-    rule for both, so the headline's "tested" means what the untested
-    verdict means. Measured with the calibration forced unreliable
-    (``benchmarks/eval_untested_unreliable.py``, figures in ``docs/untested.md``).
+    None: the ranking alone decides, for the tested passages and the untested documents alike (a passage is
+    tested when an on-topic question retrieves it among its top ``tested_k``, whatever the similarity).
+    Why: short questions often stay under an uncalibrated level; docs/developing.md, *The tested level*.
     """
     return float(calibration.support_threshold) if calibration.reliable else None
 

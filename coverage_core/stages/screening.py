@@ -616,18 +616,16 @@ class QuestionScreener:
         return relative_cut(self.evidence_, strictness)
 
     def decide(self, strictness: float, without: Sequence[str] = ()) -> np.ndarray:
-        """Decision for another strictness, from the stored evidence (no refit).
+        """Decision for another strictness from the stored evidence, with no refit (so a slider costs little).
 
         Parameters
         ----------
         strictness : float in [0, 1]
-        without : sequence of str
-            Names of rules to leave out (:data:`coverage_core.offtopic.RULE_NAMES`).
+        without : sequence of str, rules to leave out (:data:`coverage_core.offtopic.RULE_NAMES`)
 
         Returns
         -------
-        is_outlier : ndarray of shape (n_questions,), bool
-            Flags at a higher strictness are a superset of those at a lower one.
+        is_outlier : ndarray of shape (n_questions,), bool; a higher strictness flags a superset
         """
         return self.rules_.decide(self.evidence_, strictness, without)
 

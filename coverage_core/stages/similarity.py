@@ -329,35 +329,17 @@ def scan_similarities(
 ) -> SimilarityScan:
     """Every similarity-based metric from ONE blockwise pass (the fast path).
 
-    The n x m x d product dominates the cost, so a pipeline computing
-    several metrics calls this once. With ``Q`` the questions and ``I`` the
-    inlier ones (``Q[inliers]``), the fields equal:
-
-    * ``min_distances``, ``nearest_question``:
-      ``nearest_question_distances(chunks, I)``, except that
-      ``nearest_question`` indexes into ``Q`` (-1 when there is no inlier);
-    * ``question_similarity``, ``nearest_chunk``:
-      ``question_support(Q, chunks)``, for every question, inlier or not;
-    * ``multi_threshold_*`` (when ``threshold`` is given):
-      ``multi_threshold_coverage(chunks, I, labels, centroids, threshold)``;
-    * ``multi_n_*`` (when ``n_nearest`` is given):
-      ``multi_n_coverage(chunks, I, labels, centroids, n_nearest)``.
+    Each field equals its metric's own function on the inlier questions (field by field:
+    docs/developing.md, *One similarity pass*). Why: the n x m x d product dominates the cost.
 
     Parameters
     ----------
-    chunk_vectors : array-like of shape (n, d)
-    question_vectors : array-like of shape (m, d); m may be 0
+    chunk_vectors, question_vectors : array-like of shape (n, d) and (m, d); m may be 0
     labels, centroids : array-like of shape (n,) and (K, d); needed for the multi metrics
-    inliers : array-like of shape (m,), bool, optional
-        Questions that count for coverage (default: all).
-    threshold : float in (0, 2], optional
-    n_nearest : int >= 1, optional
+    inliers : array-like of shape (m,), bool, optional; questions that count for coverage (default: all)
+    threshold, n_nearest : float in (0, 2] and int >= 1, optional; each adds its multi metric
     block_size : int, optional
-    index : NearestQuestions, optional
-        :func:`nearest_questions` of these same vectors. With it, the
-        n x m product is skipped and a change of inliers, clustering,
-        threshold or N costs little (same results, up to the order of exact
-        ties).
+    index : NearestQuestions, optional; :func:`nearest_questions` of these same vectors (skips the n x m product)
 
     Returns
     -------

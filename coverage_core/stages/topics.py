@@ -342,17 +342,14 @@ def cluster_terms(
 ) -> list[list[str]]:
     """Terms that set each cluster apart from the others (class-based TF-IDF).
 
-    Words and adjacent word pairs (noise excluded, see the module) are
-    counted per chunk and summed per cluster. With ``tf_{t,c}`` the count of
-    term ``t`` in cluster ``c`` divided by all term counts of ``c``, ``f_t``
-    the count of ``t`` over all clusters and ``A`` the mean number of terms
-    per cluster, a term's weight in a cluster is (BERTopic's c-TF-IDF)::
+    Words and adjacent word pairs (noise excluded) are counted per chunk and summed per cluster. With
+    ``tf_{t,c}`` the count of term ``t`` in cluster ``c`` divided by all term counts of ``c``, ``f_t`` the
+    count of ``t`` over all clusters and ``A`` the mean number of terms per cluster (BERTopic's c-TF-IDF)::
 
         W_{t,c} = tf_{t,c} * log(1 + A / f_t)
 
-    A term frequent in one cluster and rare elsewhere scores high. The top
-    terms are then thinned of near-duplicates; a distinctive word pair
-    replaces its parts ("steam engine" over "steam", "engine").
+    The top terms are thinned of near-duplicates; a distinctive word pair replaces its parts.
+    Why: a term frequent in one cluster and rare elsewhere names it; docs/developing.md, *Topic terms*.
 
     Parameters
     ----------
@@ -361,11 +358,7 @@ def cluster_terms(
     n_clusters : int
     n_terms : int, terms per cluster
     max_chunks_per_cluster : int or None
-        Larger clusters are represented by this many evenly spaced chunks
-        (None: all), which bounds the work (:data:`MAX_CHUNKS_PER_CLUSTER`).
-        The last few results are remembered by a hash of the counted texts
-        and their clusters, so asking again (gap themes after topic labels)
-        costs one hash.
+        Larger clusters are represented by this many evenly spaced chunks (None: all).
 
     Returns
     -------

@@ -279,58 +279,25 @@ def analyze_gaps(
 
     Parameters
     ----------
-    chunk_texts, chunk_documents : sequences of n str
-    chunk_vectors : array-like of shape (n, d)
-    labels : array-like of shape (n,), int in 0..K-1
-    centroids : array-like of shape (K, d)
-    min_distances : array-like of shape (n,), each chunk's distance to its
-        nearest question
-    cluster_coverage : array-like of shape (K,)
-    existing_questions : the test questions already there; suggestions
-        never repeat them (compared lowercase, ignoring punctuation)
-    config : GapConfig
-    llm : ChatClient, optional; without it suggestions are offline drafts
-    embed : callable, optional, list of str -> array (m, d) in the space of
-        ``chunk_vectors``; with ``support_threshold`` it checks LLM questions
-    support_threshold : float, optional
-        An LLM question is kept only if the cosine similarity of its
-        embedding to its source passage is at least this; the others are
-        dropped and counted in a warning. None: no check.
-    is_gap : array-like of shape (K,), bool
-        Which clusters are gaps (the pipeline's ``clusters["is_gap"]``, from
-        :func:`coverage_core.verdicts.is_gap`).
-    writer : ChatClient, optional
-        The bundled local model (:func:`~coverage_core.suggest.local_model.shared_local_client`):
-        without ``llm``, it writes one question per passage, kept by the
-        rule of :mod:`coverage_core.suggest.writing` (needs ``embed`` and
-        ``support_threshold``).
-    question_vectors : array-like of shape (m, d), optional
-        The existing questions' embeddings: a written question too similar
-        to one of them is dropped.
-    question_languages : sequence of m str, optional
-        The existing questions' languages (read again when None), for the
-        writer's worked examples.
-    written : sequence of Gap, optional
-        Gaps of an earlier call on the same inputs: those a model wrote for
-        (``Gap.written``) are kept as they are, and the writer writes for
-        the gaps without questions (the next ``config.n_written_gaps`` of
-        them when it is set: the dashboard's "write for the other gaps").
-    untested_documents : sequence of str, optional
-        The untested documents (the documents table's ``is_untested``): each
-        is carried by its main topic's gap, its passage first, so it gets a
-        suggestion (:mod:`coverage_core.suggest.document_gaps`) ...
-    document_gaps : sequence of str, optional
-        ... unless it is a gap of its own (the table's ``is_gap``, from
-        :func:`coverage_core.verdicts.is_document_gap`), ranked among the
-        topic gaps, with its least covered representative passages.
-    progress : callable, optional
-        ``progress(done, total, seconds_left)`` as the gaps a model writes
-        for are written (:mod:`coverage_core.suggest.progress`).
+    chunk_texts, chunk_documents, chunk_vectors, labels, centroids, min_distances, cluster_coverage
+        The n chunks' texts, documents and vectors (n, d); their clusters (n,) in 0..K-1 and the K
+        centroids (K, d); each chunk's distance to its nearest question (n,); each cluster's coverage (K,).
+    existing_questions : sequence of str, the test questions, never repeated by a suggestion
+    config : GapConfig, optional
+    llm, writer : ChatClient, optional
+        Your LLM; else the bundled model (needs ``embed`` and ``support_threshold``); else drafts.
+    embed, support_threshold : callable and float, optional; a question must reach its passage
+    is_gap : array-like of shape (K,), bool, from :func:`coverage_core.verdicts.is_gap`
+    question_vectors, question_languages : the existing questions' vectors (m, d) and languages, optional
+    written, untested_documents, document_gaps : sequences of Gap, str and str, optional
+    progress : callable ``progress(done, total, seconds_left)``, optional
 
     Returns
     -------
     gaps : list of Gap, most urgent first
     warnings : list of str, one sentence each (LLM failures and fallbacks)
+
+    Why: a gap is closed by questions; each parameter in full: docs/suggestions.md, *In Python*.
     """
     config = config or GapConfig()
     inputs = _GapInputs.checked(
