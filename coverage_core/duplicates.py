@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coverage_core.blockwise import BLOCK_ELEMENTS, block_rows
 from coverage_core.errors import InputError
-from coverage_core.stages.blockwise import BLOCK_ELEMENTS, block_rows
 from coverage_core.validation import check_vectors, unit_rows
 
 __all__ = ["DuplicateGroups", "duplicate_groups"]

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from coverage_core.inputs.text import strip_invisible
+from coverage_core.invisible import strip_invisible
 
 UNDETERMINED = "und"
 """The code of a text too short or too bare (numbers, symbols) to tell its language."""
@@ -108,7 +108,7 @@ def _classified(sample: str, candidates: tuple[str, ...] | None) -> tuple[str, f
 
 def detect_language(text: str, candidates: Sequence[str] | None = None) -> str:
     """The ISO 639-1 code of ``text``'s language, or :data:`UNDETERMINED`; invisible format characters
-    (zero-width spaces, soft hyphens, bidi marks: :func:`~coverage_core.inputs.text.strip_invisible`) are not read.
+    (zero-width spaces, soft hyphens, bidi marks: :func:`~coverage_core.invisible.strip_invisible`) are not read.
 
     ``candidates``: the languages an unsure guess (below :data:`CONFIDENT`)
     is chosen among, usually the corpus's (a short question is read against

@@ -28,7 +28,7 @@ so in practice scores lie in [0, 1].
 
 Inputs are validated first, and every function that compares vectors makes
 its own blockwise pass over the chunk x question similarities
-(:mod:`coverage_core.stages.blockwise`), so 20,000 chunks x 2,000 questions
+(:mod:`coverage_core.blockwise`), so 20,000 chunks x 2,000 questions
 never materialise the full similarity matrix. A pipeline wanting several of
 them should make that pass once: :func:`coverage_core.stages.similarity.scan_similarities`
 yields the same values as :func:`nearest_question_distances`,
@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import verdicts
+from coverage_core.blockwise import scan_blocks
 from coverage_core.ceiling import testable_share_max
 from coverage_core.errors import InputError
-from coverage_core.stages.blockwise import scan_blocks
 from coverage_core.validation import check_scalar, check_vectors, unit_rows
 
 __all__ = [

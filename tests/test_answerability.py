@@ -13,11 +13,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from coverage_core import metrics
+from coverage_core import blockwise, metrics
 from coverage_core.checks import answerability as ans, answerability_labels
 from coverage_core.errors import InputError
 from coverage_core.inputs.questions import read_questions
-from coverage_core.stages import blockwise
 from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"

@@ -8,7 +8,8 @@ index for index, with the dense definitions on random inputs full of ties.
 import numpy as np
 import pytest
 
-from coverage_core.stages import blockwise, similarity
+from coverage_core import blockwise
+from coverage_core.stages import similarity
 
 
 def tied_block_values(rng, rows, columns):

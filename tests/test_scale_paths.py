@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from coverage_core.blockwise import RunningTopK
 from coverage_core.checks import retrieval, retrieval_labels
 from coverage_core.pipeline import run_retrieval_check
 from coverage_core.stages import lexical, screening, similarity
-from coverage_core.stages.blockwise import RunningTopK
 from coverage_core.stages.lexical import lexical_coverage
 from coverage_core.stages.measure import measure
 from coverage_core.validation import unit_rows

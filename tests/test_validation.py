@@ -131,6 +131,28 @@ def test_no_module_imports_another_modules_private_names():
                 assert not private, f"{path.name} imports private {private} from {node.module}"
 
 
+DOCSTRING_SLACK = 10
+"""A function's docstring may be at most this many lines longer than its code: a contract, not a lab
+notebook (the reasoning and evidence live in docs/)."""
+
+
+def test_docstrings_are_contracts_not_longer_than_their_code():
+    import ast
+
+    from tests.helpers import PROJECT
+
+    too_long = []
+    for path in sorted((PROJECT / "coverage_core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node, clean=False):
+                docstring = node.body[0]
+                doc_lines = docstring.end_lineno - docstring.lineno + 1
+                code_lines = node.end_lineno - docstring.end_lineno
+                if doc_lines > code_lines + DOCSTRING_SLACK:
+                    too_long.append(f"{path.relative_to(PROJECT)}:{node.lineno} {node.name} ({doc_lines} > {code_lines})")
+    assert not too_long, "docstrings longer than their code plus 10 lines: " + "; ".join(too_long)
+
+
 def test_binary_labels_is_public():
     labels = answerability.binary_labels(["yes", "no", "", None], 4)
     assert labels[:2].tolist() == [1.0, 0.0] and all(math.isnan(v) for v in labels[2:])

@@ -75,7 +75,7 @@ from stdnum import iban, isbn, luhn
 from stdnum.es import dni, nie
 from stdnum.it import codicefiscale
 
-from coverage_core.inputs.text import strip_invisible
+from coverage_core.invisible import strip_invisible
 
 __all__ = ["PHONE_REGIONS", "mask_personal_data", "normalise_text"]
 
@@ -213,7 +213,7 @@ def _secret_patterns() -> tuple[re.Pattern, ...]:
 
 def normalise_text(text: str) -> str:
     """``text`` in NFKC with invisible format characters removed (zero-width joiners between two non-ASCII
-    letters kept: :func:`~coverage_core.inputs.text.strip_invisible`)."""
+    letters kept: :func:`~coverage_core.invisible.strip_invisible`)."""
     return strip_invisible(unicodedata.normalize("NFKC", text))
 
 

@@ -94,6 +94,7 @@ import numpy as np
 import pandas as pd
 
 from coverage_core import wording
+from coverage_core.blockwise import RunningTopK
 from coverage_core.checks.retrieval_labels import (
     PassageRef,
     SourceRef,
@@ -104,7 +105,6 @@ from coverage_core.checks.retrieval_labels import (
 )
 from coverage_core.config import DEFAULT_RETRIEVAL_K, MIN_RETRIEVAL_K
 from coverage_core.errors import InputError
-from coverage_core.stages.blockwise import RunningTopK
 from coverage_core.types import Chunk, Document
 from coverage_core.validation import check_scalar, check_vectors, is_blank, shorten, unit_rows
 

@@ -22,7 +22,8 @@ from pathlib import Path, PurePosixPath
 
 from coverage_core.errors import InputError
 from coverage_core.inputs.pdf import DEFAULT_PDF_BUDGET, PdfBudget, PdfClock, read_pdf
-from coverage_core.inputs.text import Unreadable, decode_text, looks_binary, one_line_name, unfold_ligatures
+from coverage_core.inputs.text import Unreadable, decode_text, looks_binary, unfold_ligatures
+from coverage_core.invisible import one_line_name
 from coverage_core.types import Document, DocumentSet, IngestWarning
 
 DOCUMENT_SUFFIXES = (".pdf", ".txt", ".md")

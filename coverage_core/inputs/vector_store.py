@@ -26,7 +26,7 @@ import numpy as np
 
 from coverage_core.errors import InputError
 from coverage_core.inputs.saved_schema import check_fits, memory_budget
-from coverage_core.inputs.text import one_line_name
+from coverage_core.invisible import one_line_name
 from coverage_core.results import Corpus
 from coverage_core.types import Chunk, Document, PageSpan
 from coverage_core.validation import listed_columns, resolve_column, unit_rows

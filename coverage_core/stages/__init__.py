@@ -4,5 +4,5 @@
 ``topics`` (cluster names), ``screening`` (off-topic questions, with its
 ``lexical`` evidence) and ``measure`` (every coverage figure). ``similarity``
 is the scan of chunk x question similarities they read, made blockwise by
-``blockwise``.
+:mod:`coverage_core.blockwise`.
 """

@@ -75,9 +75,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from coverage_core.blockwise import RunningTopK
 from coverage_core.errors import InputError
 from coverage_core.languages import word_units
-from coverage_core.stages.blockwise import RunningTopK
 from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.types import Chunk
 from coverage_core.validation import check_scalar, unit_rows
@@ -565,7 +565,7 @@ def _candidates_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupi
     be a tuple of labellings (topics and families): outside means outside every one of them.
 
     One product per block of chunks serves every grouping, so a million chunks are read once; ties rank
-    the lower chunk index first (:class:`~coverage_core.stages.blockwise.RunningTopK`).
+    the lower chunk index first (:class:`~coverage_core.blockwise.RunningTopK`).
     """
     best = [RunningTopK(len(probe_vectors), min(NEGATIVE_CANDIDATES, len(vectors))) for _ in groupings]
     groupings, owners = zip(*(_as_codes(groups, own) for groups, own in zip(groupings, owners)))

@@ -1,7 +1,7 @@
 """The similarity scan: each chunk's best questions and each question's best chunks.
 
 Every similarity-based result of an analysis comes from one pass over the
-chunk x question similarities (:mod:`coverage_core.stages.blockwise`):
+chunk x question similarities (:mod:`coverage_core.blockwise`):
 :func:`best_matches` is the screener's pass, :func:`nearest_questions`
 keeps each chunk's nearest questions, and :func:`scan_similarities` yields
 every coverage measure at once, starting from such an index when one is
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coverage_core.blockwise import block_rows, scan_blocks
 from coverage_core.errors import InputError
 from coverage_core.metrics import (
     check_cover_threshold,
@@ -28,7 +29,6 @@ from coverage_core.metrics import (
     n_nearest_covers,
     threshold_covers,
 )
-from coverage_core.stages.blockwise import block_rows, scan_blocks
 from coverage_core.validation import check_scalar, check_vectors, unit_rows
 
 __all__ = [

@@ -49,9 +49,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from coverage_core.blockwise import block_rows
 from coverage_core.errors import ProviderError
 from coverage_core.languages import UNDETERMINED, detect_language, language_name
-from coverage_core.stages.blockwise import block_rows
 from coverage_core.suggest.grounding import gives_its_answer, key_terms, missing_terms
 from coverage_core.suggest.llm import FATAL_KINDS, ChatClient
 from coverage_core.suggest.question_form import form_reason

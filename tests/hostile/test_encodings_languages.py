@@ -31,7 +31,8 @@ from coverage_core.embeddings.choice import ENGLISH_MODEL, choose_model
 from coverage_core.errors import InputError
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
-from coverage_core.inputs.text import INVISIBLE_CHARACTERS, decode_text, strip_invisible
+from coverage_core.inputs.text import decode_text
+from coverage_core.invisible import INVISIBLE_CHARACTERS, strip_invisible
 from coverage_core.languages import LanguageShare, document_language, language_name, profile_languages
 from coverage_core.types import Document
 from tests.fakes import FakeEmbedder
