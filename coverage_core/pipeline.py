@@ -580,7 +580,7 @@ def run_traffic_check(
         chunk_documents=analysis.corpus.chunk_documents,
         chunk_labels=analysis.clustering.labels,
         topic_names=_topic_names(analysis),
-        languages=getattr(analysis, "languages", None),
+        languages=analysis.languages,
         config=config or traffic_check.TrafficConfig(
             random_state=analysis.config.random_state, strictness=analysis.config.strictness
         ),

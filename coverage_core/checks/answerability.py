@@ -85,7 +85,7 @@ def fitness_threshold(analysis) -> float:
     discuss (``offtopic_reason``). :data:`DEFAULT_FITNESS_THRESHOLD` when the
     screening had no level (a library call without calibration).
     """
-    level = getattr(getattr(analysis, "screener", None), "question_support_threshold", None)
+    level = analysis.screener.question_support_threshold
     return DEFAULT_FITNESS_THRESHOLD if level is None else float(level)
 
 

@@ -285,7 +285,7 @@ def _config_section(analysis: Analysis, inputs: dict | None) -> dict:
     config["n_clusters_used"] = analysis.clustering.n_clusters
     config["tested_k"] = analysis.config.tested_k
     config["screening_threshold"] = _plain(getattr(analysis.screener, "threshold_", None))
-    choice = getattr(analysis, "model_choice", None)
+    choice = analysis.model_choice
     # How the automatic choice picked the model ``embedding`` names; None when the model was named.
     config["model_choice"] = None if choice is None else {"reason": choice.reason, "languages": list(choice.languages)}
     if inputs:
@@ -642,7 +642,7 @@ def calibration_warning(analysis: Analysis) -> str:
 def model_line(analysis: Analysis) -> str:
     """"Model: <name>", and why when the automatic choice picked it."""
     name = configured_model_name(analysis.config.embedding.provider, analysis.config.embedding.model)
-    choice = getattr(analysis, "model_choice", None)
+    choice = analysis.model_choice
     return f"Model: {name} (automatic choice: {choice.reason})" if choice is not None else f"Model: {name}."
 
 
