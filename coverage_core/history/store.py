@@ -517,8 +517,7 @@ class HistoryStore:
             raise
         except OperationalError as error:
             if self._is_sqlite and _is_locked(error):
-                raise InputError(f"The history {self._shown} stayed locked by another process; "
-                                 "try again when the other run has finished.") from None
+                raise _locked(self._shown) from None
             if self._is_sqlite:
                 raise _damaged(self._shown) from None
             raise InputError(f"Cannot reach the history database {self._shown}; check that the server is "
@@ -552,11 +551,15 @@ class HistoryStore:
                                  "upgrade coverage_core to use it.")
             return revision
 
-        with self._engine.connect() as connection:
-            if current(connection) == head:
+        def read_revision() -> str | None:
+            # Connecting switches the file to WAL, which another process opening it at once may hold locked.
+            with self._engine.connect() as connection:
+                revision = current(connection)
                 connection.rollback()
-                return
-            connection.rollback()
+                return revision
+
+        if self._retrying(read_revision) == head:
+            return
 
         def migrate() -> None:
             with self._transaction(write=True) as connection:
@@ -652,7 +655,8 @@ def _check_sqlite_file(path: Path, shown: str) -> None:
     if page_size < 512 or (counts_valid and page_count and size < page_count * page_size):
         raise _damaged(shown)
     try:
-        read_only = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        read_only = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True,
+                                    timeout=SQLITE_BUSY_TIMEOUT_MS / 1000)
         try:
             tables = {row[0] for row in read_only.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if tables and "alembic_version" not in tables:
@@ -662,6 +666,8 @@ def _check_sqlite_file(path: Path, shown: str) -> None:
                 read_only.execute("SELECT COUNT(*) FROM runs").fetchone()
         finally:
             read_only.close()
+    except sqlite3.OperationalError as error:
+        raise (_locked(shown) if _is_locked(error) else _damaged(shown)) from None
     except sqlite3.DatabaseError:
         raise _damaged(shown) from None
 
@@ -700,9 +706,14 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
-def _is_locked(error: OperationalError) -> bool:
+def _is_locked(error: OperationalError | sqlite3.OperationalError) -> bool:
     text = str(getattr(error, "orig", error)).lower()
     return "locked" in text or "busy" in text
+
+
+def _locked(shown: str) -> InputError:
+    return InputError(f"The history {shown} stayed locked by another process; "
+                      "try again when the other run has finished.")
 
 
 def _damaged(shown: str) -> InputError:

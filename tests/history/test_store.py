@@ -226,6 +226,53 @@ def test_processes_creating_a_new_history_at_once_all_succeed(tmp_path):
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+def _hold_exclusive_lock(path) -> sqlite3.Connection:
+    """A connection holding a write lock that shuts readers out too, until it is closed."""
+    holder = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("CREATE TABLE held (x)")
+    return holder
+
+
+def test_a_file_locked_while_opening_is_said_to_be_locked_not_damaged(tmp_path, monkeypatch):
+    import coverage_core.history.store as store_module
+
+    path = tmp_path / "held.sqlite"
+    HistoryStore(path).close()
+    monkeypatch.setattr(store_module, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    holder = _hold_exclusive_lock(path)
+    try:
+        with pytest.raises(InputError, match="stayed locked by another process") as raised:
+            HistoryStore(path)
+        assert "damaged" not in str(raised.value)
+    finally:
+        holder.close()
+    with HistoryStore(path) as store:
+        assert store.runs() == []
+
+
+def test_opening_waits_out_a_lock_held_longer_than_the_busy_timeout(tmp_path, monkeypatch):
+    import threading
+
+    import coverage_core.history.store as store_module
+
+    path = tmp_path / "held.sqlite"
+    HistoryStore(path).close()
+    monkeypatch.setattr(store_module, "SQLITE_BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(store_module, "_check_sqlite_file", lambda *_: None)  # the schema read is what must wait
+    holder = _hold_exclusive_lock(path)
+    release = threading.Timer(1.0, holder.close)
+    started = time.monotonic()
+    release.start()
+    try:
+        with HistoryStore(path) as store:
+            assert store.record(make_snapshot(seed=3)).run == 1
+    finally:
+        release.join()
+    assert time.monotonic() - started >= 0.9
+
+
 def test_a_run_killed_while_recording_leaves_no_trace(tmp_path):
     path, marker = tmp_path / "h.sqlite", tmp_path / "inside-the-transaction"
     with HistoryStore(path) as store:
