@@ -23,13 +23,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a script: run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared_data import SMOKE_HELP  # noqa: E402
+from shared_data import parse_with_smoke  # noqa: E402
 
 from coverage_core.config import AnalysisConfig  # noqa: E402
+from coverage_core.measure import measure  # noqa: E402
 from coverage_core.pipeline import cluster_chunks, find_gaps  # noqa: E402
 from coverage_core.results import Corpus, EmbeddedTexts  # noqa: E402
 from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
-from coverage_core.stages.measure import measure  # noqa: E402
 from coverage_core.types import Chunk, Document, Question, QuestionSet  # noqa: E402
 
 
@@ -69,10 +69,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--questions", type=int, default=2_000)
     parser.add_argument("--dims", type=int, default=384)
-    parser.add_argument("--smoke", action="store_true", help="1,000 chunks x 100 questions: " + SMOKE_HELP)
-    args = parser.parse_args()
-    if args.smoke:
-        args.chunks, args.questions = 1_000, 100
+    args = parse_with_smoke(parser, "1,000 chunks x 100 questions", chunks=1_000, questions=100)
 
     chunk_vectors, question_vectors, texts = synthetic(args.chunks, args.questions, args.dims)
     documents = [Document(f"doc{i // 200:03d}.txt", "") for i in range(args.chunks)]

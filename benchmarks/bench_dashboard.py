@@ -40,7 +40,7 @@ from ui.views import results as view  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_analysis import synthetic  # noqa: E402  (the same data as the analysis benchmark)
-from shared_data import SMOKE_HELP  # noqa: E402
+from shared_data import parse_with_smoke, timed  # noqa: E402
 
 from ui.state import Overrides, Settings  # noqa: E402
 
@@ -65,15 +65,6 @@ def synthetic_inputs(n_chunks: int, n_questions: int, dims: int, seed: int = 0) 
     )
 
 
-def timed(function, repeat: int = 1) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=20_000)
@@ -81,10 +72,7 @@ def main() -> None:
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--map", action="store_true", help="also time the 2-D map (t-SNE, ~15 s)")
-    parser.add_argument("--smoke", action="store_true", help="1,000 chunks x 100 questions, once: " + SMOKE_HELP)
-    args = parser.parse_args()
-    if args.smoke:
-        args.chunks, args.questions, args.repeat = 1_000, 100, 1
+    args = parse_with_smoke(parser, "1,000 chunks x 100 questions, once", chunks=1_000, questions=100, repeat=1)
 
     inputs = synthetic_inputs(args.chunks, args.questions, args.dims)
     cache = AnalysisSession()
@@ -138,7 +126,7 @@ def main() -> None:
     rows.append(("Results page tables and charts", seconds, "every rerun"))
 
     if args.map:
-        from coverage_core.outputs.projection import project_2d
+        from coverage_core.projection import project_2d
 
         seconds, projection = timed(
             lambda: project_2d(inputs.corpus.vectors, inputs.question_embedding.vectors, analysis.clustering.labels)

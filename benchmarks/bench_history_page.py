@@ -31,7 +31,7 @@ sys.path.insert(0, str(PROJECT))  # a script, not a page: run from anywhere
 sys.path.insert(0, str(PROJECT / "benchmarks"))
 
 from bench_history_changes import synthetic_snapshot  # noqa: E402
-from shared_data import SMOKE_HELP  # noqa: E402
+from shared_data import parse_with_smoke, timed  # noqa: E402
 
 from coverage_core.history import HISTORY_ENV, changes_since, open_history  # noqa: E402
 from coverage_core.outputs.plots import history as history_plots  # noqa: E402
@@ -54,16 +54,6 @@ def fill(path: Path, n_runs: int) -> float:
                 recorded_at=START + timedelta(hours=6 * run),
             ))
     return time.perf_counter() - started
-
-
-def timed(work, repeat: int):
-    """The median seconds of ``repeat`` calls of ``work``, and its last result."""
-    seconds, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = work()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), result
 
 
 def first_paint(path: Path, repeat: int) -> float:
@@ -89,10 +79,7 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--history", type=Path, help="the SQLite history to fill and read (kept); default: a temporary one")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--smoke", action="store_true", help="10 runs, each measure once: " + SMOKE_HELP)
-    args = parser.parse_args(argv)
-    if args.smoke:
-        args.runs, args.repeat = 10, 1
+    args = parse_with_smoke(parser, "10 runs, each measure once", argv, runs=10, repeat=1)
 
     with tempfile.TemporaryDirectory(prefix="bench-history-") as scratch:
         path = args.history or Path(scratch) / "history.sqlite"

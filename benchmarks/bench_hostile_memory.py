@@ -236,7 +236,7 @@ def command_for(case: Case, hostile: Path, folder: Path) -> list[str]:
     docs, questions = inputs(folder)
     if case.how == "saved":
         loader = ("import sys; from coverage_core.errors import CoverageError; "
-                  "from coverage_core.inputs.saved_analysis import load_analysis\n"
+                  "from coverage_core.saved.analysis import load_analysis\n"
                   "try:\n    load_analysis(open(sys.argv[1], 'rb').read(), 'bomb.zip')\n"
                   "except CoverageError as error:\n    print(f'coverage_core: {error}', file=sys.stderr); sys.exit(2)")
         return [sys.executable, "-c", loader, str(hostile)]

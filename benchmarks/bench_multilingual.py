@@ -36,10 +36,13 @@ from bench_scale import StageTimes  # noqa: E402
 from eval_languages import load_folder  # noqa: E402
 from shared_data import SHARED_DATA, SMOKE_HELP, require, shortest  # noqa: E402
 
-from coverage_core import pipeline, session  # noqa: E402
+from coverage_core import (  # noqa: E402
+    measure as measure_stage,  # noqa: E402
+    pipeline,
+    session,
+)
 from coverage_core.config import AnalysisConfig  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache  # noqa: E402
-from coverage_core.stages import measure as measure_stage  # noqa: E402
 from coverage_core.suggest.gaps import GapConfig  # noqa: E402
 from coverage_core.types import Document, Question, QuestionSet  # noqa: E402
 

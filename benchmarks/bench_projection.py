@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from shared_data import SMOKE_HELP, WIKI_QA, require, shortest_files  # noqa: E402
 
-from coverage_core.outputs.projection import project_2d  # noqa: E402
+from coverage_core.projection import project_2d  # noqa: E402
 from coverage_core.stages.clustering import ChunkClusterer  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shared_data import SMOKE_HELP  # noqa: E402
+from shared_data import parse_with_smoke  # noqa: E402
 
 from coverage_core import costs  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
@@ -26,10 +26,7 @@ from tests.fakes import FakeAPIServer  # noqa: E402
 parser = argparse.ArgumentParser()
 parser.add_argument("--texts", type=int, default=100_000)
 parser.add_argument("--latency", type=float, default=0.3)
-parser.add_argument("--smoke", action="store_true", help="3,000 texts, 10 ms latency: " + SMOKE_HELP)
-args = parser.parse_args()
-if args.smoke:
-    args.texts, args.latency = 3_000, 0.01
+args = parse_with_smoke(parser, "3,000 texts, 10 ms latency", texts=3_000, latency=0.01)
 
 words = "the coverage of a knowledge base by test questions depends on chunking and topics".split()
 texts = [f"chunk {i}: " + " ".join(words[(i + j) % len(words)] for j in range(150)) for i in range(args.texts)]

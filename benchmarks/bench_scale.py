@@ -320,12 +320,13 @@ class StageTimes:
 
 
 def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bool) -> dict:
-    from coverage_core import duplicates, metrics, pipeline
+    from coverage_core import duplicates, measure as measure_stage, metrics, pipeline
     from coverage_core.checks import retrieval
     from coverage_core.config import AnalysisConfig
+    from coverage_core.measure import fit_screener, measure
+    from coverage_core.offtopic import screener as screening
     from coverage_core.outputs import report
-    from coverage_core.stages import calibration, measure as measure_stage, screening, similarity
-    from coverage_core.stages.measure import fit_screener, measure
+    from coverage_core.stages import calibration, similarity
     from coverage_core.suggest import gaps
 
     times = StageTimes()
@@ -423,8 +424,8 @@ def float16_effect(n_chunks: int, n_questions: int, dims: int, seed: int) -> Non
 
     from coverage_core import pipeline
     from coverage_core.config import AnalysisConfig
+    from coverage_core.measure import measure
     from coverage_core.stages import calibration
-    from coverage_core.stages.measure import measure
 
     corpus, questions, question_embedding = load(data_dir(n_chunks, n_questions, dims, seed))
     config = AnalysisConfig()

@@ -235,8 +235,8 @@ def _reset_peak() -> None:
 
 def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> list[dict]:
     from coverage_core import metrics
-    from coverage_core.outputs.projection import project_2d
     from coverage_core.pipeline import cluster_chunks
+    from coverage_core.projection import project_2d
     from coverage_core.results import Corpus, EmbeddedTexts
     from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
     from coverage_core.stages.topics import topic_labels

@@ -202,14 +202,10 @@ class Runner:
         from coverage_core.session import analyze
 
         started = time.perf_counter()
-        folder = self.workdir / "".join(c if c.isalnum() else "_" for c in f"{label} {self.provider} {case.name}")
-        shutil.rmtree(folder, ignore_errors=True)
-        (folder / "docs").mkdir(parents=True)
-        for title in case.titles:
-            (folder / "docs" / scenarios.file_name(title)).write_text(data.articles[title], encoding="utf-8")
+        folder = scenarios.case_folder(self.workdir, f"{label} {self.provider} {case.name}")
         relevant = [scenarios.file_name(s) if s else "" for s in case.sources]
-        pd.DataFrame({"question": case.questions, RELEVANT_COLUMN: relevant}).to_csv(
-            folder / "questions.csv", index=False, encoding="utf-8")
+        scenarios.write_case(folder, data, case.titles,
+                             pd.DataFrame({"question": case.questions, RELEVANT_COLUMN: relevant}))
         documents = read_documents([folder / "docs"])
         questions = read_questions(folder / "questions.csv", question_column="question")
         analysis = analyze(self.config, documents.documents, questions, embedder=self.analysis_embedder,

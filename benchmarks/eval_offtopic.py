@@ -69,7 +69,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -187,12 +186,8 @@ class Analyser:
         from coverage_core.session import analyze
 
         started = time.perf_counter()
-        folder = self.workdir / "".join(c if c.isalnum() else "_" for c in f"{label} {case.name}")
-        shutil.rmtree(folder, ignore_errors=True)
-        (folder / "docs").mkdir(parents=True)
-        for title in case.titles:
-            (folder / "docs" / scenarios.file_name(title)).write_text(data.articles[title], encoding="utf-8")
-        pd.DataFrame({"question": case.questions}).to_csv(folder / "questions.csv", index=False, encoding="utf-8")
+        folder = scenarios.case_folder(self.workdir, f"{label} {case.name}")
+        scenarios.write_case(folder, data, case.titles, pd.DataFrame({"question": case.questions}))
         documents = read_documents([folder / "docs"])
         questions = read_questions(folder / "questions.csv", question_column="question")
         if len(questions.questions) != len(case.questions):

@@ -198,9 +198,9 @@ def timing(n_chunks: int = 20_000, n_questions: int = 2_000, repeats: int = 3) -
     (sigma 0.03 per dimension, renormalised) up to the target counts, which
     keeps their topic structure.
     """
+    from coverage_core.offtopic.screener import QuestionScreener
     from coverage_core.stages.clustering import ChunkClusterer
     from coverage_core.stages.lexical import lexical_coverage
-    from coverage_core.stages.screening import QuestionScreener
 
     data = load_wiki_qa()
     rng = np.random.default_rng(0)
@@ -261,8 +261,8 @@ def timing(n_chunks: int = 20_000, n_questions: int = 2_000, repeats: int = 3) -
 def main() -> int:
     from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
+    from coverage_core.offtopic.screener import QuestionScreener
     from coverage_core.stages.clustering import ChunkClusterer
-    from coverage_core.stages.screening import QuestionScreener
 
     global SMOKE
     SMOKE = "--smoke" in sys.argv

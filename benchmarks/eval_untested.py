@@ -172,9 +172,9 @@ def main(argv: list[str] | None = None) -> None:
                 top_k, top_k_sim = index[order], np.take_along_axis(sims, order, axis=1)
                 tested = metrics.retrieved_tested_chunks(top_k, top_k_sim, len(chunks), tau, K)[chunk_mask]
                 docs = [chunk_documents[i] for i in index]
-                table = metrics.document_coverage(
-                    1.0 - np.clip(sims.max(axis=0, initial=-1.0), -1, 1), docs, tested=tested,
-                    n_questions=Counter(d for t in metrics.question_targets(
+                table = verdicts.with_document_verdicts(
+                    metrics.document_coverage(1.0 - np.clip(sims.max(axis=0, initial=-1.0), -1, 1), docs, tested=tested),
+                    Counter(d for t in metrics.question_targets(
                         top_k, top_k_sim, chunk_documents, tau, K, margin=0.0) for d in t),
                 ).set_index("document").reindex(documents)
                 reached = metrics.tested_chunks(1.0 - np.clip(sims.max(axis=0, initial=-1.0), -1, 1), tau)

@@ -127,7 +127,7 @@ class Runner:
         from coverage_core.stages.chunking import ChunkingConfig
 
         started = time.perf_counter()
-        folder = self.workdir / "".join(c if c.isalnum() else "_" for c in scenario.name)
+        folder = scenarios.case_folder(self.workdir, scenario.name)
         shutil.rmtree(folder, ignore_errors=True)
         (folder / "docs").mkdir(parents=True)
         for name, text in scenario.documents.items():

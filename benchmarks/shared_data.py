@@ -1,4 +1,5 @@
-"""Where benchmarks and evaluations find the shared real data, and a clear stop without it.
+"""Where benchmarks and evaluations find the shared real data, and a clear stop without it; and what
+their command lines and timings share (``--smoke``, :func:`timed`).
 
 The real data (55 Wikipedia articles with human-written questions, real PDFs)
 lives beside the project in ``../shared/data`` on developer and CI machines;
@@ -9,9 +10,12 @@ of failing on a missing file.
 
 from __future__ import annotations
 
+import argparse
 import os
+import statistics
 import sys
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -34,6 +38,29 @@ def require(path: Path) -> Path:
 SMOKE_HELP = ("a quick check that the script still runs (tiny data, seconds; tests/test_benchmarks_smoke.py runs it "
               "in CI): its figures mean nothing")
 """The help of every script's ``--smoke`` flag."""
+
+
+def parse_with_smoke(parser: argparse.ArgumentParser, smoke: str, argv: Sequence[str] | None = None,
+                     **smoke_values) -> argparse.Namespace:
+    """``parser``'s arguments (from ``argv``; None: the command line) with a ``--smoke`` flag added, whose help is
+    ``smoke`` (what a smoke run reads) then :data:`SMOKE_HELP`; under ``--smoke`` each argument named in
+    ``smoke_values`` takes that value instead of the one given."""
+    parser.add_argument("--smoke", action="store_true", help=f"{smoke}: {SMOKE_HELP}")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        for name, value in smoke_values.items():
+            setattr(args, name, value)
+    return args
+
+
+def timed(work: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
+    """The median seconds of ``repeat`` calls of ``work``, and the last call's result."""
+    seconds, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = work()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), result
 
 
 def shortest(titles: Iterable[str], texts: Mapping[str, str], n: int) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -148,6 +149,21 @@ def corpus_titles(data: WikiQA, half: list[str], n: int = MAX_ARTICLES) -> list[
 
 def file_name(title: str) -> str:
     return f"{title}.txt"
+
+
+def case_folder(workdir: Path, name: str) -> Path:
+    """The folder of the case called ``name`` under ``workdir``: every character but letters and digits becomes "_"."""
+    return workdir / "".join(c if c.isalnum() else "_" for c in name)
+
+
+def write_case(folder: Path, data: WikiQA, titles: list[str], questions: pd.DataFrame) -> None:
+    """``folder`` emptied, then filled as the command line reads a case: the articles of ``titles`` in docs/
+    (one :func:`file_name` each) and ``questions`` as questions.csv."""
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "docs").mkdir(parents=True)
+    for title in titles:
+        (folder / "docs" / file_name(title)).write_text(data.articles[title], encoding="utf-8")
+    questions.to_csv(folder / "questions.csv", index=False, encoding="utf-8")
 
 
 # ---------------------------------------------------------------- text edits

@@ -287,7 +287,7 @@ def _check_flag_combinations(args: argparse.Namespace) -> None:
 
         import_ray()  # one sentence saying how to install Ray, before anything is read
     if args.save_analysis:
-        from coverage_core.inputs.saved_analysis import check_folder
+        from coverage_core.saved.analysis import check_folder
 
         check_folder(args.save_analysis)
     args.history_request = history_request(args)  # None unless a history flag or variable asks for one
@@ -328,7 +328,7 @@ def _check_max_concurrency(value: int | None, provider: str) -> None:
 
 def _chunking_grid(text: str):
     """The configurations of ``--compare-chunking``; InputError naming the flag and the bad pair."""
-    from coverage_core.checks.chunking_comparison import parse_grid
+    from coverage_core.chunking_comparison import parse_grid
 
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -422,7 +422,7 @@ def _analyze(args: argparse.Namespace, config, grid, history: HistorySession | N
         history.compare(analysis, report)  # report["since"], before any output is written
     _write_outputs(args, report, analysis, checks)
     if args.save_analysis:
-        from coverage_core.inputs.saved_analysis import save_analysis
+        from coverage_core.saved.analysis import save_analysis
 
         save_analysis(analysis, args.save_analysis, report=report, from_vectors=isinstance(documents, _VectorInput),
                       question_file_name=Path(args.questions).name, inputs=report["config"].get("inputs"))
@@ -665,8 +665,8 @@ def _check_columns(questions, relevant_column: str | None, label_column: str | N
 
 def _compare_chunkings(analysis, grid, retrieval, k: int, embedder, cache, show_progress: bool):
     """The chunking comparison table; the screening decision of ``analysis`` is held fixed."""
-    from coverage_core.checks.chunking_comparison import compare_chunkings
     from coverage_core.checks.retrieval_labels import relevant_from_questions
+    from coverage_core.chunking_comparison import compare_chunkings
 
     def progress(done, total, config, step):
         if show_progress and step == "embedding":

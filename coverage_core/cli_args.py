@@ -10,17 +10,17 @@ from __future__ import annotations
 import argparse
 import inspect
 
-from coverage_core.checks.chunking_comparison import DEFAULT_GRID
 from coverage_core.checks.retrieval import DEFAULT_K
+from coverage_core.chunking_comparison import DEFAULT_GRID
 from coverage_core.config import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig
 from coverage_core.embeddings import CUSTOM_KEY_VARIABLE, DEFAULT_MAX_CONCURRENCY, PROVIDERS
 from coverage_core.embeddings.choice import AUTO
 from coverage_core.inputs import vector_store
+from coverage_core.offtopic.screener import STRICTNESS_RANGE, QuestionScreener
 from coverage_core.outputs.report import METRIC_NAMES
 from coverage_core.stages.calibration import SUPPORT_THRESHOLD_RANGE
 from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.stages.clustering import MAX_DEFAULT_CLUSTERS, MIN_DEFAULT_CLUSTERS
-from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
 from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GAP_RULES, GapConfig
 
 __all__ = [

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from coverage_core.embeddings import redact_url
 from coverage_core.embeddings.choice import AUTO
 from coverage_core.metrics import COVER_THRESHOLD_RANGE, check_cover_threshold, check_n_nearest
+from coverage_core.offtopic.screener import QuestionScreener, check_strictness
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.chunking import DEFAULT_CHUNK_SIZE, ChunkingConfig
-from coverage_core.stages.screening import QuestionScreener, check_strictness
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.validation import check_scalar
 
@@ -74,7 +74,7 @@ class AnalysisConfig:
     ``retrieval_k`` is how many passages of the default chunk size a question
     retrieves: a passage is tested when some on-topic question has it among
     its top :attr:`tested_k` with similarity ≥ τ (whatever the similarity when τ could not be
-    calibrated: :func:`coverage_core.stages.measure.tested_level`).
+    calibrated: :func:`coverage_core.measure.tested_level`).
     """
 
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)

@@ -3,7 +3,7 @@
 The suggestions of a gap analysis (:class:`~coverage_core.suggest.questions.Suggestion`) are a starting point:
 the user ticks the ones to add to the test set, rewrites some, deletes others. Those decisions are the user's
 work, so they are kept with a saved analysis (``decisions.json``,
-:mod:`coverage_core.inputs.saved_analysis`) and in the run history, with their counts
+:mod:`coverage_core.saved.analysis`) and in the run history, with their counts
 (:mod:`coverage_core.history.snapshot`; without their passages).
 
 One :class:`SuggestionDecision` per row of the suggestions table, in table order, then one per suggestion the
@@ -108,7 +108,7 @@ class SuggestionDecision:
         return self.decision != OPEN or self.edited
 
     def to_dict(self) -> dict:
-        """The JSON record (``decisions.json``); :func:`coverage_core.inputs.saved_schema.check_decisions`
+        """The JSON record (``decisions.json``); :func:`coverage_core.saved.schema.check_decisions`
         reads it back."""
         return {"question": self.question, "original": self.original, "origin": self.origin,
                 "decision": self.decision, "cluster": self.cluster, "document": self.document,

@@ -37,12 +37,11 @@ yields the same values as :func:`nearest_question_distances`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from coverage_core import verdicts
 from coverage_core.blockwise import scan_blocks
 from coverage_core.ceiling import testable_share_max
 from coverage_core.errors import InputError
@@ -495,7 +494,8 @@ def question_targets(
     support_threshold: float | None,
     k: int,
     inliers=None,
-    margin: float = verdicts.TARGET_MARGIN,
+    *,
+    margin: float,
     near_copy=None,
 ) -> list[tuple[str, ...]]:
     """The documents each question *targets*: those holding one of its best tested passages.
@@ -537,9 +537,7 @@ def document_coverage(
     n_mads: float = 2.5,
     min_gap: float = 0.1,
     tested=None,
-    n_questions: Mapping[str, int] | None = None,
     support_threshold: float | None = None,
-    undertested_share: float = verdicts.UNDERTESTED_SHARE,
 ) -> pd.DataFrame:
     """Coverage of each source document, with untested, under-tested and far-less-covered documents flagged.
 
@@ -547,8 +545,8 @@ def document_coverage(
     ``coverage_doc < med - max(n_mads * 1.4826 * MAD, min_gap)`` (median and MAD of the document coverages;
     nothing flagged with fewer than 3 documents). Columns: always ``document``, ``n_chunks``, ``coverage``,
     ``is_low``; with ``tested`` (or else τ and the plain rule :func:`tested_chunks`) ``n_tested`` and
-    ``tested_share = n_tested / n_chunks``; with ``n_questions`` too ``n_questions``, ``is_untested`` and
-    ``is_undertested`` (:func:`coverage_core.verdicts.is_untested`, :func:`~coverage_core.verdicts.is_undertested`).
+    ``tested_share = n_tested / n_chunks`` (the verdicts' columns are added by
+    :func:`coverage_core.verdicts.with_document_verdicts`).
     Raises InputError when the lengths differ or a distance is invalid. Why: docs/method.md, *Per-document flags*.
 
     Parameters
@@ -557,10 +555,7 @@ def document_coverage(
     chunk_documents : sequence of n str, the document of each chunk
     n_mads, min_gap : float, the cut of ``is_low``
     tested : array-like of shape (n,), bool, optional, from :func:`retrieved_tested_chunks`
-    n_questions : mapping of document name to int, optional, the on-topic questions that target each
-        document (:func:`question_targets`); a document not in the mapping has 0
     support_threshold : float, optional; read only without ``tested``
-    undertested_share : float, the cut of ``is_undertested``
 
     Returns
     -------
@@ -582,8 +577,6 @@ def document_coverage(
         if tested.shape != distances.shape:
             raise InputError(f"tested must hold one value per chunk ({distances.shape[0]}); got shape {tested.shape}.")
         _add_tested_columns(table, frame["document"], tested)
-        if n_questions is not None:
-            _add_verdict_columns(table, n_questions, undertested_share)
     return table.sort_values("coverage", kind="stable").reset_index(drop=True)
 
 
@@ -612,13 +605,6 @@ def _add_tested_columns(table: pd.DataFrame, chunk_documents: pd.Series, tested:
     n_tested = pd.Series(tested).groupby(chunk_documents, sort=False).sum()
     table["n_tested"] = n_tested.reindex(table["document"]).to_numpy().astype(np.int64)
     table["tested_share"] = table["n_tested"] / table["n_chunks"]
-
-
-def _add_verdict_columns(table: pd.DataFrame, n_questions: Mapping[str, int], undertested_share: float):
-    """Add ``n_questions``, ``is_untested`` and ``is_undertested`` to a table with ``tested_share``."""
-    table["n_questions"] = np.array([int(n_questions.get(name, 0)) for name in table["document"]], dtype=np.int64)
-    table["is_untested"] = verdicts.is_untested(table["n_questions"])
-    table["is_undertested"] = verdicts.is_undertested(table["n_questions"], table["tested_share"], undertested_share)
 
 
 def question_support(

@@ -7,7 +7,7 @@ afterwards (retrieval, answerability, sub-questions, traffic, accepting
 suggested questions). The one-shot runs ``analyze`` and ``analyze_corpus``
 are the session's; the configs are in :mod:`coverage_core.config`, the
 result types in :mod:`coverage_core.results`, and :func:`measure` in
-:mod:`coverage_core.stages.measure`.
+:mod:`coverage_core.measure`.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from coverage_core.embeddings.cache import CacheKey, text_hash
 from coverage_core.embeddings.registry import default_support_level, model_spec, sends_requests
 from coverage_core.errors import CoverageError, InputError, ProviderError
 from coverage_core.languages import detect_language
+from coverage_core.measure import measure
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts, TokenFit
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig, SplitChunks, TokenLimit, split_documents
 from coverage_core.stages.clustering import ChunkClusterer
-from coverage_core.stages.measure import measure
 from coverage_core.suggest.gaps import Gap, analyze_gaps
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.local_model import shared_local_client

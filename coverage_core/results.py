@@ -11,9 +11,9 @@ from coverage_core import duplicates
 from coverage_core.config import AnalysisConfig
 from coverage_core.embeddings.choice import ModelChoice
 from coverage_core.languages import LanguageProfile
+from coverage_core.offtopic.screener import QuestionScreener
 from coverage_core.stages import calibration
 from coverage_core.stages.calibration import Calibration
-from coverage_core.stages.screening import QuestionScreener
 from coverage_core.suggest.gaps import Gap
 from coverage_core.types import Chunk, Document, QuestionSet
 
@@ -102,7 +102,7 @@ class Clustering:
 
     ``representatives`` (a few shortened passages per topic) and
     ``topic_names`` depend on the corpus and the clustering only, so the
-    first measurement fills them (:func:`coverage_core.stages.measure.name_topics`)
+    first measurement fills them (:func:`coverage_core.measure.name_topics`)
     and a threshold or override change reuses them: naming 50 topics over
     200,000 passages takes seconds.
     """

@@ -26,17 +26,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from coverage_core import pipeline, verdicts
+from coverage_core import (
+    measure as measure_stage,  # called through the module: tests spy on its stages
+    pipeline,
+    verdicts,
+)
 from coverage_core.config import AnalysisConfig
 from coverage_core.embeddings.choice import AUTO, ModelChoice, resolve
 from coverage_core.errors import CoverageError, InputError
 from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.pipeline import Progress
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
-from coverage_core.stages import (
-    measure as measure_stage,  # called through the module: tests spy on its stages
-    similarity,
-)
+from coverage_core.stages import similarity
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.suggest.progress import WritingProgress

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -198,7 +198,7 @@ def is_untested(n_questions, min_questions: int = MIN_TARGETING_QUESTIONS) -> np
     Why: a document questions are about is tested, however thinly (:func:`is_undertested`); one no question
     (or a single stray one) is about is untested, however many passages generic questions reach. Evidence at
     :data:`MIN_TARGETING_QUESTIONS`. When τ could not be calibrated, targeting reads no similarity level
-    (:func:`coverage_core.stages.measure.tested_level`; docs/untested.md).
+    (:func:`coverage_core.measure.tested_level`; docs/untested.md).
 
     n_questions : array-like of shape (n_documents,); returns bool of the same shape.
     """
@@ -218,6 +218,20 @@ def is_undertested(n_questions, tested_share, cut: float = UNDERTESTED_SHARE,
     """
     targeted = np.asarray(n_questions, dtype=np.int64) >= min_questions
     return targeted & (np.asarray(tested_share, dtype=np.float64) < cut)
+
+
+def with_document_verdicts(table: pd.DataFrame, n_questions: Mapping[str, int],
+                           undertested_share: float = UNDERTESTED_SHARE) -> pd.DataFrame:
+    """``table`` (:func:`coverage_core.metrics.document_coverage` with ``tested``) with ``n_questions``,
+    ``is_untested`` and ``is_undertested`` added (:func:`is_untested`, :func:`is_undertested`).
+
+    n_questions : document name -> the on-topic questions that target it; a document not in it has 0.
+    """
+    table = table.copy()
+    table["n_questions"] = np.array([int(n_questions.get(name, 0)) for name in table["document"]], dtype=np.int64)
+    table["is_untested"] = is_untested(table["n_questions"])
+    table["is_undertested"] = is_undertested(table["n_questions"], table["tested_share"], undertested_share)
+    return table
 
 
 def is_gap(coverage, tested_share, gaps: GapConfig) -> np.ndarray:
@@ -527,7 +541,7 @@ class Verdicts:
 
 def ranking_only_sentence(k: int, min_questions: int = MIN_TARGETING_QUESTIONS) -> str:
     """What *tested* means when the support level is not calibrated, in one plain sentence: the ranking alone
-    decides (``stages.measure.tested_level``), which the headline, the reports and the pages all say."""
+    decides (``measure.tested_level``), which the headline, the reports and the pages all say."""
     return (f"Without a calibrated level, similarity is not used: a passage counts as tested when a question "
             f"retrieves it among its top {k} passages, whatever the similarity, and a document when at least "
             f"{min_questions} questions retrieve one of its passages among their top {k}, as their closest "

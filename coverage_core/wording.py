@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["count", "plural"]
+__all__ = ["MINUS", "count", "plural", "points_words"]
+
+MINUS = "\N{MINUS SIGN}"
 
 
 def plural(n: int, noun: str, plural_form: str | None = None) -> str:
@@ -18,3 +20,11 @@ def count(n: int, noun: str, plural_form: str | None = None) -> str:
     """A count with its noun in agreement: ``count(1, "question")`` -> "1 question", ``count(1200, "passage")`` ->
     "1,200 passages"; ``plural_form`` for an irregular plural (``count(2, "query", "queries")``)."""
     return f"{int(n):,} {plural(int(n), noun, plural_form)}"
+
+
+def points_words(change: float) -> str:
+    """A tested-share change in percentage points as every history sentence writes it: "−4.1 points",
+    "+0.0 points" (rounded to a tenth; a true minus sign)."""
+    shown = round(change, 1)
+    sign = MINUS if shown < 0 else "+"
+    return f"{sign}{abs(shown):.1f} points"

@@ -160,11 +160,9 @@ if improvement is not None:
     n_added = len(improvement.texts)
     # The headline figure: an absolute share, so its change is in percentage points (as the HTML report says it).
     before, after = improvement.before.metrics["tested_share"], improvement.after.metrics["tested_share"]
-    card, _ = st.columns([1, 2])
-    widgets.share_card(
-        card, "tested_share", before, after,
-        help=f"Share of the knowledge base's passages that some question reaches: before {formats.percent(before)}, "
-        f"after {formats.percent(after)} with {formats.count(n_added, 'added question')}. Points are percentage points.",
+    widgets.tested_share_card(
+        before, after, f"Share of the knowledge base's passages that some question reaches: before "
+        f"{formats.percent(before)}, after {formats.percent(after)} with {formats.count(n_added, 'added question')}.",
     )
     names = ("before", "after")
     widgets.table(compare_view.tested_share_deltas(improvement.before, improvement.after, names),

@@ -89,11 +89,9 @@ st.caption(
 # Tested share first (an absolute share, its change in percentage points); the relative scores are for method
 # experts, in their expander below.
 a, b = comparison.a.metrics["tested_share"], comparison.b.metrics["tested_share"]
-card, _ = st.columns([1, 2])
-widgets.share_card(
-    card, "tested_share", a, b,
-    help=f"Share of the knowledge base's passages some question reaches: {shown_a} {formats.percent(a)}, "
-    f"{shown_b} {formats.percent(b)}. Points are percentage points.",
+widgets.tested_share_card(
+    a, b, f"Share of the knowledge base's passages some question reaches: {shown_a} {formats.percent(a)}, "
+    f"{shown_b} {formats.percent(b)}.",
 )
 cards = view.scorecards(comparison)
 st.subheader("Which set is the better test of this knowledge base?")

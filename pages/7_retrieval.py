@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from coverage_core.checks import chunking_comparison
+from coverage_core import chunking_comparison
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from streamlit.testing.v1 import AppTest
 
 from coverage_core import pipeline
+from coverage_core.embeddings import EmbeddingCache, make_embedder
+from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
 from coverage_core.session import AnalysisSession
 from tests.helpers import PROJECT
@@ -63,6 +65,19 @@ def analysis_of(values: dict, inputs: engine.EmbeddedInputs):
     return engine.tune(inputs, values[state.SETTINGS], state.Overrides(), AnalysisSession())
 
 
+def example_run(settings: state.Settings, cache_dir):
+    """A finished run of the example's ``DOCS`` with :func:`subset_csv`'s questions, embedded by the real local
+    model into the cache in ``cache_dir``.
+
+    Returns ``(values, analysis, inputs, embedder, cache)``: the session values (:func:`seed_session`), the
+    analysis they show (:func:`analysis_of`), the embedded inputs, and the embedder and cache for later embedding.
+    """
+    embedder, cache = make_embedder("local"), EmbeddingCache(cache_dir)
+    documents = read_documents([EXAMPLE / "docs" / name for name in DOCS])
+    values, inputs = seed_session(documents, subset_csv(), settings, embedder, cache)
+    return values, analysis_of(values, inputs), inputs, embedder, cache
+
+
 def run_page(page: str | None, values: dict | None = None) -> AppTest:
     """The app with ``values`` in session state, switched to ``page``; fails on any exception."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
@@ -76,6 +91,12 @@ def run_page(page: str | None, values: dict | None = None) -> AppTest:
     return at
 
 
+def show_results_tab(at: AppTest, tab: str) -> None:
+    """Switch the Results page to its tab labelled ``tab`` and run the page again."""
+    at.session_state[state.W_RESULTS_TABS] = tab
+    at.run()
+
+
 _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
@@ -86,6 +107,21 @@ def shown(markdown: str) -> str:
 
 def texts(elements) -> list[str]:
     return [shown(element.value) for element in elements]
+
+
+def every_text(at: AppTest) -> str:
+    """Everything the page sends to the browser: every element's fields (labels, values, help, bodies)."""
+    found: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            found.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(found)
 
 
 def metric(at: AppTest, label: str) -> str:

@@ -1,8 +1,8 @@
 """Plain helpers shared by several test modules (fixtures live in conftest.py, fakes in fakes.py).
 
-Sections: paths; the LLM client; the lexical-coverage reference; the
-synthetic analysis's optional results; a hand-made report; a small
-knowledge base with real vectors; the browser.
+Sections: paths; the LLM client; the lexical-coverage reference;
+command-line checks before any work; three topics for gap tests; the synthetic analysis's optional results; a
+hand-made report; a small knowledge base with real vectors; the browser.
 """
 
 from __future__ import annotations
@@ -81,6 +81,47 @@ def plain_lexical_coverage(question_texts, chunk_texts):
     return np.array(coverage, dtype=float), np.array(best), absent
 
 
+# ---------------------------------------------------------------- command-line checks before any work
+
+
+def refuse_work(monkeypatch, reason: str, *, embedder: bool = True) -> None:
+    """From now on, reading a document or question file (and, with ``embedder``, building an embedder)
+    fails the test with AssertionError(``reason``): for checks that must come before any work."""
+    from coverage_core import pipeline
+    from coverage_core.inputs import ingest, questions
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(reason)
+
+    monkeypatch.setattr(ingest, "read_documents", refuse)
+    monkeypatch.setattr(questions, "read_questions", refuse)
+    if embedder:
+        monkeypatch.setattr(pipeline, "build_embedder", refuse)
+
+
+# ---------------------------------------------------------------- three topics for gap tests
+# Four passages each, on topics that share no words, so each is its own cluster and its own gap.
+
+VIOLIN = [
+    "The violin is a wooden string instrument played with a bow. Violin makers in Cremona built famous violins.",
+    "Antonio Stradivari crafted violins whose varnish and spruce tops are still studied by violin makers.",
+    "A violin bow is strung with horsehair; rosin helps the bow grip the strings of the violin.",
+    "Violin concertos by Vivaldi and Bach remain popular, and every orchestra seats many violin players.",
+]
+JAKARTA = [
+    "Jakarta is the capital of Indonesia, on the northwest coast of Java, with heavy traffic and flooding.",
+    "The Jakarta metropolitan area is among the largest urban areas; Jakarta suffers land subsidence.",
+    "Indonesia plans to move its capital from Jakarta to Nusantara in East Kalimantan because Jakarta is sinking.",
+    "The city of Jakarta hosts many museums, and the old town of Jakarta was called Batavia.",
+]
+BREAD = [
+    "Sourdough bread rises with a starter of wild yeast and lactic acid bacteria.",
+    "Bakers knead bread dough to develop gluten, then let the dough proof before baking.",
+    "A hot oven and steam give bread a crisp crust and an open crumb.",
+    "Whole wheat bread uses flour milled from the entire grain, including bran and germ.",
+]
+
+
 # ---------------------------------------------------------------- the synthetic analysis's optional results
 # The synthetic ``analysis`` fixture (conftest.py) with an applied question set and each optional check,
 # read by the HTML report tests and the JSON report tests alike.
@@ -91,9 +132,9 @@ LONG_PASSAGE = "The comet's tail points away from the sun. " * 30
 
 def improved_analysis(analysis, texts=("Where do comets orbit?",)):
     """``analysis`` rescored with ``texts`` appended (the third topic's chunks stand in for their vectors)."""
+    from coverage_core.measure import measure
     from coverage_core.pipeline import add_questions
     from coverage_core.results import EmbeddedTexts
-    from coverage_core.stages.measure import measure
 
     questions = add_questions(analysis.questions, list(texts))
     vectors = np.vstack([analysis.question_vectors, analysis.corpus.vectors[50:50 + len(texts)]])
@@ -324,6 +365,31 @@ def streamlit_server(cache_dir: Path, log_path: Path, **extra_env: str):
         log.close()
 
 
+@contextlib.contextmanager
+def laptop_page(browser, height: int = 800, failure_shot: str | None = None, **context_options):
+    """A page 1280 px wide (a laptop's screen), ``height`` px high, in a browser context of its own that is
+    closed afterwards; ``context_options`` go to ``browser.new_context``. When the block raises, the page is
+    first saved as screenshot ``failure_shot`` (when named), to show where it stopped."""
+    context = browser.new_context(viewport={"width": 1280, "height": height}, **context_options)
+    page = context.new_page()
+    page.set_default_timeout(BROWSER_TIMEOUT_MS)
+    try:
+        yield page
+    except Exception:
+        if failure_shot:
+            screenshot(page, failure_shot)
+        raise
+    finally:
+        context.close()
+
+
+def open_example_results(page, server: str) -> None:
+    """Open the app at ``server``, click "Try the example" and wait for the Results page's heading."""
+    page.goto(server)
+    page.get_by_role("button", name="Try the example").click()
+    page.get_by_role("heading", name="Results", exact=True).wait_for()
+
+
 def open_page(page, name: str, heading: str) -> None:
     """Click ``name`` in the sidebar and wait for the page's ``heading``."""
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=name).click()
@@ -404,7 +470,7 @@ def measured_analysis(documents, questions, embedder):
     suggestions: the tests that use it need no model writing questions."""
     from coverage_core import pipeline
     from coverage_core.config import AnalysisConfig
-    from coverage_core.stages.measure import measure
+    from coverage_core.measure import measure
 
     config = AnalysisConfig()
     corpus = pipeline.embed_corpus(documents, config.chunking, embedder, None)

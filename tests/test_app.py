@@ -17,24 +17,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from coverage_core import pipeline
-from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents
+from coverage_core.measure import measure
 from coverage_core.session import AnalysisSession, StageKey, calibration_key
-from coverage_core.stages.measure import measure
 from coverage_core.suggest.questions import is_unfinished_draft
 from coverage_core.verdicts import Verdicts
-from tests.app_support import (
-    DOCS,
-    EXAMPLE,
-    analysis_of,
-    metric,
-    run_page,
-    secondary_score,
-    seed_session,
-    shown,
-    subset_csv,
-    texts,
-)
+from tests.app_support import EXAMPLE, example_run, metric, run_page, secondary_score, show_results_tab, shown, texts
 from ui import engine, exports, formats, state, widgets
 from ui.views import compare as compare_view, gaps as gaps_view
 
@@ -58,12 +45,8 @@ def cache_dir(module_cache_dir):
 @pytest.fixture(scope="module")
 def seeded(cache_dir):
     """Session-state values of a finished run, computed once for the module."""
-    settings = state.Settings(n_clusters=4)
-    values, inputs = seed_session(
-        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings,
-        make_embedder("local"), EmbeddingCache(cache_dir),
-    )
-    return values, analysis_of(values, inputs), inputs
+    values, analysis, inputs, _, _ = example_run(state.Settings(n_clusters=4), cache_dir)
+    return values, analysis, inputs
 
 
 def app(page: str | None = None, values: dict | None = None) -> AppTest:
@@ -333,8 +316,7 @@ def test_tuning_k_and_thresholds_recompute_without_reembedding(seeded):
 def test_override_recomputes_coverage_at_once(seeded):
     values, reference, inputs = seeded
     at = app("results", values)
-    at.session_state[state.W_RESULTS_TABS] = "Off-topic questions"
-    at.run()
+    show_results_tab(at, "Off-topic questions")
     outlier_rows = [r for r, o in zip(inputs.questions.rows, reference.is_outlier) if o]
     assert outlier_rows, "the Zebra questions should be screened out"
     flagged = at.dataframe[0].value
@@ -353,8 +335,7 @@ def test_override_recomputes_coverage_at_once(seeded):
 def test_near_duplicates_and_map_tabs(seeded):
     values, reference, inputs = seeded
     at = app("results", values)
-    at.session_state[state.W_RESULTS_TABS] = "Near-duplicates"
-    at.run()
+    show_results_tab(at, "Near-duplicates")
     assert not at.exception
     shown = " ".join(texts(at.success) + texts(at.markdown))
     groups = reference.duplicate_groups
@@ -894,7 +875,7 @@ def test_exports_after_apply_carry_before_after_and_the_accepted_questions(seede
     assert "<h2>Retrieval</h2>" in html  # the example's source column was used
 
     # The whole analysis: a saved-analysis zip that opens again as the same analysis, with this report.
-    from coverage_core.inputs.saved_analysis import load_analysis
+    from coverage_core.saved.analysis import load_analysis
 
     build = served["The whole analysis (zip)"]
     assert callable(build), "the zip is built only when the button is clicked"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents
-from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, subset_csv, texts
+from tests.app_support import example_run, run_page, texts
 from tests.helpers import FIXTURES
 from ui import formats, state, widgets
 from ui.views import compare as view
@@ -39,18 +37,10 @@ def test_six_cards_in_one_row_would_cut_the_labels():
 
 
 @pytest.fixture(scope="module")
-def cache_dir(module_cache_dir):
-    return module_cache_dir
-
-
-@pytest.fixture(scope="module")
-def seeded(cache_dir):
-    settings = state.Settings(n_clusters=4)
-    values, inputs = seed_session(
-        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings,
-        make_embedder("local"), EmbeddingCache(cache_dir),
-    )
-    return values, analysis_of(values, inputs)
+def seeded(module_cache_dir):
+    """Session-state values of a finished run and its analysis, computed once for the module."""
+    values, analysis, _, _, _ = example_run(state.Settings(n_clusters=4), module_cache_dir)
+    return values, analysis
 
 
 @pytest.mark.slow

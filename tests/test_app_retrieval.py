@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from coverage_core.checks import retrieval, retrieval_labels
-from coverage_core.checks.chunking_comparison import grid_frame
+from coverage_core.chunking_comparison import grid_frame
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions

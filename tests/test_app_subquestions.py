@@ -24,10 +24,9 @@ from coverage_core.checks.subquestions import (
 )
 from coverage_core.costs import default_price_table
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
-from coverage_core.inputs.ingest import read_documents
 from coverage_core.session import inputs_key
 from coverage_core.suggest.llm import ChatClient, LLMConfig
-from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, subset_csv, texts
+from tests.app_support import example_run, run_page, texts
 from tests.fakes import FakeAPIServer, chat_reply, error_reply
 from ui import state
 from ui.messages import user_message
@@ -55,12 +54,8 @@ SUB_QUESTIONS = {
 @pytest.fixture(scope="module")
 def seeded(module_cache_dir):
     """Session-state values of a finished run, computed once for the module."""
-    settings = state.Settings(n_clusters=4)
-    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
-    values, inputs = seed_session(
-        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings, embedder, cache
-    )
-    return values, analysis_of(values, inputs), embedder, cache
+    values, analysis, _, embedder, cache = example_run(state.Settings(n_clusters=4), module_cache_dir)
+    return values, analysis, embedder, cache
 
 
 @pytest.fixture

@@ -20,11 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents
 from coverage_core.outputs import plots
 from coverage_core.verdicts import Verdicts
-from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, shown, subset_csv, texts
+from tests.app_support import example_run, run_page, show_results_tab, shown, texts
 from ui import columns, engine, formats, state
 from ui.views import results as results_view
 
@@ -42,12 +40,8 @@ STATISTICS = ("AUROC", "Youden", "point-biserial", "Point-biserial", "Spearman")
 @pytest.fixture(scope="module")
 def seeded(module_cache_dir):
     """The Drum/Flute/Koala slice with the Drum/Flute/Zebra questions, embedded once; K = 4."""
-    settings = state.Settings(n_clusters=4)
-    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
-    values, inputs = seed_session(
-        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings, embedder, cache
-    )
-    return values, analysis_of(values, inputs), embedder, cache
+    values, analysis, _, embedder, cache = example_run(state.Settings(n_clusters=4), module_cache_dir)
+    return values, analysis, embedder, cache
 
 
 def _showing(analysis, monkeypatch, page: str, values: dict | None = None, gapped=None):
@@ -124,8 +118,7 @@ def test_results_keep_the_relative_scores_in_one_expander_for_experts(seeded):
         assert formats.score(reference.metrics[name]) not in words
     # The topic and document tables show shares and counts, never the relative coverage score.
     assert "coverage" not in _frame(at, "example passage").proto.column_order
-    at.session_state[state.W_RESULTS_TABS] = "Documents"
-    at.run()
+    show_results_tab(at, "Documents")
     assert "coverage" not in _frame(at, "verdict").value.columns
 
 
@@ -224,8 +217,7 @@ def test_topic_and_document_tables_have_whole_headers_whole_percents_and_the_sho
     assert frame["is_gap"].tolist() == sorted(frame["is_gap"].tolist(), reverse=True)
     assert any("Gaps first" in str(line) for line in json.dumps(at.get("plotly_chart")[0].proto.spec).split("\\n"))
 
-    at.session_state[state.W_RESULTS_TABS] = "Documents"
-    at.run()
+    show_results_tab(at, "Documents")
     documents = _frame(at, "verdict")
     config = json.loads(documents.proto.columns)
     for name in documents.value.columns:
@@ -327,7 +319,7 @@ def test_the_results_page_says_under_the_headline_how_much_the_questions_can_tes
     assert "testable" not in _words(at) and "share_max" not in _words(at)  # plain words, no field names
     assert sum("can test at most" in text for text in texts(at.caption)) == 1  # said once
 
-    from coverage_core.stages.measure import measure
+    from coverage_core.measure import measure
 
     wide = measure(dataclasses.replace(analysis.config, retrieval_k=12), analysis.corpus, analysis.questions,
                    analysis.question_embedding, analysis.clustering)  # 5 × 12 of 60 passages
@@ -346,7 +338,7 @@ def _open_saved(at, folder: str):
 @pytest.fixture
 def other_provider(analysis, tmp_path, monkeypatch):
     """A saved analysis in the server's allowed folder that names OpenAI's model (the session's is automatic)."""
-    from coverage_core.inputs.saved_analysis import MANIFEST, SAVED_ANALYSES_VARIABLE, save_analysis
+    from coverage_core.saved.analysis import MANIFEST, SAVED_ANALYSES_VARIABLE, save_analysis
 
     folder = save_analysis(analysis, tmp_path / "saved" / "colleague")
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))

@@ -9,9 +9,7 @@ import pytest
 from coverage_core import pipeline
 from coverage_core.checks.traffic import read_traffic
 from coverage_core.checks.traffic_answers import NO_ANSWER
-from coverage_core.embeddings import EmbeddingCache, make_embedder
-from coverage_core.inputs.ingest import read_documents
-from tests.app_support import DOCS, EXAMPLE, analysis_of, metric, run_page, seed_session, shown, subset_csv, texts
+from tests.app_support import example_run, metric, run_page, shown, texts
 from ui import state
 from ui.views.gaps import TRAFFIC_ORIGIN
 
@@ -22,12 +20,8 @@ SUPPORT = ["How do I reset my password?", "How do I cancel my subscription?"]
 
 @pytest.fixture(scope="module")
 def seeded(module_cache_dir):
-    settings = state.Settings()
-    embedder, cache = make_embedder("local"), EmbeddingCache(module_cache_dir)
-    values, inputs = seed_session(
-        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings, embedder, cache
-    )
-    return values, analysis_of(values, inputs), embedder, cache
+    values, analysis, _, embedder, cache = example_run(state.Settings(), module_cache_dir)
+    return values, analysis, embedder, cache
 
 
 def _log(analysis):

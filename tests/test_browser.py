@@ -23,7 +23,15 @@ from pathlib import Path
 import pytest
 
 from coverage_core.outputs.report import SCHEMA_VERSION
-from tests.helpers import ARTIFACTS, BROWSER_TIMEOUT_MS, PROJECT, check_figures, open_page, screenshot
+from tests.helpers import (
+    ARTIFACTS,
+    PROJECT,
+    check_figures,
+    laptop_page,
+    open_example_results,
+    open_page,
+    screenshot,
+)
 from ui import engine, state
 
 pytestmark = pytest.mark.slow
@@ -315,13 +323,8 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
     """A product team member on a laptop: one click on the example, then the verdict,
     the gaps and the exports, with every figure legible at 1280 px. Screenshots of each
     stop go to test-artifacts/walk-1280/ for a person to look at."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(BROWSER_TIMEOUT_MS)
-    try:
-        page.goto(server)
-        page.get_by_role("button", name="Try the example").click()
-        page.get_by_role("heading", name="Results", exact=True).wait_for()
+    with laptop_page(browser, failure_shot="test_walk_the_example_at_1280_px-step", accept_downloads=True) as page:
+        open_example_results(page, server)
 
         # ---- the verdict first: tested share, the untested documents, the gaps by topic, the next step
         headline = page.get_by_role("heading").filter(has_text="of the knowledge base is tested").first
@@ -377,11 +380,6 @@ def test_walk_the_example_at_1280_px_through_the_verdict_the_gaps_and_the_export
         figures = check_figures(page, "Fitness with the dimension sweep", at_least=3)
         assert any("dimension" in f["titleText"].lower() for f in figures), [f["titleText"] for f in figures]
         _shot(page, "7-fitness-sweep")
-    except Exception:
-        screenshot(page, "test_walk_the_example_at_1280_px-step")
-        raise
-    finally:
-        context.close()
 
 
 # Each metric card's label, value and change, and how many of their elements are cut (text wider than its box).
@@ -400,13 +398,9 @@ def test_a_gap_link_lands_on_its_gap_and_the_before_after_cards_read_in_full_at_
     every before → after card shows its whole label and value at 1280 px, the tested share first.
     Screenshots go to test-artifacts/walk-1280/."""
     height = 800
-    context = browser.new_context(viewport={"width": 1280, "height": height}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(BROWSER_TIMEOUT_MS)
-    try:
-        page.goto(server)
-        page.get_by_role("button", name="Try the example").click()
-        page.get_by_role("heading", name="Results", exact=True).wait_for()
+    shot = "test_a_gap_link_lands_on_its_gap-step"
+    with laptop_page(browser, height, failure_shot=shot, accept_downloads=True) as page:
+        open_example_results(page, server)
         links = page.get_by_test_id("stPageLink")
         links.first.wait_for()
         assert links.count() >= 2
@@ -472,11 +466,6 @@ def test_a_gap_link_lands_on_its_gap_and_the_before_after_cards_read_in_full_at_
         assert not [c for c in cards if c["cut"]], f"cut labels or values at 1280 px: {cards}"
         heading.scroll_into_view_if_needed()
         _shot(page, "9-before-after")
-    except Exception:
-        screenshot(page, "test_a_gap_link_lands_on_its_gap-step")
-        raise
-    finally:
-        context.close()
 
 
 def test_server_log_stays_quiet(server, server_log):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.helpers import BROWSER_TIMEOUT_MS, open_page, screenshot
+from tests.helpers import laptop_page, open_example_results, open_page
 from ui import state
 
 pytestmark = pytest.mark.slow
@@ -40,13 +40,8 @@ def _box(locator) -> tuple[float, float, float, float]:
 
 
 def test_zero_bars_show_and_ticking_a_draft_moves_nothing(server, browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(BROWSER_TIMEOUT_MS)
-    try:
-        page.goto(server)
-        page.get_by_role("button", name="Try the example").click()
-        page.get_by_role("heading", name="Results", exact=True).wait_for()
+    with laptop_page(browser, failure_shot="test_zero_bars_show_and_ticking_a_draft_moves_nothing") as page:
+        open_example_results(page, server)
 
         # ---- the per-topic chart: the untested topics (Koala, Lobster) have a visible bar too
         chart = page.locator(".js-plotly-plot").first
@@ -91,8 +86,3 @@ def test_zero_bars_show_and_ticking_a_draft_moves_nothing(server, browser):
         assert _box(apply) == apply_before  # and so does the button
         if draft:
             assert note.bounding_box()["y"] > apply.bounding_box()["y"]  # the note is under the button
-    except Exception:
-        screenshot(page, "test_zero_bars_show_and_ticking_a_draft_moves_nothing")
-        raise
-    finally:
-        context.close()

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from coverage_core import cli
-from coverage_core.inputs.saved_analysis import SAVED_ANALYSES_VARIABLE, load_analysis, zip_folder
+from coverage_core.saved.analysis import SAVED_ANALYSES_VARIABLE, load_analysis, zip_folder
 from tests.helpers import embedded_chunks, open_page, streamlit_server, vector_table, write_knowledge_base
 
 pytestmark = pytest.mark.slow

@@ -12,6 +12,7 @@ from coverage_core import metrics, verdicts
 from coverage_core.config import AnalysisConfig
 from coverage_core.errors import InputError
 from coverage_core.inputs.questions import read_questions
+from coverage_core.measure import measure
 from coverage_core.outputs import junit
 from coverage_core.outputs.report import SCHEMA_VERSION, build_report
 from coverage_core.results import Clustering, Corpus, EmbeddedTexts
@@ -23,7 +24,6 @@ from coverage_core.stages.calibration import (
     override,
     youden_threshold,
 )
-from coverage_core.stages.measure import measure
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.types import Chunk, Document
 

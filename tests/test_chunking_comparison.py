@@ -4,7 +4,7 @@ import pytest
 
 from coverage_core import costs
 from coverage_core.checks import retrieval_labels
-from coverage_core.checks.chunking_comparison import (
+from coverage_core.chunking_comparison import (
     DEFAULT_GRID,
     RESULT_COLUMNS,
     compare_chunkings,
@@ -157,7 +157,7 @@ def test_grid_table_round_trip_and_validation():
 
 
 def test_grid_from_text_and_the_report_rows():
-    from coverage_core.checks.chunking_comparison import comparison_section, parse_grid
+    from coverage_core.chunking_comparison import comparison_section, parse_grid
 
     assert parse_grid("500/0, 1000/200,800") == [ChunkingConfig(500, 0), ChunkingConfig(1000, 200), ChunkingConfig(800, 0)]
     for bad, message in (("big", "not a chunk configuration"), ("100/100", "smaller than chunk_size"), (" , ", "empty")):
@@ -178,10 +178,10 @@ def test_grid_from_text_and_the_report_rows():
 @pytest.mark.slow
 def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs, cache_dir):
     from coverage_core.config import AnalysisConfig
+    from coverage_core.measure import measure
     from coverage_core.pipeline import cluster_chunks, embed_corpus, support_fallback
     from coverage_core.session import analyze
     from coverage_core.stages import calibration
-    from coverage_core.stages.measure import measure
 
     documents, questions = inputs
     cache = EmbeddingCache(cache_dir)
@@ -277,7 +277,7 @@ def test_plan_counts_the_calibration_texts_the_comparison_then_sends(inputs, cac
 
 
 def test_support_sources_read_as_plain_words():
-    from coverage_core.checks.chunking_comparison import support_source
+    from coverage_core.chunking_comparison import support_source
 
     assert support_source("pseudo-queries") == "calibrated"
     assert support_source("override") == "set by you"

@@ -23,11 +23,11 @@ from coverage_core.cli import main
 from coverage_core.config import MULTI_THRESHOLD_RANGE, SEED_RANGE, AnalysisConfig
 from coverage_core.embeddings import local as local_embedder
 from coverage_core.embeddings.cache import CACHE_FILE_NAME
+from coverage_core.offtopic.screener import STRICTNESS_RANGE
 from coverage_core.stages.chunking import ChunkingConfig
-from coverage_core.stages.screening import STRICTNESS_RANGE
 from coverage_core.suggest.gaps import COVERAGE_THRESHOLD_RANGE, GapConfig
 from tests.fakes import FakeEmbedder
-from tests.helpers import PROJECT
+from tests.helpers import PROJECT, refuse_work
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"
 TWO_DOCS = [str(EXAMPLE / "docs" / "Drum.txt"), str(EXAMPLE / "docs" / "Flute.txt")]
@@ -93,13 +93,7 @@ BAD_ANALYZE_VALUES = [
 @pytest.fixture
 def nothing_read(monkeypatch):
     """Fail the test if the CLI reads a document or question file."""
-    from coverage_core.inputs import ingest, questions
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("an input file was read before the flags were checked")
-
-    monkeypatch.setattr(ingest, "read_documents", refuse)
-    monkeypatch.setattr(questions, "read_questions", refuse)
+    refuse_work(monkeypatch, "an input file was read before the flags were checked", embedder=False)
     # Keys for the API providers (constructing an embedder sends nothing).
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")

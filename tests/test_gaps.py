@@ -19,27 +19,10 @@ from coverage_core.suggest.llm import ChatClient, LLMConfig
 from coverage_core.suggest.passages import representative_chunks
 from coverage_core.verdicts import is_gap
 from tests.fakes import chat_reply, error_reply
+from tests.helpers import BREAD, JAKARTA, VIOLIN
 
 CHAT = "/v1/chat/completions"
 
-VIOLIN = [
-    "The violin is a wooden string instrument played with a bow. Violin makers in Cremona built famous violins.",
-    "Antonio Stradivari crafted violins whose varnish and spruce tops are still studied by violin makers.",
-    "A violin bow is strung with horsehair; rosin helps the bow grip the strings of the violin.",
-    "Violin concertos by Vivaldi and Bach remain popular, and every orchestra seats many violin players.",
-]
-JAKARTA = [
-    "Jakarta is the capital of Indonesia, on the northwest coast of Java, with heavy traffic and flooding.",
-    "The Jakarta metropolitan area is among the largest urban areas; Jakarta suffers land subsidence.",
-    "Indonesia plans to move its capital from Jakarta to Nusantara in East Kalimantan because Jakarta is sinking.",
-    "The city of Jakarta hosts many museums, and the old town of Jakarta was called Batavia.",
-]
-BREAD = [
-    "Sourdough bread rises with a starter of wild yeast and lactic acid bacteria.",
-    "Bakers knead bread dough to develop gluten, then let the dough proof before baking.",
-    "A hot oven and steam give bread a crisp crust and an open crumb.",
-    "Whole wheat bread uses flour milled from the entire grain, including bran and germ.",
-]
 TEXTS = VIOLIN + JAKARTA + BREAD
 DOCUMENTS = ["violin.pdf"] * 4 + ["jakarta.txt"] * 4 + ["bread.md"] * 4
 LABELS = np.array([0] * 4 + [1] * 4 + [2] * 4)

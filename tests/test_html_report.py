@@ -7,10 +7,10 @@ from html import escape
 
 import numpy as np
 
+from coverage_core.measure import measure
 from coverage_core.outputs.html_report import build_html_report
-from coverage_core.outputs.projection import project_2d
+from coverage_core.projection import project_2d
 from coverage_core.results import EmbeddedTexts
-from coverage_core.stages.measure import measure
 from tests.helpers import (
     EVIL,
     LONG_PASSAGE,

@@ -91,7 +91,9 @@ def test_question_shares_count_questions_not_characters():
     assert shares[0].share == pytest.approx(0.75, abs=1e-12)
 
 
-def test_a_document_is_read_on_a_few_evenly_spaced_slices(monkeypatch):
+@pytest.fixture
+def characters_read(monkeypatch) -> list[int]:
+    """The length of every text language detection reads from now on, in order."""
     read: list[int] = []
     real = languages.detect_language
 
@@ -100,8 +102,12 @@ def test_a_document_is_read_on_a_few_evenly_spaced_slices(monkeypatch):
         return real(text, candidates)
 
     monkeypatch.setattr(languages, "detect_language", recorded)
+    return read
+
+
+def test_a_document_is_read_on_a_few_evenly_spaced_slices(characters_read):
     assert document_language(FRENCH * 400) == "fr"  # about 36,000 characters
-    assert read == [SLICE_CHARS] * 3
+    assert characters_read == [SLICE_CHARS] * 3
     # Two of three slices English: the English part has most of the characters read.
     assert document_language(FRENCH * 5 + ENGLISH * 40) == "en"
     # A French manual with a short English appendix is French.
@@ -149,19 +155,11 @@ def test_profile_of_questions_alone_reads_them_among_their_own_languages():
     assert LanguageProfile().in_words() == "documents none detected; questions none detected"
 
 
-def test_a_thousand_documents_are_profiled_on_a_bounded_sample(monkeypatch):
+def test_a_thousand_documents_are_profiled_on_a_bounded_sample(characters_read):
     """Cost does not grow with a document's length: at most three slices of SLICE_CHARS are read."""
-    read: list[int] = []
-    real = languages.detect_language
-
-    def recorded(text, candidates=None):
-        read.append(len(text))
-        return real(text, candidates)
-
-    monkeypatch.setattr(languages, "detect_language", recorded)
     documents = [Document(f"d{i}.txt", (FRENCH if i % 2 else GERMAN) * 200) for i in range(1000)]
     profile = profile_languages(documents, [])
-    assert sum(read) <= 3 * SLICE_CHARS * 1000
+    assert sum(characters_read) <= 3 * SLICE_CHARS * 1000
     assert {s.code: s.n_texts for s in profile.document_shares} == {"fr": 500, "de": 500}
 
 

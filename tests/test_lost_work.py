@@ -15,12 +15,12 @@ import pytest
 from coverage_core.decisions import ACCEPTED, OPEN, REJECTED, SuggestionDecision, decision_counts, edited_origin
 from coverage_core.errors import InputError
 from coverage_core.history import RunSnapshot, changes_since, snapshot_of
-from coverage_core.inputs import saved_analysis
-from coverage_core.inputs.saved_analysis import load_analysis, save_analysis, zip_folder
 from coverage_core.outputs import since_report
 from coverage_core.outputs.gap_report import origin_words
 from coverage_core.outputs.report import build_report
 from coverage_core.outputs.safe_csv import to_safe_csv
+from coverage_core.saved import analysis as saved_analysis
+from coverage_core.saved.analysis import load_analysis, save_analysis, zip_folder
 from coverage_core.suggest.gaps import Gap
 from coverage_core.suggest.questions import SUGGESTION_PASSAGE_CHARS, Suggestion, suggestion_from
 from ui import exports
@@ -385,7 +385,7 @@ def test_decisions_survive_the_saved_analysis_zip_and_the_history(session, tmp_p
     from streamlit.testing.v1 import AppTest
 
     from coverage_core.history import HISTORY_ENV, open_history
-    from coverage_core.inputs.saved_analysis import SAVED_ANALYSES_VARIABLE
+    from coverage_core.saved.analysis import SAVED_ANALYSES_VARIABLE
     from tests.app_support import APP, TIMEOUT, run_page, texts
     from ui import state
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from coverage_core import duplicates as D, metrics as M
+from coverage_core import duplicates as D, metrics as M, verdicts
 from coverage_core.errors import InputError
 from coverage_core.stages import similarity as S
 
@@ -484,7 +484,7 @@ def test_with_no_level_the_ranking_alone_decides_what_is_tested_and_targeted():
 
 
 def test_an_edited_copy_of_the_best_passage_is_targeted_however_far_its_similarity_fell():
-    from coverage_core.stages.measure import _near_copies
+    from coverage_core.measure import _near_copies
     from coverage_core.types import Chunk
 
     passage = "The plan covers physiotherapy after surgery for up to twenty sessions in one calendar year."
@@ -506,7 +506,8 @@ def test_document_table_columns_from_the_tested_mask_and_the_targeting_questions
     documents = ["A", "A", "A", "A", "B", "B", "C"]
     tested = np.array([True, False, False, False, True, True, False])
     n_questions = {"A": 2, "B": 3, "C": 1}  # C: one question, as often a stray one from another document
-    table = M.document_coverage([0.2] * 7, documents, tested=tested, n_questions=n_questions).set_index("document")
+    table = verdicts.with_document_verdicts(M.document_coverage([0.2] * 7, documents, tested=tested),
+                                            n_questions).set_index("document")
     assert list(table.columns) == ["n_chunks", "coverage", "is_low", "n_tested", "tested_share", "n_questions",
                                    "is_untested", "is_undertested"]
     assert table["n_tested"].to_dict() == {"A": 1, "B": 2, "C": 0}

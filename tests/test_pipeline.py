@@ -12,12 +12,12 @@ from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.errors import InputError
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
+from coverage_core.measure import measure
 from coverage_core.outputs.report import build_report
 from coverage_core.outputs.safe_csv import to_safe_csv
 from coverage_core.pipeline import accept_questions, add_questions
 from coverage_core.session import analyze
 from coverage_core.stages.chunking import ChunkingConfig
-from coverage_core.stages.measure import measure
 from tests.helpers import PROJECT
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from coverage_core.outputs.projection import project_2d, sample_evenly
+from coverage_core.projection import project_2d, sample_evenly
 
 
 def _clustered(n_per_cluster, n_clusters=4, dims=16, seed=0):

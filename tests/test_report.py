@@ -215,8 +215,8 @@ def test_an_unreliable_level_says_in_every_report_that_the_ranking_alone_decides
 
 
 def test_every_offtopic_reason_has_plain_words():
+    from coverage_core.offtopic.screener import OFFTOPIC_REASONS
     from coverage_core.outputs.report import OFFTOPIC_REASON_WORDS, offtopic_reason_words
-    from coverage_core.stages.screening import OFFTOPIC_REASONS
 
     assert set(OFFTOPIC_REASON_WORDS) == set(OFFTOPIC_REASONS) - {""}
     assert offtopic_reason_words("") == offtopic_reason_words(None) == ""
@@ -239,7 +239,7 @@ def test_label_statistics_give_a_plain_name_before_the_statistician_s_one(analys
 def test_the_report_carries_the_tested_share_ceiling_beside_the_share_and_every_output_says_it(analysis):
     from html import escape
 
-    from coverage_core.stages.measure import measure
+    from coverage_core.measure import measure
 
     report = json.loads(json.dumps(build_report(analysis), allow_nan=False))
     n_on_topic = int((~analysis.is_outlier).sum())

@@ -12,9 +12,9 @@ import pytest
 
 from coverage_core import cli
 from coverage_core.errors import InputError
-from coverage_core.inputs import saved_analysis
-from coverage_core.inputs.saved_analysis import load_analysis, save_analysis, saved_folder, saved_folders, zip_folder
 from coverage_core.outputs.report import build_report
+from coverage_core.saved import analysis as saved_analysis
+from coverage_core.saved.analysis import load_analysis, save_analysis, saved_folder, saved_folders, zip_folder
 from tests.helpers import write_knowledge_base
 
 SECRET = "sk-test-never-written-0123456789"
@@ -43,6 +43,13 @@ def copy_of(saved, tmp_path):
     target = tmp_path / "copy"
     shutil.copytree(saved["folder"], target)
     return target
+
+
+def refusal(folder) -> str:
+    """The sentence ``load_analysis(folder)`` refuses the folder with (an InputError is required)."""
+    with pytest.raises(InputError) as caught:
+        load_analysis(folder)
+    return str(caught.value)
 
 
 @pytest.mark.slow
@@ -112,15 +119,15 @@ def test_a_folder_saved_with_the_old_field_names_still_opens(saved, tmp_path):
 
 
 @pytest.mark.slow
-def test_missing_manifest(saved, tmp_path):
+@pytest.mark.parametrize("removed, sentence", [
+    ("manifest.json", "copy has no manifest.json, so it is not a saved analysis; choose a folder (or a zip of one) "
+                      "that an analysis was saved to."),
+    ("questions.parquet", "copy is missing questions.parquet; save the analysis again."),
+])
+def test_a_missing_file_is_named(saved, tmp_path, removed, sentence):
     folder = copy_of(saved, tmp_path)
-    (folder / "manifest.json").unlink()
-    with pytest.raises(InputError) as caught:
-        load_analysis(folder)
-    assert str(caught.value) == (
-        "copy has no manifest.json, so it is not a saved analysis; choose a folder (or a zip of one) that an "
-        "analysis was saved to."
-    )
+    (folder / removed).unlink()
+    assert refusal(folder) == sentence
 
 
 @pytest.mark.slow
@@ -129,21 +136,10 @@ def test_wrong_schema_version(saved, tmp_path):
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     manifest["schema_version"] = 99
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    with pytest.raises(InputError) as caught:
-        load_analysis(folder)
-    assert str(caught.value) == (
+    assert refusal(folder) == (
         "copy was saved in format version 99, but this version reads versions 1 to 2; upgrade coverage_core to open "
         "it, or save the analysis again with this version."
     )
-
-
-@pytest.mark.slow
-def test_missing_file(saved, tmp_path):
-    folder = copy_of(saved, tmp_path)
-    (folder / "questions.parquet").unlink()
-    with pytest.raises(InputError) as caught:
-        load_analysis(folder)
-    assert str(caught.value) == "copy is missing questions.parquet; save the analysis again."
 
 
 @pytest.mark.slow
@@ -151,9 +147,7 @@ def test_row_counts_that_do_not_match_the_manifest(saved, tmp_path):
     folder = copy_of(saved, tmp_path)
     table = pq.read_table(folder / "chunks.parquet")
     pq.write_table(table.slice(0, table.num_rows - 1), folder / "chunks.parquet")
-    with pytest.raises(InputError) as caught:
-        load_analysis(folder)
-    assert str(caught.value) == (
+    assert refusal(folder) == (
         f"chunks.parquet in copy has {table.num_rows - 1} rows but the manifest says {table.num_rows}; the folder is "
         "incomplete or was changed, so save the analysis again."
     )
@@ -357,9 +351,7 @@ def test_gaps_saved_before_the_new_fields_take_their_defaults(saved_gaps):
 def test_damaged_gaps_are_refused(saved_gaps, content, message):
     folder, _ = saved_gaps
     (folder / saved_analysis.GAPS).write_text(content, encoding="utf-8")
-    with pytest.raises(InputError) as caught:
-        load_analysis(folder)
-    assert str(caught.value) == message
+    assert refusal(folder) == message
 
 
 def test_gaps_that_name_other_clusters_are_refused(saved_gaps):

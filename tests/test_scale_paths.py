@@ -11,10 +11,11 @@ import pytest
 
 from coverage_core.blockwise import RunningTopK
 from coverage_core.checks import retrieval, retrieval_labels
+from coverage_core.measure import measure
+from coverage_core.offtopic import screener as screening
 from coverage_core.pipeline import run_retrieval_check
-from coverage_core.stages import lexical, screening, similarity
+from coverage_core.stages import lexical, similarity
 from coverage_core.stages.lexical import lexical_coverage
-from coverage_core.stages.measure import measure
 from coverage_core.validation import unit_rows
 from tests.helpers import plain_lexical_coverage
 

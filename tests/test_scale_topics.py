@@ -15,7 +15,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.metrics import adjusted_rand_score
 
 from coverage_core.outputs import plots
-from coverage_core.outputs.projection import project_2d
+from coverage_core.projection import project_2d
 from coverage_core.stages import clustering, topics
 from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.suggest import passages

@@ -2,13 +2,13 @@ import numpy as np
 import pytest
 
 from coverage_core import verdicts
-from coverage_core.stages.lexical import lexical_coverage, normalize_word
-from coverage_core.stages.screening import (
+from coverage_core.offtopic.screener import (
     QuestionScreener,
     chunk_density,
     margin_cut,
     strictness_to_z,
 )
+from coverage_core.stages.lexical import lexical_coverage, normalize_word
 from coverage_core.stages.spelled_years import spelled_years_as_digits
 
 D = 32
@@ -532,7 +532,7 @@ def test_absolute_strictness_moves_the_cut_monotonically(corpus):
 
 
 def test_support_margin_formula_and_missing_lexical_evidence():
-    from coverage_core.stages import screening
+    from coverage_core.offtopic import screener as screening
 
     m = screening.support_margin(np.array([0.6, 0.4, 0.6]), np.array([1.0, 0.0, np.nan]), 0.5)
     w = screening.MARGIN_LEXICAL_WEIGHT
@@ -672,11 +672,11 @@ def test_question_table_reasons_and_overrides_win():
     import pandas as pd
 
     from coverage_core.config import AnalysisConfig
+    from coverage_core.measure import measure
     from coverage_core.pipeline import cluster_chunks
     from coverage_core.results import Corpus, EmbeddedTexts
     from coverage_core.stages import calibration
     from coverage_core.stages.chunking import ChunkingConfig
-    from coverage_core.stages.measure import measure
     from coverage_core.types import Chunk, Document, Question, QuestionSet
 
     Q, C, questions, chunk_texts = _reports_corpus()

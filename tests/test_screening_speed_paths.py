@@ -17,11 +17,11 @@ import pytest
 
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
+from coverage_core.offtopic.screener import QuestionScreener
 from coverage_core.stages import lexical, neighbourhoods
 from coverage_core.stages.chunking import chunk_documents
 from coverage_core.stages.lexical import lexical_coverage
 from coverage_core.stages.neighbourhoods import chunk_density
-from coverage_core.stages.screening import QuestionScreener
 from tests.helpers import PROJECT, plain_lexical_coverage
 
 EXAMPLE = PROJECT / "examples" / "wiki-qa"

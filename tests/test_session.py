@@ -5,11 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from coverage_core import pipeline, session
+from coverage_core import measure as measure_stage, pipeline, session
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
 from coverage_core.session import STAGES, AnalysisSession
-from coverage_core.stages import measure as measure_stage
 from tests.fakes import FakeEmbedder
 from tests.helpers import PROJECT
 from ui import engine

@@ -168,7 +168,7 @@ def test_chinese_sentences_split_on_full_stops_and_make_probes():
 
 
 def test_questions_in_another_language_than_the_documents_keep_no_word_evidence():
-    from coverage_core.stages.screening import QuestionScreener
+    from coverage_core.offtopic.screener import QuestionScreener
 
     chunks = [
         "Moscou est la capitale de la Russie et sa plus grande ville, sur la Moskova.",
@@ -206,7 +206,7 @@ def test_questions_in_another_language_than_the_documents_keep_no_word_evidence(
 ])
 def test_words_weigh_less_in_the_support_margin_where_the_word_index_leaves_inflections_apart(
         chunks, questions, weight):
-    from coverage_core.stages import screening
+    from coverage_core.offtopic import screener as screening
 
     reading = corpus_reading(chunks, questions)
     assert reading.folds_word_forms == (weight == "MARGIN_LEXICAL_WEIGHT")

@@ -9,8 +9,8 @@ import pytest
 from coverage_core.checks import answerability
 from coverage_core.embeddings import DEFAULT_MODELS, trained_for_truncation
 from coverage_core.errors import CoverageError, InputError
+from coverage_core.offtopic.screener import QuestionScreener
 from coverage_core.stages.clustering import ChunkClusterer
-from coverage_core.stages.screening import QuestionScreener
 from coverage_core.suggest import llm
 from coverage_core.validation import (
     SettingError,
@@ -294,3 +294,57 @@ def test_is_whole_and_is_number():
     assert is_whole(3) and is_whole(np.int32(3)) and not is_whole(True) and not is_whole(3.0)
     assert is_number(3) and is_number(np.float32(0.5)) and is_number(math.nan)
     assert not is_number(False) and not is_number("3") and not is_number(None)
+
+
+def _package_room(module: str) -> str | None:
+    """The room of a ``coverage_core`` module: its top-level module or its top-level folder."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "coverage_core" and len(parts) > 1 else None
+
+
+def _room_imports() -> dict[str, dict[str, str]]:
+    """room -> {imported room: one "file -> module" line that shows it}, from every import in coverage_core."""
+    import ast
+
+    from tests.helpers import PROJECT
+
+    graph: dict[str, dict[str, str]] = {}
+    for path in sorted((PROJECT / "coverage_core").rglob("*.py")):
+        relative = path.relative_to(PROJECT).with_suffix("")
+        room = _package_room(".".join(relative.parts))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{alias.name}" if node.module == "coverage_core" else node.module
+                         for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                target = _package_room(name)
+                if target and target != room and target != "__init__":
+                    graph.setdefault(room, {}).setdefault(target, f"{relative} -> {name}")
+    return graph
+
+
+def test_imports_between_the_packages_rooms_flow_one_way():
+    """No cycle among coverage_core's top-level modules and folders: types and low stages never import the
+    modules that use them, so each can be read, tested and moved without those above it."""
+    graph = _room_imports()
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(room: str) -> list[str] | None:
+        state[room], _ = 1, path.append(room)
+        for target in graph.get(room, {}):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        state[room], _ = 2, path.pop()
+        return None
+
+    for room in sorted(graph):
+        if room not in state and (cycle := visit(room)):
+            shown = [graph[a][b] for a, b in zip(cycle, cycle[1:])]
+            raise AssertionError("imports run in a circle: " + "; ".join(shown))
+    assert {"stages", "offtopic", "measure"} <= set(graph)  # the walk saw the package

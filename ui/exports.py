@@ -100,14 +100,14 @@ def html_report(
 def saved_analysis_zip(
     analysis: Analysis, report: bytes, *, from_vectors: bool, question_file_name: str | None, decisions=None,
 ) -> bytes:
-    """``analysis`` as the zip of a saved-analysis folder (``coverage_core.inputs.saved_analysis``), holding ``report``
+    """``analysis`` as the zip of a saved-analysis folder (``coverage_core.saved.analysis``), holding ``report``
     (:func:`report_json`) and ``decisions``, the user's decisions about the suggested questions
     (:class:`~coverage_core.decisions.SuggestionDecision`; None: none): the Upload page opens it again without
     embedding anything, with the suggestions table as the user left it."""
     import tempfile
     from pathlib import Path
 
-    from coverage_core.inputs.saved_analysis import save_analysis, zip_folder
+    from coverage_core.saved.analysis import save_analysis, zip_folder
 
     with tempfile.TemporaryDirectory(prefix="coverage-save-") as scratch:
         folder = Path(scratch) / "analysis"

@@ -465,7 +465,7 @@ def projection_for(analysis, method: str = "tsne"):
     override never recomputes it (cluster colours come from the current
     labels when it is drawn).
     """
-    from coverage_core.outputs.projection import project_2d
+    from coverage_core.projection import project_2d
 
     def compute():
         with st.spinner(f"Drawing the map of {formats.count(len(analysis.corpus.chunks), 'chunk')} (once per data set)…"):

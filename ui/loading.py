@@ -113,14 +113,14 @@ def load_vector_file(name: str, data: bytes) -> state.LoadedDocuments | None:
 
 def saved_analysis_root():
     """The folder the operator allows saved analyses to be opened from (``$COVERAGE_CORE_SAVED_ANALYSES``), or None."""
-    from coverage_core.inputs.saved_analysis import allowed_root
+    from coverage_core.saved.analysis import allowed_root
 
     return allowed_root()
 
 
 def saved_analysis_choices() -> list[str]:
     """The saved analyses in the allowed folder, by folder name (empty without one)."""
-    from coverage_core.inputs.saved_analysis import saved_folders
+    from coverage_core.saved.analysis import saved_folders
 
     root = saved_analysis_root()
     return saved_folders(root) if root is not None else []
@@ -137,7 +137,7 @@ def open_saved_analysis(data: bytes | None = None, name: str | None = None, fold
     InputError for a folder or zip that is not a complete saved analysis.
     """
     from coverage_core.errors import InputError
-    from coverage_core.inputs import saved_analysis
+    from coverage_core.saved import analysis as saved_analysis
     from coverage_core.types import DocumentSet
 
     if data is not None:

@@ -27,7 +27,7 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple(
         (r"for example with --question-column", "in the box under the file preview"),
         # coverage_core/checks/subquestions/config.py
         (r"\s*\(on the Configure page, or with --llm-model / --llm-base-url\)", " on the Configure page"),
-        # coverage_core/stages/screening.py: the LOF score is reported but decides nothing
+        # coverage_core/offtopic/screener.py: the LOF score is reported but decides nothing
         (
             r"n_neighbors=\d+ is not below the number of questions \((\d+)\); LOF uses (\d+) neighbours\.",
             r"With \1 questions, each question's neighbourhood score compares it with the \2 others "

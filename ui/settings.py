@@ -18,8 +18,8 @@ from coverage_core.checks.retrieval import DEFAULT_K
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
 from coverage_core.embeddings.choice import AUTO, ENGLISH_MODEL
 from coverage_core.embeddings.registry import ProviderSpec, provider_spec
+from coverage_core.offtopic.screener import STRICTNESS_RANGE, QuestionScreener
 from coverage_core.stages.chunking import ChunkingConfig
-from coverage_core.stages.screening import STRICTNESS_RANGE, QuestionScreener
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.suggest.llm import DEFAULT_LLM_MODEL
 

@@ -362,12 +362,17 @@ def stored_stage(slot: str) -> Stage | None:
     return stored if isinstance(stored, Stage) else None
 
 
-def settings() -> Settings:
-    value = st.session_state.get(SETTINGS)
-    if not isinstance(value, Settings):
-        value = Settings()
-        st.session_state[SETTINGS] = value
+def _kept(key: str, kind: type[T]) -> T:
+    """The ``kind`` session state holds at ``key``; a new ``kind()`` is stored there first when it holds none."""
+    value = st.session_state.get(key)
+    if not isinstance(value, kind):
+        value = kind()
+        st.session_state[key] = value
     return value
+
+
+def settings() -> Settings:
+    return _kept(SETTINGS, Settings)
 
 
 def update_settings(**changes: Any) -> Settings:
@@ -402,11 +407,7 @@ def set_overrides(include, exclude) -> Overrides:
 
 def analysis_session() -> AnalysisSession:
     """The session's :class:`~coverage_core.session.AnalysisSession` (created on first use)."""
-    session = st.session_state.get(TUNING)
-    if not isinstance(session, AnalysisSession):
-        session = AnalysisSession()
-        st.session_state[TUNING] = session
-    return session
+    return _kept(TUNING, AnalysisSession)
 
 
 def input_slots() -> tuple[SessionSlot, SessionSlot]:

@@ -302,6 +302,13 @@ def share_card(column, name: str, before: float, after: float, help: str) -> Non
     )
 
 
+def tested_share_card(before: float, after: float, shares_in_words: str) -> None:
+    """The tested share ``after`` a change and its change from ``before`` (:func:`share_card`), on a card a third of
+    the page wide; its help is ``shares_in_words`` (the sentence naming both shares), then what its points are."""
+    card, _ = st.columns([1, 2])
+    share_card(card, "tested_share", before, after, help=f"{shares_in_words} Points are percentage points.")
+
+
 def score_columns(names: tuple[str, str]) -> dict:
     """Column formats of a before/after table of relative scores."""
     return {

@@ -1,10 +1,16 @@
 """What every development set's ``build.py`` shares: the questions.csv layout, and writing or checking the files.
 
-Standard library only, like the build scripts; each imports it from its parent folder.
+Standard library only, like the build scripts; each imports it from its parent folder. A script that
+runs :func:`build_main` is used as
+
+    python3 build.py           # (re)write articles/ and questions.csv
+    python3 build.py --check   # rebuild in memory, compare with the files on disk, exit 1 on a difference
 """
 import csv
 import io
+import sys
 from pathlib import Path
+from typing import Callable
 
 COLUMNS = ["ArticleTitle", "Question", "Answer", "DifficultyFromQuestioner",
            "DifficultyFromAnswerer", "ArticleFile", "QuestionId", "Paragraph"]
@@ -43,3 +49,12 @@ def write_or_check(here: Path, files: dict, summary: str, check: bool) -> int:
 def n_questions(files: dict) -> int:
     """Rows of ``files["questions.csv"]`` (a quoted field may hold a line break)."""
     return len(list(csv.reader(io.StringIO(files["questions.csv"])))) - 1
+
+
+def build_main(here: Path, build: Callable[[], dict], unit: str) -> int:
+    """A build script's command line: the files ``build()`` gives (path under ``here`` -> text, questions.csv
+    included) written, or compared with ``--check``, under a summary counting them as ``unit`` ("articles",
+    "documents") and their questions. Returns the exit status of :func:`write_or_check`."""
+    files = build()
+    summary = f"{len(files) - 1} {unit}, {n_questions(files)} questions"
+    return write_or_check(here, files, summary, "--check" in sys.argv[1:])

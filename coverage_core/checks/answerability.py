@@ -17,7 +17,7 @@ Functions are pure and take plain arrays, like :mod:`coverage_core.metrics`:
 * dimensions: :func:`dimension_sweep` (how the per-question similarities
   change with fewer embedding dimensions) and :func:`truncation_note`;
 * a map: :func:`mds_points` (metric MDS on 1 - cosine, via
-  :func:`coverage_core.outputs.projection.project_2d`) and :func:`mds_frames`.
+  :func:`coverage_core.projection.project_2d`) and :func:`mds_frames`.
 
 Labels are floats: 1.0 answerable, 0.0 not answerable, NaN unlabelled.
 
@@ -534,7 +534,7 @@ def mds_points(
 ) -> MdsPoints:
     """Place questions and chunks on one 2-D map by metric MDS on ``1 - cos``.
 
-    Uses :func:`coverage_core.outputs.projection.project_2d` with ``method="mds"``
+    Uses :func:`coverage_core.projection.project_2d` with ``method="mds"``
     (scikit-learn ``MDS(metric="precomputed", init="classical_mds")`` on the
     cosine dissimilarities of all drawn points), after sampling so that at
     most ``max_points`` points are drawn: questions keep up to half of the
@@ -555,7 +555,7 @@ def mds_points(
     -------
     MdsPoints
     """
-    from coverage_core.outputs.projection import project_2d
+    from coverage_core.projection import project_2d
 
     chunks = check_vectors(chunk_vectors, "chunk_vectors")
     questions = check_vectors(question_vectors, "question_vectors", dim=chunks.shape[1])
@@ -598,7 +598,7 @@ def _mds_sample(
     m: int, labels: np.ndarray, max_points: int, random_state: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(question rows, chunk rows) to draw: at most ``max_points`` in all."""
-    from coverage_core.outputs.projection import sample_evenly
+    from coverage_core.projection import sample_evenly
 
     n = labels.shape[0]
     if m + n <= max_points:

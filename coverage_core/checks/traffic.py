@@ -57,11 +57,11 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from coverage_core import wording
+from coverage_core.bounded_json import clean_text
 from coverage_core.checks.personal_data import mask_personal_data
 from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
 from coverage_core.checks.traffic_topics import distinct_names, knowledge_base_names, knowledge_base_topics
 from coverage_core.errors import InputError
-from coverage_core.inputs.bounded_json import clean_text
 from coverage_core.inputs.files import DEFAULT_MAX_FILE_BYTES, read_user_file
 from coverage_core.inputs.questions import read_table
 from coverage_core.languages import LanguageProfile, LanguageShare

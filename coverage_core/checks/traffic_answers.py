@@ -2,7 +2,7 @@
 
 * **answers**: a query has *no answer in the documents* when the off-topic
   screener flags it, exactly as it flags a test question
-  (:class:`coverage_core.stages.screening.QuestionScreener` deciding against
+  (:class:`coverage_core.offtopic.screener.QuestionScreener` deciding against
   the documents at the questions' support level: best similarity and the
   query's distinctive words together in one passage, short of
   ``margin_cut(strictness)`` units of evidence, or a subject or content word
@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from coverage_core.stages.screening import QuestionScreener
+from coverage_core.offtopic.screener import QuestionScreener
 
 __all__ = ["NO_ANSWER", "SCREEN_BLOCK", "QueryAnswers", "has_mask", "query_answers", "strip_masks"]
 

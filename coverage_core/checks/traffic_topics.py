@@ -20,7 +20,7 @@ __all__ = ["distinct_names", "knowledge_base_names", "knowledge_base_topics"]
 
 
 def knowledge_base_names(chunk_texts: Sequence[str], chunk_labels) -> list[str]:
-    """The knowledge-base topics' names as the analysis makes them (``stages.measure.name_topics``)."""
+    """The knowledge-base topics' names as the analysis makes them (``measure.name_topics``)."""
     labels = np.asarray(chunk_labels, dtype=np.int64)
     if not len(chunk_texts) or len(chunk_texts) != len(labels) or not len(labels):
         return []

@@ -15,12 +15,10 @@ from __future__ import annotations
 from coverage_core.embeddings.base import (
     CUSTOM_KEY_VARIABLE,
     DEFAULT_MAX_CONCURRENCY,
-    Backoff,
     Embedder,
     EmbedderOptions,
     ModelSpec,
     ProviderSpec,
-    RequestGate,
     approximate_token_count,
     redact_url,
 )
@@ -42,6 +40,7 @@ from coverage_core.embeddings.registry import (
     provider_spec,
     trained_for_truncation,
 )
+from coverage_core.embeddings.retries import Backoff, RequestGate
 from coverage_core.embeddings.voyage_provider import VOYAGE_DEFAULT_MODEL, VOYAGE_MODELS, VoyageEmbedder
 from coverage_core.errors import InputError
 

@@ -1,4 +1,4 @@
-"""What every embedder offers, and the retry loop the API embedders share.
+"""What every embedder offers, and what the API embedders share (their retry loop is in :mod:`.retries`).
 
 An embedder turns texts into unit-length float32 vectors. Each provider
 (the bundled local model, OpenAI, Voyage) declares a :class:`ProviderSpec`
@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import re
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Collection, Iterator, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, ClassVar, Collection, Mapping, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 import numpy as np
 
+from coverage_core.embeddings.retries import Backoff, Failure, RequestGate, call_with_retries
 from coverage_core.errors import InputError, ProviderError
 from coverage_core.validation import unit_rows
 
@@ -366,26 +365,44 @@ limits we cannot know (text-embeddings-inference, vLLM, Ollama, proxies); the
 providers' own endpoints get their documented maximum instead."""
 
 
+_GATE_CREATION = threading.Lock()  # so concurrent first requests share one gate
+
+
 @dataclass(eq=False, repr=False)
 class RemoteEmbedder:
     """What the API providers share: settings, approximate token counts,
-    batching, the retry loop and the checks on a reply.
+    batching, one request with its retries, and the checks on a reply.
 
-    A provider sets its ``model`` default, ``label`` (its name in
-    messages) and ``max_inputs_per_request`` (the API's cap on texts per
-    request), and implements ``_check_settings()`` (model and dimensions),
-    ``_request_token_cap()`` (the API's cap on tokens per request),
-    ``_new_client(**settings)``, ``_embed_batch(texts)`` (one request, sent
-    with :meth:`_request`), ``_classify(exc)`` (with the ``_*_failure``
+    A provider sets its ``model`` default and ``spec`` (its module's
+    ``SPEC``: its name, its label in messages, the API's cap on texts per
+    request and where its key may go), and implements ``_check_settings()``
+    (model and dimensions), ``_request_token_cap()`` (the API's cap on tokens
+    per request), ``_new_client(**settings)``, ``_send(client, texts)`` and
+    ``_embeddings_in(reply)`` (one request and what it answered, for
+    :meth:`_embed_batch`), ``_classify(exc)`` (with the ``_*_failure``
     messages below) and ``_output_dimensions()``.
 
-    ``batch_size`` None means the provider's ``max_inputs_per_request`` (or
-    :data:`COMPATIBLE_SERVER_BATCH_SIZE` for a custom base URL), and
     ``max_batch_tokens`` is :data:`REQUEST_TOKEN_HEADROOM` of the token cap:
-    :func:`~coverage_core.embeddings.cache.embed_texts` plans requests with
-    both and keeps up to ``max_concurrency`` of them in flight. One
-    :class:`RequestGate` per embedder is shared by all its requests, so a rate
-    limit slows every one of them.
+    :func:`~coverage_core.embeddings.cache.embed_texts` plans requests with it
+    and ``batch_size`` and keeps up to ``max_concurrency`` of them in flight.
+    One :class:`RequestGate` per embedder is shared by all its requests, so a
+    rate limit slows every one of them.
+
+    Args:
+        model: The provider's model (each provider says which it accepts).
+        dimensions: A shorter output, for models that support it (None = native).
+        api_key: The key; None reads the spec's key variable for the
+            provider's own endpoint and ``EMBEDDING_API_KEY`` for any other
+            ``base_url`` (see :func:`key_variable_for`). Never shown in
+            ``repr``, messages or the cache.
+        base_url: Another endpoint speaking the provider's API; None = the provider's own.
+        batch_size: Texts per request, at most the spec's ``max_inputs_per_request``;
+            None = that maximum for the provider's own endpoint,
+            :data:`COMPATIBLE_SERVER_BATCH_SIZE` for another base URL.
+        timeout: Seconds to wait for one request.
+        max_retries: Retries after rate limits, timeouts and connection errors.
+        max_concurrency: Requests in flight at most (see :class:`RequestGate`).
+        backoff: Wait policy between retries.
     """
 
     model: str = ""
@@ -404,9 +421,12 @@ class RemoteEmbedder:
     _gate: "RequestGate | None" = field(default=None, init=False, repr=False)
     _endpoint: str = field(default="", init=False, repr=False)  # see cache_tag
 
-    label = "The provider"  # not a field: each provider names itself
-    spec: ClassVar[ProviderSpec | None] = None  # each provider sets its module's SPEC: its key routing reads it
-    max_inputs_per_request = 1  # not a field: each provider sets its API's cap
+    spec: ClassVar[ProviderSpec]  # each provider sets its module's SPEC
+
+    @property
+    def provider(self) -> str:
+        """The provider's id: its spec's ``name``."""
+        return self.spec.name
 
     @classmethod
     def from_options(cls, model: str, options: EmbedderOptions) -> "RemoteEmbedder":
@@ -437,13 +457,13 @@ class RemoteEmbedder:
 
     def _check_request_settings(self) -> None:
         """InputError unless ``batch_size`` and ``max_concurrency`` are usable; fills in the defaults."""
-        cap = int(self.max_inputs_per_request)
+        cap = int(self.spec.max_inputs_per_request)
         if self.batch_size is None:
             own_endpoint = endpoint_is_own(self.spec, self.base_url)
             self.batch_size = cap if own_endpoint else min(cap, COMPATIBLE_SERVER_BATCH_SIZE)
         if not 1 <= int(self.batch_size) <= cap:
             raise InputError(
-                f"batch_size for {self.label} must be between 1 and {cap:,} (the most texts one request "
+                f"batch_size for {self.spec.label} must be between 1 and {cap:,} (the most texts one request "
                 f"may hold), not {self.batch_size}."
             )
         self.batch_size = int(self.batch_size)
@@ -522,6 +542,22 @@ class RemoteEmbedder:
         raise NotImplementedError
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        """One request for ``texts``, sent with :meth:`_request`; its embeddings as :meth:`_unit_vectors`."""
+        client = self._get_client()
+        reply = self._request(lambda: self._send(client, texts))
+        try:
+            embeddings = self._embeddings_in(reply)
+        except (AttributeError, KeyError, TypeError):  # the clients build replies without checking their fields
+            raise self._bad_response("fields missing or of the wrong type") from None
+        return self._unit_vectors(embeddings, len(texts))
+
+    def _send(self, client: Any, texts: list[str]) -> Any:
+        """The client's reply to one embeddings request for ``texts``."""
+        raise NotImplementedError
+
+    def _embeddings_in(self, reply: Any) -> Any:
+        """The embeddings ``reply`` holds, one per text in order; AttributeError, KeyError or TypeError
+        when the client left a field missing or of the wrong type."""
         raise NotImplementedError
 
     def _classify(self, exc: Exception) -> "Failure | None":
@@ -530,12 +566,12 @@ class RemoteEmbedder:
     # The failures ``_classify`` reports, worded the same for every provider.
 
     def _timeout_failure(self) -> "Failure":
-        return Failure("timeout", f"{self.label} did not answer within {self.timeout:g} s.", retryable=True)
+        return Failure("timeout", f"{self.spec.label} did not answer within {self.timeout:g} s.", retryable=True)
 
     def _connection_failure(self, default_host: str) -> "Failure":
         where = redact_url(self.base_url) or default_host
         return Failure(
-            "connection", f"Could not connect to {self.label} at {where}; check the network or base URL.",
+            "connection", f"Could not connect to {self.spec.label} at {where}; check the network or base URL.",
             retryable=True,
         )
 
@@ -543,7 +579,7 @@ class RemoteEmbedder:
         code = f" ({status})" if status else ""
         return Failure(
             "auth",
-            f"{self.label} rejected the API key{code}; check {key_variable_for(self.spec, self.base_url)} "
+            f"{self.spec.label} rejected the API key{code}; check {key_variable_for(self.spec, self.base_url)} "
             "or the key you entered.",
             retryable=False,
         )
@@ -551,17 +587,17 @@ class RemoteEmbedder:
     def _rate_limit_failure(self, detail: str, retry_after: float | None) -> "Failure":
         return Failure(
             "rate_limit",
-            f"{self.label} rate limit reached (429): {detail}. Wait a minute or lower the batch size.",
+            f"{self.spec.label} rate limit reached (429): {detail}. Wait a minute or lower the batch size.",
             retryable=True,
             retry_after=retry_after,
         )
 
     def _server_failure(self, status: int | None, detail: str) -> "Failure":
         """A 5xx: usually transient, so retried."""
-        return Failure("other", f"{self.label} server error ({status}): {detail}.", retryable=True)
+        return Failure("other", f"{self.spec.label} server error ({status}): {detail}.", retryable=True)
 
     def _refused_failure(self, status: int | None, detail: str) -> "Failure":
-        return Failure("bad_request", f"{self.label} refused the request ({status}): {detail}.", retryable=False)
+        return Failure("bad_request", f"{self.spec.label} refused the request ({status}): {detail}.", retryable=False)
 
     def _request(self, request: Callable[[], T]) -> T:
         """``request()`` through :func:`call_with_retries` with this embedder's retry settings and gate."""
@@ -585,7 +621,7 @@ class RemoteEmbedder:
 
     def _bad_response(self, problem: str) -> ProviderError:
         """The one sentence for a reply that holds no usable embeddings (kind ``bad_response``)."""
-        where = f"{self.label} at {redact_url(self.base_url)}" if self.base_url else self.label
+        where = f"{self.spec.label} at {redact_url(self.base_url)}" if self.base_url else self.spec.label
         return ProviderError(f"{where} sent a reply that holds no usable embeddings ({problem}); check the base "
                              "URL, or try again later.", "bad_response")
 
@@ -614,186 +650,3 @@ class RemoteEmbedder:
             raise self._bad_response("embeddings holding NaN or infinite numbers")
         return unit_rows(array)
 
-
-@dataclass(frozen=True)
-class Backoff:
-    """Exponential backoff between retries.
-
-    Delay before retry ``attempt`` (0-based) is ``initial * 2**attempt`` with
-    up to 25% jitter, capped at ``maximum``. A server's ``Retry-After`` value
-    is used instead when given (also capped, so a bad header cannot stall a
-    run for minutes). Tests pass a tiny ``initial`` to stay fast.
-    """
-
-    initial: float = 1.0
-    maximum: float = 30.0
-    jitter: float = 0.25
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None and retry_after >= 0:
-            return min(float(retry_after), self.maximum)
-        base = self.initial * (2**attempt)
-        return min(base * (1.0 + self.jitter * random.random()), self.maximum)
-
-
-_GATE_CREATION = threading.Lock()  # so concurrent first requests share one gate
-
-
-class RequestGate:
-    """What the concurrent requests of one embedder share: a cap on requests in
-    flight and a common pause after a rate limit.
-
-    A 429 pauses *every* request of the embedder until the wait it asked for
-    (``Retry-After``, or the backoff) is over, not only the one that got it,
-    and halves the cap; each run of ``limit`` successes raises the cap by one
-    again, up to ``max_concurrency`` (additive increase, multiplicative
-    decrease). N requests in flight therefore back off together instead of
-    hammering the limit from N independent retry loops.
-
-    Attributes:
-        max_concurrency: The cap when nothing is rate limited.
-        limit: The cap now.
-        peak_in_flight: The most requests that were in flight at once.
-    """
-
-    def __init__(self, max_concurrency: int, clock: Callable[[], float] = time.monotonic):
-        self.max_concurrency = max(1, int(max_concurrency))
-        self.limit = self.max_concurrency
-        self.peak_in_flight = 0
-        self._clock = clock
-        self._condition = threading.Condition()
-        self._in_flight = 0
-        self._resume_at = -math.inf
-        self._successes = 0
-        self._epoch = 0  # rate limits so far; tickets of older requests do not raise the cap
-
-    def __repr__(self) -> str:
-        return f"RequestGate(max_concurrency={self.max_concurrency}, limit={self.limit})"
-
-    def wait_out_pause(self, sleep: Callable[[float], None], served: float = -math.inf) -> float:
-        """Sleep (with ``sleep``) until the shared pause is over; return at once when there is none.
-
-        Returns the end of the pause slept, to pass back as ``served``: a pause
-        is slept once even when ``sleep`` returns early (tests pass a fake),
-        and again only if a new rate limit extended it meanwhile.
-        """
-        while True:
-            with self._condition:
-                resume_at = self._resume_at
-            remaining = resume_at - self._clock()
-            if resume_at <= served or remaining <= 0:
-                return served
-            sleep(remaining)
-            served = resume_at
-
-    @contextmanager
-    def slot(self, sleep: Callable[[float], None]) -> Iterator[int]:
-        """Hold one of the ``limit`` request slots, after the shared pause; yields a ticket for :meth:`succeeded`."""
-        served = self.wait_out_pause(sleep)
-        with self._condition:
-            while self._in_flight >= self.limit:
-                self._condition.wait()
-            self._in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
-        try:
-            # A rate limit may have come while this request waited for its slot.
-            self.wait_out_pause(sleep, served)
-            with self._condition:
-                ticket = self._epoch
-            yield ticket
-        finally:
-            with self._condition:
-                self._in_flight -= 1
-                self._condition.notify_all()
-
-    def rate_limited(self, delay: float) -> None:
-        """A request was rate limited: pause everyone for ``delay`` seconds and halve the cap."""
-        with self._condition:
-            self._resume_at = max(self._resume_at, self._clock() + max(0.0, float(delay)))
-            self.limit = max(1, self.limit // 2)
-            self._successes = 0
-            self._epoch += 1
-
-    def succeeded(self, ticket: int) -> None:
-        """A request holding ``ticket`` succeeded: after ``limit`` successes in a row, allow one more in flight.
-
-        Requests sent before the last rate limit do not count: their success
-        says nothing about the rate the provider accepts now.
-        """
-        with self._condition:
-            if ticket != self._epoch:
-                return
-            self._successes += 1
-            if self._successes >= self.limit and self.limit < self.max_concurrency:
-                self.limit += 1
-                self._successes = 0
-                self._condition.notify_all()
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A provider exception translated for the retry loop and for users."""
-
-    kind: str
-    message: str
-    retryable: bool
-    retry_after: float | None = None
-
-
-def parse_retry_after(value: object) -> float | None:
-    """Seconds from a ``Retry-After`` header value, or None if absent/unparseable."""
-    if value is None:
-        return None
-    try:
-        seconds = float(str(value).strip())
-    except ValueError:
-        return None  # an HTTP date; rare for these APIs, fall back to backoff
-    return seconds if seconds >= 0 else None
-
-
-def call_with_retries(
-    request: Callable[[], T],
-    classify: Callable[[Exception], Failure | None],
-    *,
-    max_retries: int,
-    backoff: Backoff,
-    sleep: Callable[[float], None] = time.sleep,
-    gate: RequestGate | None = None,
-) -> T:
-    """Run ``request``; retry retryable failures up to ``max_retries`` times.
-
-    ``classify`` maps a provider exception to a :class:`Failure`, or returns
-    None for exceptions it does not know (those propagate unchanged).
-    Non-retryable failures (auth, bad request) raise at once so a wrong key
-    never causes a storm of requests. The original exception is not chained:
-    provider exceptions carry the HTTP request, whose headers hold the key.
-
-    With a ``gate``, each attempt holds one of its slots, and a rate limit's
-    wait is the gate's shared pause (every request sharing the gate waits it
-    out) instead of a sleep of this request alone.
-    """
-    attempt = 0
-    while True:
-        try:
-            if gate is None:
-                return request()
-            with gate.slot(sleep) as ticket:
-                result = request()
-            gate.succeeded(ticket)
-            return result
-        except Exception as exc:  # noqa: BLE001 - narrowed by classify below
-            failure = classify(exc)
-            if failure is None:
-                raise
-        if not failure.retryable or attempt >= max_retries:
-            if failure.retryable and attempt > 0:
-                message = f"{failure.message} (gave up after {attempt + 1} attempts)"
-            else:
-                message = failure.message
-            raise ProviderError(message, failure.kind) from None
-        delay = backoff.delay(attempt, failure.retry_after)
-        if gate is not None and failure.kind == "rate_limit":
-            gate.rate_limited(delay)  # the next attempt's slot() sleeps it out, as does every other request's
-        else:
-            sleep(delay)
-        attempt += 1

@@ -10,16 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from coverage_core.embeddings.base import (
-    Failure,
-    ModelSpec,
-    ProviderSpec,
-    RemoteEmbedder,
-    parse_retry_after,
-    redact,
-)
+from coverage_core.embeddings.base import ModelSpec, ProviderSpec, RemoteEmbedder, redact
+from coverage_core.embeddings.retries import Failure, parse_retry_after
 from coverage_core.errors import InputError
 
 OPENAI_MAX_TOKENS = 8191
@@ -89,30 +81,16 @@ SPEC = ProviderSpec(
 class OpenAIEmbedder(RemoteEmbedder):
     """Embeds with an OpenAI (or OpenAI-compatible) embeddings endpoint.
 
-    Args:
+    Settings as for :class:`~coverage_core.embeddings.base.RemoteEmbedder`, where:
         model: One of :data:`OPENAI_MODELS`; with ``base_url`` set (a
             compatible server) any name the server knows is accepted.
         dimensions: Output size for text-embedding-3 models (None = native).
-        api_key: The key; None reads ``OPENAI_API_KEY`` for OpenAI itself and
-            ``EMBEDDING_API_KEY`` for any other ``base_url`` (see
-            :func:`~coverage_core.embeddings.registry.key_variable`). Never shown
-            in ``repr``, messages or the cache.
         base_url: A compatible server's URL, e.g. ``http://host:8000/v1``;
             None (or ``https://api.openai.com/v1``) is OpenAI itself.
-        batch_size: Texts per request, at most
-            :data:`OPENAI_MAX_INPUTS_PER_REQUEST`; None = that maximum for
-            OpenAI itself, 128 for a compatible server.
-        timeout: Seconds to wait for one request.
-        max_retries: Retries after rate limits, timeouts and connection errors.
-        max_concurrency: Requests in flight at most (see :class:`~coverage_core.embeddings.base.RequestGate`).
-        backoff: Wait policy between retries.
     """
 
     model: str = OPENAI_DEFAULT_MODEL
-    label = SPEC.label  # not a field
     spec = SPEC  # not a field
-    max_inputs_per_request = SPEC.max_inputs_per_request  # not a field
-    provider: str = field(default=SPEC.name, init=False)
     max_tokens: int = field(default=OPENAI_MAX_TOKENS, init=False)
 
     def _check_settings(self) -> None:
@@ -141,25 +119,17 @@ class OpenAIEmbedder(RemoteEmbedder):
     def _output_dimensions(self) -> int:
         return self.dimensions or (OPENAI_MODELS[self.model].dimensions if self.model in OPENAI_MODELS else 0)
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        client = self._get_client()
-        extra: dict[str, Any] = {}
-        if self.dimensions is not None:
-            extra["dimensions"] = self.dimensions
+    def _send(self, client: Any, texts: list[str]) -> Any:
+        extra = {} if self.dimensions is None else {"dimensions": self.dimensions}
+        return client.embeddings.create(input=texts, model=self.model, **extra)
 
-        def request():
-            return client.embeddings.create(input=texts, model=self.model, **extra)
-
-        response = self._request(request)
-        try:
-            # The API documents ``index``; sort by it rather than trusting order.
-            data = sorted(response.data, key=lambda item: item.index)
-            embeddings = [item.embedding for item in data]
-        except (AttributeError, TypeError):  # the client builds replies without checking their fields
-            raise self._bad_response("fields missing or of the wrong type") from None
+    def _embeddings_in(self, reply: Any) -> list:
+        # The API documents ``index``; sort by it rather than trusting order.
+        data = sorted(reply.data, key=lambda item: item.index)
+        embeddings = [item.embedding for item in data]
         if sorted(item.index for item in data) != list(range(len(data))):
             raise self._bad_response("the embeddings' positions are not 0 to n-1")
-        return self._unit_vectors(embeddings, len(texts))
+        return embeddings
 
     def _classify(self, exc: Exception) -> Failure | None:
         """Translate an ``openai`` exception into a :class:`Failure`."""

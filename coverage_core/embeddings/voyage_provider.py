@@ -9,16 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from coverage_core.embeddings.base import (
-    Failure,
-    ModelSpec,
-    ProviderSpec,
-    RemoteEmbedder,
-    parse_retry_after,
-    redact,
-)
+from coverage_core.embeddings.base import ModelSpec, ProviderSpec, RemoteEmbedder, redact
+from coverage_core.embeddings.retries import Failure, parse_retry_after
 from coverage_core.errors import InputError
 
 VOYAGE_MAX_INPUTS_PER_REQUEST = 1000
@@ -78,31 +70,19 @@ SPEC = ProviderSpec(
 class VoyageEmbedder(RemoteEmbedder):
     """Embeds with Voyage AI's hosted models.
 
-    Args:
+    Settings as for :class:`~coverage_core.embeddings.base.RemoteEmbedder`, where:
         model: One of :data:`VOYAGE_MODELS`.
         dimensions: ``output_dimension`` for models that support it (None = native).
-        api_key: The key; None reads ``VOYAGE_API_KEY`` for Voyage itself and
-            ``EMBEDDING_API_KEY`` for any other ``base_url`` (see
-            :func:`~coverage_core.embeddings.registry.key_variable`). Never shown
-            in ``repr``, messages or the cache.
         base_url: Another endpoint (e.g. a proxy); None = Voyage's default.
-        batch_size: Texts per request, at most
-            :data:`VOYAGE_MAX_INPUTS_PER_REQUEST`; None = that maximum for
-            Voyage itself, 128 for another base URL.
-        timeout: Seconds to wait for one request.
-        max_retries: Retries after rate limits, timeouts and connection errors.
-        max_concurrency: Requests in flight at most (see :class:`~coverage_core.embeddings.base.RequestGate`).
-        backoff: Wait policy between retries.
+
+    and:
         input_type: ``"document"`` (default; fine for chunks and questions
             alike in a coverage comparison), ``"query"`` or None.
     """
 
     model: str = VOYAGE_DEFAULT_MODEL
-    label = SPEC.label  # not a field
     spec = SPEC  # not a field
-    max_inputs_per_request = SPEC.max_inputs_per_request  # not a field
     input_type: str | None = "document"
-    provider: str = field(default=SPEC.name, init=False)
     max_tokens: int = field(default=32_000, init=False)
 
     def _check_settings(self) -> None:
@@ -133,23 +113,11 @@ class VoyageEmbedder(RemoteEmbedder):
     def _output_dimensions(self) -> int:
         return self.dimensions or VOYAGE_MODELS[self.model].dimensions
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        client = self._get_client()
+    def _send(self, client: Any, texts: list[str]) -> Any:
+        return client.embed(texts, model=self.model, input_type=self.input_type, output_dimension=self.dimensions)
 
-        def request():
-            return client.embed(
-                texts,
-                model=self.model,
-                input_type=self.input_type,
-                output_dimension=self.dimensions,
-            )
-
-        response = self._request(request)
-        try:
-            embeddings = response.embeddings
-        except (AttributeError, KeyError, TypeError):
-            raise self._bad_response("fields missing or of the wrong type") from None
-        return self._unit_vectors(embeddings, len(texts))
+    def _embeddings_in(self, reply: Any) -> Any:
+        return reply.embeddings
 
     @property
     def cache_tag(self) -> str:

@@ -49,15 +49,14 @@ from datetime import datetime
 
 from coverage_core.decisions import SuggestionDecision
 from coverage_core.history.snapshot import DocumentState, RunSnapshot, TopicState
-from coverage_core.wording import count
+from coverage_core.wording import count, points_words
 
 __all__ = ["SETTINGS", "TOPIC_MATCH_OVERLAP", "VERDICT_COUNTS", "Changes", "DocumentChange", "FigureChange",
-           "TopicChange", "changes_since", "decisions_added", "points_words", "setting_changes", "verdict_changes"]
+           "TopicChange", "changes_since", "decisions_added", "setting_changes", "verdict_changes"]
 
 TOPIC_MATCH_OVERLAP = 0.5
 """Least weighted overlap of members (module docstring) for two topics of different runs to be the same topic."""
 
-MINUS = "\N{MINUS SIGN}"
 """The sign of a fall in the reason sentence: a real minus, as typeset, not a hyphen."""
 ARROW = "\N{RIGHTWARDS ARROW}"
 
@@ -184,8 +183,9 @@ def changes_since(previous: RunSnapshot, current: RunSnapshot, *, previous_run: 
     lost, gained = _topic_changes(previous.topics, current.topics)
     change = _points_change(previous.headline.get("tested_share"), current.headline.get("tested_share"))
     settings, verdicts = setting_changes(previous, current), verdict_changes(previous, current)
-    parts = _document_parts(added, removed, changed) + _question_parts(questions_added, questions_removed)
-    parts += _topic_parts(lost, gained) + [c.text for c in (*settings, *verdicts)]
+    parts = _document_parts(added, removed, changed)
+    parts += _question_and_topic_parts(questions_added, questions_removed, lost, gained)
+    parts += [c.text for c in (*settings, *verdicts)]
     return Changes(
         run=previous_run, label=previous.label, recorded_at=previous.recorded_at, tested_share_change=change,
         documents_added=added, documents_removed=removed, documents_changed=changed,
@@ -302,22 +302,16 @@ def _document_parts(added, removed, changed) -> list[str]:
     return parts
 
 
-def _question_parts(added, removed) -> list[str]:
-    parts = []
-    if added:
-        parts.append(f"+{count(len(added), 'question')}")
-    if removed:
-        parts.append(f"{count(len(removed), 'question')} removed")
-    return parts
-
-
-def _topic_parts(lost, gained) -> list[str]:
-    parts = []
-    if lost:
-        parts.append(f"{count(len(lost), 'topic')} lost {'its' if len(lost) == 1 else 'their'} tests")
-    if gained:
-        parts.append(f"{count(len(gained), 'topic')} gained tests")
-    return parts
+def _question_and_topic_parts(questions_added, questions_removed, lost, gained) -> list[str]:
+    """The reason's words for the questions added and removed and the topics that lost or gained their tests,
+    in that order, each only when there are some."""
+    parts = (
+        (questions_added, f"+{count(len(questions_added), 'question')}"),
+        (questions_removed, f"{count(len(questions_removed), 'question')} removed"),
+        (lost, f"{count(len(lost), 'topic')} lost {'its' if len(lost) == 1 else 'their'} tests"),
+        (gained, f"{count(len(gained), 'topic')} gained tests"),
+    )
+    return [words for items, words in parts if items]
 
 
 # ---------------------------------------------------------------- settings and verdict counts
@@ -375,11 +369,3 @@ def _reason(parts: list[str], change: float | None) -> str:
     if change is None:
         return f"{listed}: change in tested share not known"
     return f"{listed}: {points_words(change)}"
-
-
-def points_words(change: float) -> str:
-    """A tested-share change in percentage points as every history sentence writes it: "−4.1 points",
-    "+0.0 points" (rounded to a tenth; a true minus sign)."""
-    shown = round(change, 1)
-    sign = MINUS if shown < 0 else "+"
-    return f"{sign}{abs(shown):.1f} points"

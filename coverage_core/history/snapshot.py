@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -284,6 +284,14 @@ def _damaged(subject: str, problem: str):
                      "record the run again or restore the history from a backup.")
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 class _Record:
     """Typed reads from one mapping of a stored run; every failure is one InputError sentence."""
 
@@ -305,37 +313,28 @@ class _Record:
     def _wrong(self, key: str, expected: str):
         _damaged(f"its field {self._field(key)} is", f"not {expected}")
 
-    def text(self, key: str, optional: bool = False) -> str | None:
+    def _typed(self, key: str, optional: bool, fits: Callable[[Any], bool], expected: str) -> Any:
+        """The value at ``key`` when ``fits`` it; None when ``optional`` and it is missing or null; otherwise the
+        damaged-record sentence, saying it is not ``expected``."""
         value = self._get(key, optional)
         if value is None and optional:
             return None
-        if not isinstance(value, str):
-            self._wrong(key, "text")
+        if not fits(value):
+            self._wrong(key, expected)
         return value
+
+    def text(self, key: str, optional: bool = False) -> str | None:
+        return self._typed(key, optional, lambda value: isinstance(value, str), "text")
 
     def integer(self, key: str, optional: bool = False) -> int | None:
-        value = self._get(key, optional)
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            self._wrong(key, "a whole number of zero or more")
-        return value
+        return self._typed(key, optional, _is_count, "a whole number of zero or more")
 
     def number(self, key: str, optional: bool = False) -> float | None:
-        value = self._get(key, optional)
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self._wrong(key, "a number")
-        return float(value)
+        value = self._typed(key, optional, _is_finite_number, "a number")
+        return None if value is None else float(value)
 
     def flag(self, key: str, optional: bool = False) -> bool | None:
-        value = self._get(key, optional)
-        if value is None and optional:
-            return None
-        if not isinstance(value, bool):
-            self._wrong(key, "true or false")
-        return value
+        return self._typed(key, optional, lambda value: isinstance(value, bool), "true or false")
 
     def timestamp(self, key: str) -> datetime:
         value = self.text(key)
@@ -347,11 +346,9 @@ class _Record:
 
     def figures(self, key: str, optional: bool = False) -> dict | None:
         """A flat mapping of names to numbers, flags, None (or short texts)."""
-        value = self._get(key, optional)
-        if value is None and optional:
+        value = self._typed(key, optional, lambda value: isinstance(value, Mapping), "an object")
+        if value is None:
             return None
-        if not isinstance(value, Mapping):
-            self._wrong(key, "an object")
         for name, figure in value.items():
             if not isinstance(name, str) or not (figure is None or isinstance(figure, (bool, int, str)) or (
                     isinstance(figure, float) and math.isfinite(figure))):
@@ -365,11 +362,9 @@ class _Record:
         return value
 
     def items(self, key: str, optional: bool = False) -> list[_Record] | None:
-        value = self._get(key, optional)
-        if value is None and optional:
+        value = self._typed(key, optional, lambda value: isinstance(value, list), "a list")
+        if value is None:
             return None
-        if not isinstance(value, list):
-            self._wrong(key, "a list")
         return [_Record(item, f"{self._field(key)}[{index}]") for index, item in enumerate(value)]
 
     def pairs(self, key: str) -> tuple[tuple[str, int], ...]:
@@ -586,7 +581,7 @@ def _settings(config: Mapping) -> dict[str, float | int | None]:
     chunking = config.get("chunking") if isinstance(config.get("chunking"), Mapping) else {}
     strictness = config.get("strictness")
     if strictness is None and "strictness" in config:  # automatic: the screener's own default
-        from coverage_core.stages.screening import QuestionScreener
+        from coverage_core.offtopic.screener import QuestionScreener
 
         strictness = QuestionScreener().strictness
     return {

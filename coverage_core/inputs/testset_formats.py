@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from coverage_core import bounded_json
 from coverage_core.errors import InputError
-from coverage_core.inputs import bounded_json
 from coverage_core.types import IngestWarning
 from coverage_core.validation import is_blank
 from coverage_core.wording import count, plural
@@ -127,7 +127,7 @@ def parse_list_cell(cell) -> list[str] | None:
 
     Items that are not text are kept as their JSON (or ``str``) form; blank
     items are dropped, lone surrogates become U+FFFD. A list nested more than
-    :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep (a cell of
+    :data:`~coverage_core.bounded_json.MAX_DEPTH` deep (a cell of
     brackets) is no list of passages: None.
     """
     if is_blank(cell):
@@ -216,8 +216,8 @@ def records_frame(text: str, name: str) -> tuple[pd.DataFrame, list[IngestWarnin
     (``{"goldens": [...]}``). Columns are the keys in order of first
     appearance; lists and objects become JSON text, null an empty cell;
     lone surrogates (``"\\ud800"``) become U+FFFD. Parsing is bounded
-    (:func:`coverage_core.inputs.bounded_json.loads`): a line nested more than
-    :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep is skipped like
+    (:func:`coverage_core.bounded_json.loads`): a line nested more than
+    :data:`~coverage_core.bounded_json.MAX_DEPTH` deep is skipped like
     any unreadable line. Raises InputError, in one sentence, when no record
     can be read.
     """

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from coverage_core.errors import InputError
-from coverage_core.inputs.saved_schema import check_fits, memory_budget
+from coverage_core.inputs.memory import check_fits, memory_budget
 from coverage_core.invisible import one_line_name
 from coverage_core.results import Corpus
 from coverage_core.types import Chunk, Document, PageSpan

@@ -3,7 +3,7 @@
 Each rule (:class:`~coverage_core.offtopic.rule.Rule`) has a name, the corpora
 it applies to (read from the corpus's :class:`~coverage_core.stages.lexical.Reading`),
 its constants beside it, a mask and a one-sentence reason. The screener
-(:class:`~coverage_core.stages.screening.QuestionScreener`) gathers the
+(:class:`~coverage_core.offtopic.screener.QuestionScreener`) gathers the
 :class:`~coverage_core.offtopic.evidence.Evidence` once; the rules decide.
 What each rule was measured to gain or cost, per development set, is in
 ``docs/offtopic-rules.md``.

@@ -1,7 +1,7 @@
 """Rule ``missing_words``: a passage is within reach, but no passage holds the question's words together.
 
 Contract: with a support level τ, a question is flagged when its support
-margin (similarity and word coverage together, ``stages.screening.support_margin``)
+margin (similarity and word coverage together, ``offtopic.screener.support_margin``)
 is below :func:`~coverage_core.offtopic.rule.margin_cut` of the strictness
 although its closest passage is at or above τ. Applies in every language
 with a level. Evidence: ``docs/offtopic-rules.md``.

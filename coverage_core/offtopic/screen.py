@@ -39,7 +39,7 @@ RULE_NAMES = tuple(rule.name for rule in RULES + OPTIONAL_RULES)
 
 OFFTOPIC_REASONS = ("", "no_support", "missing_words", "absent_subject", "excluded")
 """Reason families a report shows (``""``: on-topic; ``"excluded"``: the user's choice, added by
-``stages.measure``); each rule's ``code`` is one of them."""
+``measure``); each rule's ``code`` is one of them."""
 
 
 def check_rule_names(names: Iterable[str]) -> frozenset[str]:

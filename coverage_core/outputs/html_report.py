@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from coverage_core.checks.answerability_labels import QuestionLabels
     from coverage_core.checks.retrieval import RetrievalResult
     from coverage_core.checks.subquestions import SubQuestionResult
-    from coverage_core.outputs.projection import Projection
+    from coverage_core.projection import Projection
     from coverage_core.results import Analysis
     from coverage_core.suggest.questions import Suggestion
 

@@ -42,9 +42,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from coverage_core import wording
+from coverage_core import bounded_json, wording
 from coverage_core.errors import InputError
-from coverage_core.inputs import bounded_json
 from coverage_core.outputs.report_upgrade import upgrade_report
 from coverage_core.outputs.since_report import junit_cases
 from coverage_core.stages.topics import cluster_name

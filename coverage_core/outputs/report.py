@@ -138,7 +138,7 @@ Additions within schema version 6 (no field renamed, so the version stays):
   sentence the terminal, the HTML report and the dashboard lead with (when
   ``calibration.reliable`` is false it says that tested passages and
   untested documents then read the ranking alone, whatever the similarity:
-  :func:`coverage_core.stages.measure.tested_level`). An older report has
+  :func:`coverage_core.measure.tested_level`). An older report has
   none.
 * ``metrics.testable_share_max``: the tested share's ceiling,
   :func:`coverage_core.metrics.testable_share_max` of the on-topic questions
@@ -181,7 +181,7 @@ OFFTOPIC_REASON_WORDS = {
     "absent_subject": "its subject is not in the documents",
     "excluded": "left out by you",
 }
-"""Each ``offtopic_reason`` code (``stages.screening.OFFTOPIC_REASONS``) in plain words, for every output
+"""Each ``offtopic_reason`` code (``offtopic.screener.OFFTOPIC_REASONS``) in plain words, for every output
 that shows it (:func:`offtopic_reason_words`)."""
 
 METRIC_NAMES = ("tested_share", "basic", "weighted", "balanced", "multi_threshold", "multi_n")
@@ -446,7 +446,7 @@ def _optional_sections(retrieval, answerability, labels, subquestions, chunking)
 
         sections["subquestions"] = subquestion_section(subquestions)
     if chunking is not None:
-        from coverage_core.checks.chunking_comparison import comparison_section
+        from coverage_core.chunking_comparison import comparison_section
 
         sections["chunking_comparison"] = comparison_section(chunking)
     return sections

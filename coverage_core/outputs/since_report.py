@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from coverage_core.history.changes import points_words
+from coverage_core.wording import points_words
 
 __all__ = [
     "FIGURE_LISTS",
@@ -81,9 +81,19 @@ def figure_changes(since: Mapping, key: str) -> list[str]:
             if isinstance(item, Mapping) and str(item.get("text") or "").strip()]
 
 
+def _changed_figures(since: Mapping) -> list[tuple[str, list[str]]]:
+    """``(title, changes)`` of each of :data:`FIGURE_LISTS` that holds a change, in that order."""
+    return [(title, changed) for key, title in FIGURE_LISTS if (changed := figure_changes(since, key))]
+
+
+# The document and topic lists the terminal summary and the HTML report show, with their titles, in order.
+_DOCUMENT_LISTS = (("documents_added", "Documents added"), ("documents_changed", "Documents changed"))
+_TOPIC_LISTS = (("topics_lost", "Topics that lost their tests"), ("topics_gained", "Topics that gained tests"))
+
+
 def new_untested(since: Mapping) -> list[Mapping]:
     """The documents added or changed since the earlier run that no question tests now (``is_untested``)."""
-    return [d for key in ("documents_added", "documents_changed") for d in _documents(since, key) if d.get("is_untested")]
+    return [d for key, _ in _DOCUMENT_LISTS for d in _documents(since, key) if d.get("is_untested")]
 
 
 def tested_share_drop(since: Mapping) -> float | None:
@@ -166,11 +176,8 @@ def _listed(names: Sequence[str]) -> list[str]:
 def summary_lines(since: Mapping) -> list[str]:
     """The terminal block: "Since run N (label, date)", the reason, then what was added, removed and changed."""
     lines = [f"Since {run_words(since)}: {_reason(since)}"]
-    for key, title in FIGURE_LISTS:
-        changed = figure_changes(since, key)
-        if changed:
-            lines.append(f"  {title}: {'; '.join(changed)}")
-    for key, title in (("documents_added", "Documents added"), ("documents_changed", "Documents changed")):
+    lines += [f"  {title}: {'; '.join(changed)}" for title, changed in _changed_figures(since)]
+    for key, title in _DOCUMENT_LISTS:
         documents = _documents(since, key)
         if documents:
             lines.append(f"  {title} ({len(documents)})")
@@ -181,7 +188,7 @@ def summary_lines(since: Mapping) -> list[str]:
         lines += _listed(removed)
     added, dropped = _texts(since, "questions_added"), _texts(since, "questions_removed")
     lines.append(f"  Questions: {len(added)} added, {len(dropped)} removed")
-    for key, title in (("topics_lost", "Topics that lost their tests"), ("topics_gained", "Topics that gained tests")):
+    for key, title in _TOPIC_LISTS:
         topics = _topics(since, key)
         if topics:
             lines.append(f"  {title} ({len(topics)})")
@@ -214,11 +221,8 @@ def html_section(since: Mapping | None) -> str:
     if not isinstance(since, Mapping):
         return ""
     parts = [f"<h2>What changed since {_e(run_words(since))}</h2>", f'<p class="headline">{_e(_reason(since))}</p>']
-    for key, title in FIGURE_LISTS:
-        changed = figure_changes(since, key)
-        if changed:
-            parts.append(f"<h3>{title} ({len(changed)})</h3>{_html_list(changed)}")
-    for key, title in (("documents_added", "Documents added"), ("documents_changed", "Documents changed")):
+    parts += [f"<h3>{title} ({len(changed)})</h3>{_html_list(changed)}" for title, changed in _changed_figures(since)]
+    for key, title in _DOCUMENT_LISTS:
         documents = _documents(since, key)
         rows = "".join(
             f"<tr><td>{_e(d['name'])}</td><td{_FLAGGED if d.get('is_untested') else ''}>"
@@ -233,7 +237,7 @@ def html_section(since: Mapping | None) -> str:
     for key, title in (("questions_added", "Questions added"), ("questions_removed", "Questions removed")):
         texts = _texts(since, key)
         parts.append(f"<h3>{title} ({len(texts)})</h3>{_html_list(texts)}")
-    for key, title in (("topics_lost", "Topics that lost their tests"), ("topics_gained", "Topics that gained tests")):
+    for key, title in _TOPIC_LISTS:
         topics = _topics(since, key)
         parts.append(f"<h3>{title} ({len(topics)})</h3>{_html_list([_topic_words(t) for t in topics])}")
     return "<section id=\"since\">" + "\n".join(parts) + "</section>"

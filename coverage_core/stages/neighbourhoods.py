@@ -2,7 +2,7 @@
 
 :func:`chunk_density`: a passage in a dense cluster is close to many others, so a question's best
 similarity to it says less than the same similarity to an isolated passage;
-:class:`~coverage_core.stages.screening.QuestionScreener` subtracts
+:class:`~coverage_core.offtopic.screener.QuestionScreener` subtracts
 ``density_weight * density(c)`` from each similarity (step 1 of its method). :func:`question_neighbours` finds each question's
 most similar questions, for the screener's smoothing (step 3) and the
 informational :func:`lof_scores`.

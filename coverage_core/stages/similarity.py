@@ -179,7 +179,7 @@ def best_matches(
     ``chunk_penalty`` (shape (n,)), when given, also yields each question's
     best penalised similarity ``max_i (sim(chunk_i, q_j) - chunk_penalty[i])``
     from the same blocks (the screener's support, see
-    :class:`coverage_core.stages.screening.QuestionScreener`); ``top_k`` > 0 each
+    :class:`coverage_core.offtopic.screener.QuestionScreener`); ``top_k`` > 0 each
     question's ``top_k`` most similar chunks (what the retrieval check
     ranks, :func:`coverage_core.checks.retrieval.top_k_chunks`).
 

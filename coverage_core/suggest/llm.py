@@ -8,7 +8,7 @@ one-sentence message that never contains the API key.
 
 A server is not trusted more than a file: a reply longer than
 :data:`MAX_REPLY_CHARS` or nested deeper than
-:data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` is a ``bad_response``,
+:data:`~coverage_core.bounded_json.MAX_DEPTH` is a ``bad_response``,
 and lone surrogates (``"\\ud800"``) in a reply become U+FFFD before anything
 hashes or embeds the text.
 """
@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from coverage_core import bounded_json
 from coverage_core.embeddings.base import redact, redact_url
 from coverage_core.embeddings.registry import is_provider_endpoint
 from coverage_core.errors import ProviderError
-from coverage_core.inputs import bounded_json
 
 if TYPE_CHECKING:  # imported where used: only the LLM checks need it
     import openai
@@ -156,7 +156,7 @@ class ChatClient:
         """Send one chat prompt and return the JSON value in the reply.
 
         A reply without usable JSON (none, or nested more than
-        :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep) is retried
+        :data:`~coverage_core.bounded_json.MAX_DEPTH` deep) is retried
         once with a reminder; a second failure, or a reply longer than
         :data:`MAX_REPLY_CHARS`, raises ``ProviderError(kind="bad_response")``.
         """
@@ -395,7 +395,7 @@ def parse_json_loose(text: str) -> Any:
     ValueError
         In a few plain words, if there is none, if the reply is longer than
         :data:`MAX_REPLY_CHARS`, or if its JSON nests more than
-        :data:`~coverage_core.inputs.bounded_json.MAX_DEPTH` deep (however
+        :data:`~coverage_core.bounded_json.MAX_DEPTH` deep (however
         deep: no ``RecursionError`` escapes).
     """
     if not isinstance(text, str):

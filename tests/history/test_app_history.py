@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.history import (
     HISTORY_ENV,
     RECORD_ENV,
@@ -25,9 +24,8 @@ from coverage_core.history import (
     open_history,
 )
 from coverage_core.history.snapshot import content_hash, question_hash
-from coverage_core.inputs.ingest import read_documents
 from coverage_core.outputs.plots import history as history_plots
-from tests.app_support import DOCS, EXAMPLE, analysis_of, run_page, seed_session, shown, subset_csv, texts
+from tests.app_support import DOCS, every_text, example_run, run_page, shown, texts
 from tests.history.conftest import ADDED_DOCUMENTS, two_analysed_runs
 from ui import formats, state
 from ui.views import history as view
@@ -42,12 +40,8 @@ BEACON = "![x](http://127.0.0.2:9/beacon.png)"
 @pytest.fixture(scope="module")
 def seeded(module_cache_dir):
     """Session-state values of a finished run (τ set, so no calibration), and its analysis."""
-    settings = state.Settings(n_clusters=4, support_threshold=0.5)
-    values, inputs = seed_session(
-        read_documents([EXAMPLE / "docs" / name for name in DOCS]), subset_csv(), settings,
-        make_embedder("local"), EmbeddingCache(module_cache_dir),
-    )
-    return values, analysis_of(values, inputs)
+    values, analysis, _, _, _ = example_run(state.Settings(n_clusters=4, support_threshold=0.5), module_cache_dir)
+    return values, analysis
 
 
 @pytest.fixture(scope="module")
@@ -63,21 +57,6 @@ def history_file(tmp_path, monkeypatch):
     monkeypatch.setenv(HISTORY_ENV, str(path))
     monkeypatch.delenv(RECORD_ENV, raising=False)
     return path
-
-
-def every_text(at) -> str:
-    """Everything the page sends to the browser, every element's fields (labels, values, help, bodies)."""
-    found: list[str] = []
-
-    def walk(node) -> None:
-        proto = getattr(node, "proto", None)
-        if proto is not None:
-            found.append(str(proto))
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at._tree)
-    return "\n".join(found)
 
 
 def charts(at) -> list[dict]:
@@ -382,7 +361,7 @@ def test_a_database_url_with_a_password_never_appears_on_the_page(history_file, 
 
 
 def test_the_page_headline_words_the_change_as_the_reason_does():
-    from coverage_core.history.changes import points_words
+    from coverage_core.wording import points_words
 
     # 64.50% -> 53.34%: the shown shares (64.5, 53.3) differ by 11.2, the exact change is 11.16.
     runs = pd.DataFrame({"run": [2, 3], "tested_share": [0.6450, 0.5334]})

@@ -5,9 +5,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from coverage_core.inputs.saved_schema import check_report as check_saved_report
 from coverage_core.outputs import junit, since_report
 from coverage_core.outputs.report_upgrade import upgrade_report
+from coverage_core.saved.schema import check_report as check_saved_report
 from tests.helpers import make_report
 
 EVIL = '<script>alert("x")</script>&.txt'

@@ -12,15 +12,14 @@ import sys
 
 import pytest
 
-from coverage_core import cli
+from coverage_core import cli, measure as measure_stage
 from coverage_core.cli import EXIT_BELOW_THRESHOLD, EXIT_INTERNAL, EXIT_OK, EXIT_UNUSABLE, main
 from coverage_core.errors import InputError
 from coverage_core.inputs import files, questions as questions_module
 from coverage_core.inputs.questions import read_questions
 from coverage_core.session import analyze, distinct_questions
-from coverage_core.stages import measure as measure_stage
 from tests.fakes import FakeEmbedder
-from tests.helpers import PROJECT
+from tests.helpers import PROJECT, refuse_work
 
 ESC = "\x1b"
 # Characters a hostile file name or question may carry to drive the terminal.
@@ -44,15 +43,7 @@ def _knowledge_base(tmp_path, question_lines=("What is a drum?", "How is a flute
 @pytest.fixture
 def nothing_read(monkeypatch):
     """Fail the test if the CLI reads a document or question file, or builds an embedder."""
-    from coverage_core import pipeline
-    from coverage_core.inputs import ingest
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("work started before the paths were checked")
-
-    monkeypatch.setattr(ingest, "read_documents", refuse)
-    monkeypatch.setattr(questions_module, "read_questions", refuse)
-    monkeypatch.setattr(pipeline, "build_embedder", refuse)
+    refuse_work(monkeypatch, "work started before the paths were checked")
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from coverage_core.invisible import INVISIBLE_CHARACTERS, strip_invisible
 from coverage_core.languages import LanguageShare, document_language, language_name, profile_languages
 from coverage_core.types import Document
 from tests.fakes import FakeEmbedder
+from tests.helpers import refuse_work
 
 JAPANESE = ["東京タワーの高さは何メートルですか？", "富士山はどこにありますか？", "日本の首都はどこですか？"]
 CHINESE = ["长城有多长？", "北京是哪个国家的首都？", "熊猫吃什么？"]
@@ -276,15 +277,7 @@ def test_languages_no_bundled_model_is_trained_for_are_named_in_one_sentence(mon
 @pytest.fixture
 def nothing_read(monkeypatch):
     """Fail the test if the command line reads an input file or builds an embedder."""
-    from coverage_core import pipeline
-    from coverage_core.inputs import ingest, questions
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("work started before --model was checked")
-
-    monkeypatch.setattr(ingest, "read_documents", refuse)
-    monkeypatch.setattr(questions, "read_questions", refuse)
-    monkeypatch.setattr(pipeline, "build_embedder", refuse)
+    refuse_work(monkeypatch, "work started before --model was checked")
 
 
 @pytest.mark.parametrize(("model", "embedder"), [("text-embedding-3-large", "openai"),

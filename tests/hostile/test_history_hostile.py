@@ -128,6 +128,19 @@ def _one_sentence(err: str) -> str:
     return lines[0]
 
 
+def _since_run_2_refused(cli, path) -> None:
+    """``--since 2`` against ``path`` stops unusable, with one sentence naming run 2."""
+    code, _, err = cli("--history", str(path), "--since", "2")
+    assert code == EXIT_UNUSABLE and "Run 2 in the history" in _one_sentence(err)
+
+
+def _timeline_passes_over_run_2(path) -> None:
+    """The document timeline still reads, and names run 2 (only) as damaged."""
+    with HistoryStore(path) as store:
+        store.document_timeline()
+        assert set(store.damaged_runs) == {2}
+
+
 # ---------------------------------------------------------------- 1. zlib bombs
 
 
@@ -142,9 +155,7 @@ def test_a_part_inflating_past_its_limit_is_refused_and_names_the_run(tmp_path, 
     assert len(bomb) < payload_size // 500
     _set(path, 2, column, _put_part(path, kind, b"", data=bomb, digest=digest_of(kind, b"\0" * payload_size)))
     _damaged_run_refused(path, reason=f"a part inflates past {limit // 1024**2} MiB")
-    code, _, err = cli("--history", str(path), "--since", "2")
-    assert code == EXIT_UNUSABLE
-    assert "Run 2 in the history" in _one_sentence(err)
+    _since_run_2_refused(cli, path)
 
 
 def test_inflation_stops_at_the_limit_however_large_the_stream_says_it_is():
@@ -204,9 +215,7 @@ def test_a_bomb_in_a_history_of_the_first_schema_does_not_stop_its_migration(tmp
                            (bomb_digest, _bomb(parts.MAX_PART_BYTES + 1)))
         connection.execute("UPDATE runs SET document_states_digest = ? WHERE id = 2", (bomb_digest,))
     _damaged_run_refused(old, reason="a part inflates past")
-    with HistoryStore(old) as store:
-        store.document_timeline()
-        assert set(store.damaged_runs) == {2}
+    _timeline_passes_over_run_2(old)
 
 
 def test_recording_again_rewrites_a_damaged_shared_part_and_heals_the_runs_using_it(tmp_path):
@@ -244,8 +253,7 @@ def test_json_nested_100000_deep_is_a_damaged_run_not_a_crash(tmp_path, cli, kin
     deep = b"[" * 100_000 + b"]" * 100_000
     _set(path, 2, column, _put_part(path, kind, deep))
     _damaged_run_refused(path, reason="nested too deep")
-    code, _, err = cli("--history", str(path), "--since", "2")
-    assert code == EXIT_UNUSABLE and "Run 2 in the history" in _one_sentence(err)
+    _since_run_2_refused(cli, path)
 
 
 def test_json_nested_deep_in_the_headline_leaves_that_run_out_of_the_list(tmp_path):
@@ -267,11 +275,8 @@ def test_an_absurd_depth_in_a_corpus_manifest_is_refused_at_once(tmp_path, cli, 
     text = '{"depth":%s,"parts":%s}' % (depth, json.dumps(manifest["parts"] if slices == "kept" else []))
     _set(path, 2, "corpus_digest", _put_part(path, "corpus", text.encode()))
     _damaged_run_refused(path)
-    with HistoryStore(path) as store:
-        store.document_timeline()
-        assert set(store.damaged_runs) == {2}
-    code, _, err = cli("--history", str(path), "--since", "2")
-    assert code == EXIT_UNUSABLE and "Run 2 in the history" in _one_sentence(err)
+    _timeline_passes_over_run_2(path)
+    _since_run_2_refused(cli, path)
 
 
 def _part_data(path, digest: str) -> bytes:
@@ -328,11 +333,8 @@ def test_an_index_part_that_lists_itself_is_refused(tmp_path, cli):
     _put_part(path, "corpus_index", json.dumps([itself] * 1000).encode(), digest=itself)
     _set(path, 2, "corpus_digest", _put_part(path, "corpus", json.dumps({"depth": 5, "parts": [itself]}).encode()))
     _damaged_run_refused(path)
-    with HistoryStore(path) as store:
-        store.document_timeline()
-        assert set(store.damaged_runs) == {2}
-    code, _, err = cli("--history", str(path), "--since", "2")
-    assert code == EXIT_UNUSABLE and "Run 2 in the history" in _one_sentence(err)
+    _timeline_passes_over_run_2(path)
+    _since_run_2_refused(cli, path)
 
 
 def test_a_cycle_is_caught_by_the_walk_itself_whatever_the_digests_say():
@@ -484,7 +486,7 @@ def test_a_libpq_keyword_string_is_refused_without_showing_its_password(tmp_path
 
 
 def test_a_keyword_string_typed_on_the_history_page_is_one_sentence_and_never_shown(tmp_path, monkeypatch):
-    from tests.app_support import run_page, texts
+    from tests.app_support import every_text, run_page, texts
     from ui import state
 
     monkeypatch.setenv(HISTORY_ENV, str(tmp_path / "h.sqlite"))
@@ -494,23 +496,8 @@ def test_a_keyword_string_typed_on_the_history_page_is_one_sentence_and_never_sh
     assert not at.exception
     (error,) = texts(at.error)
     assert "PostgreSQL keyword string" in error and "\n" not in error.strip()
-    assert "records into: host" in _every_text(at)  # where the page reads: shown, its password masked
-    assert PASSWORD not in _every_text(at) and os.listdir(tmp_path) == []
-
-
-def _every_text(at) -> str:
-    """Everything the page sends to the browser: every element's fields (labels, values, help, bodies)."""
-    found: list[str] = []
-
-    def walk(node) -> None:
-        proto = getattr(node, "proto", None)
-        if proto is not None:
-            found.append(str(proto))
-        for child in getattr(node, "children", {}).values():
-            walk(child)
-
-    walk(at._tree)
-    return "\n".join(found)
+    assert "records into: host" in every_text(at)  # where the page reads: shown, its password masked
+    assert PASSWORD not in every_text(at) and os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("conninfo, shown", [
@@ -630,8 +617,7 @@ def test_decisions_nested_100000_deep_are_a_damaged_run_not_a_crash(tmp_path, cl
     deep_manifest = _put_part(path, "decisions", b'{"depth": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
     _set(path, 2, "decisions_digest", deep_manifest)
     _damaged_decisions_refused(path, reason="nested too deep")
-    code, _, err = cli("--history", str(path), "--since", "2")
-    assert code == EXIT_UNUSABLE and "Run 2 in the history" in _one_sentence(err)
+    _since_run_2_refused(cli, path)
 
 
 def test_more_decisions_than_the_item_limit_are_refused(tmp_path, monkeypatch):

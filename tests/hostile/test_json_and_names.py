@@ -21,18 +21,19 @@ import zipfile
 import numpy as np
 import pytest
 
+from coverage_core import bounded_json
 from coverage_core.cli import EXIT_OK, EXIT_UNUSABLE, main
 from coverage_core.errors import InputError, ProviderError
-from coverage_core.inputs import bounded_json, saved_analysis
 from coverage_core.inputs.questions import read_questions
-from coverage_core.inputs.saved_analysis import load_analysis, save_analysis, zip_folder
+from coverage_core.saved import analysis as saved_analysis
+from coverage_core.saved.analysis import load_analysis, save_analysis, zip_folder
 from coverage_core.stages import subjects
 from coverage_core.suggest.gaps import GapConfig, analyze_gaps
 from coverage_core.suggest.llm import MAX_REPLY_CHARS, parse_json_loose
 from coverage_core.suggest.questions import MAX_SUGGESTION_CHARS
 from coverage_core.verdicts import is_gap
 from tests.fakes import FakeEmbedder, chat_reply
-from tests.helpers import PROJECT, chat_client
+from tests.helpers import JAKARTA, PROJECT, VIOLIN, chat_client
 
 CHAT = "/v1/chat/completions"
 DOCUMENT_TEXT = {
@@ -152,18 +153,6 @@ def test_a_lone_surrogate_in_a_ragas_file_becomes_a_replacement_character(tmp_pa
 
 
 # ---------------------------------------------------------------- 4. and 5. hostile LLM answers
-VIOLIN = [
-    "The violin is a wooden string instrument played with a bow. Violin makers in Cremona built famous violins.",
-    "Antonio Stradivari crafted violins whose varnish and spruce tops are still studied by violin makers.",
-    "A violin bow is strung with horsehair; rosin helps the bow grip the strings of the violin.",
-    "Violin concertos by Vivaldi and Bach remain popular, and every orchestra seats many violin players.",
-]
-JAKARTA = [
-    "Jakarta is the capital of Indonesia, on the northwest coast of Java, with heavy traffic and flooding.",
-    "The Jakarta metropolitan area is among the largest urban areas; Jakarta suffers land subsidence.",
-    "Indonesia plans to move its capital from Jakarta to Nusantara in East Kalimantan because Jakarta is sinking.",
-    "The city of Jakarta hosts many museums, and the old town of Jakarta was called Batavia.",
-]
 GOOD_ANSWER = {"themes": ["jakarta"], "questions": [{"question": "Why is Indonesia moving its capital?", "passage": 1}]}
 
 

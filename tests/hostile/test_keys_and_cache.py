@@ -289,7 +289,7 @@ def test_the_notice_names_the_settings_without_credentials():
 @pytest.fixture
 def hostile_saved(analysis, tmp_path, monkeypatch, fake_api):
     """A saved analysis in the server's allowed folder whose manifest names the fake server as its base URL."""
-    from coverage_core.inputs.saved_analysis import MANIFEST, SAVED_ANALYSES_VARIABLE, save_analysis
+    from coverage_core.saved.analysis import MANIFEST, SAVED_ANALYSES_VARIABLE, save_analysis
 
     root = tmp_path / "saved"
     folder = save_analysis(analysis, root / "from_a_colleague")

@@ -19,10 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from coverage_core.errors import InputError
-from coverage_core.inputs import saved_analysis, saved_schema, vector_store
-from coverage_core.inputs.saved_analysis import load_analysis, save_analysis, zip_folder
+from coverage_core.inputs import memory, vector_store
 from coverage_core.inputs.vector_store import read_vectors, read_vectors_bytes
 from coverage_core.outputs.report_upgrade import upgrade_report
+from coverage_core.saved import analysis as saved_analysis, schema as saved_schema
+from coverage_core.saved.analysis import load_analysis, save_analysis, zip_folder
 from coverage_core.types import Document, PageSpan
 
 DEEP = 200_000
@@ -236,7 +237,7 @@ def test_a_highly_compressible_json_member_over_its_limit_is_not_unpacked(folder
         getattr(info, "filename", info)) or real_open(self, info, *a, **k))
     size = zipfile.ZipFile(io.BytesIO(data)).getinfo("report.json").file_size
     message = refused(data, "bomb.zip")
-    assert message.startswith(f"report.json in bomb.zip is {saved_schema.size_words(size)}, more than a saved "
+    assert message.startswith(f"report.json in bomb.zip is {memory.size_words(size)}, more than a saved "
                               "analysis of its size can hold (1 MB)")
     assert "report.json" not in opened
 
@@ -249,7 +250,7 @@ def test_a_vectors_member_larger_than_its_rows_and_dimensions_allow_is_not_unpac
                 name, bytes(4 * 1024**2))
     monkeypatch.setattr(saved_analysis, "PARQUET_SLACK_BYTES", 64 * 1024)
     message = refused(buffer.getvalue(), "zeros.zip")
-    assert message.startswith(f"clusters.parquet in zeros.zip is {saved_schema.size_words(4 * 1024**2)}, more than a "
+    assert message.startswith(f"clusters.parquet in zeros.zip is {memory.size_words(4 * 1024**2)}, more than a "
                               "saved analysis of its size")
 
 

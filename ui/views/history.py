@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from coverage_core.decisions import ACCEPTED, REJECTED, SuggestionDecision, decision_counts
-from coverage_core.history.changes import points_words
 from coverage_core.outputs.plots.history import run_names
+from coverage_core.wording import points_words
 from ui import formats
 
 DECISIONS_ADDED = "Decisions on suggested questions added"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from coverage_core.measure import document_verdict_warnings, tested_level
 from coverage_core.outputs.plots import documents_by_urgency, topics_by_urgency
 from coverage_core.outputs.report import offtopic_reason_words
 from coverage_core.results import Analysis
-from coverage_core.stages.measure import document_verdict_warnings, tested_level
 
 CLUSTER_COLUMNS = ("topic", "tested_share", "is_gap", "n_tested", "size", "n_questions", "cluster", "example passage")
 """The topic table's shown columns, in order: the verdict (tested share, gap) right after the topic's name,

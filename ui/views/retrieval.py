@@ -98,8 +98,7 @@ class ChunkingCost:
 
 def chunking_cost(inputs, config: AnalysisConfig, grid, embedder, cache, prices) -> ChunkingCost:
     """The texts and tokens each configuration would embed, and the estimated cost (raises CoverageError)."""
-    from coverage_core import costs
-    from coverage_core.checks import chunking_comparison
+    from coverage_core import chunking_comparison, costs
 
     plans = chunking_comparison.plan_chunkings(inputs.corpus.documents, grid, embedder, cache, config=config)
     estimate = costs.estimate_embedding_cost(
@@ -131,7 +130,7 @@ class ChunkingComparison:
 
     def shown(self) -> pd.DataFrame:
         """The table as the page shows it: columns that say nothing here left out, support sources in words."""
-        from coverage_core.checks.chunking_comparison import support_source
+        from coverage_core.chunking_comparison import support_source
 
         table = self.table
         hidden = [] if self.paid else ["new_tokens", "cost_usd"]
@@ -153,7 +152,8 @@ def compare_chunkings(
     progress=None,
 ) -> ChunkingComparison:
     """The same questions against the documents chunked each way of ``grid`` (the analysis's screening held fixed)."""
-    from coverage_core.checks import chunking_comparison, retrieval_labels
+    from coverage_core import chunking_comparison
+    from coverage_core.checks import retrieval_labels
 
     if inputs.from_vector_store:
         raise InputError(

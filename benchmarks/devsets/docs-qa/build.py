@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from devset_files import n_questions, questions_csv, write_or_check  # noqa: E402
+from devset_files import build_main, questions_csv  # noqa: E402
 
 SOURCE = Path(next((a for a in sys.argv[1:] if not a.startswith("--")),
                    HERE / "source" / "doc2dial_rc_val.csv.zip"))
@@ -116,11 +116,5 @@ def build():
     return files
 
 
-def main():
-    files = build()
-    summary = f"{len(files) - 1} articles, {n_questions(files)} questions"
-    return write_or_check(HERE, files, summary, "--check" in sys.argv[1:])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(build_main(HERE, build, "articles"))

@@ -5,10 +5,8 @@ Each document is one TAT-QA "hybrid context": a table and the paragraphs around 
 from one page of a company's annual report. Its title is the context's first paragraph
 when that paragraph is a short heading; the remaining paragraphs and the table follow.
 
-Standard library only. Deterministic: the same source gives byte-identical files.
-
-    python3 build.py           # (re)write articles/ and questions.csv
-    python3 build.py --check   # rebuild in memory, compare with the files on disk, exit 1 on a difference
+Standard library only and deterministic (the same source gives byte-identical files); run as
+``devset_files.build_main`` says.
 """
 import json
 import re
@@ -18,7 +16,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from devset_files import n_questions, questions_csv, write_or_check  # noqa: E402
+from devset_files import build_main, questions_csv  # noqa: E402
 
 SOURCE = HERE / "source" / "tatqa_dataset_dev.json"
 N_DOCUMENTS = 60     # the largest contexts (in characters) that have a usable, unique heading
@@ -111,11 +109,5 @@ def build():
     return files
 
 
-def main():
-    files = build()
-    summary = f"{len(files) - 1} documents, {n_questions(files)} questions"
-    return write_or_check(HERE, files, summary, "--check" in sys.argv[1:])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(build_main(HERE, build, "documents"))

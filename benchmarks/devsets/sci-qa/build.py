@@ -6,10 +6,8 @@ question is the question-form title of one of its abstracts. Topics are defined 
 MeSH descriptors in TOPICS below; an abstract goes to the first topic any of its
 descriptors matches.
 
-Standard library only. Deterministic: the same source gives byte-identical files.
-
-    python3 build.py           # (re)write articles/ and questions.csv
-    python3 build.py --check   # rebuild in memory, compare with the files on disk, exit 1 on a difference
+Standard library only and deterministic (the same source gives byte-identical files); run as
+``devset_files.build_main`` says.
 """
 import json
 import re
@@ -19,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from devset_files import n_questions, questions_csv, write_or_check  # noqa: E402
+from devset_files import build_main, questions_csv  # noqa: E402
 
 SOURCE = HERE / "source" / "ori_pqal.json"
 MIN_ABSTRACTS = 5    # a topic needs at least this many abstracts to become a document
@@ -166,11 +164,5 @@ def build():
     return files
 
 
-def main():
-    files = build()
-    summary = f"{len(files) - 1} documents, {n_questions(files)} questions"
-    return write_or_check(HERE, files, summary, "--check" in sys.argv[1:])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(build_main(HERE, build, "documents"))

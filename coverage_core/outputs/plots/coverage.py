@@ -46,7 +46,7 @@ from coverage_core.stages.topics import display_names
 from coverage_core.suggest.gaps import GapConfig
 
 if TYPE_CHECKING:  # only for type hints: this module must import without the pipeline
-    from coverage_core.outputs.projection import Projection
+    from coverage_core.projection import Projection
     from coverage_core.results import Analysis
 
 

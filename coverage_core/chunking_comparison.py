@@ -46,6 +46,7 @@ from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts
 from coverage_core.embeddings.cache import uncached_texts
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import InputError, ProviderError
+from coverage_core.measure import measure
 from coverage_core.pipeline import (
     calibrate_corpus,
     chunk_corpus,
@@ -58,7 +59,6 @@ from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig
-from coverage_core.stages.measure import measure
 from coverage_core.types import Document, QuestionSet
 
 DEFAULT_GRID: tuple[ChunkingConfig, ...] = (

@@ -17,10 +17,10 @@ import pandas as pd
 from coverage_core import duplicates, metrics, verdicts, wording
 from coverage_core.config import AnalysisConfig
 from coverage_core.languages import LanguageProfile, profile_languages
+from coverage_core.offtopic.screener import QuestionScreener
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
 from coverage_core.stages import calibration as calibration_module, similarity
 from coverage_core.stages.calibration import Calibration
-from coverage_core.stages.screening import QuestionScreener
 from coverage_core.stages.topics import topic_labels
 from coverage_core.suggest.document_gaps import main_topics
 from coverage_core.suggest.passages import representatives_by_cluster
@@ -168,7 +168,7 @@ def _tested(
     return _Tested(
         metrics.retrieved_tested_chunks(top_chunks, top_similarities, n_chunks, support_threshold, k, inliers),
         metrics.question_targets(
-            top_chunks, top_similarities, corpus.chunk_documents, support_threshold, k, inliers, target_margin,
+            top_chunks, top_similarities, corpus.chunk_documents, support_threshold, k, inliers, margin=target_margin,
             near_copy=_near_copies(corpus),
         ),
     )
@@ -307,8 +307,8 @@ def _document_table(
 ) -> pd.DataFrame:
     """Coverage per document; a warning for each untested, under-tested or far less covered one."""
     n_questions = Counter(document for targets in tested.targets for document in targets)
-    table = metrics.document_coverage(
-        min_distances, corpus.chunk_documents, tested=tested.chunks, n_questions=n_questions
+    table = verdicts.with_document_verdicts(
+        metrics.document_coverage(min_distances, corpus.chunk_documents, tested=tested.chunks), n_questions
     )
     warnings.extend(document_verdict_warnings(table, config.tested_k, support_threshold))
     for name in table.loc[table["is_low"] & ~table["is_untested"] & ~table["is_undertested"], "document"]:

@@ -250,7 +250,7 @@ class QuestionScreener:
     Examples
     --------
     >>> import numpy as np
-    >>> from coverage_core.stages.screening import QuestionScreener
+    >>> from coverage_core.offtopic.screener import QuestionScreener
     >>> rng = np.random.default_rng(0)
     >>> chunks = rng.normal(size=(40, 16))
     >>> on_topic = chunks[:20] + 0.1 * rng.normal(size=(20, 16))
@@ -446,7 +446,7 @@ class QuestionScreener:
                 "compute it with lexical_coverage() for these question texts."
             )
         coverage, best_chunk, absent = lexical
-        foreign = getattr(self, "foreign_", np.zeros(n, dtype=bool))
+        foreign = self.foreign_
         if foreign.any():  # a question in another language than the documents' shares no words with them
             coverage = np.where(foreign, np.nan, coverage)
             absent = [[] if is_foreign else words for is_foreign, words in zip(foreign, absent)]

@@ -30,7 +30,7 @@ file                   content
 ``gaps.json`` came later: a folder without it opens with its gaps found
 again (offline), and a field added to ``Gap`` or ``Suggestion`` since takes
 its default, so older folders keep opening. ``decisions.json`` came with
-layout version 2 (:func:`~coverage_core.inputs.saved_schema.upgrade_manifest`
+layout version 2 (:func:`~coverage_core.saved.schema.upgrade_manifest`
 opens version 1): a folder without it opens with no decisions.
 
 The manifest is written last, so a folder whose writing was interrupted has
@@ -54,18 +54,16 @@ import pandas as pd
 
 from coverage_core import wording
 from coverage_core.errors import InputError
-from coverage_core.inputs.saved_schema import (
+from coverage_core.inputs.memory import check_fits, memory_budget, size_words
+from coverage_core.saved.schema import (
     MAX_JSON_BYTES,
     SAVED_SCHEMA_VERSION,
     check_calibration,
     check_decisions,
-    check_fits,
     check_gaps,
     check_manifest,
     check_report,
     load_json,
-    memory_budget,
-    size_words,
     upgrade_manifest,
 )
 
@@ -113,7 +111,7 @@ SAVED_ANALYSES_VARIABLE = "COVERAGE_CORE_SAVED_ANALYSES"
 
 @dataclass
 class SavedAnalysis:
-    """What :func:`load_analysis` read: the inputs of :func:`coverage_core.stages.measure.measure`, and the files' extras.
+    """What :func:`load_analysis` read: the inputs of :func:`coverage_core.measure.measure`, and the files' extras.
 
     ``chunking`` is None when the passages came from a vector store (they
     cannot be chunked again); ``report`` is the saved JSON report;
@@ -152,8 +150,8 @@ class SavedAnalysis:
     def analysis(self):
         """The analysis again from the saved vectors, clusters and τ, nothing embedded; its gaps as saved
         (the questions a model wrote are not written again), or found again offline when none were saved."""
+        from coverage_core.measure import measure
         from coverage_core.pipeline import find_gaps
-        from coverage_core.stages.measure import measure
 
         measured = measure(
             self.config, self.corpus, self.questions, self.question_embedding, self.clustering,
@@ -364,7 +362,7 @@ def zip_folder(directory: str | Path) -> bytes:
 def load_analysis(source: str | Path | bytes, name: str | None = None) -> SavedAnalysis:
     """A saved analysis from its folder, a zip file of it, or a zip's bytes (``name`` names it in messages).
 
-    Nothing in it is trusted (:mod:`coverage_core.inputs.saved_schema`):
+    Nothing in it is trusted (:mod:`coverage_core.saved.schema`):
     every field of the manifest and of the JSON files is checked for its
     type and range, the tables for their columns' types, row counts and
     row, cluster and topic numbers that point inside the data, and each file
@@ -378,7 +376,7 @@ def load_analysis(source: str | Path | bytes, name: str | None = None) -> SavedA
 
 
 class _Budget:
-    """Bytes the files read so far hold, against :func:`saved_schema.memory_budget`: a file is refused
+    """Bytes the files read so far hold, against :func:`~coverage_core.inputs.memory.memory_budget`: a file is refused
     before it is read when it would take the total past the budget."""
 
     def __init__(self, label: str):

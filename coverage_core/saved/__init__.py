@@ -1,0 +1,1 @@
+"""A saved analysis: its layout, checked on reading, and reading and writing it."""
