@@ -548,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
             f"document found, <= {MAX_FALSE_UNTESTED} false per set. Pooled: counts summed over the sets.", "",
             markdown_table(heads, rows), "",
             "### Ablation: one rule off", "",
-            "Change against all rules with the rule turned off (`screener.decide(strictness, without=[rule])`, "
+            "Change against all rules with the rule turned off (`QuestionScreener.decide(strictness, without=[rule])`, "
             "no refit); `=`: no flag changed; n/a: the rule does not apply to the set's corpus; explains: the flags "
             "the rule explains (the first rule that fires) on the clean and off-topic analyses, and in brackets "
             "how many of them are genuine questions.", "",

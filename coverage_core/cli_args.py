@@ -86,7 +86,8 @@ def _add_input_arguments(analyze: argparse.ArgumentParser) -> None:
             help=_default(f"with --vectors: the {role} column", f"detected by name, e.g. {', '.join(names[:3])}"))
     add("--traffic", metavar="FILE",
         help=_default("a query log of production traffic (CSV or JSON Lines: query, optional count and "
-                      "timestamp) to compare with the test set and the documents", "none"))
+                      "timestamp; or a Langfuse or LangSmith trace export, Parquet too) to compare with the "
+                      "test set and the documents", "none"))
     add("--html", metavar="FILE",
         help=_default("also write the HTML report: one file with its charts, which opens offline", "none"))
     add("--save-analysis", metavar="DIR",

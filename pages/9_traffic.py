@@ -17,8 +17,9 @@ flow.start_page(
 analysis = flow.require_analysis()
 
 upload = st.file_uploader(
-    "Query log (CSV or JSON Lines: one query per row, optionally a count and a date)",
-    type=["csv", "tsv", "txt", "jsonl", "ndjson", "json"], key=state.W_TRAFFIC_UPLOAD,
+    "Query log (CSV or JSON Lines: one query per row, optionally a count and a date; or a Langfuse or "
+    "LangSmith trace export)",
+    type=["csv", "tsv", "txt", "jsonl", "ndjson", "json", "parquet"], key=state.W_TRAFFIC_UPLOAD,
     help="E-mail addresses, phone numbers and long digit runs are masked before anything is shown, "
     "embedded or exported. Repeated queries are merged with their counts added up.",
 )

@@ -59,6 +59,13 @@ from threadpoolctl import threadpool_limits
 from coverage_core import wording
 from coverage_core.bounded_json import clean_text
 from coverage_core.checks.personal_data import mask_personal_data
+from coverage_core.checks.trace_exports import (
+    PARQUET_MAGIC,
+    detect_trace_format,
+    export_records,
+    parquet_records,
+    queries_frame,
+)
 from coverage_core.checks.traffic_answers import NO_ANSWER, query_answers, strip_masks
 from coverage_core.checks.traffic_topics import distinct_names, knowledge_base_names, knowledge_base_topics
 from coverage_core.errors import InputError
@@ -204,7 +211,9 @@ def read_traffic(
     count_column: str | None = None,
     time_column: str | None = None,
 ) -> TrafficLog:
-    """Read a query log (CSV/TSV, or JSON Lines) into a :class:`TrafficLog`.
+    """Read a query log (CSV/TSV, or JSON Lines) into a :class:`TrafficLog`; a Langfuse or LangSmith trace
+    export (JSON Lines, JSON, CSV or Parquet) gives its root records' user questions and times
+    (:mod:`~coverage_core.checks.trace_exports`).
 
     The query column is ``query_column`` or detected (:data:`QUERY_COLUMN_NAMES`);
     a count column (:data:`COUNT_COLUMN_NAMES`) and a timestamp column
@@ -282,10 +291,25 @@ def _log_bytes(source: str | Path | bytes, name: str | None) -> tuple[str, bytes
 
 
 def _log_frame(name: str, data: bytes, warnings: list[str]) -> pd.DataFrame:
-    """The log as a table of text cells, from JSON Lines or a CSV/TSV table."""
+    """The log as a table of text cells, from JSON Lines or a CSV/TSV table, or the queries of a tracing
+    tool's export (:mod:`~coverage_core.checks.trace_exports`: Langfuse or LangSmith, Parquet included)."""
+    if data[:4] == PARQUET_MAGIC:
+        records = parquet_records(data, name, MAX_LOG_ROWS)
+        format_name = detect_trace_format(records[0] if records else None)
+        if format_name is None:
+            raise InputError(f"The Parquet file {name} is not a LangSmith or Langfuse export (its columns lack "
+                             "inputs and run_type, or input and trace_id); give a CSV or JSON Lines query log.")
+        return queries_frame(records, format_name, name, warnings)
     if not _is_jsonl(name, data):
-        return read_table(data, name)
+        frame = read_table(data, name)
+        format_name = detect_trace_format(dict.fromkeys(map(str, frame.columns)))
+        if format_name is not None:
+            return queries_frame(frame.to_dict("records"), format_name, name, warnings)
+        return frame
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    records = export_records(text)
+    if records is not None:
+        return queries_frame(records, detect_trace_format(records[0]), name, warnings)
     frame, n_bad, n_nested = _read_jsonl(text, name)
     if n_bad:
         what = wording.plural(n_bad, "is not a JSON object and was", "are not JSON objects and were")

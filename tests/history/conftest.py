@@ -159,6 +159,25 @@ def make_snapshot(n_documents: int = 6, *, label: str | None = "main", seed: int
         traffic={"n_queries": 12, "unmet_share": 0.25} if seed % 2 == 0 else None, decisions=decisions)
 
 
+def empty_history_at(path, revision: str) -> None:
+    """An empty history file at ``path`` whose schema stops at the migration ``revision`` ("0001", ...):
+    what an earlier version of coverage_core created, for the upgrade tests to fill and open."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    import coverage_core.history.store as store_module
+
+    config = Config()
+    config.set_main_option("script_location", os.path.join(os.path.dirname(store_module.__file__), "migrations"))
+    config.set_main_option("path_separator", "os")
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+    engine.dispose()
+
+
 def record_runs(target: str, label: str, count: int) -> list[int]:
     """Record ``count`` runs labelled ``label`` into ``target`` with one store: the concurrency tests' worker."""
     from coverage_core.history.store import HistoryStore

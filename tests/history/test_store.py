@@ -25,7 +25,7 @@ from coverage_core.history.location import (
 )
 from coverage_core.history.store import PAUSE_IN_RECORD_ENV, HistoryStore, open_history
 from tests.helpers import PROJECT
-from tests.history.conftest import make_decisions, make_snapshot, record_runs
+from tests.history.conftest import empty_history_at, make_decisions, make_snapshot, record_runs
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
 
@@ -347,36 +347,29 @@ def test_a_path_that_cannot_hold_a_file_is_refused(tmp_path, where):
 # ---------------------------------------------------------------- migration
 
 
-def test_a_history_of_the_first_schema_is_migrated_and_keeps_its_runs(tmp_path):
-    from alembic import command
-    from alembic.config import Config
-
-    import coverage_core.history.store as store_module
-
-    # the same runs recorded at head, to copy "the way 0001 stored them" (the part formats did not change)
+def _recorded_then_copied_back(tmp_path, snapshots, revision: str, parts_kept: str = "1") -> tuple[object, list[str]]:
+    """A history of ``revision`` holding ``snapshots``: recorded at head, then copied into an empty file of
+    that revision, "the way it stored them" (the part formats did not change). Returns its path and the
+    columns of its runs table (what the revision had)."""
     head_path, old_path = tmp_path / "head.sqlite", tmp_path / "old.sqlite"
-    snapshots = [make_snapshot(30, seed=0, untested=(0, 1)), make_snapshot(30, seed=1, untested=(1,))]
     with HistoryStore(head_path) as store:
         for snapshot in snapshots:
             store.record(snapshot)
-    config = Config()
-    config.set_main_option("script_location", os.path.join(os.path.dirname(store_module.__file__), "migrations"))
-    config.set_main_option("path_separator", "os")
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(f"sqlite:///{old_path}")
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
-    engine.dispose()
+    empty_history_at(old_path, revision)
     with sqlite3.connect(old_path) as old:
         old.execute("ATTACH DATABASE ? AS head", (str(head_path),))
         columns = [row[1] for row in old.execute("PRAGMA table_info(runs)")]
-        assert "document_verdicts_digest" not in columns
-        old.execute("INSERT INTO parts SELECT * FROM head.parts WHERE kind != 'document_verdicts'")
+        old.execute(f"INSERT INTO parts SELECT * FROM head.parts WHERE {parts_kept}")
         old.execute(f"INSERT INTO runs ({', '.join(columns)}) SELECT {', '.join(columns)} FROM head.runs")
         old.commit()
-        assert old.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001",)]
+        assert old.execute("SELECT version_num FROM alembic_version").fetchall() == [(revision,)]
+    return old_path, columns
+
+
+def test_a_history_of_the_first_schema_is_migrated_and_keeps_its_runs(tmp_path):
+    snapshots = [make_snapshot(30, seed=0, untested=(0, 1)), make_snapshot(30, seed=1, untested=(1,))]
+    old_path, columns = _recorded_then_copied_back(tmp_path, snapshots, "0001", "kind != 'document_verdicts'")
+    assert "document_verdicts_digest" not in columns
     with HistoryStore(old_path) as store:
         assert [store.load(r.run) for r in store.runs()] == [
             make_snapshot(30, seed=s, untested=u, recorded_at=snapshots[s].recorded_at)
@@ -454,32 +447,9 @@ def test_a_chosen_history_file_is_checked_against_the_allowed_folders(tmp_path):
 
 def test_a_history_of_the_second_schema_is_migrated_and_its_runs_have_no_decisions_known(tmp_path):
     """Revision 0003 adds the decisions column: a run recorded before it reads as "not known", never as none."""
-    import sqlalchemy as sa
-    from alembic import command
-    from alembic.config import Config
-
-    import coverage_core.history.store as store_module
-
-    head_path, old_path = tmp_path / "head.sqlite", tmp_path / "old.sqlite"
     snapshots = [make_snapshot(30, seed=0, recorded_at=T0), make_snapshot(30, seed=1, recorded_at=T0)]
-    with HistoryStore(head_path) as store:
-        for snapshot in snapshots:
-            store.record(snapshot)
-    config = Config()
-    config.set_main_option("script_location", os.path.join(os.path.dirname(store_module.__file__), "migrations"))
-    config.set_main_option("path_separator", "os")
-    engine = sa.create_engine(f"sqlite:///{old_path}")
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0002")
-    engine.dispose()
-    with sqlite3.connect(old_path) as old:
-        old.execute("ATTACH DATABASE ? AS head", (str(head_path),))
-        columns = [row[1] for row in old.execute("PRAGMA table_info(runs)")]
-        assert "decisions_digest" not in columns and "document_verdicts_digest" in columns
-        old.execute("INSERT INTO parts SELECT * FROM head.parts")
-        old.execute(f"INSERT INTO runs ({', '.join(columns)}) SELECT {', '.join(columns)} FROM head.runs")
-        old.commit()
+    old_path, columns = _recorded_then_copied_back(tmp_path, snapshots, "0002")
+    assert "decisions_digest" not in columns and "document_verdicts_digest" in columns
     with HistoryStore(old_path) as store:
         assert [store.load(r.run) for r in store.runs()] == snapshots
         assert [store.decisions(r.run) for r in store.runs()] == [None, None]

@@ -28,7 +28,7 @@ from coverage_core.history.location import LABEL_MAX_CHARS, is_conninfo, redact_
 from coverage_core.history.parts import DamagedPart, TooLarge, digest_of
 from coverage_core.history.store import HistoryStore, _target_url
 from tests.fakes import FakeEmbedder
-from tests.history.conftest import make_snapshot
+from tests.history.conftest import empty_history_at, make_snapshot
 
 PASSWORD = "hunter2pw"
 DOCUMENT_TEXT = {
@@ -190,21 +190,8 @@ def test_a_run_too_large_to_read_back_is_refused_when_recorded(tmp_path, monkeyp
 
 def test_a_bomb_in_a_history_of_the_first_schema_does_not_stop_its_migration(tmp_path):
     """The 0002 migration reads every run's states: a bomb there leaves that run damaged, the others migrate."""
-    import sqlalchemy as sa
-    from alembic import command
-    from alembic.config import Config
-
-    import coverage_core.history.store as store_module
-
     head, old = _history(tmp_path), tmp_path / "old.sqlite"
-    config = Config()
-    config.set_main_option("script_location", os.path.join(os.path.dirname(store_module.__file__), "migrations"))
-    config.set_main_option("path_separator", "os")
-    engine = sa.create_engine(f"sqlite:///{old}")
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
-    engine.dispose()
+    empty_history_at(old, "0001")
     bomb_digest = digest_of("document_states", b"\0" * (parts.MAX_PART_BYTES + 1))
     with sqlite3.connect(old) as connection:
         connection.execute("ATTACH DATABASE ? AS head", (str(head),))
