@@ -386,8 +386,8 @@ def test_tested_share_and_is_untested_on_a_hand_made_case():
     assert metrics.tested_chunks(distances, 0.5).tolist() == [True, True, True, False, False, False,
                                                               True, False, False, False]
     assert metrics.tested_share(distances, 0.5) == pytest.approx(0.4)
-    table = metrics.document_coverage(distances, documents, support_threshold=0.5,
-                                      n_questions={"A": 2, "C": 2}).set_index("document")
+    table = verdicts.with_document_verdicts(metrics.document_coverage(distances, documents, support_threshold=0.5),
+                                            {"A": 2, "C": 2}).set_index("document")
     assert table["n_tested"].to_dict() == {"A": 3, "B": 0, "C": 1}
     assert table["tested_share"].to_dict() == pytest.approx({"A": 0.75, "B": 0.0, "C": 0.25})
     assert table["is_untested"].to_dict() == {"A": False, "B": True, "C": False}  # no question targets B
@@ -400,8 +400,8 @@ def test_is_untested_fires_when_most_documents_are_untested_and_is_low_does_not(
     # 8 documents with no question near them, 2 well tested.
     documents = [name for name in "ABCDEFGHIJ" for _ in range(5)]
     similarity = np.array([0.2] * 40 + [0.8] * 10)
-    table = metrics.document_coverage(1 - similarity, documents, support_threshold=0.5,
-                                      n_questions={"I": 2, "J": 2}).set_index("document")
+    table = verdicts.with_document_verdicts(metrics.document_coverage(1 - similarity, documents, support_threshold=0.5),
+                                            {"I": 2, "J": 2}).set_index("document")
     assert table["is_untested"].sum() == 8
     assert not table.loc[["I", "J"], "is_untested"].any()
     assert not table["is_low"].any()  # the relative rule: the median document is untested, so nothing stands out
