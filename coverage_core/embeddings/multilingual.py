@@ -205,15 +205,8 @@ class E5Embedder(_BundledEmbedder):
         # vector per text and compares questions with passages but also
         # passages with passages and questions with questions, so every
         # text is embedded as "query: " + text (what query() does).
-        # Tried: "passage: " on the chunks and on the calibration's passages
-        # (questions and probe sentences as queries). A question's own article
-        # stands out a little more (fr-qa / zh-qa, best passage of its own
-        # article against the others', AUROC 0.860 -> 0.870, 0.827 -> 0.846),
-        # but the calibrated level fell further than the questions rose, so
-        # every question reached more: on the tuning halves untested
-        # documents found fell from 5 of 5 to 1 (French) and 2 (Chinese),
-        # recall at 45% off-topic 0.83 -> 0.66 (French), for precision at 8%
-        # 0.50 -> 0.59. Not adopted.
+        # A "passage: " prefix on the chunks was measured and not adopted: docs/providers.md,
+        # "The e5 prefix".
         return model.query(texts)
 
 
