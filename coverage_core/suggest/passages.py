@@ -142,10 +142,12 @@ def spread_passages(
     similarity = unit @ unit.T
     reaches = _top_per_row(similarity, reach)
     reaches[np.arange(len(rows)), np.arange(len(rows))] = True
+    # Counts as a float32 product (exact below 2^24): one BLAS pass per pick instead of a boolean reduction.
+    reach_weights = reaches.astype(np.float32)
     open_rows = untested.copy()
     chosen: list[int] = []
     while len(chosen) < n:
-        gains = (reaches & open_rows[None, :]).sum(axis=1)
+        gains = np.rint(reach_weights @ open_rows.astype(np.float32)).astype(np.int64)
         gains[~untested] = -1  # a question is written for an untested passage only
         gains[chosen] = -1
         best = int(np.argmax(gains))  # the first maximum: rows are least covered first
