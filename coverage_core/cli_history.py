@@ -2,7 +2,7 @@
 
 The history is touched only when asked for: a flag (``--record``,
 ``--history``, ``--since``, ``--fail-on-drop``, ``--fail-on-new-untested``,
-``--keep-document-text``) or an environment variable (``COVERAGE_HISTORY``,
+``--fail-on-stale``, ``--keep-document-text``) or an environment variable (``COVERAGE_HISTORY``,
 ``COVERAGE_RECORD``); a plain ``analyze`` reads and creates nothing. A run
 that only compares never creates a history file that is not there.
 
@@ -47,12 +47,14 @@ class HistoryRequest:
     fail_on_drop: float | None
     fail_on_new_untested: bool
     keep_text: bool
+    fail_on_stale: bool = False
 
     @property
     def gates(self) -> list[str]:
         """The history gates asked for, as their flags."""
         return [flag for flag, on in (("--fail-on-drop", self.fail_on_drop is not None),
-                                      ("--fail-on-new-untested", self.fail_on_new_untested)) if on]
+                                      ("--fail-on-new-untested", self.fail_on_new_untested),
+                                      ("--fail-on-stale", self.fail_on_stale)) if on]
 
 
 def _env_value(env: Mapping[str, str], name: str) -> str | None:
@@ -68,7 +70,7 @@ def history_request(args: argparse.Namespace, env: Mapping[str, str] | None = No
     env = os.environ if env is None else env
     env_target, env_label = _env_value(env, location.HISTORY_ENV), _env_value(env, location.RECORD_ENV)
     flags = (args.record, args.history, args.since, args.fail_on_drop, args.fail_on_new_untested or None,
-             args.keep_document_text or None)
+             args.keep_document_text or None, getattr(args, "fail_on_stale", False) or None)
     if all(value is None for value in flags) and env_target is None and env_label is None:
         return None
     if args.history is not None:
@@ -94,7 +96,8 @@ def history_request(args: argparse.Namespace, env: Mapping[str, str] | None = No
     if args.fail_on_drop is not None:
         check_scalar(args.fail_on_drop, "--fail-on-drop", float, min_val=0)
     request = HistoryRequest(target, target_named_by, label, label_named_by, since, args.fail_on_drop,
-                             bool(args.fail_on_new_untested), bool(args.keep_document_text))
+                             bool(args.fail_on_new_untested), bool(args.keep_document_text),
+                             bool(getattr(args, "fail_on_stale", False)))
     if request.gates and label is None and since is None:
         raise InputError(f"{' and '.join(request.gates)} {wording.plural(len(request.gates), 'compares', 'compare')} with the "
                          "last run recorded under the same label; add --record LABEL (e.g. --record main) or "
@@ -157,14 +160,16 @@ class HistorySession:
     def shown_target(self) -> str:
         return _shown(self.request.target)
 
-    def compare(self, analysis, report: dict) -> None:
-        """This run's snapshot, and ``report["since"]`` when there is an earlier run (set before any output)."""
+    def compare(self, analysis, report: dict, source_column: str | None = None) -> None:
+        """This run's snapshot (each question's source from ``source_column`` when given, else a column detected by
+        name, else what it retrieved), and ``report["since"]`` when there is an earlier run (set before any
+        output)."""
         if self.request.label is None and self.previous is None:
             return
         from coverage_core.history import changes_since, snapshot_of_analysis
 
         self.snapshot = snapshot_of_analysis(analysis, report, label=self.request.label,
-                                             keep_text=self.request.keep_text)
+                                             keep_text=self.request.keep_text, source_column=source_column)
         if self.previous_snapshot is not None:
             changes = changes_since(self.previous_snapshot, self.snapshot, previous_run=self.previous.run)
             self.since = report["since"] = changes.to_dict()
@@ -216,6 +221,12 @@ class HistorySession:
             failures.append(f"{n} {wording.plural(n, 'document')} added or changed since {earlier} "
                             f"{wording.plural(n, 'has', 'have')} no question testing {wording.plural(n, 'it', 'them')}: "
                             f"{names}{more} (--fail-on-new-untested).")
+        stale = since_report.stale_questions(self.since) if self.request.fail_on_stale else None
+        if stale:  # None (not known: the earlier run kept no sources) is no failure; the summary says so
+            n = since_report.stale_count(stale)
+            failures.append(f"{n} {wording.plural(n, 'question')} went stale since {earlier}: "
+                            f"{wording.plural(n, 'its', 'their')} source document was removed or changed "
+                            "(--fail-on-stale).")
         return failures
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
-"""History: every recorded run, the tested share and the verdicts over time, what changed between two runs, and the
-decisions on suggested questions a run recorded."""
+"""History: every recorded run, the tested share and the verdicts over time, what changed between two runs (the
+questions whose document changed among it), and the decisions on suggested questions a run recorded."""
 
 import streamlit as st
 
@@ -103,10 +103,13 @@ try:
         else:
             first, second = view.ordered_pair(earlier, later)
             try:
-                changes = changes_since(store.load(first), store.load(second), previous_run=first)
+                earlier_run = store.load(first)
+                changes = changes_since(earlier_run, store.load(second), previous_run=first)
             except CoverageError as error:
                 flow.show_error(error)
             else:
+                # The Gap page offers replacement questions for the stale questions' changed passages.
+                offered = history.keep_stale(earlier_run, changes)
                 st.markdown(f"**From run {first} to run {second}:** {widgets.plain(changes.reason)}")
                 untested = view.new_untested_sentence(changes)
                 if untested:
@@ -135,6 +138,17 @@ try:
                                       percents=("share tested before", "share tested after"))
                 if not any(n for _, n in view.change_counts(changes)):
                     st.caption("The same documents and questions in both runs.")
+                stale = view.stale_sentence(changes)  # numbers and fixed words only
+                if changes.questions_stale:
+                    st.subheader(f"{view.STALE_HEADING} ({view.stale_count(changes):,})", anchor=False)
+                    st.markdown(stale)
+                    widgets.table(view.stale_table(changes.questions_stale), large=("question",),
+                                  medium=("document", "what happened"))
+                    if offered:
+                        st.page_link(flow.GAPS_PAGE, icon=":material/edit_note:",
+                                     label="Write replacement questions for the changed passages (Gap analysis)")
+                elif stale:
+                    st.caption(stale)
 
     with st.expander("Decisions on suggested questions", icon=":material/checklist:"):
         if state.get(state.W_HISTORY_DECISIONS) not in choices:

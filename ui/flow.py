@@ -627,6 +627,31 @@ def traffic_for(analysis, log):
     return state.memo(state.TRAFFIC, key, compute)
 
 
+def add_replacement_suggestions(analysis, passages) -> int:
+    """Write replacement questions for the chunks ``passages`` of ``analysis`` (the stale questions' changed
+    passages) and put them into the Gap page's suggestions editor; returns how many were new. The writer's
+    warnings are shown, one sentence each."""
+    from ui import widgets
+
+    inputs = stored_inputs()
+    embedder = None
+    if inputs is not None:  # written questions are checked against τ with the chunks' model
+        try:
+            embedder = embedder_for(inputs)
+        except CoverageError as error:  # no model to check them with: drafts
+            show_error(error)
+    with st.spinner(f"Writing replacement questions for {formats.count(len(passages), 'changed passage')}…"):
+        suggestions, warnings = pipeline.replacement_suggestions(analysis, passages, embedder, embedding_cache())
+    for warning in warnings:
+        st.warning(widgets.plain(warning))
+    before = state.get(state.SUGGESTIONS_EDITED, state.get(state.SUGGESTIONS_BASE))
+    chunk_texts = [chunk.text for chunk in analysis.corpus.chunks]
+    merged = gaps_view.append_suggestions(before, gaps_view.replacement_frame(suggestions, chunk_texts))
+    widgets.reset_editor(state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR, merged)
+    state.put(state.SUGGESTIONS_EDITED, merged)
+    return len(merged) - (0 if before is None else len(before))
+
+
 def add_traffic_suggestions(result) -> int:
     """Put the traffic's suggestions into the Gap page's suggestions editor; returns how many were new."""
     from ui import widgets

@@ -1,5 +1,5 @@
 """The dashboard's side of the history of runs: where it is kept, saving the current analysis, recording each
-finished analysis automatically.
+finished analysis automatically, and what the Gap page needs to replace the questions that went stale.
 
 Where the history is: a database URL typed on the History page (kept in this session only, a secret: it may
 hold a password and is shown only through :func:`coverage_core.history.redact_history_url`), else a file the
@@ -30,6 +30,8 @@ from coverage_core.history import (
     snapshot_of_analysis,
 )
 from coverage_core.history.location import check_chosen_history, history_file, is_conninfo
+from coverage_core.history.snapshot import RunSnapshot
+from coverage_core.history.stale import replacement_target
 from coverage_core.outputs.report import build_report
 from ui import engine, exports, state
 from ui.messages import shown_message
@@ -167,9 +169,22 @@ def record(analysis, label: str | None = None) -> RunInfo:
                                                                    state.overrides()))
     except (CoverageError, AttributeError):  # no stored inputs, or settings the core rejects
         decisions = None
-    snapshot = snapshot_of_analysis(analysis, report, label=(label or "").strip() or None, decisions=decisions)
+    snapshot = snapshot_of_analysis(analysis, report, label=(label or "").strip() or None, decisions=decisions,
+                                    source_column=state.settings().relevant_column or None)
     with open_store() as store:
         return store.record(snapshot)
+
+
+def keep_stale(earlier: RunSnapshot, changes) -> bool:
+    """Keep what the Gap page needs to write replacements for the stale questions of ``changes`` (found since
+    ``earlier``): the changed documents they cite, with their passages at ``earlier`` (``HISTORY_STALE``; dropped
+    when there are none). Returns whether there are any."""
+    target = replacement_target(earlier, changes.questions_stale, changes.run)
+    if target.documents:
+        state.put(state.HISTORY_STALE, target)
+    else:
+        state.drop(state.HISTORY_STALE)
+    return bool(target.documents)
 
 
 def saved_sentence(info: RunInfo, where: str) -> str:

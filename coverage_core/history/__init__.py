@@ -2,7 +2,9 @@
 
 * :mod:`coverage_core.history.snapshot` — what a run records (:class:`RunSnapshot`), from a report;
 * :mod:`coverage_core.history.changes` — what changed between two runs, settings and verdict counts included
-  (:func:`changes_since`);
+  (:func:`changes_since`); :mod:`coverage_core.history.stale` — the questions whose source document was
+  removed or changed since (:func:`stale_questions`); :mod:`coverage_core.history.sources` — the documents a
+  test set's source column names;
 * :mod:`coverage_core.history.location` — where the history is, its labels, its redacted name;
 * :mod:`coverage_core.history.store` — the history store (SQLite file or a SQLAlchemy database URL);
 * :mod:`coverage_core.history.parts` — a run's parts as bytes, with the limits that keep reading a hostile file
@@ -30,6 +32,7 @@ from coverage_core.history.snapshot import (
     snapshot_of_analysis,
     topic_documents_of,
 )
+from coverage_core.history.stale import StaleQuestion, stale_questions
 
 _STORE_NAMES = frozenset({"HistoryStore", "RunInfo", "open_history"})
 
@@ -55,6 +58,7 @@ __all__ = [
     "QuestionState",
     "RunInfo",
     "RunSnapshot",
+    "StaleQuestion",
     "TopicChange",
     "TopicState",
     "changes_since",
@@ -63,5 +67,6 @@ __all__ = [
     "redact_history_url",
     "snapshot_of",
     "snapshot_of_analysis",
+    "stale_questions",
     "topic_documents_of",
 ]

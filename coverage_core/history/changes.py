@@ -9,6 +9,9 @@ The rules, applied by :func:`changes_since`:
   change). A renamed document with the same content is reported as removed
   plus added: the name is what a team sees in its repository.
 * **Questions** are matched by the hash of their whitespace-normalised text.
+* **Stale questions** (:func:`coverage_core.history.stale.stale_questions`): questions of both runs whose
+  source document at the earlier run was removed or changed since; None when the earlier run did not record
+  the questions' sources. Not in the reason: the report, the summary and the dashboard list them.
 * **Topics** are renumbered and renamed from run to run, so a topic is
   matched by its members: for topics *a* and *b* with members
   ``(content hash, chunks)``,
@@ -49,6 +52,7 @@ from datetime import datetime
 
 from coverage_core.decisions import SuggestionDecision
 from coverage_core.history.snapshot import DocumentState, RunSnapshot, TopicState
+from coverage_core.history.stale import StaleQuestion, stale_questions
 from coverage_core.wording import count, points_words
 
 __all__ = ["SETTINGS", "TOPIC_MATCH_OVERLAP", "VERDICT_COUNTS", "Changes", "DocumentChange", "FigureChange",
@@ -139,6 +143,7 @@ class Changes:
     settings_changed: tuple[FigureChange, ...] = ()
     verdicts_changed: tuple[FigureChange, ...] = ()
     decisions_added: tuple[SuggestionDecision, ...] = ()
+    questions_stale: tuple[StaleQuestion, ...] | None = None
 
     @property
     def new_untested(self) -> tuple[DocumentChange, ...]:
@@ -161,6 +166,7 @@ class Changes:
             "topics_gained": [t.to_dict() for t in self.topics_gained],
             "settings_changed": [c.to_dict() for c in self.settings_changed],
             "verdicts_changed": [c.to_dict() for c in self.verdicts_changed],
+            "questions_stale": None if self.questions_stale is None else [q.to_dict() for q in self.questions_stale],
             "reason": self.reason,
         }
 
@@ -192,6 +198,7 @@ def changes_since(previous: RunSnapshot, current: RunSnapshot, *, previous_run: 
         questions_added=questions_added, questions_removed=questions_removed,
         topics_lost=lost, topics_gained=gained, reason=_reason(parts, change),
         settings_changed=settings, verdicts_changed=verdicts, decisions_added=decisions_added(previous, current),
+        questions_stale=stale_questions(previous, current),
     )
 
 

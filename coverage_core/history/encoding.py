@@ -9,8 +9,9 @@ it is recorded, in one sentence.
 
 The parts of a run (the layout is in :mod:`coverage_core.history.store`): ``corpus``, ``document_states``,
 ``document_verdicts``, ``question_set``, ``question_states``, ``topics`` and, when the run knows them,
-``decisions`` (slices of ``[decision, question, original, origin, cluster, document]``; no digest, NULL, when
-it does not).
+``decisions`` (slices of ``[decision, question, original, origin, cluster, document]``), ``passages`` (slices of
+each document's passage hashes, concatenated, or null; aligned with ``corpus``) and ``question_sources`` (slices
+of ``[row, how known, [document, …]]``, aligned with ``question_set``); no digest, NULL, when it does not.
 """
 
 from __future__ import annotations
@@ -75,8 +76,30 @@ def encode_run(snapshot: RunSnapshot) -> tuple[dict[str, Any], PartWriter]:
         "question_states_digest": writer.add_json("question_states", offtopic),
         "topics_digest": writer.add_json("topics", topics),
         "decisions_digest": _decisions_digest(writer, snapshot),
+        "passages_digest": _passages_digest(writer, snapshot),
+        "question_sources_digest": _question_sources_digest(writer, snapshot),
     }
     return row, writer
+
+
+def _passages_digest(writer: PartWriter, snapshot: RunSnapshot) -> str | None:
+    """The manifest of each document's passage hashes (keyed by content, so an unchanged document's slice is
+    shared); None when no document's are known."""
+    documents = snapshot.documents
+    if all(d.passages is None for d in documents):
+        return None
+    return writer.add_sliced("passages", [None if d.passages is None else "".join(d.passages) for d in documents],
+                             [d.content_hash or d.name for d in documents])
+
+
+def _question_sources_digest(writer: PartWriter, snapshot: RunSnapshot) -> str | None:
+    """The manifest of each question's row and sources; None when no question's are known."""
+    questions = snapshot.questions
+    if all(q.row is None and q.sources is None and not q.source_from for q in questions):
+        return None
+    return writer.add_sliced(
+        "question_sources", [[q.row, q.source_from, None if q.sources is None else list(q.sources)] for q in questions],
+        [q.text_hash for q in questions])
 
 
 def _decisions_digest(writer: PartWriter, snapshot: RunSnapshot) -> str | None:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from coverage_core.decisions import DECISIONS
+from coverage_core.history.snapshot import PASSAGE_HASH_CHARS, SOURCE_ORIGINS
 
 __all__ = [
     "COMPRESSION_LEVEL",
@@ -93,6 +94,7 @@ MAX_COUNT = 10**15
 
 _BINARY_KINDS = frozenset({"document_states", "document_verdicts", "text"})
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_HEX = re.compile(r"[0-9a-f]*")
 _UNTESTED, _UNDERTESTED, _NO_SHARE = 1, 2, 4
 _STATES_FORMAT, _SHARES_PLAIN = 1, 0
 _SHARE_TABLES = {1: np.dtype("<u1"), 2: np.dtype("<u2")}  # mode byte -> index type of a table of distinct shares
@@ -285,10 +287,35 @@ def _decision_row(row: Any) -> list:
     return row
 
 
-ROW_CHECKS: dict[str, Callable[[Any], list]] = {"corpus": _corpus_row, "question_set": _question_row,
-                                                "decisions": _decision_row}
+def _passages_row(row: Any) -> str | None:
+    """One document's passage hashes, concatenated (``PASSAGE_HASH_CHARS`` hex digits each), or null: not known."""
+    if row is not None and not (isinstance(row, str) and len(row) % PASSAGE_HASH_CHARS == 0
+                                and _HEX.fullmatch(row)):
+        raise DamagedPart("a document's passages are not passage hashes")
+    return row
+
+
+def _question_source_row(row: Any) -> list:
+    """``[row or null, how the sources were known, [document, …] or null]``: one question's sources."""
+    if not isinstance(row, list) or len(row) != 3:
+        raise DamagedPart("a question's source entry is not [row, how, documents]")
+    index, found_by, sources = row
+    if index is not None:
+        _integer(index)
+    if not isinstance(found_by, str) or found_by not in SOURCE_ORIGINS:
+        raise DamagedPart("a question's sources were known in an unknown way")
+    if sources is not None:
+        for source in _list(sources, "a question's sources"):
+            _text(source)
+    return row
+
+
+ROW_CHECKS: dict[str, Callable[[Any], Any]] = {"corpus": _corpus_row, "question_set": _question_row,
+                                               "decisions": _decision_row, "passages": _passages_row,
+                                               "question_sources": _question_source_row}
 """The check of one item of each sliced list, by the list's kind."""
-_LIST_ITEMS = {"corpus": "documents", "question_set": "questions", "decisions": "decisions"}
+_LIST_ITEMS = {"corpus": "documents", "question_set": "questions", "decisions": "decisions",
+               "passages": "documents", "question_sources": "questions"}
 
 
 def offtopic_rows(value: Any, n_questions: int) -> dict[int, str]:

@@ -35,12 +35,20 @@ from coverage_core.history.parts import (
     read_sliced,
     topic_rows,
 )
-from coverage_core.history.snapshot import DocumentState, QuestionState, RunSnapshot, TopicState, as_utc
+from coverage_core.history.snapshot import (
+    PASSAGE_HASH_CHARS,
+    DocumentState,
+    QuestionState,
+    RunSnapshot,
+    TopicState,
+    as_utc,
+)
 
 __all__ = [
     "DECISIONS_COLUMN",
     "DIGEST_COLUMNS",
     "MAX_TIME_CHARS",
+    "SOURCE_COLUMNS",
     "TEXT_COLUMNS",
     "PartSource",
     "RunInfo",
@@ -62,6 +70,9 @@ DIGEST_COLUMNS = ("corpus_digest", "document_states_digest", "question_set_diges
 """The digests a run's load needs (``document_verdicts_digest`` is the timeline's, and may be NULL)."""
 DECISIONS_COLUMN = "decisions_digest"
 """The digest of a run's decisions about suggested questions (a sliced list); NULL when the run has none known."""
+SOURCE_COLUMNS = ("passages_digest", "question_sources_digest")
+"""The digests of a run's passage hashes and its questions' sources (sliced lists); NULL when not known (a run
+recorded before revision 0004 kept them, or a snapshot that held none)."""
 
 _UNTESTED, _UNDERTESTED, _NO_SHARE = 1, 2, 4
 _ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
@@ -182,17 +193,22 @@ def decode_run(values: Mapping[str, Any], source: PartSource, reading: Reading |
             texts[digest] = payload.decode("utf-8")
         except UnicodeDecodeError:
             raise DamagedPart("a document's text is not UTF-8") from None
+    passages = _aligned(fetch, values.get("passages_digest"), "passages", len(fingerprint))
     documents = tuple(
         DocumentState(name=name, content_hash=content_hash, n_chunks=n_chunks,
                       tested_share=None if flag & _NO_SHARE else share, is_untested=bool(flag & _UNTESTED),
-                      is_undertested=bool(flag & _UNDERTESTED), text=None if text is None else texts[text])
-        for (name, content_hash, n_chunks, text), share, flag in zip(fingerprint, shares, flags))
+                      is_undertested=bool(flag & _UNDERTESTED), text=None if text is None else texts[text],
+                      passages=None if hashes is None else _split(hashes))
+        for (name, content_hash, n_chunks, text), share, flag, hashes in zip(fingerprint, shares, flags, passages))
     question_rows = read_sliced(fetch, values["question_set_digest"], "question_set")
     offtopic = offtopic_rows(parse_json(_one(fetch, values["question_states_digest"], "question_states")),
                              len(question_rows))
+    sources = _aligned(fetch, values.get("question_sources_digest"), "question_sources", len(question_rows))
     questions = tuple(QuestionState(text_hash=text_hash, text=text, is_offtopic=index in offtopic,
-                                    offtopic_reason=offtopic.get(index, ""))
-                      for index, (text_hash, text) in enumerate(question_rows))
+                                    offtopic_reason=offtopic.get(index, ""),
+                                    **({} if known is None else dict(row=known[0], source_from=known[1],
+                                                                     sources=known[2])))
+                      for index, ((text_hash, text), known) in enumerate(zip(question_rows, sources)))
     topic_values = topic_rows(parse_json(_one(fetch, values["topics_digest"], "topics")), len(documents))
     topics = tuple(TopicState(label=label, n_chunks=n_chunks, n_questions=n_questions, tested_share=share,
                               is_gap=is_gap,
@@ -207,6 +223,23 @@ def decode_run(values: Mapping[str, Any], source: PartSource, reading: Reading |
         traffic=None if traffic is None else figures_of(traffic, allow_flags=True),
         decisions=_decisions(fetch, values.get(DECISIONS_COLUMN)),
     )
+
+
+def _aligned(fetch, digest: Any, kind: str, n_items: int) -> list:
+    """The items of the sliced list ``digest`` (one per document or question, ``n_items``); a None each when the
+    run does not know them (NULL)."""
+    if digest is None:
+        return [None] * n_items
+    if not is_digest(digest):
+        raise DamagedPart("it names a part that cannot exist")
+    items = read_sliced(fetch, digest, kind)
+    if len(items) != n_items:
+        raise DamagedPart("its passages or question sources do not match its documents or questions")
+    return items
+
+
+def _split(hashes: str) -> tuple[str, ...]:
+    return tuple(hashes[start:start + PASSAGE_HASH_CHARS] for start in range(0, len(hashes), PASSAGE_HASH_CHARS))
 
 
 def decode_decisions(values: Mapping[str, Any], source: PartSource,

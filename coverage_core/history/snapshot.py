@@ -13,6 +13,13 @@ A snapshot holds the headline figures and verdicts of a report, and
   (whitespace-normalised, so re-wrapping a question does not make it new),
   with the question itself: the test set is the user's own, and "which
   questions were removed" needs their words. Exact repeats are listed once;
+* each question's **source documents** at that run and how they were known (``source_from``): the documents
+  its row names in the test set's source column (``"column"``, :mod:`coverage_core.history.sources`), else
+  the document of its nearest passage (``"retrieved"``; none for an off-topic question); with its 0-based
+  data ``row``. ``sources`` None is "not known" (a run recorded before they were kept);
+* each document's **passage hashes** (:func:`passage_hash` of each chunk, in order): what tells how many of
+  a changed document's passages changed. None when not known: a snapshot of a bare report, a run recorded
+  before they were kept, or a corpus of more than :data:`PASSAGES_KEPT` passages (bounded parts);
 * each topic's largest member documents as ``(content hash, chunks)`` pairs
   (at most :data:`TOPIC_DOCUMENTS_KEPT`), because topic ids and labels are
   renumbered and renamed from run to run: topics are matched across runs by
@@ -59,8 +66,13 @@ from coverage_core.errors import InputError
 from coverage_core.types import Document
 
 __all__ = [
+    "FROM_COLUMN",
+    "FROM_RETRIEVAL",
+    "PASSAGES_KEPT",
+    "PASSAGE_HASH_CHARS",
     "SETTING_FIGURES",
     "SNAPSHOT_FORMAT",
+    "SOURCE_ORIGINS",
     "TOPIC_DOCUMENTS_KEPT",
     "DocumentState",
     "QuestionState",
@@ -68,6 +80,7 @@ __all__ = [
     "TopicState",
     "as_utc",
     "content_hash",
+    "passage_hash",
     "question_hash",
     "snapshot_of",
     "snapshot_of_analysis",
@@ -79,6 +92,15 @@ TOPIC_DOCUMENTS_KEPT = 20
 
 SNAPSHOT_FORMAT = 1
 """Version of :meth:`RunSnapshot.to_dict`'s layout; a record of a newer one is refused rather than misread."""
+
+PASSAGES_KEPT = 1_000_000
+"""Most passages whose hashes a run keeps; a larger corpus keeps none ("not known"), so every stored slice of
+them stays within the part limit."""
+PASSAGE_HASH_CHARS = 12
+"""Hex digits kept of a passage's sha256: they are compared within one document only."""
+FROM_COLUMN, FROM_RETRIEVAL = "column", "retrieved"
+SOURCE_ORIGINS = ("", FROM_COLUMN, FROM_RETRIEVAL)
+"""How a question's source documents were known: not at all, the test set's source column, or retrieval."""
 
 CHUNK_SEPARATOR = "\n\n"
 """How a vector store's chunk texts are joined to stand for a document without text (as the store reader joins them)."""
@@ -102,6 +124,11 @@ def question_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
 
+def passage_hash(text: str) -> str:
+    """The first :data:`PASSAGE_HASH_CHARS` hex digits of the sha256 of a passage's whitespace-normalised text."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:PASSAGE_HASH_CHARS]
+
+
 @dataclass(frozen=True)
 class DocumentState:
     """One document in one run: its fingerprint and verdicts (text only when the user opted in)."""
@@ -113,16 +140,28 @@ class DocumentState:
     is_untested: bool
     is_undertested: bool
     text: str | None = None
+    passages: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if self.passages is not None:
+            object.__setattr__(self, "passages", tuple(self.passages))
 
 
 @dataclass(frozen=True)
 class QuestionState:
-    """One distinct test question in one run."""
+    """One distinct test question in one run; ``sources`` None: not known (module docstring)."""
 
     text_hash: str
     text: str
     is_offtopic: bool
     offtopic_reason: str = ""
+    row: int | None = None
+    sources: tuple[str, ...] | None = None
+    source_from: str = ""
+
+    def __post_init__(self):
+        if self.sources is not None:
+            object.__setattr__(self, "sources", tuple(self.sources))
 
 
 @dataclass(frozen=True)
@@ -181,11 +220,7 @@ class RunSnapshot:
             "threshold_reliable": self.threshold_reliable,
             "headline": dict(self.headline),
             "documents": [_document_dict(d) for d in self.documents],
-            "questions": [
-                {"text_hash": q.text_hash, "text": q.text, "is_offtopic": q.is_offtopic,
-                 "offtopic_reason": q.offtopic_reason}
-                for q in self.questions
-            ],
+            "questions": [_question_dict(q) for q in self.questions],
             "topics": [
                 {"label": t.label, "n_chunks": t.n_chunks, "n_questions": t.n_questions,
                  "tested_share": t.tested_share, "is_gap": t.is_gap,
@@ -222,14 +257,16 @@ class RunSnapshot:
                     name=item.text("name"), content_hash=item.text("content_hash"),
                     n_chunks=item.integer("n_chunks"), tested_share=item.number("tested_share", optional=True),
                     is_untested=item.flag("is_untested"), is_undertested=item.flag("is_undertested"),
-                    text=item.text("text", optional=True),
+                    text=item.text("text", optional=True), passages=item.texts("passages"),
                 )
                 for item in record.items("documents")
             ),
             questions=tuple(
                 QuestionState(
                     text_hash=item.text("text_hash"), text=item.text("text"), is_offtopic=item.flag("is_offtopic"),
-                    offtopic_reason=item.text("offtopic_reason"),
+                    offtopic_reason=item.text("offtopic_reason"), row=item.integer("row", optional=True),
+                    sources=item.texts("sources"),
+                    source_from=item.choice("source_from", SOURCE_ORIGINS) if "source_from" in item.data else "",
                 )
                 for item in record.items("questions")
             ),
@@ -267,6 +304,18 @@ def _document_dict(document: DocumentState) -> dict:
              "is_undertested": document.is_undertested}
     if document.text is not None:  # absent rather than null: a record without text carries no trace of it
         entry["text"] = document.text
+    if document.passages is not None:
+        entry["passages"] = list(document.passages)
+    return entry
+
+
+def _question_dict(question: QuestionState) -> dict:
+    entry = {"text_hash": question.text_hash, "text": question.text, "is_offtopic": question.is_offtopic,
+             "offtopic_reason": question.offtopic_reason}
+    if question.row is not None:  # absent when not known, as a document's text
+        entry["row"] = question.row
+    if question.sources is not None:
+        entry["sources"], entry["source_from"] = list(question.sources), question.source_from
     return entry
 
 
@@ -361,6 +410,12 @@ class _Record:
             self._wrong(key, f"one of {', '.join(allowed)}")
         return value
 
+    def texts(self, key: str) -> tuple[str, ...] | None:
+        """A list of texts, or None when it is missing or null (not known)."""
+        value = self._typed(key, True, lambda value: isinstance(value, list) and all(
+            isinstance(item, str) for item in value), "a list of texts")
+        return None if value is None else tuple(value)
+
     def items(self, key: str, optional: bool = False) -> list[_Record] | None:
         value = self._typed(key, optional, lambda value: isinstance(value, list), "a list")
         if value is None:
@@ -391,6 +446,8 @@ def snapshot_of(
     chunk_texts_by_document: Mapping[str, Sequence[str]] | None = None,
     topic_documents: Mapping[int, Sequence[tuple[str, int]]] | None = None,
     decisions: Sequence | None = None,
+    passages: Mapping[str, Sequence[str]] | None = None,
+    column_sources: Mapping[int, Sequence[str]] | None = None,
 ) -> RunSnapshot:
     """The snapshot of a JSON report (:func:`coverage_core.outputs.report.build_report`, schema 6; older ones
     are upgraded first).
@@ -403,7 +460,11 @@ def snapshot_of(
     and are matched across runs by label only. ``recorded_at`` defaults to now (UTC). ``decisions`` (the user's
     :class:`~coverage_core.decisions.SuggestionDecision` objects, in table order) are kept as the module docstring
     says (the ones acted on, without their passages) and add their counts to the headline; None: not known, no
-    count.
+    count. ``passages`` maps a document name to its passage (chunk) texts in order, hashed with
+    :func:`passage_hash` (None, or more than :data:`PASSAGES_KEPT` in all: not known). ``column_sources`` maps a
+    question's row to the documents the test set's source column names for it
+    (:func:`coverage_core.history.sources.column_sources`); any other question's source is its
+    ``questions[].nearest_document``.
     """
     report = _current_report(report)
     decisions = None if decisions is None else list(decisions)  # read twice: counted, then kept
@@ -412,15 +473,17 @@ def snapshot_of(
     calibration = _section(report, "calibration")
     hashes = _document_hashes(report, documents, chunk_texts_by_document)
     texts = {d.name: d.text for d in documents or ()} if keep_text else {}
+    hashed = _passage_hashes(passages)
     document_states = tuple(
         DocumentState(
             name=str(entry["name"]), content_hash=hashes[str(entry["name"])], n_chunks=int(entry.get("n_chunks") or 0),
             tested_share=_share(entry.get("tested_share")), is_untested=bool(entry.get("is_untested")),
             is_undertested=bool(entry.get("is_undertested")), text=texts.get(str(entry["name"])),
+            passages=None if hashed is None else hashed.get(str(entry["name"]), ()),
         )
         for entry in _entries(report, "documents")
     )
-    question_states = _question_states(_entries(report, "questions"))
+    question_states = _question_states(_entries(report, "questions"), column_sources or {})
     topics = _topic_states(_entries(report, "clusters"), topic_documents, hashes)
     provider = str(embedding.get("provider") or "")
     return RunSnapshot(
@@ -518,15 +581,39 @@ def _document_hashes(report: Mapping, documents: Sequence[Document] | None,
     return hashes
 
 
-def _question_states(entries: list[Mapping]) -> tuple[QuestionState, ...]:
+def _passage_hashes(passages: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]] | None:
+    """Each document's passage hashes; None when not known or past :data:`PASSAGES_KEPT` in all."""
+    if passages is None or sum(len(texts) for texts in passages.values()) > PASSAGES_KEPT:
+        return None
+    return {str(name): tuple(passage_hash(str(text)) for text in texts) for name, texts in passages.items()}
+
+
+def _question_states(entries: list[Mapping], column_sources: Mapping[int, Sequence[str]]) -> tuple[QuestionState, ...]:
     seen: dict[str, QuestionState] = {}
     for entry in entries:
         text = str(entry.get("text") or "")
         digest = question_hash(text)
         if digest not in seen:  # an exact repeat says nothing new about the test set
-            seen[digest] = QuestionState(digest, text, bool(entry.get("is_outlier")),
-                                         str(entry.get("offtopic_reason") or ""))
+            is_offtopic = bool(entry.get("is_outlier"))
+            row = _count(entry.get("row"))
+            sources, source_from = _sources(entry, row, is_offtopic, column_sources)
+            seen[digest] = QuestionState(digest, text, is_offtopic, str(entry.get("offtopic_reason") or ""),
+                                         row=row, sources=sources, source_from=source_from)
     return tuple(seen.values())
+
+
+def _sources(entry: Mapping, row: int | None, is_offtopic: bool,
+             column_sources: Mapping[int, Sequence[str]]) -> tuple[tuple[str, ...] | None, str]:
+    """A question's source documents and how they were known (module docstring); (None, "") when not known."""
+    named = column_sources.get(row) if row is not None else None
+    if named:
+        return tuple(str(name) for name in named), FROM_COLUMN
+    if is_offtopic:  # an off-topic question tests no document
+        return (), ""
+    if "nearest_document" not in entry:
+        return None, ""
+    nearest = entry["nearest_document"]
+    return ((str(nearest),), FROM_RETRIEVAL) if nearest not in (None, "") else ((), "")
 
 
 def _topic_states(entries: list[Mapping], topic_documents: Mapping[int, Sequence[tuple[str, int]]] | None,
@@ -636,16 +723,19 @@ def topic_documents_of(analysis) -> dict[int, list[tuple[str, int]]]:
 
 
 def snapshot_of_analysis(analysis, report: Mapping, *, label: str | None = None, keep_text: bool = False,
-                         recorded_at: datetime | None = None, decisions: Sequence | None = None) -> RunSnapshot:
-    """:func:`snapshot_of` for an analysis and its report: documents, chunk texts and topic members from the
-    analysis; ``decisions`` as there."""
+                         recorded_at: datetime | None = None, decisions: Sequence | None = None,
+                         source_column: str | None = None) -> RunSnapshot:
+    """:func:`snapshot_of` for an analysis and its report: documents, chunk texts, passages, topic members and
+    the questions' column sources (``source_column``, else one detected by name) from the analysis;
+    ``decisions`` as there."""
+    from coverage_core.history.sources import column_sources
+
     documents = analysis.corpus.documents
-    without_text = {d.name for d in documents if not d.text}
-    chunk_texts: dict[str, list[str]] = {}
-    if without_text:
-        for chunk in analysis.corpus.chunks:
-            if chunk.document in without_text:
-                chunk_texts.setdefault(chunk.document, []).append(chunk.text)
+    chunk_texts: dict[str, list[str]] = {d.name: [] for d in documents}
+    for chunk in analysis.corpus.chunks:
+        chunk_texts.setdefault(chunk.document, []).append(chunk.text)
+    without_text = {d.name: chunk_texts[d.name] for d in documents if not d.text}
+    sources = column_sources(analysis.questions, [d.name for d in documents], source_column)
     return snapshot_of(report, documents, label=label, recorded_at=recorded_at, keep_text=keep_text,
-                       chunk_texts_by_document=chunk_texts, topic_documents=topic_documents_of(analysis),
-                       decisions=decisions)
+                       chunk_texts_by_document=without_text, topic_documents=topic_documents_of(analysis),
+                       decisions=decisions, passages=chunk_texts, column_sources=sources)

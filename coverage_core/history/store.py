@@ -16,8 +16,11 @@ Parts of a run: ``corpus`` (the slice digests of the document fingerprint: name,
 (the untested flags as a bitmap: what the document timeline reads), ``question_set`` (slices of hash and text),
 ``question_states`` (the off-topic ones), ``topics`` (documents referred to by their index in the run), and
 ``decisions`` (slices of the user's decisions about suggested questions; its column ``decisions_digest`` is NULL
-for a run recorded without them, or before revision 0003 added it: "not known"). A run is encoded, and read back
-before it is written, by :mod:`coverage_core.history.encoding`.
+for a run recorded without them, or before revision 0003 added it: "not known"), ``passages`` (slices of each
+document's passage hashes) and ``question_sources`` (slices of each question's row and source documents), whose
+columns ``passages_digest`` and ``question_sources_digest`` are NULL for a run recorded before revision 0004
+added them ("not known"). A run is encoded, and read back before it is written, by
+:mod:`coverage_core.history.encoding`.
 
 Concurrency: SQLite runs in WAL mode with a busy timeout; a write takes the write lock when it begins
 (``BEGIN IMMEDIATE``) and is retried with backoff while the file is locked. Every record is one transaction, so
@@ -93,6 +96,7 @@ from coverage_core.history.reading import (
     DECISIONS_COLUMN,
     DIGEST_COLUMNS,
     MAX_TIME_CHARS,
+    SOURCE_COLUMNS,
     TEXT_COLUMNS,
     RunInfo,
     decode_decisions,
@@ -155,6 +159,8 @@ _runs = sa.Table(
     sa.Column("topics_digest", sa.String(64), nullable=False),
     sa.Column("document_verdicts_digest", sa.String(64)),
     sa.Column("decisions_digest", sa.String(64)),
+    sa.Column("passages_digest", sa.String(64)),
+    sa.Column("question_sources_digest", sa.String(64)),
 )
 
 
@@ -401,7 +407,7 @@ class HistoryStore:
     def load(self, run: int) -> RunSnapshot:
         """The snapshot recorded as run ``run``, exactly as it was recorded; InputError naming the run when its row
         or parts are damaged (within ``MAX_READ_BYTES`` of inflated parts, however the file was made)."""
-        return self._read(run, ("traffic", *DIGEST_COLUMNS, DECISIONS_COLUMN), decode_run)
+        return self._read(run, ("traffic", *DIGEST_COLUMNS, DECISIONS_COLUMN, *SOURCE_COLUMNS), decode_run)
 
     def decisions(self, run: int) -> tuple[SuggestionDecision, ...] | None:
         """The decisions about suggested questions recorded with run ``run``, reading only that part; None when the

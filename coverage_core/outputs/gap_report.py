@@ -44,9 +44,11 @@ SUGGESTION_ORIGIN_WORDS = {
     "draft": "draft to edit",
     "you": "added by you",
     "traffic": "real query from traffic",
+    "stale": "replaces a stale question",
 }
 """Each suggestion ``origin`` in plain words, for every output that shows it, the dashboard's too
-(:func:`origin_words`); ``you`` and ``traffic`` are the dashboard's own rows."""
+(:func:`origin_words`); ``you``, ``traffic`` and ``stale`` (written to replace a question whose document
+changed, :mod:`coverage_core.suggest.replacements`) are the dashboard's own rows."""
 
 # Gaps the terminal summary lists; the reports list them all.
 N_SUMMARY_GAPS = 5
@@ -57,6 +59,7 @@ EDITED_FROM_WORDS = {
     "llm": "your LLM",
     "draft": "draft",
     "traffic": "traffic query",
+    "stale": "a replacement for a stale question",
 }
 """What an edited question was edited from, for :func:`origin_words` ("edited (from built-in model)")."""
 

@@ -443,10 +443,10 @@ def _traffic_suite(root: ET.Element, traffic: Mapping) -> None:
             _system_out(case, "\n".join([*notes, *lines]))
 
 
-def _history_suite(root: ET.Element, since: Mapping, fail_on_drop: float | None) -> None:
+def _history_suite(root: ET.Element, since: Mapping, fail_on_drop: float | None, fail_on_stale: bool = False) -> None:
     """The cases of :func:`coverage_core.outputs.since_report.junit_cases`: the change since the earlier run."""
     suite = _suite(root, "coverage.history")
-    for case in junit_cases(since, fail_on_drop):
+    for case in junit_cases(since, fail_on_drop, fail_on_stale):
         element = _testcase(suite, "coverage.history", case.name)
         if case.failure:
             _fail(element, case.failure, case.text, "coverage.history")
@@ -460,6 +460,7 @@ def junit_xml(
     gate_threshold: float | None = None,
     gap_threshold: float | None = None,
     fail_on_drop: float | None = None,
+    fail_on_stale: bool = False,
 ) -> str:
     """JUnit XML (a UTF-8 document as ``str``) for a report dict (schema 1 to 6).
 
@@ -468,7 +469,8 @@ def junit_xml(
     ``coverage.clusters`` and ``coverage.documents`` (one case each; gaps, untested and under-tested documents
     fail), ``coverage.traffic`` (with a ``traffic`` section: frequent, mostly untested topics fail) and
     ``coverage.history`` (with a ``since`` section: a tested-share drop over ``fail_on_drop`` points fails, as
-    does each document added or changed since then that no question tests). Passing cases carry their
+    does each document added or changed since then that no question tests, and each question gone stale with
+    ``fail_on_stale``). Passing cases carry their
     coverage; an undefined coverage (an empty cluster) is a skipped case.
     Why: CI tracks every cluster and document over time; each suite in full: docs/ci.md, *The JUnit file*.
 
@@ -479,6 +481,7 @@ def junit_xml(
     gate_threshold : float, optional; None: that case always passes
     gap_threshold : float, optional; schema 1 only (None: the report's configured gap threshold)
     fail_on_drop : float, optional; the tested-share points the history may fall by
+    fail_on_stale : bool; a stale question's case fails (else it passes, saying why it is stale)
 
     Returns
     -------
@@ -501,7 +504,7 @@ def junit_xml(
     if report.get("traffic"):
         _traffic_suite(root, report["traffic"])
     if isinstance(report.get("since"), Mapping):
-        _history_suite(root, report["since"], fail_on_drop)
+        _history_suite(root, report["since"], fail_on_drop, fail_on_stale)
     totals = [0, 0, 0, 0]
     for suite in root.findall("testsuite"):
         for i, n in enumerate(_count(suite)):

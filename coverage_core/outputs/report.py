@@ -115,6 +115,8 @@ Additions within schema version 6 (no field renamed, so the version stays):
                 "topics_gained": [{"label", "tested_share_before", "tested_share_after"}],
                 "settings_changed": [{"name", "before", "after", "text"}],
                 "verdicts_changed": [{"name", "before", "after", "text"}],
+                "questions_stale": [{"question", "row", "source", "source_from" ("column" | "retrieved"),
+                                     "reason" ("removed" | "changed"), "passages_changed"}] or null,
                 "reason"}
 
   ``run``, ``label`` and ``recorded_at`` are the earlier run's; a document
@@ -124,6 +126,8 @@ Additions within schema version 6 (no field renamed, so the version stays):
   ``verdicts_changed`` the verdict counts (off-topic questions, gaps,
   untested and under-tested documents), each ``before`` and ``after`` as
   shown and its ``text`` ("strictness 0.5 → 1.0");
+  ``questions_stale`` are the questions whose source document was removed or changed
+  (:mod:`coverage_core.history.stale`; null when the earlier run did not record the questions' sources);
   ``reason`` is one sentence ("+3 documents, none tested: −4.1 points";
   "Strictness 0.5 → 1.0; topics (K) 6 → 8; off-topic questions 14 → 19: +0.0 points").
   :mod:`coverage_core.outputs.since_report` words it for the terminal, the

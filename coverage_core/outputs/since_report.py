@@ -5,10 +5,14 @@ changed since an earlier run of the history (documents, questions, topics,
 settings and verdict counts, and the tested-share change with its reason).
 Settings and verdict counts that changed are listed with their numbers
 ("strictness 0.5 → 1.0"), each entry's ``text`` as the history wrote it; a
-report written before they were kept lists none. Everything here reads that
-plain dict, never a history object, so a report saved earlier (or written by
-anyone: its entries are read defensively) renders the same way in every
-output, and the CLI's gates read the very values the JUnit file shows.
+report written before they were kept lists none. Questions gone stale
+(``questions_stale``: their source document was removed or changed since the
+earlier run) are listed with their reason; when the earlier run did not
+record the questions' sources (null, or a report without the key) the
+summary says it is not known. Everything here reads that plain dict, never a
+history object, so a report saved earlier (or written by anyone: its entries
+are read defensively) renders the same way in every output, and the CLI's
+gates read the very values the JUnit file shows.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ __all__ = [
     "junit_cases",
     "new_untested",
     "run_words",
+    "stale_count",
+    "stale_questions",
+    "stale_words",
     "summary_lines",
     "tested_share_drop",
 ]
@@ -94,6 +101,21 @@ _TOPIC_LISTS = (("topics_lost", "Topics that lost their tests"), ("topics_gained
 def new_untested(since: Mapping) -> list[Mapping]:
     """The documents added or changed since the earlier run that no question tests now (``is_untested``)."""
     return [d for key, _ in _DOCUMENT_LISTS for d in _documents(since, key) if d.get("is_untested")]
+
+
+def stale_questions(since: Mapping) -> list[Mapping] | None:
+    """The questions gone stale since the earlier run (entries with a ``question`` and a ``source``); None when
+    not known (the earlier run did not record the questions' sources, or the report predates them)."""
+    value = since.get("questions_stale")
+    if not isinstance(value, list):
+        return None
+    return [item for item in value if isinstance(item, Mapping) and "question" in item and "source" in item]
+
+
+def stale_count(stale: Sequence[Mapping]) -> int:
+    """How many distinct questions ``stale`` (:func:`stale_questions`) names: a question citing two stale
+    documents has an entry for each."""
+    return len({(" ".join(str(q["question"]).split()), q.get("row")) for q in stale})
 
 
 def tested_share_drop(since: Mapping) -> float | None:
@@ -160,6 +182,35 @@ def _reason(since: Mapping) -> str:
     return f"The tested share changed by {_points(since.get('tested_share_change'))}."
 
 
+def stale_words(question: Mapping) -> str:
+    """Why a question went stale, in words: "Drum.txt changed (3 passages changed)", "Flute.txt removed"."""
+    source = " ".join(str(question.get("source", "")).split())
+    if question.get("reason") == "removed":
+        return f"{source} removed"
+    changed = question.get("passages_changed")
+    if isinstance(changed, int) and not isinstance(changed, bool):
+        return f"{source} changed ({changed:,} {'passage' if changed == 1 else 'passages'} changed)"
+    return f"{source} changed (which passages not known)"
+
+
+def _stale_line(question: Mapping) -> str:
+    row = question.get("row")
+    at = f" (row {row + 1})" if isinstance(row, int) and not isinstance(row, bool) else ""
+    return f"{' '.join(str(question['question']).split())}{at}: {stale_words(question)}"
+
+
+def _stale_lines(since: Mapping) -> list[str]:
+    """The summary's stale questions: "N questions went stale:" and one line each; a sentence when not known."""
+    stale = stale_questions(since)
+    if stale is None:
+        return [f"  Stale questions: not known ({run_words(since)} did not record each question's source document)"]
+    if not stale:
+        return []
+    n = stale_count(stale)
+    return [f"  {n} {'question' if n == 1 else 'questions'} went stale: their source document was removed or "
+            "changed", *_listed([_stale_line(question) for question in stale])]
+
+
 def first_run_sentence(shown_history: str, label: str | None = None) -> str:
     """What the summary says when the history holds no run to compare with."""
     under = f" labelled {label}" if label else ""
@@ -188,6 +239,7 @@ def summary_lines(since: Mapping) -> list[str]:
         lines += _listed(removed)
     added, dropped = _texts(since, "questions_added"), _texts(since, "questions_removed")
     lines.append(f"  Questions: {len(added)} added, {len(dropped)} removed")
+    lines += _stale_lines(since)
     for key, title in _TOPIC_LISTS:
         topics = _topics(since, key)
         if topics:
@@ -237,6 +289,10 @@ def html_section(since: Mapping | None) -> str:
     for key, title in (("questions_added", "Questions added"), ("questions_removed", "Questions removed")):
         texts = _texts(since, key)
         parts.append(f"<h3>{title} ({len(texts)})</h3>{_html_list(texts)}")
+    stale = stale_questions(since)
+    if stale is not None:
+        parts.append(f"<h3>Questions that went stale ({len(stale)})</h3>"
+                     f"{_html_list([_stale_line(question) for question in stale])}")
     for key, title in _TOPIC_LISTS:
         topics = _topics(since, key)
         parts.append(f"<h3>{title} ({len(topics)})</h3>{_html_list([_topic_words(t) for t in topics])}")
@@ -255,9 +311,10 @@ class SinceCase:
     text: str
 
 
-def junit_cases(since: Mapping, fail_on_drop: float | None = None) -> list[SinceCase]:
+def junit_cases(since: Mapping, fail_on_drop: float | None = None, fail_on_stale: bool = False) -> list[SinceCase]:
     """The tested-share change since the earlier run (failing only when it fell by more than ``fail_on_drop``
-    points), then one failing case per document added or changed since then that no question tests."""
+    points), then one failing case per document added or changed since then that no question tests, then one
+    case per question gone stale (failing only with ``fail_on_stale``)."""
     earlier = run_words(since)
     drop = tested_share_drop(since)
     limit = "no limit set (--fail-on-drop)" if fail_on_drop is None else f"allowed drop {fail_on_drop:g} points"
@@ -274,4 +331,14 @@ def junit_cases(since: Mapping, fail_on_drop: float | None = None) -> list[Since
         how = "added" if name in added else "changed"
         message = f"{name} was {how} since run {run} and no question tests it."
         cases.append(SinceCase(name, message, f"{message}\nCompared with {earlier}."))
+    stale = stale_questions(since)
+    if stale is None and fail_on_stale:  # the gate cannot check: said in a passing case, as the summary says it
+        cases.append(SinceCase(f"stale questions since run {run}", "", f"Not known: {earlier} did not record each "
+                               "question's source document, so no question can be found stale against it."))
+    for question in stale or ():
+        message = f"Stale since run {run}: {_stale_line(question)}."
+        text = f"{message}\nCompared with {earlier}; " + (
+            "--fail-on-stale fails it." if fail_on_stale else "passes without --fail-on-stale.")
+        name = f"stale question: {' '.join(str(question['question']).split())} ({question['source']})"
+        cases.append(SinceCase(name, message if fail_on_stale else "", text))
     return cases

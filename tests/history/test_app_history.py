@@ -404,3 +404,109 @@ def test_a_lone_run_is_drawn_across_an_hour_not_milliseconds():
     # Two runs seconds apart keep Plotly's own range, so their points stay apart to be picked.
     two = pd.concat([runs, runs.assign(run=2, recorded_at=runs["recorded_at"] + timedelta(seconds=3))])
     assert history_plots.tested_share_over_time(two).layout.xaxis.range is None
+
+
+# ---------------------------------------------------------------- questions whose document changed or was removed
+
+
+def _sourced_run(documents: dict[str, tuple[str, ...]], questions: list[tuple[str, tuple[str, ...], str]],
+                 hour: int) -> RunSnapshot:
+    """A run made by hand whose documents keep their passages ({name: passage texts}) and whose questions their
+    sources (text, documents, how known)."""
+    from dataclasses import replace
+
+    from coverage_core.history.snapshot import passage_hash
+
+    run = small_snapshot("main", {name: False for name in documents}, [text for text, _, _ in questions], hour)
+    states = tuple(replace(state, content_hash=content_hash("|".join(documents[state.name])),
+                           passages=tuple(passage_hash(p) for p in documents[state.name])) for state in run.documents)
+    asked = tuple(replace(q, row=row, sources=sources, source_from=found_by)
+                  for row, (q, (_, sources, found_by)) in enumerate(zip(run.questions, questions)))
+    return replace(run, documents=states, questions=asked)
+
+
+def test_the_page_lists_the_questions_whose_document_changed_or_was_removed_in_plain_words(history_file):
+    from coverage_core.history.snapshot import passage_hash
+
+    questions = [(f"How loud is a drum? {BEACON}", ("drum.txt",), "column"), ("Who plays the flute?", ("flute.txt",),
+                 "retrieved"), ("What is a koala?", ("koala.txt",), "retrieved")]
+    with open_history(str(history_file)) as store:
+        store.record(_sourced_run({"drum.txt": ("skin", "shell", "sticks"), "flute.txt": ("air",),
+                                   "koala.txt": ("leaves",)}, questions, 8))
+        store.record(_sourced_run({"drum.txt": ("skin", "SHELL", "sticks"), "koala.txt": ("leaves",)}, questions, 9))
+    at = run_page(HISTORY_PAGE)
+    assert not at.exception
+    assert f"{view.STALE_HEADING} (2)" in texts(at.subheader)
+    assert ("2 questions were written for a document that was changed or removed after run 1: check that each still "
+            "asks about what the documents say now, or replace it.") in texts(at.markdown)
+    table = next(frame.value for frame in at.dataframe if "what happened" in frame.value)
+    assert list(table["question"]) == [questions[0][0], questions[1][0]]  # as written, in a table (never Markdown)
+    assert list(table["row in your file"]) == [1, 2]
+    assert list(table["document"]) == ["drum.txt", "flute.txt"]
+    assert list(table["what happened"]) == ["the document changed: 1 passage rewritten, added or removed",
+                                            "the document was removed"]
+    assert list(table["document known from"]) == ["named in your file", "the passage it found"]
+    # Plain words: no field names, no command-line flags, no payload rendered.
+    rendered = " ".join(element.value for kind in ("markdown", "caption", "subheader", "info", "warning")
+                        for element in at.get(kind))
+    assert not any(word in rendered for word in ("--", "questions_stale", "passages_changed", "source_from"))
+    assert "](http" not in rendered
+    # What the Gap page needs: the changed document's passages at run 1, and a link there.
+    target = at.session_state[state.HISTORY_STALE]
+    assert target.run == 1 and target.documents == (
+        ("drum.txt", frozenset(passage_hash(p) for p in ("skin", "shell", "sticks"))),)
+    assert any("replacement questions" in link.proto.label for link in at.get("page_link"))
+
+
+def test_a_run_recorded_before_the_sources_were_kept_says_it_cannot_tell(history_file):
+    with open_history(str(history_file)) as store:
+        store.record(small_snapshot("main", {"a.txt": False, "b.txt": False}, ["What is a?"], 8))
+        store.record(small_snapshot("main", {"a.txt": False}, ["What is a?"], 9))
+    at = run_page(HISTORY_PAGE)
+    assert not at.exception
+    assert ("Run 1 was recorded before the history kept the document each question was written for, so it cannot "
+            "tell which questions went out of date since then.") in texts(at.caption)
+    assert not any(text.startswith(view.STALE_HEADING) for text in texts(at.subheader))
+    assert state.HISTORY_STALE not in at.session_state
+
+
+@pytest.mark.slow
+def test_the_gap_page_writes_replacement_questions_for_the_changed_passages_only(module_cache_dir, monkeypatch):
+    """The History page's last comparison found a stale question citing Drum.txt, whose first two passages are
+    new since then: the Gap page offers to write for those two, and adds the results to the suggestions."""
+    import dataclasses
+
+    from coverage_core import pipeline
+    from coverage_core.errors import ProviderError
+    from coverage_core.history.snapshot import passage_hash
+    from coverage_core.history.stale import ReplacementTarget
+    from coverage_core.session import StageKey
+    from tests.app_support import example_run
+    from ui import engine
+    from ui.views import gaps as gaps_view
+
+    settings = state.Settings(n_clusters=4, support_threshold=0.5)
+    values, analysis, inputs, _, _ = example_run(settings, module_cache_dir)
+    key = engine.analysis_key(inputs, settings, state.Overrides())
+    values[state.GAPS] = state.Stage(StageKey.of(key, llm=None), dataclasses.replace(analysis, gaps=[]))
+    drum = [i for i, chunk in enumerate(analysis.corpus.chunks) if chunk.document == "Drum.txt"]
+    earlier = frozenset(passage_hash(analysis.corpus.chunks[i].text) for i in drum[2:])
+    values[state.HISTORY_STALE] = ReplacementTarget(run=1, documents=(("Drum.txt", earlier),), n_questions=1)
+
+    def no_writer(*args, **kwargs):  # drafts stand in, as when the bundled writer is not there
+        raise ProviderError("The built-in question writer is not installed.", "unavailable")
+
+    monkeypatch.setattr(pipeline, "shared_local_client", no_writer)
+    at = run_page("pages/4_gaps.py", values)
+    button = at.button(key=state.W_WRITE_REPLACEMENTS)
+    assert button.label == "Write replacement questions for the 2 changed passages"
+    button.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "The built-in question writer is not installed." in texts(at.warning)
+    editor = [frame for frame in at.dataframe if frame.key == state.W_SUGGESTIONS_EDITOR][0]
+    table = gaps_view.normalize_suggestions(editor.value)
+    replacements = table[table["origin"] == "stale"]
+    assert len(replacements) >= 1 and set(replacements["document"]) == {"Drum.txt"}
+    whole = {analysis.corpus.chunks[i].text for i in drum[:2]}
+    assert set(replacements["passage"]) <= whole  # the changed passages only, each whole
+    assert f"{formats.count(len(replacements), 'replacement question')} added to the table below." in texts(at.success)

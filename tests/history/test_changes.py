@@ -22,7 +22,7 @@ MINUS = "\N{MINUS SIGN}"
 # the settings and verdict counts that changed.
 SINCE_KEYS = {"run", "label", "recorded_at", "tested_share_change", "documents_added", "documents_removed",
               "documents_changed", "questions_added", "questions_removed", "topics_lost", "topics_gained", "reason",
-              "settings_changed", "verdicts_changed"}
+              "settings_changed", "verdicts_changed", "questions_stale"}
 START = datetime(2026, 5, 4, 12, 0, tzinfo=timezone.utc)
 
 
@@ -177,6 +177,7 @@ def test_to_dict_is_exactly_the_reports_since_section():
     assert section["questions_removed"] == ["What is a?"] and section["questions_added"] == []
     assert section["topics_lost"] == [{"label": "t", "tested_share_before": 0.6, "tested_share_after": 0.0}]
     assert section["tested_share_change"] == pytest.approx(-10.0)
+    assert section["questions_stale"] is None  # runs made without the questions' sources: not known, never []
 
 
 def test_changes_between_two_analyses_name_the_new_untested_documents(analysis):

@@ -222,7 +222,7 @@ def test_processes_creating_a_new_history_at_once_all_succeed(tmp_path):
         ids = list(pool.map(record_runs, [target] * 4, ["a", "b", "c", "d"], [1] * 4))
     assert sorted(run for worker in ids for run in worker) == [1, 2, 3, 4]
     with sqlite3.connect(target) as connection:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003",)]
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0004",)]
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -377,7 +377,7 @@ def test_a_history_of_the_first_schema_is_migrated_and_keeps_its_runs(tmp_path):
         timeline = [(name, run, state) for name, run, _, state in store.document_timeline()]
     assert ("doc-0000.txt", 2, False) in timeline and ("doc-0001.txt", 1, True) in timeline
     with sqlite3.connect(old_path) as migrated:
-        assert migrated.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003",)]
+        assert migrated.execute("SELECT version_num FROM alembic_version").fetchall() == [("0004",)]
         assert migrated.execute("SELECT COUNT(*) FROM runs WHERE document_verdicts_digest IS NULL").fetchone() == (0,)
 
 
@@ -456,5 +456,5 @@ def test_a_history_of_the_second_schema_is_migrated_and_its_runs_have_no_decisio
         later = store.record(make_snapshot(30, seed=2, recorded_at=T0, decisions=make_decisions(4)))
         assert store.decisions(later.run) == _without_passages(make_decisions(4))
     with sqlite3.connect(old_path) as migrated:
-        assert migrated.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003",)]
+        assert migrated.execute("SELECT version_num FROM alembic_version").fetchall() == [("0004",)]
         assert migrated.execute("SELECT COUNT(*) FROM runs WHERE decisions_digest IS NULL").fetchone() == (2,)

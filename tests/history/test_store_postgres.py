@@ -43,7 +43,7 @@ def test_four_processes_recording_into_postgresql_lose_nothing(postgres_database
         assert loaded == make_snapshot(label="job-1", seed=6, recorded_at=loaded.recorded_at)
     engine = sa.create_engine(postgres_database)
     with engine.connect() as connection:
-        assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all() == ["0003"]
+        assert connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all() == ["0004"]
     engine.dispose()
 
 

@@ -13,11 +13,13 @@ from coverage_core import pipeline
 from coverage_core.checks.retrieval_labels import find_relevant_column
 from coverage_core.decisions import base_origin, edited_origin, same_text
 from coverage_core.errors import CoverageError
+from coverage_core.history.stale import ReplacementTarget, changed_passages
 from coverage_core.outputs.gap_report import gap_tested_share
 from coverage_core.results import Analysis
 from coverage_core.suggest.document_gaps import document_gap_name, gap_key
 from coverage_core.suggest.gaps import GapConfig
 from coverage_core.suggest.questions import is_unfinished_draft
+from coverage_core.suggest.replacements import REPLACES_STALE
 from coverage_core.types import QuestionSet
 from ui import formats
 
@@ -272,7 +274,8 @@ def merge_suggestions(previous: pd.DataFrame | None, fresh: pd.DataFrame) -> pd.
     previous = normalize_suggestions(previous)
     fresh = normalize_suggestions(fresh)
     # Rows the user brought in (typed, or real queries added from the traffic page) outlive the gaps.
-    keep = previous[previous["accept"] | is_edited(previous) | previous["origin"].isin([USER_ORIGIN, TRAFFIC_ORIGIN])]
+    keep = previous[previous["accept"] | is_edited(previous)
+                    | previous["origin"].isin([USER_ORIGIN, TRAFFIC_ORIGIN, REPLACES_STALE])]
     held = (set(keep["question"]) | set(keep["original"])) - {""}
     extra = fresh[~fresh["question"].isin(held)]
     return normalize_suggestions(pd.concat([keep, extra], ignore_index=True))
@@ -290,6 +293,23 @@ def traffic_suggestions_frame(result, chunk_texts: Sequence[str] = ()) -> pd.Dat
          "passage": (whole_passage(s, chunk_texts) if s.passage else "") or s.note, "original": s.text}
         for s in result.suggestions
     ]
+    return normalize_suggestions(pd.DataFrame(rows, columns=list(SUGGESTION_COLUMNS)))
+
+
+def replacement_passages(target: ReplacementTarget | None, analysis: Analysis) -> list[int]:
+    """The chunks of ``analysis`` a replacement question can be written for: the passages of the History page's
+    stale questions' changed documents that are new since the earlier run ([] without a comparison)."""
+    if target is None:
+        return []
+    corpus = analysis.corpus
+    return changed_passages(target, [chunk.text for chunk in corpus.chunks], corpus.chunk_documents)
+
+
+def replacement_frame(suggestions, chunk_texts: Sequence[str] = ()) -> pd.DataFrame:
+    """Replacement questions for stale ones (origin ``stale``) as rows of the suggestions editor, each in its
+    passage's topic with that passage whole."""
+    rows = [{"accept": False, "question": s.text, "cluster": s.cluster, "origin": s.origin, "document": s.document,
+             "passage": whole_passage(s, chunk_texts), "original": s.text} for s in suggestions]
     return normalize_suggestions(pd.DataFrame(rows, columns=list(SUGGESTION_COLUMNS)))
 
 

@@ -1,7 +1,8 @@
 """The History page's tables and sentences (no Streamlit): the runs, the two runs compared, what changed.
 
 The page reads widgets and the store; everything it shows is made here from the core's values
-(``RunInfo``, :class:`~coverage_core.history.changes.Changes`, a run's decisions about the suggested questions).
+(``RunInfo``, :class:`~coverage_core.history.changes.Changes` with its stale questions, a run's decisions about
+the suggested questions).
 Sentences hold numbers and fixed words only; user text (labels, document names, questions, topics) goes into
 tables, which never render Markdown.
 """
@@ -13,6 +14,8 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from coverage_core.decisions import ACCEPTED, REJECTED, SuggestionDecision, decision_counts
+from coverage_core.history.snapshot import FROM_COLUMN
+from coverage_core.history.stale import REMOVED
 from coverage_core.outputs.plots.history import run_names
 from coverage_core.wording import points_words
 from ui import formats
@@ -159,6 +162,54 @@ def new_untested_documents(changes) -> list[tuple[str, str]]:
     """(document name, "added" or "changed") of each document added or changed that is untested now."""
     added = {document.name for document in changes.documents_added}
     return [(document.name, "added" if document.name in added else "changed") for document in changes.new_untested]
+
+
+# ---------------------------------------------------------------- questions gone stale
+
+
+STALE_HEADING = "Questions whose document changed or was removed"
+"""The heading of the stale questions (:attr:`~coverage_core.history.changes.Changes.questions_stale`)."""
+
+
+def stale_count(changes) -> int:
+    """How many distinct questions went stale (one citing two changed documents is listed twice); 0 when not known."""
+    return len({(question.question, question.row) for question in changes.questions_stale or ()})
+
+
+def stale_sentence(changes) -> str:
+    """What the stale questions are, or that they cannot be told (numbers and fixed words only); "" when there
+    are none."""
+    stale = changes.questions_stale
+    if stale is None:
+        return (f"Run {changes.run} was recorded before the history kept the document each question was written "
+                "for, so it cannot tell which questions went out of date since then.")
+    if not stale:
+        return ""
+    n = stale_count(changes)
+    return (f"{formats.count(n, 'question')} {formats.plural(n, 'was', 'were')} written for a document that was "
+            f"changed or removed after run {changes.run}: check that {formats.plural(n, 'it', 'each')} still asks "
+            "about what the documents say now, or replace it.")
+
+
+def _what_happened(question) -> str:
+    if question.reason == REMOVED:
+        return "the document was removed"
+    if question.passages_changed is None:
+        return "the document changed"
+    return f"the document changed: {formats.count(question.passages_changed, 'passage')} rewritten, added or removed"
+
+
+def stale_table(stale) -> pd.DataFrame:
+    """One row per stale question and document: the question, its row in the file (counted from 1 below the
+    header), the document, what happened to it and how the document was known."""
+    return pd.DataFrame({
+        "question": [question.question for question in stale],
+        "row in your file": [None if question.row is None else question.row + 1 for question in stale],
+        "document": [question.source for question in stale],
+        "what happened": [_what_happened(question) for question in stale],
+        "document known from": ["named in your file" if question.source_from == FROM_COLUMN
+                                else "the passage it found" for question in stale],
+    }, columns=["question", "row in your file", "document", "what happened", "document known from"])
 
 
 # ---------------------------------------------------------------- the decisions about suggested questions
