@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from coverage_core.errors import CoverageError
+from coverage_core.inputs.store_connectors import STORE_KINDS
 from ui import engine, flow, formats, loading, state, widgets
 
 PREVIEW_ROWS = 200
@@ -57,18 +58,58 @@ if kind == "documents":
                 flow.show_error(error)
             state.put(state.DOCUMENT_UPLOAD, signature)
 elif kind == "vectors":
-    st.caption(
-        "Passages your vector store already embedded, exported as Parquet: one row per passage with its text, "
-        "its vector and its document (a page number is optional). Columns are found by their names (text, chunk, "
-        "content or page_content; vector, embedding or values; document, source, doc_id or file; page). The "
-        "questions are embedded with the model you choose on Configure: choose the model that made these vectors."
+    state.seed_widget(state.W_VECTOR_SOURCE, "file")
+    source = st.radio(
+        "Where are the vectors?", list(loading.VECTOR_SOURCES), format_func=loading.VECTOR_SOURCES.get,
+        horizontal=True, key=state.W_VECTOR_SOURCE,
     )
-    vector_upload = st.file_uploader("Passage vectors (Parquet)", type=["parquet"], key=state.W_VECTOR_UPLOADER)
-    if vector_upload is not None:
-        try:
-            loading.load_vector_file(vector_upload.name, vector_upload.getvalue())
-        except CoverageError as error:
-            flow.show_error(error)
+    if source == "file":
+        st.caption(
+            "Passages your vector store already embedded, exported as Parquet: one row per passage with its text, "
+            "its vector and its document (a page number is optional). Columns are found by their names (text, "
+            "chunk, content or page_content; vector, embedding or values; document, source, doc_id or file; page). "
+            "The questions are embedded with the model you choose on Configure: choose the model that made these "
+            "vectors."
+        )
+        vector_upload = st.file_uploader("Passage vectors (Parquet)", type=["parquet"], key=state.W_VECTOR_UPLOADER)
+        if vector_upload is not None:
+            try:
+                loading.load_vector_file(vector_upload.name, vector_upload.getvalue())
+            except CoverageError as error:
+                flow.show_error(error)
+    else:
+        store = STORE_KINDS[source]
+        text_place = "its documents" if source == "chroma" else "a text, page_content or content entry"
+        st.caption(
+            f"Passages a {store} collection already holds with their vectors, read from a folder {store} saved it "
+            "in on the machine running this dashboard; nothing is sent anywhere. Each passage's text is "
+            f"{text_place}; its document is named by a source, document or file entry (a page entry is optional). "
+            "The questions are embedded with the model you choose on Configure: choose the model that made these "
+            "vectors."
+        )
+        offered = loading.vector_store_choices(source)
+        if offered is None:
+            st.info(f"This dashboard offers no {store} folders. The person who runs it can offer some by naming the "
+                    "folder that holds them in the COVERAGE_CORE_VECTOR_STORES setting when starting it.")
+        elif not offered:
+            st.info(f"The folder of vector stores this dashboard offers holds no {store} folder.")
+        else:
+            state.seed_widget(state.W_STORE_COLLECTION, "")
+            folder = st.selectbox(f"{store} folder", offered, index=None, key=state.W_STORE_FOLDER,
+                                  placeholder=f"Choose a {store} folder")
+            collection = st.text_input("Collection name", key=state.W_STORE_COLLECTION)
+            vector = None
+            if source == "qdrant":
+                state.seed_widget(state.W_STORE_VECTOR, "")
+                vector = st.text_input(
+                    "Vector name (only if the collection keeps several vectors per passage)", key=state.W_STORE_VECTOR,
+                )
+            if st.button("Read the collection", key=state.W_READ_STORE, type="primary",
+                         disabled=folder is None or not collection.strip()):
+                try:
+                    loading.load_vector_store(source, folder, collection, vector)
+                except CoverageError as error:
+                    flow.show_error(error)
 else:
     st.caption(
         "An analysis saved earlier (the Gap analysis page's \"whole analysis\" download, or the command line's save "

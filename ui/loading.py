@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from coverage_core.config import EmbeddingConfig
-from coverage_core.errors import CoverageError
+from coverage_core.errors import CoverageError, InputError
 from coverage_core.inputs.ingest import read_documents, read_uploaded_documents
 from coverage_core.inputs.questions import read_questions
 from ui import engine, formats, sidebar, state
@@ -108,6 +108,48 @@ def load_vector_file(name: str, data: bytes) -> state.LoadedDocuments | None:
     document_set = DocumentSet(list(corpus.documents), list(found.warnings))
     return set_documents(
         document_set, [name], "vectors", passages=corpus, fingerprint=engine.corpus_fingerprint(corpus)
+    )
+
+
+VECTOR_SOURCES = {
+    "file": "A Parquet file (upload)",
+    "qdrant": "Qdrant (local folder)",
+    "chroma": "Chroma (local folder)",
+}
+"""Where passage vectors can come from on the Upload page, in the words it shows; the stores' keys are
+:data:`coverage_core.inputs.store_connectors.STORE_KINDS`."""
+
+
+def vector_store_choices(kind: str) -> list[str] | None:
+    """The ``kind`` (Qdrant or Chroma) store folders the operator offers (``$COVERAGE_CORE_VECTOR_STORES``), by
+    name; None when the operator offers no folder of stores."""
+    from coverage_core.inputs.store_connectors import allowed_store_root, store_folders
+
+    root = allowed_store_root()
+    return store_folders(root, kind) if root is not None else None
+
+
+def load_vector_store(kind: str, folder: str, collection: str, vector: str | None = None) -> state.LoadedDocuments:
+    """Read a Qdrant or Chroma collection (``kind``) saved in ``folder``, one of :func:`vector_store_choices`.
+
+    As :func:`load_vector_file`, the questions are embedded later with the
+    model chosen on Configure. Read again at each call: the store may have
+    changed since. Raises InputError (one sentence) when the folder or
+    collection cannot be read or holds no usable passage.
+    """
+    from coverage_core.inputs.store_connectors import allowed_store_root, read_store, store_address, store_folder
+    from coverage_core.types import DocumentSet
+
+    root = allowed_store_root()
+    if root is None:
+        raise InputError("This dashboard offers no vector store folders; ask the person who runs it to name one.")
+    path = store_folder(root, kind, folder)
+    found = read_store(store_address(kind, path, collection, vector if kind == "qdrant" else None))
+    state.drop(state.VECTOR_UPLOAD)  # an uploaded file read before is no longer what is loaded
+    corpus = found.corpus
+    document_set = DocumentSet(list(corpus.documents), list(found.warnings))
+    return set_documents(
+        document_set, [found.source], "vectors", passages=corpus, fingerprint=engine.corpus_fingerprint(corpus)
     )
 
 

@@ -34,6 +34,8 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple(
             "(a reported score only: it does not decide what is off-topic).",
         ),
         # coverage_core/inputs/vector_store.py: the dashboard finds the columns by name only
+        (r"^((?:Qdrant|Chroma) collection .*); name the (text|document|page) column, one of: ",
+         r"\1; give that column one of these names in the collection. Its columns: "),
         (r"; name the (text|vector|document|page) column, one of: ",
          r"; give that column one of these names in your file. Its columns: "),
         (r"; name the column that holds the embeddings\.",

@@ -1,4 +1,5 @@
-"""Chunk vectors the user already has: a Parquet file or a LanceDB table.
+"""Chunk vectors the user already has: a Parquet file or a LanceDB table (Qdrant and Chroma collections:
+:mod:`coverage_core.inputs.store_connectors`).
 
 Real knowledge bases are embedded once, into a vector store. Instead of
 reading and embedding the documents again, :func:`read_vectors` reads the
@@ -40,9 +41,11 @@ __all__ = [
     "VectorCorpus",
     "check_dimensions",
     "check_model",
+    "first_line",
     "read_vector_table",
     "read_vectors",
     "read_vectors_bytes",
+    "resolve_columns",
 ]
 
 TEXT_COLUMN_NAMES = ("text", "chunk", "content", "page_content", "chunk_text", "passage", "document_text")
@@ -110,14 +113,23 @@ class VectorCorpus:
 # --------------------------------------------------------------------------
 
 
-def read_vectors(path: str | Path, columns: VectorColumns = VectorColumns()) -> VectorCorpus:
-    """The chunk vectors in a Parquet file or a LanceDB table folder.
+def read_vectors(path, columns: VectorColumns = VectorColumns()) -> VectorCorpus:
+    """The chunk vectors in a Parquet file, a LanceDB table folder, or a Qdrant or Chroma collection.
 
     ``path`` is a ``.parquet`` file (or a folder of Parquet files, read as
-    one dataset), a LanceDB table folder (``name.lance``), or a LanceDB
-    database folder holding exactly one table. Raises :class:`InputError`
-    when the path cannot be read or holds no usable row.
+    one dataset), a LanceDB table folder (``name.lance``), a LanceDB
+    database folder holding exactly one table, or a collection in a store
+    folder on this machine: a
+    :class:`~coverage_core.inputs.store_connectors.StoreAddress` or its text
+    ``qdrant:PATH?collection=NAME`` / ``chroma:PATH?collection=NAME`` (read
+    by :func:`~coverage_core.inputs.store_connectors.read_store`). Raises
+    :class:`InputError` when the path cannot be read or holds no usable row.
     """
+    from coverage_core.inputs import store_connectors
+
+    if isinstance(path, store_connectors.StoreAddress) or store_connectors.is_store_address(path):
+        return store_connectors.read_store(path if isinstance(path, store_connectors.StoreAddress) else str(path),
+                                           columns)
     path = Path(path)
     if not path.exists():
         raise InputError(f"The vector file {path} does not exist; give a Parquet file or a LanceDB table folder.")
@@ -193,13 +205,13 @@ def _check_parquet_size(metadatas, schema, wanted: list[str], name: str, budget:
 
 
 def _wanted(names: Sequence[str], columns: VectorColumns, source: str) -> list[str]:
-    resolved = _resolve_columns(names, columns, source)
+    resolved = resolve_columns(names, columns, source)
     return [name for name in vars(resolved).values() if name is not None]
 
 
 def _not_parquet(name: str, error: Exception) -> InputError:
     return InputError(
-        f"{name} could not be read as a Parquet file ({_first_line(error)}); export the vectors as Parquet "
+        f"{name} could not be read as a Parquet file ({first_line(error)}); export the vectors as Parquet "
         "or give the LanceDB table folder."
     )
 
@@ -235,17 +247,19 @@ def _read_lance(path: Path):
         table = lancedb.connect(str(database)).open_table(name)
         rows, schema = table.count_rows(), table.schema
     except Exception as error:  # lancedb raises plain ValueError/RuntimeError/OSError for a damaged table
-        raise InputError(f"The LanceDB table {name} could not be read ({_first_line(error)}).") from None
+        raise InputError(f"The LanceDB table {name} could not be read ({first_line(error)}).") from None
     widths = [field.type.list_size * (field.type.value_type.bit_width // 8 + 4) for field in schema
               if pa.types.is_fixed_size_list(field.type) and pa.types.is_primitive(field.type.value_type)]
     check_fits(rows * (ROW_OVERHEAD_BYTES + sum(widths)), f"The {rows} rows of the LanceDB table {name}")
     try:
         return table.to_arrow()
     except Exception as error:  # as above
-        raise InputError(f"The LanceDB table {name} could not be read ({_first_line(error)}).") from None
+        raise InputError(f"The LanceDB table {name} could not be read ({first_line(error)}).") from None
 
 
-def _first_line(error: Exception) -> str:
+def first_line(error: Exception) -> str:
+    """The first line of ``error``'s message, at most 200 characters, for a one-sentence message (its type's
+    name when the message is empty)."""
     text = str(error).strip().splitlines()
     return text[0][:200] if text else type(error).__name__
 
@@ -259,7 +273,7 @@ def read_vector_table(table, columns: VectorColumns = VectorColumns(), *, source
     """
     from coverage_core.results import Corpus, EmbeddedTexts
 
-    resolved = _resolve_columns(table.column_names, columns, source)
+    resolved = resolve_columns(table.column_names, columns, source)
     n_rows = table.num_rows
     vectors, vector_problems = _vectors(table.column(resolved.vector), source)
     texts = _strings(table.column(resolved.text))
@@ -296,7 +310,7 @@ def read_vector_table(table, columns: VectorColumns = VectorColumns(), *, source
     return VectorCorpus(Corpus(documents, chunks, embedded), resolved, source, n_rows, kept, warnings)
 
 
-def _resolve_columns(names: Sequence[str], wanted: VectorColumns, source: str) -> VectorColumns:
+def resolve_columns(names: Sequence[str], wanted: VectorColumns, source: str) -> VectorColumns:
     """Each role's column: the one named (exactly, then ignoring case), or detected; InputError when missing."""
     def pick(role: str, given: str | None, candidates: Sequence[str], required: bool) -> str | None:
         try:
