@@ -52,7 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import SMOKE_HELP  # noqa: E402
 
 from coverage_core.checks.personal_data import mask_personal_data  # noqa: E402
-from coverage_core.checks.traffic import MAX_QUERY_CHARS, TrafficConfig, analyze_traffic, read_traffic  # noqa: E402
+from coverage_core.checks.query_log import MAX_QUERY_CHARS, read_traffic
+from coverage_core.checks.traffic import TrafficConfig, analyze_traffic  # noqa: E402
 from coverage_core.stages.calibration import calibrate  # noqa: E402
 
 SEEDS = tuple(range(10, 20))  # seeds 0-9 tuned traffic.QUERY_MATCH_FRACTION

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from coverage_core import verdicts
-from coverage_core.checks.traffic import read_traffic
+from coverage_core.checks.query_log import read_traffic
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
 from ui import columns, flow, formats, state, widgets

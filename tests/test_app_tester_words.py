@@ -248,7 +248,7 @@ def test_the_html_report_says_the_tested_share_and_the_gap_rule_as_the_page_does
 
 @pytest.mark.slow
 def test_traffic_topics_are_named_as_results_names_them(seeded):
-    from coverage_core.checks.traffic import read_traffic
+    from coverage_core.checks.query_log import read_traffic
 
     values, reference, _, _ = seeded
     drum = [q.text for q in reference.questions.questions if "drum" in q.text.lower()][:3]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from coverage_core import pipeline
-from coverage_core.checks.traffic import read_traffic
+from coverage_core.checks.query_log import read_traffic
 from coverage_core.checks.traffic_answers import NO_ANSWER
 from tests.app_support import example_run, metric, run_page, shown, texts
 from ui import state

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from coverage_core.checks.query_log import read_traffic
 from coverage_core.checks.trace_exports import detect_trace_format, user_text
-from coverage_core.checks.traffic import read_traffic
 from coverage_core.errors import InputError
 from tests.helpers import PROJECT
 

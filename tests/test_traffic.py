@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from coverage_core.checks.personal_data import mask_personal_data
+from coverage_core.checks.query_log import read_traffic
 from coverage_core.checks.traffic import (
     QUERY_MATCH_FRACTION,
     UNANSWERED_TOPIC,
     TrafficConfig,
     analyze_traffic,
     best_matches,
-    mask_personal_data,
     query_match_threshold,
-    read_traffic,
 )
 from coverage_core.checks.traffic_answers import NO_ANSWER
 from coverage_core.errors import InputError

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core.checks.traffic import TrafficConfig, analyze_traffic, read_traffic
+from coverage_core.checks.query_log import read_traffic
+from coverage_core.checks.traffic import TrafficConfig, analyze_traffic
 from coverage_core.checks.traffic_answers import has_mask, query_answers, strip_masks
 
 

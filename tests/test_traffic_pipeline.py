@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from coverage_core import pipeline
-from coverage_core.checks.traffic import read_traffic
+from coverage_core.checks.query_log import read_traffic
 from coverage_core.checks.traffic_answers import strip_masks
 from coverage_core.config import AnalysisConfig
 from coverage_core.embeddings import EmbeddingCache, make_embedder

@@ -3,7 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from coverage_core.checks.traffic import TrafficConfig, analyze_traffic, read_traffic
+from coverage_core.checks.query_log import read_traffic
+from coverage_core.checks.traffic import TrafficConfig, analyze_traffic
 from coverage_core.checks.traffic_answers import NO_ANSWER
 from ui.views import traffic as view
 from ui.views.gaps import traffic_suggestions_frame

@@ -1,7 +1,7 @@
 """Masking personal data and secrets in production queries before anything stores or shows them.
 
 :func:`mask_personal_data` runs on every query a log holds
-(:func:`coverage_core.checks.traffic.read_traffic` applies it as it reads),
+(:func:`coverage_core.checks.query_log.read_traffic` applies it as it reads),
 so the JSON report, JUnit, the terminal and the dashboard only ever see the
 masked text. The text is first normalised: NFKC (full-width ``＠`` and
 digits become ``@`` and ASCII digits) and invisible format characters

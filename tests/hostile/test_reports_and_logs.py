@@ -26,7 +26,7 @@ def test_a_report_nested_100000_deep_is_refused_in_one_sentence(tmp_path):
 
 
 def test_a_query_log_line_with_a_lone_surrogate_is_read_with_a_replacement_character():
-    from coverage_core.checks.traffic import _read_jsonl
+    from coverage_core.checks.query_log import _read_jsonl
 
     text = '{"query": "What is a \\ud800 drum?", "count": 2}\n{"query": "Is the cello a \\ud83c\\udfbb?"}\n'
     records, n_bad, n_nested = _read_jsonl(text, "log.jsonl")

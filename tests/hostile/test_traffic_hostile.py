@@ -13,17 +13,10 @@ import pandas as pd
 import pytest
 from stdnum import luhn
 
-from coverage_core.checks import traffic
-from coverage_core.checks.personal_data import mask_personal_data as masked_by_module
-from coverage_core.checks.traffic import (
-    LOG_DATES,
-    MAX_COUNT,
-    MAX_QUERY_CHARS,
-    TrafficConfig,
-    analyze_traffic,
-    mask_personal_data,
-    read_traffic,
-)
+from coverage_core.checks import query_log
+from coverage_core.checks.personal_data import mask_personal_data
+from coverage_core.checks.query_log import LOG_DATES, MAX_COUNT, MAX_QUERY_CHARS, read_traffic
+from coverage_core.checks.traffic import TrafficConfig, analyze_traffic
 from coverage_core.checks.traffic_answers import has_mask, strip_masks
 from coverage_core.errors import InputError
 from coverage_core.outputs.junit import SUPPORTED_SCHEMA_VERSION, junit_xml
@@ -155,7 +148,6 @@ def test_personal_data_and_secrets_are_masked(text, raw, placeholder):
 
 def test_there_are_enough_variants():
     assert len(PERSONAL) >= 40 and len(BENIGN) >= 10
-    assert masked_by_module is mask_personal_data  # traffic keeps the name importable
 
 
 @pytest.mark.parametrize("text", BENIGN)
@@ -206,7 +198,7 @@ def test_devices_fifos_and_folders_are_refused_without_blocking(tmp_path):
 
 
 def test_an_oversized_log_is_refused_in_one_sentence(tmp_path, monkeypatch):
-    monkeypatch.setattr(traffic, "MAX_LOG_BYTES", 1000)
+    monkeypatch.setattr(query_log, "MAX_LOG_BYTES", 1000)
     content = "query\n" + "what is a koala?\n" * 100
     for source in (_log(tmp_path, "big.csv", content), content.encode()):
         with pytest.raises(InputError, match="limit"):
@@ -215,7 +207,7 @@ def test_an_oversized_log_is_refused_in_one_sentence(tmp_path, monkeypatch):
 
 
 def test_a_log_with_too_many_lines_is_refused(monkeypatch):
-    monkeypatch.setattr(traffic, "MAX_LOG_ROWS", 50)
+    monkeypatch.setattr(query_log, "MAX_LOG_ROWS", 50)
     with pytest.raises(InputError, match="over the 50 limit"):
         read_traffic(("query\n" + "q\n" * 60).encode(), "long.csv")
     assert read_traffic(("query\n" + "q\n" * 40).encode(), "ok.csv").n_queries == 40
