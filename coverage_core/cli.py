@@ -9,8 +9,9 @@ one of the history and recorded in it.
 
 Exit codes: 0 done; 1 the gated metric is below ``--fail-below`` (analyze),
 the tested share fell by more than ``--fail-on-drop`` points since the run
-compared with, or a new document is untested with ``--fail-on-new-untested``
-(analyze), or the metric fell by more than ``--fail-on-drop`` (diff); 2 the input cannot be used (one
+compared with, a new document is untested with ``--fail-on-new-untested``, or a
+question went stale with ``--fail-on-stale`` (analyze), or the metric fell by
+more than ``--fail-on-drop`` (diff); 2 the input cannot be used (one
 plain sentence on stderr, never a traceback); 3 an internal error, a bug to
 report (one sentence; the traceback only with ``COVERAGE_CORE_DEBUG=1``); 130
 interrupted. Every flag, and every path to write (its folder, and that it is
@@ -36,14 +37,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
+from coverage_core import cli_connectors
 from coverage_core.checks.retrieval import check_k
-from coverage_core.cli_args import VECTOR_COLUMN_FLAGS, add_analyze_command, add_diff_command, remote_providers
+from coverage_core.cli_args import (
+    VECTOR_COLUMN_FLAGS,
+    add_analyze_command,
+    add_diff_command,
+    add_push_accepted_command,
+    remote_providers,
+)
 from coverage_core.cli_history import HistorySession, history_output, history_request, open_session
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
 from coverage_core.embeddings import PROVIDERS, provider_spec
 from coverage_core.embeddings.choice import AUTO, ENGLISH_MODEL
 from coverage_core.errors import CoverageError, InputError
-from coverage_core.inputs import vector_store
+from coverage_core.inputs import store_connectors, vector_store
 from coverage_core.inputs.files import (
     DEFAULT_MAX_FILE_BYTES,
     check_output_file,
@@ -114,6 +122,7 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_analyze_command(commands)
     add_diff_command(commands)
+    add_push_accepted_command(commands)
     return parser
 
 
@@ -302,12 +311,16 @@ def _check_paths(args: argparse.Namespace) -> None:
         check_output_file(path, flag)
     if args.save_analysis:
         check_output_folder(args.save_analysis, "--save-analysis")
-    if args.vectors is not None and not os.path.isdir(args.vectors):
-        check_regular_file(args.vectors, "--vectors file")  # a device or FIFO would never end
-    if args.traffic:
+    vectors = args.vectors
+    if vectors is not None and store_connectors.is_store_address(vectors):
+        vectors = store_connectors.parse_store_address(vectors).path  # its folder: no output may go into it
+    elif vectors is not None and not os.path.isdir(vectors):
+        check_regular_file(vectors, "--vectors file")  # a device or FIFO would never end
+    cli_connectors.check_addresses(args)  # a bad Phoenix address is one sentence before anything is read
+    if args.traffic and not cli_connectors.is_phoenix_address(args.traffic):
         check_regular_file(args.traffic, "query log")  # refused before a model is chosen, not after
     inputs = [("--questions", args.questions), *(("--docs", path) for path in args.docs or ()),
-              *((flag, path) for flag, path in (("--traffic", args.traffic), ("--vectors", args.vectors)) if path)]
+              *((flag, path) for flag, path in (("--traffic", args.traffic), ("--vectors", vectors)) if path)]
     from coverage_core.inputs.ingest import DOCUMENT_SUFFIXES
 
     refuse_overlaps(inputs, outputs, [("--save-analysis", args.save_analysis)] if args.save_analysis else [],
@@ -419,7 +432,7 @@ def _analyze(args: argparse.Namespace, config, grid, history: HistorySession | N
                   chunking=chunking)
     report = _build_report(args, analysis, documents, questions, llm, checks, traffic)
     if history is not None:
-        history.compare(analysis, report)  # report["since"], before any output is written
+        history.compare(analysis, report, args.relevant_column)  # report["since"], before any output is written
     _write_outputs(args, report, analysis, checks)
     if args.save_analysis:
         from coverage_core.saved.analysis import save_analysis
@@ -478,7 +491,10 @@ def _read_inputs(args: argparse.Namespace):
         documents = _VectorInput(vector_store.read_vectors(args.vectors, columns))
     else:
         documents = read_documents(args.docs, pdf_password=args.pdf_password, follow_symlinks=args.follow_symlinks)
-    questions = read_questions(args.questions, question_column=args.question_column)
+    if cli_connectors.is_phoenix_address(args.questions):
+        questions = cli_connectors.read_dataset(args)
+    else:
+        questions = read_questions(args.questions, question_column=args.question_column)
     _check_columns(questions, args.relevant_column, args.label_column)
     for warning in [*documents.warnings, *questions.warnings]:
         _say(f"warning: {_with_flags(warning)}", error=True)
@@ -562,8 +578,10 @@ def _read_traffic(args: argparse.Namespace):
     """The --traffic query log, read (and its problems reported) before anything is embedded; None without."""
     if not args.traffic:
         return None
-    from coverage_core.checks.traffic import read_traffic
+    from coverage_core.checks.query_log import read_traffic
 
+    if cli_connectors.is_phoenix_address(args.traffic):
+        return cli_connectors.read_project(args)
     return read_traffic(args.traffic)
 
 
@@ -585,15 +603,15 @@ def _run_traffic_check(analysis, log, embedder, cache, quiet: bool):
 def _build_report(args, analysis, documents, questions, llm, checks: dict, traffic=None) -> dict:
     """The JSON report of the run (written by :func:`_write_outputs`)."""
     inputs = {
-        **({"vectors": Path(args.vectors).name} if args.vectors is not None else {}),
+        **({"vectors": documents.found.source} if isinstance(documents, _VectorInput) else {}),
         "documents": [document.name for document in documents.documents],
-        "questions_file": Path(args.questions).name,
+        "questions_file": cli_connectors.input_name(args.questions),
         "question_column": questions.question_column,
         "llm_model": llm.config.model if llm else None,
     }
     report = build_report(analysis, inputs, **checks)
     if traffic is not None:
-        report["config"].setdefault("inputs", {})["traffic_file"] = Path(args.traffic).name
+        report["config"].setdefault("inputs", {})["traffic_file"] = cli_connectors.input_name(args.traffic)
         report["traffic"] = traffic.to_dict()
     return report
 
@@ -603,7 +621,9 @@ def _write_outputs(args, report: dict, analysis, checks: dict) -> None:
     write_report(report, args.out)
     if args.junit:
         fail_on_drop = args.history_request.fail_on_drop if args.history_request else None
-        xml = junit.junit_xml(report, args.metric, args.fail_below, args.gap_threshold, fail_on_drop=fail_on_drop)
+        fail_on_stale = bool(args.history_request and args.history_request.fail_on_stale)
+        xml = junit.junit_xml(report, args.metric, args.fail_below, args.gap_threshold, fail_on_drop=fail_on_drop,
+                              fail_on_stale=fail_on_stale)
         junit.write_junit(xml, args.junit)
     if args.html:
         from coverage_core.outputs.html_report import build_html_report
@@ -723,6 +743,7 @@ _FLAG_HINTS = (
     ("question column", "--question-column"), ("PDF password", "--pdf-password"),
     *((f"{role} column", f"--{role}-column") for role, _ in VECTOR_COLUMN_FLAGS),
     ("name the model that made them", "--embedder, --model"),
+    ("named vector", "&vector=NAME in the --vectors address"),
 )
 
 
@@ -743,6 +764,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_analyze(args)
         if args.command == "diff":
             return _run_diff(args)
+        if args.command == "push-accepted":
+            _say(cli_connectors.push_accepted(args))
+            return EXIT_OK
     except CoverageError as error:
         _say(f"coverage_core: {_with_flags(error)}", error=True)
         return EXIT_UNUSABLE

@@ -30,6 +30,7 @@ __all__ = [
     "VECTOR_COLUMN_FLAGS",
     "add_analyze_command",
     "add_diff_command",
+    "add_push_accepted_command",
     "remote_providers",
 ]
 
@@ -76,9 +77,13 @@ def _add_input_arguments(analyze: argparse.ArgumentParser) -> None:
                           help="document files or folders: PDF, TXT, MD; this or --vectors (required)")
     passages.add_argument("--vectors", metavar="PATH",
                           help="chunk vectors made elsewhere, instead of --docs: a Parquet file or a LanceDB table "
-                               "folder, one row per chunk; --embedder/--model must name the model that made them; "
+                               "folder, one row per chunk, or a local collection: qdrant:PATH?collection=NAME "
+                               "(add &vector=NAME for a named vector) or chroma:PATH?collection=NAME; "
+                               "--embedder/--model must name the model that made them; "
                                "this or --docs (required)")
-    add("--questions", required=True, metavar="FILE", help="CSV/TSV of test questions (required)")
+    add("--questions", required=True, metavar="FILE",
+        help="CSV/TSV of test questions, or a Phoenix dataset: phoenix+http://HOST:PORT/datasets/NAME, its key "
+             "from PHOENIX_API_KEY (required)")
     add("--out", required=True, metavar="REPORT.json", help="where to write the JSON report (required)")
     add("--question-column", metavar="NAME", help=_default("question column", "detected by name, e.g. question"))
     for role, names in VECTOR_COLUMN_FLAGS:
@@ -86,8 +91,9 @@ def _add_input_arguments(analyze: argparse.ArgumentParser) -> None:
             help=_default(f"with --vectors: the {role} column", f"detected by name, e.g. {', '.join(names[:3])}"))
     add("--traffic", metavar="FILE",
         help=_default("a query log of production traffic (CSV or JSON Lines: query, optional count and "
-                      "timestamp; or a Langfuse or LangSmith trace export, Parquet too) to compare with the "
-                      "test set and the documents", "none"))
+                      "timestamp; or a Langfuse or LangSmith trace export, Parquet too), or a Phoenix project's "
+                      "traces: phoenix+http://HOST:PORT/projects/NAME, its key from PHOENIX_API_KEY; compared with "
+                      "the test set and the documents", "none"))
     add("--html", metavar="FILE",
         help=_default("also write the HTML report: one file with its charts, which opens offline", "none"))
     add("--save-analysis", metavar="DIR",
@@ -229,6 +235,9 @@ def _add_history_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--fail-on-new-untested", action="store_true",
         help=_default("exit 1 when a document added or changed since the last run with the same label (or --since) "
                       "has no question testing it", "off"))
+    add("--fail-on-stale", action="store_true",
+        help=_default("exit 1 when a question's source document (its source column, else the document it "
+                      "retrieved) was removed or changed since the last run with the same label (or --since)", "off"))
     add("--keep-document-text", action="store_true",
         help=_default("also keep each document's text in the history", "off: content hashes and chunk counts only"))
 
@@ -250,6 +259,19 @@ def _add_check_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--compare-chunking", nargs="?", const=DEFAULT_GRID_TEXT, metavar="GRID",
         help=_default(f"also score other chunkings, SIZE/OVERLAP pairs separated by commas; "
                       f"the flag alone uses {DEFAULT_GRID_TEXT}", "off"))
+
+
+def add_push_accepted_command(commands) -> None:
+    push = commands.add_parser(
+        "push-accepted", help="send the accepted questions to a Phoenix dataset",
+        description="Send the questions accepted on the dashboard's Gap analysis page, with their origin and source "
+                    "passage, to a Phoenix dataset: a new version of it, or a new dataset.",
+    )
+    push.add_argument("source", metavar="REPORT_OR_ANALYSIS",
+                      help="the JSON report downloaded after Apply, or a saved analysis (folder or zip)")
+    push.add_argument("--to", required=True, metavar="ADDRESS",
+                      help="the dataset: phoenix+http://HOST:PORT/datasets/NAME (or https); its key from "
+                           "PHOENIX_API_KEY (required)")
 
 
 def add_diff_command(commands) -> None:

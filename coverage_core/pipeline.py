@@ -36,12 +36,14 @@ from coverage_core.suggest.gaps import Gap, analyze_gaps
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.local_model import shared_local_client
 from coverage_core.suggest.progress import WritingProgress
+from coverage_core.suggest.questions import Suggestion
 from coverage_core.suggest.reply_cache import ReplyCache
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 from coverage_core.validation import is_whole
 
 if TYPE_CHECKING:  # imported where used: most runs need none of them
     from coverage_core.checks import answerability, answerability_labels, retrieval, subquestions, traffic
+    from coverage_core.checks.query_log import TrafficLog
 
 __all__ = [
     "Progress", "accept_questions", "add_questions", "build_embedder", "calibrate_corpus", "chunk_corpus",
@@ -285,6 +287,34 @@ def find_gaps(
     if writer is not None and getattr(writer, "replies", None) is not None:
         analysis.warnings.extend(writer.replies.warnings)
     return analysis
+
+
+def replacement_suggestions(analysis: Analysis, passages: Sequence[int], embedder: Embedder | None = None,
+                            cache: EmbeddingCache | None = None) -> tuple[list[Suggestion], list[str]]:
+    """Replacement questions for stale ones (:func:`coverage_core.suggest.replacements.replacement_questions`),
+    one per chunk of ``passages``, written as :func:`find_gaps` writes a gap's: by the bundled model with the
+    chunks' ``embedder`` at the calibrated support level when the gap settings use it, else drafts. Returns the
+    suggestions and the warnings (one sentence each)."""
+    from coverage_core.suggest.replacements import replacement_questions
+
+    support_threshold = analysis.calibration.support_threshold
+    embed, writer, warnings = None, None, []
+    if embedder is not None and support_threshold is not None:
+        def embed(texts):
+            return embed_texts(list(texts), embedder, cache).vectors
+    if embed is not None and analysis.config.gaps.local_model and passages:
+        try:
+            writer = shared_local_client(ReplyCache(cache.directory) if cache is not None else None)
+        except ProviderError as error:
+            warnings.append(str(error))
+    corpus = analysis.corpus
+    suggestions, failure = replacement_questions(
+        passages, [chunk.text for chunk in corpus.chunks], corpus.chunk_documents, corpus.vectors,
+        analysis.clustering.labels, analysis.questions.texts, writer=writer, embed=embed,
+        support_threshold=support_threshold, question_vectors=analysis.question_vectors)
+    if failure:
+        warnings.append(f"The built-in question writer stopped, so drafts are shown instead: {failure}")
+    return suggestions, warnings
 
 
 def _documents_where(documents, column: str) -> list[str]:
@@ -552,7 +582,7 @@ def _topic_names(analysis: Analysis) -> list[str] | None:
 
 def run_traffic_check(
     analysis: Analysis,
-    log: "traffic.TrafficLog",
+    log: "TrafficLog",
     embedder: Embedder,
     cache: EmbeddingCache | None = None,
     *,
@@ -581,6 +611,9 @@ def run_traffic_check(
         chunk_labels=analysis.clustering.labels,
         topic_names=_topic_names(analysis),
         languages=analysis.languages,
+        # Beside what production retrieval returns (when the log records it): the questions targeting each document.
+        test_documents=(dict(zip(analysis.documents["document"], analysis.documents["n_questions"]))
+                        if "n_questions" in analysis.documents else None),
         config=config or traffic_check.TrafficConfig(
             random_state=analysis.config.random_state, strictness=analysis.config.strictness
         ),

@@ -9,7 +9,7 @@ from coverage_core import costs
 from coverage_core.errors import CoverageError
 from coverage_core.outputs import plots
 from coverage_core.verdicts import Verdicts
-from ui import columns, engine, exports, flow, formats, state, widgets
+from ui import columns, engine, exports, flow, formats, phoenix_push, state, widgets
 from ui.views import compare as compare_view, decisions as decisions_view, gaps as view
 
 flow.start_page("Gap analysis")
@@ -99,6 +99,15 @@ st.write(
     "**Apply** scores the test set with them on the same clusters. Your edits are kept while you use other pages."
 )
 flow.suggestions_table(gapped)
+replaceable = view.replacement_passages(state.get(state.HISTORY_STALE), analysis)
+if replaceable and st.button(
+    f"Write replacement questions for the {formats.count(len(replaceable), 'changed passage')}",
+    key=state.W_WRITE_REPLACEMENTS,
+    help="Some questions were written for a document that has changed since an earlier run (History page). "
+    "This writes a question for each of its new or rewritten passages, added below as replacing a stale question.",
+):
+    n_new = flow.add_replacement_suggestions(analysis, replaceable)
+    st.success(f"{formats.count(n_new, 'replacement question')} added to the table below.")
 edited = widgets.persistent_editor(
     state.SUGGESTIONS_BASE, state.SUGGESTIONS_EDITED, state.W_SUGGESTIONS_EDITOR,
     lambda: view.suggestions_frame(gapped),
@@ -221,3 +230,4 @@ widgets.file_download(
     help="Passages, vectors, topics, the report and your accepted, edited and rejected suggestions. Open it "
     "again on the Upload page (A saved analysis): nothing is embedded again.",
 )
+phoenix_push.push_panel(accepted_rows)  # the accepted questions to a Phoenix dataset, beside the downloads

@@ -148,7 +148,7 @@ def test_pip_install_puts_the_package_and_its_console_scripts_in_the_new_environ
     assert (package / "history" / "migrations" / "env.py").is_file()
     assert sorted(p.name for p in (package / "history" / "migrations" / "versions").glob("0*.py"))
     help_text = _run([bin_dir / "rag-coverage", "--help"], cwd=elsewhere, env=env).stdout
-    assert help_text.startswith("usage: ") and "{analyze,diff}" in help_text
+    assert help_text.startswith("usage: ") and "{analyze,diff,push-accepted}" in help_text
     _run([bin_dir / "coverage-core", "--help"], cwd=elsewhere, env=env)
 
 

@@ -63,6 +63,9 @@ key                       value
                           choice, on when it names a history)
 ``HISTORY_RECORDED``      {analysis key: run} of the analyses recorded automatically (each once)
 ``HISTORY_PICKS``         the runs last picked on the History page's chart (at most two, oldest pick first)
+``HISTORY_STALE``         :class:`~coverage_core.history.stale.ReplacementTarget` of the History page's last
+                          comparison: the changed documents its stale questions cite, with their passages
+                          at the earlier run (the Gap page writes replacement questions for the new ones)
 ========================  =====================================================
 
 A Results link to one gap opens the Gap analysis page with the query parameter
@@ -144,6 +147,7 @@ HISTORY_URL = "history_url"
 HISTORY_AUTO = "history_auto"
 HISTORY_RECORDED = "history_recorded"
 HISTORY_PICKS = "history_picks"
+HISTORY_STALE = "history_stale"
 GAP_PARAM = "gap"  # the query parameter of a Results link to one gap: its key (a topic gap's cluster)
 
 # ------------------------------------------------------------- widget keys
@@ -154,6 +158,11 @@ W_QUESTION_COLUMN = "w_question_column"
 W_EXAMPLE = "w_example"
 W_KNOWLEDGE_BASE = "w_knowledge_base"  # documents, a vector file, or a saved analysis
 W_VECTOR_UPLOADER = "w_vector_uploader"
+W_VECTOR_SOURCE = "w_vector_source"  # where the vectors are: an uploaded file, or a Qdrant or Chroma folder
+W_STORE_FOLDER = "w_store_folder"
+W_STORE_COLLECTION = "w_store_collection"
+W_STORE_VECTOR = "w_store_vector"  # a Qdrant collection's named vector (blank: its only one)
+W_READ_STORE = "w_read_store"
 W_SAVED_UPLOADER = "w_saved_uploader"
 W_SAVED_FOLDER = "w_saved_folder"
 W_OPEN_SAVED = "w_open_saved"
@@ -189,6 +198,7 @@ W_SUGGESTIONS_EDITOR = "w_suggestions_editor"
 W_APPLY = "w_apply"
 W_LLM_GAPS = "w_llm_gaps"
 W_WRITE_MORE_GAPS = "w_write_more_gaps"
+W_WRITE_REPLACEMENTS = "w_write_replacements"  # Gap page: replacement questions for a stale question's passages
 W_FITNESS_THRESHOLD = "w_fitness_threshold"
 W_FITNESS_ONLY_WEAK = "w_fitness_only_weak"
 W_COMPARE_SOURCE = "w_compare_source"
@@ -207,6 +217,12 @@ W_DOWNLOAD_JSON = "w_download_json"
 W_DOWNLOAD_HTML = "w_download_html"
 W_DOWNLOAD_SAVED = "w_download_saved"
 W_DOWNLOAD_SUGGESTIONS = "w_download_suggestions"
+# Gap page: sending the accepted questions to a Phoenix dataset (ui/phoenix_push.py). The key field's value is a
+# secret: it stays in this session's memory, is sent to the server typed beside it only, and is never saved.
+W_PHOENIX_SERVER = "w_phoenix_server"
+W_PHOENIX_DATASET = "w_phoenix_dataset"
+W_PHOENIX_KEY = "w_phoenix_key"
+W_PHOENIX_SEND = "w_phoenix_send"
 # Retrieval page
 W_RETRIEVAL_K = "w_retrieval_k"
 W_RELEVANT_COLUMN = "w_relevant_column"
