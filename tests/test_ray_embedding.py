@@ -93,13 +93,15 @@ def ray_session():
     """
     saved = {name: os.environ.pop(name, None) for name in KEY_VARIABLES}
     os.environ["EMBEDDING_API_KEY"] = "sk-ray-" + secrets.token_hex(16)
+    # Servers other fixtures of the session started (a Phoenix server) outlive this module: they are not Ray's.
+    before_ray = descendants(os.getpid())
     ray.init(address="local", num_cpus=RAY_CPUS, include_dashboard=False,
              logging_level=logging.ERROR, log_to_driver=False)
     session_dir = Path(ray._private.worker._global_node.get_session_dir_path())
     try:
         yield session_dir
     finally:
-        started = descendants(os.getpid())
+        started = {pid: start for pid, start in descendants(os.getpid()).items() if before_ray.get(pid) != start}
         ray.shutdown()
         for name, value in saved.items():
             if value is None:
