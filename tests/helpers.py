@@ -326,6 +326,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_until_answering(url: str, process: subprocess.Popen, seconds: float) -> str | None:
+    """Poll ``url`` every half second until it answers 200 (None), or say why it never did: the server process
+    stopped, or ``seconds`` passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return None
+        except OSError:
+            pass
+        if process.poll() is not None:
+            return f"stopped (exit {process.returncode}) before answering"
+        if time.monotonic() > deadline:
+            return f"did not answer {url} within {seconds:g} s"
+        time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def streamlit_server(cache_dir: Path, log_path: Path, **extra_env: str):
     """`streamlit run app.py` on a free local port with the embedding cache ``cache_dir``; yields its URL.
@@ -342,18 +360,9 @@ def streamlit_server(cache_dir: Path, log_path: Path, **extra_env: str):
         cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"streamlit did not start; see {log.name}")
-        time.sleep(0.5)
+    if wait_until_answering(f"{url}/_stcore/health", process, 120) is not None:
+        process.kill()
+        pytest.fail(f"streamlit did not start; see {log.name}")
     try:
         yield url
     finally:

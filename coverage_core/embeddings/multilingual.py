@@ -204,9 +204,7 @@ class E5Embedder(_BundledEmbedder):
         # "passage: " only for asymmetric retrieval. Our pipeline keeps one
         # vector per text and compares questions with passages but also
         # passages with passages and questions with questions, so every
-        # text is embedded as "query: " + text (what query() does).
-        # A "passage: " prefix on the chunks was measured and not adopted: docs/providers.md,
-        # "The e5 prefix".
+        # text is embedded as "query: " + text (what query() does; docs/providers.md, "The e5 prefix").
         return model.query(texts)
 
 

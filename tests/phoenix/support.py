@@ -22,7 +22,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers import PROJECT, free_port
+from tests.helpers import PROJECT, free_port, wait_until_answering
 
 PHOENIX = PROJECT / ".phoenix-venv" / "bin" / "phoenix"
 START_SECONDS = 240  # two cores shared with other jobs; the first start runs every migration
@@ -88,21 +87,9 @@ def running_phoenix() -> Iterator[PhoenixServer]:
                                    stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None:
-                pytest.fail(f"phoenix serve stopped (exit {process.returncode}) before answering; its log:\n"
-                            f"{_log_tail(log)}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"phoenix serve did not answer {url}/healthz within {START_SECONDS} s; its log:\n"
-                            f"{_log_tail(log)}")
-            time.sleep(0.5)
+        failure = wait_until_answering(f"{url}/healthz", process, START_SECONDS)
+        if failure is not None:
+            pytest.fail(f"phoenix serve {failure}; its log:\n{_log_tail(log)}")
         yield PhoenixServer(url, ADMIN_KEY, log)
     finally:
         if process.poll() is None:
