@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import parse_with_smoke  # noqa: E402
 
 from coverage_core.config import AnalysisConfig  # noqa: E402
+from coverage_core.gap_finding import find_gaps  # noqa: E402
 from coverage_core.measure import measure  # noqa: E402
-from coverage_core.pipeline import cluster_chunks, find_gaps  # noqa: E402
 from coverage_core.results import Corpus, EmbeddedTexts  # noqa: E402
+from coverage_core.session import cluster_chunks  # noqa: E402
 from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
 from coverage_core.types import Chunk, Document, Question, QuestionSet  # noqa: E402
 

@@ -7,7 +7,7 @@ wall time of each interaction the dashboard promises to keep fast:
 * moving a threshold / the strictness / an override: <= 0.5 s
   (reuses the clustering, the fitted screener and each chunk's nearest
   questions, built once per data set; ``measure`` only)
-* changing K: <= 2 s at 20,000 chunks, <= 3 s at 200,000 (``pipeline.cluster_chunks``
+* changing K: <= 2 s at 20,000 chunks, <= 3 s at 200,000 (``session.cluster_chunks``
   + measure; the screener is judged against the automatic topics, so it is reused)
 * moving K back to a value seen before: cached clustering and screener
 * the 2-D map: computed once per data set; moving thresholds or K never recomputes it
@@ -30,8 +30,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a script, not a page: run from anywhere
 
+from coverage_core.gap_finding import with_gaps  # noqa: E402
 from coverage_core.outputs import plots  # noqa: E402
-from coverage_core.pipeline import with_gaps  # noqa: E402
 from coverage_core.results import Corpus, EmbeddedTexts  # noqa: E402  # noqa: E402
 from coverage_core.session import AnalysisSession  # noqa: E402
 from coverage_core.types import Chunk, Document, Question, QuestionSet  # noqa: E402  # noqa: E402

@@ -14,8 +14,8 @@ machine the CPU-time figure is the steadier one.
     .venv/bin/python benchmarks/bench_embedding.py [--n 400] [--rounds 2]
 
 ``--models local,use,e5`` instead compares the throughput (texts/s) of the
-bundled models, every one through ``make_embedder`` as the pipeline builds
-it, on the same ~800-character passages (``--n 200 --size 800``), slice by
+bundled models, every one through ``make_embedder`` as ``embedding_steps.build_embedder``
+builds it, on the same ~800-character passages (``--n 200 --size 800``), slice by
 slice in turn, and prints a table with each model's speed relative to
 all-MiniLM-L6-v2 (``local``):
 

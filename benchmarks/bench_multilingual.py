@@ -37,8 +37,9 @@ from eval_languages import load_folder  # noqa: E402
 from shared_data import SHARED_DATA, SMOKE_HELP, require, shortest  # noqa: E402
 
 from coverage_core import (  # noqa: E402
+    embedding_steps,
+    gap_finding,
     measure as measure_stage,  # noqa: E402
-    pipeline,
     session,
 )
 from coverage_core.config import AnalysisConfig  # noqa: E402
@@ -70,14 +71,14 @@ def main(argv: list[str] | None = None) -> int:
 
     clock = StageTimes()
     clock.wrap(session, "choose_embedding", "language profile and model choice")
-    clock.wrap(pipeline, "build_embedder", "loading the model")
-    clock.wrap(pipeline, "_split_corpus", "chunking (with token counts)")
-    clock.wrap(pipeline, "_embed", "embedding passages and questions")
-    clock.wrap(pipeline, "calibrate_corpus", "calibration")
-    clock.wrap(pipeline, "cluster_chunks", "clustering")
+    clock.wrap(embedding_steps, "build_embedder", "loading the model")
+    clock.wrap(embedding_steps, "_split_corpus", "chunking (with token counts)")
+    clock.wrap(embedding_steps, "embed_stage", "embedding passages and questions")
+    clock.wrap(session, "calibrate_corpus", "calibration")
+    clock.wrap(session, "cluster_chunks", "clustering")
     clock.wrap(measure_stage, "fit_screener", "off-topic screener")
     clock.wrap(measure_stage, "measure", "measuring (verdicts, topic names)")
-    clock.wrap(pipeline, "with_gaps", "gaps and written questions")
+    clock.wrap(gap_finding, "with_gaps", "gaps and written questions")
     config = AnalysisConfig(gaps=GapConfig(local_model=not args.no_writer))
 
     with tempfile.TemporaryDirectory(prefix="bench-multilingual-") as folder:

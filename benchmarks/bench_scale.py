@@ -27,10 +27,10 @@ keyed by size and seed, so reruns skip generation):
   on-topic ones name their chunk's document in a ``source`` column (the
   retrieval check at k=5); 3% are near-duplicates of an earlier question.
 
-Everything after embedding is the product's code: ``pipeline.cluster_chunks``,
+Everything after embedding is the product's code: ``session.cluster_chunks``,
 ``calibration.calibrate`` (its embed function returns vectors near the
 probe's chunk, so no model runs), the screener fit, ``measure``,
-``pipeline.find_gaps`` (offline suggestions), ``pipeline.run_retrieval_check``
+``gap_finding.find_gaps`` (offline suggestions), ``checks.runner.run_retrieval_check``
 (k=5), and the JSON report (``report.build_report`` + ``json.dumps``).
 Sub-stages inside those calls are timed by wrapping the functions they call.
 
@@ -320,8 +320,9 @@ class StageTimes:
 
 
 def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bool) -> dict:
-    from coverage_core import duplicates, measure as measure_stage, metrics, pipeline
+    from coverage_core import duplicates, gap_finding, measure as measure_stage, metrics, session
     from coverage_core.checks import retrieval
+    from coverage_core.checks.runner import run_retrieval_check
     from coverage_core.config import AnalysisConfig
     from coverage_core.measure import fit_screener, measure
     from coverage_core.offtopic import screener as screening
@@ -349,7 +350,7 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
     embed = _probe_embedder(corpus, config.random_state) if calibrate else None
     started = time.perf_counter()
     cpu_started = resource.getrusage(resource.RUSAGE_SELF)
-    clustering = times.run("cluster_chunks", pipeline.cluster_chunks, corpus, None, config.random_state)
+    clustering = times.run("cluster_chunks", session.cluster_chunks, corpus, None, config.random_state)
     if calibrate:
         calibrated = times.run(
             "calibrate", calibration.calibrate, corpus.chunks, corpus.vectors, embed, config.random_state,
@@ -367,8 +368,8 @@ def run_one(n_chunks: int, n_questions: int, dims: int, seed: int, calibrate: bo
         "measure", measure, config, corpus, questions, question_embedding, clustering,
         screener=screener, calibration=calibrated, topics=clustering.labels,
     )
-    analysis = times.run("find_gaps (offline)", pipeline.find_gaps, analysis)
-    checked = times.run("run_retrieval_check (k=5)", pipeline.run_retrieval_check, analysis, "source", 5)
+    analysis = times.run("find_gaps (offline)", gap_finding.find_gaps, analysis)
+    checked = times.run("run_retrieval_check (k=5)", run_retrieval_check, analysis, "source", 5)
     built = times.run("build_report", report.build_report, analysis, retrieval=checked)
     text = times.run("json.dumps", json.dumps, built)
     total = time.perf_counter() - started
@@ -423,14 +424,14 @@ def float16_effect(n_chunks: int, n_questions: int, dims: int, seed: int) -> Non
     """
     import dataclasses
 
-    from coverage_core import pipeline
+    from coverage_core import session
     from coverage_core.config import AnalysisConfig
     from coverage_core.measure import measure
     from coverage_core.stages import calibration
 
     corpus, questions, question_embedding = load(data_dir(n_chunks, n_questions, dims, seed))
     config = AnalysisConfig()
-    clustering = pipeline.cluster_chunks(corpus, None, config.random_state)
+    clustering = session.cluster_chunks(corpus, None, config.random_state)
     tau = calibration.override(SUPPORT_THRESHOLD)
     runs = {}
     for name, dtype in (("float32", np.float32), ("float16", np.float16)):

@@ -17,15 +17,15 @@ first time, including each chunk's distance to its nearest question, which
 the similarity stage computes in a real run and is not timed here). Each
 size runs in its own process so peak memory figures do not mix.
 
-Timed, as the pipeline calls them: ``pipeline.cluster_chunks`` (default K;
+Timed, as the session calls them: ``session.cluster_chunks`` (default K;
 its inertia and the cosine silhouette of a 10,000-chunk sample are
 printed too), the dashboard's "change K" (``cluster_chunks`` with K 10
 lower, then naming those topics; stage ``changek``),
 the cluster table's topic labels (``topics.topic_labels``) and
-representative passages (cluster by cluster as ``pipeline._cluster_table``
+representative passages (cluster by cluster as ``measure._cluster_table``
 does today, and in one pass with ``passages.representatives_by_cluster``),
 ``gaps.analyze_gaps`` (offline suggestions, as
-``pipeline.find_gaps`` calls it) and ``projection.project_2d`` (t-SNE, the
+``gap_finding.find_gaps`` calls it) and ``projection.project_2d`` (t-SNE, the
 dashboard's default map). "peak" is the process's resident-set high-water
 mark during that stage (reset before each stage), "+peak" that minus the
 resident size before it.
@@ -235,9 +235,9 @@ def _reset_peak() -> None:
 
 def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> list[dict]:
     from coverage_core import metrics
-    from coverage_core.pipeline import cluster_chunks
     from coverage_core.projection import project_2d
     from coverage_core.results import Corpus, EmbeddedTexts
+    from coverage_core.session import cluster_chunks
     from coverage_core.stages.calibration import DEFAULT_SUPPORT_THRESHOLD
     from coverage_core.stages.topics import topic_labels
     from coverage_core.suggest.gaps import GapConfig, analyze_gaps
@@ -278,12 +278,12 @@ def run_size(n_chunks: int, n_questions: int, seed: int, stages: list[str]) -> l
         silhouette = silhouette_score(vectors[sample], labels[sample], metric="cosine")
         return f"inertia {inertia:,.1f}, silhouette {silhouette:.4f}"
 
-    clustering = timed("cluster", "pipeline.cluster_chunks (default K)", lambda: cluster_chunks(corpus, None, seed))
+    clustering = timed("cluster", "session.cluster_chunks (default K)", lambda: cluster_chunks(corpus, None, seed))
     labels, centroids, k = clustering.labels, clustering.centroids, clustering.n_clusters
     rows[-1]["what"] += f": K {k}, {quality(labels)}"
     if "changek" in stages:
         other_k = max(k - 10, 2)
-        changed = timed("change K", f"pipeline.cluster_chunks (K {other_k})", lambda: cluster_chunks(corpus, other_k, seed))
+        changed = timed("change K", f"session.cluster_chunks (K {other_k})", lambda: cluster_chunks(corpus, other_k, seed))
         rows[-1]["what"] += f": {quality(changed.labels)}"
         changed_texts = [chunk.text for chunk in corpus.chunks]
         timed(

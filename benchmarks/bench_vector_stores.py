@@ -3,7 +3,7 @@
 Builds one collection of ``--n`` passages with ``--dim``-dimensional vectors (seeded random vectors, passage
 texts of about 800 characters, a source document and a page each) in each store, in a temporary folder, with
 the store's own client (qdrant-client's local mode, Chroma's PersistentClient; building is not timed), then
-times :func:`coverage_core.inputs.vector_store.read_vectors` on each (the median of ``--repeat`` reads) and
+times :func:`coverage_core.inputs.store_connectors.read_vector_source` on each (the median of ``--repeat`` reads) and
 checks that every passage came back with its vector. Target: each read ≤ 10 s at 20,000 × 384.
 
     .venv/bin/python benchmarks/bench_vector_stores.py [--n 20000] [--dim 384] [--repeat 3] [--smoke]
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from shared_data import parse_with_smoke, timed  # noqa: E402
 
-from coverage_core.inputs.vector_store import read_vectors  # noqa: E402
+from coverage_core.inputs.store_connectors import read_vector_source  # noqa: E402
 
 TARGET_SECONDS = 10.0
 """Each store's read of 20,000 × 384 vectors must take at most this."""
@@ -79,7 +79,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for name, build in (("Qdrant", build_qdrant), ("Chroma", build_chroma)):
             address = build(Path(work) / name.lower(), payloads, vectors)
-            seconds, found = timed(lambda: read_vectors(address), args.repeat)
+            seconds, found = timed(lambda: read_vector_source(address), args.repeat)
             complete = (len(found.corpus.chunks) == args.n and not found.warnings
                         and np.allclose(found.corpus.vectors, expected, atol=1e-5))
             met = seconds <= TARGET_SECONDS

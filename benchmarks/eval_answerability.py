@@ -90,10 +90,10 @@ def main() -> int:
 
     from coverage_core import metrics
     from coverage_core.checks import answerability as ans
+    from coverage_core.embedding_steps import chunk_corpus
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
     from coverage_core.inputs.ingest import read_documents
     from coverage_core.outputs import plots
-    from coverage_core.pipeline import chunk_corpus
     from coverage_core.stages.chunking import ChunkingConfig
 
     started = time.perf_counter()

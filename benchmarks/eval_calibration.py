@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from shared_data import SHARED_DATA, SMOKE_HELP, WIKI_QA, require, shortest  # noqa: E402
 
-from coverage_core import pipeline  # noqa: E402
+from coverage_core import embedding_steps  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.embeddings.registry import default_support_level  # noqa: E402
 from coverage_core.stages import calibration  # noqa: E402
@@ -69,7 +69,7 @@ WORD_EDIT_SHARE = 0.10
 SENTENCE_SWAP_SHARE = 0.2
 N_HALVES = 3
 FALLBACK = calibration.model_fallback(default_support_level("local")[0])
-"""What the pipeline passes for the local model: its measured default level."""
+"""What ``session.support_fallback`` gives for the local model: its measured default level."""
 
 
 def read_articles(folder: Path) -> dict[str, Document]:
@@ -112,7 +112,7 @@ class Run:
         return embed_texts(list(texts), self.embedder, self.cache).vectors
 
     def corpus(self, documents, size):
-        chunks = pipeline.chunk_corpus(documents, ChunkingConfig(size, size // 5))
+        chunks = embedding_steps.chunk_corpus(documents, ChunkingConfig(size, size // 5))
         vectors = unit_rows(self.embed([c.text for c in chunks]))
         topics = ChunkClusterer(random_state=0).fit(vectors).labels_
         return chunks, vectors, topics

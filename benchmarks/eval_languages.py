@@ -25,7 +25,7 @@ unchanged. Per half and embedder:
 
 * **clean**: every article of the half, every question written for them.
   Calibration (``calibration.separation`` / ``reliable`` / τ / probes), the
-  retrieval check of the product (``pipeline.run_retrieval_check`` on the
+  retrieval check of the product (``checks.runner.run_retrieval_check`` on the
   ``source`` column: hit@1, hit@5), the share of genuine questions flagged
   off-topic, the topic labels (``clusters[].label``) and the share of their
   terms that are stop words of the set's language
@@ -181,8 +181,8 @@ class Runner:
 
     def __init__(self, provider: str, cache_dir: Path = CACHE, workdir: Path = WORKDIR):
         from coverage_core.config import AnalysisConfig, EmbeddingConfig
+        from coverage_core.embedding_steps import build_embedder
         from coverage_core.embeddings import EmbeddingCache
-        from coverage_core.pipeline import build_embedder
 
         self.provider = provider
         self.config = AnalysisConfig(embedding=EmbeddingConfig(provider=provider))
@@ -195,10 +195,10 @@ class Runner:
 
     def report(self, data: scenarios.WikiQA, case: Case, label: str) -> dict:
         """The JSON report of the case, read back from disk; the clean case adds ``retrieval_hits`` {k: hit@k}."""
+        from coverage_core.checks.runner import run_retrieval_check
         from coverage_core.inputs.ingest import read_documents
         from coverage_core.inputs.questions import read_questions
         from coverage_core.outputs.report import build_report, write_report
-        from coverage_core.pipeline import run_retrieval_check
         from coverage_core.session import analyze
 
         started = time.perf_counter()

@@ -41,9 +41,9 @@ from eval_languages import load_set  # noqa: E402
 from shared_data import SMOKE_HELP, shortest  # noqa: E402
 
 from coverage_core.config import ChunkingConfig  # noqa: E402
+from coverage_core.embedding_steps import chunk_corpus, token_limit  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.embeddings.registry import default_support_level  # noqa: E402
-from coverage_core.pipeline import chunk_corpus, token_limit  # noqa: E402
 from coverage_core.stages.calibration import youden_threshold  # noqa: E402
 from coverage_core.types import Document  # noqa: E402
 from coverage_core.validation import unit_rows  # noqa: E402

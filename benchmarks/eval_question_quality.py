@@ -58,8 +58,9 @@ from eval_suggestions import question_set  # noqa: E402
 from shared_data import PROJECT  # noqa: E402
 
 from coverage_core.config import AnalysisConfig  # noqa: E402
+from coverage_core.embedding_steps import build_embedder  # noqa: E402
 from coverage_core.embeddings.cache import EmbeddingCache  # noqa: E402
-from coverage_core.pipeline import build_embedder, with_gaps  # noqa: E402
+from coverage_core.gap_finding import with_gaps  # noqa: E402
 from coverage_core.session import analyze, choose_embedding  # noqa: E402
 from coverage_core.suggest import local_model  # noqa: E402
 from coverage_core.types import Document  # noqa: E402

@@ -46,10 +46,10 @@ from shared_data import SMOKE_HELP, WIKI_QA, require, shortest_files  # noqa: E4
 
 from coverage_core.checks.retrieval import evaluate_retrieval, top_k_chunks  # noqa: E402
 from coverage_core.checks.retrieval_labels import find_relevant_column, relevant_from_questions  # noqa: E402
+from coverage_core.embedding_steps import embed_corpus, embed_questions  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, make_embedder  # noqa: E402
 from coverage_core.inputs.ingest import read_documents  # noqa: E402
 from coverage_core.inputs.questions import read_questions  # noqa: E402
-from coverage_core.pipeline import embed_corpus, embed_questions  # noqa: E402
 from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
 
 DATA = WIKI_QA

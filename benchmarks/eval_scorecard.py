@@ -20,7 +20,7 @@ with ``read_questions``, no column named:
 
 The balanced set is analysed with the bundled local model (the first run
 embeds about 2,500 chunks: a few minutes on 2 cores); the others are scored
-on the same chunks and clusters (``pipeline.rescore``: only their questions
+on the same chunks and clusters (``editing.rescore``: only their questions
 are embedded). The script prints each scorecard, the ranking by score and the
 verdict of each pair, and the retrieval check the balanced RAGAS set gets from
 its reference passages alone (hit@k, MRR, passages found in the chunks).
@@ -250,7 +250,8 @@ def evaluate(args: argparse.Namespace, articles: Path, smoke: bool = False) -> N
     """The three sets built from ``articles`` (a folder of wiki-qa articles) scored and compared."""
     import dataclasses
 
-    from coverage_core import pipeline
+    from coverage_core import editing
+    from coverage_core.checks.runner import run_retrieval_check
     from coverage_core.checks.scorecard import compare_scorecards, scorecard
     from coverage_core.config import AnalysisConfig
     from coverage_core.embeddings import EmbeddingCache, make_embedder
@@ -280,7 +281,7 @@ def evaluate(args: argparse.Namespace, articles: Path, smoke: bool = False) -> N
     base = analyze(config, documents, questions[first], embedder=embedder, cache=cache)
     analyses = {first: base}
     for label in list(sets)[1:]:
-        analyses[label] = pipeline.rescore(base, questions[label], embedder, cache)
+        analyses[label] = editing.rescore(base, questions[label], embedder, cache)
     cards = {label: scorecard(analysis) for label, analysis in analyses.items()}
 
     print(f"\n{len(documents)} documents, {len(base.corpus.chunks):,} chunks; "
@@ -299,7 +300,7 @@ def evaluate(args: argparse.Namespace, articles: Path, smoke: bool = False) -> N
         for line in c.table()["reading"]:
             print(f"  {line}")
 
-    retrieval = pipeline.run_retrieval_check(base)
+    retrieval = run_retrieval_check(base)
     if retrieval is not None:
         print(f"\nRetrieval of the balanced RAGAS set from its reference passages alone (column "
               f"'{retrieval.relevant_column}'): {retrieval.n_labelled} labelled, hit@{retrieval.k} "

@@ -37,7 +37,7 @@ from eval_languages import load_set  # noqa: E402
 from shared_data import SMOKE_HELP, shortest  # noqa: E402
 
 from coverage_core.config import AnalysisConfig  # noqa: E402
-from coverage_core.pipeline import build_embedder  # noqa: E402
+from coverage_core.embedding_steps import build_embedder  # noqa: E402
 from coverage_core.session import analyze, choose_embedding  # noqa: E402
 from coverage_core.types import Document, Question, QuestionSet  # noqa: E402
 from coverage_core.verdicts import POOR_SEPARATION, Verdicts  # noqa: E402

@@ -42,7 +42,9 @@ from eval_languages import load_set  # noqa: E402
 from shared_data import SMOKE_HELP, shortest  # noqa: E402
 
 from coverage_core.config import AnalysisConfig  # noqa: E402
-from coverage_core.pipeline import accept_questions, build_embedder, with_gaps  # noqa: E402
+from coverage_core.editing import accept_questions  # noqa: E402
+from coverage_core.embedding_steps import build_embedder  # noqa: E402
+from coverage_core.gap_finding import with_gaps  # noqa: E402
 from coverage_core.session import choose_embedding  # noqa: E402
 from coverage_core.suggest.writing import WritingConfig  # noqa: E402
 from coverage_core.types import Document, Question, QuestionSet  # noqa: E402

@@ -18,7 +18,7 @@ cannot answer (account, billing, support, general knowledge; a third of them
 masked with anonymisation placeholders such as ``<NAME>``, ``[REDACTED]``,
 ``{email}``, ``XXXX``, ``J***n``) join each log at 10-20% of its volume (drawn
 per seed), and 3% of the genuine queries get a placeholder too. The queries
-are embedded as logged, as ``pipeline.run_traffic_check`` does. Truth: the
+are embedded as logged, as ``checks.runner.run_traffic_check`` does. Truth: the
 off-domain share; the product's ``unanswered_share_weighted`` must recover
 it within ±0.05. The off-domain queries are in two halves: half A with seeds
 0-9 tunes (``--half A``: the screener strictness grid), half B with seeds

@@ -58,9 +58,9 @@ from shared_data import (  # noqa: E402
 
 from coverage_core import metrics, verdicts  # noqa: E402
 from coverage_core.config import DEFAULT_RETRIEVAL_K  # noqa: E402
+from coverage_core.embedding_steps import chunk_corpus  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.inputs.ingest import read_documents  # noqa: E402
-from coverage_core.pipeline import chunk_corpus  # noqa: E402
 from coverage_core.stages.calibration import calibrate  # noqa: E402
 from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
 

@@ -65,9 +65,10 @@ from shared_data import SHARED_DATA, SMOKE_HELP, WIKI_QA, require, shortest_file
 
 from coverage_core import metrics, verdicts  # noqa: E402
 from coverage_core.config import AnalysisConfig, EmbeddingConfig  # noqa: E402
+from coverage_core.embedding_steps import build_embedder, embed_corpus  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts  # noqa: E402
 from coverage_core.inputs.ingest import read_documents  # noqa: E402
-from coverage_core.pipeline import build_embedder, embed_corpus, support_fallback  # noqa: E402
+from coverage_core.session import support_fallback  # noqa: E402
 from coverage_core.stages import similarity  # noqa: E402
 from coverage_core.stages.calibration import calibrate  # noqa: E402
 

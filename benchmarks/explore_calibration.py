@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_mixes as mixes  # noqa: E402
 from shared_data import SMOKE_HELP, shortest  # noqa: E402
 
-from coverage_core import pipeline  # noqa: E402
+from coverage_core import embedding_steps  # noqa: E402
 from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder  # noqa: E402
 from coverage_core.stages import calibration  # noqa: E402
 from coverage_core.stages.chunking import ChunkingConfig  # noqa: E402
@@ -48,7 +48,7 @@ def thresholds(documents, questions, off_topic, embedder, cache):
     def embed(texts):
         return embed_texts(list(texts), embedder, cache).vectors
 
-    chunks = pipeline.chunk_corpus(documents, ChunkingConfig())
+    chunks = embedding_steps.chunk_corpus(documents, ChunkingConfig())
     vectors = unit_rows(embed([c.text for c in chunks]))
     best = (unit_rows(embed(questions)) @ vectors.T).max(axis=1)
     labelled = calibration.youden_threshold(best[~off_topic], best[off_topic])[0]

@@ -42,20 +42,14 @@ from coverage_core import wording
 from coverage_core.checks import retrieval
 from coverage_core.config import AnalysisConfig
 from coverage_core.costs import estimate_embedding_cost
+from coverage_core.embedding_steps import chunk_corpus, embed_corpus, token_limit
 from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts
 from coverage_core.embeddings.cache import uncached_texts
 from coverage_core.embeddings.registry import is_paid
 from coverage_core.errors import InputError, ProviderError
 from coverage_core.measure import measure
-from coverage_core.pipeline import (
-    calibrate_corpus,
-    chunk_corpus,
-    cluster_chunks,
-    embed_corpus,
-    support_fallback,
-    token_limit,
-)
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
+from coverage_core.session import calibrate_corpus, cluster_chunks, support_fallback
 from coverage_core.stages import calibration as calibration_module
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig
@@ -226,7 +220,7 @@ def plan_chunkings(
     """Chunk counts and the texts each configuration would newly embed.
 
     Chunks are fitted to the embedder's input limit as the analysis fits
-    them (:func:`coverage_core.pipeline.token_limit`). Texts are counted
+    them (:func:`coverage_core.embedding_steps.token_limit`). Texts are counted
     once across the whole grid (a chunk two configurations share is
     embedded by the first only), and tokens are approximated offline
     (:func:`coverage_core.embeddings.base.approximate_token_count`).

@@ -127,7 +127,7 @@ def _build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 class _ProgressBars:
-    """A pipeline progress callback drawing one tqdm bar per stage on stderr.
+    """A stage progress callback (:data:`~coverage_core.embedding_steps.Progress`): one tqdm bar per stage on stderr.
 
     :meth:`close` ends every bar still drawn (with a newline), so a message
     printed after a failure starts on its own line instead of on the bar's.
@@ -371,7 +371,7 @@ def _clause(error: Exception) -> str:
 def _embedder(config, args: argparse.Namespace):
     """The embedder (nothing is loaded or sent yet); a --dimensions the model cannot give is named as such."""
 
-    from coverage_core.pipeline import build_embedder  # looked up now, so tests can stand in a fake
+    from coverage_core.embedding_steps import build_embedder  # looked up now, so tests can stand in a fake
 
     limits = {} if args.max_concurrency is None else {"max_concurrency": args.max_concurrency}
     try:
@@ -488,7 +488,7 @@ def _read_inputs(args: argparse.Namespace):
         columns = vector_store.VectorColumns(
             **{role: getattr(args, f"{role}_column") for role, _ in VECTOR_COLUMN_FLAGS}
         )
-        documents = _VectorInput(vector_store.read_vectors(args.vectors, columns))
+        documents = _VectorInput(store_connectors.read_vector_source(args.vectors, columns))
     else:
         documents = read_documents(args.docs, pdf_password=args.pdf_password, follow_symlinks=args.follow_symlinks)
     if cli_connectors.is_phoenix_address(args.questions):
@@ -535,7 +535,7 @@ def _analyze_vectors(config, vectors: _VectorInput, questions, embedder, cache, 
 
 def _run_retrieval_and_answerability_checks(analysis, args: argparse.Namespace):
     """The retrieval check, the answerability labels and their check; their notes join the warnings."""
-    from coverage_core.pipeline import run_label_checks
+    from coverage_core.checks.runner import run_label_checks
 
     found = run_label_checks(analysis, args.relevant_column, args.k, args.label_column)
     found.raise_first_error()  # a column named on the command line must be usable
@@ -547,8 +547,8 @@ def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache
     """The sub-question check of ``--subquestions``, its warnings joining the analysis's; None without the flag."""
     if not args.subquestions:
         return None
+    from coverage_core.checks.runner import run_subquestion_check
     from coverage_core.checks.subquestions import SubQuestionConfig
-    from coverage_core.pipeline import run_subquestion_check
 
     subquestions = run_subquestion_check(
         analysis, args.subquestions, llm, embedder, cache, config=SubQuestionConfig(top_k=args.k)
@@ -559,8 +559,8 @@ def _score_subquestions(analysis, args: argparse.Namespace, llm, embedder, cache
 
 def _embed_on_ray_first(args, config, documents, questions, embedder, cache) -> None:
     """With --ray-address: embed every chunk and question on Ray into the cache, where the analysis then finds them."""
+    from coverage_core.embedding_steps import chunk_corpus, token_limit
     from coverage_core.embeddings.ray_embedding import embed_on_ray
-    from coverage_core.pipeline import chunk_corpus, token_limit
 
     # The chunks the analysis will embed: fitted to the model's input limit as it fits them.
     texts = [] if isinstance(documents, _VectorInput) else [
@@ -589,7 +589,7 @@ def _run_traffic_check(analysis, log, embedder, cache, quiet: bool):
     """The production-traffic comparison of ``log`` (None without); what reading the log said joins the warnings."""
     if log is None:
         return None
-    from coverage_core.pipeline import run_traffic_check
+    from coverage_core.checks.runner import run_traffic_check
 
     progress = _ProgressBars(not quiet)
     try:

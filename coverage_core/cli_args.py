@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+from typing import Any
 
 from coverage_core.checks.retrieval import DEFAULT_K
 from coverage_core.chunking_comparison import DEFAULT_GRID
@@ -50,6 +51,15 @@ VECTOR_COLUMN_FLAGS = (
 def _default(text: str, default) -> str:
     """A help text ending in its default (``%`` escaped for argparse)."""
     return f"{text} (default: {default})".replace("%", "%%")
+
+
+def _defaulted(text: str, default) -> dict[str, Any]:
+    """``add_argument``'s ``default`` and ``help`` for a flag whose help shows its default as it is.
+
+    Returns ``default`` and the help text ``text`` ending in it (:func:`_default`): each such value is
+    written once, so the parser and its help cannot disagree.
+    """
+    return {"default": default, "help": _default(text, default)}
 
 
 def add_analyze_command(commands) -> None:
@@ -109,9 +119,9 @@ def remote_providers(joiner: str) -> str:
 def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
     add = analyze.add_argument
     key_variables = " / ".join(spec.key_variable for spec in PROVIDERS.values() if spec.key_variable)
-    add("--embedder", choices=list(PROVIDERS), default=AUTO,
-        help=_default(f"embedding provider ({AUTO}: the bundled model for the detected languages); keys come "
-                      f"from {key_variables}", AUTO))
+    add("--embedder", choices=list(PROVIDERS),
+        **_defaulted(f"embedding provider ({AUTO}: the bundled model for the detected languages); keys come "
+                     f"from {key_variables}", AUTO))
     defaults = ", ".join(f"{spec.default_model} for {name}" for name, spec in PROVIDERS.items() if spec.default_model)
     add("--model", metavar="NAME",
         help=_default("embedding model; without --embedder only a bundled model's name (e.g. multilingual-e5-small), "
@@ -136,11 +146,10 @@ def _add_embedding_arguments(analyze: argparse.ArgumentParser) -> None:
 
 def _add_chunking_arguments(analyze: argparse.ArgumentParser) -> None:
     add = analyze.add_argument
-    add("--chunk-size", type=int, default=ChunkingConfig.chunk_size, metavar="N",
-        help=_default("chunk size in characters", ChunkingConfig.chunk_size))
-    add("--chunk-overlap", type=int, default=ChunkingConfig.chunk_overlap, metavar="N",
-        help=_default("overlap of consecutive chunks in characters, smaller than --chunk-size",
-                      ChunkingConfig.chunk_overlap))
+    add("--chunk-size", type=int, metavar="N", **_defaulted("chunk size in characters", ChunkingConfig.chunk_size))
+    add("--chunk-overlap", type=int, metavar="N",
+        **_defaulted("overlap of consecutive chunks in characters, smaller than --chunk-size",
+                     ChunkingConfig.chunk_overlap))
 
 
 def _add_measurement_arguments(analyze: argparse.ArgumentParser) -> None:
@@ -156,23 +165,23 @@ def _add_measurement_arguments(analyze: argparse.ArgumentParser) -> None:
         help=_default(f"support level: the cosine similarity at which a question reaches a passage, "
                       f"{SUPPORT_THRESHOLD_RANGE[0]:g} < X <= {SUPPORT_THRESHOLD_RANGE[1]:g}",
                       "calibrated on the documents"))
-    add("--gap-rule", choices=GAP_RULES, default=GapConfig.rule,
-        help=_default("tested_share: a cluster is a gap when less than "
-                      f"{GapConfig.tested_share_threshold:.0%} of its passages are tested; "
-                      "coverage: when its coverage is below --gap-threshold", GapConfig.rule))
-    add("--gap-threshold", type=float, default=GapConfig.gap_threshold, metavar="X",
-        help=_default(f"with --gap-rule coverage (and for schema-1 reports in JUnit), clusters covered below X are gaps, "
-                      f"{COVERAGE_THRESHOLD_RANGE[0]:g} < X <= {COVERAGE_THRESHOLD_RANGE[1]:g}",
-                      GapConfig.gap_threshold))
-    add("--multi-threshold", type=float, default=AnalysisConfig.multi_threshold, metavar="X",
-        help=_default(f"cosine distance within which a question covers a cluster (multi_threshold metric), "
-                      f"{MULTI_THRESHOLD_RANGE[0]:g} < X <= {MULTI_THRESHOLD_RANGE[1]:g}",
-                      AnalysisConfig.multi_threshold))
-    add("--multi-n", type=int, default=AnalysisConfig.multi_n, metavar="N",
-        help=_default("clusters each question covers in the multi_n metric, at least 1", AnalysisConfig.multi_n))
-    add("--seed", type=int, default=AnalysisConfig.random_state, metavar="N",
-        help=_default(f"random seed for clustering and screening, {SEED_RANGE[0]} to {SEED_RANGE[1]}",
-                      AnalysisConfig.random_state))
+    add("--gap-rule", choices=GAP_RULES,
+        **_defaulted("tested_share: a cluster is a gap when less than "
+                     f"{GapConfig.tested_share_threshold:.0%} of its passages are tested; "
+                     "coverage: when its coverage is below --gap-threshold", GapConfig.rule))
+    add("--gap-threshold", type=float, metavar="X",
+        **_defaulted(f"with --gap-rule coverage (and for schema-1 reports in JUnit), clusters covered below X are gaps, "
+                     f"{COVERAGE_THRESHOLD_RANGE[0]:g} < X <= {COVERAGE_THRESHOLD_RANGE[1]:g}",
+                     GapConfig.gap_threshold))
+    add("--multi-threshold", type=float, metavar="X",
+        **_defaulted(f"cosine distance within which a question covers a cluster (multi_threshold metric), "
+                     f"{MULTI_THRESHOLD_RANGE[0]:g} < X <= {MULTI_THRESHOLD_RANGE[1]:g}",
+                     AnalysisConfig.multi_threshold))
+    add("--multi-n", type=int, metavar="N",
+        **_defaulted("clusters each question covers in the multi_n metric, at least 1", AnalysisConfig.multi_n))
+    add("--seed", type=int, metavar="N",
+        **_defaulted(f"random seed for clustering and screening, {SEED_RANGE[0]} to {SEED_RANGE[1]}",
+                     AnalysisConfig.random_state))
 
 
 def _add_reading_arguments(analyze: argparse.ArgumentParser) -> None:
@@ -189,8 +198,8 @@ def _add_reading_arguments(analyze: argparse.ArgumentParser) -> None:
 def _add_suggestion_arguments(analyze: argparse.ArgumentParser) -> None:
     """How many questions to suggest per gap, and the LLM that may write them."""
     add = analyze.add_argument
-    add("--suggest", type=int, default=GapConfig.n_suggestions, metavar="N",
-        help=_default("suggested questions per gap, at least 0; 0 writes none", GapConfig.n_suggestions))
+    add("--suggest", type=int, metavar="N",
+        **_defaulted("suggested questions per gap, at least 0; 0 writes none", GapConfig.n_suggestions))
     add("--written-gaps", type=int, default=GapConfig.n_written_gaps, metavar="N",
         help=_default("gaps the built-in model writes questions for, most urgent first; the others get drafts",
                       GapConfig.n_written_gaps or "every gap"))
@@ -206,8 +215,7 @@ def _add_gate_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--fail-below", type=float, metavar="X",
         help=_default(f"exit 1 when --metric is below X, {COVERAGE_THRESHOLD_RANGE[0]:g} < X <= "
                       f"{COVERAGE_THRESHOLD_RANGE[1]:g}", "no gate"))
-    add("--metric", choices=METRIC_NAMES, default=DEFAULT_METRIC,
-        help=_default("metric gated by --fail-below", DEFAULT_METRIC))
+    add("--metric", choices=METRIC_NAMES, **_defaulted("metric gated by --fail-below", DEFAULT_METRIC))
     add("--junit", metavar="FILE",
         help=_default("also write JUnit XML: the support level, the gated metric, every cluster and document "
                       "(gaps, untested and under-tested documents fail; a support level that could not be "
@@ -248,10 +256,10 @@ def _add_check_arguments(analyze: argparse.ArgumentParser) -> None:
     add("--relevant-column", metavar="NAME",
         help=_default("column naming each question's relevant source files for the retrieval check",
                       "detected, e.g. source, relevant_sources, document"))
-    add("--k", type=int, default=DEFAULT_K, metavar="N",
-        help=_default("chunks retrieved per question, at least 1: a passage is tested when a question retrieves it "
-                      "among its top N with similarity at least the support level; also the retrieval check's k",
-                      DEFAULT_K))
+    add("--k", type=int, metavar="N",
+        **_defaulted("chunks retrieved per question, at least 1: a passage is tested when a question retrieves it "
+                     "among its top N with similarity at least the support level; also the retrieval check's k",
+                     DEFAULT_K))
     add("--label-column", metavar="NAME",
         help=_default("column saying whether each question is answerable", "detected, e.g. answerable"))
     add("--subquestions", type=int, metavar="N",
@@ -281,8 +289,7 @@ def add_diff_command(commands) -> None:
     )
     diff.add_argument("old", metavar="OLD.json", help="the earlier report")
     diff.add_argument("new", metavar="NEW.json", help="the later report")
-    diff.add_argument("--metric", choices=METRIC_NAMES, default=DEFAULT_METRIC,
-                      help=_default("metric gated by --fail-on-drop", DEFAULT_METRIC))
+    diff.add_argument("--metric", choices=METRIC_NAMES, **_defaulted("metric gated by --fail-on-drop", DEFAULT_METRIC))
     diff.add_argument("--fail-on-drop", type=float, metavar="X",
                       help=_default("exit 1 when --metric fell by more than X, X >= 0", "no gate"))
     diff.add_argument("--json", metavar="FILE", help=_default("also write the comparison as JSON", "none"))

@@ -16,6 +16,10 @@ override only measures again, a new gap threshold only relabels clusters.
 The CLI runs one analysis on a throwaway session (:func:`analyze`); the
 dashboard keeps one per browser session. Progress goes to one callback,
 ``progress(stage, done, total)``, for every stage in :data:`STAGES`.
+
+The stages' calls: chunking and embedding in :mod:`coverage_core.embedding_steps`; τ and the clustering
+here (:func:`calibrate_corpus`, :func:`cluster_chunks`); screening and measuring in
+:mod:`coverage_core.measure`; the gaps in :mod:`coverage_core.gap_finding`.
 """
 
 from __future__ import annotations
@@ -26,20 +30,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from coverage_core import (
+    embedding_steps,  # called through the module: tests stand in a fake embedder there
+    gap_finding,
     measure as measure_stage,  # called through the module: tests spy on its stages
-    pipeline,
     verdicts,
 )
 from coverage_core.config import AnalysisConfig
+from coverage_core.embedding_steps import Progress
+from coverage_core.embeddings import Embedder, EmbeddingCache, embed_texts
 from coverage_core.embeddings.choice import AUTO, ModelChoice, resolve
+from coverage_core.embeddings.registry import default_support_level
 from coverage_core.errors import CoverageError, InputError
 from coverage_core.languages import LanguageProfile, profile_languages
-from coverage_core.pipeline import Progress
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
-from coverage_core.stages import similarity
+from coverage_core.stages import calibration as calibration_module, similarity
 from coverage_core.stages.calibration import Calibration
 from coverage_core.stages.chunking import ChunkingConfig
+from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.suggest.progress import WritingProgress
 from coverage_core.types import Document, QuestionSet
 
@@ -228,6 +238,60 @@ class _NoEmbedder(Exception):
     """The inputs' embedder cannot be built here (no key): calibrate without it."""
 
 
+# ---------------------------------------------------------------- the stages' calls
+def calibrate_corpus(
+    config: AnalysisConfig,
+    corpus: Corpus,
+    embedder: Embedder | None = None,
+    cache: EmbeddingCache | None = None,
+    *,
+    topic_labels: np.ndarray | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Calibration:
+    """The support threshold τ of this corpus and model, computed once per corpus.
+
+    ``config.support_threshold`` set: that value (``method="override"``),
+    nothing embedded. Otherwise calibrated without labels from sentences of
+    the corpus (:func:`coverage_core.stages.calibration.calibrate`), embedding about
+    800 short texts with ``embedder`` through ``cache``; without an embedder
+    the documented default. ``topic_labels`` are the corpus's automatic
+    topics (``cluster_chunks(corpus, None, config.random_state).labels``)
+    when the caller has them; None clusters them here. ``progress(done, total)``
+    counts the short texts as they are embedded (:func:`embed_texts`): with a
+    slow model they take minutes on a small corpus. When τ cannot be
+    calibrated (or trusted), it is ``config.embedding``'s model default from
+    the provider registry, else the generic default.
+    """
+    if config.support_threshold is not None:
+        return calibration_module.override(config.support_threshold)
+    fallback = support_fallback(config)
+    if embedder is None:
+        return calibration_module.default(fallback)
+
+    def embed(texts):
+        return embed_texts(list(texts), embedder, cache, progress).vectors
+
+    if topic_labels is None:
+        topic_labels = cluster_chunks(corpus, None, config.random_state).labels
+    return calibration_module.calibrate(
+        corpus.chunks, corpus.vectors, embed, config.random_state, topic_labels=topic_labels, fallback=fallback
+    )
+
+
+def support_fallback(config: AnalysisConfig) -> calibration_module.Fallback:
+    """The level τ falls back to when it cannot be calibrated: ``config.embedding``'s model default from the
+    provider registry, else the generic default."""
+    level, _ = default_support_level(config.embedding.provider, config.embedding.model)
+    return calibration_module.model_fallback(level)
+
+
+def cluster_chunks(corpus: Corpus, n_clusters: int | None, random_state: int) -> Clustering:
+    """The passages clustered into ``n_clusters`` topics (None: the automatic K) by spherical K-means
+    (:class:`~coverage_core.stages.clustering.ChunkClusterer`)."""
+    clusterer = ChunkClusterer(n_clusters=n_clusters, random_state=random_state).fit(corpus.vectors)
+    return Clustering(clusterer.labels_, clusterer.cluster_centers_, list(clusterer.warnings_))
+
+
 # ---------------------------------------------------------------- the session
 @dataclass
 class AnalysisSession:
@@ -280,17 +344,17 @@ class AnalysisSession:
         """
         corpora, question_sets = keep_in or (self.corpora, self.question_sets)
         questions = distinct_questions(questions)
-        corpus = memo(corpora, corpus_key, lambda: passages if passages is not None else pipeline.embed_corpus(
+        corpus = memo(corpora, corpus_key, lambda: passages if passages is not None else embedding_steps.embed_corpus(
             documents, corpus_key.chunking, embedder, cache, progress))
         _, embedded = memo(question_sets, question_key,
-                           lambda: (questions, pipeline.embed_questions(questions, embedder, cache, progress)))
+                           lambda: (questions, embedding_steps.embed_questions(questions, embedder, cache, progress)))
         return EmbeddedInputs(corpus, corpus_key, questions, embedded, question_key)
 
     def clustering(self, inputs: EmbeddedInputs, n_clusters: int | None, seed: int,
                    progress: Progress | None = None) -> Clustering:
         """The passages clustered into ``n_clusters`` topics (None: the automatic K)."""
         return memo(self.clusterings, StageKey.of(inputs.corpus_key, n_clusters=n_clusters, seed=seed),
-                    _reported(progress, "clustering", lambda: pipeline.cluster_chunks(inputs.corpus, n_clusters, seed)))
+                    _reported(progress, "clustering", lambda: cluster_chunks(inputs.corpus, n_clusters, seed)))
 
     def has_calibration(self, inputs: EmbeddedInputs, config: AnalysisConfig) -> bool:
         """Whether :meth:`calibration` would return at once (no embedding needed)."""
@@ -298,7 +362,7 @@ class AnalysisSession:
 
     def calibration(self, inputs: EmbeddedInputs, config: AnalysisConfig, embedder=None, embed_cache=None,
                     progress: Progress | None = None) -> Calibration:
-        """The corpus's support level τ (``pipeline.calibrate_corpus``), against the automatic topics.
+        """The corpus's support level τ (:func:`calibrate_corpus`), against the automatic topics.
 
         ``embedder`` made the inputs (or a zero-argument function returning
         it, called only when τ must be computed); None builds it from the
@@ -307,21 +371,21 @@ class AnalysisSession:
         """
         def compute() -> Calibration:
             if config.support_threshold is not None:
-                return pipeline.calibrate_corpus(config, inputs.corpus)
+                return calibrate_corpus(config, inputs.corpus)
             model = embedder() if callable(embedder) and not hasattr(embedder, "embed") else embedder
             if model is None:
                 try:
-                    model = pipeline.build_embedder(inputs.embedding)
+                    model = embedding_steps.build_embedder(inputs.embedding)
                 except CoverageError as error:
                     raise _NoEmbedder from error
             topics = self.clustering(inputs, None, config.random_state, progress).labels
-            return _counted(progress, "calibration", lambda counted: pipeline.calibrate_corpus(
+            return _counted(progress, "calibration", lambda counted: calibrate_corpus(
                 config, inputs.corpus, model, embed_cache, topic_labels=topics, progress=counted))
 
         try:
             return memo(self.calibrations, calibration_key(inputs.corpus_key, config), compute)
         except _NoEmbedder:
-            return pipeline.calibrate_corpus(config, inputs.corpus)
+            return calibrate_corpus(config, inputs.corpus)
 
     def screener(self, inputs: EmbeddedInputs, config: AnalysisConfig, calibration: Calibration,
                  progress: Progress | None = None):
@@ -374,7 +438,7 @@ class AnalysisSession:
         ``writing_progress(done, total, seconds_left)`` hears of each gap a model wrote for
         (:mod:`coverage_core.suggest.progress`)."""
         measured = self.analysis_for(inputs, config, embedder=embedder, embed_cache=embed_cache, progress=progress)
-        return pipeline.with_gaps(measured, llm, embedder, embed_cache, progress=writing_progress)
+        return gap_finding.with_gaps(measured, llm, embedder, embed_cache, progress=writing_progress)
 
     def _measure(self, inputs: EmbeddedInputs, key: StageKey, calibration: Calibration,
                  progress: Progress | None) -> Analysis:
@@ -467,7 +531,7 @@ def analyze(config: AnalysisConfig, documents: Sequence[Document], questions: Qu
     choice = None
     if embedder is None:  # a given embedder is the caller's choice
         config, choice = choose_embedding(config, documents, questions)
-        embedder = pipeline.build_embedder(config.embedding, api_key)
+        embedder = embedding_steps.build_embedder(config.embedding, api_key)
     session = AnalysisSession.one_shot()
     inputs = session.embed(*run_keys(config), questions, embedder, cache, documents=documents, progress=progress)
     analysis = session.run(inputs, config, embedder=embedder, embed_cache=cache, llm=llm, progress=progress,

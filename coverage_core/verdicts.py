@@ -4,7 +4,7 @@ A *verdict* is a yes/no a user acts on: test this document, write questions
 for this topic, review this question, serve this traffic, fail this CI run.
 Each is one pure function here (arrays or frames in, booleans out, its
 formula in its docstring once). The stages call it to fill their tables
-(``pipeline`` the clusters' ``is_gap``, ``checks.traffic`` the topics'
+(``measure`` the clusters' ``is_gap``, ``checks.traffic`` the topics'
 ``is_unmet``) and :class:`Verdicts` gathers what an analysis decided, in the
 order a user reads it. The Results page (:meth:`Verdicts.from_analysis`), the
 CLI summary, the JSON/HTML reports (:func:`headline`) and JUnit read them

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import pipeline
+from coverage_core import embedding_steps
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
@@ -42,8 +42,8 @@ def seed_session(document_set, data: bytes, settings: state.Settings, embedder, 
     analysis.
     """
     questions = read_questions(data, name="subset.csv")
-    corpus = pipeline.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
-    embedding = pipeline.embed_questions(questions, embedder, cache)
+    corpus = embedding_steps.embed_corpus(document_set.documents, engine.chunking_config(settings), embedder, cache)
+    embedding = embedding_steps.embed_questions(questions, embedder, cache)
     fingerprint = engine.documents_fingerprint(document_set.documents)
     corpus_key = engine.corpus_key(fingerprint, settings)
     question_key = engine.question_key(engine.questions_fingerprint(questions), settings)

@@ -64,9 +64,10 @@ def module_cache_dir(tmp_path_factory):
 def analysis():
     """A synthetic analysis (no model): three topics, questions on two of them."""
     from coverage_core.config import AnalysisConfig
+    from coverage_core.gap_finding import find_gaps
     from coverage_core.measure import measure
-    from coverage_core.pipeline import cluster_chunks, find_gaps
     from coverage_core.results import Corpus, EmbeddedTexts
+    from coverage_core.session import cluster_chunks
     from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.types import Chunk, Document, Question, QuestionSet
 

@@ -14,6 +14,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -87,7 +88,7 @@ def plain_lexical_coverage(question_texts, chunk_texts):
 def refuse_work(monkeypatch, reason: str, *, embedder: bool = True) -> None:
     """From now on, reading a document or question file (and, with ``embedder``, building an embedder)
     fails the test with AssertionError(``reason``): for checks that must come before any work."""
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps
     from coverage_core.inputs import ingest, questions
 
     def refuse(*args, **kwargs):
@@ -96,7 +97,7 @@ def refuse_work(monkeypatch, reason: str, *, embedder: bool = True) -> None:
     monkeypatch.setattr(ingest, "read_documents", refuse)
     monkeypatch.setattr(questions, "read_questions", refuse)
     if embedder:
-        monkeypatch.setattr(pipeline, "build_embedder", refuse)
+        monkeypatch.setattr(embedding_steps, "build_embedder", refuse)
 
 
 # ---------------------------------------------------------------- three topics for gap tests
@@ -132,8 +133,8 @@ LONG_PASSAGE = "The comet's tail points away from the sun. " * 30
 
 def improved_analysis(analysis, texts=("Where do comets orbit?",)):
     """``analysis`` rescored with ``texts`` appended (the third topic's chunks stand in for their vectors)."""
+    from coverage_core.editing import add_questions
     from coverage_core.measure import measure
-    from coverage_core.pipeline import add_questions
     from coverage_core.results import EmbeddedTexts
 
     questions = add_questions(analysis.questions, list(texts))
@@ -187,6 +188,18 @@ def subquestion_result(analysis):
         decompositions, analysis.question_vectors[[6, 0]], chunks, lambda texts: chunks[: len(texts)],
         SubQuestionConfig(top_k=3), model="<fake-model>",
     )
+
+
+def optional_check_results(analysis) -> dict:
+    """The three optional checks on ``analysis``, as keyword arguments of both report builders.
+
+    Returns ``retrieval`` (:func:`retrieval_result`), ``answerability`` and ``labels``
+    (:func:`answerability_result`) and ``subquestions`` (:func:`subquestion_result`): the JSON and the HTML
+    report are checked on the same results.
+    """
+    labels, answerability = answerability_result(analysis)
+    return {"retrieval": retrieval_result(analysis), "answerability": answerability, "labels": labels,
+            "subquestions": subquestion_result(analysis)}
 
 
 # ---------------------------------------------------------------- a hand-made report
@@ -282,9 +295,9 @@ def write_knowledge_base(folder):
 
 def embedded_chunks(docs, cache_dir):
     """The chunks ``--docs`` would make of ``docs`` and their vectors from the real local model."""
+    from coverage_core.embedding_steps import chunk_corpus
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
     from coverage_core.inputs.ingest import read_documents
-    from coverage_core.pipeline import chunk_corpus
     from coverage_core.stages.chunking import ChunkingConfig
 
     chunks = chunk_corpus(read_documents([docs]).documents, ChunkingConfig())
@@ -324,6 +337,22 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(server):
+    """Run ``server`` (a ``socketserver`` server, already bound) on a daemon thread while the block runs.
+
+    Yields ``server``; afterwards it is shut down and its socket closed, so the test servers here all start and
+    stop one way.
+    """
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def wait_until_answering(url: str, process: subprocess.Popen, seconds: float) -> str | None:
@@ -477,13 +506,13 @@ def check_figures(page, where: str, at_least: int = 1) -> list[dict]:
 def measured_analysis(documents, questions, embedder):
     """The measured analysis with the default settings (chunks, clusters, screening, figures), without gap
     suggestions: the tests that use it need no model writing questions."""
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps, session
     from coverage_core.config import AnalysisConfig
     from coverage_core.measure import measure
 
     config = AnalysisConfig()
-    corpus = pipeline.embed_corpus(documents, config.chunking, embedder, None)
-    embedding = pipeline.embed_questions(questions, embedder, None)
-    calibration = pipeline.calibrate_corpus(config, corpus, embedder, None)
-    clustering = pipeline.cluster_chunks(corpus, config.n_clusters, config.random_state)
+    corpus = embedding_steps.embed_corpus(documents, config.chunking, embedder, None)
+    embedding = embedding_steps.embed_questions(questions, embedder, None)
+    calibration = session.calibrate_corpus(config, corpus, embedder, None)
+    clustering = session.cluster_chunks(corpus, config.n_clusters, config.random_state)
     return measure(config, corpus, questions, embedding, clustering, calibration=calibration)

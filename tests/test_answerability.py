@@ -469,9 +469,9 @@ def example(tmp_path_factory):
     example's README): truly "not covered". The label column ``in_docs`` is
     built here from the article files actually present.
     """
+    from coverage_core.embedding_steps import chunk_corpus
     from coverage_core.embeddings import EmbeddingCache, embed_texts, make_embedder
     from coverage_core.inputs.ingest import read_documents
-    from coverage_core.pipeline import chunk_corpus
     from coverage_core.stages.chunking import ChunkingConfig
 
     documents = read_documents([EXAMPLE / "docs"]).documents

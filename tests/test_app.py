@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from coverage_core import pipeline
+from coverage_core import embedding_steps
 from coverage_core.measure import measure
 from coverage_core.session import AnalysisSession, StageKey, calibration_key
 from coverage_core.suggest.questions import is_unfinished_draft
@@ -718,7 +718,7 @@ def test_paid_cost_estimate_includes_the_support_level_calibration(seeded, monke
     assert not at.exception, [e.value for e in at.exception]
     # No key yet, so nothing counts as cached: every distinct text would be sent. The chunks are
     # text-embedding-3-small's: its 8,191 tokens split none of them again (the local model's 256 do).
-    chunks = pipeline.chunk_corpus(inputs.corpus.documents, inputs.chunking)
+    chunks = embedding_steps.chunk_corpus(inputs.corpus.documents, inputs.chunking)
     probes = list(dict.fromkeys(calibration_texts(chunks, 0)))
     assert 0 < len(probes) <= costs.MAX_CALIBRATION_TEXTS
     lines = texts(at.text)
@@ -742,7 +742,7 @@ def test_paid_cost_estimate_leaves_out_a_calibration_that_will_not_run(seeded, m
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     values, _, inputs = seeded
-    chunks = pipeline.chunk_corpus(inputs.corpus.documents, inputs.chunking)  # text-embedding-3-small's
+    chunks = embedding_steps.chunk_corpus(inputs.corpus.documents, inputs.chunking)  # text-embedding-3-small's
     main = list(dict.fromkeys([c.text for c in chunks] + list(inputs.questions.texts)))
     alone = costs.estimate_embedding_cost(
         costs.approximate_tokens(main), "openai", "text-embedding-3-small", costs.default_price_table()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from coverage_core import pipeline
 from coverage_core.checks.query_log import read_traffic
+from coverage_core.checks.runner import run_traffic_check
 from coverage_core.checks.traffic_answers import NO_ANSWER
 from tests.app_support import example_run, metric, run_page, shown, texts
 from ui import state
@@ -45,7 +45,7 @@ def test_without_a_log_the_page_asks_for_one(seeded):
 def test_the_page_shows_the_cores_figures_and_sends_real_queries_to_the_gap_page(seeded):
     values, analysis, embedder, cache = seeded
     log = _log(analysis)
-    expected = pipeline.run_traffic_check(analysis, log, embedder, cache)
+    expected = run_traffic_check(analysis, log, embedder, cache)
     at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
 
     assert shown(at.subheader[0].value) == expected.headline()
@@ -115,7 +115,7 @@ FRENCH_KOALA = ["Que mangent les koalas dans la nature ?", "Combien d'heures par
 def test_queries_in_another_language_than_the_documents_get_no_tick_and_say_why(seeded):
     values, analysis, embedder, cache = seeded
     log = read_traffic(pd.DataFrame({"query": FRENCH_KOALA}).to_csv(index=False).encode(), "log.csv")
-    expected = pipeline.run_traffic_check(analysis, log, embedder, cache)
+    expected = run_traffic_check(analysis, log, embedder, cache)
     assert expected.language_problem.startswith("The queries are in French and the documents in English: ")
     at = run_page(PAGE, {**values, state.TRAFFIC_LOG: log})
     assert not at.exception, [e.value for e in at.exception]

@@ -45,13 +45,13 @@ NEW_QUESTION = "How long do koalas sleep each day?"
 
 def example_passages() -> int:
     """The example's passages as the run makes them: 1,000-character chunks fitted to the local model's 256 tokens."""
-    from coverage_core import pipeline
+    from coverage_core.embedding_steps import chunk_corpus, token_limit
     from coverage_core.embeddings import make_embedder
     from coverage_core.inputs.ingest import read_documents
     from coverage_core.stages.chunking import ChunkingConfig
 
     documents = read_documents([EXAMPLE / "docs"]).documents
-    return len(pipeline.chunk_corpus(documents, ChunkingConfig(), pipeline.token_limit(make_embedder("local"))))
+    return len(chunk_corpus(documents, ChunkingConfig(), token_limit(make_embedder("local"))))
 
 
 def _question_csv() -> bytes:

@@ -345,7 +345,7 @@ def test_reliability_problem_names_each_failure():
 
 
 def test_the_model_default_comes_from_the_provider_registry():
-    from coverage_core import pipeline
+    from coverage_core import session
     from coverage_core.embeddings import registry
     from coverage_core.stages import calibration
     from tests.fakes import FakeEmbedder
@@ -359,7 +359,7 @@ def test_the_model_default_comes_from_the_provider_registry():
     assert registry.default_support_level("nope")[0] is None
     assert calibration.model_fallback(None) == (DEFAULT_SUPPORT_THRESHOLD, "default: generic default")
 
-    # The pipeline reads the configured model's default: no separation falls back to it, not to 0.5.
+    # calibrate_corpus reads the configured model's default: no separation falls back to it, not to 0.5.
     chunks = _chunks(per_document=6)
     embedder = FakeEmbedder(vectors="random", width=16)
     documents = [Document(f"{t}.txt", "") for t in TOPICS]
@@ -367,12 +367,12 @@ def test_the_model_default_comes_from_the_provider_registry():
     topics = np.array([TOPICS.index(c.document.removesuffix(".txt")) for c in chunks])
     config = AnalysisConfig()
     assert config.embedding.provider == "auto" and config.embedding.model is None  # unresolved: the English default
-    result = pipeline.calibrate_corpus(config, corpus, embedder, topic_labels=topics)
+    result = session.calibrate_corpus(config, corpus, embedder, topic_labels=topics)
     assert not result.reliable and result.support_threshold == pytest.approx(level)
     assert result.method == "default: model default"
-    uncalibrated = pipeline.calibrate_corpus(config, corpus)  # no embedder at hand
+    uncalibrated = session.calibrate_corpus(config, corpus)  # no embedder at hand
     assert not uncalibrated.reliable and uncalibrated.support_threshold == pytest.approx(level)
-    assert pipeline.calibrate_corpus(AnalysisConfig(support_threshold=0.3), corpus).reliable  # the user's level
+    assert session.calibrate_corpus(AnalysisConfig(support_threshold=0.3), corpus).reliable  # the user's level
 
 
 # ------------------------------------------------------------------ tested share, untested documents

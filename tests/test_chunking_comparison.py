@@ -12,11 +12,11 @@ from coverage_core.chunking_comparison import (
     grid_from_frame,
     plan_chunkings,
 )
+from coverage_core.embedding_steps import chunk_corpus, embed_questions
 from coverage_core.embeddings import EmbeddingCache
 from coverage_core.errors import InputError
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
-from coverage_core.pipeline import chunk_corpus, embed_questions
 from coverage_core.stages.chunking import ChunkingConfig
 from tests.fakes import FakeEmbedder
 from tests.helpers import PROJECT
@@ -178,9 +178,9 @@ def test_grid_from_text_and_the_report_rows():
 @pytest.mark.slow
 def test_each_configuration_is_judged_at_its_own_calibrated_support_level(inputs, cache_dir):
     from coverage_core.config import AnalysisConfig
+    from coverage_core.embedding_steps import embed_corpus
     from coverage_core.measure import measure
-    from coverage_core.pipeline import cluster_chunks, embed_corpus, support_fallback
-    from coverage_core.session import analyze
+    from coverage_core.session import analyze, cluster_chunks, support_fallback
     from coverage_core.stages import calibration
 
     documents, questions = inputs

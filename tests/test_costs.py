@@ -110,8 +110,8 @@ def test_price_table_is_checked():
 
 
 def _example_chunks(names=None, size=1000, overlap=200):
+    from coverage_core.embedding_steps import chunk_corpus
     from coverage_core.inputs.ingest import read_documents
-    from coverage_core.pipeline import chunk_corpus
     from coverage_core.stages.chunking import ChunkingConfig
     from tests.helpers import PROJECT
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from coverage_core import session
+from coverage_core.gap_finding import find_gaps
 from coverage_core.outputs.html_report import build_html_report
 from coverage_core.outputs.junit import junit_xml
 from coverage_core.outputs.report import build_report, summary_table
-from coverage_core.pipeline import find_gaps
 from coverage_core.suggest.document_gaps import gap_key, main_topics, merge_ranked
 from coverage_core.suggest.gaps import GapConfig, analyze_gaps
 from coverage_core.suggest.questions import DRAFT_WORDINGS

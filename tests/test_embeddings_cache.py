@@ -345,10 +345,10 @@ def test_a_new_cache_file_is_no_warning(cache_dir):
 
 
 def test_cache_warnings_reach_the_analysis_warnings(cache_dir):
-    """The pipeline copies the cache's sentences into the analysis warnings (CLI stderr, report, dashboard)."""
+    """Embedding copies the cache's sentences into the analysis warnings (CLI stderr, report, dashboard)."""
     import pandas as pd
 
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps
     from coverage_core.types import Question, QuestionSet
 
     cache_dir.mkdir(parents=True)
@@ -359,10 +359,10 @@ def test_cache_warnings_reach_the_analysis_warnings(cache_dir):
         frame=pd.DataFrame({"question": texts}), question_column="question",
         questions=[Question(row, text) for row, text in enumerate(texts)],
     )
-    embedded = pipeline.embed_questions(questions, FakeEmbedder(), cache)
+    embedded = embedding_steps.embed_questions(questions, FakeEmbedder(), cache)
     assert len(embedded.cache_warnings) == 1 and "was an empty file" in embedded.cache_warnings[0]
     assert cache.warnings == []  # taken: told once, with the vectors embedded after the rebuild
-    assert pipeline.embed_questions(questions, FakeEmbedder(), cache).cache_warnings == []
+    assert embedding_steps.embed_questions(questions, FakeEmbedder(), cache).cache_warnings == []
 
 
 def test_plan_batches_caps_texts_and_tokens_and_sends_an_oversized_text_alone():

@@ -162,7 +162,7 @@ def test_gaps_left_with_drafts_can_be_written_for_from_the_page(gapped, monkeypa
     assert gaps_view.gaps_left_to_write(partly) == 1 and gaps_view.gaps_left_to_write(more) == 0
     assert gaps_view.gaps_left_to_write(gapped) == 0  # nothing written by the model: no model to ask
     monkeypatch.setattr(flow, "require_analysis", lambda: gapped)
-    monkeypatch.setattr(flow.pipeline, "with_gaps", with_gaps)
+    monkeypatch.setattr(flow.gap_finding, "with_gaps", with_gaps)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.run()
     at.switch_page(GAPS).run()

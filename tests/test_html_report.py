@@ -15,10 +15,8 @@ from tests.helpers import (
     EVIL,
     LONG_PASSAGE,
     accepted_questions,
-    answerability_result,
     improved_analysis,
-    retrieval_result,
-    subquestion_result,
+    optional_check_results,
 )
 
 
@@ -57,7 +55,7 @@ def test_user_text_is_escaped(analysis):
 
 
 def test_map_and_before_after_sections(analysis):
-    from coverage_core.pipeline import add_questions
+    from coverage_core.editing import add_questions
 
     projection = project_2d(analysis.corpus.vectors, analysis.question_vectors, analysis.clustering.labels, method="pca")
     improved_questions = add_questions(analysis.questions, ["Where do comets orbit?"])
@@ -157,12 +155,9 @@ def test_after_apply_from_metrics_only(analysis):
 
 
 def test_retrieval_answerability_and_subquestion_sections(analysis):
-    retrieval = retrieval_result(analysis)
-    labels, answerability = answerability_result(analysis)
-    subquestions = subquestion_result(analysis)
-    report = build_html_report(
-        analysis, retrieval=retrieval, answerability=answerability, labels=labels, subquestions=subquestions,
-    )
+    checks = optional_check_results(analysis)
+    retrieval, answerability = checks["retrieval"], checks["answerability"]
+    report = build_html_report(analysis, **checks)
     for heading in ("Retrieval", "Answerability", "Sub-question coverage"):
         assert f"<h2>{heading}</h2>" in report
     assert EVIL not in report and "<i>source" not in report and "<i>answerable" not in report

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core import languages, pipeline, session
+from coverage_core import editing, languages, session
 from coverage_core.config import AnalysisConfig
 from coverage_core.languages import (
     SLICE_CHARS,
@@ -219,7 +219,7 @@ def test_accepted_questions_are_read_without_reading_the_documents_again(french_
     analysis, embedder = french_analysis
     read = []
     monkeypatch.setattr(languages, "document_language", lambda *a, **k: read.append(a) or "fr")
-    _, after = pipeline.accept_questions(analysis, ["Who makes Roquefort cheese?"], embedder, None)
+    _, after = editing.accept_questions(analysis, ["Who makes Roquefort cheese?"], embedder, None)
     assert read == []
     assert after.languages.question_languages == ("fr",) * len(FRENCH_QUESTIONS) + ("en",)
     assert [q["language"] for q in build_report(after)["questions"]][-1] == "en"

@@ -123,8 +123,8 @@ def test_the_llm_suggestion_path_runs_against_the_local_model(local_server):
 
 
 def test_sub_questions_run_against_the_local_model(example_analysis, local_server):
+    from coverage_core.checks.runner import run_subquestion_check
     from coverage_core.embeddings import make_embedder
-    from coverage_core.pipeline import run_subquestion_check
 
     result = run_subquestion_check(example_analysis, 2, local_server.client(), make_embedder("local"))
     assert len(result.questions) == 2

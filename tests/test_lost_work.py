@@ -206,14 +206,14 @@ def test_the_table_marks_an_edit_and_undoes_the_mark_when_the_text_comes_back(an
 
 
 def test_the_reports_give_an_accepted_edited_question_its_edited_origin(analysis):
-    from coverage_core import pipeline
+    from coverage_core import editing
     from coverage_core.outputs.html_report import build_html_report
     from tests.fakes import FakeEmbedder
 
     texts = ["How wide is the river at its mouth?"]
     rows = [{"question": texts[0], "origin": "edited:local", "cluster": 0, "document": "alpha.txt",
              "passage": "river delta water flow."}]
-    _, after = pipeline.accept_questions(analysis, texts, FakeEmbedder(width=16), None, marker_column="suggested")
+    _, after = editing.accept_questions(analysis, texts, FakeEmbedder(width=16), None, marker_column="suggested")
     report = build_report(analysis, improved=after, accepted=rows)
     assert report["after_apply"]["accepted_questions"][0]["origin"] == "edited:local"
     html = build_html_report(analysis, improved=after, accepted=rows)

@@ -1,4 +1,4 @@
-"""The pipeline's stages on a small real corpus with the real local model."""
+"""An analysis's stages, and what runs on a finished one, on a small real corpus with the real local model."""
 
 import dataclasses
 import json
@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from coverage_core.config import AnalysisConfig
+from coverage_core.editing import accept_questions, add_questions
 from coverage_core.embeddings import EmbeddingCache, make_embedder
 from coverage_core.errors import InputError
 from coverage_core.inputs.ingest import read_documents
@@ -15,7 +16,6 @@ from coverage_core.inputs.questions import read_questions
 from coverage_core.measure import measure
 from coverage_core.outputs.report import build_report
 from coverage_core.outputs.safe_csv import to_safe_csv
-from coverage_core.pipeline import accept_questions, add_questions
 from coverage_core.session import analyze
 from coverage_core.stages.chunking import ChunkingConfig
 from tests.helpers import PROJECT
@@ -183,7 +183,7 @@ def test_exact_repeats_join_their_originals_group(setting):
     questions = add_questions(analysis.questions, [analysis.questions.texts[0], analysis.questions.texts[3]])
     repeats = {row: analysis.questions.rows[i] for row, i in zip(questions.rows[-2:], (0, 3))}
     questions = dataclasses.replace(questions, duplicates=repeats)
-    from coverage_core.pipeline import embed_questions
+    from coverage_core.embedding_steps import embed_questions
 
     again = measure(analysis.config, analysis.corpus, questions, embed_questions(questions, embedder, cache),
                     analysis.clustering)
@@ -202,8 +202,8 @@ def test_analyze_refuses_empty_inputs(setting):
 
 def test_the_label_checks_run_in_one_sequence_and_a_bad_column_stops_only_its_check(analysis):
     """What the command line and the dashboard both run: an unusable column leaves its check out with the reason."""
+    from coverage_core.checks.runner import run_label_checks
     from coverage_core.errors import CoverageError
-    from coverage_core.pipeline import run_label_checks
 
     plain = run_label_checks(analysis)
     assert plain.retrieval is None and plain.answerability is None  # the file names no sources, no labels

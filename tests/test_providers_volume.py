@@ -321,19 +321,19 @@ def test_a_used_embedder_can_be_pickled_for_a_worker_process(provider, fake_api,
 
 
 def test_the_command_lines_max_concurrency_reaches_the_real_client(tmp_path, fake_api, cache_dir, monkeypatch):
-    from coverage_core import cli, pipeline
+    from coverage_core import cli, embedding_steps
     from tests.helpers import PROJECT
 
     monkeypatch.setenv("EMBEDDING_API_KEY", KEY)
     built = []
-    real = pipeline.build_embedder
+    real = embedding_steps.build_embedder
 
     def recording(config, api_key=None, **options):
         embedder = real(config, api_key, **options)
         built.append(embedder)
         return embedder
 
-    monkeypatch.setattr(pipeline, "build_embedder", recording)
+    monkeypatch.setattr(embedding_steps, "build_embedder", recording)
     questions = tmp_path / "q.csv"
     questions.write_text("question\nWhat is a drum?\nHow is a flute played?\n", encoding="utf-8")
     docs = [str(PROJECT / "examples" / "wiki-qa" / "docs" / name) for name in ("Drum.txt", "Flute.txt")]

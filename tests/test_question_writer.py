@@ -328,7 +328,7 @@ def test_the_pipelines_rerun_reads_every_question_from_the_cache_folder(fake_api
     import dataclasses
 
     from coverage_core.embeddings import EmbeddingCache
-    from coverage_core.pipeline import find_gaps
+    from coverage_core.gap_finding import find_gaps
     from tests.fakes import FakeEmbedder
 
     monkeypatch.setattr(local_model, "_replies", type(local_model._replies)())

@@ -44,8 +44,7 @@ from tests.helpers import (  # noqa: E402
     accepted_questions,
     answerability_result,
     improved_analysis,
-    retrieval_result,
-    subquestion_result,
+    optional_check_results,
 )
 
 
@@ -104,11 +103,7 @@ def test_after_apply_arguments_are_checked(analysis, build):
 
 
 def test_optional_checks_still_written(analysis):
-    labels, answerability = answerability_result(analysis)
-    report = build_report(
-        analysis, retrieval=retrieval_result(analysis), answerability=answerability, labels=labels,
-        subquestions=subquestion_result(analysis),
-    )
+    report = build_report(analysis, **optional_check_results(analysis))
     assert report["retrieval"]["relevant_column"] == "<i>source</i>"
     assert report["answerability"]["label_column"] == "<i>answerable</i>"
     assert report["subquestions"]["questions"][0]["question"] == EVIL

@@ -17,8 +17,8 @@ from coverage_core.config import AnalysisConfig
 from coverage_core.measure import measure
 from coverage_core.outputs.html_report import MAX_DUPLICATE_GROUPS, build_html_report
 from coverage_core.outputs.report import build_report, summary_table, write_report
-from coverage_core.pipeline import cluster_chunks
 from coverage_core.results import Corpus, EmbeddedTexts
+from coverage_core.session import cluster_chunks
 from coverage_core.stages.chunking import ChunkingConfig
 from coverage_core.types import Chunk, Document, Question, QuestionSet
 from ui.views import results as view

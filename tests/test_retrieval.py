@@ -544,9 +544,9 @@ def test_retrieval_section_without_labels_is_json():
 
 @pytest.mark.slow
 def test_bundled_example_end_to_end(tmp_path):
+    from coverage_core.embedding_steps import embed_corpus, embed_questions
     from coverage_core.embeddings import EmbeddingCache, make_embedder
     from coverage_core.inputs.ingest import read_documents
-    from coverage_core.pipeline import embed_corpus, embed_questions
     from coverage_core.stages.chunking import ChunkingConfig
 
     documents = read_documents([EXAMPLE / "docs"]).documents

@@ -251,7 +251,7 @@ def test_a_chosen_k_keeps_the_automatic_topics_the_screening_was_judged_against(
 
 @pytest.mark.slow
 def test_the_dashboard_opens_a_chosen_k_analysis_without_clustering_again(tmp_path, module_cache_dir, monkeypatch):
-    from coverage_core import pipeline
+    from coverage_core import session
     from ui import engine
     from ui.settings import Settings
     from ui.state import Overrides
@@ -273,7 +273,7 @@ def test_the_dashboard_opens_a_chosen_k_analysis_without_clustering_again(tmp_pa
     def no_clustering(*args, **kwargs):
         raise AssertionError("opening a saved analysis must not cluster again")
 
-    monkeypatch.setattr(pipeline, "cluster_chunks", no_clustering)
+    monkeypatch.setattr(session, "cluster_chunks", no_clustering)
     tuned = engine.tune(inputs, settings, Overrides(), engine.saved_tuning(saved, corpus_key, settings))
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert tuned.clustering.n_clusters == 2

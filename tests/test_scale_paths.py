@@ -1,7 +1,7 @@
 """The paths that keep the analysis fast and memory-bounded at a million chunks equal the plain computations.
 
 Small random data with tiny blocks exercise every block boundary; the real
-example (wiki-qa, real local model) checks that the pipeline's reuse of the
+example (wiki-qa, real local model) checks that the retrieval check's reuse of the
 screener's pass changes no figure and no decision.
 """
 
@@ -11,9 +11,9 @@ import pytest
 
 from coverage_core.blockwise import RunningTopK
 from coverage_core.checks import retrieval, retrieval_labels
+from coverage_core.checks.runner import run_retrieval_check
 from coverage_core.measure import measure
 from coverage_core.offtopic import screener as screening
-from coverage_core.pipeline import run_retrieval_check
 from coverage_core.stages import lexical, similarity
 from coverage_core.stages.lexical import lexical_coverage
 from coverage_core.validation import unit_rows

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from coverage_core import pipeline
+from coverage_core import editing
 from coverage_core.checks import scorecard as scorecard_check
 from coverage_core.checks.answerability import fitness_threshold
 from coverage_core.checks.scorecard import compare_scorecards, gini, normalised_entropy, scorecard
@@ -78,7 +78,7 @@ def two_sets():
     good = measured_analysis(documents, read_questions(TESTSETS / "ragas_testset.jsonl"), embedder)
     before = embedder.n_embedded
     bad_questions = read_questions(TESTSETS / "ragas_skewed_duplicated.jsonl")
-    bad = pipeline.rescore(good, bad_questions, embedder, None)
+    bad = editing.rescore(good, bad_questions, embedder, None)
     return good, bad, embedder.n_embedded - before
 
 

@@ -673,8 +673,8 @@ def test_question_table_reasons_and_overrides_win():
 
     from coverage_core.config import AnalysisConfig
     from coverage_core.measure import measure
-    from coverage_core.pipeline import cluster_chunks
     from coverage_core.results import Corpus, EmbeddedTexts
+    from coverage_core.session import cluster_chunks
     from coverage_core.stages import calibration
     from coverage_core.stages.chunking import ChunkingConfig
     from coverage_core.types import Chunk, Document, Question, QuestionSet

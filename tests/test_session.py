@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from coverage_core import measure as measure_stage, pipeline, session
+from coverage_core import gap_finding, measure as measure_stage, session
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
 from coverage_core.session import STAGES, AnalysisSession
@@ -53,12 +53,12 @@ def test_the_cli_and_the_dashboard_get_the_same_analysis(example):
     assert shown.metrics == pytest.approx(cli.metrics, abs=1e-6)
     assert shown.clusters["is_gap"].tolist() == cli.clusters["is_gap"].tolist()
     assert shown.clusters["label"].tolist() == cli.clusters["label"].tolist()
-    assert [gap.cluster for gap in pipeline.with_gaps(shown).gaps] == [gap.cluster for gap in cli.gaps]
+    assert [gap.cluster for gap in gap_finding.with_gaps(shown).gaps] == [gap.cluster for gap in cli.gaps]
 
 
 def _spy(monkeypatch, calls: list[str]) -> None:
     """Record each call of the stage functions the session runs."""
-    for module, name in [(pipeline, "cluster_chunks"), (pipeline, "calibrate_corpus"),
+    for module, name in [(session, "cluster_chunks"), (session, "calibrate_corpus"),
                          (measure_stage, "fit_screener"), (measure_stage, "measure")]:
         def recorded(*args, _real=getattr(module, name), _name=name, **kwargs):
             calls.append(_name)

@@ -2,7 +2,7 @@
 
 Every collection is written here, in a temporary folder, by the store's own
 client (qdrant-client's local mode, Chroma's PersistentClient), and read back
-through ``read_vectors``, the command line and the Upload page. Small
+through ``read_vector_source``, the command line and the Upload page. Small
 synthetic vectors test the reading; the vectors of the real bundled model
 (three documents cut from the Ant article, as in test_vector_store.py) test
 that ``analyze --vectors qdrant:…`` gives the analysis ``--docs`` gives.
@@ -22,8 +22,8 @@ import pytest
 from coverage_core import cli
 from coverage_core.errors import InputError
 from coverage_core.inputs import store_connectors
-from coverage_core.inputs.store_connectors import StoreAddress, parse_store_address
-from coverage_core.inputs.vector_store import VectorColumns, read_vectors
+from coverage_core.inputs.store_connectors import StoreAddress, parse_store_address, read_vector_source
+from coverage_core.inputs.vector_store import VectorColumns
 from tests.helpers import PROJECT, embedded_chunks, write_knowledge_base
 from ui.messages import user_message
 
@@ -115,34 +115,34 @@ def assert_read_as_written(found, vectors, *, rows=None):
 
 
 def test_a_qdrant_collection_reads_its_payload_and_vectors_in_point_order(qdrant, vectors):
-    found = read_vectors(f"qdrant:{qdrant}?collection=docs")
+    found = read_vector_source(f"qdrant:{qdrant}?collection=docs")
     assert_read_as_written(found, vectors)
     assert found.source == "Qdrant collection docs" and found.dimensions == DIM
     assert found.columns == VectorColumns("text", "vector", "source", "page") and found.warnings == []
 
 
 def test_langchains_nested_metadata_is_read_and_a_blank_page_is_no_page(qdrant, vectors):
-    found = read_vectors(f"qdrant:{qdrant}?collection=langchain")
+    found = read_vector_source(f"qdrant:{qdrant}?collection=langchain")
     assert_read_as_written(found, vectors)
     assert found.columns == VectorColumns("page_content", "vector", "source", "page") and found.warnings == []
 
 
 def test_scrolling_page_by_page_reads_every_point_once(qdrant, vectors, monkeypatch):
     monkeypatch.setattr(store_connectors, "QDRANT_PAGE_POINTS", 3)  # 7 points: pages of 3, 3 and 1
-    assert_read_as_written(read_vectors(f"qdrant:{qdrant}?collection=docs"), vectors)
+    assert_read_as_written(read_vector_source(f"qdrant:{qdrant}?collection=docs"), vectors)
 
 
 def test_named_vectors_one_is_taken_several_are_chosen(qdrant, vectors):
-    assert_read_as_written(read_vectors(f"qdrant:{qdrant}?collection=single"), vectors)
-    found = read_vectors(f"qdrant:{qdrant}?collection=named&vector=dense")
+    assert_read_as_written(read_vector_source(f"qdrant:{qdrant}?collection=single"), vectors)
+    found = read_vector_source(f"qdrant:{qdrant}?collection=named&vector=dense")
     assert_read_as_written(found, vectors, rows=[0, 1, 3, 4, 5, 6])  # point 2 has no dense vector
     assert found.warnings == ["1 of 7 rows (row 3, counting from 1) has no vector, so it was left out."]
-    titles = read_vectors(f"qdrant:{qdrant}?collection=named&vector=title")
+    titles = read_vector_source(f"qdrant:{qdrant}?collection=named&vector=title")
     assert titles.dimensions == 4 and len(titles.corpus.chunks) == 7
 
 
 def test_the_text_and_document_keys_can_be_named(qdrant):
-    found = read_vectors(f"qdrant:{qdrant}?collection=docs", VectorColumns(text="source", document="text"))
+    found = read_vector_source(f"qdrant:{qdrant}?collection=docs", VectorColumns(text="source", document="text"))
     assert [c.text for c in found.corpus.chunks] == SOURCES and found.corpus.chunks[0].document == TEXTS[0]
 
 
@@ -152,12 +152,12 @@ def test_a_folder_another_client_holds_is_one_sentence(qdrant):
     holder = QdrantClient(path=str(qdrant))
     try:
         with pytest.raises(InputError) as caught:
-            read_vectors(f"qdrant:{qdrant}?collection=docs")
+            read_vector_source(f"qdrant:{qdrant}?collection=docs")
     finally:
         holder.close()
     assert str(caught.value) == ("The Qdrant folder store is open in another program (a Qdrant client holds it); "
                                  "close that program and try again.")
-    assert len(read_vectors(f"qdrant:{qdrant}?collection=docs").corpus.chunks) == 7  # and it is let go after
+    assert len(read_vector_source(f"qdrant:{qdrant}?collection=docs").corpus.chunks) == 7  # and it is let go after
 
 
 # ---------------------------------------------------------------- Chroma
@@ -172,7 +172,7 @@ def test_a_chroma_collection_reads_its_documents_metadata_and_embeddings(chroma,
     monkeypatch.setattr(ONNXMiniLM_L6_V2, "_download_model_if_not_exists", no_model)
     monkeypatch.setattr(ONNXMiniLM_L6_V2, "__call__", no_model)
     monkeypatch.setattr(store_connectors, "CHROMA_PAGE_ROWS", 3)  # pages of 3, 3 and 1
-    found = read_vectors(f"chroma:{chroma}?collection=docs")
+    found = read_vector_source(f"chroma:{chroma}?collection=docs")
     assert_read_as_written(found, vectors)  # the Chroma documents, not the metadata's "text" entry
     assert found.source == "Chroma collection docs"
     assert found.columns == VectorColumns("documents", "embeddings", "source", "page") and found.warnings == []
@@ -180,16 +180,16 @@ def test_a_chroma_collection_reads_its_documents_metadata_and_embeddings(chroma,
 
 def test_chroma_text_in_the_metadata_is_detected_or_named(chroma, vectors):
     with pytest.raises(InputError) as caught:
-        read_vectors(f"chroma:{chroma}?collection=metadata_text")
+        read_vector_source(f"chroma:{chroma}?collection=metadata_text")
     assert str(caught.value) == (
         "Chroma collection metadata_text has no text column (looked for text, chunk, content, page_content, …); "
         "name the text column, one of: 'body', 'file', 'embeddings'."
     )
     assert user_message(caught.value).endswith(
         "give that column one of these names in the collection. Its columns: 'body', 'file', 'embeddings'.")
-    found = read_vectors(f"chroma:{chroma}?collection=metadata_text", VectorColumns(text="body"))
+    found = read_vector_source(f"chroma:{chroma}?collection=metadata_text", VectorColumns(text="body"))
     assert [c.text for c in found.corpus.chunks] == TEXTS and found.columns.document == "file"
-    named = read_vectors(f"chroma:{chroma}?collection=docs", VectorColumns(text="text"))
+    named = read_vector_source(f"chroma:{chroma}?collection=docs", VectorColumns(text="text"))
     assert {c.text for c in named.corpus.chunks} == {"not the passage"}
 
 
@@ -235,7 +235,7 @@ def test_chroma_text_in_the_metadata_is_detected_or_named(chroma, vectors):
 )
 def test_each_unusable_address_is_one_sentence(qdrant, chroma, address, message):
     with pytest.raises(InputError) as caught:
-        read_vectors(address.format(q=qdrant, c=chroma))
+        read_vector_source(address.format(q=qdrant, c=chroma))
     assert str(caught.value) == message.format(q=qdrant, c=chroma)
 
 
@@ -245,7 +245,7 @@ def test_a_store_package_that_is_not_installed_is_named(qdrant, chroma, monkeypa
     monkeypatch.setitem(sys.modules, module, None)  # import fails as when the package is absent
     folder = qdrant if kind == "qdrant" else chroma
     with pytest.raises(InputError) as caught:
-        read_vectors(f"{kind}:{folder}?collection=docs")
+        read_vector_source(f"{kind}:{folder}?collection=docs")
     name = "Qdrant" if kind == "qdrant" else "Chroma"
     assert str(caught.value) == (f"Reading a {name} collection needs the {package} package, which is not installed; "
                                  "install the pinned requirements, or export the collection to Parquet.")
@@ -256,7 +256,7 @@ def test_a_folder_with_no_store_is_left_as_it_was(tmp_path):
     folder.mkdir()
     for kind in ("qdrant", "chroma"):
         with pytest.raises(InputError, match="holds no"):
-            read_vectors(f"{kind}:{folder}?collection=docs")
+            read_vector_source(f"{kind}:{folder}?collection=docs")
     assert list(folder.iterdir()) == []  # neither client was let create a store in it
 
 

@@ -542,7 +542,7 @@ def test_section_headline_follows_the_config():
     assert section["overall"]["by_type"]["core"]["share"] == 0.5
 
 
-# ---------------------------------------------------------------- the package and pipeline.run_subquestion_check
+# ---------------------------------------------------------------- the package and checks.runner.run_subquestion_check
 
 
 def test_package_modules_and_reexports():
@@ -593,7 +593,7 @@ def _embedder():
 
 
 def test_run_subquestion_check_sends_the_chosen_questions(analysis):
-    from coverage_core.pipeline import run_subquestion_check
+    from coverage_core.checks.runner import run_subquestion_check
 
     chat = _Chat()
     result = run_subquestion_check(analysis, [6, 0], chat, _embedder(), config=SubQuestionConfig(top_k=2))
@@ -612,7 +612,7 @@ def test_run_subquestion_check_sends_the_chosen_questions(analysis):
 
 
 def test_run_subquestion_check_first_n_and_bad_positions(analysis):
-    from coverage_core.pipeline import run_subquestion_check
+    from coverage_core.checks.runner import run_subquestion_check
 
     done = []
     result = run_subquestion_check(analysis, 3, _Chat(), _embedder(), progress=lambda d, t: done.append((d, t)))

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from coverage_core import pipeline
 from coverage_core.checks import retrieval, retrieval_labels
 from coverage_core.checks.retrieval_labels import PassageRef, find_relevant_column, passage_chunks
+from coverage_core.checks.runner import run_retrieval_check
 from coverage_core.errors import InputError
 from coverage_core.inputs import testset_formats
 from coverage_core.inputs.ingest import read_documents
@@ -246,7 +246,7 @@ def fixture_analysis():
 
 
 def test_the_retrieval_check_runs_on_reference_passages_with_no_column_chosen(fixture_analysis):
-    result = pipeline.run_retrieval_check(fixture_analysis)
+    result = run_retrieval_check(fixture_analysis)
     assert result is not None and result.relevant_column == "reference_contexts"
     assert result.n_labelled == 16 and result.n_unlabelled == 0
     # Every reference paragraph is verbatim in the example's documents, so every one is found in a chunk.

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
+from coverage_core.embedding_steps import embed_corpus, token_limit
 from coverage_core.embeddings import EmbeddingCache
 from coverage_core.outputs.report import build_report, summary_table
-from coverage_core.pipeline import embed_corpus, token_limit
 from coverage_core.results import TokenFit
 from coverage_core.stages.chunking import (
     MAX_RESPLIT_ROUNDS,

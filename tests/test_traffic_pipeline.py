@@ -6,8 +6,9 @@ import csv
 import pandas as pd
 import pytest
 
-from coverage_core import pipeline
+from coverage_core import embedding_steps
 from coverage_core.checks.query_log import read_traffic
+from coverage_core.checks.runner import run_traffic_check
 from coverage_core.checks.traffic_answers import strip_masks
 from coverage_core.config import AnalysisConfig
 from coverage_core.embeddings import EmbeddingCache, make_embedder
@@ -44,7 +45,7 @@ def test_traffic_against_the_example(analysis_and_embedder):
     log = read_traffic(frame.to_csv(index=False).encode(), "traffic.csv")
     assert log.n_distinct == len(octopus) + len(koala)  # the upper-case repeats merged
     assert log.n_queries == 3 * len(octopus) + 2 + 105
-    result = pipeline.run_traffic_check(analysis, log, embedder, cache)
+    result = run_traffic_check(analysis, log, embedder, cache)
 
     queries = result.queries.set_index("text")
     assert queries.loc[octopus, "is_tested"].all()
@@ -61,7 +62,7 @@ def test_traffic_against_the_example(analysis_and_embedder):
     # Nothing personal is shown or exported.
     assert "ann@example.org" not in str(result.to_dict()) and "[email]" in " ".join(log.queries)
     # Embedded once: a second look takes every query from the cache.
-    again = pipeline._embed([strip_masks(q) for q in log.queries], embedder, cache, "traffic queries", None)
+    again = embedding_steps.embed_stage([strip_masks(q) for q in log.queries], embedder, cache, "traffic queries", None)
     assert again.n_embedded == 0
 
 
@@ -115,7 +116,7 @@ def test_queries_the_documents_cannot_answer_are_one_group(analysis_and_embedder
                "Hi <NAME>, my card XXXX was charged twice"]
     frame = pd.DataFrame({"query": koala + support, "count": [30, 20, 10, 10, 5, 5] + [12, 8, 4, 1]})
     log = read_traffic(frame.to_csv(index=False).encode(), "traffic.csv")
-    result = pipeline.run_traffic_check(analysis, log, embedder, cache)
+    result = run_traffic_check(analysis, log, embedder, cache)
 
     queries = result.queries.set_index("text")
     assert queries.loc[koala, "is_answerable"].all()

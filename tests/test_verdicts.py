@@ -93,7 +93,7 @@ _MEANS = "A passage counts as tested when a question retrieves it among its top 
 
 def _analysis(*, tested=(10, 10, 10), untested=(False, False), undertested=(False, False), off_topic=0,
               gaps=(False, False, False), reliable=True, reason=""):
-    """A stand-in for pipeline.Analysis with only what Verdicts reads: 3 topics of 10 passages, 2 documents,
+    """A stand-in for results.Analysis with only what Verdicts reads: 3 topics of 10 passages, 2 documents,
     10 questions (enough, at k = 5, to test every passage: no ceiling is stated)."""
     clusters = pd.DataFrame({
         "cluster": [0, 1, 2],

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from coverage_core import pipeline
+from coverage_core.checks.runner import run_subquestion_check
 from coverage_core.errors import CoverageError
 from coverage_core.session import StageKey
 from ui import engine, formats, state
@@ -102,7 +102,7 @@ def subquestions_result():
 def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
     """Ask the LLM to break the questions at ``positions`` into sub-questions, showing progress.
 
-    Calls :func:`coverage_core.pipeline.run_subquestion_check`; the new questions
+    Calls :func:`coverage_core.checks.runner.run_subquestion_check`; the new questions
     are merged into ``previous`` (rescored together) and stored. Returns the
     result to show (``previous`` when the run failed). An error that made the
     core stop asking (a rejected key, a server down) is shown after the run.
@@ -120,7 +120,7 @@ def break_into_subquestions(analysis, positions: Sequence[int], llm, previous):
             bar.progress(done / total, text=f"Question {done} of {total}")
 
         try:
-            new = pipeline.run_subquestion_check(
+            new = run_subquestion_check(
                 analysis, list(positions), watched, embedder_for(stored_inputs()), embedding_cache(),
                 config=run_config, progress=progress,
             )

@@ -22,7 +22,7 @@ Cost model (why the session splits the stages this way):
   nearest questions (``similarity.nearest_questions``);
 * measure — fast, read from that index; redone on every threshold,
   strictness or override change;
-* support level τ (``pipeline.calibrate_corpus``) — a few seconds, once per
+* support level τ (``session.calibrate_corpus``) — a few seconds, once per
   embedded corpus, embedding model and user override: it depends on neither
   the clustering nor the questions, so K and thresholds reuse it.
 """
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from coverage_core import pipeline
+from coverage_core import embedding_steps
 from coverage_core.config import AnalysisConfig, EmbeddingConfig
 from coverage_core.results import Analysis, Corpus
 from coverage_core.session import (
@@ -282,7 +282,7 @@ def support_origin(calibration: Calibration) -> str:
 def chunk_counts(documents: Sequence, chunking: ChunkingConfig, limit=None) -> dict[str, int]:
     """Chunks per document, fitted to the model's ``limit`` when given (no embedding)."""
     counts: dict[str, int] = {}
-    for chunk in pipeline.chunk_corpus(documents, chunking, limit):
+    for chunk in embedding_steps.chunk_corpus(documents, chunking, limit):
         counts[chunk.document] = counts.get(chunk.document, 0) + 1
     return counts
 

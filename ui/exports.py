@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coverage_core import pipeline
 from coverage_core.checks.answerability import DEFAULT_FITNESS_THRESHOLD
+from coverage_core.checks.runner import run_label_checks
 from coverage_core.outputs.report import build_report
 from coverage_core.outputs.safe_csv import to_safe_csv
 from coverage_core.results import Analysis
@@ -50,8 +50,8 @@ def checks(analysis: Analysis, settings) -> Checks:
     A check whose column is unusable is None, with the reason in its
     ``*_error``; the other check is still computed.
     """
-    found = pipeline.run_label_checks(analysis, settings.relevant_column or None, int(settings.retrieval_k),
-                                      settings.label_column or None)
+    found = run_label_checks(analysis, settings.relevant_column or None, int(settings.retrieval_k),
+                             settings.label_column or None)
     return Checks(
         retrieval=found.retrieval, labels=found.labels, answerability=found.answerability,
         retrieval_error=user_message(found.retrieval_error) if found.retrieval_error else None,

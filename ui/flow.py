@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from coverage_core import pipeline
+from coverage_core import embedding_steps, gap_finding
 from coverage_core.checks.answerability import fitness_threshold
+from coverage_core.checks.runner import run_traffic_check
 from coverage_core.embeddings import EmbeddingCache, environment_key, key_variable, make_embedder
 from coverage_core.embeddings.choice import ModelChoice, choose_model
 from coverage_core.embeddings.registry import sends_requests
@@ -116,16 +117,16 @@ def chunks() -> list:
         return []
     if documents.embedded:
         return list(documents.passages.chunks)
-    return pipeline.chunk_corpus(documents.documents, engine.chunking_config(state.settings()), token_limit())
+    return embedding_steps.chunk_corpus(documents.documents, engine.chunking_config(state.settings()), token_limit())
 
 
 def token_limit():
-    """What chunks are fitted to for the current model (:func:`coverage_core.pipeline.token_limit`), so the
+    """What chunks are fitted to for the current model (:func:`coverage_core.embedding_steps.token_limit`), so the
     counts and costs shown before a run are those of the run; an API model's needs no key."""
     config = engine.embedding_config(state.settings())
     if sends_requests(config.provider):
-        return pipeline.offline_token_limit(config)
-    return pipeline.token_limit(embedder(), embedding_cache())
+        return embedding_steps.offline_token_limit(config)
+    return embedding_steps.token_limit(embedder(), embedding_cache())
 
 
 def chunk_texts() -> list[str]:
@@ -424,7 +425,7 @@ def gaps_for(analysis, use_llm: bool = False, write_more: bool = False):
 
         try:
             with st.spinner("Finding gaps and writing suggestions…"):
-                return pipeline.with_gaps(analysis, llm, model, model_cache, written=written, progress=progress)
+                return gap_finding.with_gaps(analysis, llm, model, model_cache, written=written, progress=progress)
         finally:
             bar.empty()  # the questions are on the page now; a full bar would only push them down
 
@@ -622,7 +623,7 @@ def traffic_for(analysis, log):
     def compute():
         inputs = stored_inputs()
         with st.spinner(f"Embedding {formats.count(log.n_distinct, 'distinct query', 'distinct queries')} and comparing them…"):
-            return pipeline.run_traffic_check(analysis, log, embedder_for(inputs), embedding_cache())
+            return run_traffic_check(analysis, log, embedder_for(inputs), embedding_cache())
 
     return state.memo(state.TRAFFIC, key, compute)
 
@@ -641,7 +642,7 @@ def add_replacement_suggestions(analysis, passages) -> int:
         except CoverageError as error:  # no model to check them with: drafts
             show_error(error)
     with st.spinner(f"Writing replacement questions for {formats.count(len(passages), 'changed passage')}…"):
-        suggestions, warnings = pipeline.replacement_suggestions(analysis, passages, embedder, embedding_cache())
+        suggestions, warnings = gap_finding.replacement_suggestions(analysis, passages, embedder, embedding_cache())
     for warning in warnings:
         st.warning(widgets.plain(warning))
     before = state.get(state.SUGGESTIONS_EDITED, state.get(state.SUGGESTIONS_BASE))

@@ -39,7 +39,7 @@ often each query was asked:
   note :data:`NO_ANSWER`;
 * **by week**, when the log has timestamps.
 
-Nothing here embeds: the caller passes the vectors (``pipeline.run_traffic_check``).
+Nothing here embeds: the caller passes the vectors (:func:`coverage_core.checks.runner.run_traffic_check`).
 """
 
 from __future__ import annotations

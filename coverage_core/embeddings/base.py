@@ -18,6 +18,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, ClassVar, Collection, Mapping, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ from coverage_core.errors import InputError, ProviderError
 from coverage_core.validation import unit_rows
 
 T = TypeVar("T")
+E = TypeVar("E", bound="RemoteEmbedder")
 
 
 @runtime_checkable
@@ -367,13 +369,17 @@ providers' own endpoints get their documented maximum instead."""
 
 _GATE_CREATION = threading.Lock()  # so concurrent first requests share one gate
 
+UNREADABLE_REPLY = (ValueError, TypeError, AttributeError, KeyError)
+"""What the provider clients raise while reading a 200 reply that is not what they expect (JSONDecodeError is a
+ValueError); ``_classify`` turns them into :meth:`RemoteEmbedder._bad_response_failure`."""
+
 
 @dataclass(eq=False, repr=False)
 class RemoteEmbedder:
     """What the API providers share: settings, approximate token counts,
     batching, one request with its retries, and the checks on a reply.
 
-    A provider sets its ``model`` default and ``spec`` (its module's
+    A provider sets its ``model`` default, gets its ``spec`` from :func:`api_provider` (its module's
     ``SPEC``: its name, its label in messages, the API's cap on texts per
     request and where its key may go), and implements ``_check_settings()``
     (model and dimensions), ``_request_token_cap()`` (the API's cap on tokens
@@ -421,7 +427,7 @@ class RemoteEmbedder:
     _gate: "RequestGate | None" = field(default=None, init=False, repr=False)
     _endpoint: str = field(default="", init=False, repr=False)  # see cache_tag
 
-    spec: ClassVar[ProviderSpec]  # each provider sets its module's SPEC
+    spec: ClassVar[ProviderSpec]  # each provider's class gets it from @api_provider
 
     @property
     def provider(self) -> str:
@@ -568,8 +574,8 @@ class RemoteEmbedder:
     def _timeout_failure(self) -> "Failure":
         return Failure("timeout", f"{self.spec.label} did not answer within {self.timeout:g} s.", retryable=True)
 
-    def _connection_failure(self, default_host: str) -> "Failure":
-        where = redact_url(self.base_url) or default_host
+    def _connection_failure(self) -> "Failure":
+        where = redact_url(self.base_url) or self.spec.hosts[0]
         return Failure(
             "connection", f"Could not connect to {self.spec.label} at {where}; check the network or base URL.",
             retryable=True,
@@ -599,6 +605,11 @@ class RemoteEmbedder:
     def _refused_failure(self, status: int | None, detail: str) -> "Failure":
         return Failure("bad_request", f"{self.spec.label} refused the request ({status}): {detail}.", retryable=False)
 
+    def _quoted(self, message: Any) -> str:
+        """``message`` (a provider's error message) as the failures above quote it: text without surrounding
+        blanks, a final period or the key."""
+        return redact(str(message).strip().rstrip("."), self.api_key)
+
     def _request(self, request: Callable[[], T]) -> T:
         """``request()`` through :func:`call_with_retries` with this embedder's retry settings and gate."""
         return call_with_retries(
@@ -626,8 +637,9 @@ class RemoteEmbedder:
                              "URL, or try again later.", "bad_response")
 
     def _bad_response_failure(self, exc: Exception) -> "Failure":
-        """A reply the client library could not read. Not retried (a server answering garbage answers it
-        again, and each attempt may be billed); not quoted (it may be a whole page, or echo the key)."""
+        """A reply the client library could not read (it raised one of :data:`UNREADABLE_REPLY`). Not retried
+        (a server answering garbage answers it again, and each attempt may be billed); not quoted (it may be a
+        whole page, or echo the key)."""
         problem = "not JSON" if isinstance(exc, json.JSONDecodeError) else "fields missing or of the wrong type"
         return Failure("bad_response", str(self._bad_response(problem)), retryable=False)
 
@@ -650,3 +662,36 @@ class RemoteEmbedder:
             raise self._bad_response("embeddings holding NaN or infinite numbers")
         return unit_rows(array)
 
+
+def _trained_if_shortened(models: Mapping[str, ModelSpec], model: str) -> bool | None:
+    """Whether ``model`` of ``models`` accepts ``dimensions`` (a shorter output, which it was trained for); None
+    when ``models`` does not list it."""
+    spec = models.get(model)
+    return None if spec is None else bool(spec.output_dimensions)
+
+
+def api_provider(**fields: Any) -> Callable[[type[E]], type[E]]:
+    """A class decorator declaring a :class:`RemoteEmbedder` subclass the embedder of an API provider.
+
+    Args:
+        fields: The provider's :class:`ProviderSpec` fields (``name``, ``label``, ``models``, ``hosts``, ...),
+            besides those every API provider shares: the class's ``from_options`` is the ``factory`` and its
+            ``model`` default the ``default_model``; ``paid`` and ``remote`` are True unless given; without
+            ``trained_for_truncation`` a listed model is trained for truncation when it accepts ``dimensions``
+            (None for a model not listed).
+
+    Returns:
+        The decorator: it sets the class's ``spec`` and returns the class (the module's ``SPEC`` is that spec).
+
+    What the API providers share is then said once, and a spec cannot name another class's factory or default.
+    """
+
+    def declare(embedder: type[E]) -> type[E]:
+        shared = {
+            "default_model": embedder.model, "factory": embedder.from_options, "paid": True, "remote": True,
+            "trained_for_truncation": partial(_trained_if_shortened, fields["models"]),
+        }
+        embedder.spec = ProviderSpec(**{**shared, **fields})
+        return embedder
+
+    return declare

@@ -116,8 +116,8 @@ class EmbeddingCache:
     A cache file SQLite cannot use (not a database, damaged pages) makes
     every operation raise :class:`InputError` advising to delete the file or
     use another folder. An empty (0-byte) file is started afresh, and
-    ``warnings`` says so: callers show these sentences to the user (the
-    pipeline moves them into the warnings of the analysis that embedded
+    ``warnings`` says so: callers show these sentences to the user
+    (:mod:`coverage_core.embedding_steps` moves them into the warnings of the analysis that embedded
     next, so the CLI prints them, the report and the dashboard list them).
     """
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coverage_core.embeddings.base import ModelSpec, ProviderSpec, RemoteEmbedder, redact
+from coverage_core.embeddings.base import UNREADABLE_REPLY, ModelSpec, RemoteEmbedder, api_provider
 from coverage_core.embeddings.retries import Failure, parse_retry_after
 from coverage_core.errors import InputError
 
@@ -59,24 +59,18 @@ def _supports_dimensions(model: str) -> bool:
     return trained_for_truncation(model) is not False
 
 
-SPEC = ProviderSpec(
+@api_provider(
     name="openai",
     label="OpenAI",
     description="OpenAI (or an OpenAI-compatible server)",
-    default_model=OPENAI_DEFAULT_MODEL,
     models=OPENAI_MODELS,
-    factory=lambda model, options: OpenAIEmbedder.from_options(model, options),  # the class is defined below
     trained_for_truncation=trained_for_truncation,
     key_variable="OPENAI_API_KEY",
     base_url_variable="OPENAI_BASE_URL",  # the openai client reads it when no base_url is given
     hosts=("api.openai.com",),
-    paid=True,
-    remote=True,
     max_inputs_per_request=OPENAI_MAX_INPUTS_PER_REQUEST,
     compatible_servers=True,
 )
-
-
 @dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
 class OpenAIEmbedder(RemoteEmbedder):
     """Embeds with an OpenAI (or OpenAI-compatible) embeddings endpoint.
@@ -90,7 +84,6 @@ class OpenAIEmbedder(RemoteEmbedder):
     """
 
     model: str = OPENAI_DEFAULT_MODEL
-    spec = SPEC  # not a field
     max_tokens: int = field(default=OPENAI_MAX_TOKENS, init=False)
 
     def _check_settings(self) -> None:
@@ -138,7 +131,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: test first
             return self._timeout_failure()
         if isinstance(exc, openai.APIConnectionError):
-            return self._connection_failure("api.openai.com")
+            return self._connection_failure()
         if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
             return self._auth_failure(exc.status_code)
         if isinstance(exc, openai.RateLimitError):
@@ -148,7 +141,7 @@ class OpenAIEmbedder(RemoteEmbedder):
             return self._server_failure(exc.status_code, self._detail(exc))
         if isinstance(exc, openai.APIStatusError):
             return self._refused_failure(exc.status_code, self._detail(exc))
-        if isinstance(exc, (openai.APIResponseValidationError, ValueError, TypeError, AttributeError, KeyError)):
+        if isinstance(exc, (openai.APIResponseValidationError, *UNREADABLE_REPLY)):
             # Raised while the client read a 200 reply (JSONDecodeError is a ValueError); the request
             # callable does nothing else.
             return self._bad_response_failure(exc)
@@ -161,5 +154,8 @@ class OpenAIEmbedder(RemoteEmbedder):
         if isinstance(body, dict):
             inner = body.get("error") if isinstance(body.get("error"), dict) else body
             message = inner.get("message")
-        text = str(message or getattr(exc, "message", "") or type(exc).__name__).strip().rstrip(".")
-        return redact(text, self.api_key)
+        return self._quoted(message or getattr(exc, "message", "") or type(exc).__name__)
+
+
+SPEC = OpenAIEmbedder.spec
+"""The provider as :mod:`coverage_core.embeddings.registry` lists it (declared on :class:`OpenAIEmbedder`)."""

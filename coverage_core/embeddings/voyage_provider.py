@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coverage_core.embeddings.base import ModelSpec, ProviderSpec, RemoteEmbedder, redact
+from coverage_core.embeddings.base import UNREADABLE_REPLY, ModelSpec, RemoteEmbedder, api_provider
 from coverage_core.embeddings.retries import Failure, parse_retry_after
 from coverage_core.errors import InputError
 
@@ -42,30 +42,18 @@ VOYAGE_MODELS: dict[str, ModelSpec] = {
 VOYAGE_DEFAULT_MODEL = "voyage-3.5"
 
 
-def trained_for_truncation(model: str) -> bool | None:
-    """True for models that accept ``output_dimension`` (trained for it), False for fixed-size ones, None if unknown."""
-    spec = VOYAGE_MODELS.get(model)
-    return None if spec is None else bool(spec.output_dimensions)
-
-
-SPEC = ProviderSpec(
+# The models that accept ``output_dimension`` were trained for it: api_provider's default says so.
+@api_provider(
     name="voyage",
     label="Voyage",
     description="Voyage AI",
-    default_model=VOYAGE_DEFAULT_MODEL,
     models=VOYAGE_MODELS,
-    factory=lambda model, options: VoyageEmbedder.from_options(model, options),  # the class is defined below
-    trained_for_truncation=trained_for_truncation,
     key_variable="VOYAGE_API_KEY",
     # With no base URL the voyageai client itself sends MongoDB-issued keys
     # ("al-…") to ai.mongodb.com; nobody needs to type that host.
     hosts=("api.voyageai.com",),
-    paid=True,
-    remote=True,
     max_inputs_per_request=VOYAGE_MAX_INPUTS_PER_REQUEST,
 )
-
-
 @dataclass(eq=False, repr=False)  # RemoteEmbedder.__repr__ hides the key and URL credentials
 class VoyageEmbedder(RemoteEmbedder):
     """Embeds with Voyage AI's hosted models.
@@ -81,7 +69,6 @@ class VoyageEmbedder(RemoteEmbedder):
     """
 
     model: str = VOYAGE_DEFAULT_MODEL
-    spec = SPEC  # not a field
     input_type: str | None = "document"
     max_tokens: int = field(default=32_000, init=False)
 
@@ -132,16 +119,15 @@ class VoyageEmbedder(RemoteEmbedder):
 
         if not isinstance(exc, error.VoyageError):
             # Raised while the client read a 200 reply (fields missing); the request callable does nothing else.
-            return self._bad_response_failure(exc) if isinstance(exc, (ValueError, TypeError, AttributeError,
-                                                                        KeyError)) else None
+            return self._bad_response_failure(exc) if isinstance(exc, UNREADABLE_REPLY) else None
         status = exc.http_status
         if status is not None and 200 <= status < 300:  # the client could not read a successful reply
             return Failure("bad_response", str(self._bad_response("not JSON")), retryable=False)
-        detail = redact(str(exc.user_message or type(exc).__name__).strip().rstrip("."), self.api_key)
+        detail = self._quoted(exc.user_message or type(exc).__name__)
         if isinstance(exc, error.Timeout):
             return self._timeout_failure()
         if isinstance(exc, error.APIConnectionError):
-            return self._connection_failure("api.voyageai.com")
+            return self._connection_failure()
         if isinstance(exc, error.AuthenticationError) or status in (401, 403):
             return self._auth_failure(status)
         if isinstance(exc, error.RateLimitError) or status == 429:
@@ -154,6 +140,10 @@ class VoyageEmbedder(RemoteEmbedder):
             # Voyage's APIError for other 4xx appends the raw body and headers;
             # keep just the message part.
             if isinstance(exc, error.APIError) and isinstance(exc.json_body, dict):
-                detail = redact(str(exc.json_body.get("detail") or detail).strip().rstrip("."), self.api_key)
+                detail = self._quoted(exc.json_body.get("detail") or detail)
             return self._refused_failure(status, detail)
         return Failure("other", f"Voyage request failed: {detail}.", retryable=False)
+
+
+SPEC = VoyageEmbedder.spec
+"""The provider as :mod:`coverage_core.embeddings.registry` lists it (declared on :class:`VoyageEmbedder`)."""

@@ -39,6 +39,7 @@ from coverage_core.history.snapshot import (
     PASSAGE_HASH_CHARS,
     DocumentState,
     QuestionState,
+    RunHeadline,
     RunSnapshot,
     TopicState,
     as_utc,
@@ -79,18 +80,10 @@ _ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
 
 
 @dataclass(frozen=True)
-class RunInfo:
-    """A recorded run's headline, read without loading the run."""
+class RunInfo(RunHeadline):
+    """A recorded run's headline, read without loading the run, and its number in the history (``run``)."""
 
     run: int
-    label: str | None
-    recorded_at: datetime
-    tool_version: str
-    provider: str
-    model: str
-    support_threshold: float | None
-    threshold_reliable: bool | None
-    headline: Mapping[str, float | int | None]
 
 
 class PartSource(Protocol):
@@ -217,9 +210,7 @@ def decode_run(values: Mapping[str, Any], source: PartSource, reading: Reading |
                    for label, n_chunks, n_questions, share, is_gap, members in topic_values)
     traffic = values["traffic"]
     return RunSnapshot(
-        recorded_at=info.recorded_at, label=info.label, tool_version=info.tool_version, provider=info.provider,
-        model=info.model, support_threshold=info.support_threshold, threshold_reliable=info.threshold_reliable,
-        headline=info.headline, documents=documents, questions=questions, topics=topics,
+        **info.headline_fields(), documents=documents, questions=questions, topics=topics,
         traffic=None if traffic is None else figures_of(traffic, allow_flags=True),
         decisions=_decisions(fetch, values.get(DECISIONS_COLUMN)),
     )

@@ -55,7 +55,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -76,6 +76,7 @@ __all__ = [
     "TOPIC_DOCUMENTS_KEPT",
     "DocumentState",
     "QuestionState",
+    "RunHeadline",
     "RunSnapshot",
     "TopicState",
     "as_utc",
@@ -182,8 +183,13 @@ class TopicState:
 
 
 @dataclass(frozen=True)
-class RunSnapshot:
-    """What one run of the analysis recorded (see the module docstring for the fingerprints)."""
+class RunHeadline:
+    """What a run says of itself besides its inputs and verdicts: when it was recorded and under which label,
+    by which tool version, with which provider and model, at which support level, and its headline figures.
+
+    :class:`RunSnapshot` and :class:`~coverage_core.history.reading.RunInfo` both begin with it, so a run's
+    headline is declared once and carried from one to the other by :meth:`headline_fields`.
+    """
 
     recorded_at: datetime
     label: str | None
@@ -193,6 +199,16 @@ class RunSnapshot:
     support_threshold: float | None
     threshold_reliable: bool | None
     headline: Mapping[str, float | int | None]
+
+    def headline_fields(self) -> dict[str, Any]:
+        """The :class:`RunHeadline` fields by name (values as they are, not copied)."""
+        return {item.name: getattr(self, item.name) for item in fields(RunHeadline)}
+
+
+@dataclass(frozen=True)
+class RunSnapshot(RunHeadline):
+    """What one run of the analysis recorded (see the module docstring for the fingerprints)."""
+
     documents: tuple[DocumentState, ...]
     questions: tuple[QuestionState, ...]
     topics: tuple[TopicState, ...]

@@ -279,10 +279,8 @@ class HistoryStore:
         row, parts = checked_encoding(snapshot)
         with self._database_errors():
             run_id = self._retrying(lambda: self._insert_run(row, parts))
-        return RunInfo(run=run_id, label=snapshot.label, recorded_at=snapshot.recorded_at,
-                       tool_version=snapshot.tool_version, provider=snapshot.provider, model=snapshot.model,
-                       support_threshold=snapshot.support_threshold, threshold_reliable=snapshot.threshold_reliable,
-                       headline=json.loads(row["headline"]))
+        # The headline as it was stored (JSON numbers), the rest as the snapshot has it.
+        return RunInfo(**{**snapshot.headline_fields(), "headline": json.loads(row["headline"])}, run=run_id)
 
     def _insert_run(self, row: dict, parts: dict[str, tuple[str, bytes]]) -> int:
         with self._transaction(write=True) as connection:

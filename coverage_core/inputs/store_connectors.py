@@ -35,6 +35,7 @@ from coverage_core.inputs.vector_store import (
     VectorCorpus,
     first_line,
     read_vector_table,
+    read_vectors,
     resolve_columns,
 )
 from coverage_core.invisible import one_line_name
@@ -47,6 +48,7 @@ __all__ = [
     "is_store_address",
     "parse_store_address",
     "read_store",
+    "read_vector_source",
     "store_address",
     "store_folder",
     "store_folders",
@@ -145,6 +147,15 @@ def parse_store_address(value: str) -> StoreAddress:
     if not settings.get("collection", "").strip():
         raise InputError(f"The vector store address {value} names no collection; write it as {form}.")
     return store_address(kind, path, settings["collection"], settings.get("vector"))
+
+
+def read_vector_source(source, columns: VectorColumns = VectorColumns()) -> VectorCorpus:
+    """The chunk vectors a ``--vectors`` argument names: a store collection (a :class:`StoreAddress` or its
+    ``qdrant:…`` / ``chroma:…`` text, :func:`read_store`), else a Parquet file or LanceDB folder
+    (:func:`~coverage_core.inputs.vector_store.read_vectors`). Raises :class:`InputError` as they do."""
+    if isinstance(source, StoreAddress) or is_store_address(source):
+        return read_store(source, columns)
+    return read_vectors(source, columns)
 
 
 def read_store(address: StoreAddress | str, columns: VectorColumns = VectorColumns()) -> VectorCorpus:

@@ -114,22 +114,15 @@ class VectorCorpus:
 
 
 def read_vectors(path, columns: VectorColumns = VectorColumns()) -> VectorCorpus:
-    """The chunk vectors in a Parquet file, a LanceDB table folder, or a Qdrant or Chroma collection.
+    """The chunk vectors in a Parquet file or a LanceDB table folder.
 
     ``path`` is a ``.parquet`` file (or a folder of Parquet files, read as
-    one dataset), a LanceDB table folder (``name.lance``), a LanceDB
-    database folder holding exactly one table, or a collection in a store
-    folder on this machine: a
-    :class:`~coverage_core.inputs.store_connectors.StoreAddress` or its text
-    ``qdrant:PATH?collection=NAME`` / ``chroma:PATH?collection=NAME`` (read
-    by :func:`~coverage_core.inputs.store_connectors.read_store`). Raises
-    :class:`InputError` when the path cannot be read or holds no usable row.
+    one dataset), a LanceDB table folder (``name.lance``) or a LanceDB
+    database folder holding exactly one table. A Qdrant or Chroma
+    collection is read by :mod:`~coverage_core.inputs.store_connectors`
+    (``read_vector_source`` takes either). Raises :class:`InputError` when
+    the path cannot be read or holds no usable row.
     """
-    from coverage_core.inputs import store_connectors
-
-    if isinstance(path, store_connectors.StoreAddress) or store_connectors.is_store_address(path):
-        return store_connectors.read_store(path if isinstance(path, store_connectors.StoreAddress) else str(path),
-                                           columns)
     path = Path(path)
     if not path.exists():
         raise InputError(f"The vector file {path} does not exist; give a Parquet file or a LanceDB table folder.")

@@ -237,7 +237,7 @@ class QuestionScreener:
     question_top_chunks_, question_top_similarities_ : ndarray of shape (n_questions, TOP_CHUNKS_KEPT)
         Each question's most similar chunks, most similar first (ties: lower
         chunk index first), from the same pass: the retrieval check at k up
-        to ``TOP_CHUNKS_KEPT`` reads them (``pipeline.run_retrieval_check``).
+        to ``TOP_CHUNKS_KEPT`` reads them (``checks.runner.run_retrieval_check``).
     chunk_nearest_question_, chunk_max_similarity_ : ndarray of shape (n_chunks,)
         Each chunk's most similar question (any question, off-topic or not)
         and that similarity, from the same pass: ``measure.measure`` starts

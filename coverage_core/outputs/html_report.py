@@ -179,7 +179,7 @@ def build_html_report(
     inputs : file names for the header, e.g. ``{"documents": [...], "questions": "q.csv"}``
     projection : the 2-D map, if it was computed (drawn only if given)
     improved : the same corpus and clusters scored with an improved question
-        set (``pipeline.rescore`` / ``pipeline.accept_questions``), when
+        set (``editing.rescore`` / ``editing.accept_questions``), when
         ``analysis`` is the one before; adds a before → after section
     before : the analysis (or its metrics) before Apply, when ``analysis`` is
         the one after; give ``improved`` or ``before``, not both

@@ -16,7 +16,7 @@ Additions within schema version 2 (no field renamed, so the version stays):
 
 * ``after_apply`` — present only when suggested questions were accepted and
   the test set rescored on the same clusters (the Gap page's Apply,
-  ``pipeline.accept_questions``)::
+  ``editing.accept_questions``)::
 
       "after_apply": {"before": {metric: value, ...}, "after": {metric: value, ...},
                       "change": {metric: after - before, ...},
@@ -240,7 +240,7 @@ def build_report(
 
     ``after_apply`` (an addition within version 2; nothing was renamed) is
     present when suggested questions were accepted and the test set
-    rescored (``pipeline.accept_questions``). Give either ``improved``, the
+    rescored (``editing.accept_questions``). Give either ``improved``, the
     analysis after Apply (``analysis`` is then the one before, with its
     gaps), or ``before``, the analysis or its metrics before Apply
     (``analysis`` is then the one after); and ``accepted``, the accepted

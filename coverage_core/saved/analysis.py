@@ -150,8 +150,8 @@ class SavedAnalysis:
     def analysis(self):
         """The analysis again from the saved vectors, clusters and τ, nothing embedded; its gaps as saved
         (the questions a model wrote are not written again), or found again offline when none were saved."""
+        from coverage_core.gap_finding import find_gaps
         from coverage_core.measure import measure
-        from coverage_core.pipeline import find_gaps
 
         measured = measure(
             self.config, self.corpus, self.questions, self.question_embedding, self.clustering,

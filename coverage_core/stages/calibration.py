@@ -343,7 +343,7 @@ def calibrate(
     """Calibrate τ on this corpus with pseudo-queries (see the module docstring).
 
     ``chunk_vectors`` are the chunks' vectors, row for row; ``embed`` embeds
-    texts with the same model (the pipeline passes the cached embedder).
+    texts with the same model (:func:`coverage_core.session.calibrate_corpus` passes the cached embedder).
     ``topic_labels`` give each chunk's topic (the corpus's automatic
     K-means clusters); None clusters the chunks here with
     :class:`~coverage_core.stages.clustering.ChunkClusterer` and ``random_state``.

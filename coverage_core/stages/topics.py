@@ -30,14 +30,8 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from coverage_core.errors import InputError
-from coverage_core.languages import (
-    SPACELESS,
-    corpus_languages,
-    has_spaceless_text,
-    spaceless_stop_characters,
-    stop_words,
-    word_units,
-)
+from coverage_core.languages import has_spaceless_text, stop_words, word_units
+from coverage_core.stages.lexical import corpus_reading
 
 __all__ = [
     "LABEL_SEPARATOR",
@@ -139,17 +133,17 @@ def _corpus_stop_words(codes: tuple[str, ...]) -> frozenset[str]:
 def _reading(texts: list[str]) -> tuple[list[str], frozenset[str]]:
     """The texts as words are counted in them, and the words that are no terms beyond :func:`_is_term_word`'s.
 
-    The corpus's languages (``corpus_languages``, an even sample of the
-    texts) give the stop words; with a spaceless one among them, every text
-    is read as character pairs (``word_units``), and pairs holding a
-    one-character stop word are no terms either.
+    The corpus's languages (:func:`~coverage_core.stages.lexical.corpus_reading`, which reads them from an
+    even sample of the texts, as the word check does) give the stop words; with a spaceless one among them,
+    every text is read as character pairs (``word_units``), and pairs holding a one-character stop word are
+    no terms either.
     """
-    codes = tuple(sorted(corpus_languages(texts)))
-    stop = _corpus_stop_words(codes)
-    if not any(code in SPACELESS for code in codes):
+    reading = corpus_reading(texts)
+    stop = _corpus_stop_words(tuple(sorted(reading.languages)))
+    if not reading.spaceless:
         return texts, stop
     units = [word_units(text) for text in texts]
-    return units, stop | _pairs_holding(units, spaceless_stop_characters(codes))
+    return units, stop | _pairs_holding(units, reading.stop_characters)
 
 
 def _pairs_holding(units: list[str], characters: frozenset[str]) -> frozenset[str]:

@@ -476,7 +476,7 @@ def test_the_gap_page_writes_replacement_questions_for_the_changed_passages_only
     new since then: the Gap page offers to write for those two, and adds the results to the suggestions."""
     import dataclasses
 
-    from coverage_core import pipeline
+    from coverage_core import gap_finding
     from coverage_core.errors import ProviderError
     from coverage_core.history.snapshot import passage_hash
     from coverage_core.history.stale import ReplacementTarget
@@ -496,7 +496,7 @@ def test_the_gap_page_writes_replacement_questions_for_the_changed_passages_only
     def no_writer(*args, **kwargs):  # drafts stand in, as when the bundled writer is not there
         raise ProviderError("The built-in question writer is not installed.", "unavailable")
 
-    monkeypatch.setattr(pipeline, "shared_local_client", no_writer)
+    monkeypatch.setattr(gap_finding, "shared_local_client", no_writer)
     at = run_page("pages/4_gaps.py", values)
     button = at.button(key=state.W_WRITE_REPLACEMENTS)
     assert button.label == "Write replacement questions for the 2 changed passages"

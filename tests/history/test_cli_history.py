@@ -27,12 +27,12 @@ REMOVED_QUESTION = QUESTIONS[-1]
 
 
 def _use_word_embedder(patch: pytest.MonkeyPatch, cache) -> None:
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps
 
     patch.setenv("COVERAGE_CORE_CACHE_DIR", str(cache))
     patch.delenv(HISTORY_ENV, raising=False)
     patch.delenv(RECORD_ENV, raising=False)
-    patch.setattr(pipeline, "build_embedder", lambda config, api_key=None: FakeEmbedder(
+    patch.setattr(embedding_steps, "build_embedder", lambda config, api_key=None: FakeEmbedder(
         model="hash-64", vectors="words", width=64, max_tokens=256, batch_size=64))
 
 

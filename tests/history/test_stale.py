@@ -59,10 +59,10 @@ def _isolate(patch: pytest.MonkeyPatch, cache) -> None:
 
 
 def _use_word_embedder(patch: pytest.MonkeyPatch, cache) -> None:
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps
 
     _isolate(patch, cache)
-    patch.setattr(pipeline, "build_embedder", lambda config, api_key=None: FakeEmbedder(
+    patch.setattr(embedding_steps, "build_embedder", lambda config, api_key=None: FakeEmbedder(
         model="hash-64", vectors="words", width=64, max_tokens=256, batch_size=64))
 
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import contextlib
 import http.server
 import io
-import threading
 from urllib.parse import urlsplit
 
 import pandas as pd
 import pytest
 
-from tests.helpers import PROJECT, open_every_expander, open_page, screenshot
+from tests.helpers import PROJECT, open_every_expander, open_page, screenshot, serving
 
 pytestmark = pytest.mark.slow
 
@@ -43,13 +42,8 @@ def beacon_server():
     server = http.server.ThreadingHTTPServer((BEACON_HOST, 0), _Beacon)
     server.seen = []
     server.url = f"http://{BEACON_HOST}:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def payloads(url: str, what: str) -> str:

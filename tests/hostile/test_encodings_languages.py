@@ -145,12 +145,12 @@ def test_detection_of_a_large_file_reads_samples_not_every_byte():
 # ---------------------------------------------------------------- the command line
 @pytest.fixture
 def hash_embedder(monkeypatch):
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps
 
     def bag_of_words(config, api_key=None, **limits):
         return FakeEmbedder(model="hash-64", vectors="words", width=64, max_tokens=256, batch_size=64)
 
-    monkeypatch.setattr(pipeline, "build_embedder", bag_of_words)
+    monkeypatch.setattr(embedding_steps, "build_embedder", bag_of_words)
 
 
 def _knowledge_base(tmp_path, questions: bytes):

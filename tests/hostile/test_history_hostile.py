@@ -97,12 +97,12 @@ def _damaged_run_refused(path, run: int = 2, reason: str = "") -> str:
 def cli(tmp_path, monkeypatch):
     """``cli(*extra)``: ``analyze`` on two small documents with a word-hashing embedder, run in process; returns
     (exit code, stdout, stderr)."""
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps
 
     monkeypatch.setenv("COVERAGE_CORE_CACHE_DIR", str(tmp_path / "embedding-cache"))
     monkeypatch.delenv(HISTORY_ENV, raising=False)
     monkeypatch.delenv(RECORD_ENV, raising=False)
-    monkeypatch.setattr(pipeline, "build_embedder", lambda config, api_key=None: FakeEmbedder(
+    monkeypatch.setattr(embedding_steps, "build_embedder", lambda config, api_key=None: FakeEmbedder(
         model="hash-64", vectors="words", width=64, max_tokens=256, batch_size=64))
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -44,12 +44,12 @@ DOCUMENT_TEXT = {
 
 @pytest.fixture
 def hash_embedder(monkeypatch):
-    from coverage_core import pipeline
+    from coverage_core import embedding_steps
 
     def bag_of_words(config, api_key=None, **limits):
         return FakeEmbedder(model="hash-64", vectors="words", width=64, max_tokens=256, batch_size=64)
 
-    monkeypatch.setattr(pipeline, "build_embedder", bag_of_words)
+    monkeypatch.setattr(embedding_steps, "build_embedder", bag_of_words)
 
 
 def _docs(tmp_path, names=tuple(DOCUMENT_TEXT)):

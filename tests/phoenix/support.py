@@ -20,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers import PROJECT, free_port, wait_until_answering
+from tests.helpers import PROJECT, free_port, serving, wait_until_answering
 
 PHOENIX = PROJECT / ".phoenix-venv" / "bin" / "phoenix"
 START_SECONDS = 240  # two cores shared with other jobs; the first start runs every migration
@@ -258,10 +257,5 @@ def recording_server(status: int = 404, location: str | None = None) -> Iterator
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     recorder.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield recorder
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -45,8 +45,8 @@ def test_the_example_traffic_from_phoenix_gives_the_figures_of_its_csv_log(phoen
                                                                            example_analysis, example_cache):
     """The target: the same traffic read from Phoenix's traces and from a CSV log gives the same report section,
     and Phoenix adds what production retrieval actually returned, beside the questions targeting each document."""
+    from coverage_core.checks.runner import run_traffic_check
     from coverage_core.embeddings import make_embedder
-    from coverage_core.pipeline import run_traffic_check
 
     from_file = read_traffic(traffic_csv(production), "traffic.csv")
     log = phoenix.read_project_traffic(phoenix_server.address("projects", PROJECT_NAME), api_key=phoenix_server.key)

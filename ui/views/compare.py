@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from coverage_core import pipeline
+from coverage_core import editing
 from coverage_core.checks import scorecard as scorecard_check
 from coverage_core.inputs import testset_formats
 from coverage_core.results import Analysis
@@ -34,7 +34,7 @@ class Comparison:
 
 def compare(analysis: Analysis, other: QuestionSet, embedder, cache, names: tuple[str, str]) -> Comparison:
     """Score a second question set on the same chunks and clusters as ``analysis``."""
-    other_analysis = pipeline.rescore(analysis, other, embedder, cache)
+    other_analysis = editing.rescore(analysis, other, embedder, cache)
     return Comparison(names[0], names[1], analysis, other_analysis)
 
 

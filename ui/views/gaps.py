@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coverage_core import pipeline
+from coverage_core import editing
 from coverage_core.checks.retrieval_labels import find_relevant_column
 from coverage_core.decisions import base_origin, edited_origin, same_text
 from coverage_core.errors import CoverageError
@@ -391,7 +391,7 @@ def improve(
 
     The improved question set names each added question's source (:func:`with_sources`).
     """
-    improved, after = pipeline.accept_questions(
+    improved, after = editing.accept_questions(
         analysis, list(texts), embedder, cache, marker_column=MARKER_COLUMN,
         force_include=sorted(overrides.include), force_exclude=sorted(overrides.exclude),
     )
@@ -445,5 +445,5 @@ def improved_questions(
 ) -> QuestionSet:
     """``questions`` with ``texts`` appended and marked; with ``rows`` (:func:`accepted_rows`), each added
     question's source document and passage too (:func:`with_sources`)."""
-    improved = pipeline.add_questions(questions, list(texts), marker_column=MARKER_COLUMN)
+    improved = editing.add_questions(questions, list(texts), marker_column=MARKER_COLUMN)
     return with_sources(improved, len(questions.frame), rows, source_column(questions, relevant_column))

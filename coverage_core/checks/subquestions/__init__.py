@@ -54,7 +54,7 @@ result dataclasses), ``prompt`` (the prompt and its cost estimate),
 knowledge base) and ``report`` (the JSON report section). Every public name
 is importable from ``coverage_core.checks.subquestions``; the entry point for a
 :class:`~coverage_core.results.Analysis` is
-:func:`coverage_core.pipeline.run_subquestion_check`.
+:func:`coverage_core.checks.runner.run_subquestion_check`.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from coverage_core.outputs.plots.urgency import (
 from coverage_core.stages.topics import display_names
 from coverage_core.suggest.gaps import GapConfig
 
-if TYPE_CHECKING:  # only for type hints: this module must import without the pipeline
+if TYPE_CHECKING:  # only for type hints: this module must import without the analysis modules
     from coverage_core.projection import Projection
     from coverage_core.results import Analysis
 

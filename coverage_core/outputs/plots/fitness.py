@@ -55,6 +55,36 @@ def _support_groups(frame: pd.DataFrame, threshold: float) -> list[tuple[pd.Data
     return [(frame[unsupported == flag], name, colour) for flag, name, colour in _SUPPORT_GROUPS]
 
 
+def _support_figure(
+    frame: pd.DataFrame, threshold: float, trace, position: dict[str, str], marker: dict, *,
+    hover: Sequence[str], template: str,
+) -> go.Figure:
+    """A figure holding one marker trace per support group of ``frame`` (supported, then below ``threshold``).
+
+    Args:
+        trace: The trace class, e.g. ``go.Scatter``.
+        position: Each position argument of ``trace`` and the ``frame`` column it takes, e.g. ``{"x": "rank"}``.
+        marker: The marker settings besides the group's colour.
+        hover: The ``frame`` columns of each point's ``customdata``, in order.
+        template: The ``hovertemplate`` that shows them.
+
+    Both fitness views draw the two groups alike; only where a question sits and what its hover says differ.
+    """
+    fig = go.Figure()
+    for part, name, colour in _support_groups(frame, threshold):
+        fig.add_trace(
+            trace(
+                **{argument: part[column] for argument, column in position.items()},
+                mode="markers",
+                name=name,
+                marker={"color": colour, **marker},
+                customdata=hover_data(*(part[column] for column in hover)),
+                hovertemplate=template,
+            )
+        )
+    return fig
+
+
 def _question_topics(frame: pd.DataFrame, labels) -> list[str]:
     """The topic name of each question (``cluster`` column, named by ``labels`` or a ``label`` column), escaped."""
     if "cluster" not in frame:
@@ -76,22 +106,12 @@ def similarity_ranked(questions: pd.DataFrame, threshold: float, labels=None) ->
     """
     frame = _fitness_frame(questions)
     frame["topic"] = _question_topics(frame, labels)
-    fig = go.Figure()
-    for part, name, colour in _support_groups(frame, threshold):
-        fig.add_trace(
-            go.Scatter(
-                x=part["rank"],
-                y=part["max_similarity"],
-                mode="markers",
-                name=name,
-                marker={"color": colour, "size": 6},
-                customdata=hover_data(part["text"], part["nearest_document"], part["topic"]),
-                hovertemplate=(
-                    "#%{x}: similarity %{y:.3f}<br>%{customdata[0]}<br>nearest file: %{customdata[1]}"
-                    + ("<br>topic: %{customdata[2]}" if "cluster" in frame else "") + "<extra></extra>"
-                ),
-            )
-        )
+    fig = _support_figure(
+        frame, threshold, go.Scatter, {"x": "rank", "y": "max_similarity"}, {"size": 6},
+        hover=("text", "nearest_document", "topic"),
+        template="#%{x}: similarity %{y:.3f}<br>%{customdata[0]}<br>nearest file: %{customdata[1]}"
+        + ("<br>topic: %{customdata[2]}" if "cluster" in frame else "") + "<extra></extra>",
+    )
     fig.add_hline(
         y=threshold, line={"dash": "dash", "color": NEUTRAL_LINE},
         annotation_text=f"threshold {threshold:.2f}", annotation_position="top left",
@@ -124,24 +144,12 @@ def similarity_polar(questions: pd.DataFrame, threshold: float, labels=None) -> 
     """
     frame, clusters, topics = _polar_frame(questions, labels)
     start, sector = _place_in_sectors(frame, clusters)
-    fig = go.Figure()
-    for part, name, colour in _support_groups(frame, threshold):
-        fig.add_trace(
-            go.Scatterpolar(
-                r=part["r"],
-                theta=part["theta"],
-                mode="markers",
-                name=name,
-                marker={"color": colour, "size": 7, "opacity": 0.85},
-                customdata=hover_data(
-                    part["text"], part["nearest_document"], part["max_similarity"], part["topic"]
-                ),
-                hovertemplate=(
-                    "%{customdata[0]}<br>similarity %{customdata[2]:.3f}<br>nearest file: %{customdata[1]}"
-                    "<br>topic: %{customdata[3]}<extra></extra>"
-                ),
-            )
-        )
+    fig = _support_figure(
+        frame, threshold, go.Scatterpolar, {"r": "r", "theta": "theta"}, {"size": 7, "opacity": 0.85},
+        hover=("text", "nearest_document", "max_similarity", "topic"),
+        template="%{customdata[0]}<br>similarity %{customdata[2]:.3f}<br>nearest file: %{customdata[1]}"
+        "<br>topic: %{customdata[3]}<extra></extra>",
+    )
     circle = np.linspace(0, 360, 181)
     fig.add_trace(
         go.Scatterpolar(
