@@ -162,16 +162,19 @@ class E5Engine:
     ----------
     model_file : E5File
         From :func:`read_e5_file`.
+    tokenizer : E5Tokenizer, optional
+        Of the same file, when one is already built; else one is.
     run_in_parallel : callable, optional
         ``run_in_parallel(function, items) -> list`` runs the forward passes
         (independent batches); by default one after the other.
     """
 
-    def __init__(self, model_file: E5File, run_in_parallel: Callable | None = None):
+    def __init__(self, model_file: E5File, tokenizer: E5Tokenizer | None = None,
+                 run_in_parallel: Callable | None = None):
         import torch
 
         self.file = model_file
-        self.tokenizer = E5Tokenizer(model_file)
+        self.tokenizer = tokenizer or E5Tokenizer(model_file)
         self.dimensions = model_file.hidden
         self._parallel = run_in_parallel or (lambda function, items: [function(item) for item in items])
         H, F = model_file.hidden, model_file.feed_forward

