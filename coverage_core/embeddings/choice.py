@@ -26,13 +26,13 @@ MULTILINGUAL_MODELS = (("e5", "multilingual-e5-small"), ("use", "universal-sente
 """Bundled models for other languages, in order of preference: the first that covers every main language.
 multilingual-e5-small separates far better (off-topic questions from genuine ones by best similarity,
 AUROC on French 0.944 against 0.826, on Chinese 0.910 against 0.769; French retrieval hit@5 0.960
-against 0.915; ``benchmarks/eval_languages.py``), the Universal Sentence Encoder is about 25× faster
-(``benchmarks/bench_embedding.py --models local,use,e5``: 2.2 and 48 texts/s on 2 cores)."""
+against 0.915; ``benchmarks/eval_languages.py``), the Universal Sentence Encoder is about 6× faster
+(``benchmarks/bench_embedding.py --models use,e5 --n 200 --size 1000``: 12.6 and 71 texts/s on 2 cores)."""
 
-E5_MAX_CHARACTERS = 1_000_000
+E5_MAX_CHARACTERS = 5_000_000
 """Documents longer than this in all go to the faster multilingual model: multilingual-e5-small embeds
-about 1,800 characters a second on 2 cores, so a million characters (about 1,250 chunks of 1,000
-with their overlap) already take about ten minutes."""
+about 12,000 characters a second on 2 cores, so five million characters (about 6,000 chunks of 1,000
+with their overlap) already take about eight minutes, and calibration adds half a minute."""
 
 # A language below this share of the characters does not steer the choice
 # (an English abstract in a German report).
