@@ -67,7 +67,8 @@ class AnalysisConfig:
     ``n_clusters=None`` picks K with :func:`coverage_core.stages.clustering.default_n_clusters`.
     ``strictness`` is the screening strictness of :class:`QuestionScreener`.
     ``redundancy_threshold`` is the cosine similarity from which two
-    questions count as near-duplicates (grouped by :func:`coverage_core.duplicates.duplicate_groups`).
+    questions count as near-duplicates (grouped by :func:`coverage_core.duplicates.duplicate_groups`);
+    None takes the embedding model's own level (:func:`coverage_core.duplicates.near_duplicate_level`).
     ``support_threshold`` is the cosine similarity τ at which a question
     reaches a passage; None calibrates it on the corpus
     (:func:`calibrate_corpus`), a number in (0, 1] overrides it.
@@ -84,7 +85,7 @@ class AnalysisConfig:
     strictness: float | None = None
     multi_threshold: float = 0.5
     multi_n: int = 2
-    redundancy_threshold: float = 0.95
+    redundancy_threshold: float | None = None
     gaps: GapConfig = field(default_factory=GapConfig)
     support_threshold: float | None = None
     retrieval_k: int = DEFAULT_RETRIEVAL_K
@@ -99,8 +100,9 @@ class AnalysisConfig:
         check_cover_threshold(self.multi_threshold, "the multi-cluster threshold", field="multi_threshold")
         check_n_nearest(self.multi_n, "the multi-cluster N", field="multi_n")
         low, high = REDUNDANCY_THRESHOLD_RANGE
-        check_scalar(self.redundancy_threshold, "the redundancy threshold", float, min_val=low, max_val=high,
-                     include_boundaries="right", hint="it is a cosine similarity")
+        if self.redundancy_threshold is not None:
+            check_scalar(self.redundancy_threshold, "the redundancy threshold", float, min_val=low, max_val=high,
+                         include_boundaries="right", hint="it is a cosine similarity")
         if self.support_threshold is not None:
             calibration_module.override(self.support_threshold)  # raises InputError outside (0, 1]
         check_scalar(self.retrieval_k, "the retrieval k", int, min_val=MIN_RETRIEVAL_K,

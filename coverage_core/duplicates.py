@@ -15,10 +15,14 @@ from coverage_core.blockwise import BLOCK_ELEMENTS, block_rows
 from coverage_core.errors import InputError
 from coverage_core.validation import check_vectors, unit_rows
 
-__all__ = ["DuplicateGroups", "duplicate_groups"]
+__all__ = ["NEAR_DUPLICATE_SIMILARITY", "DuplicateGroups", "duplicate_groups", "near_duplicate_level"]
 
 # Rows of a block whose similarities to itself fill BLOCK_ELEMENTS.
 _SQUARE_BLOCK_ROWS = int(np.sqrt(BLOCK_ELEMENTS))
+
+NEAR_DUPLICATE_SIMILARITY = 0.95
+"""The cosine from which two questions are near-duplicates on all-MiniLM-L6-v2, the default model, and on any
+model whose registry entry states no level of its own (:attr:`~coverage_core.embeddings.base.ModelSpec.near_duplicate_similarity`)."""
 
 # float32 dot products of a unit vector with itself land a few ulps below 1.
 _SIMILARITY_TOLERANCE = 1e-6
@@ -77,9 +81,17 @@ class DuplicateGroups:
         return np.where(own, -1, self.representative)
 
 
+def near_duplicate_level(setting: float | None, model_level: float | None) -> float:
+    """The near-duplicate level an analysis uses: ``setting`` when the user set one, else the model's own
+    level (the registry's, None when not measured), else :data:`NEAR_DUPLICATE_SIMILARITY`."""
+    if setting is not None:
+        return float(setting)
+    return NEAR_DUPLICATE_SIMILARITY if model_level is None else float(model_level)
+
+
 def duplicate_groups(
     question_vectors,
-    threshold: float = 0.95,
+    threshold: float = NEAR_DUPLICATE_SIMILARITY,
     *,
     repeats: dict[int, int] | None = None,
     block_size: int | None = None,

@@ -16,6 +16,7 @@ import pandas as pd
 
 from coverage_core import duplicates, metrics, verdicts, wording
 from coverage_core.config import AnalysisConfig
+from coverage_core.embeddings import registry
 from coverage_core.languages import LanguageProfile, profile_languages
 from coverage_core.offtopic.screener import QuestionScreener
 from coverage_core.results import Analysis, Clustering, Corpus, EmbeddedTexts
@@ -334,9 +335,10 @@ def _question_table(
     question_clusters = np.argmax(question_vectors @ centroids.T, axis=1) if len(question_vectors) else np.array([], int)
     rows = np.asarray(questions.rows)
     position = {int(row): i for i, row in enumerate(rows)}
+    model_level = registry.near_duplicate_similarity(config.embedding.provider, config.embedding.model)
     groups = duplicates.duplicate_groups(
         question_vectors,
-        config.redundancy_threshold,
+        duplicates.near_duplicate_level(config.redundancy_threshold, model_level),
         repeats={position[row]: position[first] for row, first in questions.duplicates.items()
                  if row in position and first in position},
     )

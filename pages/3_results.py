@@ -192,7 +192,7 @@ if outliers_tab.open:
 if duplicates_tab.open:
     with duplicates_tab:
         groups = view.duplicate_table(analysis)
-        threshold = analysis.config.redundancy_threshold
+        threshold = analysis.duplicate_groups.threshold
         if groups.empty:
             st.success(f"No near-duplicate questions (similarity ≥ {formats.similarity(threshold)}).")
         else:

@@ -173,3 +173,17 @@ def test_groups_are_listed_largest_first():
     vectors = _angles([0, 90, 90.1, 0.1, 90.2, 45])
     groups = D.duplicate_groups(vectors, 0.999)
     assert [(h, m.tolist()) for h, m in groups.groups] == [(1, [1, 2, 4]), (0, [0, 3])]
+
+
+def test_near_duplicate_level_prefers_the_setting_then_the_models_level():
+    from coverage_core.duplicates import NEAR_DUPLICATE_SIMILARITY, near_duplicate_level
+    from coverage_core.embeddings import registry
+
+    assert near_duplicate_level(0.9, 0.987) == 0.9
+    assert near_duplicate_level(None, 0.987) == 0.987
+    assert near_duplicate_level(None, None) == NEAR_DUPLICATE_SIMILARITY == 0.95
+    assert registry.near_duplicate_similarity("e5") == 0.987
+    assert registry.near_duplicate_similarity("use") == 0.907
+    # The default model is the scale the levels are stated on: it has no level of its own.
+    assert registry.near_duplicate_similarity("local") is None
+    assert registry.near_duplicate_similarity("no-such-provider") is None

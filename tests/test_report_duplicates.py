@@ -140,3 +140,44 @@ def test_report_grows_linearly_with_near_duplicate_questions(tmp_path):
         per_question[per_base] = path.stat().st_size / (30 * per_base)
     assert per_question[100] < 600
     assert per_question[100] < 1.2 * per_question[10]
+
+
+def _pairs_at(similarities, seed: int = 1):
+    """Question vectors in pairs, pair p's two questions at exactly ``similarities[p]`` (other pairs far off)."""
+    rng = np.random.default_rng(seed)
+    vectors = []
+    for c in similarities:
+        base = _unit(rng.standard_normal((1, DIMS)))[0]
+        other = rng.standard_normal(DIMS)
+        other = other - (other @ base) * base
+        other /= np.linalg.norm(other)
+        vectors += [base, c * base + np.sqrt(1 - c * c) * other]
+    return _unit(np.asarray(vectors))
+
+
+def _grouped_pairs(provider: str, similarities, setting=None) -> int:
+    from coverage_core.config import EmbeddingConfig
+
+    rng = np.random.default_rng(0)
+    chunk_vectors = _unit(rng.standard_normal((40, DIMS)))
+    chunks = [Chunk(f"doc{i % 4}.txt", f"Passage {i} about granite and basalt.", 0, 10) for i in range(40)]
+    corpus = Corpus([Document(f"doc{t}.txt", "") for t in range(4)], chunks, EmbeddedTexts(chunk_vectors, 0, 40, 0))
+    vectors = _pairs_at(similarities)
+    texts = [f"Question {i} about rock {i // 2}?" for i in range(len(vectors))]
+    questions = QuestionSet(pd.DataFrame({"question": texts}), "question",
+                            [Question(i, t) for i, t in enumerate(texts)])
+    config = AnalysisConfig(embedding=EmbeddingConfig(provider=provider), n_clusters=4, redundancy_threshold=setting)
+    analysis = measure(config, corpus, questions, EmbeddedTexts(vectors, 0, len(texts), 0), cluster_chunks(corpus, 4, 0))
+    return analysis.duplicate_groups.n_groups, analysis.duplicate_groups.threshold
+
+
+def test_the_near_duplicate_level_is_the_models_own():
+    # Pairs at 0.96 and 0.975 are near-duplicates on all-MiniLM-L6-v2's scale (0.95), where e5, whose
+    # cosines crowd high, puts questions that differ in one word; 0.993 is a near-duplicate on both.
+    similarities = [0.96, 0.975, 0.993]
+    assert _grouped_pairs("local", similarities) == (3, 0.95)
+    assert _grouped_pairs("e5", similarities) == (1, 0.987)
+    assert _grouped_pairs("use", similarities) == (3, 0.907)
+    # A level the user sets wins over the model's.
+    assert _grouped_pairs("e5", similarities, setting=0.95) == (3, 0.95)
+    assert _grouped_pairs("local", similarities, setting=0.99) == (1, 0.99)

@@ -164,6 +164,9 @@ class ModelSpec:
         default_support_source: Where that level was measured, or why there is none.
         languages: The ISO 639-1 codes of the languages the model was trained for; None = not
             listed (many, or unknown), so no language is known to be unread.
+        near_duplicate_similarity: The cosine from which two test questions are near-duplicates on
+            this model: the level that groups as many question pairs as all-MiniLM-L6-v2 does at
+            0.95 (measured on public questions); None = not measured, the generic level applies.
     """
 
     dimensions: int
@@ -174,6 +177,7 @@ class ModelSpec:
     default_support_threshold: float | None = None
     default_support_source: str = "not measured for this model; the generic default applies"
     languages: frozenset[str] | None = None
+    near_duplicate_similarity: float | None = None
 
 
 @dataclass(frozen=True)

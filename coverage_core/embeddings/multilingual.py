@@ -302,6 +302,7 @@ USE_SPEC = ProviderSpec(
     models={USE_MODEL: ModelSpec(
         USE_DIMENSIONS, USE_MAX_TOKENS, usd_per_1m_tokens=0.0, languages=USE_LANGUAGES,
         default_support_threshold=0.382, default_support_source=_measured_on_labelled_sets(0.455, 0.333),
+        near_duplicate_similarity=0.907,
     )},
     factory=_make_use,
     trained_for_truncation=_not_truncation_trained,
@@ -318,6 +319,7 @@ E5_SPEC = ProviderSpec(
     models={E5_MODEL: ModelSpec(
         E5_DIMENSIONS, E5_MAX_TOKENS, usd_per_1m_tokens=0.0, languages=None,
         default_support_threshold=0.854, default_support_source=_measured_on_labelled_sets(0.583, 0.0),
+        near_duplicate_similarity=0.987,
     )},
     factory=_make_e5,
     trained_for_truncation=_not_truncation_trained,

@@ -115,6 +115,13 @@ def default_support_level(provider: str | None, model: str | None = None) -> tup
     return entry.default_support_threshold, entry.default_support_source
 
 
+def near_duplicate_similarity(provider: str | None, model: str | None = None) -> float | None:
+    """The cosine from which two questions are near-duplicates on ``model`` (its registry entry's
+    :attr:`~coverage_core.embeddings.base.ModelSpec.near_duplicate_similarity`), None when not measured."""
+    entry = model_spec(provider, model)
+    return None if entry is None else entry.near_duplicate_similarity
+
+
 def covers_language(provider: str | None, model: str | None, code: str) -> bool | None:
     """Whether ``model`` of ``provider`` was trained for the language ``code`` (ISO 639-1): True or False
     when its registry entry lists its languages, None when it lists none or is not in the registry."""

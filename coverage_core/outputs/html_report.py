@@ -523,11 +523,11 @@ def _off_topic_section(analysis: "Analysis") -> str:
 
 def _duplicates_section(analysis: "Analysis") -> str:
     groups = analysis.duplicate_table()
-    threshold = analysis.config.redundancy_threshold
+    threshold = analysis.duplicate_groups.threshold
     parts = [
         "<h2>Near-duplicate questions</h2>",
         f"<p>{wording.count(int(groups['n_questions'].sum()), 'question')} form {wording.count(len(groups), 'group')}: every question of a group "
-        f"has similarity ≥ {threshold:.2f} to the group's first question, its representative, so the others add "
+        f"has similarity ≥ {threshold:.3g} to the group's first question, its representative, so the others add "
         "next to no coverage.</p>"
         if len(groups)
         else f"<p>No near-duplicate questions (similarity ≥ {threshold:.2f}).</p>",

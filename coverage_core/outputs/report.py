@@ -682,7 +682,7 @@ def summary_table(analysis: Analysis, retrieval=None, answerability=None, chunki
         lines.append(
             f"{wording.count(duplicates.n_questions, 'question')} form {wording.count(duplicates.n_groups, 'group')} of "
             "near-duplicates "
-            f"(similarity ≥ {duplicates.threshold:.2f} to the group's first question); the report lists them."
+            f"(similarity ≥ {duplicates.threshold:.3g} to the group's first question); the report lists them."
         )
     lines.append("")
     calibration = analysis.calibration
