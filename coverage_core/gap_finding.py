@@ -85,6 +85,7 @@ def find_gaps(
         untested_documents=_documents_where(analysis.documents, "is_untested"),
         document_gaps=_documents_where(analysis.documents, "is_gap"),
         progress=progress,
+        near_duplicate_level=analysis.duplicate_groups.threshold,
     )
     analysis.gaps = gaps
     analysis.warnings.extend(gap_warnings)
@@ -115,7 +116,8 @@ def replacement_suggestions(analysis: Analysis, passages: Sequence[int], embedde
     suggestions, failure = replacement_questions(
         passages, [chunk.text for chunk in corpus.chunks], corpus.chunk_documents, corpus.vectors,
         analysis.clustering.labels, analysis.questions.texts, writer=writer, embed=embed,
-        support_threshold=support_threshold, question_vectors=analysis.question_vectors)
+        support_threshold=support_threshold, question_vectors=analysis.question_vectors,
+        near_duplicate_level=analysis.duplicate_groups.threshold)
     if failure:
         warnings.append(f"The built-in question writer stopped, so drafts are shown instead: {failure}")
     return suggestions, warnings

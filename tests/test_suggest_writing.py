@@ -16,6 +16,7 @@ from coverage_core.suggest.writing import (
     PassageRanks,
     WritingConfig,
     example_questions,
+    repeat_level,
     tidy_question,
     write_questions,
 )
@@ -263,6 +264,24 @@ def test_gaps_offer_kept_written_questions_then_drafts_and_list_the_dropped(fake
     assert len(violin.dropped) == WritingConfig().attempts and violin.note == ""
     assert [s.origin for s in jakarta.suggestions] == ["local"] * 3
     assert warnings == []
+
+
+@pytest.mark.parametrize(("near_duplicate_level", "kept"), [(0.95, False), (0.987, True)])
+def test_the_repeat_check_reads_similarity_on_the_models_scale(fake_api, near_duplicate_level, kept):
+    # A test question at cosine 0.95 to the written one: a repeat on all-MiniLM-L6-v2's scale (from 0.9),
+    # not on e5's, where unrelated questions sit near 0.75 and repeats from 0.974.
+    assert repeat_level(0.95) == pytest.approx(0.9) and repeat_level(0.987) == pytest.approx(0.974)
+    existing = np.array([[0.95, np.sqrt(1 - 0.95**2), 0.0]])
+    fake_api.script(CHAT, [chat_reply("What is a violin bow strung with?")] * WritingConfig().attempts)
+    gaps, _ = analyze_gaps(
+        TEXTS, DOCUMENTS, VECTORS, LABELS, CENTROIDS, MIN_DISTANCES, COVERAGE, ["Which violins are old?"],
+        GapConfig(n_passages=1, n_suggestions=1, spread_reach=None, n_written_gaps=1), embed=_embed_by_words,
+        support_threshold=0.9, is_gap=below(COVERAGE), writer=llm_for(fake_api), question_vectors=existing,
+        near_duplicate_level=near_duplicate_level,
+    )
+    violin = gaps[0]
+    assert (violin.suggestions[0].origin == "local") is kept
+    assert (DROP_REASONS["duplicate"] in [s.reason for s in violin.dropped]) is not kept
 
 
 def test_a_fatal_writer_error_falls_back_to_drafts_for_every_gap_once(fake_api):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from coverage_core.duplicates import NEAR_DUPLICATE_SIMILARITY
 from coverage_core.errors import InputError
 from coverage_core.languages import corpus_languages, detect_language, language_name
 from coverage_core.stages.topics import MAX_CHUNKS_PER_CLUSTER, N_LABEL_TERMS, N_SPARE_TERMS, cluster_terms
@@ -48,7 +49,7 @@ from coverage_core.suggest.questions import (
     llm_suggestions,
     unsupported_warning,
 )
-from coverage_core.suggest.writing import PassageRanks, example_questions, write_questions
+from coverage_core.suggest.writing import PassageRanks, WritingConfig, example_questions, repeat_level, write_questions
 from coverage_core.validation import check_scalar, unit_rows
 from coverage_core.wording import count
 
@@ -274,6 +275,7 @@ def analyze_gaps(
     untested_documents: Sequence[str] = (),
     document_gaps: Sequence[str] = (),
     progress: WritingProgress | None = None,
+    near_duplicate_level: float = NEAR_DUPLICATE_SIMILARITY,
 ) -> tuple[list[Gap], list[str]]:
     """Find the under-covered clusters and untested documents, and suggest questions for them.
 
@@ -291,6 +293,8 @@ def analyze_gaps(
     question_vectors, question_languages : the existing questions' vectors (m, d) and languages, optional
     written, untested_documents, document_gaps : sequences of Gap, str and str, optional
     progress : callable ``progress(done, total, seconds_left)``, optional
+    near_duplicate_level : float, the analysis's near-duplicate level; a written question that close to a test
+        question, on the same scale (:func:`~coverage_core.suggest.writing.repeat_level`), is dropped
 
     Returns
     -------
@@ -312,6 +316,7 @@ def analyze_gaps(
     return _write_gaps(
         inputs, ranked, config, existing_questions, llm, embed, support_threshold, writer, question_vectors,
         question_languages, {(gap.cluster, gap.document): gap for gap in written if gap.written}, progress,
+        WritingConfig(duplicate_similarity=repeat_level(near_duplicate_level)),
     )
 
 
@@ -388,6 +393,7 @@ def _write_gaps(
     question_languages=None,
     kept: dict[tuple[int, str], Gap] | None = None,
     progress: WritingProgress | None = None,
+    writing: WritingConfig | None = None,
 ) -> tuple[list[Gap], list[str]]:
     """One Gap per ranked gap: its themes, least-covered passages and suggested questions.
 
@@ -468,7 +474,7 @@ def _write_gaps(
             written = write_questions(
                 writer, cluster, passages, inputs.texts, inputs.documents, inputs.vectors, embed,
                 support_threshold, existing_vectors=question_vectors, candidates=languages,
-                n=n, seen=seen, retrieval=ranks, examples=examples,
+                n=n, seen=seen, retrieval=ranks, examples=examples, config=writing,
             )
             dropped = written.dropped
             unwritable.update(written.unwritable)

@@ -14,10 +14,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from coverage_core.duplicates import NEAR_DUPLICATE_SIMILARITY
 from coverage_core.languages import corpus_languages
 from coverage_core.suggest.llm import ChatClient
 from coverage_core.suggest.questions import Suggestion, draft_questions, duplicate_key
-from coverage_core.suggest.writing import write_questions
+from coverage_core.suggest.writing import WritingConfig, repeat_level, write_questions
 
 __all__ = ["REPLACES_STALE", "replacement_questions"]
 
@@ -37,6 +38,7 @@ def replacement_questions(
     embed: Callable[[list[str]], np.ndarray] | None = None,
     support_threshold: float | None = None,
     question_vectors=None,
+    near_duplicate_level: float = NEAR_DUPLICATE_SIMILARITY,
 ) -> tuple[list[Suggestion], str]:
     """At most one suggestion per passage of ``passages`` (chunk indices), in their order.
 
@@ -48,6 +50,7 @@ def replacement_questions(
     writer, embed, support_threshold : the question writer and what its keep rule needs; without all three,
         offline drafts
     question_vectors : the test questions' vectors (the keep rule's repeat check), optional
+    near_duplicate_level : the analysis's near-duplicate level, the repeat check's scale
 
     Returns
     -------
@@ -62,7 +65,8 @@ def replacement_questions(
     if passages and writer is not None and embed is not None and support_threshold is not None:
         result = write_questions(writer, -1, passages, chunk_texts, chunk_documents, chunk_vectors, embed,
                                  support_threshold, existing_vectors=question_vectors, candidates=languages,
-                                 n=len(passages), seen=seen, origin=REPLACES_STALE)
+                                 n=len(passages), seen=seen, origin=REPLACES_STALE,
+                                 config=WritingConfig(duplicate_similarity=repeat_level(near_duplicate_level)))
         written, unwritten, failure = list(result.kept), list(result.unwritten), result.failure
     drafts = [draft for index in unwritten
               for draft in draft_questions(int(labels[index]), [index], chunk_texts, chunk_documents, (), 1, seen,
