@@ -282,3 +282,77 @@ def test_threads_follow_the_cpus_this_process_may_use_up_to_the_cap(monkeypatch)
     calls = []
     assert lexical.in_threads(lambda i: calls.append(threading.get_ident()) or i + 1, range(5)) == [1, 2, 3, 4, 5]
     assert set(calls) == {threading.get_ident()}  # one CPU: no pool, the caller's own thread
+
+
+# --- one word index for the word check and the subjects ----------------------
+
+
+def _count_passes(monkeypatch, n_chunks):
+    """A list that gains one entry per full pass over ``n_chunks`` chunk texts (a sample pass is not counted)."""
+    read = []
+    block_words = lexical._block_words
+    monkeypatch.setattr(lexical, "_block_words", lambda texts: read.append(len(texts)) or block_words(texts))
+    return lambda: sum(read) // n_chunks
+
+
+def test_the_word_index_reads_the_texts_only_for_stems_not_read_before(monkeypatch):
+    rng = np.random.default_rng(5)
+    chunks, _ = random_texts(rng, 200, 1)
+    stems = [lexical.normalize_word(w.lower().encode()) for w in ["gamma", "koalas", "drum", "zebra"]]
+    expected = lexical.chunks_holding(chunks, stems)
+    passes = _count_passes(monkeypatch, 200)
+    index = lexical.WordIndex(chunks)
+    first = index.holding(stems)
+    assert passes() == 1
+    again = index.holding(stems[:2])
+    assert passes() == 1  # nothing new: no pass
+    assert all(np.array_equal(first[t], expected[t]) for t in stems)
+    assert all(np.array_equal(again[t], expected[t]) for t in stems[:2])
+    assert len(first[lexical.normalize_word(b"zebra")]) == 0  # not in WORDS: in no chunk
+    index.holding([*stems, lexical.normalize_word(b"flute")])
+    assert passes() == 2
+
+
+def test_held_is_isin_on_ascending_postings():
+    from coverage_core.stages.subjects import _held
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        postings = np.unique(rng.integers(0, 50, rng.integers(0, 30)))
+        chunks = rng.integers(0, 55, rng.integers(0, 12))
+        np.testing.assert_array_equal(_held(chunks, postings), np.isin(chunks, postings))
+
+
+def _comparable(evidence):
+    """Subject evidence with NaN (no company measured) as None, so that equal evidence compares equal."""
+    return [[(e.subject, e.n_passages, e.retrieved, e.in_document_names, e.names_a_document,
+              None if np.isnan(e.company) else e.company) for e in found] for found in evidence]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_subjects_read_from_the_word_checks_index_equal_subjects_read_alone(monkeypatch, seed):
+    from coverage_core.stages.subjects import stems_to_read, subject_lists, subject_presence
+
+    rng = np.random.default_rng(seed)
+    chunks, questions = random_texts(rng, 300, 60)
+    # Stems the word check itself does not read: a short name word ("Mu"), words derived from others.
+    questions += ["Is Koala Gammma in the Drums?", "Was Epsilom Zebra a koalla?", "Who was Thetta Kappa?",
+                  "Was Mu Zeta a gammaism or a deltaist?"]
+    top = rng.integers(-1, 300, size=(len(questions), 5))
+    alone = subject_presence(questions, chunks, top, content_words=True)
+    monkeypatch.setattr(lexical, "SINGLE_PASS_MIN_CHARS", 0)
+    monkeypatch.setattr(lexical, "PRESENCE_SAMPLE_STEP", 5)
+    passes = _count_passes(monkeypatch, 300)
+    reading = lexical.corpus_reading(chunks, questions)
+    index = lexical.WordIndex(reading.texts(chunks))
+    subjects = subject_lists(questions, reading, content_words=True)
+    words = lexical_coverage(questions, chunks, reading=reading, index=index, also=stems_to_read(subjects))
+    word_check_passes = passes()
+    shared = subject_presence(questions, chunks, top, content_words=True, reading=reading, subjects=subjects,
+                              index=index)
+    # The word check's own result does not change, and the subjects' stems and their fixes were read in its
+    # passes (at most two): none is left for the subjects.
+    assert_same_lexical(words, plain_lexical_coverage(questions, chunks))
+    assert 1 <= word_check_passes <= 2 and passes() == word_check_passes
+    assert _comparable(shared) == _comparable(alone)
+    assert any(e.n_passages == 0 for evidence in alone for e in evidence)  # absent subjects were looked up

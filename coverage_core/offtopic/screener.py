@@ -38,10 +38,16 @@ from coverage_core.offtopic import (
 )
 from coverage_core.offtopic.like_questions import MIN_SHORT_NEIGHBOURS
 from coverage_core.offtopic.no_support import MIN_QUESTIONS_FOR_DECISION, relative_cut
-from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, corpus_reading, lexical_coverage
+from coverage_core.stages.lexical import LIKELY_CHUNKS_PER_QUESTION, WordIndex, corpus_reading, lexical_coverage
 from coverage_core.stages.neighbourhoods import chunk_density, lof_scores, neighbour_median, question_neighbours
 from coverage_core.stages.similarity import best_matches
-from coverage_core.stages.subjects import document_names_and_titles, is_closed_question, subject_presence
+from coverage_core.stages.subjects import (
+    document_names_and_titles,
+    is_closed_question,
+    stems_to_read,
+    subject_lists,
+    subject_presence,
+)
 from coverage_core.validation import check_scalar, unit_rows
 
 # Chunks kept per question from the screener's pass over the question x chunk
@@ -326,11 +332,17 @@ class QuestionScreener:
         )
         notes: list[str] = []
         max_sim, nearest, own = self._document_support(Q, C, chunk_labels)
-        # The words of the corpus's languages, read once for the word check and the subjects.
+        # The words of the corpus's languages, read once for the word check and the subjects, and one word
+        # index for both: the subjects' stems are read in the word check's pass over the texts.
         reading = corpus_reading(chunk_texts, question_texts) if question_texts is not None else None
+        index = subjects = None
+        if reading is not None:
+            index = WordIndex(reading.texts(chunk_texts))
+            subjects = subject_lists(question_texts, reading, content_words=True)
         self.foreign_ = np.asarray(foreign_to(question_texts, reading.languages) if reading is not None
                                    else np.zeros(Q.shape[0], dtype=bool), dtype=bool)
-        own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes, reading)
+        own, lexical_used = self._add_lexical_evidence(own, question_texts, chunk_texts, lexical, notes, reading,
+                                                       index, subjects)
         self.lexical_weight_ = (MARGIN_LEXICAL_WEIGHT if reading is None or reading.folds_word_forms
                                 else INFLECTED_LEXICAL_WEIGHT)
         score, neighbours = self._smooth_over_neighbours(Q, own, lexical_used, notes)
@@ -340,7 +352,7 @@ class QuestionScreener:
         self.nearest_chunk_ = nearest
         self.n_questions_ = Q.shape[0]
         self.warnings_ = notes
-        self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C, reading)
+        self._check_subjects(question_texts, chunk_texts, chunk_documents, Q, C, reading, index, subjects)
         self.rules_ = RuleSet.for_reading(reading)
         self.evidence_ = Evidence(
             max_similarity=max_sim, level=self.question_support_threshold, support_margin=self.support_margin_,
@@ -427,7 +439,8 @@ class QuestionScreener:
         self.embedding_score_ = own
         return max_sim, found.nearest_chunk.astype(np.int64), own
 
-    def _add_lexical_evidence(self, own, question_texts, chunk_texts, lexical, notes, reading=None):
+    def _add_lexical_evidence(self, own, question_texts, chunk_texts, lexical, notes, reading=None, index=None,
+                              subjects=None):
         """Step 2: the score combined with the lexical evidence when there are
         texts, and whether it was used (sets ``lexical_coverage_``,
         ``lexical_chunk_`` and ``absent_words_``)."""
@@ -439,7 +452,8 @@ class QuestionScreener:
             return own, False
         if lexical is None:
             likely = self.question_top_chunks_[:, :LIKELY_CHUNKS_PER_QUESTION]
-            lexical = lexical_coverage(question_texts, chunk_texts, likely_chunks=likely, reading=reading)
+            lexical = lexical_coverage(question_texts, chunk_texts, likely_chunks=likely, reading=reading, index=index,
+                                       also=stems_to_read(subjects) if subjects is not None else ())
         elif len(lexical[0]) != n:
             raise InputError(
                 f"lexical holds evidence for {len(lexical[0])} questions, not {n}; "
@@ -459,7 +473,8 @@ class QuestionScreener:
             return own, False
         return self._combine(own, 1.0 - coverage, notes)
 
-    def _check_subjects(self, question_texts, chunk_texts, chunk_documents, Q, C, reading=None) -> None:
+    def _check_subjects(self, question_texts, chunk_texts, chunk_documents, Q, C, reading=None, index=None,
+                        subjects=None) -> None:
         """Each question's named subjects and their presence in the passages (sets ``subject_evidence_`` and
         ``closed_``; see :func:`~coverage_core.stages.subjects.subject_presence`).
 
@@ -474,7 +489,7 @@ class QuestionScreener:
             self.subject_evidence_ = subject_presence(
                 question_texts, chunk_texts, self.question_top_chunks_,
                 document_names=document_names_and_titles(chunk_texts, chunk_documents),
-                content_words=True, reaches=self._reaches(Q, C), reading=reading,
+                content_words=True, reaches=self._reaches(Q, C), reading=reading, subjects=subjects, index=index,
             )
             # Yes-or-no questions are read in English only: elsewhere they open otherwise ("Est-ce que …").
             if reading is None or reading.english:

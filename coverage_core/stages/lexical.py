@@ -46,7 +46,8 @@ from coverage_core.stages.compounds import compound_postings
 from coverage_core.stages.spelled_years import spelled_years_as_digits
 
 __all__ = [
-    "in_threads", "lexical_coverage", "LIKELY_CHUNKS_PER_QUESTION", "normalize_word", "Reading", "corpus_reading",
+    "in_threads", "lexical_coverage", "LIKELY_CHUNKS_PER_QUESTION", "normalize_word", "Reading", "WordIndex",
+    "corpus_reading",
 ]
 
 # Lexical evidence (used when question and chunk texts are given).
@@ -517,9 +518,11 @@ def _fixable(stem: bytes) -> bool:
     return len(stem) >= MIN_FIXABLE_LENGTH and stem.isalpha()
 
 
-def edit_stems(stem: bytes) -> set[bytes]:
-    """Stems (at least 3 bytes) of the words one edit away from ``stem``."""
-    return {v for v in map(normalize_word, _one_edit(stem)) if len(v) >= 3}
+@lru_cache(maxsize=8192)
+def edit_stems(stem: bytes) -> frozenset[bytes]:
+    """Stems (at least 3 bytes) of the words one edit away from ``stem`` (kept: the word check and the
+    subjects ask for the same stems' edits, a few hundred normalisations each)."""
+    return frozenset(v for v in map(normalize_word, _one_edit(stem)) if len(v) >= 3)
 
 
 def _maybe_absent(chunk_texts: Sequence[str], stems: list[bytes], likely_chunks) -> list[bytes]:
@@ -565,6 +568,27 @@ def chunks_holding(chunk_texts: Sequence[str], stems: Iterable[bytes]) -> dict[b
     stem_id = {t: j for j, t in enumerate(dict.fromkeys(stems))}
     indptr, indices = _presence(chunk_texts, stem_id)
     return {t: indices[indptr[j] : indptr[j + 1]] for t, j in stem_id.items()}
+
+
+class WordIndex:
+    """The chunks holding each stem asked of ``texts`` (:func:`chunks_holding`), kept: one pass over the
+    texts per call that asks for stems not asked before, and none for the others. One screening shares
+    one index between the word check and the subjects, which ask for mostly the same stems.
+
+    ``texts`` are the chunk texts as the corpus's :class:`Reading` reads them (``reading.texts(...)``).
+    """
+
+    def __init__(self, texts: Sequence[str]):
+        self.texts = texts
+        self._holding: dict[bytes, np.ndarray] = {}
+
+    def holding(self, stems: Iterable[bytes]) -> dict[bytes, np.ndarray]:
+        """Each of ``stems`` -> the chunks holding it, ascending."""
+        stems = list(dict.fromkeys(stems))
+        missing = [t for t in stems if t not in self._holding]
+        if missing:
+            self._holding.update(chunks_holding(self.texts, missing))
+        return {t: self._holding[t] for t in stems}
 
 
 def _best_share(postings: list[np.ndarray], weights: np.ndarray, scratch: np.ndarray) -> tuple[float, int]:
@@ -613,29 +637,37 @@ def _best_share(postings: list[np.ndarray], weights: np.ndarray, scratch: np.nda
 
 
 def _postings_with_fixes(chunk_texts: Sequence[str], stems: list[bytes], likely_chunks,
-                         reading: Reading | None = None) -> list[np.ndarray]:
+                         reading: Reading | None = None, index: WordIndex | None = None,
+                         also: Sequence[bytes] = ()) -> list[np.ndarray]:
     """The chunks holding each of ``stems``, ascending; a stem in no chunk gets those of its spelling fix, if any,
-    or, where the corpus's language joins compounds, those of its parts (:mod:`~coverage_core.stages.compounds`)."""
+    or, where the corpus's language joins compounds, those of its parts (:mod:`~coverage_core.stages.compounds`).
+    ``also``: stems read in the same passes for a later user of ``index``, and, for those in no chunk, the
+    stems one edit away (:func:`edit_stems`)."""
+    index = index or WordIndex(chunk_texts)
     # The edits of the fixable stems a sample lacks are looked up in the same
     # pass as the stems (see SINGLE_PASS_MIN_CHARS).
-    fixable = [t for t in stems if _fixable(t)]
+    fixable = [t for t in dict.fromkeys([*stems, *also]) if _fixable(t)]
     edits = {t: edit_stems(t) for t in _maybe_absent(chunk_texts, fixable, likely_chunks)}
-    holding = chunks_holding(chunk_texts, [*stems, *(v for vs in edits.values() for v in vs)])
+    holding = index.holding([*stems, *also, *(v for vs in edits.values() for v in vs)])
     absent = [t for t in stems if not len(holding[t])]
     late = [t for t in absent if _fixable(t)][:MAX_SPELLING_FIXES]
+    # The later user's absent stems may be fixed too: their edits come in the same second pass.
+    late += [t for t in dict.fromkeys(also) if t.isalpha() and not len(holding[t]) and t not in late]
     late = [t for t in late if t not in edits]
     if late:  # absent stems whose edits were not looked up: a second pass for those
         edits.update((t, edit_stems(t)) for t in late)
-        holding.update(chunks_holding(chunk_texts, [v for t in late for v in edits[t] if v not in holding]))
+        holding.update(index.holding([v for t in late for v in edits[t]]))
     fixes = _spelling_fixes(absent, edits, holding)
     if reading is not None and reading.joins_compounds:
-        parts = compound_postings([t for t in absent if t not in fixes], chunk_texts, normalize_word, chunks_holding)
+        parts = compound_postings([t for t in absent if t not in fixes], chunk_texts, normalize_word,
+                                  lambda texts, wanted: index.holding(wanted))
         holding.update(parts)
     return [holding[fixes.get(t, t)] for t in stems]
 
 
 def lexical_coverage(
-    question_texts: Sequence[str], chunk_texts: Sequence[str], *, likely_chunks=None, reading: Reading | None = None
+    question_texts: Sequence[str], chunk_texts: Sequence[str], *, likely_chunks=None, reading: Reading | None = None,
+    index: WordIndex | None = None, also: Sequence[bytes] = (),
 ) -> tuple[np.ndarray, np.ndarray, list[list[str]]]:
     """How well the best chunk covers each question's distinctive words.
 
@@ -655,6 +687,9 @@ def lexical_coverage(
     similar chunks: on a large corpus they are read first to tell which
     words may be misspelt (see ``SINGLE_PASS_MIN_CHARS``). Only the speed
     depends on them, never the result.
+
+    ``index`` (optional, a :class:`WordIndex` of these texts as ``reading`` reads them) keeps what is
+    read for a later user, and ``also`` (stems) is read in the same pass for it; neither changes the result.
 
     ``reading`` (optional, :func:`corpus_reading` of these texts by default)
     says which words are stop words, those of the corpus's languages (French
@@ -677,14 +712,14 @@ def lexical_coverage(
         return np.zeros(0), np.zeros(0, dtype=np.int64), []
     if reading is None:
         reading = corpus_reading(chunk_texts, question_texts)
-    chunk_texts = reading.texts(chunk_texts)
+    chunk_texts = index.texts if index is not None else reading.texts(chunk_texts)
     terms = [_question_terms(t, reading.stop, reading.stop_characters) for t in reading.texts(reading.questions(question_texts))]
     stem_id: dict[bytes, int] = {}
     for ts in terms:
         for t in ts:
             stem_id.setdefault(t, len(stem_id))
     n_chunks = len(chunk_texts)
-    postings = _postings_with_fixes(chunk_texts, list(stem_id), likely_chunks, reading)
+    postings = _postings_with_fixes(chunk_texts, list(stem_id), likely_chunks, reading, index, also)
     df = np.fromiter(map(len, postings), dtype=np.int64, count=len(postings))
     idf = np.log((1.0 + n_chunks) / (1.0 + df)) + 1.0
 

@@ -31,7 +31,7 @@ from coverage_core.stages.lexical import (
     MIN_FIXABLE_LENGTH,
     STOP_WORDS,
     Reading,
-    chunks_holding,
+    WordIndex,
     corpus_reading,
     edit_stems,
     long_enough,
@@ -39,7 +39,10 @@ from coverage_core.stages.lexical import (
     words_of,
 )
 
-__all__ = ["Subject", "SubjectEvidence", "is_closed_question", "question_subjects", "subject_presence"]
+__all__ = [
+    "Subject", "SubjectEvidence", "is_closed_question", "question_subjects", "stems_to_read", "subject_lists",
+    "subject_presence",
+]
 
 ENGLISH = Reading()
 """How an English corpus is read (the default of functions given no corpus reading)."""
@@ -377,7 +380,7 @@ def is_closed_question(text: str) -> bool:
     return bool(words) and words[0].decode("ascii", "replace") in _CLOSED_OPENERS
 
 
-def _fixes(absent: dict[bytes, int], holding: dict[bytes, np.ndarray], chunk_texts,
+def _fixes(absent: dict[bytes, int], holding: dict[bytes, np.ndarray], index: WordIndex,
            words: frozenset[bytes] = frozenset()) -> dict[bytes, bytes]:
     """Absent name stems (-> the length of the longest word written for them) -> the most frequent
     corpus stem one edit away with the same first letter, or the stem without a :data:`DERIVED_ENDINGS`
@@ -394,9 +397,9 @@ def _fixes(absent: dict[bytes, int], holding: dict[bytes, np.ndarray], chunk_tex
             edits[t] = {v for v in edit_stems(t) if v[:1] == t[:1]}
         else:
             continue
-        edits[t].update(normalize_word(t[: -len(e)]) for e in _DERIVED if t.endswith(e) and len(t) - len(e) >= 5)
+        edits[t].update(_derived_forms(t))
     wanted = {v for vs in edits.values() for v in vs if v not in holding}
-    holding.update(chunks_holding(chunk_texts, wanted) if wanted else {})
+    holding.update(index.holding(wanted) if wanted else {})
     fixes = {}
     for stem, candidates in edits.items():
         found = [(len(holding[v]), v) for v in candidates if len(holding[v])]
@@ -406,6 +409,33 @@ def _fixes(absent: dict[bytes, int], holding: dict[bytes, np.ndarray], chunk_tex
 
 
 _DERIVED = tuple(e.encode("ascii") for e in DERIVED_ENDINGS)
+
+
+def _derived_forms(stem: bytes) -> list[bytes]:
+    """The stems ``stem`` derives from by a :data:`DERIVED_ENDINGS` ("darwinism" -> "darwin")."""
+    return [normalize_word(stem[: -len(e)]) for e in _DERIVED if stem.endswith(e) and len(stem) - len(e) >= 5]
+
+
+def subject_lists(question_texts: Sequence[str], reading: Reading = ENGLISH,
+                  content_words: bool = False) -> list[list[Subject]]:
+    """Each question's subjects as :func:`subject_presence` reads them: :func:`question_subjects`, then, with
+    ``content_words`` in an English corpus, its other content words."""
+    question_texts = reading.questions(question_texts)
+    subjects = [question_subjects(t, reading) for t in question_texts]
+    # The absent-word rule folds endings with the English suffix stemmer (lexical.SUFFIXES): in French,
+    # "reçu", "qualifiée", "investir" are forms the passages write otherwise, and on fr-qa the rule flagged
+    # genuine questions by the hundred. Other languages keep the name rule only. The corpus's largest
+    # language decides (a short passage on Kuala Lumpur reads as Malay).
+    if content_words and reading.english:
+        subjects = [subs + _content_words(t, subs, reading) for t, subs in zip(question_texts, subjects)]
+    return subjects
+
+
+def stems_to_read(subjects: Sequence[Sequence[Subject]]) -> list[bytes]:
+    """The stems :func:`subject_presence` looks up for these ``subjects`` first: theirs and those they derive
+    from (a :class:`~coverage_core.stages.lexical.WordIndex` reads them in the word check's pass)."""
+    wanted = list(dict.fromkeys(t for subs in subjects for sub in subs for t in sub.stems))
+    return wanted + [v for t in wanted for v in _derived_forms(t)]
 
 
 def _written_lengths(subjects: list[list[Subject]], reading: Reading = ENGLISH) -> dict[bytes, int]:
@@ -424,9 +454,18 @@ def _read_stem(stem: bytes, holding: dict[bytes, np.ndarray], fixes: dict[bytes,
     it: a question that misspells a corpus word asks about what that word's passages say and reaches them
     ("cimbals" is Cymbal.txt's word), while "Koala's genome" is no typo of Kuala Lumpur."""
     fix = fixes.get(stem)
-    if fix is None or not np.isin(top, holding[fix]).any():
+    if fix is None or not _held(top, holding[fix]).any():
         return stem
     return fix
+
+
+def _held(chunks: np.ndarray, postings: np.ndarray) -> np.ndarray:
+    """Which of ``chunks`` are in ``postings`` (ascending, as the word index gives them): ``np.isin``
+    without sorting the postings again, which cost the most at scale (a common word is in most passages)."""
+    if not len(postings):
+        return np.zeros(len(chunks), dtype=bool)
+    where = np.minimum(np.searchsorted(postings, chunks), len(postings) - 1)
+    return postings[where] == chunks
 
 
 # Words that may stand between the words an acronym abbreviates: short stop words ("Bank of America").
@@ -455,7 +494,7 @@ def _spelling_out(acronym: str, reading: Reading = ENGLISH) -> re.Pattern:
 def _spelled_out_in(acronym: str, passages: np.ndarray, chunk_texts: Sequence[str], reading: Reading) -> np.ndarray:
     """The ``passages`` that write ``acronym`` out in full (:func:`_spelling_out`)."""
     pattern = _spelling_out(acronym, reading)
-    return np.asarray([p for p in passages if pattern.search(chunk_texts[p])], dtype=np.int64)
+    return np.sort(np.asarray([p for p in passages if pattern.search(chunk_texts[p])], dtype=np.int64))
 
 
 def _content_words(text: str, subjects: list[Subject], reading: Reading = ENGLISH) -> list[Subject]:
@@ -503,6 +542,8 @@ def subject_presence(
     content_words: bool = False,
     reaches=None,
     reading: Reading | None = None,
+    subjects: Sequence[Sequence[Subject]] | None = None,
+    index: WordIndex | None = None,
 ) -> list[list[SubjectEvidence]]:
     """Each question's subjects (:func:`question_subjects`) and how present each is in the corpus.
 
@@ -541,6 +582,10 @@ def subject_presence(
         read as character pairs and lists no content words (``content_words``
         is ignored there); a German one names no single capitalised word
         (see :func:`question_subjects`).
+    subjects : list of list of Subject, optional
+        :func:`subject_lists` of these questions, when computed before.
+    index : :class:`~coverage_core.stages.lexical.WordIndex`, optional
+        The word index of these texts as ``reading`` reads them, shared with the word check.
 
     Returns
     -------
@@ -549,20 +594,14 @@ def subject_presence(
     if reading is None:
         reading = corpus_reading(chunk_texts, question_texts)
     written_chunks = chunk_texts
-    chunk_texts = reading.texts(chunk_texts)
-    question_texts = reading.questions(question_texts)
-    subjects = [question_subjects(t, reading) for t in question_texts]
-    # The absent-word rule folds endings with the English suffix stemmer (lexical.SUFFIXES): in French,
-    # "reçu", "qualifiée", "investir" are forms the passages write otherwise, and on fr-qa the rule flagged
-    # genuine questions by the hundred. Other languages keep the name rule only. The corpus's largest
-    # language decides (a short passage on Kuala Lumpur reads as Malay).
-    if content_words and reading.english:
-        subjects = [subs + _content_words(t, subs, reading) for t, subs in zip(question_texts, subjects)]
+    index = index or WordIndex(reading.texts(chunk_texts))
+    if subjects is None:
+        subjects = subject_lists(question_texts, reading, content_words)
     wanted = list(dict.fromkeys(s for subs in subjects for sub in subs for s in sub.stems))
-    holding = chunks_holding(chunk_texts, wanted) if wanted else {}
+    holding = index.holding(wanted) if wanted else {}
     written = _written_lengths(subjects, reading)
     words = frozenset(sub.stems[0] for subs in subjects for sub in subs if sub.kind == "word")
-    fixes = _fixes({t: written.get(t, len(t)) for t in wanted if not len(holding[t])}, holding, chunk_texts, words)
+    fixes = _fixes({t: written.get(t, len(t)) for t in wanted if not len(holding[t])}, holding, index, words)
     document_stems = _name_stems(dict.fromkeys(document_names), reading)
     named = frozenset().union(*(every for every, _ in document_stems))
     whole_names = frozenset(subject for _, subject in document_stems if subject)
@@ -580,7 +619,7 @@ def subject_presence(
                 # retrieves write it out ("médaillé aux JO" and "aux Jeux olympiques de 2002").
                 postings = [_spelled_out_in(sub.text, top, written_chunks, reading)]
                 n = len(postings[0])
-            hit = bool(n) and any(bool(np.isin(top, p).any()) for p in postings)
+            hit = bool(n) and any(bool(_held(top, p).any()) for p in postings)
             if not hit and reaches is not None and 0 < n <= FEW_MENTIONS:
                 hit = any(reaches(q, p) for p in postings)
             company = float("nan")
@@ -605,11 +644,11 @@ def _company(passages: np.ndarray, others: list[np.ndarray], other_names: Sequen
     forces occupy Estonia?" beside "the invasion of Estonia by the Soviet army in 1944": one of four other
     words, as for a name in passing)."""
     for name in other_names:
-        if name and np.isin(passages, functools.reduce(np.intersect1d, name)).any():
+        if name and _held(passages, functools.reduce(np.intersect1d, name)).any():
             return 1.0
     held = np.zeros(len(passages))
     for holding_word in others:
-        held += np.isin(passages, holding_word)
+        held += _held(passages, holding_word)
     return float(held.max() / len(others))
 
 
