@@ -293,8 +293,7 @@ def analyze_gaps(
     question_vectors, question_languages : the existing questions' vectors (m, d) and languages, optional
     written, untested_documents, document_gaps : sequences of Gap, str and str, optional
     progress : callable ``progress(done, total, seconds_left)``, optional
-    near_duplicate_level : float, the analysis's near-duplicate level; a written question that close to a test
-        question, on the same scale (:func:`~coverage_core.suggest.writing.repeat_level`), is dropped
+    near_duplicate_level : float; a suggestion that near a test question (:func:`.writing.repeat_level`) is dropped
 
     Returns
     -------
