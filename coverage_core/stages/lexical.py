@@ -302,11 +302,13 @@ _ENDS_A_SUFFIX[[s[-1] for s in _SUFFIXES_B]] = True
 # texts are read once, not twice (a stem the sample lacks may still occur
 # elsewhere; a misspelt one occurs nowhere; one found absent beyond those
 # gets a second pass). Below that size the second pass costs less than the
-# edits of the sample's false alarms (about 0.3 ms each).
+# edits of the sample's false alarms (about 0.3 ms each). The subjects' absent
+# stems are fixed too, so at 200,000 chunks 400 predictions left about 250 to a
+# second pass (docs/benchmarks.md).
 SINGLE_PASS_MIN_CHARS = 20_000_000
 PRESENCE_SAMPLE_STEP = 10
 LIKELY_CHUNKS_PER_QUESTION = 2
-PREDICTED_FIXES = 2 * MAX_SPELLING_FIXES
+PREDICTED_FIXES = 5 * MAX_SPELLING_FIXES
 
 
 def _byte_reads(padded: bytes) -> np.ndarray:
@@ -646,7 +648,8 @@ def _postings_with_fixes(chunk_texts: Sequence[str], stems: list[bytes], likely_
     index = index or WordIndex(chunk_texts)
     # The edits of the fixable stems a sample lacks are looked up in the same
     # pass as the stems (see SINGLE_PASS_MIN_CHARS).
-    fixable = [t for t in dict.fromkeys([*stems, *also]) if _fixable(t)]
+    # The later user fixes any absent alphabetic stem, so its short ones are predicted too.
+    fixable = list(dict.fromkeys([*(t for t in stems if _fixable(t)), *(t for t in also if t.isalpha())]))
     edits = {t: edit_stems(t) for t in _maybe_absent(chunk_texts, fixable, likely_chunks)}
     holding = index.holding([*stems, *also, *(v for vs in edits.values() for v in vs)])
     absent = [t for t in stems if not len(holding[t])]

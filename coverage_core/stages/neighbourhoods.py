@@ -30,8 +30,9 @@ BLOCK_ROWS = 512
 # chunks sampled from that cluster (k is scaled down with the sample).
 DENSITY_NEIGHBORS = 20
 MAX_REFERENCE = 2000
-# Up to this many neighbours, their mean is taken by repeated maxima, not a partition.
-_REPEATED_MAX_UP_TO = 4
+# Up to this many neighbours, their mean is taken by repeated maxima, not a partition
+# (row maxima are vectorised, a partition is not: docs/benchmarks.md, chunk density).
+_REPEATED_MAX_UP_TO = 32
 
 
 def _top_k_mean(sims: np.ndarray, k: int) -> np.ndarray:
@@ -39,8 +40,7 @@ def _top_k_mean(sims: np.ndarray, k: int) -> np.ndarray:
     if k == 1:
         return sims.max(axis=1)
     if k <= _REPEATED_MAX_UP_TO:
-        # A few maxima, each taken out in turn, beat a partition of the row
-        # (at a million chunks in 50 clusters, k is 2 of 2,000 references).
+        # Maxima taken out in turn beat a partition of the row up to about 40 of 2,000.
         rows = np.arange(len(sims))
         total = np.zeros(len(sims), dtype=np.float64)
         taken = []
