@@ -646,16 +646,16 @@ def _postings_with_fixes(chunk_texts: Sequence[str], stems: list[bytes], likely_
     ``also``: stems read in the same passes for a later user of ``index``, and, for those in no chunk, the
     stems one edit away (:func:`edit_stems`)."""
     index = index or WordIndex(chunk_texts)
+    # The later user fixes any absent alphabetic stem, short ones too.
+    also_fixable = [t for t in dict.fromkeys(also) if t.isalpha()]
     # The edits of the fixable stems a sample lacks are looked up in the same
     # pass as the stems (see SINGLE_PASS_MIN_CHARS).
-    # The later user fixes any absent alphabetic stem, so its short ones are predicted too.
-    fixable = list(dict.fromkeys([*(t for t in stems if _fixable(t)), *(t for t in also if t.isalpha())]))
+    fixable = list(dict.fromkeys([*(t for t in stems if _fixable(t)), *also_fixable]))
     edits = {t: edit_stems(t) for t in _maybe_absent(chunk_texts, fixable, likely_chunks)}
     holding = index.holding([*stems, *also, *(v for vs in edits.values() for v in vs)])
     absent = [t for t in stems if not len(holding[t])]
     late = [t for t in absent if _fixable(t)][:MAX_SPELLING_FIXES]
-    # The later user's absent stems may be fixed too: their edits come in the same second pass.
-    late += [t for t in dict.fromkeys(also) if t.isalpha() and not len(holding[t]) and t not in late]
+    late += [t for t in also_fixable if not len(holding[t]) and t not in late]
     late = [t for t in late if t not in edits]
     if late:  # absent stems whose edits were not looked up: a second pass for those
         edits.update((t, edit_stems(t)) for t in late)

@@ -40,7 +40,6 @@ def _top_k_mean(sims: np.ndarray, k: int) -> np.ndarray:
     if k == 1:
         return sims.max(axis=1)
     if k <= _REPEATED_MAX_UP_TO:
-        # Maxima taken out in turn beat a partition of the row up to about 40 of 2,000.
         rows = np.arange(len(sims))
         total = np.zeros(len(sims), dtype=np.float64)
         taken = []

@@ -293,7 +293,7 @@ def analyze_gaps(
     question_vectors, question_languages : the existing questions' vectors (m, d) and languages, optional
     written, untested_documents, document_gaps : sequences of Gap, str and str, optional
     progress : callable ``progress(done, total, seconds_left)``, optional
-    near_duplicate_level : float; a suggestion that near a test question (:func:`.writing.repeat_level`) is dropped
+    near_duplicate_level : float; suggestions this near a test question (:func:`.writing.repeat_level`) are dropped
 
     Returns
     -------
