@@ -130,6 +130,20 @@ def test_a_question_that_gives_away_the_name_it_asks_for_is_caught():
         ("Should I apply for the Kuala Lumpur work-study program?", "advice"),
         ("Which repayment plan is best for me in Kuala Lumpur?", "advice"),
         ("What criteria for community care under the Kuala Lumpur act?", "garbled"),
+        # Rules from the labelled questions of issue 47 (benchmarks/question_quality/labels_after.csv).
+        ("Which Selangor Civil War is located in?", "garbled"),  # a preposition without its object
+        ("Is Kuala Lumpur a game set in?", "garbled"),
+        ("Which city was the Selangor Civil War fought in?", ""),  # its subject stands between
+        ("What happens to the dependent s transfer eligibility in Kuala Lumpur?", "garbled"),  # a word broken off
+        ("Can no leak was observed in Kuala Lumpur?", "garbled"),  # a sentence pasted after "Can"
+        ("Does Kuala Lumpur associated with floods?", "garbled"),
+        ("Can the Selangor Civil War be explained by the floods in Kuala Lumpur?", ""),
+        ("Did the proposed plan of Kuala Lumpur stop the floods?", ""),  # "proposed" after "the" is no verb
+        ("Did the city that was plagued by fires become Kuala Lumpur?", ""),  # "was" in a clause of its own
+        ("Is it plagued by floods in Kuala Lumpur?", "unnamed"),  # a pronoun subject
+        ("How did it fight the fires in Kuala Lumpur?", "unnamed"),
+        ("Was it Kuala Lumpur that was plagued by fires?", ""),  # a cleft names its answer
+        ("What if Kuala Lumpur is plagued by floods?", "vague"),
     ],
 )
 def test_the_wording_check_names_what_a_tester_would_reword(question, reason):
