@@ -391,35 +391,45 @@ class RunningTopK:
         kth = self.values[:, -1]
         if entities_on_rows:
             entities, candidates = np.nonzero(block > kth[:, None])
+            values = block[entities, candidates]
         else:
             open_groups = None if group_maxima is None else group_maxima > kth[None, :]
             if open_groups is None or np.count_nonzero(open_groups) > _GATHER_SHARE * open_groups.size:
                 candidates, entities = np.nonzero(block > kth[None, :])
+                values = block[candidates, entities]
             else:
                 groups, columns = np.nonzero(open_groups)
-                rows, values, inside = _group_values(block, groups, columns, group_rows)
-                above = (values > kth[columns, None]) & inside
-                candidates = rows[above]
+                rows, group_values, inside = _group_values(block, groups, columns, group_rows)
+                above = (group_values > kth[columns, None]) & inside
+                candidates, values = rows[above], group_values[above]
                 entities = np.broadcast_to(columns[:, None], rows.shape)[above]
-            order = np.lexsort((candidates, entities))
-            entities, candidates = entities[order], candidates[order]
         if not len(entities):
             return
-        changed, counts = np.unique(entities, return_counts=True)
-        many = changed[counts >= k]
-        if len(many):  # k or more new for some: the block's own best k of those
-            top, values = _block_top_k(np.ascontiguousarray(by_entity[many]), k)
-            self.indices[many], self.values[many] = _merge_top_k(
-                self.indices[many], self.values[many], top + offset, values, k
-            )
-            keep = ~np.isin(entities, many)
-            entities, candidates = entities[keep], candidates[keep]
-            changed = changed[counts < k]
-        if len(entities):
-            values = by_entity[entities, candidates]
-            self.indices[changed], self.values[changed] = _merge_candidates(
-                self.indices[changed], self.values[changed], changed, entities, candidates + offset, values, k
-            )
+        # Each entity's new candidates best first (ties: lower index first); only its first k can enter.
+        order = _by_entity_best_first(entities, values)
+        entities, candidates, values = entities[order], candidates[order], values[order]
+        first = np.r_[True, entities[1:] != entities[:-1]]
+        rank = np.arange(len(entities)) - np.maximum.accumulate(np.where(first, np.arange(len(entities)), 0))
+        best = rank < k
+        entities, candidates, values = entities[best], candidates[best], values[best]
+        changed = entities[first[best]]
+        self.indices[changed], self.values[changed] = _merge_candidates(
+            self.indices[changed], self.values[changed], changed, entities, candidates + offset, values, k
+        )
+
+
+def _by_entity_best_first(entities: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The order that sorts pairs by entity, then by value, highest first, keeping the given order among
+    equal values (the callers give each entity's candidates in ascending index).
+
+    One stable sort of an int64 key (the entity, then the float32 value's bits turned to an unsigned
+    integer that sorts the same way, inverted) instead of a three-key ``np.lexsort``: ten times faster on
+    the 10^4-10^5 candidates a block brings.
+    """
+    bits = (np.asarray(values, dtype=np.float32) + np.float32(0)).view(np.uint32)  # + 0: -0.0 is 0.0
+    ascending = np.where(bits >> 31, ~bits, bits | np.uint32(1 << 31))
+    key = (np.asarray(entities, dtype=np.int64) << 32) | (~ascending).astype(np.int64)
+    return np.argsort(key, kind="stable")
 
 
 def _block_top_k(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

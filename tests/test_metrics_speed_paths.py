@@ -133,3 +133,15 @@ def test_scan_from_the_index_with_few_inliers_equals_the_full_scan_exactly(n_inl
     assert inliers[reused.nearest_question].all()
     # Likewise a question's best chunk, among chunks tied at its best.
     np.testing.assert_array_equal(sims[reused.nearest_chunk, np.arange(60)], sims.max(axis=0))
+
+
+def test_the_best_first_order_equals_a_three_key_lexsort():
+    rng = np.random.default_rng(8)
+    entities = rng.integers(0, 40, 3000)
+    # Ties, signed zeros, negatives and -inf (calibration masks a probe's own group with -inf).
+    values = rng.choice(np.array([-np.inf, -0.5, -0.0, 0.0, 0.25, 0.9], dtype=np.float32), size=3000)
+    values[::3] += rng.normal(scale=0.1, size=1000).astype(np.float32)
+    candidates = np.arange(3000)  # ascending, as the callers give them
+    order = blockwise._by_entity_best_first(entities, values)
+    expected = np.lexsort((candidates, -(values + np.float32(0)), entities))
+    np.testing.assert_array_equal(order, expected)
