@@ -408,11 +408,9 @@ class RunningTopK:
         # Each entity's new candidates best first (ties: lower index first); only its first k can enter.
         order = _by_entity_best_first(entities, values)
         entities, candidates, values = entities[order], candidates[order], values[order]
-        first = np.r_[True, entities[1:] != entities[:-1]]
-        rank = np.arange(len(entities)) - np.maximum.accumulate(np.where(first, np.arange(len(entities)), 0))
-        best = rank < k
+        best = np.arange(len(entities)) - np.searchsorted(entities, entities) < k  # rank within the entity
         entities, candidates, values = entities[best], candidates[best], values[best]
-        changed = entities[first[best]]
+        changed = entities[np.r_[True, entities[1:] != entities[:-1]]]
         self.indices[changed], self.values[changed] = _merge_candidates(
             self.indices[changed], self.values[changed], changed, entities, candidates + offset, values, k
         )

@@ -55,8 +55,11 @@ _OPENING = re.compile(
     r"shall|should|may|might|must|has|have|had)\b",
     re.IGNORECASE,
 )
-_YES_NO = re.compile(r"^\W*(?:is|are|was|were|do|does|did|can|could|will|would|has|have|had)\b", re.IGNORECASE)
-_COPULA_OPENING = re.compile(r"^\W*(?:is|are|was|were)\s+", re.IGNORECASE)
+# The auxiliaries a yes-or-no question opens with, and the copulas among them.
+_COPULA = r"(?:is|are|was|were)"
+_AUXILIARY = r"(?:is|are|was|were|do|does|did|can|could|will|would|has|have|had)"
+_YES_NO = re.compile(rf"^\W*{_AUXILIARY}\b", re.IGNORECASE)
+_COPULA_OPENING = re.compile(rf"^\W*{_COPULA}\s+", re.IGNORECASE)
 # "What is the purpose / significance / origin of …", from the question's opening on.
 _VAGUE = re.compile(
     r"^\W*(?:what|how)\b[^?]*?\b(?:purpose|significance|importance|meaning|origin|role|story|current|"
@@ -71,8 +74,8 @@ _WHAT_IF = re.compile(r"^\W*what if\b", re.IGNORECASE)
 # ("Which agency is located in?", "Is Kuala Lumpur a game set in?"); "Which city is the agency located in?" has one.
 _PREPOSITION = r"(?:in|on|at|of|for|from|to|by|with|about|into|after)"
 _DANGLING = re.compile(
-    rf"^\W*(?:(?:what|which)(?:\s+[\w'’-]+){{0,4}}\s+(?:is|are|was|were)\s+[\w'’-]+|"
-    rf"(?:is|are|was|were)\b[^?]*)\s+{_PREPOSITION}\s*\?\W*$",
+    rf"^\W*(?:(?:what|which)(?:\s+[\w'’-]+){{0,4}}\s+{_COPULA}\s+[\w'’-]+|{_COPULA}\b[^?]*)"
+    rf"\s+{_PREPOSITION}\s*\?\W*$",
     re.IGNORECASE,
 )
 # A lone lower-case letter other than "a": a possessive broken off its word on the page ("dependent s transfer").
@@ -80,7 +83,7 @@ _BROKEN_WORD = re.compile(r"(?<![\w'’.])(?![ai]\b)[b-z](?![\w'’.])")
 # A pronoun as the subject, right after the opening ("Is it by …?", "When did he …?"); "Was it X who …" is a cleft.
 _PRONOUN_SUBJECT = re.compile(
     r"^\W*(?:(?:what|which|who|when|where|why|how(?:\s+\w+)?)\s+)?"
-    r"(?:is|are|was|were|do|does|did|can|could|will|would|has|have|had)\s+(?:he|she|it|they|this|these|those)\b"
+    rf"{_AUXILIARY}\s+(?:he|she|it|they|this|these|those)\b"
     r"(?![^?]*\b(?:who|that)\b)",
     re.IGNORECASE,
 )
