@@ -13,11 +13,14 @@ The public entry points are :mod:`coverage_core.stages.similarity` and
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from coverage_core.errors import InputError
+from coverage_core.threads import in_order, worker_threads
 
 __all__ = ["BLOCK_ELEMENTS", "block_rows", "RunningTopK", "scan_blocks"]
 
@@ -84,10 +87,23 @@ def scan_blocks(
         sub=min(step, _SUB_BLOCK_ROWS),
     )
     questions_t = np.ascontiguousarray(found.questions.T)
-    sims_buffer = np.empty((min(step, n), m), dtype=np.float32)
-    for start in range(0, n, step):
+    starts = range(0, n, step)
+
+    def product(i: int, buffer: np.ndarray) -> np.ndarray:
+        start = starts[i]
         stop = min(start + step, n)
-        found.read_block(start, np.matmul(found.rows[start:stop], questions_t, out=sims_buffer[: stop - start]))
+        return np.matmul(found.rows[start:stop], questions_t, out=buffer[: stop - start])
+
+    def block_buffer() -> np.ndarray:
+        return np.empty((min(step, n), m), dtype=np.float32)
+
+    # Blocks multiplied in threads of one BLAS thread each, read in order: multi-threaded BLAS spins
+    # while a block is read, and the reading then has a core to itself (docs/benchmarks.md).
+    workers = min(worker_threads(), len(starts))
+    limits = threadpool_limits(limits=1, user_api="blas") if workers > 1 else contextlib.nullcontext()
+    with limits:
+        in_order(product, lambda i, sims: found.read_block(starts[i], sims), len(starts),
+                 scratch=block_buffer, workers=workers)
     return found.result()
 
 
@@ -390,8 +406,7 @@ class RunningTopK:
             return
         kth = self.values[:, -1]
         if entities_on_rows:
-            entities, candidates = np.nonzero(block > kth[:, None])
-            values = block[entities, candidates]
+            entities, candidates, values = self.above(block)
         else:
             open_groups = None if group_maxima is None else group_maxima > kth[None, :]
             if open_groups is None or np.count_nonzero(open_groups) > _GATHER_SHARE * open_groups.size:
@@ -403,6 +418,34 @@ class RunningTopK:
                 above = (group_values > kth[columns, None]) & inside
                 candidates, values = rows[above], group_values[above]
                 entities = np.broadcast_to(columns[:, None], rows.shape)[above]
+        self._merge_above(entities, candidates, values, offset)
+
+    def above(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The ``(entity, candidate, value)`` entries of ``block`` (entities, b) above each entity's ``k``-th
+        best so far, in row-major order; None while fewer than ``k`` candidates are in.
+
+        Safe to call in another thread while blocks are added: the ``k``-th values only rise, so entries
+        found against an older ``k``-th value are a superset of the ones :meth:`add_above` keeps.
+        """
+        if self.filled < self.k:
+            return None
+        entities, candidates = np.nonzero(block > self.values[:, -1][:, None])
+        return entities, candidates, block[entities, candidates]
+
+    def add_above(self, block: np.ndarray, found: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+                  offset: int) -> None:
+        """:meth:`add` of ``block`` (entities on rows), given ``found = self.above(block)`` computed before,
+        perhaps in another thread (None: read ``block`` whole)."""
+        if found is None:
+            self.add(block, offset)
+            return
+        entities, candidates, values = found
+        keep = values > self.values[entities, -1]
+        self._merge_above(entities[keep], candidates[keep], values[keep], offset)
+
+    def _merge_above(self, entities: np.ndarray, candidates: np.ndarray, values: np.ndarray, offset: int) -> None:
+        """Merge entries above the entities' ``k``-th best (entities ascending, each one's candidates ascending)."""
+        k = self.k
         if not len(entities):
             return
         # Each entity's new candidates best first (ties: lower index first); only its first k can enter.

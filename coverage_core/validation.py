@@ -21,6 +21,7 @@ from coverage_core.errors import InputError
 
 __all__ = [
     "SettingError",
+    "all_finite",
     "check_scalar",
     "check_vectors",
     "column_key",
@@ -303,9 +304,20 @@ def check_vectors(x: Any, name: str, *, allow_empty: bool = False, dim: int | No
             f"{name} has {array.shape[1]} dimensions but the chunk vectors have {dim}; "
             "embed everything with the same model."
         )
-    if not np.isfinite(array).all():
+    if not all_finite(array):
         raise InputError(f"{name} contains NaN or infinite values.")
     return array
+
+
+# Rows checked for NaN and infinity at a time: a 6 MB mask at 384 dimensions, reused from the allocator's
+# cache, where one mask of a million rows is a fresh 384 MB mapping that costs more in page faults than the check.
+_FINITE_CHECK_ROWS = 16_384
+
+
+def all_finite(array: np.ndarray) -> bool:
+    """Whether every value of a 2-d float ``array`` is finite, checked in row blocks."""
+    return all(np.isfinite(array[start : start + _FINITE_CHECK_ROWS]).all()
+               for start in range(0, array.shape[0], _FINITE_CHECK_ROWS))
 
 
 def unit_rows(vectors: Any, name: str = "vectors", *, copy: bool = True, out: np.ndarray | None = None) -> np.ndarray:

@@ -8,7 +8,7 @@ index for index, with the dense definitions on random inputs full of ties.
 import numpy as np
 import pytest
 
-from coverage_core import blockwise
+from coverage_core import blockwise, threads
 from coverage_core.stages import similarity
 
 
@@ -51,6 +51,25 @@ def test_pruned_running_top_k_equals_a_stable_sort(k, block_rows, group_rows, ga
     np.testing.assert_array_equal(best.values, np.take_along_axis(values.T, expected, axis=1))
 
 
+@pytest.mark.parametrize("k", [1, 3, 10])
+@pytest.mark.parametrize("block_rows", [7, 50, 200])
+def test_entries_found_against_an_older_kth_give_the_same_top_k(k, block_rows):
+    # Each block's entries above the k-th best are found before the previous block is added (as a thread
+    # does while the blocks before it are read): the k-th values only rise, so the result is the same.
+    rng = np.random.default_rng(k * 100 + block_rows)
+    values = tied_block_values(rng, 13, 600)  # (entities, candidates)
+    best = blockwise.RunningTopK(13, k)
+    blocks = [(start, values[:, start : start + block_rows]) for start in range(0, 600, block_rows)]
+    found_early = [None] + [best.above(block) for _, block in blocks[1:]]  # before any block is in: None
+    assert found_early[1] is None
+    for (start, block), early in zip(blocks, found_early):
+        found = early if early is not None else best.above(block)
+        best.add_above(block, found, start)
+    expected = np.argsort(-values, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(best.indices, expected)
+    np.testing.assert_array_equal(best.values, np.take_along_axis(values, expected, axis=1))
+
+
 @pytest.mark.parametrize("block_rows, group_rows", [(50, 8), (37, 8), (200, 64), (7, 64)])
 def test_pruned_penalised_best_equals_the_dense_maximum(block_rows, group_rows, gather_share):
     rng = np.random.default_rng(block_rows + group_rows)
@@ -75,8 +94,10 @@ def test_sub_block_maxima_cover_a_short_last_sub_block():
     np.testing.assert_array_equal(maxima, expected)
 
 
+@pytest.mark.parametrize("workers", [1, 3])
 @pytest.mark.parametrize("block_size", [None, 100, 333])
-def test_best_matches_equals_the_full_matrix_exactly(block_size, gather_share):
+def test_best_matches_equals_the_full_matrix_exactly(block_size, workers, gather_share, monkeypatch):
+    monkeypatch.setattr(threads, "worker_threads", lambda: workers)  # blocks multiplied in 1 or 3 threads
     rng = np.random.default_rng(21)
     chunks, questions = exact_unit_vectors(rng, 3000), exact_unit_vectors(rng, 40)
     chunks[7] = 0.0  # a failed embedding: similarity 0 to everything
@@ -145,3 +166,31 @@ def test_the_best_first_order_equals_a_three_key_lexsort():
     order = blockwise._by_entity_best_first(entities, values)
     expected = np.lexsort((candidates, -(values + np.float32(0)), entities))
     np.testing.assert_array_equal(order, expected)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_calibration_negatives_elsewhere_equal_the_dense_ranking(workers, monkeypatch):
+    # Many blocks in several threads, ties everywhere: each probe's best chunks outside its own document,
+    # and outside both its topic and its family, as a stable sort of the whole masked matrix ranks them.
+    from coverage_core.stages import calibration
+
+    monkeypatch.setattr(calibration, "_CHUNK_BLOCK", 37)
+    monkeypatch.setattr(threads, "worker_threads", lambda: workers)
+    rng = np.random.default_rng(workers)
+    chunks, probes = exact_unit_vectors(rng, 500), exact_unit_vectors(rng, 30)
+    documents = np.array([f"doc-{i // 25:02d}" for i in range(500)], dtype=object)
+    topics, families = rng.integers(0, 6, 500), rng.integers(0, 3, 500)
+    own = rng.choice(500, 30, replace=False)
+    groupings = [documents, (topics, families)]
+    owners = [documents[own], (topics[own], families[own])]
+    found = calibration._candidates_elsewhere(probes, chunks, groupings, owners)
+    sims = probes @ chunks.T  # exact: multiples of 1/16
+    inside = [documents[own][:, None] == documents[None, :],
+              (topics[own][:, None] == topics[None, :]) | (families[own][:, None] == families[None, :])]
+    for (indices, values), mask in zip(found, inside):
+        masked = np.where(mask, -np.inf, sims)
+        expected = np.argsort(-masked, axis=1, kind="stable")[:, : calibration.NEGATIVE_CANDIDATES]
+        expected_values = np.take_along_axis(masked, expected, axis=1)
+        np.testing.assert_array_equal(values, expected_values)
+        real = np.isfinite(expected_values)
+        np.testing.assert_array_equal(indices[real], expected[real])

@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 
+from coverage_core import threads
 from coverage_core.inputs.ingest import read_documents
 from coverage_core.inputs.questions import read_questions
 from coverage_core.offtopic.screener import QuestionScreener
@@ -213,7 +214,7 @@ def tied_unit_vectors(rng, n, d):
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_chunk_density_equals_the_plain_computation(monkeypatch, workers):
-    monkeypatch.setattr(lexical, "_worker_threads", lambda: workers)
+    monkeypatch.setattr(threads, "worker_threads", lambda: workers)
     monkeypatch.setattr(neighbourhoods, "BLOCK_ROWS", 7)
     rng = np.random.default_rng(workers)
     vectors = tied_unit_vectors(rng, 260, 12)
@@ -247,7 +248,7 @@ def test_chunk_density_is_the_same_in_any_number_of_threads(monkeypatch):
     rng = np.random.default_rng(8)
     vectors = tied_unit_vectors(rng, 3000, 24)
     labels = rng.integers(0, 6, 3000)
-    monkeypatch.setattr(lexical, "_worker_threads", lambda: 1)
+    monkeypatch.setattr(threads, "worker_threads", lambda: 1)
     alone = chunk_density(vectors, labels, max_reference=300)
     used = set()
     top_k_mean = neighbourhoods._top_k_mean
@@ -258,13 +259,13 @@ def test_chunk_density_is_the_same_in_any_number_of_threads(monkeypatch):
         return top_k_mean(sims, k)
 
     monkeypatch.setattr(neighbourhoods, "_top_k_mean", slow_top_k_mean)
-    monkeypatch.setattr(lexical, "_worker_threads", lambda: 4)
+    monkeypatch.setattr(threads, "worker_threads", lambda: 4)
     np.testing.assert_array_equal(chunk_density(vectors, labels, max_reference=300), alone)
     assert len(used) > 1  # the blocks really ran in several threads
 
 
 def test_in_threads_keeps_the_order_reads_lazily_and_passes_errors_on(monkeypatch):
-    monkeypatch.setattr(lexical, "_worker_threads", lambda: 3)
+    monkeypatch.setattr(threads, "worker_threads", lambda: 3)
     drawn = []
 
     def items():
@@ -276,7 +277,7 @@ def test_in_threads_keeps_the_order_reads_lazily_and_passes_errors_on(monkeypatc
         assert len(drawn) - i <= 2 * 3 + 1  # never more than two items per thread ahead
         return i * i
 
-    assert lexical.in_threads(square, items()) == [i * i for i in range(40)]
+    assert threads.in_threads(square, items()) == [i * i for i in range(40)]
 
     def fail(i):
         if i == 17:
@@ -284,16 +285,16 @@ def test_in_threads_keeps_the_order_reads_lazily_and_passes_errors_on(monkeypatc
         return i
 
     with pytest.raises(ValueError, match="item 17"):
-        lexical.in_threads(fail, range(40))
+        threads.in_threads(fail, range(40))
 
 
 def test_threads_follow_the_cpus_this_process_may_use_up_to_the_cap(monkeypatch):
-    monkeypatch.setattr(lexical.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
-    assert lexical._worker_threads() == lexical.MAX_THREADS
-    monkeypatch.setattr(lexical.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert lexical._worker_threads() == 1
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert threads.worker_threads() == threads.MAX_THREADS
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert threads.worker_threads() == 1
     calls = []
-    assert lexical.in_threads(lambda i: calls.append(threading.get_ident()) or i + 1, range(5)) == [1, 2, 3, 4, 5]
+    assert threads.in_threads(lambda i: calls.append(threading.get_ident()) or i + 1, range(5)) == [1, 2, 3, 4, 5]
     assert set(calls) == {threading.get_ident()}  # one CPU: no pool, the caller's own thread
 
 

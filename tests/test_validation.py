@@ -14,6 +14,7 @@ from coverage_core.stages.clustering import ChunkClusterer
 from coverage_core.suggest import llm
 from coverage_core.validation import (
     SettingError,
+    all_finite,
     check_scalar,
     check_vectors,
     column_key,
@@ -105,6 +106,16 @@ def test_check_vectors_accepts_and_refuses():
         check_vectors([[1, 2, 3]], "question_vectors", dim=2)
     with pytest.raises(InputError, match="^x contains NaN or infinite values.$"):
         check_vectors([[1, np.inf]], "x")
+
+
+@pytest.mark.parametrize("row", [0, 16_383, 16_384, 40_000])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_all_finite_finds_a_bad_value_in_any_block(row, bad):
+    vectors = np.ones((40_001, 3), dtype=np.float32)  # three blocks of rows, the last one short
+    assert all_finite(vectors)
+    vectors[row, 2] = bad
+    assert not all_finite(vectors)
+    assert all_finite(np.zeros((0, 3), dtype=np.float32))
 
 
 def test_unit_rows_keeps_zero_rows_and_precision():

@@ -48,7 +48,7 @@ from coverage_core.stages.subjects import (
     subject_lists,
     subject_presence,
 )
-from coverage_core.validation import check_scalar, unit_rows
+from coverage_core.validation import all_finite, check_scalar, unit_rows
 
 # Chunks kept per question from the screener's pass over the question x chunk
 # similarities, so that the retrieval check (k = 5 by default) needs no second pass.
@@ -123,7 +123,7 @@ def _as_matrix(X, name: str) -> np.ndarray:
         raise InputError(f"{name} must be a 2-D array (n, n_features), got shape {X.shape}.")
     if not np.issubdtype(X.dtype, np.floating):
         X = X.astype(np.float32)
-    if not np.isfinite(X).all():
+    if not all_finite(X):
         raise InputError(f"{name} contains NaN or infinite values; check the embeddings.")
     return unit_rows(np.ascontiguousarray(X, dtype=np.float32), copy=False)
 

@@ -74,11 +74,13 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from coverage_core.blockwise import RunningTopK
 from coverage_core.errors import InputError
 from coverage_core.languages import word_units
 from coverage_core.stages.clustering import ChunkClusterer
+from coverage_core.threads import in_order
 from coverage_core.types import Chunk
 from coverage_core.validation import check_scalar, unit_rows
 
@@ -569,14 +571,36 @@ def _candidates_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupi
     """
     best = [RunningTopK(len(probe_vectors), min(NEGATIVE_CANDIDATES, len(vectors))) for _ in groupings]
     groupings, owners = zip(*(_as_codes(groups, own) for groups, own in zip(groupings, owners)))
-    for start in range(0, len(vectors), _CHUNK_BLOCK):
+    starts = range(0, len(vectors), _CHUNK_BLOCK)
+
+    def outside_similarities(i: int, _) -> list[tuple]:
+        start = starts[i]
         stop = start + _CHUNK_BLOCK
         similarity = probe_vectors @ vectors[start:stop].T
+        masked = []
         for tracker, groups, own in zip(best, groupings, owners):
-            inside = np.zeros(similarity.shape, dtype=bool)
-            for labels, owner in zip(*((groups, own) if isinstance(groups, tuple) else ((groups,), (own,)))):
-                inside |= owner[:, None] == labels[None, start:stop]
-            tracker.add(np.where(inside, -np.inf, similarity), start)
+            pairs = list(zip(*((groups, own) if isinstance(groups, tuple) else ((groups,), (own,)))))
+            found = tracker.above(similarity)
+            if found is None:  # the first block: read whole, its own group's chunks masked
+                inside = np.zeros(similarity.shape, dtype=bool)
+                for labels, owner in pairs:
+                    inside |= owner[:, None] == labels[None, start:stop]
+                masked.append((np.where(inside, -np.inf, similarity), None))
+                continue
+            # Later blocks: the few entries above the k-th best so far, those in the probe's own group dropped.
+            probes, chunks, values = found
+            outside = np.ones(len(probes), dtype=bool)
+            for labels, owner in pairs:
+                outside &= owner[probes] != labels[start + chunks]
+            masked.append((similarity, (probes[outside], chunks[outside], values[outside])))
+        return masked
+
+    def keep_best(i: int, masked: list[tuple]) -> None:
+        for tracker, (similarity, found) in zip(best, masked):
+            tracker.add_above(similarity, found, starts[i])
+
+    with threadpool_limits(limits=1, user_api="blas"):  # blocks in threads, one BLAS thread each
+        in_order(outside_similarities, keep_best, len(starts))
     return [(tracker.indices, tracker.values) for tracker in best]
 
 

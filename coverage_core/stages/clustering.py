@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from coverage_core import wording
 from coverage_core.errors import InputError
-from coverage_core.validation import unit_rows
+from coverage_core.validation import all_finite, unit_rows
 
 MIN_DEFAULT_CLUSTERS = 2
 MAX_DEFAULT_CLUSTERS = 50
@@ -356,7 +356,7 @@ class ChunkClusterer:
             )
         if not np.issubdtype(X.dtype, np.floating):
             X = X.astype(np.float64)
-        if not all(np.isfinite(X[start:stop]).all() for start, stop in _blocks(len(X))):
+        if not all_finite(X):
             raise InputError("X contains NaN or infinite values; check the embeddings.")
         if self.n_clusters is not None and (
             not isinstance(self.n_clusters, (int, np.integer)) or self.n_clusters < 1

@@ -20,12 +20,9 @@ The method behind these choices is in ``docs/screening.md``.
 from __future__ import annotations
 
 import html
-import os
 import re
 import string
 import unicodedata
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Sequence
@@ -44,9 +41,10 @@ from coverage_core.languages import (
 )
 from coverage_core.stages.compounds import compound_postings
 from coverage_core.stages.spelled_years import spelled_years_as_digits
+from coverage_core.threads import in_threads
 
 __all__ = [
-    "in_threads", "lexical_coverage", "LIKELY_CHUNKS_PER_QUESTION", "normalize_word", "Reading", "WordIndex",
+    "lexical_coverage", "LIKELY_CHUNKS_PER_QUESTION", "normalize_word", "Reading", "WordIndex",
     "corpus_reading",
 ]
 
@@ -79,12 +77,6 @@ QUESTION_WORDS = frozenset(
 MIN_FIXABLE_LENGTH = 5
 MAX_SPELLING_FIXES = 200
 SUFFIXES = ("ments", "ment", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", "y")
-
-# Threads for the chunk density's products and the word check's blocks of
-# text (see in_threads): at most this many, so that the blocks under way
-# (up to 4 MB of products or 50 MB of word arrays each) stay a small part of
-# the memory whatever the machine reports.
-MAX_THREADS = 8
 
 # ASCII punctuation and control characters separate words.
 _SEPARATORS_ASCII = string.punctuation.encode("ascii") + bytes(range(32)) + b"\x7f"
@@ -450,7 +442,7 @@ def _presence(chunk_texts: Sequence[str], stem_id: dict[bytes, int]) -> tuple[np
     (:func:`normalize_word`). Each word's stem is cut and hashed in place
     (:func:`_word_stem_hashes`) and looked up among the hashes of the wanted
     stems, so the texts are read at numpy speed, blocks of them in threads
-    (:func:`in_threads`). Each block's (stem, chunk) pairs are sorted and
+    (:func:`~coverage_core.threads.in_threads`). Each block's (stem, chunk) pairs are sorted and
     kept once, the chunks as int32 with the stems' run lengths, and placed
     straight into the postings: at a million chunks they are about 10^8.
     """
@@ -739,30 +731,3 @@ def lexical_coverage(
         [t.decode("utf-8", "replace") for t in ts if df[stem_id[t]] == 0] for ts in terms
     ]
     return coverage, best_chunk, absent_words
-
-
-def _worker_threads() -> int:
-    """Threads for :func:`in_threads`: the CPUs this process may use, at most ``MAX_THREADS``."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_THREADS))
-
-
-def in_threads(function, items: Iterable) -> list:
-    """``[function(item) for item in items]``, computed in :func:`_worker_threads` threads
-    (numpy releases the GIL in its loops), with at most two items per thread under way, so
-    a lazy ``items`` is read only as fast as it is used."""
-    workers = _worker_threads()
-    if workers == 1:
-        return [function(item) for item in items]
-    results = []
-    with ThreadPoolExecutor(workers, thread_name_prefix="screening") as pool:
-        pending: deque = deque()
-        for item in items:
-            if len(pending) >= 2 * workers:
-                results.append(pending.popleft().result())
-            pending.append(pool.submit(function, item))
-        results.extend(future.result() for future in pending)
-    return results

@@ -17,7 +17,7 @@ from scipy import sparse
 from sklearn.neighbors import LocalOutlierFactor
 from threadpoolctl import threadpool_limits
 
-from coverage_core.stages.lexical import in_threads
+from coverage_core.threads import in_threads
 
 __all__ = ["BLOCK_ROWS", "DENSITY_NEIGHBORS", "MAX_REFERENCE", "chunk_density", "lof_scores", "question_neighbours"]
 
