@@ -13,14 +13,12 @@ The public entry points are :mod:`coverage_core.stages.similarity` and
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from coverage_core.errors import InputError
-from coverage_core.threads import in_order, worker_threads
+from coverage_core.threads import in_order, one_blas_thread, workers_for
 
 __all__ = ["BLOCK_ELEMENTS", "block_rows", "RunningTopK", "scan_blocks"]
 
@@ -99,9 +97,8 @@ def scan_blocks(
 
     # Blocks multiplied in threads of one BLAS thread each, read in order: multi-threaded BLAS spins
     # while a block is read, and the reading then has a core to itself (docs/benchmarks.md).
-    workers = min(worker_threads(), len(starts))
-    limits = threadpool_limits(limits=1, user_api="blas") if workers > 1 else contextlib.nullcontext()
-    with limits:
+    workers = workers_for(len(starts))
+    with one_blas_thread(workers):
         in_order(product, lambda i, sims: found.read_block(starts[i], sims), len(starts),
                  scratch=block_buffer, workers=workers)
     return found.result()

@@ -9,6 +9,7 @@ threads, are measured in ``docs/benchmarks.md``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import deque
@@ -16,7 +17,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["MAX_THREADS", "in_order", "in_threads", "worker_threads"]
+from threadpoolctl import threadpool_limits
+
+__all__ = ["MAX_THREADS", "in_order", "in_threads", "one_blas_thread", "worker_threads", "workers_for"]
 
 # At most this many threads, so that the blocks under way (up to 4 MB of
 # products or 50 MB of word arrays each in the screener, 32 MB per block of
@@ -31,6 +34,17 @@ def worker_threads() -> int:
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, MAX_THREADS))
+
+
+def workers_for(n_items: int) -> int:
+    """Threads worth starting for ``n_items`` items: :func:`worker_threads`, at most ``n_items``, at least 1."""
+    return max(1, min(worker_threads(), n_items))
+
+
+def one_blas_thread(workers: int):
+    """A context in which BLAS runs one thread per call when ``workers`` > 1 threads multiply at once:
+    OpenBLAS's own threads spin while the caller's thread does other work. Nothing changes for 1."""
+    return threadpool_limits(limits=1, user_api="blas") if workers > 1 else contextlib.nullcontext()
 
 
 def in_threads(function: Callable[[Any], Any], items: Iterable) -> list:

@@ -98,12 +98,16 @@ def test_sub_block_maxima_cover_a_short_last_sub_block():
 @pytest.mark.parametrize("block_size", [None, 100, 333])
 def test_best_matches_equals_the_full_matrix_exactly(block_size, workers, gather_share, monkeypatch):
     monkeypatch.setattr(threads, "worker_threads", lambda: workers)  # blocks multiplied in 1 or 3 threads
+    started = []
+    in_order = blockwise.in_order
+    monkeypatch.setattr(blockwise, "in_order", lambda *args, **kw: started.append(kw["workers"]) or in_order(*args, **kw))
     rng = np.random.default_rng(21)
     chunks, questions = exact_unit_vectors(rng, 3000), exact_unit_vectors(rng, 40)
     chunks[7] = 0.0  # a failed embedding: similarity 0 to everything
     penalty = (rng.integers(0, 16, 3000) / 64).astype(np.float32)  # exact subtraction, many ties
     sims = chunks @ questions.T  # exact: multiples of 1/16
     found = similarity.best_matches(chunks, questions, chunk_penalty=penalty, top_k=10, block_size=block_size)
+    assert started == [1 if block_size is None else workers]  # one block of 3,000 rows, else 30 or 10 blocks
     np.testing.assert_array_equal(found.question_similarity, sims.max(axis=0))
     np.testing.assert_array_equal(found.nearest_chunk, sims.argmax(axis=0))
     np.testing.assert_array_equal(found.chunk_similarity, sims.max(axis=1))

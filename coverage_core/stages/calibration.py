@@ -74,13 +74,12 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from coverage_core.blockwise import RunningTopK
 from coverage_core.errors import InputError
 from coverage_core.languages import word_units
 from coverage_core.stages.clustering import ChunkClusterer
-from coverage_core.threads import in_order
+from coverage_core.threads import in_order, one_blas_thread, workers_for
 from coverage_core.types import Chunk
 from coverage_core.validation import check_scalar, unit_rows
 
@@ -599,8 +598,9 @@ def _candidates_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupi
         for tracker, (similarity, found) in zip(best, masked):
             tracker.add_above(similarity, found, starts[i])
 
-    with threadpool_limits(limits=1, user_api="blas"):  # blocks in threads, one BLAS thread each
-        in_order(outside_similarities, keep_best, len(starts))
+    workers = workers_for(len(starts))
+    with one_blas_thread(workers):
+        in_order(outside_similarities, keep_best, len(starts), workers=workers)
     return [(tracker.indices, tracker.values) for tracker in best]
 
 
