@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from coverage_core.errors import InputError
-from coverage_core.threads import in_order, one_blas_thread, workers_for
+from coverage_core.threads import in_order, workers_for
 
 __all__ = ["BLOCK_ELEMENTS", "block_rows", "RunningTopK", "scan_blocks"]
 
@@ -97,10 +97,8 @@ def scan_blocks(
 
     # Blocks multiplied in threads of one BLAS thread each, read in order: multi-threaded BLAS spins
     # while a block is read, and the reading then has a core to itself (docs/benchmarks.md).
-    workers = workers_for(len(starts))
-    with one_blas_thread(workers):
-        in_order(product, lambda i, sims: found.read_block(starts[i], sims), len(starts),
-                 scratch=block_buffer, workers=workers)
+    in_order(product, lambda i, sims: found.read_block(starts[i], sims), len(starts),
+             scratch=block_buffer, workers=workers_for(len(starts)))
     return found.result()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
-__all__ = ["MAX_THREADS", "in_order", "in_threads", "one_blas_thread", "worker_threads", "workers_for"]
+__all__ = ["MAX_THREADS", "in_order", "in_threads", "worker_threads", "workers_for"]
 
 # At most this many threads, so that the blocks under way (up to 4 MB of
 # products or 50 MB of word arrays each in the screener, 32 MB per block of
@@ -41,7 +41,7 @@ def workers_for(n_items: int) -> int:
     return max(1, min(worker_threads(), n_items))
 
 
-def one_blas_thread(workers: int):
+def _one_blas_thread(workers: int):
     """A context in which BLAS runs one thread per call when ``workers`` > 1 threads multiply at once:
     OpenBLAS's own threads spin while the caller's thread does other work. Nothing changes for 1."""
     return threadpool_limits(limits=1, user_api="blas") if workers > 1 else contextlib.nullcontext()
@@ -76,6 +76,7 @@ def in_order(
     """``use(i, make(i, space))`` for ``i = 0 .. count - 1``: each ``make`` in one of ``workers`` threads
     (default :func:`worker_threads`), each ``use`` after ``use(i - 1)`` has returned.
 
+    In several threads, BLAS runs one thread per call meanwhile: ``make`` is meant to multiply.
     Each thread owns one ``space = scratch()`` (a buffer ``make`` may write
     into) and uses it again only once its item's ``use`` is done, so at most
     ``workers`` spaces exist. The first error of any thread stops the others
@@ -121,9 +122,10 @@ def in_order(
                 turn.notify_all()
 
     threads = [threading.Thread(target=work, name=f"coverage-{n}", daemon=True) for n in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with _one_blas_thread(workers):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     if errors:
         raise errors[0]

@@ -79,7 +79,7 @@ from coverage_core.blockwise import RunningTopK
 from coverage_core.errors import InputError
 from coverage_core.languages import word_units
 from coverage_core.stages.clustering import ChunkClusterer
-from coverage_core.threads import in_order, one_blas_thread, workers_for
+from coverage_core.threads import in_order, workers_for
 from coverage_core.types import Chunk
 from coverage_core.validation import check_scalar, unit_rows
 
@@ -570,6 +570,9 @@ def _candidates_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupi
     """
     best = [RunningTopK(len(probe_vectors), min(NEGATIVE_CANDIDATES, len(vectors))) for _ in groupings]
     groupings, owners = zip(*(_as_codes(groups, own) for groups, own in zip(groupings, owners)))
+    # Each grouping's (chunk labels, probes' own labels) pairs: one pair, or one per labelling of a tuple.
+    label_pairs = [list(zip(*((groups, own) if isinstance(groups, tuple) else ((groups,), (own,)))))
+                   for groups, own in zip(groupings, owners)]
     starts = range(0, len(vectors), _CHUNK_BLOCK)
 
     def outside_similarities(i: int, _) -> list[tuple]:
@@ -577,8 +580,7 @@ def _candidates_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupi
         stop = start + _CHUNK_BLOCK
         similarity = probe_vectors @ vectors[start:stop].T
         masked = []
-        for tracker, groups, own in zip(best, groupings, owners):
-            pairs = list(zip(*((groups, own) if isinstance(groups, tuple) else ((groups,), (own,)))))
+        for tracker, pairs in zip(best, label_pairs):
             found = tracker.above(similarity)
             if found is None:  # the first block: read whole, its own group's chunks masked
                 inside = np.zeros(similarity.shape, dtype=bool)
@@ -598,9 +600,7 @@ def _candidates_elsewhere(probe_vectors: np.ndarray, vectors: np.ndarray, groupi
         for tracker, (similarity, found) in zip(best, masked):
             tracker.add_above(similarity, found, starts[i])
 
-    workers = workers_for(len(starts))
-    with one_blas_thread(workers):
-        in_order(outside_similarities, keep_best, len(starts), workers=workers)
+    in_order(outside_similarities, keep_best, len(starts), workers=workers_for(len(starts)))
     return [(tracker.indices, tracker.values) for tracker in best]
 
 
