@@ -14,6 +14,7 @@ import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.metrics import adjusted_rand_score
 
+from coverage_core import threads
 from coverage_core.outputs import plots
 from coverage_core.projection import project_2d
 from coverage_core.stages import clustering, topics
@@ -122,6 +123,21 @@ def test_lloyd_in_blocks_is_lloyd(monkeypatch):
     np.testing.assert_allclose(sums, np.stack([X[labels == k].sum(axis=0) for k in range(6)]), rtol=1e-5)
     direct = ((X.astype(np.float64) - centres[labels]) ** 2).sum()
     assert inertia == pytest.approx(direct, rel=1e-6)
+
+
+def test_lloyd_in_blocks_is_the_same_in_any_number_of_threads(monkeypatch):
+    monkeypatch.setattr(clustering, "BLOCK_ROWS", 700)  # 8 blocks, the last one short
+    X, _ = topic_vectors(5_000, n_topics=6, tightness=0.2, seed=4)
+    start = X[:6].copy()
+    found = []
+    for workers in (1, 2, 3):
+        monkeypatch.setattr(threads, "worker_threads", lambda workers=workers: workers)
+        found.append(clustering._lloyd_in_blocks(X, start, 5))
+    for labels, sums, inertia, passes in found[1:]:
+        # The blocks' sums are added in block order whatever thread made them: equal to the bit.
+        np.testing.assert_array_equal(labels, found[0][0])
+        np.testing.assert_array_equal(sums, found[0][1])
+        assert (inertia, passes) == found[0][2:]
 
 
 def test_lloyd_in_blocks_stops_when_a_pass_barely_lowers_the_inertia(monkeypatch):

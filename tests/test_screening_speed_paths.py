@@ -327,6 +327,19 @@ def test_the_word_index_reads_the_texts_only_for_stems_not_read_before(monkeypat
     assert passes() == 2
 
 
+@pytest.mark.parametrize("pair_limit", [0, 2**31 - 1])
+def test_postings_are_the_same_whether_pairs_sort_as_int64_or_int32(monkeypatch, pair_limit):
+    rng = np.random.default_rng(9)
+    chunks, _ = random_texts(rng, 300, 1)
+    words = sorted({w for text in chunks for w in lexical.words_of(text)})
+    stems = list(dict.fromkeys(lexical.normalize_word(w) for w in words))[:200] + [b"absentstem"]
+    monkeypatch.setattr(lexical, "_INT32_PAIR_LIMIT", pair_limit)
+    found = lexical.chunks_holding(chunks, stems)
+    for stem in stems:  # the plain rule: a chunk holds a stem when one of its words normalises to it
+        expected = [i for i, text in enumerate(chunks) if stem in map(lexical.normalize_word, lexical.words_of(text))]
+        np.testing.assert_array_equal(found[stem], expected)
+
+
 def test_held_is_isin_on_ascending_postings():
     from coverage_core.stages.subjects import _held
 

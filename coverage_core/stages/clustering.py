@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from coverage_core import wording
 from coverage_core.errors import InputError
+from coverage_core.threads import in_order, workers_for
 from coverage_core.validation import all_finite, unit_rows
 
 MIN_DEFAULT_CLUSTERS = 2
@@ -185,22 +186,34 @@ def _lloyd_in_blocks(
     squared_lengths = 0.0
     inertia = math.inf
     passes = 0
+    blocks = list(_blocks(n))
     for passes in range(1, max_iter + 1):
         sums = np.zeros(centers.shape, dtype=np.float64)
         half_squared_norms = 0.5 * np.einsum("ij,ij->i", centers, centers)
         n_changed = 0
-        for start, stop in _blocks(n):
+
+        def assign(i: int, _, centers=centers, half_squared_norms=half_squared_norms, first_pass=passes == 1):
+            start, stop = blocks[i]
             block = Xn[start:stop]
-            if passes == 1:
-                squared_lengths += float(np.einsum("ij,ij->", block, block, dtype=np.float64))
             scores = block @ centers.T
             scores -= half_squared_norms
             new = scores.argmax(axis=1)
-            n_changed += int(np.count_nonzero(new != labels[start:stop]))
-            labels[start:stop] = new
+            lengths = float(np.einsum("ij,ij->", block, block, dtype=np.float64)) if first_pass else 0.0
             # A sparse one-hot product: half the time of a dense one-hot BLAS
             # call on one thread, and no (k, rows) temporary.
-            sums += _membership(new, k, block.dtype) @ block
+            return new, _membership(new, k, block.dtype) @ block, lengths
+
+        def gather(i: int, assigned) -> None:
+            # Added in block order, so the sums, and the labels they lead to, do not depend on the threads.
+            nonlocal n_changed, squared_lengths, sums
+            start, stop = blocks[i]
+            new, block_sums, lengths = assigned
+            n_changed += int(np.count_nonzero(new != labels[start:stop]))
+            labels[start:stop] = new
+            sums += block_sums
+            squared_lengths += lengths
+
+        in_order(assign, gather, len(blocks), workers=workers_for(len(blocks)))
         counts = np.bincount(labels, minlength=k)
         filled = counts > 0
         centers = centers.copy()

@@ -280,10 +280,19 @@ _BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
 # normalize_word on numbers: each suffix as the little-endian value of its
 # bytes (what the top bytes of the 8 bytes before a word's end hold when the
 # word ends with it), and the last bytes that can end one.
-_SUFFIX_VALUES = tuple((np.uint64(int.from_bytes(s, "little")), len(s)) for s in _SUFFIXES_B)
+# Single-byte suffixes with a last byte no other suffix has ("e", "y") are cut in one pass over all
+# words; the others are grouped by their last byte, in SUFFIXES's order within a group, so each word
+# is compared only with the suffixes it can end with.
+_LONE_LAST_BYTES = tuple(
+    s[-1] for s in _SUFFIXES_B if len(s) == 1 and sum(t[-1] == s[-1] for t in _SUFFIXES_B) == 1
+)
+_SUFFIX_GROUPS = tuple(
+    (last, tuple((np.uint64(int.from_bytes(s, "little")), len(s)) for s in _SUFFIXES_B if s[-1] == last))
+    for last in dict.fromkeys(s[-1] for s in _SUFFIXES_B) if last not in _LONE_LAST_BYTES
+)
+# A block's (stem, chunk) pairs are sorted as int32 when no pair number can exceed this.
+_INT32_PAIR_LIMIT = np.iinfo(np.int32).max
 _SS_VALUE = np.uint64(int.from_bytes(b"ss", "little"))
-_ENDS_A_SUFFIX = np.zeros(256, dtype=bool)
-_ENDS_A_SUFFIX[[s[-1] for s in _SUFFIXES_B]] = True
 
 # Lexical coverage at scale: with at least SINGLE_PASS_MIN_CHARS characters of
 # chunk text, a sample is read first: one chunk in PRESENCE_SAMPLE_STEP and
@@ -340,17 +349,22 @@ def _stem_lengths(reads: np.ndarray, ends: np.ndarray, lengths: np.ndarray, head
     tails = heads << (np.uint64(64) - (np.minimum(lengths, 8) << 3).astype(np.uint64))
     longer = np.flatnonzero(lengths > 8)
     tails[longer] = reads[ends[longer] - 8]
-    may_cut = np.flatnonzero(_ENDS_A_SUFFIX[tails >> np.uint64(56)] & (lengths >= 4))
-    tails, kept = tails[may_cut], lengths[may_cut]
-    cut = np.zeros(len(may_cut), dtype=lengths.dtype)
-    # The bytes compared lie inside the word: the length test asks for more.
-    open_ = (tails >> np.uint64(48)) != _SS_VALUE
-    for value, size in _SUFFIX_VALUES:
-        match = open_ & ((tails >> np.uint64(64 - 8 * size)) == value) & (kept >= size + 3)
-        cut[match] = size
-        open_ &= ~match
-    stem_lengths = lengths.copy()
-    stem_lengths[may_cut] -= cut
+    last_bytes = (tails >> np.uint64(56)).astype(np.uint8)
+    lone = np.zeros(len(lengths), dtype=bool)
+    for last in _LONE_LAST_BYTES:
+        lone |= last_bytes == last
+    stem_lengths = lengths - (lone & (lengths >= 4))
+    for last, suffixes in _SUFFIX_GROUPS:
+        ending = np.flatnonzero(last_bytes == last)
+        ending_tails, kept = tails[ending], lengths[ending]
+        cut = np.zeros(len(ending), dtype=lengths.dtype)
+        # The bytes compared lie inside the word: the length test asks for more.
+        open_ = (ending_tails >> np.uint64(48)) != _SS_VALUE
+        for value, size in suffixes:
+            match = open_ & ((ending_tails >> np.uint64(64 - 8 * size)) == value) & (kept >= size + 3)
+            cut[match] = size
+            open_ &= ~match
+        stem_lengths[ending] -= cut
     return stem_lengths
 
 
@@ -469,6 +483,8 @@ def _presence(chunk_texts: Sequence[str], stem_id: dict[bytes, int]) -> tuple[np
         # One number per (stem, chunk), sorted: runs of a stem, its chunks ascending.
         n_block = last - first
         pair = key_stem[where[hit]] * n_block + owner[maybe[hit]]
+        if n_stems * n_block <= _INT32_PAIR_LIMIT:  # 32-bit keys sort in about half the time
+            pair = pair.astype(np.int32)
         pair.sort()
         if len(pair) > 1:  # two forms, or two mentions, of a stem in a chunk count once
             pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
