@@ -229,7 +229,9 @@ def spaceless_stop_characters(codes: Iterable[str]) -> frozenset[str]:
 
 def has_spaceless_text(text: str) -> bool:
     """Whether ``text`` holds a run of a language written without spaces (Chinese, Japanese, Thai, …)."""
-    return _SPACELESS_RUN.search(text or "") is not None
+    if not text or text.isascii():  # no such script is ASCII, and the test costs nothing
+        return False
+    return _SPACELESS_RUN.search(text) is not None
 
 
 def _pairs(match: re.Match) -> str:

@@ -151,6 +151,22 @@ def test_probe_sentences_come_from_a_bounded_pool_of_chunks_on_a_large_corpus(mo
     assert calibration.sample_probes(chunks, 400, random_state=1) == probes
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("The cat sat. It purred! Why? 9 lives e.g. the dog. (Yes) no", ["The cat sat.", "It purred!", "Why?",
+                                                                    "9 lives e.g. the dog.", "(Yes) no"]),
+    ("Heading\n\nFirst line. Second line\n- item", ["Heading", "First line.", "Second line", "- item"]),
+    ("Café ouvert. Élan vital.\nFin", ["Café ouvert. Élan vital.", "Fin"]),  # "É" is no capital A-Z
+    ("首都是首爾。人口很多！ Then English. Done", ["首都是首爾。", "人口很多！", "Then English.", "Done"]),
+    ("", []),
+])
+def test_sentences_split_the_same_on_every_path(text, expected):
+    from coverage_core.stages import calibration
+
+    # The ASCII and one-line paths drop only alternatives that cannot match: the full pattern agrees.
+    full = [part.strip() for part in calibration._SENTENCE_END.split(text) if part.strip()]
+    assert calibration._sentences(text) == full == expected
+
+
 def test_probes_are_capped_and_spread_over_documents():
     chunks = _chunks(per_document=10, sentences=6)  # 240 candidate sentences
     result = calibrate(chunks, _fake_embed([c.text for c in chunks]), _fake_embed, max_probes=40)

@@ -74,6 +74,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from coverage_core.blockwise import RunningTopK
 from coverage_core.errors import InputError
@@ -143,15 +144,20 @@ NOT_CALIBRATED = "default: not calibrated"
 
 _CHUNK_BLOCK = 20_000  # probes x block similarities, masked copies and top-k indices stay ~100 MB
 
-_SENTENCE_END = re.compile(
-    # Latin script: a stop, a space, then a capital or a digit ("e.g. the" goes on).
-    r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])"
-    # Chinese and Japanese full stops need no space after them; a closing quote or bracket stays with them.
+# Latin script: a stop, a space, then a capital or a digit ("e.g. the" goes on).
+_LATIN_SENTENCE_END = r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])"
+# Chinese and Japanese full stops need no space after them; a closing quote or bracket stays with them.
+_CJK_SENTENCE_END = (
     r"|(?<=[\u3002\uff01\uff1f\uff1b])(?![\u300d\u300f\u201d\u2019\uff09\u300b])\s*"
     r"|(?<=[\u3002\uff01\uff1f\uff1b][\u300d\u300f\u201d\u2019\uff09\u300b])\s*"
-    # A line break ends a sentence too (headings, list items, paragraphs without a final stop).
-    r"|\s*\n\s*"
 )
+# A line break ends a sentence too (headings, list items, paragraphs without a final stop).
+_LINE_END = r"|\s*\n\s*"
+_SENTENCE_END = re.compile(_LATIN_SENTENCE_END + _CJK_SENTENCE_END + _LINE_END)
+# The same split for ASCII text, and for ASCII text on one line, without the alternatives that cannot
+# match there: trying them at every position took most of the time.
+_ASCII_SENTENCE_END = re.compile(_LATIN_SENTENCE_END + _LINE_END)
+_ONE_LINE_ASCII_SENTENCE_END = re.compile(_LATIN_SENTENCE_END)
 _WORD = re.compile(r"\w+")
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -235,7 +241,12 @@ def youden_threshold(positives, negatives) -> tuple[float, float]:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    """The sentences of ``text`` (:data:`_SENTENCE_END`), stripped, none empty."""
+    if not text.isascii():
+        ends = _SENTENCE_END
+    else:
+        ends = _ASCII_SENTENCE_END if "\n" in text else _ONE_LINE_ASCII_SENTENCE_END
+    return [s.strip() for s in ends.split(text) if s.strip()]
 
 
 def probe_words(text: str) -> int:
@@ -261,10 +272,11 @@ def _probe_chunk_pool(chunks: Sequence[Chunk], rng: np.random.Generator) -> list
     more than :data:`PROBE_CHUNK_POOL` chunks a seeded sample spread evenly over the documents."""
     if len(chunks) <= PROBE_CHUNK_POOL:
         return list(range(len(chunks)))
-    by_document: dict[str, list[int]] = {}
-    for index, chunk in enumerate(chunks):
-        by_document.setdefault(chunk.document, []).append(index)
-    queues = [list(rng.permutation(by_document[name])) for name in sorted(by_document)]
+    # Each document's chunks, ascending, documents in name order: grouped by array, not chunk by chunk.
+    codes, _ = pd.factorize(np.array([chunk.document for chunk in chunks], dtype=object), sort=True)
+    by_document = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[by_document])) + 1
+    queues = [list(rng.permutation(members)) for members in np.split(by_document, bounds)]
     return sorted(int(i) for i in _round_robin(queues, PROBE_CHUNK_POOL))
 
 
@@ -610,8 +622,10 @@ def _as_codes(groups, owners):
     if isinstance(groups, tuple):
         pairs = [_as_codes(labels, owner) for labels, owner in zip(groups, owners)]
         return tuple(labels for labels, _ in pairs), tuple(owner for _, owner in pairs)
-    names, codes = np.unique(np.asarray(groups), return_inverse=True)
-    return codes.ravel(), np.searchsorted(names, np.asarray(owners))
+    # Hashed, not sorted: np.unique on a million document names took half a second. The codes are
+    # np.unique's all the same (sort=True).
+    codes, names = pd.factorize(np.asarray(groups), sort=True, use_na_sentinel=False)
+    return codes.astype(np.intp), np.searchsorted(np.asarray(names), np.asarray(owners))
 
 
 def override(threshold: float) -> Calibration:
