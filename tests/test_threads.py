@@ -75,7 +75,6 @@ def test_in_order_with_no_items_or_one_worker_runs_in_the_caller_s_thread():
     assert seen == [threading.get_ident()] * 3
 
 
-
 def test_workers_for_a_few_items_start_no_idle_thread(monkeypatch):
     monkeypatch.setattr(threads, "worker_threads", lambda: 4)
     assert [threads.workers_for(n) for n in (0, 1, 2, 4, 10)] == [1, 1, 2, 4, 4]

@@ -192,13 +192,13 @@ def _lloyd_in_blocks(
         half_squared_norms = 0.5 * np.einsum("ij,ij->i", centers, centers)
         n_changed = 0
 
-        def assign(i: int, _, centers=centers, half_squared_norms=half_squared_norms, first_pass=passes == 1):
+        def assign(i: int, _):  # in_order returns before this pass's centres change
             start, stop = blocks[i]
             block = Xn[start:stop]
             scores = block @ centers.T
             scores -= half_squared_norms
             new = scores.argmax(axis=1)
-            lengths = float(np.einsum("ij,ij->", block, block, dtype=np.float64)) if first_pass else 0.0
+            lengths = float(np.einsum("ij,ij->", block, block, dtype=np.float64)) if passes == 1 else 0.0
             # A sparse one-hot product: half the time of a dense one-hot BLAS
             # call on one thread, and no (k, rows) temporary.
             return new, _membership(new, k, block.dtype) @ block, lengths

@@ -279,7 +279,7 @@ _PADDING = b" " * 8
 _BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
 # normalize_word on numbers: each suffix as the little-endian value of its
 # bytes (what the top bytes of the 8 bytes before a word's end hold when the
-# word ends with it), and the last bytes that can end one.
+# word ends with it).
 # Single-byte suffixes with a last byte no other suffix has ("e", "y") are cut in one pass over all
 # words; the others are grouped by their last byte, in SUFFIXES's order within a group, so each word
 # is compared only with the suffixes it can end with.
