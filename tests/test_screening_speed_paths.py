@@ -1,7 +1,8 @@
 """The screener's fast paths equal the plain computations they replace.
 
 The word check (``lexical_coverage``) reads the chunk texts once where it
-used to read them twice; the chunk density runs its products in threads.
+used to read them twice; the chunk density and the question neighbours run
+their products in threads.
 Each is compared here with a straightforward implementation of the
 documented rule, on random inputs with many ties and on the real example's
 texts, with the switches that choose the paths set both ways.
@@ -383,3 +384,44 @@ def test_subjects_read_from_the_word_checks_index_equal_subjects_read_alone(monk
     assert word_check_passes == 1 and passes() == 1
     assert _comparable(shared) == _comparable(alone)
     assert any(e.n_passages == 0 for evidence in alone for e in evidence)  # absent subjects were looked up
+
+
+def plain_neighbour_check(Q, index, similarity, k):
+    """Each question's k neighbours are other questions, their similarities are theirs, most similar first,
+    and no question left out is more similar than the k-th (float32 products: 1e-5 apart at most)."""
+    sims = Q.astype(np.float64) @ Q.astype(np.float64).T
+    np.fill_diagonal(sims, -np.inf)
+    n = len(Q)
+    assert index.shape == similarity.shape == (n, k)
+    assert not (index == np.arange(n)[:, None]).any()
+    assert all(len(set(row)) == k for row in index)
+    np.testing.assert_allclose(similarity, np.take_along_axis(sims, index, axis=1), atol=1e-5, rtol=0)
+    assert (np.diff(similarity, axis=1) <= 0).all()
+    np.testing.assert_allclose(similarity[:, -1], -np.sort(-sims, axis=1)[:, k - 1], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("pruned", [False, True])
+@pytest.mark.parametrize("workers", [1, 3])
+def test_question_neighbours_are_each_questions_most_similar(monkeypatch, workers, pruned):
+    monkeypatch.setattr(threads, "worker_threads", lambda: workers)
+    monkeypatch.setattr(neighbourhoods, "BLOCK_ROWS", 16)
+    if pruned:  # runs of 4 questions from 5 x 4 x 4 = 80 questions on; 301 leaves a short last run
+        monkeypatch.setattr(neighbourhoods, "NEIGHBOR_GROUP", 4)
+        monkeypatch.setattr(neighbourhoods, "PRUNE_FACTOR", 4)
+    rng = np.random.default_rng(workers)
+    Q = tied_unit_vectors(rng, 301, 12) + 1e-3 * rng.normal(size=(301, 12)).astype(np.float32)
+    Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+    index, similarity = neighbourhoods.question_neighbours(Q, 5)
+    plain_neighbour_check(Q, index, similarity, 5)
+
+
+def test_question_neighbours_are_the_same_in_any_number_of_threads(monkeypatch):
+    rng = np.random.default_rng(3)
+    Q = tied_unit_vectors(rng, 700, 16)
+    monkeypatch.setattr(neighbourhoods, "BLOCK_ROWS", 32)
+    monkeypatch.setattr(threads, "worker_threads", lambda: 1)
+    alone = neighbourhoods.question_neighbours(Q, 8)
+    monkeypatch.setattr(threads, "worker_threads", lambda: 4)
+    together = neighbourhoods.question_neighbours(Q, 8)
+    np.testing.assert_array_equal(together[0], alone[0])
+    np.testing.assert_array_equal(together[1], alone[1])

@@ -17,7 +17,7 @@ from scipy import sparse
 from sklearn.neighbors import LocalOutlierFactor
 from threadpoolctl import threadpool_limits
 
-from coverage_core.threads import in_threads
+from coverage_core.threads import in_order, in_threads, workers_for
 
 __all__ = ["BLOCK_ROWS", "DENSITY_NEIGHBORS", "MAX_REFERENCE", "chunk_density", "lof_scores", "question_neighbours"]
 
@@ -139,14 +139,15 @@ PRUNE_FACTOR = 8
 def question_neighbours(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Each question's k most similar other questions, most similar first; 1 <= k < n.
 
-    Exact, one block of ``BLOCK_ROWS`` questions at a time. From
-    ``PRUNE_FACTOR * k * NEIGHBOR_GROUP`` questions on, picking k of n
-    similarities per question takes longer than the products (and a block's
-    full index array is 200 MB at 50,000), so the questions are first cut into
-    runs of ``NEIGHBOR_GROUP`` and only the k runs with the largest maxima
-    are searched: every question with a similarity above the k-th largest
-    lies in a run whose maximum is above it, and there are fewer than k such
-    runs, so the k runs hold the k largest values.
+    Exact, one block of ``BLOCK_ROWS`` questions at a time, blocks in threads
+    (:func:`~coverage_core.threads.in_order`; the result does not depend on
+    their number). From ``PRUNE_FACTOR * k * NEIGHBOR_GROUP`` questions on,
+    picking k of n similarities per question takes longer than the products
+    (and a block's full index array is 200 MB at 50,000), so the questions are
+    first cut into runs of ``NEIGHBOR_GROUP`` and only the k runs with the
+    largest maxima are searched: every question with a similarity above the
+    k-th largest lies in a run whose maximum is above it, and there are fewer
+    than k such runs, so the k runs hold the k largest values.
 
     Returns indices and cosine similarities, both of shape (n, k).
     """
@@ -155,12 +156,18 @@ def question_neighbours(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     similarity = np.empty((n, k), dtype=np.float32)
     pruned = n >= PRUNE_FACTOR * k * NEIGHBOR_GROUP
     full = n // NEIGHBOR_GROUP * NEIGHBOR_GROUP
-    # Reused between blocks: at 50,000 questions a fresh block is 100 MB of
-    # new pages each time.
     rows = min(BLOCK_ROWS, n)
-    buffer = np.empty((rows, n), dtype=np.float32)
-    halves = np.empty((rows, full // NEIGHBOR_GROUP, NEIGHBOR_GROUP // 2), dtype=np.float32) if pruned else None
-    for start in range(0, n, BLOCK_ROWS):
+    starts = range(0, n, BLOCK_ROWS)
+
+    def buffers() -> tuple[np.ndarray, np.ndarray | None]:
+        # One pair per thread, reused between its blocks: at 50,000 questions
+        # a fresh block is 100 MB of new pages each time.
+        halves = np.empty((rows, full // NEIGHBOR_GROUP, NEIGHBOR_GROUP // 2), dtype=np.float32) if pruned else None
+        return np.empty((rows, n), dtype=np.float32), halves
+
+    def neighbours_of_block(i: int, space) -> tuple[np.ndarray, np.ndarray]:
+        buffer, halves = space
+        start = starts[i]
         block = Q[start : start + BLOCK_ROWS]
         b = len(block)
         sims = np.matmul(block, Q.T, out=buffer[:b])
@@ -186,8 +193,14 @@ def question_neighbours(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         top_sims = np.take_along_axis(values, top, axis=1)
         order = np.argsort(-top_sims, axis=1, kind="stable")
         top = np.take_along_axis(top, order, axis=1)
-        index[start : start + b] = top if candidates is None else np.take_along_axis(candidates, top, axis=1)
-        similarity[start : start + b] = np.take_along_axis(top_sims, order, axis=1)
+        found = top if candidates is None else np.take_along_axis(candidates, top, axis=1)
+        return found, np.take_along_axis(top_sims, order, axis=1)
+
+    def keep(i: int, found: tuple[np.ndarray, np.ndarray]) -> None:
+        start = starts[i]
+        index[start : start + len(found[0])], similarity[start : start + len(found[0])] = found
+
+    in_order(neighbours_of_block, keep, len(starts), scratch=buffers, workers=workers_for(len(starts)))
     return index, similarity
 
 
