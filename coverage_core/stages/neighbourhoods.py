@@ -197,8 +197,10 @@ def question_neighbours(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return found, np.take_along_axis(top_sims, order, axis=1)
 
     def keep(i: int, found: tuple[np.ndarray, np.ndarray]) -> None:
+        top, top_similarity = found
         start = starts[i]
-        index[start : start + len(found[0])], similarity[start : start + len(found[0])] = found
+        index[start : start + len(top)] = top
+        similarity[start : start + len(top)] = top_similarity
 
     in_order(neighbours_of_block, keep, len(starts), scratch=buffers, workers=workers_for(len(starts)))
     return index, similarity
